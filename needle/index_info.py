@@ -1,0 +1,91 @@
+"""Provenance of an index: which model, prefixes and chunking built it.
+
+Vectors from one model mean nothing to another, so Needle refuses to search or extend an index built
+with different embedding settings, and says how to rebuild it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from needle.models import embedding_dim
+from needle.settings import Settings
+
+_FILE = "needle_index.json"
+
+
+class IndexMismatchError(RuntimeError):
+    """The index was built with other embedding or chunking settings than the configured ones."""
+
+
+def fingerprint(settings: Settings) -> dict[str, Any]:
+    """The settings an index depends on."""
+    return {
+        "embedding_model": settings.embedding.model,
+        "embedding_dim": embedding_dim(settings.embedding.model),
+        "query_prefix": settings.embedding.query_prefix,
+        "document_prefix": settings.embedding.document_prefix,
+        "embed_context": settings.embedding.embed_context,
+        "sparse_model": settings.sparse.model,
+        "chunking": settings.chunking.model_dump(),
+    }
+
+
+def info_path(settings: Settings) -> Path:
+    """Where the index's provenance is kept (beside the embedded index, or per server collection)."""
+    if settings.store.url:
+        return settings.data_dir / f"server-{settings.store.collection}-{_FILE}"
+    return settings.index_dir / _FILE
+
+
+def read(settings: Settings) -> dict[str, Any] | None:
+    """The recorded provenance, or `None` for an index never built."""
+    path = info_path(settings)
+    if not path.exists():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def check(settings: Settings) -> None:
+    """
+    Refuse an index built with other settings.
+
+    :raises IndexMismatchError: With the differing keys and the command that rebuilds the index.
+    """
+    recorded = read(settings)
+    if recorded is None:
+        return
+    expected = fingerprint(settings)
+    differing = [key for key, value in expected.items() if recorded.get("fingerprint", {}).get(key) != value]
+    if differing:
+        details = ", ".join(f"{k}: index has {recorded['fingerprint'].get(k)!r}, config has {expected[k]!r}" for k in differing)
+        raise IndexMismatchError(
+            f"the index at {info_path(settings).parent} was built with other settings ({details}); "
+            "rebuild it with `needle index --rebuild`"
+        )
+
+
+def record(settings: Settings) -> None:
+    """Write the provenance after a successful index run."""
+    path = info_path(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    previous = read(settings) or {}
+    data = {
+        "fingerprint": fingerprint(settings),
+        "created": previous.get("created", time.time()),
+        "updated": time.time(),
+    }
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".index-info-")
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        json.dump(data, out, indent=2)
+    os.replace(tmp, path)
+
+
+def forget(settings: Settings) -> None:
+    """Remove the provenance (before a rebuild)."""
+    info_path(settings).unlink(missing_ok=True)

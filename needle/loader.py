@@ -1,0 +1,174 @@
+"""The one place that turns a pipeline YAML into a Haystack `Pipeline`.
+
+Every process (CLI, tests, eval, server) loads graphs through `load_pipeline`, which:
+1. reads the YAML and fills `${name}` placeholders from the settings (`${embedding.model}`,
+   `${document_store}`, ...): a placeholder that is a whole value takes any type (a mapping for the
+   store); one inside a longer string is replaced by text;
+2. registers the offline models with fastembed;
+3. builds the graph with Haystack's deserialisation allowlist extended to Needle's packages
+   (Haystack 3.x refuses classes from modules outside it; 2.x has no allowlist and ignores it).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from haystack import Pipeline
+
+from needle.models import dense_embedder_params, embedding_dim, sparse_embedder_params
+from needle.settings import PROJECT_ROOT, Settings, load_settings
+
+PIPELINES_DIR = PROJECT_ROOT / "pipelines"
+ALLOWED_MODULES = ["components", "components.*", "needle", "needle.*", "haystack_integrations.*"]
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.]+)\}")
+
+
+class PipelineError(ValueError):
+    """A pipeline file is missing, malformed or names a value the settings lack."""
+
+
+def store_definition(settings: Settings) -> dict[str, Any]:
+    """
+    The serialised document store the graphs share: the embedded engine, or a Qdrant server.
+
+    :param settings: Needle's settings.
+    :returns: A `{"type": ..., "init_parameters": ...}` mapping, as in a pipeline YAML.
+    """
+    dim = embedding_dim(settings.embedding.model)
+    if settings.store.url:
+        return {
+            "type": "components.qdrant_server_document_store.QdrantServerDocumentStore",
+            "init_parameters": {
+                "url": settings.store.url,
+                "index": settings.store.collection,
+                "embedding_dim": dim,
+                "use_sparse_embeddings": True,
+                "sparse_idf": True,
+                "timeout": settings.store.timeout,
+                "api_key": {"type": "env_var", "env_vars": [settings.store.api_key_env], "strict": False},
+            },
+        }
+    return {
+        "type": "components.edge_document_store.EdgeDocumentStore",
+        "init_parameters": {"path": str(settings.index_dir / "edge"), "embedding_dim": dim},
+    }
+
+
+def placeholder_values(settings: Settings, progress_bar: bool = False) -> dict[str, Any]:
+    """
+    Every value a pipeline YAML may name as `${...}`.
+
+    :param settings: Needle's settings.
+    :param progress_bar: Whether embedders show progress bars.
+    :returns: A flat mapping of dotted names to values.
+    :raises MissingModelError: When a configured offline model is not provisioned.
+    """
+    values: dict[str, Any] = {"document_store": store_definition(settings), "progress_bar": progress_bar}
+    for section in ("embedding", "sparse", "chunking", "reader", "retrieval"):
+        for key, value in getattr(settings, section).model_dump().items():
+            values[f"{section}.{key}"] = value
+    dense = dense_embedder_params(settings.embedding.model, settings.model_dir)
+    sparse = sparse_embedder_params(settings.sparse.model, settings.model_dir)
+    for prefix, params in (("embedding", dense), ("sparse", sparse)):
+        values[f"{prefix}.local_files_only"] = params["local_files_only"]
+        values[f"{prefix}.model_kwargs"] = params["model_kwargs"]
+        values[f"{prefix}.cache_dir"] = params.get("cache_dir")
+    values["embedding.meta_fields_to_embed"] = ["context"] if settings.embedding.embed_context else []
+    values["embedding.dim"] = embedding_dim(settings.embedding.model)
+    values["data_dir"] = str(settings.data_dir)
+    return values
+
+
+def resolve_placeholders(node: Any, values: dict[str, Any]) -> Any:
+    """
+    Replace `${name}` placeholders in a parsed YAML tree.
+
+    :param node: A parsed YAML value.
+    :param values: The values placeholders may name.
+    :returns: A copy of `node` with placeholders filled.
+    :raises PipelineError: When a placeholder names an unknown value.
+    """
+    if isinstance(node, dict):
+        return {key: resolve_placeholders(value, values) for key, value in node.items()}
+    if isinstance(node, list):
+        return [resolve_placeholders(value, values) for value in node]
+    if not isinstance(node, str) or "${" not in node:
+        return node
+
+    def lookup(name: str) -> Any:
+        if name not in values:
+            raise PipelineError(f"unknown placeholder ${{{name}}}; known: {', '.join(sorted(values))}")
+        return values[name]
+
+    whole = _PLACEHOLDER.fullmatch(node)
+    if whole:
+        return lookup(whole.group(1))
+    return _PLACEHOLDER.sub(lambda m: str(lookup(m.group(1))), node)
+
+
+def pipeline_path(name_or_path: str | Path) -> Path:
+    """
+    Find a pipeline file: a path, or the name of a graph in `pipelines/` (`query` → `pipelines/query.yml`).
+
+    :raises PipelineError: When no such file exists.
+    """
+    candidate = Path(name_or_path)
+    if candidate.suffix in {".yml", ".yaml"} and candidate.exists():
+        return candidate
+    named = PIPELINES_DIR / f"{name_or_path}.yml"
+    if named.exists():
+        return named
+    raise PipelineError(f"no pipeline named '{name_or_path}' (looked for {candidate} and {named})")
+
+
+def build_pipeline(data: dict[str, Any]) -> Pipeline:
+    """
+    Build a graph from its dictionary form, with Needle's modules allowed.
+
+    :param data: A pipeline dictionary (`Pipeline.to_dict()` form) without placeholders.
+    :returns: The pipeline.
+    """
+    if "allowed_modules" in inspect.signature(Pipeline.from_dict).parameters:
+        return Pipeline.from_dict(data, allowed_modules=ALLOWED_MODULES)
+    return Pipeline.from_dict(data)
+
+
+def loads_pipeline(text: str) -> Pipeline:
+    """
+    `Pipeline.loads` with Needle's modules allowed (for YAML that has no placeholders, e.g. `p.dumps()`).
+
+    :param text: Pipeline YAML.
+    :returns: The pipeline.
+    """
+    if "allowed_modules" in inspect.signature(Pipeline.loads).parameters:
+        return Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)
+    return Pipeline.loads(text)
+
+
+def load_pipeline(
+    name_or_path: str | Path, settings: Settings | None = None, progress_bar: bool = False
+) -> Pipeline:
+    """
+    Load a pipeline YAML with placeholders filled from the settings.
+
+    :param name_or_path: A file path or a graph name in `pipelines/`.
+    :param settings: Needle's settings; loaded from the environment when `None`.
+    :param progress_bar: Whether embedders show progress bars.
+    :returns: The pipeline, not yet warmed up.
+    :raises PipelineError: When the file is missing or malformed.
+    :raises MissingModelError: When a configured offline model is not provisioned.
+    """
+    settings = settings or load_settings()
+    path = pipeline_path(name_or_path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise PipelineError(f"cannot read pipeline {path}: {error}") from error
+    if not isinstance(data, dict) or "components" not in data:
+        raise PipelineError(f"{path} is not a pipeline: it has no 'components' mapping")
+    resolved = resolve_placeholders(data, placeholder_values(settings, progress_bar=progress_bar))
+    return build_pipeline(resolved)

@@ -1,0 +1,273 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from components.collection_scanner import CollectionScanner, glob_to_regex
+
+
+def make_files(root: Path, *paths: str) -> None:
+    for path in paths:
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(f"# {path}\n", encoding="utf-8")
+
+
+def scan(root: Path, **collection) -> dict:
+    return CollectionScanner().run(collections=[{"name": "notes", "root": str(root), **collection}])
+
+
+def paths(result: dict) -> list[str]:
+    return [s["path"] for s in result["sources"]]
+
+
+def reasons(result: dict) -> dict[str, str]:
+    return {s["path"]: s["reason"] for s in result["skipped"]}
+
+
+class TestGlobToRegex:
+    @pytest.mark.parametrize(
+        "pattern, path, expected",
+        [
+            ("**/*.md", "a.md", True),
+            ("**/*.md", "a/b/c.md", True),
+            ("**/*.md", "a.mdx", False),
+            ("*.md", "a.md", True),
+            ("*.md", "a/b.md", False),
+            ("a/**", "a/b/c.md", True),
+            ("a/**/x.md", "a/x.md", True),
+            ("?.md", "ab.md", False),
+            ("[!a]*.md", "b.md", True),
+            ("[!a]*.md", "a.md", False),
+            ("notes (old)/*.md", "notes (old)/a.md", True),
+        ],
+    )
+    def test_matches_relative_posix_paths(self, pattern, path, expected):
+        assert bool(glob_to_regex(pattern).fullmatch(path)) is expected
+
+
+class TestCollectionScanner:
+    def test_init_defaults(self):
+        assert CollectionScanner().max_files == 100_000
+
+    def test_init_custom(self):
+        assert CollectionScanner(max_files=5).max_files == 5
+
+    @pytest.mark.parametrize("bad", [0, -1, "10", True, 1.5])
+    def test_bad_max_files_raises(self, bad):
+        with pytest.raises(ValueError, match="max_files"):
+            CollectionScanner(max_files=bad)
+
+    def test_to_dict(self):
+        assert CollectionScanner(max_files=7).to_dict() == {
+            "type": "components.collection_scanner.CollectionScanner",
+            "init_parameters": {"max_files": 7},
+        }
+
+    def test_from_dict(self):
+        scanner = CollectionScanner.from_dict(CollectionScanner(max_files=7).to_dict())
+        assert scanner.max_files == 7
+
+    def test_lists_default_note_types_sorted_with_absolute_root(self, tmp_path):
+        make_files(tmp_path, "b.md", "a.markdown", "sub/c.txt", "sub/deeper/d.md", "image.png", "e.mdx")
+        result = scan(tmp_path)
+        assert result["sources"] == [
+            {"collection": "notes", "root": str(tmp_path), "path": p}
+            for p in ["a.markdown", "b.md", "sub/c.txt", "sub/deeper/d.md"]
+        ]
+        assert result["skipped"] == []
+
+    def test_root_is_made_absolute(self, tmp_path, monkeypatch):
+        make_files(tmp_path, "vault/a.md")
+        monkeypatch.chdir(tmp_path)
+        result = CollectionScanner().run(collections=[{"name": "n", "root": "vault"}])
+        assert result["sources"][0]["root"] == str(tmp_path / "vault")
+
+    def test_include_double_star_matches_top_level_files(self, tmp_path):
+        make_files(tmp_path, "top.md", "a/nested.md")
+        assert paths(scan(tmp_path, include=["**/*.md"])) == ["a/nested.md", "top.md"]
+
+    def test_include_single_star_matches_top_level_only(self, tmp_path):
+        make_files(tmp_path, "top.md", "a/nested.md")
+        assert paths(scan(tmp_path, include=["*.md"])) == ["top.md"]
+
+    def test_default_excludes_and_hidden_parts_are_left_out(self, tmp_path):
+        make_files(
+            tmp_path,
+            "keep.md",
+            ".obsidian/workspace.md",
+            ".trash/old.md",
+            "node_modules/pkg/readme.md",
+            "deep/node_modules/x.md",
+            ".git/info.md",
+            ".hidden/secret.md",
+            "sub/.private/x.md",
+            ".dotfile.md",
+            "sub/.also-hidden.md",
+        )
+        result = scan(tmp_path)
+        assert paths(result) == ["keep.md"]
+        assert result["skipped"] == []
+
+    def test_hidden_parts_are_left_out_with_custom_excludes(self, tmp_path):
+        make_files(tmp_path, "keep.md", "node_modules/x.md", ".hidden/x.md")
+        assert paths(scan(tmp_path, exclude=[])) == ["keep.md", "node_modules/x.md"]
+
+    def test_custom_excludes_folder_name_path_glob_and_file_name(self, tmp_path):
+        make_files(
+            tmp_path,
+            "keep.md",
+            "templates/t.md",
+            "a/templates/t.md",
+            "archive/2020/old.md",
+            "archive.md",
+            "x.draft.md",
+            "sub/y.draft.md",
+        )
+        result = scan(tmp_path, exclude=["templates/", "archive/**", "*.draft.md"])
+        assert paths(result) == ["archive.md", "keep.md"]
+
+    def test_excluded_folder_path_with_slash_only_matches_from_root(self, tmp_path):
+        make_files(tmp_path, "a/b/x.md", "c/a/b/y.md")
+        assert paths(scan(tmp_path, exclude=["a/b/"])) == ["c/a/b/y.md"]
+
+    def test_several_collections_are_sorted_by_collection_then_path(self, tmp_path):
+        make_files(tmp_path, "one/b.md", "one/a.md", "two/c.md")
+        result = CollectionScanner().run(
+            collections=[{"name": "zeta", "root": str(tmp_path / "two")}, {"name": "alpha", "root": str(tmp_path / "one")}]
+        )
+        assert [(s["collection"], s["path"]) for s in result["sources"]] == [
+            ("alpha", "a.md"),
+            ("alpha", "b.md"),
+            ("zeta", "c.md"),
+        ]
+
+    def test_missing_root_is_reported_not_raised(self, tmp_path):
+        result = scan(tmp_path / "nope")
+        assert result["sources"] == []
+        assert result["skipped"] == [
+            {"collection": "notes", "path": "", "reason": f"root folder does not exist: {tmp_path / 'nope'}"}
+        ]
+
+    def test_root_that_is_a_file_is_reported(self, tmp_path):
+        make_files(tmp_path, "file.md")
+        result = scan(tmp_path / "file.md")
+        assert result["skipped"][0]["path"] == ""
+        assert result["skipped"][0]["reason"].startswith("root folder does not exist:")
+
+    def test_missing_root_does_not_stop_other_collections(self, tmp_path):
+        make_files(tmp_path, "ok/a.md")
+        result = CollectionScanner().run(
+            collections=[{"name": "gone", "root": str(tmp_path / "gone")}, {"name": "ok", "root": str(tmp_path / "ok")}]
+        )
+        assert paths(result) == ["a.md"]
+        assert [s["collection"] for s in result["skipped"]] == ["gone"]
+
+    @pytest.mark.parametrize(
+        "collection, message",
+        [
+            ({"root": "/tmp"}, "name"),
+            ({"name": "", "root": "/tmp"}, "name"),
+            ({"name": "n"}, "root"),
+            ({"name": "n", "root": ""}, "root"),
+            ({"name": "n", "root": "/tmp", "include": "**/*.md"}, "include"),
+            ({"name": "n", "root": "/tmp", "include": []}, "include"),
+            ({"name": "n", "root": "/tmp", "exclude": [3]}, "exclude"),
+        ],
+    )
+    def test_malformed_collection_raises(self, collection, message):
+        with pytest.raises(ValueError, match=message):
+            CollectionScanner().run(collections=[collection])
+
+    def test_collection_that_is_not_a_dict_raises(self):
+        with pytest.raises(ValueError, match=r"collections\[0\] must be a dict"):
+            CollectionScanner().run(collections=["~/notes"])
+
+    def test_repeated_collection_name_raises(self, tmp_path):
+        with pytest.raises(ValueError, match="unique"):
+            CollectionScanner().run(collections=[{"name": "n", "root": str(tmp_path)}] * 2)
+
+    def test_symlink_loop_is_reported_and_scan_finishes(self, tmp_path):
+        make_files(tmp_path, "a/note.md")
+        (tmp_path / "a" / "loop").symlink_to(tmp_path / "a", target_is_directory=True)
+        (tmp_path / "a" / "up").symlink_to(tmp_path, target_is_directory=True)
+        result = scan(tmp_path)
+        assert paths(result) == ["a/note.md"]
+        assert reasons(result)["a/loop"].startswith("symlink loop")
+        assert reasons(result)["a/up"].startswith("symlink loop")
+
+    def test_self_referencing_symlink_is_reported(self, tmp_path):
+        make_files(tmp_path, "a.md")
+        (tmp_path / "self.md").symlink_to(tmp_path / "self.md")
+        assert reasons(scan(tmp_path))["self.md"].startswith("symlink loop")
+
+    def test_symlinks_leading_outside_root_are_skipped(self, tmp_path):
+        root, outside = tmp_path / "vault", tmp_path / "outside"
+        make_files(root, "a.md")
+        make_files(outside, "ext.md", "dir/inner.md")
+        (root / "ext.md").symlink_to(outside / "ext.md")
+        (root / "extdir").symlink_to(outside / "dir", target_is_directory=True)
+        result = scan(root)
+        assert paths(result) == ["a.md"]
+        assert reasons(result) == {
+            "ext.md": "symlink leads outside the collection root",
+            "extdir": "symlink leads outside the collection root",
+        }
+
+    def test_broken_symlink_is_reported(self, tmp_path):
+        make_files(tmp_path, "a.md")
+        (tmp_path / "gone.md").symlink_to(tmp_path / "missing.md")
+        result = scan(tmp_path)
+        assert paths(result) == ["a.md"]
+        assert reasons(result)["gone.md"].startswith("broken symlink")
+
+    def test_symlink_to_a_note_already_in_the_collection_is_listed_once(self, tmp_path):
+        make_files(tmp_path, "real/a.md")
+        (tmp_path / "alias.md").symlink_to(tmp_path / "real" / "a.md")
+        (tmp_path / "aliasdir").symlink_to(tmp_path / "real", target_is_directory=True)
+        result = scan(tmp_path)
+        assert paths(result) == ["real/a.md"]
+        assert set(reasons(result)) == {"alias.md", "aliasdir"}
+
+    def test_symlink_into_an_excluded_folder_is_followed(self, tmp_path):
+        make_files(tmp_path, ".private/shared/x.md")
+        (tmp_path / "shared").symlink_to(tmp_path / ".private" / "shared", target_is_directory=True)
+        assert paths(scan(tmp_path)) == ["shared/x.md"]
+
+    def test_unreadable_folder_is_reported(self, tmp_path, monkeypatch):
+        make_files(tmp_path, "a.md", "locked/b.md")
+        real_scandir = os.scandir
+
+        def scandir(path):
+            if os.fspath(path).endswith("locked"):
+                raise PermissionError(13, "Permission denied")
+            return real_scandir(path)
+
+        monkeypatch.setattr(os, "scandir", scandir)
+        result = scan(tmp_path)
+        assert paths(result) == ["a.md"]
+        assert reasons(result) == {"locked": "permission denied: the folder cannot be listed"}
+
+    def test_unreadable_folder_on_disk_does_not_crash(self, tmp_path):
+        make_files(tmp_path, "a.md", "locked/b.md")
+        (tmp_path / "locked").chmod(0)
+        try:
+            result = scan(tmp_path)
+        finally:
+            (tmp_path / "locked").chmod(0o755)
+        if "locked/b.md" in paths(result):
+            pytest.skip("running as root: chmod 000 does not block listing")
+        assert "locked" in reasons(result)
+
+    def test_max_files_stops_the_scan_and_says_so(self, tmp_path):
+        make_files(tmp_path, "a.md", "b.md", "c.md")
+        result = CollectionScanner(max_files=2).run(collections=[{"name": "n", "root": str(tmp_path)}])
+        assert paths(result) == ["a.md", "b.md"]
+        assert result["skipped"][0]["path"] == ""
+        assert "max_files=2" in result["skipped"][0]["reason"]
+
+    def test_tilde_root_is_expanded(self, tmp_path, monkeypatch):
+        make_files(tmp_path, "vault/a.md")
+        monkeypatch.setenv("HOME", str(tmp_path))
+        result = CollectionScanner().run(collections=[{"name": "n", "root": "~/vault"}])
+        assert result["sources"] == [{"collection": "n", "root": str(tmp_path / "vault"), "path": "a.md"}]

@@ -1,0 +1,54 @@
+import pytest
+
+from components.search_request import SearchRequest
+
+
+class TestSearchRequest:
+    def test_init_defaults(self):
+        request = SearchRequest()
+        assert (request.max_query_chars, request.max_top_k) == (2000, 1000)
+
+    def test_bad_params_raise(self):
+        with pytest.raises(ValueError, match="max_query_chars"):
+            SearchRequest(max_query_chars=0)
+        with pytest.raises(ValueError, match="max_top_k"):
+            SearchRequest(max_top_k=0)
+
+    def test_to_dict_and_from_dict(self):
+        data = SearchRequest(max_query_chars=50, max_top_k=20).to_dict()
+        assert data == {
+            "type": "components.search_request.SearchRequest",
+            "init_parameters": {"max_query_chars": 50, "max_top_k": 20},
+        }
+        assert SearchRequest.from_dict(data).to_dict() == data
+
+    def test_collections_become_a_filter(self):
+        out = SearchRequest().run(query="  slot  ", top_k=3, collections=["notes", "work"], min_score=0.5)
+        assert out == {
+            "query": "slot",
+            "top_k": 3,
+            "min_score": 0.5,
+            "filters": {"field": "meta.collection", "operator": "in", "value": ["notes", "work"]},
+        }
+
+    def test_no_collections_means_no_filter(self):
+        assert SearchRequest().run(query="x")["filters"] is None
+
+    @pytest.mark.parametrize(
+        "kwargs, message",
+        [
+            ({"query": ""}, "non-empty"),
+            ({"query": "   "}, "non-empty"),
+            ({"query": 42}, "non-empty"),
+            ({"query": "x" * 2001}, "limit is 2000"),
+            ({"query": "x", "top_k": 0}, "top_k"),
+            ({"query": "x", "top_k": 10_000}, "top_k"),
+            ({"query": "x", "top_k": "5"}, "top_k"),
+            ({"query": "x", "top_k": True}, "top_k"),
+            ({"query": "x", "min_score": -0.1}, "min_score"),
+            ({"query": "x", "collections": [""]}, "collections"),
+        ],
+    )
+    def test_invalid_requests_say_what_is_wrong(self, kwargs, message):
+        with pytest.raises(ValueError, match=message):
+            SearchRequest().run(**kwargs)
