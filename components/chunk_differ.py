@@ -4,7 +4,8 @@ from pathlib import Path
 from typing import Any
 
 from haystack import Document, component, default_to_dict, logging
-from haystack.utils import deserialize_document_store_in_init_params_inplace
+
+from components._document_store import with_document_store
 
 logger = logging.getLogger(__name__)
 
@@ -51,8 +52,7 @@ class ChunkDiffer:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ChunkDiffer":
         """Deserialise the component."""
-        deserialize_document_store_in_init_params_inplace(data)
-        return cls(**data["init_parameters"])
+        return cls(**with_document_store(data)["init_parameters"])
 
     @component.output_types(documents=list[Document], stale_ids=list[str], stats=dict)
     def run(

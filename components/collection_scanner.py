@@ -108,7 +108,7 @@ class CollectionScanner:
         """
         return default_from_dict(cls, data)
 
-    @component.output_types(sources=list[dict], skipped=list[dict])
+    @component.output_types(sources=list[dict[str, Any]], skipped=list[dict[str, Any]])
     def run(self, collections: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
         """
         Scan every collection.

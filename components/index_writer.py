@@ -4,7 +4,8 @@ from typing import Any
 
 from haystack import Document, component, default_to_dict, logging
 from haystack.document_stores.types import DuplicatePolicy
-from haystack.utils import deserialize_document_store_in_init_params_inplace
+
+from components._document_store import with_document_store
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +46,7 @@ class IndexWriter:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "IndexWriter":
         """Deserialise the component."""
-        deserialize_document_store_in_init_params_inplace(data)
-        return cls(**data["init_parameters"])
+        return cls(**with_document_store(data)["init_parameters"])
 
     @component.output_types(written=int, deleted=int)
     def run(self, documents: list[Document], stale_ids: list[str] | None = None) -> dict[str, int]:

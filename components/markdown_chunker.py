@@ -1,6 +1,7 @@
 """Markdown-aware chunking: sections by heading, whole code fences and lists, stable ids and exact line ranges."""
 
 import bisect
+import copy
 import datetime
 import hashlib
 import math
@@ -59,7 +60,8 @@ class MarkdownChunker:
     fenced code) are packed up to `target_chars`. A block larger than `max_chars` is cut at paragraphs, then
     list items, lines, sentences and finally words; a code fence only at its lines. When a section needs
     several chunks, each one after the first starts about `overlap_chars` earlier, at a line or sentence start.
-    Chunks below `min_chars` join a neighbour of the same section when the result fits in `max_chars`. Every
+    Chunks below `min_chars` join a neighbour of the same section when the result fits in `max_chars`, and a
+    heading directly followed by a sub-heading opens the sub-section's first chunk instead of standing alone. Every
     chunk's `content` is exactly `text[char_start:char_end]` of the file, with 1-based `start_line` and
     `end_line` matching the file on disk, and its id is a hash of file, heading path, index and text, so an
     unchanged chunk keeps its id across runs. YAML frontmatter gives the title and tags and is not chunk text.
@@ -69,7 +71,8 @@ class MarkdownChunker:
     Usage example:
     ```python
     chunker = MarkdownChunker(target_chars=700, overlap_chars=100)
-    doc = Document(content="# Needle\\n\\n## Index\\n\\nScan, read, chunk.\\n", meta={"collection": "notes", "path": "needle.md"})
+    text = "# Needle\\n\\n## Index\\n\\nScan, read, chunk.\\n"
+    doc = Document(content=text, meta={"collection": "notes", "path": "needle.md"})
     chunk = chunker.run(documents=[doc])["documents"][0]
     chunk.content  # "# Needle\\n\\n## Index\\n\\nScan, read, chunk."
     chunk.meta["heading_path"], chunk.meta["start_line"], chunk.meta["end_line"]  # ["Needle", "Index"], 1, 5
@@ -85,7 +88,7 @@ class MarkdownChunker:
         :param target_chars: Size a chunk is packed up to, in characters.
         :param overlap_chars: How much of the previous chunk of the same section a chunk repeats, at most.
         :param min_chars: Chunks shorter than this join a neighbour when they fit.
-        :param max_chars: Largest chunk, unless a single line (or, in code, a single line) is longer.
+        :param max_chars: Largest chunk, unless a single word (in a code fence, a single line) is longer.
         :raises ValueError: When a size is not a positive integer (overlap may be 0), when
             `min_chars <= target_chars <= max_chars` does not hold, or when `overlap_chars >= target_chars`.
         """
@@ -179,6 +182,8 @@ class MarkdownChunker:
         if warning:
             base_meta["frontmatter_warning"] = warning
             logger.warning("{collection}:{path}: {warning}", collection=collection, path=path, warning=warning)
+        if not blocks:
+            logger.info("{collection}:{path} has no text besides its frontmatter", collection=collection, path=path)
 
         chunks: list[Document] = []
         for heading_path, units in self._sections(text, lines, line_starts, blocks):
@@ -191,7 +196,7 @@ class MarkdownChunker:
                 ).hexdigest()
                 context_path = heading_path[1:] if heading_path and heading_path[0] == title else heading_path
                 meta = {
-                    **base_meta,
+                    **copy.deepcopy(base_meta),
                     "heading_path": list(heading_path),
                     "chunk_index": index,
                     "start_line": bisect.bisect_right(line_starts, char_start),
@@ -260,7 +265,7 @@ class MarkdownChunker:
         return [(start, end)]
 
     def _pack(self, units: list[tuple[int, int, bool]]) -> list[tuple[int, int]]:
-        """Pack consecutive units greedily up to `target_chars`; headings stick to what follows them."""
+        """Pack consecutive units greedily up to `target_chars` (overlap included); headings stick to what follows."""
         spans: list[tuple[int, int]] = []
         current: list[Any] = []  # [start, end, only_headings]
         for start, end, is_heading in units:
@@ -268,7 +273,9 @@ class MarkdownChunker:
                 current = [start, end, is_heading]
                 continue
             size = end - current[0]
-            if size <= self.target_chars or (
+            # Chunks after the first will also repeat up to `overlap_chars` of the one before them.
+            budget = self.target_chars - (self.overlap_chars if spans else 0)
+            if size <= budget or (
                 size <= self.max_chars and (current[2] or current[1] - current[0] < self.min_chars)
             ):
                 current = [current[0], end, current[2] and is_heading]
@@ -297,19 +304,18 @@ class MarkdownChunker:
         return spans
 
     def _overlap(self, text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        """Move each chunk's start back by up to `overlap_chars`, onto a line, sentence or word start."""
+        """Move each chunk's start back by up to `overlap_chars`: to a line start, else a sentence, else a word."""
         result = spans[:1]
         for start, end in spans[1:]:
             prev_start, prev_end = result[-1]
             low = max(start - self.overlap_chars, prev_start + 1, end - self.max_chars)
             new_start = start
             if self.overlap_chars and low < prev_end:
-                candidates = [m.start() for m in _LINE_START.finditer(text, low, prev_end)]
-                candidates += [m.end() for m in _SPLIT_LEVELS["sentence"].finditer(text, low, prev_end)]
-                if not candidates:
-                    candidates = [m.end() for m in _SPLIT_LEVELS["word"].finditer(text, low, prev_end)]
-                candidates = [c for c in candidates if low <= c < prev_end]
-                new_start = min(candidates, default=start)
+                for boundaries in (_LINE_START, _SPLIT_LEVELS["sentence"], _SPLIT_LEVELS["word"]):
+                    found = [m.end() for m in boundaries.finditer(text, low, prev_end) if low <= m.end() < prev_end]
+                    if found:
+                        new_start = found[0]
+                        break
             result.append((new_start, end))
         return result
 
@@ -338,7 +344,7 @@ def _parse_frontmatter(lines: list[str]) -> tuple[dict[str, Any], int, str]:
             if data is None:
                 return {}, i + 1, ""
             if not isinstance(data, dict):
-                return {}, 0, "frontmatter is not a mapping of fields, read as text"
+                return {}, 0, ""  # a thematic break rather than frontmatter
             return data, i + 1, ""
     return {}, 0, ""
 
@@ -426,7 +432,9 @@ def _parse_blocks(lines: list[str], first: int) -> list[_Block]:
             blocks.append(_Block("list", i, end))
         elif _QUOTE.match(line):
             end = i
-            while end + 1 < n and lines[end + 1].strip() and (_QUOTE.match(lines[end + 1]) or not _starts_block(lines, end + 1)):
+            while end + 1 < n and lines[end + 1].strip():
+                if not _QUOTE.match(lines[end + 1]) and _starts_block(lines, end + 1):
+                    break
                 end += 1
             blocks.append(_Block("quote", i, end))
         elif _is_table(lines, i):

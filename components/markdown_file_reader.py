@@ -69,7 +69,7 @@ class MarkdownFileReader:
         """
         return default_from_dict(cls, data)
 
-    @component.output_types(documents=list[Document], skipped=list[dict], warnings=list[dict])
+    @component.output_types(documents=list[Document], skipped=list[dict[str, Any]], warnings=list[dict[str, Any]])
     def run(self, sources: list[dict[str, Any]]) -> dict[str, Any]:
         """
         Read every source file.
@@ -105,6 +105,16 @@ class MarkdownFileReader:
             documents.append(Document(id=doc_id, content=text, meta={"collection": collection, "path": path, **meta}))
         return {"documents": documents, "skipped": skipped, "warnings": warnings}
 
+    def _stat_problem(self, info: os.stat_result) -> str | None:
+        """Why the opened file must not be read, or None."""
+        if stat.S_ISDIR(info.st_mode):
+            return "the path is a folder, not a file"
+        if not stat.S_ISREG(info.st_mode):
+            return "not a regular file"
+        if info.st_size > self.max_file_bytes:
+            return f"file too large: {info.st_size} bytes, the limit is max_file_bytes={self.max_file_bytes}"
+        return None
+
     def _read(self, root: str, path: str) -> str | tuple[str, dict[str, Any]]:
         """Read one file: its text and meta, or the reason it was skipped."""
         parts = path.split("/")
@@ -112,8 +122,7 @@ class MarkdownFileReader:
             return "the path is outside the collection root"
         full = os.path.join(root, *parts)
         try:
-            flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
-            fd = os.open(full, flags)
+            handle = open(full, "rb", opener=_open_without_blocking)  # noqa: SIM115 - closed below
         except PermissionError:
             return "permission denied"
         except FileNotFoundError:
@@ -123,21 +132,19 @@ class MarkdownFileReader:
         except OSError as exc:
             return f"the file cannot be opened: {exc.strerror or exc}"
         try:
-            with os.fdopen(fd, "rb") as handle:
+            with handle:
                 info = os.fstat(handle.fileno())
-                if stat.S_ISDIR(info.st_mode):
-                    return "the path is a folder, not a file"
-                if not stat.S_ISREG(info.st_mode):
-                    return "not a regular file"
-                if info.st_size > self.max_file_bytes:
-                    return f"file too large: {info.st_size} bytes, the limit is max_file_bytes={self.max_file_bytes}"
+                problem = self._stat_problem(info)
+                if problem:
+                    return problem
                 data = handle.read(self.max_file_bytes + 1)
         except PermissionError:
             return "permission denied"
         except OSError as exc:
             return f"the file cannot be read: {exc.strerror or exc}"
         if len(data) > self.max_file_bytes:
-            return f"file too large: over {self.max_file_bytes} bytes, the limit is max_file_bytes={self.max_file_bytes}"
+            limit = self.max_file_bytes
+            return f"file too large: over {limit} bytes, the limit is max_file_bytes={limit}"
         if not data:
             return "empty file"
         body = data[len(_BOM) :] if data.startswith(_BOM) else data
@@ -163,6 +170,11 @@ class MarkdownFileReader:
             **meta,
         }
         return text, meta
+
+
+def _open_without_blocking(path: str, flags: int) -> int:
+    """Open for reading without blocking on a named pipe, which is then reported as not a regular file."""
+    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
 
 
 def _binary_reason(sample: bytes) -> str | None:

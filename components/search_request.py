@@ -47,7 +47,7 @@ class SearchRequest:
         """Deserialise the component."""
         return default_from_dict(cls, data)
 
-    @component.output_types(query=str, top_k=int, min_score=float, filters=dict | None)
+    @component.output_types(query=str, top_k=int, min_score=float, filters=dict[str, Any] | None)
     def run(
         self, query: str, top_k: int = 10, collections: list[str] | None = None, min_score: float = 0.0
     ) -> dict[str, Any]:

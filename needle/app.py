@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from haystack import Pipeline
-from haystack.core.serialization import import_class_by_name
 
 from needle import index_info
 from needle.collections import Collection, CollectionError, CollectionRegistry
-from needle.loader import load_pipeline, store_definition
+from needle.loader import load_pipeline, make_store
 from needle.settings import Settings, load_settings
 
 SEARCH_MODES = ("search", "vsearch", "query")
@@ -100,8 +99,7 @@ class Needle:
     def store(self) -> Any:
         """The document store the graphs share."""
         if self._store is None:
-            definition = store_definition(self.settings)
-            self._store = import_class_by_name(definition["type"]).from_dict(definition)
+            self._store = make_store(self.settings)
         return self._store
 
     def search(
@@ -124,8 +122,7 @@ class Needle:
         :raises ValueError: On invalid input (empty query, bad `top_k`, unknown collection).
         :raises IndexMismatchError: When the index was built with other embedding settings.
         """
-        if collections:
-            self.collections.select(collections)
+        self.collections.select(collections)
         index_info.check(self.settings)
         request = {
             "query": query,

@@ -11,6 +11,7 @@ Every process (CLI, tests, eval, server) loads graphs through `load_pipeline`, w
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
 from pathlib import Path
@@ -18,8 +19,9 @@ from typing import Any
 
 import yaml
 from haystack import Pipeline
+from haystack.core import errors as haystack_errors
 
-from needle.models import dense_embedder_params, embedding_dim, sparse_embedder_params
+from needle.models import MissingModelError, dense_embedder_params, embedding_dim, sparse_embedder_params
 from needle.settings import PROJECT_ROOT, Settings, load_settings
 
 PIPELINES_DIR = PROJECT_ROOT / "pipelines"
@@ -56,6 +58,18 @@ def store_definition(settings: Settings) -> dict[str, Any]:
         "type": "components.edge_document_store.EdgeDocumentStore",
         "init_parameters": {"path": str(settings.index_dir / "edge"), "embedding_dim": dim},
     }
+
+
+def make_store(settings: Settings) -> Any:
+    """
+    The document store the graphs share, as an object (for status, `get` and collection removal).
+
+    :param settings: Needle's settings.
+    :returns: An `EdgeDocumentStore` or a `QdrantServerDocumentStore`.
+    """
+    definition = store_definition(settings)
+    module_name, _, class_name = definition["type"].rpartition(".")
+    return getattr(importlib.import_module(module_name), class_name).from_dict(definition)
 
 
 def placeholder_values(settings: Settings, progress_bar: bool = False) -> dict[str, Any]:
@@ -171,4 +185,17 @@ def load_pipeline(
     if not isinstance(data, dict) or "components" not in data:
         raise PipelineError(f"{path} is not a pipeline: it has no 'components' mapping")
     resolved = resolve_placeholders(data, placeholder_values(settings, progress_bar=progress_bar))
-    return build_pipeline(resolved)
+    try:
+        return build_pipeline(resolved)
+    except (PipelineError, MissingModelError):
+        raise
+    except (
+        haystack_errors.PipelineError,
+        haystack_errors.DeserializationError,
+        haystack_errors.ComponentError,
+        haystack_errors.ComponentDeserializationError,
+        ImportError,
+        TypeError,
+        ValueError,
+    ) as error:
+        raise PipelineError(f"cannot build pipeline {path}: {error}") from error

@@ -134,7 +134,10 @@ class TestCollectionScanner:
     def test_several_collections_are_sorted_by_collection_then_path(self, tmp_path):
         make_files(tmp_path, "one/b.md", "one/a.md", "two/c.md")
         result = CollectionScanner().run(
-            collections=[{"name": "zeta", "root": str(tmp_path / "two")}, {"name": "alpha", "root": str(tmp_path / "one")}]
+            collections=[
+                {"name": "zeta", "root": str(tmp_path / "two")},
+                {"name": "alpha", "root": str(tmp_path / "one")},
+            ]
         )
         assert [(s["collection"], s["path"]) for s in result["sources"]] == [
             ("alpha", "a.md"),

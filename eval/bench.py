@@ -1,0 +1,86 @@
+"""Benchmark: ingest throughput and query latency per mode.
+
+    python eval/bench.py --dataset ../shared/datasets/scifact
+
+Ingest: indexes the first --ingest-docs corpus documents into a fresh index and prints documents and
+chunks per second, with the seconds spent in each ingestion component (embedding vs store).
+Queries: runs --queries test queries per mode against the dataset's cached evaluation index (built by
+eval/beir.py on first use) and prints p50/p95 latency. Numbers, not assertions: the machine decides them.
+"""
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from needle.app import Needle  # noqa: E402
+from needle.collections import Collection, CollectionRegistry  # noqa: E402
+from needle.evaluation import metrics  # noqa: E402
+from needle.evaluation.beir import DEFAULT_CACHE, BeirDataset, eval_settings, load_dataset, materialise, prepare_index  # noqa: E402
+from needle.evaluation.timing import ComponentTimer  # noqa: E402
+from needle.settings import load_settings  # noqa: E402
+
+
+def bench_ingest(dataset: BeirDataset, docs: int) -> None:
+    subset = dict(list(dataset.corpus.items())[:docs])
+    part = BeirDataset(dataset.name, dataset.folder, subset, {}, {}, f"subset-{docs}")
+    with tempfile.TemporaryDirectory(prefix="needle-bench-") as tmp:
+        settings = load_settings().model_copy(update={"data_dir": Path(tmp)})
+        materialise(part, Path(tmp) / "docs")
+        CollectionRegistry(settings.collections_file).save(
+            {"bench": Collection(name="bench", root=str(Path(tmp) / "docs"), include=["*.md"])}
+        )
+        needle = Needle(settings, progress_bar=True)
+        needle.pipeline("ingest")  # model loading is not ingest time
+        with ComponentTimer.active() as timer:
+            started = time.perf_counter()
+            report = needle.index(["bench"])
+            total = time.perf_counter() - started
+    embed = timer.seconds["dense_embedder"] + timer.seconds["sparse_embedder"]
+    store = timer.seconds["writer"] + timer.seconds["differ"]
+    parse = timer.seconds["scanner"] + timer.seconds["reader"] + timer.seconds["chunker"]
+    print(f"\ningest: {docs} documents, {report['chunks']} chunks in {total:.1f} s")
+    print(f"  {docs / total:.2f} documents/s, {report['chunks'] / total:.2f} chunks/s")
+    print(f"  embedding {embed:.1f} s (dense {timer.seconds['dense_embedder']:.1f}, sparse {timer.seconds['sparse_embedder']:.1f}), "
+          f"store {store:.2f} s, reading and chunking {parse:.2f} s")
+
+
+def bench_queries(dataset: BeirDataset, queries: int, modes: list[str], cache: Path) -> None:
+    settings = eval_settings(load_settings(), dataset, cache, candidates=load_settings().retrieval.bm25_top_k)
+    needle, _ = prepare_index(dataset, settings)
+    texts = [dataset.queries[q] for q in sorted(dataset.queries)][:queries]
+    print(f"\nquery latency: {len(texts)} queries per mode, top 10, index of {len(dataset.corpus)} documents")
+    print("| mode | p50 ms | p95 ms | mean ms |")
+    print("|---|---|---|---|")
+    for mode in modes:
+        needle.search(texts[0], mode=mode, top_k=10)  # warm-up
+        latencies = []
+        for text in texts:
+            started = time.perf_counter()
+            needle.search(text, mode=mode, top_k=10)
+            latencies.append(1000 * (time.perf_counter() - started))
+        print(f"| {mode} | {metrics.percentile(latencies, 50):.1f} | {metrics.percentile(latencies, 95):.1f} | "
+              f"{metrics.mean(latencies):.1f} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--ingest-docs", type=int, default=300)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--mode", action="append", dest="modes")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--skip-ingest", action="store_true")
+    args = parser.parse_args()
+    dataset = load_dataset(args.dataset, "test")
+    if not args.skip_ingest:
+        bench_ingest(dataset, args.ingest_docs)
+    bench_queries(dataset, args.queries, args.modes or ["search", "vsearch", "query"], args.cache)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

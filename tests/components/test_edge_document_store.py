@@ -1,0 +1,579 @@
+import math
+import os
+import queue
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+from haystack import Document
+from haystack.dataclasses import SparseEmbedding
+from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError
+from haystack.document_stores.types import DuplicatePolicy
+from haystack.errors import FilterError
+from haystack.testing.document_store import (
+    CountDocumentsByFilterTest,
+    CountUniqueMetadataByFilterTest,
+    DocumentStoreBaseExtendedTests,
+    GetMetadataFieldMinMaxTest,
+    GetMetadataFieldsInfoTest,
+    GetMetadataFieldUniqueValuesTest,
+)
+from haystack_integrations.document_stores.qdrant.converters import (
+    convert_haystack_documents_to_qdrant_points,
+    convert_id,
+)
+
+from components.edge_document_store import (
+    _OPEN_SHARDS,
+    DEFAULT_PAYLOAD_INDEXES,
+    LOCK_FILE_NAME,
+    EdgeDocumentStore,
+    StoreLockedError,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def unit(vector: list[float]) -> list[float]:
+    norm = math.sqrt(sum(value * value for value in vector))
+    return [value / norm for value in vector]
+
+
+@pytest.fixture(scope="module")
+def shared_store(tmp_path_factory):
+    """One 4-dimensional shard for the behaviour tests (opening a shard costs disk syncs)."""
+    document_store = EdgeDocumentStore(
+        path=str(tmp_path_factory.mktemp("behaviour") / "edge"), embedding_dim=4, durable_writes=False
+    )
+    yield document_store
+    document_store.close()
+
+
+@pytest.fixture
+def store(shared_store):
+    """The shared shard, emptied."""
+    shared_store.delete_all_documents()
+    return shared_store
+
+
+class TestEdgeDocumentStoreConformance(
+    DocumentStoreBaseExtendedTests,
+    CountDocumentsByFilterTest,
+    CountUniqueMetadataByFilterTest,
+    GetMetadataFieldsInfoTest,
+    GetMetadataFieldMinMaxTest,
+    GetMetadataFieldUniqueValuesTest,
+):
+    @pytest.fixture(scope="class")
+    def shared_store(self, tmp_path_factory):
+        # One shard for the suite, emptied before each test, and no flush after each write: opening a shard
+        # and flushing cost disk syncs, which dominate on a busy disk. Durability has tests of its own.
+        path = tmp_path_factory.mktemp("conformance") / "edge"
+        document_store = EdgeDocumentStore(path=str(path), embedding_dim=768, durable_writes=False)
+        yield document_store
+        document_store.close()
+
+    @pytest.fixture
+    def document_store(self, shared_store):
+        shared_store.delete_all_documents()
+        return shared_store
+
+    def assert_documents_are_equal(self, received, expected):
+        # The engine lists documents in point-id order, not insertion order, and stores cosine vectors
+        # normalised to unit length as float32: compare by id, and vectors by direction.
+        assert sorted(doc.id for doc in received) == sorted(doc.id for doc in expected)
+        expected_by_id = {doc.id: doc for doc in expected}
+        for doc in received:
+            wanted = expected_by_id[doc.id]
+            assert (doc.content, doc.meta, doc.blob, doc.sparse_embedding) == (
+                wanted.content,
+                wanted.meta,
+                wanted.blob,
+                wanted.sparse_embedding,
+            )
+            if wanted.embedding is None:
+                assert doc.embedding is None
+            else:
+                assert doc.embedding == pytest.approx(unit(wanted.embedding), abs=1e-6)
+
+    def test_write_documents(self, document_store):
+        doc = Document(content="test doc")
+        assert document_store.write_documents([doc]) == 1
+        with pytest.raises(DuplicateDocumentError):
+            document_store.write_documents([doc])
+        self.assert_documents_are_equal(document_store.filter_documents(), [doc])
+
+
+class TestEdgeDocumentStore:
+    def test_init_defaults(self, tmp_path):
+        store = EdgeDocumentStore(path=str(tmp_path / "edge"))
+        assert store.embedding_dim == 384
+        assert store.similarity == "cosine"
+        assert store.use_sparse_embeddings is True
+        assert store.sparse_idf is True
+        assert store.text_index is True
+        assert store.text_language == "english"
+        assert store.payload_indexes == DEFAULT_PAYLOAD_INDEXES
+        assert set(DEFAULT_PAYLOAD_INDEXES) == {"meta.collection", "meta.path", "meta.source_doc_id", "meta.tags"}
+        assert (store.hnsw_m, store.hnsw_ef_construct, store.indexing_threshold_kb) == (16, 100, None)
+        assert store.durable_writes is True
+        assert not (tmp_path / "edge").exists()
+
+    def test_init_custom_params(self, tmp_path):
+        store = EdgeDocumentStore(
+            path=str(tmp_path / "edge"),
+            embedding_dim=8,
+            similarity="dot_product",
+            use_sparse_embeddings=False,
+            sparse_idf=False,
+            text_index=False,
+            text_language="German",
+            bm25_k=0.9,
+            bm25_b=0.4,
+            payload_indexes={"meta.year": "integer"},
+            hnsw_m=32,
+            hnsw_ef_construct=200,
+            indexing_threshold_kb=1000,
+            durable_writes=False,
+            scroll_size=50,
+        )
+        assert store.similarity == "dot_product"
+        assert store.payload_indexes == {"meta.year": "integer"}
+        assert (store.bm25_k, store.bm25_b, store.scroll_size) == (0.9, 0.4, 50)
+
+    @pytest.mark.parametrize(
+        ("params", "message"),
+        [
+            ({"path": ""}, "path"),
+            ({"embedding_dim": 0}, "embedding_dim must be > 0, got 0"),
+            ({"similarity": "manhattan"}, "similarity"),
+            ({"text_language": "klingon"}, "text_language"),
+            ({"bm25_k": -1.0}, "bm25_k"),
+            ({"bm25_b": 1.5}, "bm25_b"),
+            ({"payload_indexes": {"meta.tags": "tag"}}, "payload_indexes"),
+            ({"hnsw_m": -1}, "hnsw_m"),
+            ({"hnsw_ef_construct": 2}, "hnsw_ef_construct"),
+            ({"indexing_threshold_kb": 0}, "indexing_threshold_kb"),
+            ({"scroll_size": 0}, "scroll_size"),
+        ],
+    )
+    def test_bad_params_raise(self, tmp_path, params, message):
+        with pytest.raises(ValueError, match=message):
+            EdgeDocumentStore(**{"path": str(tmp_path / "edge"), **params})
+
+    def test_to_dict(self, tmp_path):
+        store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=8, payload_indexes={"meta.a": "keyword"})
+        assert store.to_dict() == {
+            "type": "components.edge_document_store.EdgeDocumentStore",
+            "init_parameters": {
+                "path": str(tmp_path / "edge"),
+                "embedding_dim": 8,
+                "similarity": "cosine",
+                "use_sparse_embeddings": True,
+                "sparse_idf": True,
+                "text_index": True,
+                "text_language": "english",
+                "bm25_k": 1.2,
+                "bm25_b": 0.75,
+                "payload_indexes": {"meta.a": "keyword"},
+                "hnsw_m": 16,
+                "hnsw_ef_construct": 100,
+                "indexing_threshold_kb": None,
+                "durable_writes": True,
+                "scroll_size": 1000,
+            },
+        }
+
+    def test_from_dict_round_trips(self, tmp_path):
+        store = EdgeDocumentStore(path=str(tmp_path / "edge"), similarity="l2", text_index=False)
+        restored = EdgeDocumentStore.from_dict(store.to_dict())
+        assert isinstance(restored, EdgeDocumentStore)
+        assert restored.to_dict() == store.to_dict()
+
+    def test_payload_ids_and_vector_names_match_qdrant_haystack(self, store):
+        doc = Document(
+            content="restic backs up the laptop",
+            meta={"path": "howto/restic.md", "tags": ["backup"]},
+            embedding=[0.1, 0.2, 0.3, 0.4],
+            sparse_embedding=SparseEmbedding(indices=[3, 7], values=[0.5, 1.5]),
+        )
+        store.write_documents([doc])
+        [expected] = convert_haystack_documents_to_qdrant_points([doc], use_sparse_embeddings=True)
+        [record] = store._shard().shard.retrieve([uuid.UUID(convert_id(doc.id))], True, True)
+        assert record.id == uuid.UUID(expected.id)
+        assert record.payload == expected.payload
+        assert set(record.vector) == set(expected.vector) == {"text-dense", "text-sparse"}
+
+    def test_creates_payload_indexes_and_bm25_text_index(self, store):
+        schema = store._shard().shard.info().payload_schema
+        assert set(schema) == {*DEFAULT_PAYLOAD_INDEXES, "content"}
+        assert schema["content"].params.scoring is not None
+
+    def test_nothing_touches_disk_until_first_use(self, tmp_path):
+        store = EdgeDocumentStore(path=str(tmp_path / "edge"))
+        store.flush()
+        store.close()
+        assert not (tmp_path / "edge").exists()
+
+    def test_write_documents_does_not_mutate_documents(self, store):
+        doc = Document(content="alpha", meta={"path": "a.md"}, embedding=[1.0, 2.0, 3.0, 4.0])
+        before = doc.to_dict()
+        store.write_documents([doc])
+        [found] = store.query_dense([1.0, 2.0, 3.0, 4.0], top_k=1)
+        assert doc.to_dict() == before
+        assert found is not doc and doc.score is None
+
+    def test_write_documents_rejects_wrong_embedding_size(self, store):
+        with pytest.raises(ValueError, match="expects 4"):
+            store.write_documents([Document(content="x", embedding=[1.0, 2.0])])
+        assert store.count_documents() == 0
+
+    def test_write_policies_report_what_they_wrote(self, store):
+        first, second = Document(id="1", content="first"), Document(id="2", content="second")
+        assert store.write_documents([first]) == 1
+        assert store.write_documents([first, second], policy=DuplicatePolicy.SKIP) == 1
+        assert store.write_documents([Document(id="1", content="new")], policy=DuplicatePolicy.OVERWRITE) == 1
+        assert store.get_documents_by_id(["1"])[0].content == "new"
+        with pytest.raises(DuplicateDocumentError):
+            store.write_documents([first], policy=DuplicatePolicy.FAIL)
+        with pytest.raises(DuplicateDocumentError, match="twice"):
+            store.write_documents([Document(id="3", content="a"), Document(id="3", content="b")])
+        assert store.count_documents() == 2
+
+    def test_query_dense_returns_similarity_scores_without_vectors(self, store):
+        store.write_documents(
+            [
+                Document(id="x", content="x", embedding=[1.0, 0.0, 0.0, 0.0]),
+                Document(id="y", content="y", embedding=[0.0, 1.0, 0.0, 0.0]),
+                Document(id="none", content="no embedding"),
+            ]
+        )
+        docs = store.query_dense([1.0, 0.1, 0.0, 0.0], top_k=5)
+        assert [doc.id for doc in docs] == ["x", "y"]
+        assert docs[0].score == pytest.approx(1 / math.sqrt(1.01), abs=1e-5)
+        assert all(doc.embedding is None for doc in docs)
+        [with_vector] = store.query_dense([1.0, 0.0, 0.0, 0.0], top_k=1, return_embedding=True)
+        assert with_vector.embedding == pytest.approx([1.0, 0.0, 0.0, 0.0])
+
+    def test_query_dense_applies_filters(self, store):
+        store.write_documents(
+            [
+                Document(id="a", content="a", meta={"collection": "work"}, embedding=[1.0, 0.0, 0.0, 0.0]),
+                Document(id="b", content="b", meta={"collection": "home"}, embedding=[0.9, 0.1, 0.0, 0.0]),
+            ]
+        )
+        filters = {"field": "meta.collection", "operator": "==", "value": "home"}
+        assert [doc.id for doc in store.query_dense([1.0, 0.0, 0.0, 0.0], filters=filters)] == ["b"]
+
+    def test_query_dense_rejects_wrong_size_and_bad_top_k(self, store):
+        with pytest.raises(ValueError, match="4 values"):
+            store.query_dense([1.0, 0.0])
+        with pytest.raises(ValueError, match="top_k must be > 0, got 0"):
+            store.query_dense([1.0, 0.0, 0.0, 0.0], top_k=0)
+
+    def test_query_sparse_weights_rare_terms_by_idf(self, store):
+        common, rare = 1, 2
+        store.write_documents(
+            [
+                Document(id="both", content="both", sparse_embedding=SparseEmbedding([common, rare], [1.0, 1.0])),
+                Document(id="common1", content="c1", sparse_embedding=SparseEmbedding([common], [1.0])),
+                Document(id="common2", content="c2", sparse_embedding=SparseEmbedding([common], [1.0])),
+            ]
+        )
+        docs = store.query_sparse(SparseEmbedding([common, rare], [1.0, 1.0]), top_k=3)
+        assert docs[0].id == "both"
+        assert docs[0].score > docs[1].score > 0
+        assert all(doc.sparse_embedding is None for doc in docs)
+
+    def test_query_sparse_needs_sparse_vectors(self, tmp_path):
+        store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4, use_sparse_embeddings=False)
+        with pytest.raises(DocumentStoreError, match="use_sparse_embeddings"):
+            store.query_sparse(SparseEmbedding([1], [1.0]))
+
+    def test_query_text_ranks_by_bm25_with_stemming_and_stopwords(self, store):
+        store.write_documents(
+            [
+                Document(id="fox", content="The quick brown fox jumps over the lazy dog", meta={"collection": "a"}),
+                Document(id="foxes", content="Foxes, foxes everywhere: a fox den", meta={"collection": "b"}),
+                Document(id="cat", content="A cat sleeps on the sofa", meta={"collection": "a"}),
+            ]
+        )
+        docs = store.query_text("FOX", top_k=10)
+        assert [doc.id for doc in docs] == ["foxes", "fox"]
+        assert docs[0].score > docs[1].score > 0
+        assert store.query_text("the and of", top_k=10) == []
+        assert store.query_text("   ", top_k=10) == []
+        only_a = store.query_text("fox", filters={"field": "meta.collection", "operator": "==", "value": "a"})
+        assert [doc.id for doc in only_a] == ["fox"]
+
+    def test_query_text_needs_text_index(self, tmp_path):
+        store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4, text_index=False)
+        with pytest.raises(DocumentStoreError, match="text_index"):
+            store.query_text("fox")
+
+    def test_list_documents_meta_returns_only_requested_fields(self, store):
+        store.write_documents(
+            [
+                Document(id="1", content="one", meta={"collection": "notes", "path": "a.md"}, embedding=[1.0] * 4),
+                Document(id="2", content="two", meta={"collection": "work", "source_doc_id": "work:b.md"}),
+            ]
+        )
+        rows = sorted(store.list_documents_meta(fields=["path", "meta.collection"]), key=lambda row: row["id"])
+        assert rows == [
+            {"id": "1", "meta": {"path": "a.md", "collection": "notes"}},
+            {"id": "2", "meta": {"collection": "work"}},
+        ]
+        filtered = store.list_documents_meta(filters={"field": "meta.collection", "operator": "==", "value": "work"})
+        assert filtered == [{"id": "2", "meta": {"collection": "work", "source_doc_id": "work:b.md"}}]
+
+    def test_list_documents_meta_pages_through_every_document(self, store):
+        store.write_documents([Document(id=str(i), content=str(i), meta={"n": i}) for i in range(30)])
+        small_pages = EdgeDocumentStore(path=store.path, embedding_dim=4, durable_writes=False, scroll_size=7)
+        rows = small_pages.list_documents_meta(fields=["n"])
+        small_pages.close()
+        assert sorted(int(row["id"]) for row in rows) == list(range(30))
+        assert all(row["meta"] == {"n": int(row["id"])} for row in rows)
+
+    def test_update_by_filter_keeps_content_and_vectors(self, store):
+        doc = Document(id="a", content="alpha", meta={"path": "a.md"}, embedding=[1.0, 0.0, 0.0, 0.0])
+        store.write_documents([doc])
+        assert store.update_by_filter({"field": "meta.path", "operator": "==", "value": "a.md"}, {"tags": ["x"]}) == 1
+        [updated] = store.get_documents_by_id(["a"])
+        assert updated.meta == {"path": "a.md", "tags": ["x"]}
+        assert updated.content == "alpha"
+        assert updated.embedding == pytest.approx([1.0, 0.0, 0.0, 0.0])
+
+    def test_optimize_builds_the_hnsw_graph(self, tmp_path):
+        store = EdgeDocumentStore(
+            path=str(tmp_path / "edge"), embedding_dim=16, indexing_threshold_kb=1, durable_writes=False
+        )
+        store.write_documents(
+            [Document(id=str(i), content=f"doc {i}", embedding=[float(i + 1)] + [float(i % 3)] * 15) for i in range(100)]
+        )
+        assert store._shard().shard.info().indexed_vectors_count == 0
+        assert store.optimize() is True
+        assert store._shard().shard.info().indexed_vectors_count >= 100
+        assert len(store.query_dense([1.0] * 16, top_k=5)) == 5
+        store.close()
+
+    def test_instances_on_one_folder_share_the_shard(self, tmp_path):
+        path = str(tmp_path / "edge")
+        writer = EdgeDocumentStore(path=path, embedding_dim=4, durable_writes=False)
+        reader = EdgeDocumentStore(path=path, embedding_dim=4, durable_writes=False)
+        writer.write_documents([Document(content="shared")])
+        assert reader.count_documents() == 1
+        assert writer._shard() is reader._shard()
+        writer.close()
+        assert reader.count_documents() == 1
+        reader.close()
+        assert os.path.realpath(path) not in _OPEN_SHARDS
+
+    def test_instances_with_other_vector_settings_are_refused(self, tmp_path):
+        path = str(tmp_path / "edge")
+        first = EdgeDocumentStore(path=path, embedding_dim=4)
+        first.count_documents()
+        with pytest.raises(ValueError, match="must agree"):
+            EdgeDocumentStore(path=path, embedding_dim=8).count_documents()
+        first.close()
+        with pytest.raises(ValueError, match="another configuration"):
+            EdgeDocumentStore(path=path, embedding_dim=8).count_documents()
+
+    def test_documents_persist_across_close_and_reopen(self, tmp_path):
+        path = str(tmp_path / "edge")
+        store = EdgeDocumentStore(path=path, embedding_dim=4, durable_writes=False)
+        store.write_documents([Document(id=str(i), content=f"note {i}", embedding=[1.0, i, 0.0, 0.0]) for i in range(5)])
+        store.close()
+        reopened = EdgeDocumentStore(path=path, embedding_dim=4)
+        assert reopened.count_documents() == 5
+        assert [doc.id for doc in reopened.query_text("note 3", top_k=1)] == ["3"]
+        reopened.close()
+
+    def test_lock_file_records_the_owner_pid(self, store):
+        store.count_documents()
+        assert (Path(store.path) / LOCK_FILE_NAME).read_text() == str(os.getpid())
+
+    def test_queries_keep_working_while_another_thread_writes(self, store):
+        store.write_documents([Document(id="seed", content="seed words", embedding=[1.0, 0.0, 0.0, 0.0])])
+        errors: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                for batch in range(6):
+                    store.write_documents(
+                        [
+                            Document(id=f"{batch}-{i}", content=f"batch words {i}", embedding=[1.0, batch, i, 0.0])
+                            for i in range(10)
+                        ]
+                    )
+                    store.flush()
+            except BaseException as error:  # surfaced by the assertion below
+                errors.append(error)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        answered = 0
+        while writer.is_alive():
+            assert store.query_dense([1.0, 0.0, 0.0, 0.0], top_k=3)
+            assert store.query_text("words", top_k=3)
+            answered += 1
+        writer.join()
+        assert not errors
+        assert answered > 0
+        assert store.count_documents() == 61
+
+
+class TestEdgeDocumentStoreFilters:
+    @pytest.fixture(scope="class")
+    def filter_store(self, tmp_path_factory):
+        store = EdgeDocumentStore(
+            path=str(tmp_path_factory.mktemp("filters") / "edge"), embedding_dim=4, durable_writes=False
+        )
+        store.write_documents(
+            [
+                Document(id="true", content="Doc true", meta={"flag": True, "tags": ["a", "b"], "score": 0.5}),
+                Document(id="false", content="Doc false", meta={"flag": False, "tags": ["c"], "date": "2024-03-01"}),
+                Document(id="one", content="Doc one", meta={"flag": 1, "tags": ["b"], "date": "2023-03-01"}),
+            ]
+        )
+        yield store
+        store.close()
+
+    @pytest.mark.parametrize(
+        ("filters", "expected"),
+        [
+            ({"field": "meta.flag", "operator": "==", "value": True}, ["true"]),
+            ({"field": "meta.flag", "operator": "==", "value": False}, ["false"]),
+            ({"field": "meta.flag", "operator": "==", "value": 1}, ["one"]),
+            ({"field": "meta.tags", "operator": "==", "value": "b"}, ["one", "true"]),
+            ({"field": "meta.tags", "operator": "in", "value": ["c", "z"]}, ["false"]),
+            ({"field": "meta.score", "operator": "==", "value": 0.5}, ["true"]),
+            ({"field": "meta.flag", "operator": "in", "value": [1, "x", False]}, ["false", "one"]),
+            ({"field": "id", "operator": "==", "value": "one"}, ["one"]),
+            ({"field": "id", "operator": "in", "value": ["one", "false"]}, ["false", "one"]),
+            ({"field": "id", "operator": "!=", "value": "one"}, ["false", "true"]),
+            ({"field": "content", "operator": "==", "value": "Doc one"}, ["one"]),
+            ({"field": "meta.date", "operator": ">=", "value": "2024-01-01"}, ["false"]),
+            ({"field": "meta.flag", "operator": "in", "value": []}, []),
+            ({"operator": "OR", "conditions": []}, []),
+            ({"operator": "NOT", "conditions": [{"field": "meta.flag", "operator": "==", "value": True}]}, ["false", "one"]),
+        ],
+    )
+    def test_filters_follow_haystack_semantics(self, filter_store, filters, expected):
+        assert sorted(doc.id for doc in filter_store.filter_documents(filters)) == expected
+
+    @pytest.mark.parametrize(
+        "filters",
+        [
+            {"field": "name", "operator": "==", "value": "x"},
+            {"field": "embedding", "operator": "==", "value": "x"},
+            {"field": "meta.x", "operator": "~=", "value": "x"},
+            {"field": "meta.x", "operator": "==", "value": {"a": 1}},
+            {"field": "meta.x", "operator": ">", "value": "yesterday"},
+            {"field": "meta.x", "operator": ">", "value": True},
+            {"field": "id", "operator": "==", "value": 3},
+            {"operator": "XOR", "conditions": []},
+            "meta.x == 1",
+        ],
+    )
+    def test_unsupported_filters_raise_filter_error(self, filter_store, filters):
+        with pytest.raises(FilterError):
+            filter_store.filter_documents(filters)
+
+
+def _child(script: str, path: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script), path],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _lines(proc: subprocess.Popen) -> "queue.Queue[str]":
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for line in proc.stdout:
+            lines.put(line.strip())
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def _next_line(proc: subprocess.Popen, lines: "queue.Queue[str]", timeout: float = 60) -> str:
+    try:
+        return lines.get(timeout=timeout)
+    except queue.Empty:
+        proc.kill()
+        pytest.fail(f"the child printed nothing in {timeout} s: {proc.stderr.read()}")
+
+
+@pytest.mark.integration
+class TestEdgeDocumentStoreAcrossProcesses:
+    def test_second_process_gets_store_locked_error(self, tmp_path):
+        path = str(tmp_path / "edge")
+        holder = _child(
+            """
+            import sys, time
+            from components.edge_document_store import EdgeDocumentStore
+            store = EdgeDocumentStore(path=sys.argv[1], embedding_dim=4)
+            store.count_documents()
+            print("ready", flush=True)
+            time.sleep(120)
+            """,
+            path,
+        )
+        try:
+            assert _next_line(holder, _lines(holder)) == "ready"
+            with pytest.raises(StoreLockedError, match=f"process {holder.pid}") as raised:
+                EdgeDocumentStore(path=path, embedding_dim=4).count_documents()
+            assert raised.value.path == os.path.realpath(path)
+        finally:
+            holder.kill()
+            holder.wait()
+        store = EdgeDocumentStore(path=path, embedding_dim=4)
+        assert store.count_documents() == 0
+        store.close()
+
+    def test_acknowledged_writes_survive_kill_9(self, tmp_path):
+        path = str(tmp_path / "edge")
+        writer = _child(
+            """
+            import sys
+            from haystack import Document
+            from components.edge_document_store import EdgeDocumentStore
+            store = EdgeDocumentStore(path=sys.argv[1], embedding_dim=4)
+            written, batch = 0, 0
+            while True:
+                docs = [
+                    Document(id=f"{batch}-{i}", content=f"note {batch} {i}", meta={"path": f"{batch}.md"},
+                             embedding=[1.0, float(batch), float(i), 0.0])
+                    for i in range(25)
+                ]
+                written += store.write_documents(docs)
+                batch += 1
+                print(written, flush=True)
+            """,
+            path,
+        )
+        lines = _lines(writer)
+        acknowledged = [int(_next_line(writer, lines)) for _ in range(8)]
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait()
+        while not lines.empty():
+            acknowledged.append(int(lines.get()))
+
+        store = EdgeDocumentStore(path=path, embedding_dim=4)
+        assert store.count_documents() >= acknowledged[-1]
+        assert len(store.list_documents_meta(fields=["path"])) == store.count_documents()
+        assert store.query_text("note", top_k=1)
+        store.close()
+

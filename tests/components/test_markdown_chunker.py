@@ -1,0 +1,433 @@
+import hashlib
+import json
+import unicodedata
+from pathlib import Path
+
+import pytest
+from haystack import Document, Pipeline
+
+from components.collection_scanner import CollectionScanner
+from components.markdown_chunker import MarkdownChunker
+from components.markdown_file_reader import MarkdownFileReader
+
+FILLER = "It has a few sentences of filler text in it. "
+
+
+def note(text: str, path: str = "folder/note.md", **meta) -> Document:
+    return Document(content=text, meta={"collection": "notes", "path": path, **meta})
+
+
+def chunk(text: str, path: str = "folder/note.md", chunker: MarkdownChunker | None = None, **meta) -> list[Document]:
+    return (chunker or MarkdownChunker()).run(documents=[note(text, path, **meta)])["documents"]
+
+
+def paragraphs(count: int, prefix: str = "Paragraph") -> str:
+    return "\n\n".join(f"{prefix} {i} is about topic {i}. " + FILLER * 2 for i in range(count))
+
+
+def assert_maps_to_file(file_text: str, chunks: list[Document]) -> None:
+    """Every chunk is a slice of the file and its line range points at the right lines."""
+    lines = file_text.split("\n")
+    for doc in chunks:
+        meta = doc.meta
+        assert doc.content == file_text[meta["char_start"] : meta["char_end"]]
+        joined = "\n".join(lines[meta["start_line"] - 1 : meta["end_line"]])
+        assert doc.content in joined
+        assert file_text.count("\n", 0, meta["char_start"]) + 1 == meta["start_line"]
+        assert file_text.count("\n", 0, meta["char_end"] - 1) + 1 == meta["end_line"]
+        assert meta["end_line"] - meta["start_line"] == doc.content.count("\n")
+
+
+class TestMarkdownChunkerConfig:
+    def test_init_defaults(self):
+        chunker = MarkdownChunker()
+        sizes = (chunker.target_chars, chunker.overlap_chars, chunker.min_chars, chunker.max_chars)
+        assert sizes == (700, 100, 100, 1400)
+
+    def test_init_custom(self):
+        chunker = MarkdownChunker(target_chars=300, overlap_chars=0, min_chars=50, max_chars=300)
+        assert (chunker.target_chars, chunker.overlap_chars, chunker.min_chars, chunker.max_chars) == (300, 0, 50, 300)
+
+    @pytest.mark.parametrize(
+        "params, message",
+        [
+            ({"target_chars": 0}, "target_chars"),
+            ({"overlap_chars": -1}, "overlap_chars"),
+            ({"min_chars": 0}, "min_chars"),
+            ({"max_chars": 0}, "max_chars"),
+            ({"target_chars": 700.0}, "target_chars"),
+            ({"min_chars": 800}, "min_chars <= target_chars <= max_chars"),
+            ({"target_chars": 1500}, "min_chars <= target_chars <= max_chars"),
+            ({"overlap_chars": 700}, "overlap_chars must be < target_chars"),
+        ],
+    )
+    def test_bad_params_raise(self, params, message):
+        with pytest.raises(ValueError, match=message):
+            MarkdownChunker(**params)
+
+    def test_to_dict(self):
+        assert MarkdownChunker(target_chars=500, overlap_chars=50, min_chars=80, max_chars=1000).to_dict() == {
+            "type": "components.markdown_chunker.MarkdownChunker",
+            "init_parameters": {"target_chars": 500, "overlap_chars": 50, "min_chars": 80, "max_chars": 1000},
+        }
+
+    def test_from_dict(self):
+        original = MarkdownChunker(target_chars=500, overlap_chars=50, min_chars=80, max_chars=1000)
+        restored = MarkdownChunker.from_dict(original.to_dict())
+        assert restored.to_dict() == original.to_dict()
+
+
+class TestMarkdownChunkerBlocks:
+    def test_fence_with_blank_lines_stays_whole(self):
+        fence = "```python\n# a comment, not a heading\ndef f():\n    return 1\n\n\ndef g():\n"
+        fence += "    x = 1\n" * 30 + "```"
+        text = f"# Code\n\n{paragraphs(3)}\n\n{fence}\n\n{paragraphs(3, 'After')}\n"
+        chunks = chunk(text)
+        assert any(fence in c.content for c in chunks)
+        start = text.index(fence)
+        for c in chunks:
+            assert not start < c.meta["char_start"] < start + len(fence)
+        assert {tuple(c.meta["heading_path"]) for c in chunks} == {("Code",)}
+
+    def test_fence_longer_than_max_is_cut_at_lines(self):
+        fence = "```\n" + "\n".join(f"value_{i} = compute({i})  # step {i}" for i in range(200)) + "\n```"
+        text = "# Code\n\n" + fence + "\n"
+        chunker = MarkdownChunker(target_chars=400, overlap_chars=50, min_chars=50, max_chars=600)
+        chunks = chunk(text, chunker=chunker)
+        assert len(chunks) > 5
+        for c in chunks:
+            assert len(c.content) <= 600
+            start, end = c.meta["char_start"], c.meta["char_end"]
+            assert start == 0 or text[start - 1] == "\n"
+            assert text[end] == "\n"
+        assert "".join(c.content for c in chunks).count("value_199") >= 1
+
+    def test_unterminated_fence_runs_to_end_of_file(self):
+        text = "# Top\n\nIntro.\n\n```\ncode\n# not a heading\n\n## nor this\n"
+        chunks = chunk(text)
+        assert [c.meta["heading_path"] for c in chunks] == [["Top"]]
+        assert chunks[0].content.endswith("## nor this")
+
+    def test_headings_inside_fences_of_any_kind_are_ignored(self):
+        text = (
+            "# Doc\n\n~~~\n# tilde\n~~~\n\n````md\n```\n# inner\n```\n````\n\n"
+            "- item\n  ```\n  # in list fence\n\n  more\n  ```\n\n## Real\n\ntext\n"
+        )
+        assert [c.meta["heading_path"] for c in chunk(text)] == [["Doc"], ["Doc", "Real"]]
+
+    def test_list_is_kept_in_one_chunk(self):
+        items = "\n".join(f"- item {i} with a few words\n  and a continuation line" for i in range(8))
+        text = f"# L\n\n{paragraphs(2)}\n\n{items}\n\n{paragraphs(2, 'Later')}\n"
+        chunks = chunk(text)
+        assert len(chunks) > 1
+        assert sum(items in c.content for c in chunks) >= 1
+
+    def test_long_paragraph_without_newlines_is_cut_at_sentences(self):
+        text = "# P\n\n" + "".join(f"Sentence number {i} says something useful. " for i in range(120)).strip() + "\n"
+        chunks = chunk(text)
+        assert len(chunks) > 3
+        for c in chunks:
+            assert len(c.content) <= 1400
+            start = c.meta["char_start"]
+            assert text[start - 2 : start] in (". ", "\n\n") or start == 0
+            assert c.content.endswith(".")
+
+    def test_unbreakable_line_longer_than_max_is_kept_whole(self):
+        token = "x" * 3000
+        text = f"# Blob\n\n{token}\n\nShort tail paragraph after the blob that is long enough to stay apart from it.\n"
+        chunks = chunk(text)
+        assert any(token in c.content for c in chunks)
+        assert_maps_to_file(text, chunks)
+
+
+class TestMarkdownChunkerHeadings:
+    def test_nested_heading_paths(self):
+        text = (
+            "# Project\n\nintro\n\n## Architecture\n\narch\n\n### Indexing\n\nidx\n\n"
+            "## Search\n\nsearch\n\n# Appendix\n\nmore\n"
+        )
+        assert [c.meta["heading_path"] for c in chunk(text)] == [
+            ["Project"],
+            ["Project", "Architecture"],
+            ["Project", "Architecture", "Indexing"],
+            ["Project", "Search"],
+            ["Appendix"],
+        ]
+
+    def test_heading_text_is_stripped_of_hashes(self):
+        text = "## Closed heading ##\n\nbody\n\n#not-a-heading tag line\n"
+        chunks = chunk(text)
+        assert [c.meta["heading_path"] for c in chunks] == [["Closed heading"]]
+
+    def test_text_before_the_first_heading_has_an_empty_path(self):
+        chunks = chunk("Preamble text.\n\n# Title\n\nbody\n")
+        assert [c.meta["heading_path"] for c in chunks] == [[], ["Title"]]
+
+    def test_heading_line_opens_the_first_chunk_of_its_section(self):
+        text = "# T\n\n## Section\n\n" + paragraphs(10)
+        chunks = [c for c in chunk(text) if c.meta["heading_path"] == ["T", "Section"]]
+        assert chunks[0].content.startswith("# T\n\n## Section\n\nParagraph 0")
+
+    def test_heading_with_sub_heading_joins_the_sub_section_chunk(self):
+        chunks = chunk("# A\n## B\n### C\n\ntext under c\n")
+        assert len(chunks) == 1
+        assert chunks[0].content == "# A\n## B\n### C\n\ntext under c"
+        assert chunks[0].meta["heading_path"] == ["A", "B", "C"]
+
+    def test_tiny_sections_are_still_emitted(self):
+        text = "# One\n\nshort.\n\n# Two\n\ntiny.\n\n# Three\n"
+        chunks = chunk(text)
+        assert [c.content for c in chunks] == ["# One\n\nshort.", "# Two\n\ntiny.", "# Three"]
+
+
+class TestMarkdownChunkerLines:
+    def test_lines_and_offsets_match_the_file(self):
+        text = "# Title\n\n" + paragraphs(12) + "\n\n## Two\n\n- a\n- b\n\n```\ncode\n```\n"
+        chunks = chunk(text)
+        assert_maps_to_file(text, chunks)
+        assert chunks[0].meta["start_line"] == 1
+
+    def test_lines_count_the_frontmatter(self):
+        text = "---\ntitle: T\ntags: [a]\n---\n# Heading\n\nBody.\n"
+        chunks = chunk(text)
+        assert chunks[0].meta["start_line"] == 5
+        assert chunks[0].meta["end_line"] == 7
+        assert "title:" not in chunks[0].content
+        assert_maps_to_file(text, chunks)
+
+    def test_crlf_file_read_by_the_reader_maps_to_disk_lines(self, tmp_path: Path):
+        body = "---\r\ntitle: Windows\r\n---\r\n# Head\r\n\r\n" + paragraphs(10).replace("\n", "\r\n") + "\r\n"
+        (tmp_path / "win.md").write_bytes(body.encode("utf-8"))
+        read = MarkdownFileReader().run(sources=[{"collection": "c", "root": str(tmp_path), "path": "win.md"}])
+        chunks = MarkdownChunker().run(documents=read["documents"])["documents"]
+        disk_lines = (tmp_path / "win.md").read_bytes().decode("utf-8").split("\r\n")
+        assert len(chunks) > 1
+        for c in chunks:
+            joined = "\n".join(disk_lines[c.meta["start_line"] - 1 : c.meta["end_line"]])
+            assert c.content in joined
+        assert chunks[0].meta["start_line"] == 4
+
+    def test_long_file_maps_to_the_file(self):
+        sections = [f"## Section {s}\n\n{paragraphs(8, f'S{s} paragraph')}" for s in range(40)]
+        text = "---\ntitle: Long\n---\n# Long\n\n" + "\n\n".join(sections) + "\n"
+        chunks = chunk(text)
+        assert len(chunks) >= 80
+        assert_maps_to_file(text, chunks)
+        assert [c.meta["chunk_index"] for c in chunks] == list(range(len(chunks)))
+
+
+class TestMarkdownChunkerSizes:
+    def test_chunks_stay_under_max_and_near_target(self):
+        text = "# Big\n\n" + paragraphs(40)
+        chunks = chunk(text)
+        assert all(len(c.content) <= 1400 for c in chunks)
+        assert all(350 <= len(c.content) <= 800 for c in chunks[:-1])
+
+    def test_overlap_within_a_long_section(self):
+        chunks = chunk("# Big\n\n" + paragraphs(20))
+        assert len(chunks) > 2
+        for previous, current in zip(chunks, chunks[1:]):
+            assert current.meta["char_start"] < previous.meta["char_end"]
+            assert previous.meta["char_end"] - current.meta["char_start"] <= 100
+
+    def test_overlap_starts_at_a_line_when_lines_are_short(self):
+        text = "# Log\n\n" + "\n".join(f"- entry {i:03d}: short line of the log" for i in range(60)) + "\n"
+        chunks = chunk(text)
+        assert len(chunks) > 2
+        for previous, current in zip(chunks, chunks[1:]):
+            assert current.meta["char_start"] < previous.meta["char_end"]
+            assert text[current.meta["char_start"] - 1] == "\n"
+        assert_maps_to_file(text, chunks)
+
+    def test_no_overlap_across_headings(self):
+        text = "# A\n\n" + paragraphs(8) + "\n\n## B\n\n" + paragraphs(8)
+        chunks = chunk(text)
+        first_b = next(i for i, c in enumerate(chunks) if c.meta["heading_path"] == ["A", "B"])
+        assert chunks[first_b].meta["char_start"] >= chunks[first_b - 1].meta["char_end"]
+        assert chunks[first_b].content.startswith("## B")
+
+    def test_zero_overlap_gives_disjoint_chunks(self):
+        chunker = MarkdownChunker(overlap_chars=0)
+        chunks = chunk("# Big\n\n" + paragraphs(20), chunker=chunker)
+        for previous, current in zip(chunks, chunks[1:]):
+            assert current.meta["char_start"] >= previous.meta["char_end"]
+
+    def test_short_last_paragraph_joins_the_previous_chunk(self):
+        text = "# Big\n\n" + paragraphs(8) + "\n\nThe end."
+        chunks = chunk(text)
+        assert chunks[-1].content.endswith("The end.")
+        assert len(chunks[-1].content) >= 100
+
+    def test_short_paragraphs_are_packed_together(self):
+        text = "# Notes\n\n" + "\n\n".join(f"Short note {i}." for i in range(20)) + "\n"
+        chunks = chunk(text)
+        assert len(chunks) == 1
+
+
+class TestMarkdownChunkerCoverage:
+    def test_every_line_of_the_body_lands_in_a_chunk(self):
+        text = (
+            "---\ntitle: Mixed\n---\nPreamble.\n\n# Mixed\n\n> quote\nlazy line\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+            "1. first\n2. second\n\n    indented code\n\n---\n\n## Long\n\n" + paragraphs(15) + "\n\n"
+            + "Sentence after sentence. " * 120 + "\n\n```\n" + "code line\n" * 200 + "```\n\n### End\n"
+        )
+        chunks = chunk(text, chunker=MarkdownChunker(target_chars=300, overlap_chars=60, min_chars=50, max_chars=500))
+        covered = {line for c in chunks for line in range(c.meta["start_line"], c.meta["end_line"] + 1)}
+        lines = text.split("\n")
+        assert [i + 1 for i, line in enumerate(lines[3:], start=3) if line.strip() and i + 1 not in covered] == []
+        assert_maps_to_file(text, chunks)
+        assert all(len(c.content) <= 500 for c in chunks)
+
+    def test_thematic_break_on_the_first_line_is_text_without_a_warning(self):
+        doc = chunk("---\n\nSome text.\n\n---\n\nMore text.\n")[0]
+        assert doc.content.startswith("---")
+        assert "frontmatter_warning" not in doc.meta
+
+
+class TestMarkdownChunkerIds:
+    def test_same_file_gives_same_ids(self):
+        text = "# A\n\n" + paragraphs(10) + "\n\n## B\n\ntext\n"
+        assert [c.id for c in chunk(text)] == [c.id for c in chunk(text)]
+
+    def test_id_is_sha1_of_file_heading_path_index_and_normalised_text(self):
+        doc = chunk("# A\n\n## B\n\nSome text.   \n")[0]
+        normalised = "# A\n\n## B\n\nSome text."
+        expected = hashlib.sha1("\x1f".join(["notes:folder/note.md", "A\x1fB", "0", normalised]).encode()).hexdigest()
+        assert doc.id == expected
+        assert doc.meta["checksum"] == hashlib.sha1(normalised.encode()).hexdigest()
+
+    def test_checksum_ignores_unicode_form_and_trailing_spaces(self):
+        composed = chunk("# Café\n\ntext\n")[0].meta["checksum"]
+        decomposed = chunk(unicodedata.normalize("NFD", "# Café  \n\ntext \n"))[0].meta["checksum"]
+        assert composed == decomposed
+
+    def test_edit_at_the_end_keeps_earlier_ids(self):
+        text = "# A\n\n" + paragraphs(6) + "\n\n## B\n\n" + paragraphs(6) + "\n\n## C\n\n" + paragraphs(6, "Last")
+        before = chunk(text)
+        after = chunk(text + "\n\nOne more sentence at the very end of the file.\n")
+        changed = [i for i, (b, a) in enumerate(zip(before, after)) if b.id != a.id]
+        assert changed == [len(before) - 1]
+
+    def test_edit_in_one_section_only_changes_that_section(self):
+        sections = [f"## S{s}\n\n{paragraphs(5, f'S{s} paragraph')}" for s in range(4)]
+        before = chunk("# Doc\n\n" + "\n\n".join(sections))
+        sections[1] = sections[1].replace("topic 2", "subject 2")
+        after = chunk("# Doc\n\n" + "\n\n".join(sections))
+        assert len(before) == len(after)
+        for b, a in zip(before, after):
+            assert (b.id != a.id) == (b.meta["heading_path"][-1] == "S1" and "subject 2" in a.content)
+
+
+class TestMarkdownChunkerMeta:
+    def test_title_from_frontmatter(self):
+        assert chunk("---\ntitle: From Front\n---\n# From H1\n\nx\n")[0].meta["title"] == "From Front"
+
+    def test_non_string_frontmatter_title_is_a_string(self):
+        assert chunk("---\ntitle: 2024\n---\nbody\n")[0].meta["title"] == "2024"
+
+    def test_title_from_first_h1(self):
+        assert chunk("Intro\n\n## Sub\n\n# First H1\n\n# Second\n")[0].meta["title"] == "First H1"
+
+    def test_title_from_file_name(self):
+        assert chunk("## Only H2\n\nbody\n", path="dir/My Note.md")[0].meta["title"] == "My Note"
+
+    @pytest.mark.parametrize(
+        "tags, expected",
+        [
+            ("[project, '#search', project]", ["project", "search"]),
+            ("'alpha, #beta gamma'", ["alpha", "beta", "gamma"]),
+            ("single", ["single"]),
+            ("[1, two]", ["1", "two"]),
+            ("", []),
+        ],
+    )
+    def test_tags_from_frontmatter(self, tags, expected):
+        assert chunk(f"---\ntags: {tags}\n---\nbody\n")[0].meta["tags"] == expected
+
+    def test_no_frontmatter_means_no_tags(self):
+        meta = chunk("body\n")[0].meta
+        assert meta["tags"] == [] and meta["frontmatter"] == {}
+
+    def test_invalid_frontmatter_is_read_as_text_with_a_warning(self):
+        text = "---\ntitle: [unclosed\n---\nbody text\n"
+        doc = chunk(text)[0]
+        assert doc.content == text.rstrip("\n")
+        assert doc.meta["start_line"] == 1
+        assert doc.meta["frontmatter"] == {}
+        assert "invalid YAML frontmatter" in doc.meta["frontmatter_warning"]
+
+    def test_meta_is_json_serialisable_with_dates(self):
+        text = (
+            "---\ndate: 2024-05-01\nupdated: 2024-05-02 10:30:00\n"
+            "nested: {when: 2023-01-01, list: [1, 2.5]}\n---\nx\n"
+        )
+        meta = chunk(text, size_bytes=10, mtime=1.5)[0].meta
+        assert meta["frontmatter"] == {
+            "date": "2024-05-01",
+            "updated": "2024-05-02T10:30:00",
+            "nested": {"when": "2023-01-01", "list": [1, 2.5]},
+        }
+        assert json.loads(json.dumps(meta)) == meta
+
+    def test_all_meta_fields(self):
+        text = "# Needle\n\n## Index\n\nScan.\n"
+        doc = chunk(text, size_bytes=27, mtime=3.0, content_hash="abc", decode_warning="w")[0]
+        assert doc.meta == {
+            "collection": "notes",
+            "path": "folder/note.md",
+            "title": "Needle",
+            "heading_path": ["Needle", "Index"],
+            "chunk_index": 0,
+            "start_line": 1,
+            "end_line": 5,
+            "char_start": 0,
+            "char_end": 25,
+            "checksum": hashlib.sha1(b"# Needle\n\n## Index\n\nScan.").hexdigest(),
+            "content_hash": "abc",
+            "frontmatter": {},
+            "tags": [],
+            "source_doc_id": "notes:folder/note.md",
+            "context": "Needle › Index",
+            "size_bytes": 27,
+            "mtime": 3.0,
+            "decode_warning": "w",
+        }
+
+    def test_content_hash_is_computed_when_missing(self):
+        text = "# A\n\nbody\n"
+        assert chunk(text)[0].meta["content_hash"] == hashlib.sha256(text.encode()).hexdigest()
+
+    def test_context_keeps_a_frontmatter_title_distinct_from_the_h1(self):
+        doc = chunk("---\ntitle: Project X\n---\n# Needle\n\n## Index\n\nScan.\n")[0]
+        assert doc.meta["context"] == "Project X › Needle › Index"
+
+    def test_input_documents_are_not_mutated(self):
+        doc = note("# A\n\nbody\n", size_bytes=3)
+        before = (doc.id, doc.content, dict(doc.meta))
+        MarkdownChunker().run(documents=[doc])
+        assert (doc.id, doc.content, doc.meta) == before
+
+    def test_empty_documents_give_no_chunks(self):
+        assert MarkdownChunker().run(documents=[note(""), note("  \n")])["documents"] == []
+
+    def test_frontmatter_only_document_gives_no_chunks(self):
+        assert chunk("---\ntitle: Empty\n---\n") == []
+
+
+class TestMarkdownChunkerInAPipeline:
+    def test_scanner_reader_and_chunker_connect_and_run(self, tmp_path: Path):
+        (tmp_path / "a.md").write_text("---\ntags: x\n---\n# A\n\nhello\n")
+        pipeline = Pipeline()
+        pipeline.add_component("scanner", CollectionScanner())
+        pipeline.add_component("reader", MarkdownFileReader())
+        pipeline.add_component("chunker", MarkdownChunker())
+        pipeline.connect("scanner.sources", "reader.sources")
+        pipeline.connect("reader.documents", "chunker.documents")
+        out = pipeline.run({"scanner": {"collections": [{"name": "n", "root": str(tmp_path)}]}})
+        [doc] = out["chunker"]["documents"]
+        assert (doc.content, doc.meta["source_doc_id"], doc.meta["start_line"], doc.meta["tags"]) == (
+            "# A\n\nhello",
+            "n:a.md",
+            4,
+            ["x"],
+        )

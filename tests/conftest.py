@@ -1,0 +1,44 @@
+"""Shared fixtures: real models (provisioned once), real embedded stores in temporary folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from needle.models import provision
+from needle.settings import Settings, load_settings
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO_NOTES = REPO / "needle" / "demo" / "notes"
+
+
+@pytest.fixture(scope="session")
+def model_dir() -> Path:
+    """The provisioned offline models (`make models` already did the work; this is a no-op check)."""
+    settings = load_settings()
+    provision(settings.model_dir)
+    return settings.model_dir
+
+
+def make_settings(data_dir: Path, model_dir: Path, **env: str) -> Settings:
+    """Settings isolated from the user's environment, with data in `data_dir`."""
+    return load_settings(env={"NEEDLE_DATA_DIR": str(data_dir), "NEEDLE_MODEL_DIR": str(model_dir), **env})
+
+
+@pytest.fixture
+def settings(tmp_path: Path, model_dir: Path) -> Settings:
+    """Fresh settings with an empty data folder per test."""
+    return make_settings(tmp_path / "data", model_dir)
+
+
+@pytest.fixture(scope="session")
+def demo_needle(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
+    """A Needle with the bundled demo notes indexed once for the whole session."""
+    from needle.app import Needle
+
+    data_dir = tmp_path_factory.mktemp("demo-data")
+    needle = Needle(make_settings(data_dir, model_dir))
+    needle.collections.add(DEMO_NOTES, "notes")
+    needle.first_report = needle.index()
+    return needle

@@ -1,0 +1,137 @@
+"""The `needle` command end to end on the bundled demo notes (indexed once per session)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from needle.cli import main
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def cli(demo_needle, monkeypatch, capsys):
+    """Run `needle ...` in-process against the demo index; returns (exit code, stdout, stderr)."""
+    monkeypatch.setenv("NEEDLE_DATA_DIR", str(demo_needle.settings.data_dir))
+    monkeypatch.setenv("NEEDLE_MODEL_DIR", str(demo_needle.settings.model_dir))
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(list(args))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run
+
+
+def top_paths(output: str) -> list[str]:
+    return [r["path"] for r in json.loads(output)]
+
+
+class TestCliSearch:
+    @pytest.mark.parametrize(
+        "mode, query, expected",
+        [
+            ("search", "pg_replication_slots logical replication", "howto/postgres-logical-replication.md"),
+            ("search", "certbot renew", "howto/certbot-tls-renewal.md"),
+            ("vsearch", "why does my container keep getting killed for using too much memory", "runbooks/k8s-oomkilled-debugging.md"),
+            ("vsearch", "backing up my laptop to an encrypted repository", "howto/restic-laptop-backups.md"),
+            ("query", "git rebase onto another branch", "howto/git-rebase-onto.md"),
+            ("query", "sqlite write-ahead log concurrent readers", "howto/sqlite-wal-mode.md"),
+        ],
+    )
+    def test_expected_note_is_the_top_hit(self, cli, mode, query, expected):
+        code, out, _ = cli(mode, query, "--json", "-n", "5")
+        assert code == 0
+        assert top_paths(out)[0] == expected
+
+    def test_result_shape_and_line_numbers_match_the_file(self, cli, demo_needle):
+        code, out, _ = cli("query", "certbot renewal hook", "--json", "-n", "3")
+        assert code == 0
+        for result in json.loads(out):
+            assert set(result) >= {"docid", "collection", "path", "title", "heading_path", "start_line", "end_line", "score", "text"}
+            assert result["docid"].startswith("#") and result["collection"] == "notes"
+            lines = (REPO / "needle" / "demo" / "notes" / result["path"]).read_text().split("\n")
+            assert result["text"].strip() in "\n".join(lines[result["start_line"] - 1 : result["end_line"]])
+
+    def test_top_k_and_collection_filter(self, cli):
+        code, out, _ = cli("search", "backup", "-n", "2", "-c", "notes", "--json")
+        assert code == 0 and len(json.loads(out)) == 2
+
+    def test_min_score_can_leave_nothing(self, cli):
+        code, out, _ = cli("vsearch", "sourdough", "--min-score", "0.9999")
+        assert code == 0 and "no results" in out
+
+    def test_human_output_names_file_lines_and_heading(self, cli):
+        code, out, _ = cli("search", "certbot renew")
+        assert code == 0
+        assert "notes/howto/certbot-tls-renewal.md:" in out and "score" in out
+
+
+class TestCliErrors:
+    @pytest.mark.parametrize(
+        "args, message",
+        [
+            (["search", " "], "query must be a non-empty string"),
+            (["search", "x", "-n", "0"], "top_k must be"),
+            (["query", "x", "-c", "nope"], "unknown collection"),
+            (["get", "../../etc/passwd"], "no file"),
+            (["get", "notes/../../../etc/passwd"], "outside collection"),
+            (["get", "notes/howto/no-such-note.md"], "no file"),
+            (["collection", "add", "/no/such/folder", "--name", "x"], "not a folder"),
+            (["collection", "remove", "nope"], "no collection named"),
+            (["index", "nope"], "unknown collection"),
+        ],
+    )
+    def test_user_mistakes_are_one_line_with_exit_2(self, cli, args, message):
+        code, _, err = cli(*args)
+        assert code == 2
+        assert message in err and "Traceback" not in err
+
+    def test_missing_model_names_the_install_command(self, cli, monkeypatch, tmp_path):
+        monkeypatch.setenv("NEEDLE_MODEL_DIR", str(tmp_path / "empty"))
+        code, _, err = cli("vsearch", "anything")
+        assert code == 1 and "make models" in err
+
+    def test_no_stack_trace_from_a_fresh_process(self, demo_needle, tmp_path):
+        env = {**os.environ, "NEEDLE_DATA_DIR": str(tmp_path / "fresh")}
+        proc = subprocess.run(
+            [sys.executable, "-m", "needle.cli", "search", "anything"], capture_output=True, text=True, env=env, timeout=120
+        )
+        assert proc.returncode == 2
+        assert "no collections yet" in proc.stderr or "collection" in proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+class TestCliGetAndStatus:
+    def test_get_whole_file_and_line_range(self, cli):
+        path = REPO / "needle" / "demo" / "notes" / "howto" / "sqlite-wal-mode.md"
+        lines = path.read_text().split("\n")
+        code, out, _ = cli("get", "notes/howto/sqlite-wal-mode.md:3:2")
+        assert code == 0 and out.rstrip("\n").split("\n") == lines[2:4]
+        code, out, _ = cli("get", "howto/sqlite-wal-mode.md")
+        assert code == 0 and out.rstrip("\n") == path.read_text().rstrip("\n")
+
+    def test_get_by_docid(self, cli):
+        code, out, _ = cli("search", "sqlite wal", "--json", "-n", "1")
+        hit = json.loads(out)[0]
+        code, out, _ = cli("get", f"{hit['docid']}:1:1")
+        assert code == 0 and out.strip()
+
+    def test_status_lists_counts_model_and_store(self, cli, demo_needle):
+        code, out, _ = cli("status", "--json")
+        status = json.loads(out)
+        assert code == 0
+        notes = status["collections"][0]
+        assert notes["name"] == "notes" and notes["files"] == demo_needle.first_report["files_read"]
+        assert notes["chunks"] == demo_needle.first_report["chunks"]
+        assert status["embedding_model"] == "local/all-MiniLM-L6-v2-int8"
+        assert status["store"].endswith("index")
+
+    def test_collection_list(self, cli):
+        code, out, _ = cli("collection", "list")
+        assert code == 0 and out.startswith("notes\t")

@@ -1,0 +1,52 @@
+from pathlib import Path
+
+import pytest
+
+from needle.collections import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, CollectionError, CollectionRegistry
+
+
+class TestCollectionRegistry:
+    def test_add_list_remove(self, tmp_path: Path):
+        notes = tmp_path / "notes"
+        notes.mkdir()
+        registry = CollectionRegistry(tmp_path / "data" / "collections.yml")
+        added = registry.add(notes, "notes")
+        assert added.root == str(notes.resolve())
+        assert added.include == DEFAULT_INCLUDE and added.exclude == DEFAULT_EXCLUDE
+        assert list(registry.load()) == ["notes"]
+        assert registry.remove("notes").name == "notes"
+        assert registry.load() == {}
+
+    def test_mask_replaces_default_include(self, tmp_path: Path):
+        registry = CollectionRegistry(tmp_path / "c.yml")
+        assert registry.add(tmp_path, "n", include=["**/*.txt"]).include == ["**/*.txt"]
+
+    @pytest.mark.parametrize("name", ["", "a b", "../x", "-x", "x" * 65, "a/b"])
+    def test_bad_names_are_refused(self, tmp_path: Path, name: str):
+        with pytest.raises(CollectionError, match="invalid collection name"):
+            CollectionRegistry(tmp_path / "c.yml").add(tmp_path, name)
+
+    def test_missing_folder_and_reused_name_are_refused(self, tmp_path: Path):
+        registry = CollectionRegistry(tmp_path / "c.yml")
+        with pytest.raises(CollectionError, match="not a folder"):
+            registry.add(tmp_path / "nope", "n")
+        (tmp_path / "a").mkdir()
+        (tmp_path / "b").mkdir()
+        registry.add(tmp_path / "a", "n")
+        with pytest.raises(CollectionError, match="already points"):
+            registry.add(tmp_path / "b", "n")
+
+    def test_select_unknown_and_empty(self, tmp_path: Path):
+        registry = CollectionRegistry(tmp_path / "c.yml")
+        with pytest.raises(CollectionError, match="no collections yet"):
+            registry.select(None)
+        registry.add(tmp_path, "n")
+        with pytest.raises(CollectionError, match="unknown collection"):
+            registry.select(["other"])
+        assert [c.name for c in registry.select([])] == ["n"]
+
+    def test_malformed_file_is_a_clear_error(self, tmp_path: Path):
+        path = tmp_path / "c.yml"
+        path.write_text("collections:\n  - {root: /x}\n")
+        with pytest.raises(CollectionError, match="malformed"):
+            CollectionRegistry(path).load()

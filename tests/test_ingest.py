@@ -1,0 +1,149 @@
+"""The ingestion graph end to end: real models, a real embedded Qdrant in a temporary folder."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from needle import index_info
+from needle.app import Needle
+
+pytestmark = pytest.mark.integration
+
+NOTE_A = """---
+title: Replication
+tags: [postgres, ops]
+---
+# Logical replication
+
+## Slots
+
+A replication slot keeps WAL until the subscriber confirms it. Watch `pg_replication_slots` for lag.
+
+## Publications
+
+Create a publication per table group.
+"""
+NOTE_B = "# Sourdough\n\nFeed the starter twice a day with equal weights of flour and water.\n"
+NOTE_C = "Plain text note about marathon training: long runs on Sunday, intervals on Tuesday.\n"
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    root = tmp_path / "notes"
+    (root / "ops").mkdir(parents=True)
+    (root / "ops" / "replication.md").write_text(NOTE_A)
+    (root / "sourdough.md").write_text(NOTE_B)
+    (root / "training.txt").write_text(NOTE_C)
+    return root
+
+
+@pytest.fixture
+def needle(settings, notes) -> Needle:
+    n = Needle(settings)
+    n.collections.add(notes, "notes")
+    return n
+
+
+def indexed(needle: Needle) -> dict[str, set[str]]:
+    rows = needle.store.list_documents_meta(fields=["path"])
+    out: dict[str, set[str]] = {}
+    for row in rows:
+        out.setdefault(row["meta"]["path"], set()).add(row["id"])
+    return out
+
+
+class TestIngest:
+    def test_first_run_indexes_every_file(self, needle):
+        report = needle.index()
+        assert report["files_seen"] == 3 and report["files_new"] == 3
+        assert report["chunks_embedded"] == report["chunks"] > 0
+        assert set(indexed(needle)) == {"ops/replication.md", "sourdough.md", "training.txt"}
+
+    def test_reindexing_an_unchanged_folder_changes_nothing(self, needle):
+        needle.index()
+        before = indexed(needle)
+        report = needle.index()
+        assert report["chunks_embedded"] == 0 and report["chunks_deleted"] == 0
+        assert report["files_unchanged"] == 3
+        assert indexed(needle) == before
+
+    def test_an_edit_re_embeds_only_that_file(self, needle, notes):
+        needle.index()
+        before = indexed(needle)
+        (notes / "sourdough.md").write_text(NOTE_B + "\nIn summer, feed it three times.\n")
+        report = needle.index()
+        after = indexed(needle)
+        assert report["files_changed"] == 1 and report["files_unchanged"] == 2
+        assert after["ops/replication.md"] == before["ops/replication.md"]
+        assert after["sourdough.md"] != before["sourdough.md"]
+        assert report["chunks_embedded"] == len(after["sourdough.md"] - before["sourdough.md"])
+
+    def test_a_removed_file_leaves_the_index(self, needle, notes):
+        needle.index()
+        (notes / "training.txt").unlink()
+        report = needle.index()
+        assert report["files_removed"] == 1
+        assert "training.txt" not in indexed(needle)
+
+    def test_an_unreadable_file_keeps_what_the_index_has(self, needle, notes, monkeypatch):
+        needle.index()
+        before = indexed(needle)["sourdough.md"]
+        from components import markdown_file_reader
+
+        real_open = open
+
+        def failing_open(path, *args, **kwargs):
+            if str(path).endswith("sourdough.md"):
+                raise PermissionError("denied")
+            return real_open(path, *args, **kwargs)
+
+        monkeypatch.setattr(markdown_file_reader, "open", failing_open, raising=False)
+        monkeypatch.setattr("builtins.open", failing_open)
+        report = needle.index()
+        monkeypatch.undo()
+        assert any(s["path"] == "sourdough.md" for s in report["skipped"])
+        assert indexed(needle)["sourdough.md"] == before
+
+    def test_chunk_lines_match_the_file_on_disk(self, needle, notes):
+        needle.index()
+        docs = needle.store.filter_documents({"field": "meta.path", "operator": "==", "value": "ops/replication.md"})
+        lines = (notes / "ops" / "replication.md").read_text().split("\n")
+        assert docs
+        for doc in docs:
+            on_disk = "\n".join(lines[doc.meta["start_line"] - 1 : doc.meta["end_line"]])
+            assert doc.content.strip() == on_disk.strip()
+        slot = next(d for d in docs if "replication slot" in d.content)
+        assert slot.meta["heading_path"][-1] == "Slots"
+        assert slot.meta["title"] == "Replication"
+        assert slot.meta["tags"] == ["postgres", "ops"]
+        assert slot.meta["source_doc_id"] == "notes:ops/replication.md"
+
+    def test_bad_input_is_skipped_with_reasons_and_the_rest_indexed(self, needle, notes):
+        (notes / "binary.md").write_bytes(b"\x00\x01\x02PNG\x00" * 100)
+        (notes / "latin1.md").write_bytes("# Café\n\nna\xefve text\n".encode("latin-1"))
+        (notes / "empty.md").write_text("")
+        with open(notes / "huge.md", "wb") as handle:
+            handle.truncate(50 * 1024 * 1024)
+        loop = notes / "loop"
+        loop.mkdir()
+        os.symlink(loop, loop / "again")
+        report = needle.index()
+        reasons = {s["path"]: s["reason"] for s in report["skipped"]}
+        assert "binary.md" in reasons and "huge.md" in reasons and "empty.md" in reasons
+        assert any("latin1.md" == w["path"] for w in report["warnings"])
+        assert {"ops/replication.md", "sourdough.md", "training.txt", "latin1.md"} <= set(indexed(needle))
+
+    def test_index_records_and_enforces_its_model(self, needle, settings):
+        needle.index()
+        recorded = index_info.read(settings)["fingerprint"]
+        assert recorded["embedding_model"] == settings.embedding.model
+        assert recorded["query_prefix"] == "" and recorded["embedding_dim"] == 384
+        other = settings.model_copy(update={"embedding": settings.embedding.model_copy(update={"query_prefix": "query: "})})
+        with pytest.raises(index_info.IndexMismatchError, match="needle index --rebuild"):
+            index_info.check(other)
+
+    def test_removing_a_collection_deletes_its_chunks(self, needle):
+        needle.index()
+        assert needle.remove_collection("notes") > 0
+        assert indexed(needle) == {}

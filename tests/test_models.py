@@ -1,0 +1,53 @@
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from needle import models
+
+
+class TestModels:
+    def test_provision_assembles_checked_folder_and_is_idempotent(self, tmp_path: Path):
+        first = models.provision(tmp_path)
+        assert first == {models.LOCAL_DENSE_MODEL: True, models.BM25_MODEL: True}
+        folder = models.dense_model_dir(tmp_path)
+        onnx = hashlib.sha256((folder / "model.onnx").read_bytes()).hexdigest()
+        assert onnx == "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+        assert '"max_length": 256' in (folder / "tokenizer_config.json").read_text()
+        assert (models.bm25_model_dir(tmp_path) / "english.txt").exists()
+        assert models.provision(tmp_path) == {models.LOCAL_DENSE_MODEL: False, models.BM25_MODEL: False}
+
+    def test_incomplete_folder_is_rebuilt(self, tmp_path: Path):
+        models.provision(tmp_path)
+        (models.dense_model_dir(tmp_path) / "tokenizer.json").unlink()
+        assert models.provision(tmp_path)[models.LOCAL_DENSE_MODEL] is True
+
+    def test_missing_model_names_the_install_command(self, tmp_path: Path):
+        with pytest.raises(models.MissingModelError, match="make models"):
+            models.dense_embedder_params(models.LOCAL_DENSE_MODEL, tmp_path)
+        with pytest.raises(models.MissingModelError, match="make models"):
+            models.sparse_embedder_params(models.BM25_MODEL, tmp_path)
+
+    def test_hub_models_load_the_normal_way(self, tmp_path: Path):
+        params = models.dense_embedder_params("BAAI/bge-small-en-v1.5", tmp_path)
+        assert params["model"] == "BAAI/bge-small-en-v1.5"
+        assert params["local_files_only"] is False
+        assert params["cache_dir"] == str(tmp_path / "hub")
+        assert models.embedding_dim("BAAI/bge-small-en-v1.5") == 384
+        assert models.embedding_dim("BAAI/bge-base-en-v1.5") == 768
+
+    def test_unknown_model_is_a_clear_error(self):
+        with pytest.raises(ValueError, match="unknown embedding model"):
+            models.embedding_dim("nobody/no-such-model")
+
+    @pytest.mark.integration
+    def test_offline_model_embeds_unit_vectors(self, model_dir: Path):
+        import numpy as np
+        from fastembed import TextEmbedding
+
+        params = models.dense_embedder_params(models.LOCAL_DENSE_MODEL, model_dir)
+        model = TextEmbedding(params["model"], local_files_only=True, **params["model_kwargs"])
+        cat, kitten, tax = (np.array(v) for v in model.embed(["a cat sleeps", "a kitten naps", "quarterly tax forms"]))
+        assert cat.shape == (384,)
+        assert np.linalg.norm(cat) == pytest.approx(1.0, abs=1e-3)
+        assert cat @ kitten > cat @ tax
