@@ -3,10 +3,10 @@
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
-from haystack.core.errors import DeserializationError
-from haystack.core.serialization import import_class_by_name
 from haystack.document_stores.types import FilterPolicy
 from haystack.document_stores.types.filter_policy import apply_filter_policy
+
+from components._document_store import with_document_store
 
 
 @component
@@ -31,14 +31,16 @@ class DenseRetriever:
         filters: dict[str, Any] | None = None,
         top_k: int = 10,
         filter_policy: str | FilterPolicy = FilterPolicy.REPLACE,
+        return_embedding: bool = False,
     ) -> None:
         """
         Create the retriever.
 
-        :param document_store: A store with `query_dense(query_embedding, top_k, filters)`.
+        :param document_store: A store with `query_dense(query_embedding, top_k, filters, return_embedding)`.
         :param filters: Haystack filters applied to every query.
         :param top_k: How many documents to return.
         :param filter_policy: How runtime filters combine with `filters`: `replace` or `merge`.
+        :param return_embedding: Return each document's embedding too (for relevance feedback).
         :raises ValueError: When the store cannot run dense queries or `top_k` is not positive.
         """
         if not callable(getattr(document_store, "query_dense", None)):
@@ -50,6 +52,7 @@ class DenseRetriever:
         self.filter_policy = (
             filter_policy if isinstance(filter_policy, FilterPolicy) else FilterPolicy.from_str(filter_policy)
         )
+        self.return_embedding = return_embedding
 
     def to_dict(self) -> dict[str, Any]:
         """
@@ -63,6 +66,7 @@ class DenseRetriever:
             filters=self.filters,
             top_k=self.top_k,
             filter_policy=self.filter_policy.value,
+            return_embedding=self.return_embedding,
         )
 
     @classmethod
@@ -74,7 +78,10 @@ class DenseRetriever:
         :returns: The retriever.
         :raises DeserializationError: When the store is missing or its class cannot be loaded.
         """
-        return default_from_dict(cls, _with_store(data))
+        data = with_document_store(data)
+        if "filter_policy" in data["init_parameters"]:
+            data["init_parameters"]["filter_policy"] = FilterPolicy.from_str(data["init_parameters"]["filter_policy"])
+        return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document])
     def run(
@@ -92,7 +99,9 @@ class DenseRetriever:
         top_k = self.top_k if top_k is None else top_k
         _check_top_k(top_k)
         filters = apply_filter_policy(self.filter_policy, self.filters, filters)
-        documents = self.document_store.query_dense(query_embedding=query_embedding, top_k=top_k, filters=filters)
+        documents = self.document_store.query_dense(
+            query_embedding=query_embedding, top_k=top_k, filters=filters, return_embedding=self.return_embedding
+        )
         return {"documents": documents}
 
 
@@ -100,15 +109,3 @@ def _check_top_k(top_k: int) -> None:
     if top_k <= 0:
         raise ValueError(f"top_k must be > 0, got {top_k}")
 
-
-def _with_store(data: dict[str, Any]) -> dict[str, Any]:
-    """A copy of `data` whose `document_store` is rebuilt from its `type` (on Haystack 2.x and 3.x alike)."""
-    init_parameters = dict(data.get("init_parameters", {}))
-    store = init_parameters.get("document_store")
-    if not isinstance(store, dict) or "type" not in store:
-        raise DeserializationError("Missing 'type' in the serialised document_store")
-    store_class = import_class_by_name(store["type"])
-    init_parameters["document_store"] = store_class.from_dict(store)  # type: ignore[attr-defined]
-    if "filter_policy" in init_parameters:
-        init_parameters["filter_policy"] = FilterPolicy.from_str(init_parameters["filter_policy"])
-    return {**data, "init_parameters": init_parameters}

@@ -10,13 +10,14 @@ server and be served there by `QdrantDocumentStore` (or `QdrantServerDocumentSto
 """
 
 import atexit
+import dataclasses
 import fcntl
 import os
 import shutil
 import threading
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from typing import Any
 
@@ -96,6 +97,7 @@ class _OpenShard:
         self.lock_fd = lock_fd
         self.layout = layout
         self.users = 0
+        self.pid = os.getpid()
         # Serialises writers (duplicate checks must not interleave with other writes); readers never take it.
         self.write_lock = threading.RLock()
 
@@ -152,7 +154,8 @@ class EdgeDocumentStore:
         :param use_sparse_embeddings: Whether to store sparse vectors (`text-sparse`).
         :param sparse_idf: Whether the engine weights sparse vectors by inverse document frequency (BM25, BM42).
         :param text_index: Whether to keep a BM25-scored full-text index on `content` for `query_text`.
-        :param text_language: Stemmer and stopwords of the full-text index (a Snowball language, e.g. `english`).
+        :param text_language: Stemmer and stopwords of the full-text index (a Snowball language, e.g. `english`);
+            fixed when the index is created (`delete_all_documents(recreate_index=True)` rebuilds it).
         :param bm25_k: BM25 term-frequency saturation of `query_text`.
         :param bm25_b: BM25 length normalisation of `query_text`, between 0 and 1.
         :param payload_indexes: Payload field → index type (`keyword`, `integer`, `float`, `bool`, `datetime`,
@@ -256,9 +259,12 @@ class EdgeDocumentStore:
     def _shard(self) -> _OpenShard:
         """Open the shard on first use (or share the one this process already opened)."""
         opened = self._open
-        if opened is not None:
+        if opened is not None and opened.pid == os.getpid():
             return opened
         with self._open_lock:
+            if self._open is not None and self._open.pid != os.getpid():
+                # Inherited through fork(): the shard belongs to the parent; this process opens its own.
+                self._open = None
             if self._open is None:
                 opened = _acquire(self)
                 try:
@@ -440,8 +446,8 @@ class EdgeDocumentStore:
         Delete every document.
 
         :param recreate_index: Also drop the shard and create it afresh with this store's configuration
-            (vectors and indexes), e.g. after changing the embedding model. Other store instances of the
-            process that share the folder see the new shard.
+            (vectors and indexes). Other store instances of the process that share the folder see the new
+            shard; a query running in another thread at that moment fails.
         """
         opened = self._shard()
         with opened.write_lock, _engine_errors("delete all documents"):
@@ -748,9 +754,12 @@ class EdgeDocumentStore:
             yield (record.payload or {}).get("meta") or {}
 
     def _to_point(self, doc: Document) -> Any:
-        payload = doc.to_dict(flatten=False)
-        dense = payload.pop("embedding", None)
-        sparse = payload.pop("sparse_embedding", None)
+        # `to_dict()` deep-copies field by field: leave the vectors out of it, they are read directly.
+        payload = dataclasses.replace(doc, embedding=None, sparse_embedding=None).to_dict(flatten=False)
+        payload.pop("embedding", None)
+        payload.pop("sparse_embedding", None)
+        dense = doc.embedding
+        sparse = doc.sparse_embedding.to_dict() if doc.sparse_embedding is not None else None
         vector: dict[str, Any] = {}
         if dense is not None:
             if len(dense) != self.embedding_dim:
@@ -819,6 +828,19 @@ def _release(opened: _OpenShard) -> None:
         finally:
             _unlock_folder(opened.lock_fd)
         logger.info("Closed the index at {path}", path=opened.path)
+
+
+def _forget_shards_after_fork() -> None:
+    """A forked child starts with no open shards: the parent's stay the parent's, and so does the folder lock."""
+    global _OPEN_SHARDS_LOCK
+    _OPEN_SHARDS_LOCK = threading.Lock()
+    for opened in _OPEN_SHARDS.values():
+        with suppress(OSError):
+            os.close(opened.lock_fd)  # closing the child's copy keeps the parent's lock
+    _OPEN_SHARDS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_shards_after_fork)
 
 
 @atexit.register

@@ -3,10 +3,10 @@
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
-from haystack.core.errors import DeserializationError
-from haystack.core.serialization import import_class_by_name
 from haystack.document_stores.types import FilterPolicy
 from haystack.document_stores.types.filter_policy import apply_filter_policy
+
+from components._document_store import with_document_store
 
 
 @component
@@ -75,7 +75,10 @@ class KeywordRetriever:
         :returns: The retriever.
         :raises DeserializationError: When the store is missing or its class cannot be loaded.
         """
-        return default_from_dict(cls, _with_store(data))
+        data = with_document_store(data)
+        if "filter_policy" in data["init_parameters"]:
+            data["init_parameters"]["filter_policy"] = FilterPolicy.from_str(data["init_parameters"]["filter_policy"])
+        return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document])
     def run(
@@ -101,15 +104,3 @@ def _check_top_k(top_k: int) -> None:
     if top_k <= 0:
         raise ValueError(f"top_k must be > 0, got {top_k}")
 
-
-def _with_store(data: dict[str, Any]) -> dict[str, Any]:
-    """A copy of `data` whose `document_store` is rebuilt from its `type` (on Haystack 2.x and 3.x alike)."""
-    init_parameters = dict(data.get("init_parameters", {}))
-    store = init_parameters.get("document_store")
-    if not isinstance(store, dict) or "type" not in store:
-        raise DeserializationError("Missing 'type' in the serialised document_store")
-    store_class = import_class_by_name(store["type"])
-    init_parameters["document_store"] = store_class.from_dict(store)  # type: ignore[attr-defined]
-    if "filter_policy" in init_parameters:
-        init_parameters["filter_policy"] = FilterPolicy.from_str(init_parameters["filter_policy"])
-    return {**data, "init_parameters": init_parameters}

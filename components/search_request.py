@@ -12,8 +12,9 @@ class SearchRequest:
 
     A query graph has many consumers of the same request: embedders take the text, retrievers the
     collection filter, the final cut the result count and minimum score. One entry component keeps the
-    graph's public inputs to four named values (`query`, `top_k`, `collections`, `min_score`), checks them
-    once with messages a person can act on, and turns `collections` into a Haystack metadata filter.
+    graph's public inputs to a few named values (`query`, `top_k`, `collections`, `min_score`, and the
+    per-request switches `expand`, `rerank`, `chunks`), checks them once with messages a person can act on,
+    and turns `collections` into a Haystack metadata filter. A graph connects only the outputs it uses.
 
     Usage example:
     ```python
@@ -47,9 +48,19 @@ class SearchRequest:
         """Deserialise the component."""
         return default_from_dict(cls, data)
 
-    @component.output_types(query=str, top_k=int, min_score=float, filters=dict[str, Any] | None)
+    @component.output_types(
+        query=str, top_k=int, min_score=float, filters=dict[str, Any] | None,
+        expand=bool | None, rerank=bool | None, chunks=bool,
+    )
     def run(
-        self, query: str, top_k: int = 10, collections: list[str] | None = None, min_score: float = 0.0
+        self,
+        query: str,
+        top_k: int = 10,
+        collections: list[str] | None = None,
+        min_score: float = 0.0,
+        expand: bool | None = None,
+        rerank: bool | None = None,
+        chunks: bool = False,
     ) -> dict[str, Any]:
         """
         Validate the request.
@@ -58,7 +69,11 @@ class SearchRequest:
         :param top_k: How many results to return.
         :param collections: Restrict the search to these collections; all when empty or `None`.
         :param min_score: Drop results scoring below this.
-        :returns: A dictionary with `query` (stripped), `top_k`, `min_score` and `filters` (or `None`).
+        :param expand: Turn query expansion on or off for this request; the graph's default when `None`.
+        :param rerank: Turn reranking on or off for this request; the graph's default when `None`.
+        :param chunks: Return every matching chunk instead of one result per file.
+        :returns: A dictionary with `query` (stripped), `top_k`, `min_score`, `filters` (or `None`) and the
+            switches `expand`, `rerank`, `chunks`.
         :raises ValueError: On an empty or over-long query, a `top_k` out of range, a negative
             `min_score` or a collection name that is not a non-empty string.
         """
@@ -75,4 +90,10 @@ class SearchRequest:
             if not all(isinstance(c, str) and c for c in collections):
                 raise ValueError(f"collections must be a list of names, got {collections!r}")
             filters = {"field": "meta.collection", "operator": "in", "value": list(collections)}
-        return {"query": query.strip(), "top_k": top_k, "min_score": float(min_score), "filters": filters}
+        for name, value in (("expand", expand), ("rerank", rerank), ("chunks", chunks)):
+            if value is not None and not isinstance(value, bool):
+                raise ValueError(f"{name} must be true or false, got {value!r}")
+        return {
+            "query": query.strip(), "top_k": top_k, "min_score": float(min_score), "filters": filters,
+            "expand": expand, "rerank": rerank, "chunks": bool(chunks),
+        }

@@ -14,19 +14,25 @@ class WeightedRRFJoiner:
     Fuses ranked document lists with weighted reciprocal rank fusion: `score += weight / (k + rank + 1)`.
 
     Each ranked list arrives on its own named input (declared in `inputs`), so every list has a weight of
-    its own and the graph, not the order of sender names, decides which list is which. Haystack's
-    `DocumentJoiner` in `reciprocal_rank_fusion` mode uses k = 61, normalises the weights and matches them
-    to inputs by the alphabetical order of the senders' names; Qdrant's server-side fusion uses yet another
-    formula. Ranks are 0-based, so the first document of a list with weight 1 adds `1 / (k + 1)`.
+    its own and the graph, not the order of sender names, decides which list is which. Query expansion
+    adds any number of further lists at run time through the `lists` input (name → documents), all weighed
+    `expansion_weight`. Haystack's `DocumentJoiner` in `reciprocal_rank_fusion` mode uses k = 61,
+    normalises the weights and matches them to inputs by the alphabetical order of the senders' names;
+    Qdrant's server-side fusion uses yet another formula. Ranks are 0-based, so the first document of a
+    list with weight 1 adds `1 / (k + 1)`.
+
+    With `group_by` (a meta key such as `source_doc_id`), ranks count groups, not chunks: a file whose
+    three chunks lead the BM25 list takes rank 0 once, and every chunk of the file carries the file's
+    fused score. Chunks come out ordered by that score, best chunk of each file first, for the next
+    stage to pick a representative.
 
     Every fused document keeps how it got there in `meta["fusion"]`: for each list it appeared in, its
-    0-based rank and the list's raw score (`{"bm25": {"rank": 0, "score": 12.1}}`). A document found in
-    several lists (same id) is fused once, keeping the content of its first appearance.
+    0-based rank, the list's score and that score's kind (`{"bm25": {"rank": 0, "score": 0.93, "kind": "bm25"}}`).
 
     Usage example:
     ```python
-    joiner = WeightedRRFJoiner(inputs=["bm25", "vector"], weights={"bm25": 1.0, "vector": 1.0}, k=60)
-    joiner.run(bm25=bm25_docs, vector=vector_docs)["documents"]
+    joiner = WeightedRRFJoiner(inputs=["bm25", "vector"], weights={"bm25": 2.0, "vector": 2.0}, k=60)
+    joiner.run(bm25=bm25_docs, vector=vector_docs, lists={"lex_1": lex_docs})["documents"]
     ```
     """
 
@@ -36,6 +42,8 @@ class WeightedRRFJoiner:
         weights: dict[str, float] | None = None,
         k: int = 60,
         top_k: int | None = None,
+        expansion_weight: float = 1.0,
+        group_by: str | None = None,
     ) -> None:
         """
         Create the joiner.
@@ -43,7 +51,9 @@ class WeightedRRFJoiner:
         :param inputs: Names of the ranked-list inputs; each becomes an input socket of type `list[Document]`.
         :param weights: Weight per input name; inputs not named here weigh 1.0.
         :param k: The RRF constant (60 in the original paper and in qmd).
-        :param top_k: Keep at most this many fused documents; all when `None`.
+        :param top_k: Keep at most this many fused groups (or documents); all when `None`.
+        :param expansion_weight: Weight of every list passed through `lists`.
+        :param group_by: Meta key whose value groups documents (e.g. `source_doc_id`); `None` fuses by id.
         :raises ValueError: On an empty or duplicated input list, an unknown or negative weight, a negative
             `k` or a `top_k` below 1.
         """
@@ -51,13 +61,14 @@ class WeightedRRFJoiner:
         weights = dict(weights or {})
         if not inputs or len(set(inputs)) != len(inputs):
             raise ValueError(f"inputs must be a non-empty list of distinct names, got {inputs}")
-        if "top_k" in inputs:
-            raise ValueError("'top_k' is reserved and cannot name an input")
+        reserved = {"top_k", "lists"} & set(inputs)
+        if reserved:
+            raise ValueError(f"{sorted(reserved)} reserved and cannot name an input")
         unknown = set(weights) - set(inputs)
         if unknown:
             raise ValueError(f"weights name inputs that do not exist: {sorted(unknown)}")
-        if any(w < 0 for w in weights.values()):
-            raise ValueError(f"weights must be >= 0, got {weights}")
+        if any(w < 0 for w in weights.values()) or expansion_weight < 0:
+            raise ValueError(f"weights must be >= 0, got {weights} and expansion_weight={expansion_weight}")
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
         _check_top_k(top_k)
@@ -65,52 +76,83 @@ class WeightedRRFJoiner:
         self.weights = weights
         self.k = k
         self.top_k = top_k
+        self.expansion_weight = expansion_weight
+        self.group_by = group_by
         for name in inputs:
             component.set_input_type(self, name, list[Document] | None, None)
+        component.set_input_type(self, "lists", dict[str, list[Document]] | None, None)
         component.set_input_type(self, "top_k", int | None, None)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
-        return default_to_dict(self, inputs=self.inputs, weights=self.weights, k=self.k, top_k=self.top_k)
+        return default_to_dict(
+            self,
+            inputs=self.inputs,
+            weights=self.weights,
+            k=self.k,
+            top_k=self.top_k,
+            expansion_weight=self.expansion_weight,
+            group_by=self.group_by,
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "WeightedRRFJoiner":
         """Deserialise the component."""
         return default_from_dict(cls, data)
 
+    def _key(self, doc: Document) -> str:
+        if self.group_by is None:
+            return doc.id
+        return str(doc.meta.get(self.group_by, doc.id))
+
     @component.output_types(documents=list[Document])
-    def run(self, top_k: int | None = None, **lists: list[Document] | None) -> dict[str, list[Document]]:
+    def run(
+        self, top_k: int | None = None, lists: dict[str, list[Document]] | None = None, **named: list[Document] | None
+    ) -> dict[str, list[Document]]:
         """
         Fuse the ranked lists.
 
         :param top_k: Overrides the init `top_k` for this call.
-        :param lists: One ranked list per declared input name; a missing or `None` list counts as empty.
+        :param lists: Further ranked lists by name (query expansions), each weighed `expansion_weight`.
+        :param named: One ranked list per declared input name; a missing or `None` list counts as empty.
         :returns: A dictionary with `documents`, fused and sorted by descending score (ties keep the order
-            in which documents were first seen).
-        :raises ValueError: On a `top_k` below 1.
+            in which documents were first seen; within a group, chunks keep their best rank order).
+        :raises ValueError: On a `top_k` below 1, or an expansion list named like a declared input.
         """
         _check_top_k(top_k)
         top_k = top_k if top_k is not None else self.top_k
+        ranked_lists = [(name, self.weights.get(name, 1.0), named.get(name) or []) for name in self.inputs]
+        for name, docs in (lists or {}).items():
+            if name in self.inputs:
+                raise ValueError(f"expansion list '{name}' has the name of a declared input")
+            ranked_lists.append((name, self.expansion_weight, docs or []))
+
         scores: dict[str, float] = {}
-        first: dict[str, Document] = {}
-        trace: dict[str, dict[str, dict[str, float | int | None]]] = {}
-        for name in self.inputs:
-            weight = self.weights.get(name, 1.0)
-            seen_in_list: set[str] = set()
-            for rank, doc in enumerate(lists.get(name) or []):
-                if doc.id in seen_in_list:
-                    continue
-                seen_in_list.add(doc.id)
-                first.setdefault(doc.id, doc)
-                scores[doc.id] = scores.get(doc.id, 0.0) + weight / (self.k + rank + 1)
-                trace.setdefault(doc.id, {})[name] = {"rank": rank, "score": doc.score}
-        order = {doc_id: i for i, doc_id in enumerate(first)}
-        ranked = sorted(first, key=lambda doc_id: (-scores[doc_id], order[doc_id]))
+        trace: dict[str, dict[str, dict[str, Any]]] = {}
+        chunks: dict[str, dict[str, Document]] = {}
+        best_position: dict[str, float] = {}
+        for name, weight, docs in ranked_lists:
+            rank_of_group: dict[str, int] = {}
+            for position, doc in enumerate(docs):
+                key = self._key(doc)
+                if key not in rank_of_group:
+                    rank_of_group[key] = len(rank_of_group)
+                    rank = rank_of_group[key]
+                    scores[key] = scores.get(key, 0.0) + weight / (self.k + rank + 1)
+                    trace.setdefault(key, {})[name] = {"rank": rank, "score": doc.score, "kind": doc.meta.get("score_kind")}
+                group = chunks.setdefault(key, {})
+                group.setdefault(doc.id, doc)
+                best_position[doc.id] = min(best_position.get(doc.id, float("inf")), position)
+
+        first_seen = {key: i for i, key in enumerate(chunks)}
+        groups = sorted(chunks, key=lambda key: (-scores[key], first_seen[key]))
         if top_k is not None:
-            ranked = ranked[:top_k]
-        documents = [
-            replace(first[d], score=scores[d], meta={**first[d].meta, "fusion": trace[d]}) for d in ranked
-        ]
+            groups = groups[:top_k]
+        documents = []
+        for key in groups:
+            members = sorted(chunks[key].values(), key=lambda d: best_position[d.id])
+            for doc in members:
+                documents.append(replace(doc, score=scores[key], meta={**doc.meta, "fusion": trace[key]}))
         return {"documents": documents}
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from haystack import Pipeline
+from haystack.core.errors import PipelineRuntimeError
 
 from needle import index_info
 from needle.collections import Collection, CollectionError, CollectionRegistry
@@ -41,10 +42,34 @@ class SearchResult:
     end_line: int
     score: float
     text: str
+    snippet: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready dictionary."""
+    def explain(self) -> dict[str, Any]:
+        """How the result got its place: rank and score at every stage that ran."""
+        meta = self.meta
+        stages: dict[str, Any] = {}
+        if "fusion" in meta:
+            stages["lists"] = {
+                name: {"rank": entry["rank"] + 1, "score": entry.get("score"), "kind": entry.get("kind")}
+                for name, entry in meta["fusion"].items()
+            }
+        if "raw_score" in meta:
+            stages["raw_score"] = meta["raw_score"]
+        for key in ("bonus", "term_hits", "rerank", "blend", "fused_score"):
+            if key in meta:
+                stages[key] = meta[key]
+        stages["final_score"] = self.score
+        return stages
+
+    def as_dict(self, explain: bool = False) -> dict[str, Any]:
+        """A JSON-ready dictionary (with the per-stage trace when `explain`)."""
+        data = self._fields()
+        if explain:
+            data["explain"] = self.explain()
+        return data
+
+    def _fields(self) -> dict[str, Any]:
         return {
             "docid": f"#{self.docid}",
             "collection": self.collection,
@@ -54,6 +79,7 @@ class SearchResult:
             "start_line": self.start_line,
             "end_line": self.end_line,
             "score": self.score,
+            "snippet": self.snippet,
             "text": self.text,
         }
 
@@ -71,6 +97,7 @@ def to_result(doc: Any) -> SearchResult:
         end_line=int(meta.get("end_line", 0)),
         score=float(doc.score or 0.0),
         text=doc.content or "",
+        snippet=meta.get("snippet") or "",
         meta=meta,
     )
 
@@ -109,7 +136,22 @@ class Needle:
         top_k: int | None = None,
         collections: list[str] | None = None,
         min_score: float | None = None,
+        **switches: bool | None,
     ) -> list[SearchResult]:
+        """The results of `ask` alone (same arguments)."""
+        return self.ask(query, mode, top_k, collections, min_score, **switches)["results"]
+
+    def ask(
+        self,
+        query: str,
+        mode: str = "query",
+        top_k: int | None = None,
+        collections: list[str] | None = None,
+        min_score: float | None = None,
+        expand: bool | None = None,
+        rerank: bool | None = None,
+        chunks: bool = False,
+    ) -> dict[str, Any]:
         """
         Run a query graph.
 
@@ -118,20 +160,33 @@ class Needle:
         :param top_k: Result count; the configured default when `None`.
         :param collections: Restrict to these collections.
         :param min_score: Drop results below this score.
-        :returns: Results, best first.
+        :param expand: Switch query expansion on or off (graphs that expand).
+        :param rerank: Switch reranking on or off (graphs that rerank).
+        :param chunks: Every matching chunk instead of one result per file (graphs that group by file).
+        :returns: `{"results": [SearchResult, ...] best first, "label": "PASS" | "NO_RESULTS" | ...}`.
         :raises ValueError: On invalid input (empty query, bad `top_k`, unknown collection).
         :raises IndexMismatchError: When the index was built with other embedding settings.
         """
         self.collections.select(collections)
         index_info.check(self.settings)
-        request = {
+        request: dict[str, Any] = {
             "query": query,
             "top_k": top_k if top_k is not None else self.settings.retrieval.top_k,
             "collections": collections or None,
             "min_score": min_score if min_score is not None else self.settings.retrieval.min_score,
+            "expand": expand,
+            "rerank": rerank,
+            "chunks": chunks,
         }
-        output = self.pipeline(mode).run({"request": request})
-        return [to_result(doc) for doc in output["cutoff"]["documents"]]
+        try:
+            output = self.pipeline(mode).run({"request": request})
+        except PipelineRuntimeError as error:
+            if isinstance(error.__cause__, ValueError):
+                raise error.__cause__ from None
+            raise
+        results = [to_result(doc) for doc in output["cutoff"]["documents"]]
+        label = output.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS")
+        return {"results": results, "label": label}
 
     def index(self, names: list[str] | None = None, rebuild: bool = False) -> dict[str, Any]:
         """

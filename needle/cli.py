@@ -11,6 +11,7 @@ import json
 import sys
 from typing import Any, Sequence
 
+from needle.evaluation.cli import add_eval_parser, run_eval
 from needle.settings import ConfigError, load_settings
 
 EXIT_USAGE = 2
@@ -48,6 +49,11 @@ def _parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="collections, counts, model and index location")
     status.add_argument("--json", action="store_true")
     sub.add_parser("models", help="install the offline models (same as `make models`)")
+    serve = sub.add_parser("serve", help="serve HTTP endpoints and MCP tools (hayhooks) on 127.0.0.1:1416")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, this machine only)")
+    serve.add_argument("--port", type=int, default=1416, help="port (default 1416)")
+    sub.add_parser("mcp", help="serve the MCP tools over stdin/stdout, for desktop agents")
+    add_eval_parser(sub)
     return parser
 
 
@@ -95,6 +101,16 @@ def _split_ref(ref: str) -> tuple[str, int | None, int | None]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.command == "eval":
+        return run_eval(args)
+    if args.command == "serve":
+        from needle.server import serve
+
+        return serve(args.host, args.port)
+    if args.command == "mcp":
+        from needle.server import mcp_stdio
+
+        return mcp_stdio()
     if args.command == "models":
         from needle.models import main as install_models
 

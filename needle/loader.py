@@ -82,7 +82,7 @@ def placeholder_values(settings: Settings, progress_bar: bool = False) -> dict[s
     :raises MissingModelError: When a configured offline model is not provisioned.
     """
     values: dict[str, Any] = {"document_store": store_definition(settings), "progress_bar": progress_bar}
-    for section in ("embedding", "sparse", "chunking", "reader", "retrieval"):
+    for section in ("embedding", "sparse", "chunking", "reader", "retrieval", "expansion", "gate", "rerank", "snippet"):
         for key, value in getattr(settings, section).model_dump().items():
             values[f"{section}.{key}"] = value
     dense = dense_embedder_params(settings.embedding.model, settings.model_dir)
@@ -94,6 +94,7 @@ def placeholder_values(settings: Settings, progress_bar: bool = False) -> dict[s
     values["embedding.meta_fields_to_embed"] = ["context"] if settings.embedding.embed_context else []
     values["embedding.dim"] = embedding_dim(settings.embedding.model)
     values["data_dir"] = str(settings.data_dir)
+    values["cache_file"] = str(settings.cache_file)
     return values
 
 

@@ -14,6 +14,7 @@ Run `python -m needle.models` (or `make models`) to provision.
 from __future__ import annotations
 
 import hashlib
+import importlib.resources
 import importlib.util
 import json
 import shutil
@@ -40,7 +41,7 @@ _TOKENIZER_FILES = {
 }
 # The model was trained on 256 tokens; fastembed truncates at the smaller of model_max_length and max_length.
 _MAX_LENGTH = 256
-_STOPWORDS = Path(__file__).parent / "data" / "english_stopwords.txt"
+_STOPWORDS = Path(str(importlib.resources.files("components") / "data" / "english_stopwords.txt"))
 _MARKER = ".needle-provisioned"
 
 

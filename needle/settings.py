@@ -70,8 +70,43 @@ class RetrievalSettings(_Section):
     top_k: int = Field(10, gt=0, le=1000)
     bm25_top_k: int = Field(40, gt=0, le=10000)
     vector_top_k: int = Field(40, gt=0, le=10000)
+    fusion_top_k: int = Field(40, gt=0, le=10000)
     rrf_k: int = Field(60, ge=0)
+    original_weight: float = Field(2.0, ge=0.0)
+    expansion_weight: float = Field(1.0, ge=0.0)
+    rank1_bonus: float = Field(0.05, ge=0.0)
+    rank23_bonus: float = Field(0.02, ge=0.0)
     min_score: float = Field(0.0, ge=0.0)
+
+
+class ExpansionSettings(_Section):
+    enabled: bool = True
+    feedback_docs: int = Field(5, gt=0)
+    lex_terms: int = Field(8, gt=0)
+    rocchio_beta: float = Field(0.5, ge=0.0)
+    include_lex: bool = True
+    include_vec: bool = True
+    strong_signal_min_score: float = Field(0.85, ge=0.0, le=1.0)
+    strong_signal_min_gap: float = Field(0.15, ge=0.0, le=1.0)
+
+
+class GateSettings(_Section):
+    min_similarity: float = Field(0.0, ge=0.0, le=1.0)
+    min_bm25: float = Field(0.0, ge=0.0, le=1.0)
+    min_rerank: float = Field(0.5, ge=0.0, le=1.0)
+    high_similarity: float = Field(0.6, ge=0.0, le=1.0)
+
+
+class RerankSettings(_Section):
+    enabled: bool = False
+    candidates: int = Field(40, gt=0, le=1000)
+    top_n: int = Field(10, gt=0, le=1000)
+    cache_ttl_hours: float = Field(168, gt=0)
+
+
+class SnippetSettings(_Section):
+    max_lines: int = Field(10, gt=0)
+    context_lines: int = Field(2, ge=0)
 
 
 class Settings(_Section):
@@ -85,6 +120,10 @@ class Settings(_Section):
     reader: ReaderSettings = ReaderSettings()
     store: StoreSettings = StoreSettings()
     retrieval: RetrievalSettings = RetrievalSettings()
+    expansion: ExpansionSettings = ExpansionSettings()
+    gate: GateSettings = GateSettings()
+    rerank: RerankSettings = RerankSettings()
+    snippet: SnippetSettings = SnippetSettings()
 
     @model_validator(mode="after")
     def _expand_paths(self) -> "Settings":
@@ -96,6 +135,11 @@ class Settings(_Section):
     def index_dir(self) -> Path:
         """Folder of the embedded index."""
         return self.data_dir / "index"
+
+    @property
+    def cache_file(self) -> Path:
+        """The SQLite file of cached LLM work (expansions, rerank scores)."""
+        return self.data_dir / "cache.sqlite"
 
     @property
     def collections_file(self) -> Path:

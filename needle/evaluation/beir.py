@@ -112,7 +112,9 @@ def eval_settings(base: Settings, dataset: BeirDataset, cache: Path, candidates:
     key = json.dumps({"corpus": dataset.corpus_sha256, **index_info.fingerprint(base)}, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     data_dir = cache / f"{dataset.name}-{dataset.corpus_sha256[:8]}-{digest}"
-    retrieval = base.retrieval.model_copy(update={"bm25_top_k": candidates, "vector_top_k": candidates})
+    retrieval = base.retrieval.model_copy(
+        update={"bm25_top_k": candidates, "vector_top_k": candidates, "fusion_top_k": candidates}
+    )
     return base.model_copy(update={"data_dir": data_dir, "retrieval": retrieval})
 
 
@@ -146,11 +148,13 @@ def run_pipeline(
     :param pipeline: A pipeline name in `pipelines/` or a YAML path.
     :param candidates: Chunk results requested per query (grouped to documents afterwards).
     :param limit: Only the first `limit` queries (for quick checks).
-    :returns: Aggregate metrics, queries per second, latency percentiles and per-query scores.
+    :returns: Aggregate metrics, queries per second, latency percentiles, per-query scores and each
+        query's top 10 document ids (`rankings`).
     """
     query_ids = sorted(dataset.queries)[:limit] if limit else sorted(dataset.queries)
     needle.pipeline(pipeline)  # load and warm up outside the timed loop
     per_query: dict[str, dict[str, float]] = {}
+    rankings: dict[str, list[str]] = {}
     latencies: list[float] = []
     for qid in tqdm(query_ids, desc=f"{Path(pipeline).stem} queries", unit="q"):
         started = time.perf_counter()
@@ -158,6 +162,7 @@ def run_pipeline(
         latencies.append(time.perf_counter() - started)
         ranking = [doc_id_from_path(r.path) for r in results]
         ranking = list(dict.fromkeys(ranking))
+        rankings[qid] = ranking[:10]
         qrels = dataset.qrels[qid]
         per_query[qid] = {
             "ndcg@10": metrics.ndcg_at_k(ranking, qrels, 10),
@@ -174,6 +179,7 @@ def run_pipeline(
         "latency_ms_p50": 1000 * metrics.percentile(latencies, 50),
         "latency_ms_p95": 1000 * metrics.percentile(latencies, 95),
         "per_query": per_query,
+        "rankings": rankings,
     }
 
 

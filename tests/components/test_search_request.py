@@ -29,6 +29,9 @@ class TestSearchRequest:
             "top_k": 3,
             "min_score": 0.5,
             "filters": {"field": "meta.collection", "operator": "in", "value": ["notes", "work"]},
+            "expand": None,
+            "rerank": None,
+            "chunks": False,
         }
 
     def test_no_collections_means_no_filter(self):
@@ -47,8 +50,14 @@ class TestSearchRequest:
             ({"query": "x", "top_k": True}, "top_k"),
             ({"query": "x", "min_score": -0.1}, "min_score"),
             ({"query": "x", "collections": [""]}, "collections"),
+            ({"query": "x", "expand": "yes"}, "expand must be true or false"),
+            ({"query": "x", "chunks": 1}, "chunks must be true or false"),
         ],
     )
     def test_invalid_requests_say_what_is_wrong(self, kwargs, message):
         with pytest.raises(ValueError, match=message):
             SearchRequest().run(**kwargs)
+
+    def test_switches_pass_through(self):
+        out = SearchRequest().run(query="x", expand=False, rerank=True, chunks=True)
+        assert (out["expand"], out["rerank"], out["chunks"]) == (False, True, True)

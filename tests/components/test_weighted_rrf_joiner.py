@@ -31,6 +31,8 @@ class TestWeightedRRFJoiner:
             ({"k": -1}, "k must be"),
             ({"top_k": 0}, "top_k must be > 0"),
             ({"inputs": ["top_k"]}, "reserved"),
+            ({"inputs": ["lists"]}, "reserved"),
+            ({"expansion_weight": -1.0}, ">= 0"),
         ],
     )
     def test_bad_params_raise(self, kwargs, message):
@@ -41,7 +43,10 @@ class TestWeightedRRFJoiner:
         data = WeightedRRFJoiner(inputs=["x", "y"], weights={"x": 2.0}, k=30, top_k=7).to_dict()
         assert data == {
             "type": "components.weighted_rrf_joiner.WeightedRRFJoiner",
-            "init_parameters": {"inputs": ["x", "y"], "weights": {"x": 2.0}, "k": 30, "top_k": 7},
+            "init_parameters": {
+                "inputs": ["x", "y"], "weights": {"x": 2.0}, "k": 30, "top_k": 7,
+                "expansion_weight": 1.0, "group_by": None,
+            },
         }
 
     def test_from_dict_round_trip(self):
@@ -74,7 +79,9 @@ class TestWeightedRRFJoiner:
     def test_fusion_trace_keeps_ranks_and_raw_scores(self):
         out = WeightedRRFJoiner().run(bm25=docs("a", "b"), vector=docs("b"))["documents"]
         b = next(d for d in out if d.id == "b")
-        assert b.meta["fusion"] == {"bm25": {"rank": 1, "score": 9.0}, "vector": {"rank": 0, "score": 10.0}}
+        assert b.meta["fusion"] == {
+            "bm25": {"rank": 1, "score": 9.0, "kind": None}, "vector": {"rank": 0, "score": 10.0, "kind": None}
+        }
 
     def test_incoming_documents_are_not_mutated(self):
         original = docs("a")
@@ -104,3 +111,36 @@ class TestWeightedRRFJoiner:
         first = pipeline.run(data)["fuse"]["documents"]
         second = again.run(data)["fuse"]["documents"]
         assert [(d.id, d.score) for d in first] == [(d.id, d.score) for d in second]
+
+    def test_expansion_lists_weigh_expansion_weight(self):
+        joiner = WeightedRRFJoiner(weights={"bm25": 2.0, "vector": 2.0}, expansion_weight=0.5)
+        out = joiner.run(bm25=docs("a"), lists={"lex_1": docs("b"), "vec_1": docs("b", "a")})["documents"]
+        scores = {d.id: d.score for d in out}
+        assert scores["a"] == pytest.approx(2.0 / 61 + 0.5 / 62)
+        assert scores["b"] == pytest.approx(0.5 / 61 + 0.5 / 61)
+        assert set(out[1].meta["fusion"]) == {"lex_1", "vec_1"}
+
+    def test_expansion_list_cannot_reuse_an_input_name(self):
+        with pytest.raises(ValueError, match="declared input"):
+            WeightedRRFJoiner().run(lists={"bm25": docs("a")})
+
+    def test_group_by_ranks_files_not_chunks(self):
+        def chunk(doc_id: str, source: str) -> Document:
+            return Document(id=doc_id, content=doc_id, meta={"source_doc_id": source})
+
+        bm25 = [chunk("a1", "A"), chunk("a2", "A"), chunk("b1", "B")]
+        vector = [chunk("b2", "B"), chunk("a1", "A")]
+        out = WeightedRRFJoiner(group_by="source_doc_id").run(bm25=bm25, vector=vector)["documents"]
+        # A: rank 0 in bm25, rank 1 in vector; B: rank 1 in bm25 (second file, not third chunk), rank 0 in vector.
+        assert out[0].score == pytest.approx(1 / 61 + 1 / 62)
+        assert {d.id: d.score for d in out}["b1"] == pytest.approx(1 / 62 + 1 / 61)
+        # every chunk of a file carries the file's score, best-placed chunk first
+        assert [d.id for d in out] == ["a1", "a2", "b2", "b1"]
+        assert out[0].meta["fusion"] == {
+            "bm25": {"rank": 0, "score": None, "kind": None}, "vector": {"rank": 1, "score": None, "kind": None}
+        }
+
+    def test_group_by_top_k_counts_files(self):
+        chunks = [Document(id=f"{s}{i}", content="x", meta={"source_doc_id": s}) for s in "AB" for i in range(3)]
+        out = WeightedRRFJoiner(group_by="source_doc_id", top_k=1).run(bm25=chunks)["documents"]
+        assert [d.id for d in out] == ["A0", "A1", "A2"]

@@ -1,0 +1,64 @@
+"""Score semantics and query terms shared by Needle's query-stage components.
+
+BM25 scores are unbounded and corpus-dependent; cosine similarities live in [-1, 1]. They are never
+compared raw: where a score is shown, gated or tested against a threshold, BM25 becomes
+`s / (1 + s)` (monotonic, query-independent, as qmd does) and cosine is clamped to [0, 1].
+"""
+
+import re
+from pathlib import Path
+from typing import Any
+
+from haystack import Document
+
+_WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
+# Words that carry no topic even when longer than two letters.
+_FILLER = frozenset(
+    "the and for with what how why who whom when where which does did are was were has have had can could "
+    "should would will not but from into onto about this that these those there their them they you your "
+    "our its any all some more most much many very just also than then get got use using used".split()
+)
+
+
+STOPWORDS = frozenset((Path(__file__).parent / "data" / "english_stopwords.txt").read_text().split())
+
+
+def normalize_bm25(score: float | None) -> float:
+    """Map a BM25 score (>= 0) into [0, 1): `s / (1 + s)`."""
+    s = max(float(score or 0.0), 0.0)
+    return s / (1.0 + s)
+
+
+def clamp_cosine(score: float | None) -> float:
+    """Clamp a cosine similarity into [0, 1]."""
+    return min(max(float(score or 0.0), 0.0), 1.0)
+
+
+NORMALIZERS = {"bm25": normalize_bm25, "cosine": clamp_cosine}
+
+
+def query_terms(text: str, min_length: int = 3) -> list[str]:
+    """Distinct lower-cased words of at least `min_length` letters, filler words left out, in order."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text.lower()):
+        if len(word) >= min_length and word not in _FILLER:
+            seen.setdefault(word, None)
+    return list(seen)
+
+
+def strong_signal(probe: list[Document], min_score: float, min_gap: float, group_by: str = "source_doc_id") -> bool:
+    """
+    Whether a normalised BM25 probe is decisive: its best file scores at least `min_score` and leads the
+    second file by at least `min_gap` (qmd skips query expansion then).
+
+    :param probe: BM25 results with normalised scores, best first.
+    """
+    best: dict[Any, float] = {}
+    for doc in probe:
+        key = doc.meta.get(group_by, doc.id)
+        best[key] = max(best.get(key, 0.0), float(doc.score or 0.0))
+    ranked = sorted(best.values(), reverse=True)
+    if not ranked:
+        return False
+    second = ranked[1] if len(ranked) > 1 else 0.0
+    return ranked[0] >= min_score and ranked[0] - second >= min_gap

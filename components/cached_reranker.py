@@ -1,0 +1,202 @@
+"""A caching wrapper that reranks the leading fused candidates with any Haystack ranker."""
+
+import math
+from dataclasses import replace
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.core.serialization import component_to_dict
+
+from components.llm_cache import LLMCache, load_component, model_label
+from components.llm_judge_ranker import order_known_scores
+
+logger = logging.getLogger(__name__)
+
+SCORE_TRANSFORMS = ("auto", "sigmoid", "none")
+
+
+def sigmoid(x: float) -> float:
+    """The logistic function, safe for large magnitudes."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
+@component
+class CachedReranker:
+    """
+    Reranks the first `candidates` documents with a wrapped ranker, caching each score per query and document.
+
+    The wrapped ranker is any Haystack ranker (`run(query, documents, top_k)`): a cross-encoder such as
+    `FastembedRanker`, an `LLMJudgeRanker`, or another. Scores are cached per (query, document checksum,
+    model), so a repeated query, or a new query whose candidates were partly seen, sends only the misses
+    to the ranker. Nothing is dropped: the candidates come first, ordered by rerank score, then the other
+    documents in their input order; a later blending stage combines the fused and rerank scores and the
+    final cutoff cuts. `doc.score` keeps the fused score; `meta["rerank"]` holds `score` (in [0, 1]),
+    `raw` (as the ranker gave it) and `input_rank` (1-based fused rank), and only `input_rank` for
+    documents beyond the candidates. A candidate the ranker could not score (it failed, or left it out)
+    gets `score=None`, keeps its input position and is not cached. Haystack's rankers neither cache nor
+    keep the documents they do not rerank.
+
+    Usage example:
+    ```yaml
+    rerank:
+      type: components.cached_reranker.CachedReranker
+      init_parameters:
+        ranker:
+          type: haystack_integrations.components.rankers.fastembed.FastembedRanker
+          init_parameters: {model_name: Xenova/ms-marco-MiniLM-L-6-v2}
+        cache_path: ~/.cache/needle/llm.sqlite
+        candidates: 40
+    ```
+    """
+
+    def __init__(
+        self,
+        ranker: Any,
+        cache_path: str | None = None,
+        cache_ttl_hours: float = 168,
+        model_name: str | None = None,
+        candidates: int = 40,
+        top_k: int = 10,
+        score_transform: str = "auto",
+    ) -> None:
+        """
+        Create the reranker.
+
+        :param ranker: A Haystack ranker, or its serialised mapping (`type`, `init_parameters`).
+        :param cache_path: SQLite file caching rerank scores; `None` disables the cache.
+        :param cache_ttl_hours: How long a cached score stays valid.
+        :param model_name: The model's name in cache keys; by default the ranker's `model` or `model_name`
+            (or that of its chat generator), else its class name.
+        :param candidates: How many leading documents to rerank.
+        :param top_k: How many leading documents the caller will keep: at least this many are reranked,
+            even when `candidates` is smaller. No document is dropped here.
+        :param score_transform: How raw scores map to [0, 1]: `"sigmoid"` (for logits), `"none"`, or
+            `"auto"` (sigmoid when any raw score of the call lies outside [0, 1]).
+        :raises ValueError: On `candidates`, `top_k` or `cache_ttl_hours` not > 0, an unknown
+            `score_transform` or a `ranker` mapping without `type`.
+        """
+        if candidates < 1:
+            raise ValueError(f"candidates must be > 0, got {candidates}")
+        _check_top_k(top_k)
+        if top_k is None:
+            raise ValueError("top_k must be > 0, got None")
+        if cache_ttl_hours <= 0:
+            raise ValueError(f"cache_ttl_hours must be > 0, got {cache_ttl_hours}")
+        if score_transform not in SCORE_TRANSFORMS:
+            raise ValueError(f"score_transform must be one of {SCORE_TRANSFORMS}, got {score_transform!r}")
+        self.ranker = load_component(ranker, "ranker")
+        self.cache_path = cache_path
+        self.cache_ttl_hours = cache_ttl_hours
+        self.model_name = model_name
+        self.candidates = candidates
+        self.top_k = top_k
+        self.score_transform = score_transform
+        self._cache: LLMCache | None = None
+
+    def warm_up(self) -> None:
+        """Warm the wrapped ranker up and open the cache; a second call does nothing."""
+        if self._cache is not None:
+            return
+        if hasattr(self.ranker, "warm_up"):
+            self.ranker.warm_up()
+        self._cache = LLMCache(self.cache_path, self.cache_ttl_hours)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the component, the wrapped ranker included."""
+        return default_to_dict(
+            self,
+            ranker=component_to_dict(self.ranker, "ranker"),
+            cache_path=self.cache_path,
+            cache_ttl_hours=self.cache_ttl_hours,
+            model_name=self.model_name,
+            candidates=self.candidates,
+            top_k=self.top_k,
+            score_transform=self.score_transform,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "CachedReranker":
+        """Deserialise the component; the nested ranker is built by `__init__`."""
+        return default_from_dict(cls, data)
+
+    @staticmethod
+    def document_key(doc: Document) -> str:
+        """The document's part of the cache key: its content checksum, else its id."""
+        return str(doc.meta.get("checksum") or doc.id)
+
+    def _rerank(self, query: str, documents: list[Document]) -> dict[str, float]:
+        """Raw scores of the documents the wrapped ranker scored, by document id."""
+        # Copies: some rankers set `score` on the documents they are given.
+        copies = [replace(doc) for doc in documents]
+        try:
+            ranked = self.ranker.run(query=query, documents=copies, top_k=len(copies))["documents"]
+        except Exception as error:  # noqa: BLE001 - a failed rerank leaves the fused order in place
+            logger.warning("Reranking failed, keeping the fused order: {error}", error=error)
+            return {}
+        return {doc.id: float(doc.score) for doc in ranked if doc.score is not None}
+
+    def _transform(self, raws: list[float | None]) -> list[float | None]:
+        known = [r for r in raws if r is not None]
+        use_sigmoid = self.score_transform == "sigmoid" or (
+            self.score_transform == "auto" and any(not 0.0 <= r <= 1.0 for r in known)
+        )
+        return [None if r is None else (sigmoid(r) if use_sigmoid else r) for r in raws]
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self, query: str, documents: list[Document], top_k: int | None = None, enabled: bool | None = None
+    ) -> dict[str, list[Document]]:
+        """
+        Rerank the leading candidates, from the cache where possible.
+
+        :param query: The user's query.
+        :param documents: Fused documents, one per file, best first.
+        :param top_k: Overrides the init `top_k` for this call (at least this many are reranked).
+        :param enabled: `False` passes the documents through untouched.
+        :returns: A dictionary with `documents`: all input documents, the reranked candidates first by
+            descending rerank score, then the others in input order, each with `meta["rerank"]`.
+        :raises ValueError: If `top_k` is below 1.
+        """
+        _check_top_k(top_k)
+        top_k = top_k if top_k is not None else self.top_k
+        if enabled is False or not documents:
+            return {"documents": documents}
+        self.warm_up()
+        assert self._cache is not None
+        model = self.model_name or model_label(self.ranker)
+        count = max(self.candidates, top_k)
+        candidates, rest = documents[:count], documents[count:]
+        keys = [self.document_key(doc) for doc in candidates]
+
+        cached = self._cache.get_many("rerank", query, model, keys)
+        misses: dict[str, Document] = {}
+        for key, doc in zip(keys, candidates):
+            if key not in cached:
+                misses.setdefault(key, doc)
+        fresh: dict[str, float] = {}
+        if misses:
+            by_id = self._rerank(query, list(misses.values()))
+            fresh = {key: by_id[doc.id] for key, doc in misses.items() if doc.id in by_id}
+            self._cache.put_many("rerank", query, model, fresh)
+
+        raws = [cached.get(key, fresh.get(key)) for key in keys]
+        scores = self._transform(raws)
+        reranked = [
+            replace(
+                candidates[i],
+                meta={**candidates[i].meta, "rerank": {"score": scores[i], "raw": raws[i], "input_rank": i + 1}},
+            )
+            for i in order_known_scores(candidates, scores)
+        ]
+        others = [
+            replace(doc, meta={**doc.meta, "rerank": {"input_rank": count + n + 1}}) for n, doc in enumerate(rest)
+        ]
+        return {"documents": reranked + others}
+
+
+def _check_top_k(top_k: int | None) -> None:
+    if top_k is not None and top_k < 1:
+        raise ValueError(f"top_k must be > 0, got {top_k}")

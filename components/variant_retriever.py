@@ -1,0 +1,175 @@
+"""Retrieve every query variant on its route: lexical to BM25, semantic to vectors."""
+
+from dataclasses import replace
+from typing import Any
+
+from haystack import Document, component, default_to_dict, logging
+from haystack.dataclasses import SparseEmbedding
+from haystack_integrations.components.embedders.fastembed.embedding_backend.fastembed_backend import (
+    _FastembedEmbeddingBackendFactory,
+    _FastembedSparseEmbeddingBackendFactory,
+)
+
+from components._document_store import with_document_store
+from components._scores import NORMALIZERS
+
+logger = logging.getLogger(__name__)
+ROUTES = {"lex": "bm25", "vec": "cosine", "hyde": "cosine"}
+
+
+@component
+class VariantRetriever:
+    """
+    Runs each query variant through its own route and returns one ranked list per variant.
+
+    Routing follows qmd: lexical variants go to BM25 only; semantic variants and the hypothetical answer
+    passage (HyDE) go to the vectors only (a variant that already carries an embedding, such as a Rocchio
+    vector, is searched as is). A Haystack graph has a fixed shape, while the number of variants changes
+    per query, so this one component embeds and retrieves them all and hands the lists to the fusion
+    stage by name (`lex_1`, `vec_1`, `hyde`, ...). It reuses fastembed-haystack's shared model backends,
+    so no model loads twice, and normalises scores like `ScoreNormalizer`.
+
+    Usage example:
+    ```python
+    retriever = VariantRetriever(document_store=store, dense_model="BAAI/bge-small-en-v1.5")
+    retriever.run(variants=[{"kind": "lex", "text": "wal slot lag"}])["lists"]  # {"lex_1": [...]}
+    ```
+    """
+
+    def __init__(
+        self,
+        document_store: Any,
+        sparse_model: str = "Qdrant/bm25",
+        dense_model: str = "BAAI/bge-small-en-v1.5",
+        sparse_model_kwargs: dict[str, Any] | None = None,
+        dense_model_kwargs: dict[str, Any] | None = None,
+        sparse_local_files_only: bool = False,
+        dense_local_files_only: bool = False,
+        sparse_cache_dir: str | None = None,
+        dense_cache_dir: str | None = None,
+        threads: int | None = None,
+        query_prefix: str = "",
+        document_prefix: str = "",
+        bm25_top_k: int = 40,
+        vector_top_k: int = 40,
+    ) -> None:
+        """
+        Create the retriever.
+
+        :param document_store: A Needle store (`query_sparse`, `query_dense`).
+        :param sparse_model: fastembed sparse model for lexical variants (BM25).
+        :param dense_model: fastembed dense model for semantic variants (the index's model).
+        :param sparse_model_kwargs: Extra fastembed arguments (e.g. `specific_model_path`).
+        :param dense_model_kwargs: Extra fastembed arguments for the dense model.
+        :param sparse_local_files_only: Load the sparse model without a hub.
+        :param dense_local_files_only: Load the dense model without a hub.
+        :param sparse_cache_dir: fastembed cache folder for the sparse model.
+        :param dense_cache_dir: fastembed cache folder for the dense model.
+        :param threads: ONNX threads.
+        :param query_prefix: Prefix for semantic variants (the model's query prefix).
+        :param document_prefix: Prefix for HyDE passages (they read like documents).
+        :param bm25_top_k: Results per lexical variant.
+        :param vector_top_k: Results per semantic variant.
+        :raises ValueError: On a top_k below 1.
+        """
+        if bm25_top_k < 1 or vector_top_k < 1:
+            raise ValueError(f"top_k values must be > 0, got {bm25_top_k} and {vector_top_k}")
+        self.document_store = document_store
+        self.sparse_model = sparse_model
+        self.dense_model = dense_model
+        self.sparse_model_kwargs = sparse_model_kwargs
+        self.dense_model_kwargs = dense_model_kwargs
+        self.sparse_local_files_only = sparse_local_files_only
+        self.dense_local_files_only = dense_local_files_only
+        self.sparse_cache_dir = sparse_cache_dir
+        self.dense_cache_dir = dense_cache_dir
+        self.threads = threads
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
+        self.bm25_top_k = bm25_top_k
+        self.vector_top_k = vector_top_k
+        self._sparse: Any = None
+        self._dense: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the component."""
+        return default_to_dict(
+            self,
+            document_store=self.document_store.to_dict(),
+            sparse_model=self.sparse_model,
+            dense_model=self.dense_model,
+            sparse_model_kwargs=self.sparse_model_kwargs,
+            dense_model_kwargs=self.dense_model_kwargs,
+            sparse_local_files_only=self.sparse_local_files_only,
+            dense_local_files_only=self.dense_local_files_only,
+            sparse_cache_dir=self.sparse_cache_dir,
+            dense_cache_dir=self.dense_cache_dir,
+            threads=self.threads,
+            query_prefix=self.query_prefix,
+            document_prefix=self.document_prefix,
+            bm25_top_k=self.bm25_top_k,
+            vector_top_k=self.vector_top_k,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "VariantRetriever":
+        """Deserialise the component."""
+        return cls(**with_document_store(data)["init_parameters"])
+
+    def warm_up(self) -> None:
+        """Load (or share) the fastembed models; a second call does nothing."""
+        if self._sparse is None:
+            self._sparse = _FastembedSparseEmbeddingBackendFactory.get_embedding_backend(
+                model_name=self.sparse_model, cache_dir=self.sparse_cache_dir, threads=self.threads,
+                local_files_only=self.sparse_local_files_only, model_kwargs=self.sparse_model_kwargs,
+            )
+        if self._dense is None:
+            self._dense = _FastembedEmbeddingBackendFactory.get_embedding_backend(
+                model_name=self.dense_model, cache_dir=self.dense_cache_dir, threads=self.threads,
+                local_files_only=self.dense_local_files_only, model_kwargs=self.dense_model_kwargs,
+            )
+
+    def _normalized(self, documents: list[Document], kind: str) -> list[Document]:
+        normalize = NORMALIZERS[kind]
+        return [
+            replace(d, score=normalize(d.score), meta={**d.meta, "raw_score": d.score, "score_kind": kind})
+            for d in documents
+        ]
+
+    @component.output_types(lists=dict[str, list[Document]])
+    def run(self, variants: list[dict[str, Any]], filters: dict[str, Any] | None = None) -> dict[str, Any]:
+        """
+        Retrieve every variant.
+
+        :param variants: `{"kind": "lex"|"vec"|"hyde", "text": str, "name": optional, "embedding": optional}`.
+        :param filters: Haystack filters (e.g. the collection filter) applied to every list.
+        :returns: A dictionary with `lists`: ranked, normalised documents by variant name.
+        :raises ValueError: On a variant of unknown kind.
+        """
+        if not variants:
+            return {"lists": {}}
+        self.warm_up()
+        counts: dict[str, int] = {}
+        names = []
+        for variant in variants:
+            kind = variant.get("kind")
+            if kind not in ROUTES:
+                raise ValueError(f"unknown variant kind {kind!r}; expected one of {sorted(ROUTES)}")
+            counts[kind] = counts.get(kind, 0) + 1
+            names.append(variant.get("name") or (kind if kind == "hyde" else f"{kind}_{counts[kind]}"))
+
+        lists: dict[str, list[Document]] = {}
+        to_embed = [(i, v) for i, v in enumerate(variants) if ROUTES[v["kind"]] == "cosine" and not v.get("embedding")]
+        texts = [(self.document_prefix if v["kind"] == "hyde" else self.query_prefix) + v["text"] for _, v in to_embed]
+        dense = dict(zip((i for i, _ in to_embed), self._dense.embed(texts, progress_bar=False))) if texts else {}
+        for i, variant in enumerate(variants):
+            if ROUTES[variant["kind"]] == "bm25":
+                sparse = next(iter(self._sparse.model.query_embed([variant["text"]])))
+                embedding = SparseEmbedding(indices=sparse.indices.tolist(), values=[float(v) for v in sparse.values])
+                docs = self.document_store.query_sparse(embedding, top_k=self.bm25_top_k, filters=filters)
+                lists[names[i]] = self._normalized(docs, "bm25")
+            else:
+                vector = variant.get("embedding") or dense[i]
+                docs = self.document_store.query_dense(list(vector), top_k=self.vector_top_k, filters=filters)
+                lists[names[i]] = self._normalized(docs, "cosine")
+        return {"lists": lists}

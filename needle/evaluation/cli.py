@@ -1,0 +1,189 @@
+"""`needle eval`: golden queries, BEIR datasets and A/B comparisons of pipeline YAMLs.
+
+    needle eval golden [--file eval/golden/demo.yml] [--mode query]
+    needle eval beir --dataset DIR --pipeline search --pipeline my.yml
+    needle eval compare A.yml B.yml (--dataset DIR | --golden FILE) [--margin 0.0]
+
+Exit codes: 0 when thresholds pass and B is no regression, 1 when they do not, 2 on usage errors.
+Reports (JSON, a markdown summary and, for comparisons, a PNG chart) go to `--reports` (eval/reports/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from needle.settings import PROJECT_ROOT
+
+DEFAULT_GOLDEN = Path("eval/golden/demo.yml")
+
+
+def _existing(path: Path, what: str) -> Path:
+    """`path`, else the same path inside the project; `ValueError` when neither exists."""
+    if path.exists():
+        return path
+    if not path.is_absolute() and (PROJECT_ROOT / path).exists():
+        return PROJECT_ROOT / path
+    raise ValueError(f"{what} {path} does not exist")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cache", type=Path, default=None, help="where built indexes are kept (~/.cache/needle/eval)")
+    parser.add_argument("--reports", type=Path, default=Path("eval/reports"), help="reports folder (default: eval/reports)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
+    """
+    Add `eval` and its subcommands to a subparsers object.
+
+    :param sub: What `ArgumentParser.add_subparsers()` returned.
+    :returns: The `eval` parser.
+    """
+    evaluation = sub.add_parser("eval", help="score pipelines: golden queries, BEIR datasets, A/B comparisons")
+    esub = evaluation.add_subparsers(dest="eval_command", required=True, metavar="EVAL_COMMAND")
+
+    golden = esub.add_parser("golden", help="score modes on a golden query set and check its thresholds")
+    golden.add_argument("--file", type=Path, default=DEFAULT_GOLDEN, help="golden file (default: eval/golden/demo.yml)")
+    golden.add_argument("--mode", action="append", dest="modes",
+                        help="mode or pipeline YAML (repeatable; default: search, vsearch, query)")
+    golden.add_argument("--thresholds", type=Path, default=None,
+                        help="thresholds file (default: thresholds.yml beside the golden file, when present)")
+    golden.add_argument("--no-thresholds", action="store_true", help="report only, check no thresholds")
+    golden.add_argument("--candidates", type=int, default=50, help="chunk results per query before grouping")
+    _common(golden)
+
+    beir = esub.add_parser("beir", help="score pipelines on a BEIR dataset")
+    beir.add_argument("--dataset", type=Path, required=True, help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/)")
+    beir.add_argument("--pipeline", action="append", required=True, help="pipeline name or YAML path (repeatable)")
+    beir.add_argument("--split", default="test", help="qrels split (default: test)")
+    beir.add_argument("--candidates", type=int, default=300, help="chunk results per query before grouping")
+    beir.add_argument("--limit", type=int, default=None, help="only the first N queries")
+    _common(beir)
+
+    compare = esub.add_parser("compare", help="A/B-compare two pipelines on the same queries and index")
+    compare.add_argument("a", help="pipeline A (name or YAML path), the baseline")
+    compare.add_argument("b", help="pipeline B (name or YAML path), the candidate")
+    data = compare.add_mutually_exclusive_group(required=True)
+    data.add_argument("--dataset", type=Path, help="BEIR folder")
+    data.add_argument("--golden", type=Path, help="golden file")
+    compare.add_argument("--mode", default=None, help="golden only: just the queries tagged with this mode")
+    compare.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
+    compare.add_argument("--limit", type=int, default=None, help="only the first N queries")
+    compare.add_argument("--candidates", type=int, default=None, help="chunk results per query (golden 50, BEIR 300)")
+    compare.add_argument("--metric", default="ndcg@10", help="primary metric (default: ndcg@10)")
+    compare.add_argument("--margin", type=float, default=0.0,
+                         help="exit 1 when B trails A on the primary metric by more than this (default: 0.0)")
+    compare.add_argument("--permutations", type=int, default=10_000, help="sign flips of the randomisation test")
+    compare.add_argument("--seed", type=int, default=0, help="seed of the test and the bootstrap")
+    _common(compare)
+    return evaluation
+
+
+def _positive(value: int | None, name: str) -> None:
+    if value is not None and value < 1:
+        raise ValueError(f"{name} must be > 0, got {value}")
+
+
+def _emit(report: dict[str, Any], markdown: str, args: argparse.Namespace, files: list[Path]) -> None:
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        print(markdown)
+        for path in files:
+            print(f"report: {path}")
+
+
+def _golden(args: argparse.Namespace) -> int:
+    from needle.evaluation import golden as golden_eval
+    from needle.evaluation.reports import label, write_report
+
+    _positive(args.candidates, "--candidates")
+    golden = golden_eval.load_golden(_existing(args.file, "golden file"))
+    thresholds = []
+    if not args.no_thresholds:
+        path = args.thresholds or golden.path.parent / "thresholds.yml"
+        if args.thresholds is not None or path.exists():
+            thresholds = golden_eval.load_thresholds(_existing(path, "thresholds file"))
+    needle = golden_eval.prepare_index(golden, cache=args.cache)
+    modes = args.modes or list(golden_eval.MODES)
+    report = golden_eval.evaluate_golden(needle, golden, modes, args.candidates, thresholds, progress=sys.stderr.isatty())
+    markdown = golden_eval.format_table(report)
+    stem = write_report(report, markdown, args.reports, label("+".join(label(m) for m in modes), golden.name))
+    _emit(report, markdown, args, [stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".md")])
+    return 0 if report["thresholds"]["passed"] else 1
+
+
+def _beir(args: argparse.Namespace) -> int:
+    from needle.evaluation import beir
+
+    _positive(args.candidates, "--candidates")
+    _positive(args.limit, "--limit")
+    dataset = _existing(args.dataset, "dataset folder")
+    report = beir.evaluate(
+        dataset, args.pipeline, split=args.split, candidates=args.candidates, limit=args.limit,
+        cache=args.cache or beir.DEFAULT_CACHE, reports_dir=args.reports,
+    )
+    markdown = beir.format_table(report)
+    summary = Path(report["report_file"]).with_suffix(".md")
+    summary.write_text(markdown + "\n", encoding="utf-8")
+    _emit(report, markdown, args, [Path(report["report_file"]), summary])
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from needle.evaluation import compare
+    from needle.evaluation import golden as golden_eval
+    from needle.evaluation.reports import label, write_report
+    from needle.loader import pipeline_path
+
+    _positive(args.candidates, "--candidates")
+    _positive(args.limit, "--limit")
+    _positive(args.permutations, "--permutations")
+    for pipeline in (args.a, args.b):
+        pipeline_path(pipeline)  # a missing file fails before any index is built
+    options = dict(primary=args.metric, margin=args.margin, permutations=args.permutations, seed=args.seed)
+    if args.golden is not None:
+        golden = golden_eval.load_golden(_existing(args.golden, "golden file"))
+        needle = golden_eval.prepare_index(golden, cache=args.cache)
+        report = compare.compare_golden(
+            needle, golden, args.a, args.b, mode=args.mode, limit=args.limit,
+            candidates=args.candidates or golden_eval.DEFAULT_CANDIDATES, progress=sys.stderr.isatty(), **options,
+        )
+    else:
+        if args.mode:
+            raise ValueError("--mode applies to --golden only")
+        report = compare.compare_beir(
+            _existing(args.dataset, "dataset folder"), args.a, args.b, split=args.split, limit=args.limit,
+            candidates=args.candidates or 300, cache=args.cache, **options,
+        )
+    markdown = compare.format_comparison(report)
+    stem = write_report(report, markdown, args.reports, label(f"{label(args.a)}-vs-{label(args.b)}", report["data_name"]))
+    files = [stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".md")]
+    try:
+        files.append(compare.plot_comparison(report, stem.with_name(stem.name + ".png")))
+    except ImportError as error:
+        print(f"warning: no chart: {error}", file=sys.stderr)
+    _emit(report, markdown, args, files)
+    return 1 if report["regression"] else 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """
+    Run the `eval` subcommand `args.eval_command`.
+
+    :returns: The exit code: 0 pass, 1 thresholds failed or B regressed.
+    :raises ValueError: On a usage mistake (missing file, bad number, invalid golden file).
+    """
+    handlers = {"golden": _golden, "beir": _beir, "compare": _compare}
+    return handlers[args.eval_command](args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`needle eval ...` as a standalone entry point (the scripts in `eval/` call it)."""
+    from needle.cli import main as needle_main
+
+    return needle_main(["eval", *(sys.argv[1:] if argv is None else argv)])

@@ -1,0 +1,436 @@
+"""Golden queries: hand-judged queries over a small corpus, scored per search mode and per difficulty.
+
+A golden file (`eval/golden/demo.yml`) reads:
+
+```yaml
+version: 1
+corpus: needle/demo/notes          # relative to the file, the current folder or the project
+queries:
+  - id: q001
+    query: "postgres logical replication slot"
+    expected: ["howto/postgres-logical-replication.md"]   # any of them counts as a hit
+    difficulty: easy                                       # easy | medium | hard | fusion
+    modes: [search, vsearch, query]                        # the modes expected to answer it
+```
+
+Results are scored per document: chunk hits are grouped by path, each document taking the rank of its
+best chunk. A thresholds file (`eval/golden/thresholds.yml`) sets minimum values per mode, difficulty
+and metric, so that a retrieval regression fails CI:
+
+```yaml
+version: 1
+thresholds:
+  query:
+    easy: {hit@3: 0.85}
+```
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import yaml
+
+from needle.evaluation import metrics
+from needle.settings import PROJECT_ROOT, Settings, load_settings
+
+DIFFICULTIES = ("easy", "medium", "hard", "fusion")
+MODES = ("search", "vsearch", "query")
+METRICS = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@5", "recall@10", "precision@5", "mrr@10", "ndcg@10")
+ALL = "all"
+DEFAULT_CANDIDATES = 50
+COLLECTION = "golden"
+
+
+class GoldenError(ValueError):
+    """A golden or thresholds file is malformed; the message lists every problem found."""
+
+
+@dataclass(frozen=True)
+class GoldenQuery:
+    """One judged query."""
+
+    id: str
+    query: str
+    expected: tuple[str, ...]
+    difficulty: str
+    modes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GoldenSet:
+    """A golden file in memory."""
+
+    path: Path
+    name: str
+    corpus: Path
+    queries: tuple[GoldenQuery, ...]
+
+    def for_mode(self, mode: str) -> list[GoldenQuery]:
+        """The queries tagged with `mode`; every query for a pipeline that is not one of the named modes."""
+        if mode in MODES:
+            return [q for q in self.queries if mode in q.modes]
+        return list(self.queries)
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A minimum value of one metric for one mode and difficulty (`all` for every query of the mode)."""
+
+    mode: str
+    difficulty: str
+    metric: str
+    minimum: float
+
+
+def _resolve_corpus(corpus: str, golden_file: Path) -> Path | None:
+    candidate = Path(corpus).expanduser()
+    if candidate.is_absolute():
+        return candidate if candidate.is_dir() else None
+    for base in (golden_file.parent, Path.cwd(), PROJECT_ROOT):
+        if (base / candidate).is_dir():
+            return (base / candidate).resolve()
+    return None
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise GoldenError(f"no such file: {path}") from error
+    except (OSError, yaml.YAMLError) as error:
+        raise GoldenError(f"cannot read {path}: {error}") from error
+
+
+def parse_golden(data: Any, path: Path, check_files: bool = True) -> GoldenSet:
+    """
+    Validate a parsed golden file.
+
+    :param data: The parsed YAML.
+    :param path: Where it came from (relative corpus paths start there).
+    :param check_files: Whether every expected file must exist in the corpus.
+    :returns: The golden set.
+    :raises GoldenError: Listing every problem: missing keys, unknown difficulty or mode, duplicate ids,
+        expected files missing from the corpus.
+    """
+    if not isinstance(data, dict):
+        raise GoldenError(f"{path}: expected a mapping with version, corpus and queries")
+    problems: list[str] = []
+    if data.get("version") != 1:
+        problems.append(f"version must be 1, got {data.get('version')!r}")
+    corpus = None
+    if not isinstance(data.get("corpus"), str) or not data["corpus"]:
+        problems.append("corpus must be a folder path")
+    else:
+        corpus = _resolve_corpus(data["corpus"], path)
+        if corpus is None:
+            problems.append(f"corpus folder '{data['corpus']}' does not exist")
+    raw_queries = data.get("queries")
+    if not isinstance(raw_queries, list) or not raw_queries:
+        problems.append("queries must be a non-empty list")
+        raw_queries = []
+    queries: list[GoldenQuery] = []
+    seen: set[str] = set()
+    for position, item in enumerate(raw_queries, 1):
+        where = f"query #{position}"
+        if not isinstance(item, dict):
+            problems.append(f"{where}: expected a mapping")
+            continue
+        qid = item.get("id")
+        if not isinstance(qid, (str, int)) or str(qid) == "":
+            problems.append(f"{where}: id is missing")
+        else:
+            qid = str(qid)
+            where = f"{qid}"
+            if qid in seen:
+                problems.append(f"{where}: duplicate id")
+            seen.add(qid)
+        unknown = set(item) - {"id", "query", "expected", "difficulty", "modes", "note"}
+        if unknown:
+            problems.append(f"{where}: unknown keys {sorted(unknown)}")
+        text = item.get("query")
+        if not isinstance(text, str) or not text.strip():
+            problems.append(f"{where}: query must be a non-empty string")
+        expected = item.get("expected")
+        if not isinstance(expected, list) or not expected or not all(isinstance(e, str) and e for e in expected):
+            problems.append(f"{where}: expected must be a non-empty list of paths")
+            expected = []
+        elif check_files and corpus is not None:
+            for rel in expected:
+                if not (corpus / rel).is_file():
+                    problems.append(f"{where}: expected file '{rel}' is not in the corpus {corpus}")
+        difficulty = item.get("difficulty")
+        if difficulty not in DIFFICULTIES:
+            problems.append(f"{where}: unknown difficulty {difficulty!r}; use one of {', '.join(DIFFICULTIES)}")
+        modes = item.get("modes")
+        if not isinstance(modes, list) or not modes:
+            problems.append(f"{where}: modes must be a non-empty list from {', '.join(MODES)}")
+            modes = []
+        else:
+            for mode in modes:
+                if mode not in MODES:
+                    problems.append(f"{where}: unknown mode {mode!r}; use one of {', '.join(MODES)}")
+        queries.append(GoldenQuery(str(qid), str(text or "").strip(), tuple(expected), str(difficulty), tuple(modes)))
+    if problems:
+        raise GoldenError(f"{path}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
+    assert corpus is not None
+    return GoldenSet(path=path, name=path.stem, corpus=corpus, queries=tuple(queries))
+
+
+def load_golden(path: str | Path, check_files: bool = True) -> GoldenSet:
+    """
+    Read and validate a golden file.
+
+    :param path: The YAML file.
+    :param check_files: Whether every expected file must exist in the corpus.
+    :returns: The golden set.
+    :raises GoldenError: When the file is missing or invalid.
+    """
+    path = Path(path)
+    return parse_golden(_read_yaml(path), path, check_files=check_files)
+
+
+def parse_thresholds(data: Any, path: Path) -> list[Threshold]:
+    """
+    Validate a parsed thresholds file: `thresholds: {mode: {difficulty: {metric: minimum}}}`.
+
+    :raises GoldenError: Listing every unknown mode, difficulty or metric and every value outside 0..1.
+    """
+    if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("thresholds"), dict):
+        raise GoldenError(f"{path}: expected version: 1 and a thresholds mapping")
+    problems: list[str] = []
+    found: list[Threshold] = []
+    for mode, per_difficulty in data["thresholds"].items():
+        if mode not in MODES:
+            problems.append(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
+            continue
+        if not isinstance(per_difficulty, dict):
+            problems.append(f"{mode}: expected a mapping of difficulty to metrics")
+            continue
+        for difficulty, minimums in per_difficulty.items():
+            if difficulty not in (*DIFFICULTIES, ALL):
+                problems.append(f"{mode}: unknown difficulty {difficulty!r}; use one of {', '.join((*DIFFICULTIES, ALL))}")
+                continue
+            if not isinstance(minimums, dict):
+                problems.append(f"{mode}.{difficulty}: expected a mapping of metric to minimum")
+                continue
+            for metric, minimum in minimums.items():
+                if metric not in METRICS:
+                    problems.append(f"{mode}.{difficulty}: unknown metric {metric!r}; use one of {', '.join(METRICS)}")
+                elif isinstance(minimum, bool) or not isinstance(minimum, (int, float)) or not 0 <= minimum <= 1:
+                    problems.append(f"{mode}.{difficulty}.{metric}: minimum must be a number from 0 to 1, got {minimum!r}")
+                else:
+                    found.append(Threshold(mode, difficulty, metric, float(minimum)))
+    if problems:
+        raise GoldenError(f"{path}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
+    return found
+
+
+def load_thresholds(path: str | Path) -> list[Threshold]:
+    """Read and validate a thresholds file (see `parse_thresholds`)."""
+    path = Path(path)
+    return parse_thresholds(_read_yaml(path), path)
+
+
+def group_by_document(results: Iterable[Any]) -> list[str]:
+    """Document paths of chunk hits, best first: each document takes the rank of its best-ranked chunk."""
+    return list(dict.fromkeys(r.path for r in results))
+
+
+def score_ranking(ranking: Sequence[str], expected: Iterable[str]) -> dict[str, float]:
+    """Every golden metric of one document ranking, with each expected path judged relevant (grade 1)."""
+    qrels = {path: 1 for path in expected}
+    return {
+        "hit@1": metrics.hit_at_k(ranking, qrels, 1),
+        "hit@3": metrics.hit_at_k(ranking, qrels, 3),
+        "hit@5": metrics.hit_at_k(ranking, qrels, 5),
+        "hit@10": metrics.hit_at_k(ranking, qrels, 10),
+        "recall@5": metrics.recall_at_k(ranking, qrels, 5),
+        "recall@10": metrics.recall_at_k(ranking, qrels, 10),
+        "precision@5": metrics.precision_at_k(ranking, qrels, 5),
+        "mrr@10": metrics.mrr_at_k(ranking, qrels, 10),
+        "ndcg@10": metrics.ndcg_at_k(ranking, qrels, 10),
+    }
+
+
+def run_queries(
+    needle: Any, queries: Sequence[GoldenQuery], pipeline: str, candidates: int = DEFAULT_CANDIDATES,
+    progress: bool = False,
+) -> dict[str, dict[str, Any]]:
+    """
+    Run golden queries through a pipeline and score each document ranking.
+
+    :param needle: A `Needle` bound to an index of the golden corpus.
+    :param queries: The queries to run.
+    :param pipeline: A mode, a pipeline name in `pipelines/` or a YAML path.
+    :param candidates: Chunk results requested per query (grouped to documents afterwards).
+    :param progress: Whether to show a progress bar.
+    :returns: Per query id: its difficulty, the first relevant rank (`None` when not in the ranking),
+        the top 10 documents, the latency in milliseconds and every metric in `METRICS`.
+    """
+    from tqdm import tqdm
+
+    needle.pipeline(pipeline)  # load and warm up outside the timed loop
+    rows: dict[str, dict[str, Any]] = {}
+    for q in tqdm(queries, desc=f"{Path(pipeline).stem} golden", unit="q", disable=not progress):
+        started = time.perf_counter()
+        results = needle.search(q.query, mode=pipeline, top_k=candidates)
+        latency = 1000 * (time.perf_counter() - started)
+        ranking = group_by_document(results)
+        rank = next((i + 1 for i, path in enumerate(ranking) if path in q.expected), None)
+        rows[q.id] = {
+            "difficulty": q.difficulty,
+            "rank": rank,
+            "ranking": ranking[:10],
+            "latency_ms": latency,
+            **score_ranking(ranking, q.expected),
+        }
+    return rows
+
+
+def summarise(per_query: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """
+    Average per-query metrics per difficulty and over all queries.
+
+    :param per_query: Rows as `run_queries` returns them (`difficulty`, metrics, optional `latency_ms`).
+    :returns: Per difficulty present (in `DIFFICULTIES` order) and `all`: `queries`, the mean of each
+        metric, and `latency_ms_p50` / `latency_ms_p95` when latencies are there.
+    """
+    groups: dict[str, list[Mapping[str, Any]]] = {d: [] for d in DIFFICULTIES}
+    for row in per_query.values():
+        groups.setdefault(row["difficulty"], []).append(row)
+    groups[ALL] = list(per_query.values())
+    summary: dict[str, dict[str, float]] = {}
+    for name, rows in groups.items():
+        if not rows:
+            continue
+        entry: dict[str, float] = {"queries": len(rows)}
+        for metric in METRICS:
+            entry[metric] = metrics.mean([row[metric] for row in rows])
+        latencies = [row["latency_ms"] for row in rows if "latency_ms" in row]
+        if latencies:
+            entry["latency_ms_p50"] = metrics.percentile(latencies, 50)
+            entry["latency_ms_p95"] = metrics.percentile(latencies, 95)
+        summary[name] = entry
+    return summary
+
+
+def check_thresholds(summaries: Mapping[str, Mapping[str, Mapping[str, float]]], thresholds: Sequence[Threshold]) -> list[dict[str, Any]]:
+    """
+    Compare summaries with the thresholds.
+
+    :param summaries: Per mode, what `summarise` returned.
+    :param thresholds: The minimums.
+    :returns: One check per threshold whose mode was evaluated: mode, difficulty, metric, minimum,
+        actual (`None` when the golden set has no such queries, which fails) and passed.
+    """
+    checks = []
+    for t in thresholds:
+        if t.mode not in summaries:
+            continue
+        actual = summaries[t.mode].get(t.difficulty, {}).get(t.metric)
+        checks.append({
+            "mode": t.mode, "difficulty": t.difficulty, "metric": t.metric, "minimum": t.minimum,
+            "actual": actual, "passed": actual is not None and actual >= t.minimum - 1e-9,
+        })
+    return checks
+
+
+def evaluate_golden(
+    needle: Any, golden: GoldenSet, modes: Sequence[str] = MODES, candidates: int = DEFAULT_CANDIDATES,
+    thresholds: Sequence[Threshold] | None = None, progress: bool = False,
+) -> dict[str, Any]:
+    """
+    Score pipelines on a golden set.
+
+    :param needle: A `Needle` bound to an index of the golden corpus.
+    :param golden: The golden set.
+    :param modes: Modes (each scored on the queries tagged with it) or other pipelines (scored on all).
+    :param candidates: Chunk results requested per query.
+    :param thresholds: Minimums to check; none when `None`.
+    :param progress: Whether to show progress bars.
+    :returns: The report: golden file, per mode its summary and per-query rows, and the threshold checks.
+    """
+    results = {}
+    for mode in modes:
+        queries = golden.for_mode(mode)
+        rows = run_queries(needle, queries, mode, candidates, progress)
+        results[mode] = {"pipeline": mode, "summary": summarise(rows), "per_query": rows}
+    checks = check_thresholds({m: r["summary"] for m, r in results.items()}, thresholds or [])
+    return {
+        "kind": "golden",
+        "golden": str(golden.path),
+        "corpus": str(golden.corpus),
+        "candidates": candidates,
+        "modes": results,
+        "thresholds": {"checks": checks, "passed": all(c["passed"] for c in checks)},
+    }
+
+
+def corpus_digest(folder: Path) -> str:
+    """A sha256 over the corpus files' relative paths and contents (hidden files and folders left out)."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if path.is_file() and not any(part.startswith(".") for part in rel.parts):
+            digest.update(str(rel.as_posix()).encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def prepare_index(golden: GoldenSet, settings: Settings | None = None, cache: Path | None = None) -> Any:
+    """
+    Build (or reuse) an index of the golden corpus, cached by corpus content and ingestion settings.
+
+    :param golden: The golden set.
+    :param settings: The base settings (models, chunking); loaded from the environment when `None`.
+    :param cache: Where built indexes are kept; the BEIR runner's cache when `None`.
+    :returns: A `Needle` bound to that index.
+    """
+    from needle import index_info
+    from needle.app import Needle
+    from needle.collections import Collection, CollectionRegistry
+    from needle.evaluation.beir import DEFAULT_CACHE
+
+    base = settings or load_settings()
+    corpus = corpus_digest(golden.corpus)
+    key = json.dumps({"corpus": corpus, **index_info.fingerprint(base)}, sort_keys=True)
+    data_dir = Path(cache or DEFAULT_CACHE) / f"golden-{golden.corpus.name}-{corpus[:8]}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+    settings = base.model_copy(update={"data_dir": data_dir})
+    CollectionRegistry(settings.collections_file).save({COLLECTION: Collection(name=COLLECTION, root=str(golden.corpus))})
+    needle = Needle(settings, progress_bar=sys.stderr.isatty() and not os.environ.get("CI"))
+    done = data_dir / ".indexed"
+    if not done.exists():
+        done.write_text(json.dumps(needle.index([COLLECTION])))
+    return needle
+
+
+def format_table(report: Mapping[str, Any]) -> str:
+    """A markdown summary: per mode and difficulty, the main metrics and latency; then the threshold checks."""
+    lines = [
+        f"Golden set {report['golden']} ({report['corpus']})",
+        "",
+        "| mode | difficulty | queries | hit@1 | hit@3 | hit@5 | hit@10 | recall@10 | MRR@10 | nDCG@10 | p50 ms | p95 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for mode, result in report["modes"].items():
+        for difficulty, s in result["summary"].items():
+            lines.append(
+                f"| {Path(mode).stem} | {difficulty} | {int(s['queries'])} | {s['hit@1']:.3f} | {s['hit@3']:.3f} | "
+                f"{s['hit@5']:.3f} | {s['hit@10']:.3f} | {s['recall@10']:.3f} | {s['mrr@10']:.3f} | "
+                f"{s['ndcg@10']:.3f} | {s.get('latency_ms_p50', 0.0):.1f} | {s.get('latency_ms_p95', 0.0):.1f} |"
+            )
+    checks = report["thresholds"]["checks"]
+    if checks:
+        lines += ["", "| threshold | minimum | actual | |", "|---|---|---|---|"]
+        for c in checks:
+            actual = "n/a" if c["actual"] is None else f"{c['actual']:.3f}"
+            lines.append(f"| {c['mode']} {c['difficulty']} {c['metric']} | {c['minimum']:.2f} | {actual} | "
+                         f"{'pass' if c['passed'] else 'FAIL'} |")
+    return "\n".join(lines)

@@ -1,0 +1,39 @@
+import pytest
+from haystack import Document
+
+from components.best_chunk_selector import BestChunkSelector
+
+
+def chunk(doc_id: str, source: str, text: str, score: float = 0.1) -> Document:
+    return Document(id=doc_id, content=text, score=score, meta={"source_doc_id": source})
+
+
+class TestBestChunkSelector:
+    def test_defaults_bad_params_round_trip(self):
+        selector = BestChunkSelector()
+        assert (selector.group_by, selector.min_term_length) == ("source_doc_id", 3)
+        with pytest.raises(ValueError):
+            BestChunkSelector(group_by="")
+        with pytest.raises(ValueError):
+            BestChunkSelector(min_term_length=0)
+        data = BestChunkSelector(min_term_length=4).to_dict()
+        assert BestChunkSelector.from_dict(data).to_dict() == data
+
+    def test_one_result_per_file_with_the_most_query_terms(self):
+        docs = [
+            chunk("a1", "A", "intro about nothing", 0.5),
+            chunk("a2", "A", "the replication slot keeps wal", 0.5),
+            chunk("b1", "B", "replication overview", 0.3),
+        ]
+        out = BestChunkSelector().run(docs, query="replication slot")["documents"]
+        assert [d.id for d in out] == ["a2", "b1"]
+        assert out[0].meta["term_hits"] == 2 and out[0].score == 0.5
+
+    def test_ties_keep_the_best_placed_chunk(self):
+        docs = [chunk("a1", "A", "slot one"), chunk("a2", "A", "slot two")]
+        assert [d.id for d in BestChunkSelector().run(docs, query="slot")["documents"]] == ["a1"]
+
+    def test_chunks_mode_returns_every_chunk_best_first(self):
+        docs = [chunk("a1", "A", "nothing"), chunk("a2", "A", "slot"), chunk("b1", "B", "slot")]
+        out = BestChunkSelector().run(docs, query="slot", chunks=True)["documents"]
+        assert [d.id for d in out] == ["a2", "a1", "b1"]

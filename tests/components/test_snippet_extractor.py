@@ -1,0 +1,47 @@
+import pytest
+from haystack import Document
+
+from components.snippet_extractor import SnippetExtractor
+
+TEXT = "\n".join(["# Title", "intro line", "filler", "the replication slot lags", "more filler", "end", "tail"])
+
+
+def chunk(text: str = TEXT, start_line: int = 10) -> Document:
+    return Document(content=text, meta={"start_line": start_line, "collection": "notes", "path": "ops/r.md"})
+
+
+class TestSnippetExtractor:
+    def test_defaults_bad_params_round_trip(self):
+        extractor = SnippetExtractor()
+        assert (extractor.max_lines, extractor.context_lines) == (10, 2)
+        with pytest.raises(ValueError):
+            SnippetExtractor(max_lines=0)
+        with pytest.raises(ValueError):
+            SnippetExtractor(context_lines=-1)
+        data = SnippetExtractor(5, 1).to_dict()
+        assert SnippetExtractor.from_dict(data).to_dict() == data
+
+    def test_centred_on_best_line_with_file_line_numbers(self):
+        doc = SnippetExtractor(context_lines=1).run([chunk()], query="replication slot")["documents"][0]
+        # best line is the 4th line of the chunk -> file line 13; one line of context each side
+        assert doc.meta["snippet"] == "@@ -12,3 +12,3 @@ notes/ops/r.md\nfiller\nthe replication slot lags\nmore filler"
+        assert (doc.meta["snippet_line"], doc.meta["snippet_lines"]) == (12, 3)
+
+    def test_max_lines_caps_the_window(self):
+        doc = SnippetExtractor(max_lines=2, context_lines=3).run([chunk()], query="replication")["documents"][0]
+        assert doc.meta["snippet_lines"] == 2
+
+    def test_no_match_starts_at_the_chunk_top(self):
+        doc = SnippetExtractor(context_lines=1).run([chunk()], query="zzz")["documents"][0]
+        assert doc.meta["snippet"].startswith("@@ -10,2 +10,2 @@ notes/ops/r.md\n# Title\nintro line")
+
+    def test_lines_match_the_file_on_disk(self, tmp_path):
+        lines = [f"line {i}" for i in range(1, 41)]
+        lines[24] = "the needle is here"
+        (tmp_path / "f.md").write_text("\n".join(lines))
+        text = "\n".join(lines[19:30])  # a chunk holding file lines 20..30
+        doc = SnippetExtractor().run([chunk(text, start_line=20)], query="needle")["documents"][0]
+        header, *body = doc.meta["snippet"].split("\n")
+        start = int(header.split()[1].split(",")[0][1:])
+        assert body == lines[start - 1 : start - 1 + len(body)]
+        assert "the needle is here" in body
