@@ -6,7 +6,7 @@ STAMP := $(VENV)/.needle-installed
 DEMO_DATA ?= .demo
 DATASET ?= ../shared/datasets/scifact
 
-.PHONY: install models demo test test-unit test-haystack2 bench eval-beir clean
+.PHONY: install models demo serve test test-unit test-haystack2 bench eval-beir clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ demo: models
 	NEEDLE_DATA_DIR=$(DEMO_DATA) $(BIN)/needle collection add needle/demo/notes --name notes
 	NEEDLE_DATA_DIR=$(DEMO_DATA) $(BIN)/needle index
 	NEEDLE_DATA_DIR=$(DEMO_DATA) $(BIN)/needle query "why does my pod keep getting killed" -n 5
+
+# HTTP endpoints and MCP tools on 127.0.0.1:1416 (`needle serve --host/--port` to change).
+serve: models
+	$(BIN)/needle serve
 
 test: models
 	$(BIN)/pytest -q

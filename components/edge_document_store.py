@@ -117,7 +117,8 @@ class EdgeDocumentStore:
     vectors; named vectors `text-dense` and `text-sparse`; point id `uuid5` of the document id), with keyword
     indexes on the metadata Needle filters by and a BM25-scored full-text index on `content`. The shard opens
     on first use, once per folder and process; a second process gets a `StoreLockedError`. Writes are flushed
-    to disk before they return unless `durable_writes` is off.
+    to disk before they return unless `durable_writes` is off. Instances are thread-safe: writers take turns,
+    queries never wait for them.
 
     Usage example:
     ```python

@@ -52,8 +52,8 @@ def order_known_scores(documents: list[Document], scores: list[float | None]) ->
 
     :returns: Input indices in output order.
     """
-    known = sorted((i for i, s in enumerate(scores) if s is not None), key=lambda i: -scores[i])  # type: ignore[operator]
-    fill = iter(known)
+    known = {i: s for i, s in enumerate(scores) if s is not None}
+    fill = iter(sorted(known, key=lambda i: -known[i]))
     return [i if scores[i] is None else next(fill) for i in range(len(documents))]
 
 

@@ -186,10 +186,10 @@ class LLMQueryExpander:
             raise ValueError("nothing to expand: max_lex and max_vec are 0 and include_hyde is False")
         if cache_ttl_hours <= 0:
             raise ValueError(f"cache_ttl_hours must be > 0, got {cache_ttl_hours}")
-        thresholds = {"strong_signal_min_score": strong_signal_min_score, "strong_signal_min_gap": strong_signal_min_gap}
-        for name, value in thresholds.items():
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {value}")
+        if not 0.0 <= strong_signal_min_score <= 1.0:
+            raise ValueError(f"strong_signal_min_score must be in [0, 1], got {strong_signal_min_score}")
+        if not 0.0 <= strong_signal_min_gap <= 1.0:
+            raise ValueError(f"strong_signal_min_gap must be in [0, 1], got {strong_signal_min_gap}")
         self.chat_generator = load_component(chat_generator, "chat_generator")
         self.max_lex = max_lex
         self.max_vec = max_vec

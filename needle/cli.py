@@ -43,6 +43,13 @@ def _parser() -> argparse.ArgumentParser:
         search.add_argument("-c", "--collection", action="append", dest="collections", help="restrict to a collection")
         search.add_argument("--min-score", type=float, default=None, help="drop results below this score")
         search.add_argument("--json", action="store_true", help="print results as JSON")
+        search.add_argument("--explain", action="store_true", help="show each result's rank and score at every stage")
+        search.add_argument("--chunks", action="store_true", help="every matching chunk, not one result per file")
+        if mode == "query":
+            search.add_argument("--expand", action=argparse.BooleanOptionalAction, default=None,
+                                help="query expansion on or off (default: configuration)")
+            search.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
+                                help="reranking on or off (default: configuration)")
 
     get = sub.add_parser("get", help="print a file, or lines of it: PATH[:LINE[:COUNT]] or #docid")
     get.add_argument("ref")
@@ -57,20 +64,28 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _print_results(results: list[Any], as_json: bool) -> None:
+def _print_results(answer: dict[str, Any], as_json: bool, explain: bool = False) -> None:
+    results = answer["results"]
     if as_json:
-        print(json.dumps([r.as_dict() for r in results], indent=2, ensure_ascii=False))
+        print(json.dumps([r.as_dict(explain=explain) for r in results], indent=2, ensure_ascii=False))
         return
     if not results:
-        print("no results")
+        print(f"no results ({answer['label']})")
         return
+    if answer["label"] != "PASS":
+        print(f"label: {answer['label']}\n")
     for rank, r in enumerate(results, 1):
         where = " › ".join([r.title, *[h for h in r.heading_path if h != r.title]])
         print(f"{rank:>2}. #{r.docid} {r.collection}/{r.path}:{r.start_line}-{r.end_line}  score {r.score:.4f}")
         print(f"    {where}")
-        lines = [line for line in r.text.strip().splitlines() if line.strip()][:3]
-        for line in lines:
+        body = r.snippet.splitlines()[1:] if r.snippet else r.text.strip().splitlines()[:3]
+        if r.snippet:
+            print(f"    {r.snippet.splitlines()[0]}")
+        for line in body:
             print(f"    | {line[:110]}")
+        if explain:
+            for stage, value in r.explain().items():
+                print(f"    · {stage}: {json.dumps(value, default=str)}")
         print()
 
 
@@ -137,11 +152,12 @@ def _run(args: argparse.Namespace) -> int:
         _print_report(needle.index(args.names, rebuild=args.rebuild), args.json)
         return 0
     if args.command in ("search", "vsearch", "query"):
-        results = needle.search(
+        answer = needle.ask(
             " ".join(args.query), mode=args.command, top_k=args.top_k,
-            collections=args.collections, min_score=args.min_score,
+            collections=args.collections, min_score=args.min_score, chunks=args.chunks,
+            expand=getattr(args, "expand", None), rerank=getattr(args, "rerank", None),
         )
-        _print_results(results, args.json)
+        _print_results(answer, args.json, explain=args.explain)
         return 0
     if args.command == "get":
         ref, line, count = _split_ref(args.ref)

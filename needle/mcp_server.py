@@ -29,6 +29,7 @@ from needle.server import SERVER_PIPELINES_DIR
 logger = logging.getLogger(__name__)
 
 Wrappers = Callable[[], Mapping[str, Any]]
+TOOL_ORDER = ("search", "vsearch", "query", "get", "multi_get", "status", "index")
 
 INSTRUCTIONS = (
     "Needle searches the user's markdown notes. Use `search` for exact words, names, commands and error codes; "
@@ -90,7 +91,9 @@ def build_server(wrappers: Wrappers) -> Any:
 
     def tools() -> dict[str, _Tool]:
         found = {}
-        for name, wrapper in wrappers().items():
+        current = wrappers()
+        for name in sorted(current, key=lambda n: (TOOL_ORDER.index(n) if n in TOOL_ORDER else len(TOOL_ORDER), n)):
+            wrapper = current[name]
             if wrapper is not None and _has_run_api(wrapper):
                 key = (name, id(wrapper))
                 if key not in cache:

@@ -152,7 +152,9 @@ def _http_error(error: BaseException) -> NeedleHTTPError:
         cause = error.__cause__
         if isinstance(cause, (ValueError, TypeError)) and not isinstance(cause, (PipelineError, ConfigError)):
             return NeedleHTTPError(400, str(cause))
-        return _http_error(cause) if cause is not None else NeedleHTTPError(500, "the search graph failed; see the server log")
+        if cause is None:
+            return NeedleHTTPError(500, "the search graph failed; see the server log")
+        return _http_error(cause)
     if isinstance(error, CollectionError):
         missing = str(error).startswith(("no file", "no indexed file", "no collection named"))
         return NeedleHTTPError(404 if missing else 400, str(error))
@@ -197,7 +199,8 @@ def search(mode: str, query: str, collections: list[str] | None, limit: int, min
     :raises HTTPException: 400 on a bad query or unknown collection, 409 on an index built with other settings.
     """
     with errors(), _serialised(mode):
-        results = get_needle().search(query, mode=mode, top_k=limit, collections=collections or None, min_score=min_score)
+        needle = get_needle()
+        results = needle.search(query, mode=mode, top_k=limit, collections=collections or None, min_score=min_score)
     return [
         Hit(
             docid=f"#{r.docid}", collection=r.collection, path=r.path, title=r.title, heading_path=r.heading_path,
@@ -218,7 +221,7 @@ def check_ref(ref: str) -> str:
     if _PERCENT_ESCAPE.search(ref):
         raise NeedleHTTPError(400, f"{ref!r} is URL-encoded; give the plain path, e.g. notes/howto/file.md")
     if ref.startswith(("/", "\\", "~")):
-        raise NeedleHTTPError(400, f"{ref!r} is absolute; give a path relative to a collection, e.g. notes/howto/file.md")
+        raise NeedleHTTPError(400, f"{ref!r} is absolute; give a path inside a collection, e.g. notes/howto/file.md")
     if ".." in re.split(r"[/\\:]", ref):
         raise NeedleHTTPError(400, f"{ref!r} contains '..'; paths must stay inside a collection")
     return ref
@@ -229,7 +232,8 @@ def _file_text(collection: Collection, path: Path, from_line: int = 1, max_lines
     raw = path.read_bytes()
     lines = raw.decode("utf-8", errors="replace").splitlines()
     if lines and from_line > len(lines):
-        raise NeedleHTTPError(400, f"{collection.name}/{rel} has {len(lines)} lines; from_line {from_line} is past the end")
+        shown = f"{collection.name}/{rel}"
+        raise NeedleHTTPError(400, f"{shown} has {len(lines)} lines; from_line {from_line} is past the end")
     end = len(lines) if max_lines is None else min(len(lines), from_line + max_lines - 1)
     return FileText(
         docid=f"#{docid(f'{collection.name}:{rel}')}", collection=collection.name, path=rel, from_line=from_line,
@@ -300,7 +304,8 @@ def multi_get(pattern: str | None, refs: list[str] | None, max_bytes: int) -> Fi
         its collection, 404 when a reference names no file.
     """
     if (pattern is None) == (refs is None):
-        raise _as_http(NeedleHTTPError(400, "give either 'pattern' (a glob such as notes/howto/*.md) or 'refs', not both"))
+        message = "give either 'pattern' (a glob such as notes/howto/*.md) or 'refs', not both"
+        raise _as_http(NeedleHTTPError(400, message))
     with errors():
         if pattern is not None:
             found = _match(pattern)
@@ -320,15 +325,17 @@ def multi_get(pattern: str | None, refs: list[str] | None, max_bytes: int) -> Fi
                 skipped.append(SkippedFile(path=shown, reason="a link that leads outside the collection"))
                 continue
             if len(files) >= MULTI_GET_MAX_FILES:
-                skipped.append(SkippedFile(path=shown, reason=f"more than {MULTI_GET_MAX_FILES} files matched; narrow the pattern"))
+                reason = f"more than {MULTI_GET_MAX_FILES} files matched; narrow the pattern"
+                skipped.append(SkippedFile(path=shown, reason=reason))
                 continue
             size = real.stat().st_size
             if size > max_bytes:
-                reason = f"{size} bytes is over max_bytes={max_bytes}; raise max_bytes or read it with get and a line range"
+                reason = f"{size} bytes is over max_bytes={max_bytes}; raise max_bytes or use get with from_line"
                 skipped.append(SkippedFile(path=shown, reason=reason))
                 continue
             if total + size > MULTI_GET_MAX_TOTAL_BYTES:
-                skipped.append(SkippedFile(path=shown, reason=f"the response reached {MULTI_GET_MAX_TOTAL_BYTES} bytes"))
+                reason = f"the response reached {MULTI_GET_MAX_TOTAL_BYTES} bytes"
+                skipped.append(SkippedFile(path=shown, reason=reason))
                 continue
             files.append(_file_text(collection, real))
             total += size
@@ -352,7 +359,7 @@ def index(collections: list[str] | None) -> dict[str, Any]:
     Index collections (all when none are named): new and changed files are embedded, removed ones leave.
 
     :returns: The run's report.
-    :raises HTTPException: 404 for an unknown collection, 409 for an index built with other settings.
+    :raises HTTPException: 400 for an unknown collection, 409 for an index built with other settings.
     """
     with errors(), _serialised("ingest"):
         return get_needle().index(collections or None)
@@ -422,7 +429,10 @@ def answer(generator: Any, messages: list[dict], limit: int = 5) -> str:
     context = "\n\n".join(f"{s}\n{h.snippet}" for s, h in zip(sources, hits))
     from haystack.dataclasses import ChatMessage
 
-    prompt = [ChatMessage.from_system(_ANSWER_RULES), ChatMessage.from_user(f"Notes:\n\n{context}\n\nQuestion: {question}")]
+    prompt = [
+        ChatMessage.from_system(_ANSWER_RULES),
+        ChatMessage.from_user(f"Notes:\n\n{context}\n\nQuestion: {question}"),
+    ]
     try:
         reply = generator.run(messages=prompt)["replies"][0].text or ""
     except Exception as error:
@@ -448,7 +458,8 @@ class BearerTokenMiddleware:
         if scope["type"] in ("http", "websocket"):
             provided = dict(scope.get("headers") or []).get(b"authorization", b"")
             if not hmac.compare_digest(provided, self.expected):
-                body = json.dumps({"detail": f"missing or wrong token: send 'Authorization: Bearer <token>' with the value of {TOKEN_ENV}"}).encode()
+                detail = f"missing or wrong token: send 'Authorization: Bearer <token>' with the value of {TOKEN_ENV}"
+                body = json.dumps({"detail": detail}).encode()
                 await send({
                     "type": "http.response.start", "status": 401,
                     "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
@@ -480,6 +491,7 @@ def create_app(host: str = DEFAULT_HOST, token: str | None = None) -> FastAPI:
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
     from hayhooks.server.pipelines.registry import registry
+    from hayhooks.server.routers import deploy_router, draw_router, undeploy_router
     from hayhooks.settings import StartupDeployStrategy
     from hayhooks.settings import settings as hayhooks_settings
     from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -498,8 +510,8 @@ def create_app(host: str = DEFAULT_HOST, token: str | None = None) -> FastAPI:
     from hayhooks.server.app import create_app as create_hayhooks_app
 
     app = create_hayhooks_app()
-    fixed = ("hayhooks.server.routers.deploy", "hayhooks.server.routers.undeploy", "hayhooks.server.routers.draw")
-    app.router.routes[:] = [r for r in app.router.routes if getattr(getattr(r, "endpoint", None), "__module__", "") not in fixed]
+    left_out = {id(deploy_router), id(undeploy_router), id(draw_router)}
+    app.router.routes[:] = [r for r in app.router.routes if id(getattr(r, "original_router", r)) not in left_out]
     app.title, app.description = "Needle", "Hybrid search (BM25 + vectors) over your markdown notes."
 
     routes, mcp_lifespan = http_routes(wrappers_from_registry(registry))

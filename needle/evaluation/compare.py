@@ -288,10 +288,10 @@ def plot_comparison(report: Mapping[str, Any], path: Path) -> Path:
         star = "*" if m["p_value"] < 0.05 else ""
         bars.text(i, max(m["a"], m["b"]) + 0.02, f"{m['diff']:+.3f}{star}", ha="center", fontsize=8, color=colour)
     bars.set_xticks(x, names, rotation=30, ha="right")
-    bars.set_ylim(0, 1.12)
+    bars.set_ylim(0, 1.2)
     bars.set_ylabel("mean over queries")
     bars.set_title(f"{report['data_name']}: {report['queries']} queries (B−A above bars, * p < 0.05)", fontsize=10)
-    bars.legend(loc="lower right")
+    bars.legend(loc="upper left", ncol=2, fontsize=9)
 
     primary = report["primary"]
     diffs = sorted(report["per_query_diff"].values(), reverse=True)
@@ -303,8 +303,8 @@ def plot_comparison(report: Mapping[str, Any], path: Path) -> Path:
     queries.set_xlabel("queries, sorted by difference")
     queries.set_ylabel(f"{primary}: B − A")
     queries.set_title(
-        f"per query: {p['wins']} better, {p['losses']} worse, {p['ties']} tied; p = {p['p_value']:.4f}, "
-        f"95% CI [{p['ci95'][0]:+.3f}, {p['ci95'][1]:+.3f}]", fontsize=10,
+        f"per query: {p['wins']} better, {p['losses']} worse, {p['ties']} tied\n"
+        f"p = {p['p_value']:.4f}, 95% CI of the mean [{p['ci95'][0]:+.3f}, {p['ci95'][1]:+.3f}]", fontsize=10,
     )
     queries.legend(loc="upper right")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -353,11 +353,11 @@ class TestEdgeDocumentStore:
             path=str(tmp_path / "edge"), embedding_dim=16, indexing_threshold_kb=1, durable_writes=False
         )
         store.write_documents(
-            [Document(id=str(i), content=f"doc {i}", embedding=[float(i + 1)] + [float(i % 3)] * 15) for i in range(100)]
+            [Document(id=str(i), content=f"doc {i}", embedding=[float(i + 1)] + [float(i % 3)] * 15) for i in range(40)]
         )
         assert store._shard().shard.info().indexed_vectors_count == 0
         assert store.optimize() is True
-        assert store._shard().shard.info().indexed_vectors_count >= 100
+        assert store._shard().shard.info().indexed_vectors_count >= 40
         assert len(store.query_dense([1.0] * 16, top_k=5)) == 5
         store.close()
 
@@ -386,7 +386,9 @@ class TestEdgeDocumentStore:
     def test_documents_persist_across_close_and_reopen(self, tmp_path):
         path = str(tmp_path / "edge")
         store = EdgeDocumentStore(path=path, embedding_dim=4, durable_writes=False)
-        store.write_documents([Document(id=str(i), content=f"note {i}", embedding=[1.0, i, 0.0, 0.0]) for i in range(5)])
+        store.write_documents(
+            [Document(id=str(i), content=f"note {i}", embedding=[1.0, i, 0.0, 0.0]) for i in range(5)]
+        )
         store.close()
         reopened = EdgeDocumentStore(path=path, embedding_dim=4)
         assert reopened.count_documents() == 5
@@ -460,7 +462,10 @@ class TestEdgeDocumentStoreFilters:
             ({"field": "meta.date", "operator": ">=", "value": "2024-01-01"}, ["false"]),
             ({"field": "meta.flag", "operator": "in", "value": []}, []),
             ({"operator": "OR", "conditions": []}, []),
-            ({"operator": "NOT", "conditions": [{"field": "meta.flag", "operator": "==", "value": True}]}, ["false", "one"]),
+            (
+                {"operator": "NOT", "conditions": [{"field": "meta.flag", "operator": "==", "value": True}]},
+                ["false", "one"],
+            ),
         ],
     )
     def test_filters_follow_haystack_semantics(self, filter_store, filters, expected):
@@ -485,42 +490,51 @@ class TestEdgeDocumentStoreFilters:
             filter_store.filter_documents(filters)
 
 
-def _child(script: str, path: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(script), path],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+class Child:
+    """A Python child process running `script` with the store folder as argument; its stdout read line by line."""
 
+    def __init__(self, script: str, path: str, log: Path) -> None:
+        self.log = log
+        with open(log, "w") as stderr:  # a file, so a chatty child never blocks on a full pipe
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", textwrap.dedent(script), path],
+                cwd=REPO,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.pump = threading.Thread(target=self._pump, daemon=True)
+        self.pump.start()
 
-def _lines(proc: subprocess.Popen) -> "queue.Queue[str]":
-    lines: queue.Queue[str] = queue.Queue()
+    def _pump(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line.strip())
 
-    def pump() -> None:
-        for line in proc.stdout:
-            lines.put(line.strip())
+    def next_line(self, timeout: float = 60) -> str:
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
+            self.kill()
+            pytest.fail(f"the child printed nothing in {timeout} s: {self.log.read_text()}")
 
-    threading.Thread(target=pump, daemon=True).start()
-    return lines
-
-
-def _next_line(proc: subprocess.Popen, lines: "queue.Queue[str]", timeout: float = 60) -> str:
-    try:
-        return lines.get(timeout=timeout)
-    except queue.Empty:
-        proc.kill()
-        pytest.fail(f"the child printed nothing in {timeout} s: {proc.stderr.read()}")
+    def kill(self) -> list[str]:
+        """SIGKILL the child; returns the lines it printed that were not read yet."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.pump.join(timeout=10)
+        rest = []
+        while not self.lines.empty():
+            rest.append(self.lines.get())
+        return rest
 
 
 @pytest.mark.integration
 class TestEdgeDocumentStoreAcrossProcesses:
     def test_second_process_gets_store_locked_error(self, tmp_path):
         path = str(tmp_path / "edge")
-        holder = _child(
+        holder = Child(
             """
             import sys, time
             from components.edge_document_store import EdgeDocumentStore
@@ -530,22 +544,39 @@ class TestEdgeDocumentStoreAcrossProcesses:
             time.sleep(120)
             """,
             path,
+            tmp_path / "holder.log",
         )
         try:
-            assert _next_line(holder, _lines(holder)) == "ready"
-            with pytest.raises(StoreLockedError, match=f"process {holder.pid}") as raised:
+            assert holder.next_line() == "ready"
+            with pytest.raises(StoreLockedError, match=f"process {holder.proc.pid}") as raised:
                 EdgeDocumentStore(path=path, embedding_dim=4).count_documents()
             assert raised.value.path == os.path.realpath(path)
         finally:
             holder.kill()
-            holder.wait()
         store = EdgeDocumentStore(path=path, embedding_dim=4)
         assert store.count_documents() == 0
         store.close()
 
+    def test_forked_child_does_not_use_the_parents_shard(self, tmp_path):
+        store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4, durable_writes=False)
+        store.write_documents([Document(content="parent")])
+        pid = os.fork()
+        if pid == 0:  # the child: the inherited instance must reopen, and find the folder locked by the parent
+            try:
+                store.count_documents()
+            except StoreLockedError as error:
+                os._exit(0 if error.pid == str(os.getppid()) else 2)
+            except BaseException:
+                os._exit(3)
+            os._exit(1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert store.count_documents() == 1
+        store.close()
+
     def test_acknowledged_writes_survive_kill_9(self, tmp_path):
         path = str(tmp_path / "edge")
-        writer = _child(
+        writer = Child(
             """
             import sys
             from haystack import Document
@@ -563,17 +594,13 @@ class TestEdgeDocumentStoreAcrossProcesses:
                 print(written, flush=True)
             """,
             path,
+            tmp_path / "writer.log",
         )
-        lines = _lines(writer)
-        acknowledged = [int(_next_line(writer, lines)) for _ in range(8)]
-        os.kill(writer.pid, signal.SIGKILL)
-        writer.wait()
-        while not lines.empty():
-            acknowledged.append(int(lines.get()))
+        acknowledged = [int(writer.next_line()) for _ in range(4)]
+        acknowledged += [int(line) for line in writer.kill()]
 
         store = EdgeDocumentStore(path=path, embedding_dim=4)
         assert store.count_documents() >= acknowledged[-1]
         assert len(store.list_documents_meta(fields=["path"])) == store.count_documents()
         assert store.query_text("note", top_k=1)
         store.close()
-

@@ -1,0 +1,91 @@
+"""Ablation of the query pipeline on a BEIR dataset: add one stage at a time.
+
+    python eval/ablation.py --dataset ../shared/datasets/scifact --split test
+
+Every row runs pipelines/query.yml (or the plain graph for the first rows) with configuration
+overrides on the same cached index, and prints nDCG@10, Recall@100 and p50 latency per row. Tune on
+`--split train`, report on `--split test`.
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from needle.app import Needle  # noqa: E402
+from needle.evaluation.beir import DEFAULT_CACHE, eval_settings, load_dataset, prepare_index, run_pipeline  # noqa: E402
+from needle.settings import Settings, load_settings  # noqa: E402
+
+OFF = {"expansion": {"enabled": False}, "retrieval": {"rank1_bonus": 0.0, "rank23_bonus": 0.0, "original_weight": 1.0}}
+
+# (label, pipeline, overrides applied over the configuration) — each row adds one stage to the last.
+STAGES: list[tuple[str, str, dict[str, Any]]] = [
+    ("BM25 only (search)", "search", {}),
+    ("vectors only (vsearch)", "vsearch", {}),
+    ("hybrid: plain RRF over chunks", "pipelines/query-plain.yml", {}),
+    ("+ fusion by file", "query", OFF),
+    ("+ top-rank bonus", "query", {**OFF, "retrieval": {"original_weight": 1.0}}),
+    ("+ expansion (PRF), equal weights", "query", {"retrieval": {"original_weight": 1.0}}),
+    ("+ weights (original 2x)", "query", {}),
+]
+
+
+def merged(settings: Settings, overrides: dict[str, Any]) -> Settings:
+    data = settings.model_dump()
+    for section, values in overrides.items():
+        data[section] = {**data[section], **values}
+    return Settings.model_validate(data)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--candidates", type=int, default=300)
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--only", action="append", help="run only rows whose label contains this text")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="extra override for every query.yml row (for tuning)")
+    parser.add_argument("--reports", type=Path, default=Path(__file__).parent / "reports")
+    args = parser.parse_args()
+
+    dataset = load_dataset(args.dataset, args.split)
+    base = eval_settings(load_settings(), dataset, args.cache, args.candidates)
+    prepare_index(dataset, base)
+    extra: dict[str, dict[str, Any]] = {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        section, _, name = key.partition(".")
+        extra.setdefault(section, {})[name] = json.loads(value)
+
+    rows = []
+    for label, pipeline, overrides in STAGES:
+        if args.only and not any(o in label for o in args.only):
+            continue
+        settings = merged(base, overrides)
+        if pipeline == "query":
+            settings = merged(settings, extra)
+        needle = Needle(settings)
+        result = run_pipeline(needle, dataset, pipeline, args.candidates, args.limit)
+        rows.append({"stage": label, "pipeline": pipeline, "overrides": overrides, **{k: v for k, v in result.items() if k not in ("per_query", "rankings")}})
+        print(f"{label}: nDCG@10 {result['ndcg@10']:.4f}  R@100 {result['recall@100']:.4f}  p50 {result['latency_ms_p50']:.1f} ms", flush=True)
+
+    print(f"\nAblation on {dataset.name} {args.split} ({rows[0]['queries'] if rows else 0} queries)\n")
+    print("| stage | nDCG@10 | Recall@100 | p50 ms |")
+    print("|---|---|---|---|")
+    for row in rows:
+        print(f"| {row['stage']} | {row['ndcg@10']:.3f} | {row['recall@100']:.3f} | {row['latency_ms_p50']:.1f} |")
+    args.reports.mkdir(parents=True, exist_ok=True)
+    out = args.reports / f"ablation-{dataset.name}-{args.split}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.write_text(json.dumps({"dataset": dataset.name, "split": args.split, "extra": extra, "rows": rows}, indent=2))
+    print(f"\nreport: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

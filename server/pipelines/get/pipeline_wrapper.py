@@ -1,0 +1,29 @@
+"""`POST /get/run` and the MCP tool `get`: read a note, or a range of its lines."""
+
+from hayhooks import BasePipelineWrapper
+
+from needle import server
+from needle.server import FileText, LineCount, LineNumber, Ref
+
+
+class PipelineWrapper(BasePipelineWrapper):
+    """Reads files through `Needle.resolve`, which never leaves a collection's root."""
+
+    def setup(self) -> None:
+        """Open the process's one `Needle` (and its store) at start-up."""
+        self.pipeline = server.get_needle().store
+
+    def run_api(self, ref: Ref, from_line: LineNumber = 1, max_lines: LineCount | None = None) -> FileText:
+        """
+        Read a note found by a search, whole or from a line on.
+
+        Give the `path` of a result (`notes/howto/file.md`, or `howto/file.md`) or its `docid` (`#a1b2c3`).
+        To read around a hit, pass its `start_line` as `from_line` and a `max_lines` such as 40. Paths stay
+        inside a collection: absolute paths, `..` and URL-encoded paths are refused.
+
+        :param ref: `collection/path`, a path inside a collection, or `#docid`.
+        :param from_line: First line to return (1-based).
+        :param max_lines: How many lines to return; the rest of the file when not given.
+        :returns: The lines, with the file's collection, path, docid, line numbers and size.
+        """
+        return server.get_file(ref, from_line, max_lines)

@@ -1,0 +1,28 @@
+"""`POST /index/run` and the MCP tool `index`: re-index collections and report what changed."""
+
+from typing import Any
+
+from hayhooks import BasePipelineWrapper
+
+from needle import server
+from needle.server import CollectionNames
+
+
+class PipelineWrapper(BasePipelineWrapper):
+    """Runs `pipelines/ingest.yml` through the process's one `Needle`; runs take turns."""
+
+    def setup(self) -> None:
+        """Load and warm the ingestion graph once, at start-up."""
+        self.pipeline = server.warm("ingest")
+
+    def run_api(self, collections: CollectionNames = None) -> dict[str, Any]:
+        """
+        Re-index collections after their notes changed; unchanged files are not re-embedded.
+
+        Searches see new, changed and deleted notes only after this. It reads every file of the collections,
+        so call it once after edits, not before each search.
+
+        :param collections: Collections to index (names from `status`); all when empty.
+        :returns: The run's report: files seen, new, changed, unchanged, removed, skipped (with reasons), chunks, seconds.
+        """
+        return server.index(collections)

@@ -1,0 +1,32 @@
+"""`POST /search/run` and the MCP tool `search`: keyword search (BM25) over the notes."""
+
+from hayhooks import BasePipelineWrapper
+
+from needle import server
+from needle.server import CollectionNames, Hit, Limit, MinScore, Query
+
+
+class PipelineWrapper(BasePipelineWrapper):
+    """Runs `pipelines/search.yml` through the process's one `Needle`."""
+
+    def setup(self) -> None:
+        """Load and warm the graph once, at start-up."""
+        self.pipeline = server.warm("search")
+
+    def run_api(
+        self, query: Query, collections: CollectionNames = None, limit: Limit = 10, min_score: MinScore = 0.0
+    ) -> list[Hit]:
+        """
+        Keyword search (BM25): finds notes containing the query's exact words.
+
+        Use it for exact terms, names, commands, config keys and error codes (`pg_replication_slots`, `ENOSPC`).
+        Words must appear in the notes; for questions phrased differently from the notes use `vsearch`, and when
+        unsure use `query`.
+
+        :param query: Words to look for, e.g. `certbot renew`.
+        :param collections: Search only these collections (names from `status`); all when empty.
+        :param limit: How many results to return (1 to 1000).
+        :param min_score: Drop results scoring below this (0 keeps all).
+        :returns: Results, best first: file, lines, headings, score and the matching chunk as snippet.
+        """
+        return server.search("search", query, collections, limit, min_score)

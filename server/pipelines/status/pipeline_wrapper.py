@@ -1,0 +1,25 @@
+"""`POST /status/run` and the MCP tool `status`: collections, counts, models and where the index lives."""
+
+from typing import Any
+
+from hayhooks import BasePipelineWrapper
+
+from needle import server
+
+
+class PipelineWrapper(BasePipelineWrapper):
+    """Reports `Needle.status()`."""
+
+    def setup(self) -> None:
+        """Open the process's one `Needle` (and its store) at start-up."""
+        self.pipeline = server.get_needle().store
+
+    def run_api(self) -> dict[str, Any]:
+        """
+        List the collections with their file and chunk counts, the models and the index location.
+
+        Use it to learn the collection names that `search`, `vsearch`, `query` and `index` accept.
+
+        :returns: `collections` (name, root, files, chunks), `embedding_model`, `sparse_model`, `store`.
+        """
+        return server.status()

@@ -1,0 +1,228 @@
+import math
+import time
+import warnings
+
+import pytest
+from haystack import Document, Pipeline, component
+from haystack.components.generators.chat import OpenAIChatGenerator
+from haystack.core.serialization import component_to_dict
+from haystack.utils import Secret
+
+from components import llm_cache
+from components.cached_reranker import CachedReranker, sigmoid
+from components.llm_judge_ranker import LLMJudgeRanker
+from needle.loader import loads_pipeline
+from tests.llm_server import MODEL_NAME, free_port, llm_server  # noqa: F401
+
+
+@component
+class FakeRanker:
+    """Scores a document by the number its content ends with; records which documents it saw."""
+
+    def __init__(self, model_name: str = "fake-ranker", fail: bool = False, skip: tuple[str, ...] = ()) -> None:
+        self.model_name = model_name
+        self.fail = fail
+        self.skip = skip
+        self.seen: list[list[str]] = []
+
+    @component.output_types(documents=list[Document])
+    def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict:
+        self.seen.append([d.id for d in documents])
+        if self.fail:
+            raise RuntimeError("ranker down")
+        with warnings.catch_warnings():  # mutates its input, as some rankers do
+            warnings.simplefilter("ignore")
+            for doc in documents:
+                doc.score = float(doc.content.split()[-1])
+        ranked = sorted((d for d in documents if d.id not in self.skip), key=lambda d: -d.score)
+        return {"documents": ranked[:top_k]}
+
+
+def docs(*scores: float) -> list[Document]:
+    """Fused documents d0, d1, ... whose rerank score will be the given numbers."""
+    return [
+        Document(id=f"d{i}", content=f"text {s}", score=1.0 - i / 100, meta={"checksum": f"c{i}"})
+        for i, s in enumerate(scores)
+    ]
+
+
+def judge(url: str = "http://127.0.0.1:9/v1", **kwargs) -> LLMJudgeRanker:
+    generator = OpenAIChatGenerator(
+        api_key=Secret.from_env_var("OPENAI_API_KEY", strict=False), model=MODEL_NAME, api_base_url=url,
+        max_retries=0, **kwargs,
+    )
+    return LLMJudgeRanker(chat_generator=generator)
+
+
+@pytest.fixture
+def allow_components(monkeypatch):
+    """Lets `from_dict` outside a pipeline import `components.*` (Haystack 3.x allowlist; 2.x ignores it)."""
+    monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components.*")
+
+
+class TestCachedReranker:
+    def test_init_defaults(self):
+        reranker = CachedReranker(ranker=FakeRanker())
+        assert (reranker.cache_path, reranker.cache_ttl_hours, reranker.model_name) == (None, 168, None)
+        assert (reranker.candidates, reranker.top_k, reranker.score_transform) == (40, 10, "auto")
+
+    @pytest.mark.parametrize(
+        "kwargs, message",
+        [
+            ({"candidates": 0}, "candidates"),
+            ({"top_k": 0}, "top_k"),
+            ({"cache_ttl_hours": -1}, "cache_ttl_hours"),
+            ({"score_transform": "softmax"}, "score_transform"),
+            ({"ranker": {"init_parameters": {}}}, "type"),
+        ],
+    )
+    def test_bad_params_raise(self, kwargs, message):
+        with pytest.raises(ValueError, match=message):
+            CachedReranker(**{"ranker": FakeRanker(), **kwargs})
+
+    def test_to_dict(self):
+        inner = judge()
+        data = CachedReranker(ranker=inner, cache_path="/tmp/c.sqlite", candidates=20, model_name="m").to_dict()
+        assert data == {
+            "type": "components.cached_reranker.CachedReranker",
+            "init_parameters": {
+                "ranker": component_to_dict(inner, "ranker"), "cache_path": "/tmp/c.sqlite",
+                "cache_ttl_hours": 168, "model_name": "m", "candidates": 20, "top_k": 10, "score_transform": "auto",
+            },
+        }
+        assert data["init_parameters"]["ranker"]["init_parameters"]["chat_generator"]["type"].endswith(
+            "OpenAIChatGenerator"
+        )
+
+    def test_from_dict_round_trip_rebuilds_nested_components(self, allow_components):
+        reranker = CachedReranker(ranker=judge(timeout=3.0), score_transform="none", top_k=5)
+        again = CachedReranker.from_dict(reranker.to_dict())
+        assert isinstance(again.ranker, LLMJudgeRanker)
+        assert isinstance(again.ranker.chat_generator, OpenAIChatGenerator)
+        assert again.to_dict() == reranker.to_dict()
+
+    def test_pipeline_yaml_round_trip(self):
+        pipeline = Pipeline()
+        pipeline.add_component("rerank", CachedReranker(ranker=judge(), candidates=5))
+        assert loads_pipeline(pipeline.dumps()).to_dict() == pipeline.to_dict()
+
+    def test_reranks_candidates_and_keeps_the_rest_in_order(self):
+        out = CachedReranker(ranker=FakeRanker(), candidates=3, top_k=1).run(
+            query="q", documents=docs(0.2, 0.9, 0.5, 0.8, 0.1)
+        )["documents"]
+        assert [d.id for d in out] == ["d1", "d2", "d0", "d3", "d4"]
+        assert out[0].meta["rerank"] == {"score": 0.9, "raw": 0.9, "input_rank": 2}
+        assert out[3].meta["rerank"] == {"input_rank": 4}
+        assert [d.score for d in out] == [0.99, 0.98, 1.0, 0.97, 0.96]  # fused scores untouched
+
+    def test_top_k_above_candidates_reranks_more(self):
+        reranker = CachedReranker(ranker=FakeRanker(), candidates=2)
+        out = reranker.run(query="q", documents=docs(0.1, 0.2, 0.3, 0.4), top_k=3)["documents"]
+        assert [d.id for d in out] == ["d2", "d1", "d0", "d3"]
+
+    def test_partial_cache_hits_rerank_only_the_misses(self, tmp_path):
+        ranker = FakeRanker()
+        reranker = CachedReranker(ranker=ranker, cache_path=str(tmp_path / "c.sqlite"), candidates=10)
+        reranker.run(query="q", documents=docs(0.3, 0.7))
+        documents = docs(0.3, 0.7, 0.5, 0.9)
+        out = reranker.run(query="q", documents=documents)["documents"]
+        assert ranker.seen == [["d0", "d1"], ["d2", "d3"]]
+        assert [d.id for d in out] == ["d3", "d1", "d2", "d0"]
+        reranker.run(query="q", documents=documents)
+        assert len(ranker.seen) == 2
+
+    def test_cache_key_holds_query_and_model(self, tmp_path):
+        path = str(tmp_path / "c.sqlite")
+        ranker = FakeRanker()
+        CachedReranker(ranker=ranker, cache_path=path).run(query="q", documents=docs(0.3))
+        CachedReranker(ranker=ranker, cache_path=path).run(query="other", documents=docs(0.3))
+        CachedReranker(ranker=ranker, cache_path=path, model_name="m2").run(query="q", documents=docs(0.3))
+        assert len(ranker.seen) == 3
+
+    def test_expired_scores_are_reranked(self, tmp_path, monkeypatch):
+        ranker = FakeRanker()
+        reranker = CachedReranker(ranker=ranker, cache_path=str(tmp_path / "c.sqlite"), cache_ttl_hours=1)
+        reranker.run(query="q", documents=docs(0.3, 0.7))
+        later = time.time() + 3601
+        monkeypatch.setattr(llm_cache.time, "time", lambda: later)
+        reranker.run(query="q", documents=docs(0.3, 0.7))
+        assert ranker.seen == [["d0", "d1"], ["d0", "d1"]]
+
+    def test_documents_with_one_checksum_are_reranked_once(self):
+        ranker = FakeRanker()
+        documents = docs(0.3, 0.7)
+        documents[1].meta["checksum"] = "c0"
+        out = CachedReranker(ranker=ranker).run(query="q", documents=documents)["documents"]
+        assert ranker.seen == [["d0"]]
+        assert [d.meta["rerank"]["score"] for d in out] == [0.3, 0.3]
+
+    def test_without_cache_every_call_reranks(self):
+        ranker = FakeRanker()
+        reranker = CachedReranker(ranker=ranker)
+        reranker.run(query="q", documents=docs(0.3))
+        reranker.run(query="q", documents=docs(0.3))
+        assert len(ranker.seen) == 2
+
+    def test_disabled_passes_documents_through_untouched(self):
+        ranker = FakeRanker()
+        documents = docs(0.2, 0.9)
+        out = CachedReranker(ranker=ranker).run(query="q", documents=documents, enabled=False)["documents"]
+        assert out is documents and ranker.seen == []
+
+    def test_logits_go_through_a_sigmoid_in_auto_mode(self):
+        out = CachedReranker(ranker=FakeRanker()).run(query="q", documents=docs(-2.0, 3.0))["documents"]
+        assert [d.meta["rerank"]["raw"] for d in out] == [3.0, -2.0]
+        assert [d.meta["rerank"]["score"] for d in out] == pytest.approx([sigmoid(3.0), sigmoid(-2.0)])
+
+    @pytest.mark.parametrize("transform, expected", [("none", 0.25), ("sigmoid", 1 / (1 + math.exp(-0.25)))])
+    def test_forced_score_transform(self, transform, expected):
+        out = CachedReranker(ranker=FakeRanker(), score_transform=transform).run(query="q", documents=docs(0.25))
+        assert out["documents"][0].meta["rerank"]["score"] == pytest.approx(expected)
+
+    def test_failed_ranker_keeps_fused_order_and_caches_nothing(self, tmp_path):
+        ranker = FakeRanker(fail=True)
+        reranker = CachedReranker(ranker=ranker, cache_path=str(tmp_path / "c.sqlite"))
+        out = reranker.run(query="q", documents=docs(0.2, 0.9))["documents"]
+        assert [(d.id, d.meta["rerank"]["score"]) for d in out] == [("d0", None), ("d1", None)]
+        reranker.run(query="q", documents=docs(0.2, 0.9))
+        assert len(ranker.seen) == 2
+
+    def test_document_the_ranker_left_out_keeps_its_position(self):
+        out = CachedReranker(ranker=FakeRanker(skip=("d1",))).run(query="q", documents=docs(0.2, 0.5, 0.9))
+        assert [(d.id, d.meta["rerank"]["score"]) for d in out["documents"]] == [
+            ("d2", 0.9), ("d1", None), ("d0", 0.2)
+        ]
+
+    def test_does_not_mutate_input_documents(self):
+        documents = docs(0.2, 0.9)
+        CachedReranker(ranker=FakeRanker()).run(query="q", documents=documents)
+        assert [(d.score, "rerank" in d.meta) for d in documents] == [(1.0, False), (0.99, False)]
+
+    def test_model_name_defaults_to_the_rankers(self, tmp_path):
+        path = str(tmp_path / "c.sqlite")
+        CachedReranker(ranker=FakeRanker(model_name="x"), cache_path=path).run(query="q", documents=docs(0.4))
+        failing = FakeRanker(model_name="y", fail=True)
+        out = CachedReranker(ranker=failing, cache_path=path, model_name="x").run(query="q", documents=docs(0.4))
+        assert failing.seen == [] and out["documents"][0].meta["rerank"]["score"] == 0.4
+
+
+@pytest.mark.integration
+class TestCachedRerankerWithServer:
+    @pytest.fixture(autouse=True)
+    def api_key(self, monkeypatch):
+        """A local server takes any key, but the OpenAI client refuses to start without one."""
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+
+    def test_llm_judge_scores_are_cached(self, llm_server, tmp_path):
+        path = str(tmp_path / "c.sqlite")
+        kwargs = {"max_tokens": 2, "temperature": 0, "extra_body": {"grammar": "root ::= [0-9]"}}
+        live = CachedReranker(ranker=judge(llm_server, timeout=60.0, generation_kwargs=kwargs), cache_path=path)
+        documents = [
+            Document(id="a", content="Docker Compose networks connect services.", meta={"checksum": "ca"}),
+            Document(id="b", content="Bananas are yellow.", meta={"checksum": "cb"}),
+        ]
+        first = live.run(query="docker networking", documents=documents)["documents"]
+        assert all(d.meta["rerank"]["score"] is not None for d in first)
+        # Same model name, dead server: only cache hits can score.
+        dead = CachedReranker(ranker=judge(f"http://127.0.0.1:{free_port()}/v1", timeout=2.0), cache_path=path)
+        assert dead.run(query="docker networking", documents=documents)["documents"] == first

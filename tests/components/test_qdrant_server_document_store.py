@@ -1,0 +1,167 @@
+import time
+
+import pytest
+from haystack import Document
+from haystack.dataclasses import SparseEmbedding
+from haystack.utils import Secret
+from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+from components.qdrant_server_document_store import DEFAULT_PAYLOAD_FIELDS_TO_INDEX, QdrantServerDocumentStore
+
+UNREACHABLE = "http://127.0.0.1:9"
+
+
+@pytest.fixture
+def memory_store():
+    """The store on qdrant-client's in-process mode: the same client calls, without a server."""
+    store = QdrantServerDocumentStore(embedding_dim=4, client_kwargs={"location": ":memory:"})
+    store.write_documents(
+        [
+            Document(
+                id="a",
+                content="alpha",
+                meta={"collection": "notes", "path": "a.md", "tags": ["x"]},
+                embedding=[1.0, 0.0, 0.0, 0.0],
+                sparse_embedding=SparseEmbedding(indices=[1, 2], values=[1.0, 1.0]),
+            ),
+            Document(
+                id="b",
+                content="beta",
+                meta={"collection": "work", "path": "b.md"},
+                embedding=[0.0, 1.0, 0.0, 0.0],
+                sparse_embedding=SparseEmbedding(indices=[1], values=[1.0]),
+            ),
+        ]
+    )
+    yield store
+    store.close()
+
+
+class TestQdrantServerDocumentStore:
+    def test_init_defaults_match_the_embedded_store(self):
+        store = QdrantServerDocumentStore(url=UNREACHABLE)
+        assert isinstance(store, QdrantDocumentStore)
+        assert (store.url, store.index) == (UNREACHABLE, "Document")
+        assert (store.embedding_dim, store.similarity) == (384, "cosine")
+        assert store.use_sparse_embeddings is True
+        assert store.sparse_idf is True
+        assert store.payload_fields_to_index == DEFAULT_PAYLOAD_FIELDS_TO_INDEX
+        assert store.progress_bar is False
+        assert store._client is None
+
+    def test_init_custom_params(self):
+        store = QdrantServerDocumentStore(
+            url="https://example.cloud.qdrant.io:6333",
+            index="notes",
+            embedding_dim=768,
+            similarity="dot_product",
+            use_sparse_embeddings=False,
+            timeout=3,
+            payload_fields_to_index=[{"field_name": "meta.year", "field_schema": "integer"}],
+            client_kwargs={"check_compatibility": False},
+        )
+        assert (store.index, store.embedding_dim, store.timeout) == ("notes", 768, 3)
+        assert store.sparse_idf is False
+        assert store.payload_fields_to_index == [{"field_name": "meta.year", "field_schema": "integer"}]
+
+    @pytest.mark.parametrize(
+        ("params", "message"),
+        [
+            ({"embedding_dim": 0}, "embedding_dim must be > 0, got 0"),
+            ({"similarity": "manhattan"}, "similarity"),
+            ({"write_batch_size": 0}, "write_batch_size"),
+            ({"scroll_size": 0}, "scroll_size"),
+        ],
+    )
+    def test_bad_params_raise(self, params, message):
+        with pytest.raises(ValueError, match=message):
+            QdrantServerDocumentStore(url=UNREACHABLE, **params)
+
+    def test_to_dict(self):
+        store = QdrantServerDocumentStore(
+            url=UNREACHABLE, index="notes", timeout=1, api_key=Secret.from_env_var("QDRANT_API_KEY", strict=False)
+        )
+        assert store.to_dict() == {
+            "type": "components.qdrant_server_document_store.QdrantServerDocumentStore",
+            "init_parameters": {
+                "url": UNREACHABLE,
+                "index": "notes",
+                "embedding_dim": 384,
+                "similarity": "cosine",
+                "use_sparse_embeddings": True,
+                "sparse_idf": True,
+                "api_key": {"type": "env_var", "env_vars": ["QDRANT_API_KEY"], "strict": False},
+                "timeout": 1,
+                "prefer_grpc": False,
+                "payload_fields_to_index": DEFAULT_PAYLOAD_FIELDS_TO_INDEX,
+                "hnsw_config": None,
+                "on_disk": False,
+                "recreate_index": False,
+                "write_batch_size": 100,
+                "scroll_size": 10_000,
+                "progress_bar": False,
+                "client_kwargs": {},
+            },
+        }
+
+    def test_from_dict_round_trips(self):
+        store = QdrantServerDocumentStore(
+            url=UNREACHABLE, embedding_dim=8, api_key=Secret.from_env_var("QDRANT_API_KEY", strict=False)
+        )
+        data = store.to_dict()
+        restored = QdrantServerDocumentStore.from_dict(data)
+        assert isinstance(restored, QdrantServerDocumentStore)
+        assert isinstance(restored.api_key, Secret)
+        assert restored.to_dict() == data
+        assert data["init_parameters"]["api_key"]["env_vars"] == ["QDRANT_API_KEY"]
+
+    @pytest.mark.filterwarnings("ignore:Failed to obtain server version")
+    def test_first_call_fails_fast_naming_the_server(self):
+        store = QdrantServerDocumentStore(url=UNREACHABLE, timeout=1)
+        started = time.monotonic()
+        with pytest.raises(ConnectionError, match="127.0.0.1:9"):
+            store.count_documents()
+        assert time.monotonic() - started < 10
+        with pytest.raises(ConnectionError, match="127.0.0.1:9"):
+            store.list_documents_meta(fields=["path"])
+
+    def test_query_text_points_to_the_sparse_bm25_retriever(self):
+        store = QdrantServerDocumentStore(url=UNREACHABLE)
+        with pytest.raises(NotImplementedError, match="EdgeDocumentStore.*SparseRetriever"):
+            store.query_text("restic")
+
+    def test_queries_validate_top_k_before_connecting(self):
+        store = QdrantServerDocumentStore(url=UNREACHABLE, embedding_dim=4)
+        with pytest.raises(ValueError, match="top_k must be > 0, got 0"):
+            store.query_dense([1.0, 0.0, 0.0, 0.0], top_k=0)
+        with pytest.raises(ValueError, match="top_k must be > 0, got -2"):
+            store.query_sparse(SparseEmbedding(indices=[1], values=[1.0]), top_k=-2)
+        with pytest.raises(ValueError, match="4 values"):
+            store.query_dense([1.0])
+        assert store._client is None
+
+    def test_flush_and_optimize_leave_the_work_to_the_server(self):
+        store = QdrantServerDocumentStore(url=UNREACHABLE)
+        store.flush()
+        assert store.optimize() is False
+        assert store._client is None
+
+    @pytest.mark.filterwarnings("ignore::UserWarning")
+    def test_query_dense_and_sparse_through_the_client(self, memory_store):
+        dense = memory_store.query_dense([1.0, 0.1, 0.0, 0.0], top_k=1)
+        assert [doc.id for doc in dense] == ["a"]
+        assert dense[0].score == pytest.approx(0.995, abs=1e-3)
+        assert dense[0].embedding is None
+        sparse = memory_store.query_sparse(
+            SparseEmbedding(indices=[1, 2], values=[1.0, 1.0]),
+            filters={"field": "meta.collection", "operator": "==", "value": "work"},
+        )
+        assert [doc.id for doc in sparse] == ["b"]
+
+    @pytest.mark.filterwarnings("ignore::UserWarning")
+    def test_list_documents_meta_through_the_client(self, memory_store):
+        rows = sorted(memory_store.list_documents_meta(fields=["meta.path", "tags"]), key=lambda row: row["id"])
+        assert rows == [{"id": "a", "meta": {"path": "a.md", "tags": ["x"]}}, {"id": "b", "meta": {"path": "b.md"}}]
+        assert memory_store.list_documents_meta(
+            filters={"field": "meta.collection", "operator": "==", "value": "work"}
+        ) == [{"id": "b", "meta": {"collection": "work", "path": "b.md"}}]

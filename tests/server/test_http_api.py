@@ -1,0 +1,168 @@
+"""The HTTP endpoints of `needle serve` end to end: a real server process, a real index, httpx."""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.server.conftest import BIG_FILE_BYTES, NOTES
+
+pytestmark = pytest.mark.integration
+HIT_FIELDS = {"docid", "collection", "path", "title", "heading_path", "start_line", "end_line", "score", "snippet"}
+
+
+def hits(http, endpoint, **body):
+    response = http.post(f"/{endpoint}/run", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()["result"]
+
+
+class TestSearchEndpoints:
+    @pytest.mark.parametrize(
+        "endpoint, query, expected",
+        [
+            ("search", "pg_replication_slots logical replication", "howto/postgres-logical-replication.md"),
+            ("search", "certbot renew", "howto/certbot-tls-renewal.md"),
+            ("vsearch", "why does my container keep getting killed for using too much memory", "runbooks/k8s-oomkilled-debugging.md"),
+            ("vsearch", "backing up my laptop to an encrypted repository", "howto/restic-laptop-backups.md"),
+            ("query", "git rebase onto another branch", "howto/git-rebase-onto.md"),
+            ("query", "sqlite write-ahead log concurrent readers", "howto/sqlite-wal-mode.md"),
+        ],
+    )
+    def test_expected_note_is_the_top_hit(self, http, endpoint, query, expected):
+        assert hits(http, endpoint, query=query, limit=3)[0]["path"] == expected
+
+    def test_result_has_the_documented_fields_and_lines_match_the_file(self, http, demo_index):
+        for hit in hits(http, "query", query="certbot renewal hook", limit=3):
+            assert set(hit) == HIT_FIELDS
+            assert hit["docid"].startswith("#") and hit["collection"] == "notes"
+            lines = (demo_index["notes"] / hit["path"]).read_text().split("\n")
+            assert hit["snippet"].strip() in "\n".join(lines[hit["start_line"] - 1 : hit["end_line"]])
+
+    def test_limit_collections_and_defaults(self, http):
+        assert len(hits(http, "search", query="backup", limit=2, collections=["notes"])) == 2
+        assert 1 <= len(hits(http, "query", query="sqlite")) <= 10
+
+    def test_min_score_can_leave_nothing(self, http):
+        assert hits(http, "vsearch", query="sourdough", min_score=0.9999) == []
+
+    def test_concurrent_requests_all_succeed(self, http):
+        queries = [("query", "sqlite wal"), ("search", "certbot"), ("vsearch", "encrypted backups")] * 3
+
+        def run(pair):
+            endpoint, query = pair
+            return http.post(f"/{endpoint}/run", json={"query": query, "limit": 3})
+
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            responses = list(pool.map(run, queries))
+        assert [r.status_code for r in responses] == [200] * len(queries)
+        assert all(r.json()["result"] for r in responses)
+
+
+class TestValidation:
+    @pytest.mark.parametrize(
+        "endpoint, body, status, message",
+        [
+            ("search", {"query": ""}, 422, "query: String should have at least 1 character"),
+            ("search", {"query": "   "}, 400, "query must be a non-empty string"),
+            ("query", {}, 422, "query: Field required"),
+            ("query", {"query": "x", "limit": 0}, 422, "limit: Input should be greater than or equal to 1"),
+            ("query", {"query": "x", "limit": 10000}, 422, "limit: Input should be less than or equal to 1000"),
+            ("vsearch", {"query": "x" * 100_000}, 422, "query: String should have at most 2000 characters"),
+            ("search", {"query": 42}, 422, "query: Input should be a valid string"),
+            ("search", {"query": "x", "limit": "5"}, 422, "limit: Input should be a valid integer"),
+            ("search", {"query": "x", "limit": True}, 422, "limit: Input should be a valid integer"),
+            ("search", {"query": "x", "min_score": -1}, 422, "min_score: Input should be greater than or equal to 0"),
+            ("search", {"query": "x", "collections": "notes"}, 422, "collections: Input should be a valid list"),
+            ("search", {"query": "x", "collections": ["nope"]}, 400, "unknown collection(s): nope"),
+            ("get", {"ref": "notes/howto/sqlite-wal-mode.md", "from_line": 0}, 422, "from_line"),
+            ("get", {"ref": "notes/howto/sqlite-wal-mode.md", "from_line": 100000}, 400, "past the end"),
+            ("get", {"ref": "notes/howto/no-such-note.md"}, 404, "no file"),
+            ("get", {"ref": "#ffffff"}, 404, "no indexed file has docid"),
+            ("multi_get", {}, 400, "give either 'pattern'"),
+            ("multi_get", {"pattern": "*.md", "refs": ["x"]}, 400, "give either 'pattern'"),
+            ("multi_get", {"pattern": "**/*.md", "max_bytes": 0}, 422, "max_bytes"),
+            ("index", {"collections": ["nope"]}, 400, "unknown collection(s): nope"),
+        ],
+    )
+    def test_bad_input_is_a_4xx_with_a_message_and_no_trace(self, http, endpoint, body, status, message):
+        response = http.post(f"/{endpoint}/run", json=body)
+        assert response.status_code == status, response.text
+        assert message in response.json()["detail"]
+        assert "Traceback" not in response.text and len(response.text) < 2000
+
+    def test_malformed_json_is_a_422(self, http):
+        response = http.post("/search/run", content=b"{not json", headers={"content-type": "application/json"})
+        assert response.status_code == 422 and "Traceback" not in response.text
+
+
+class TestFiles:
+    def test_get_whole_file_and_line_range(self, http, demo_index):
+        path = demo_index["notes"] / "howto" / "sqlite-wal-mode.md"
+        lines = path.read_text().splitlines()
+        whole = http.post("/get/run", json={"ref": "notes/howto/sqlite-wal-mode.md"}).json()["result"]
+        assert whole["text"] == "\n".join(lines) and whole["total_lines"] == len(lines)
+        part = http.post("/get/run", json={"ref": "howto/sqlite-wal-mode.md", "from_line": 3, "max_lines": 2}).json()["result"]
+        assert part["text"].split("\n") == lines[2:4]
+        assert (part["from_line"], part["to_line"], part["path"], part["collection"]) == (3, 4, "howto/sqlite-wal-mode.md", "notes")
+
+    def test_get_by_docid_of_a_search_hit(self, http):
+        hit = hits(http, "search", query="sqlite wal", limit=1)[0]
+        result = http.post("/get/run", json={"ref": hit["docid"], "from_line": hit["start_line"], "max_lines": 3}).json()["result"]
+        assert result["path"] == hit["path"] and result["docid"] == hit["docid"]
+
+    def test_multi_get_by_glob(self, http):
+        batch = http.post("/multi_get/run", json={"pattern": "notes/howto/*.md"}).json()["result"]
+        read = sorted(f["path"] for f in batch["files"])
+        assert read == sorted(n for n in NOTES if n.startswith("howto/"))
+        assert [s["path"] for s in batch["skipped"]] == ["notes/howto/escape.md"]
+        assert "outside the collection" in batch["skipped"][0]["reason"]
+
+    def test_multi_get_skips_files_over_the_cap_with_a_reason(self, http):
+        batch = http.post("/multi_get/run", json={"pattern": "**/*.log", "max_bytes": 10_000}).json()["result"]
+        assert batch["files"] == []
+        assert batch["skipped"][0]["path"] == "notes/logs/big.log"
+        assert f"{BIG_FILE_BYTES} bytes is over max_bytes=10000" in batch["skipped"][0]["reason"]
+        batch = http.post("/multi_get/run", json={"pattern": "**/*.log", "max_bytes": 40_000}).json()["result"]
+        assert [f["bytes"] for f in batch["files"]] == [BIG_FILE_BYTES]
+
+    def test_multi_get_by_refs(self, http):
+        refs = ["notes/howto/git-rebase-onto.md", "runbooks/k8s-oomkilled-debugging.md"]
+        batch = http.post("/multi_get/run", json={"refs": refs}).json()["result"]
+        assert [f["path"] for f in batch["files"]] == ["howto/git-rebase-onto.md", "runbooks/k8s-oomkilled-debugging.md"]
+
+
+class TestStatusIndexAndSchema:
+    def test_status_lists_the_collection_with_counts(self, http):
+        status = http.post("/status/run", json={}).json()["result"]
+        notes = status["collections"][0]
+        assert notes["name"] == "notes" and notes["files"] == len(NOTES) and notes["chunks"] > 0
+        assert status["embedding_model"] == "local/all-MiniLM-L6-v2-int8"
+
+    def test_index_returns_the_report_and_skips_the_link_out(self, http):
+        report = http.post("/index/run", json={"collections": ["notes"]}).json()["result"]
+        assert report["collections"] == ["notes"] and report["files_unchanged"] == len(NOTES)
+        assert report["chunks_embedded"] == 0
+        assert any(s["path"] == "howto/escape.md" for s in report["skipped"])
+
+    def test_openapi_documents_every_endpoint(self, http):
+        schema = http.get("/openapi.json").json()
+        for name in ("search", "vsearch", "query", "get", "multi_get", "status", "index"):
+            operation = schema["paths"][f"/{name}/run"]["post"]
+            assert operation["description"], name
+        properties = next(
+            s for k, s in schema["components"]["schemas"].items() if k.startswith("queryRun") and k.endswith("Request")
+        )["properties"]
+        assert set(properties) == {"query", "collections", "limit", "min_score"}
+        assert properties["limit"]["maximum"] == 1000 and properties["query"]["description"]
+
+    def test_deploy_undeploy_and_draw_routes_are_not_served(self, http):
+        paths = http.get("/openapi.json").json()["paths"]
+        assert not [p for p in paths if p.startswith(("/deploy", "/undeploy", "/draw"))]
+        assert http.post("/deploy_files", json={"name": "x", "files": {}}).status_code in (404, 405)
+
+
+class TestChat:
+    def test_without_a_generator_the_chat_says_how_to_configure_one(self, http):
+        response = http.post("/v1/chat/completions", json={"model": "ask", "messages": [{"role": "user", "content": "hi"}]})
+        assert response.status_code == 400
+        assert "NEEDLE_GENERATOR_URL" in response.json()["detail"]

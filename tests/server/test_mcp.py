@@ -1,0 +1,120 @@
+"""The MCP tools through the official `mcp` client: streamable HTTP and SSE on the server, and `needle mcp` over stdio."""
+
+import json
+import sys
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from tests.server.conftest import REPO, TOKEN, clean_env, copy_data
+
+pytestmark = pytest.mark.integration
+TOOLS = ["search", "vsearch", "query", "get", "multi_get", "status", "index"]
+
+
+def run(coro_fn, timeout: float = 120):
+    async def bounded():
+        with anyio.fail_after(timeout):
+            return await coro_fn()
+
+    return anyio.run(bounded)
+
+
+def result_of(call) -> object:
+    assert not call.is_error, call.content[0].text
+    return json.loads(call.content[0].text)
+
+
+async def exercise(client: Client) -> dict:
+    """The checks every transport must pass; returns what they saw."""
+    listed = (await client.list_tools()).tools
+    hits = result_of(await client.call_tool("search", {"query": "certbot renew", "limit": 2}))
+    lines = result_of(await client.call_tool("get", {"ref": hits[0]["docid"], "from_line": 1, "max_lines": 2}))
+    escape = await client.call_tool("get", {"ref": "../../etc/passwd"})
+    invalid = await client.call_tool("query", {"query": "x", "limit": 0})
+    return {"tools": listed, "hits": hits, "lines": lines, "escape": escape, "invalid": invalid}
+
+
+def check(seen: dict) -> None:
+    assert [t.name for t in seen["tools"]] == TOOLS
+    assert seen["hits"][0]["path"] == "howto/certbot-tls-renewal.md"
+    assert seen["lines"]["to_line"] == 2 and seen["lines"]["path"] == "howto/certbot-tls-renewal.md"
+    assert seen["escape"].is_error and "'..'" in seen["escape"].content[0].text
+    assert seen["invalid"].is_error and "limit: Input should be greater than or equal to 1" in seen["invalid"].content[0].text
+
+
+class TestStreamableHttp:
+    def test_tools_work_over_streamable_http(self, server):
+        async def go():
+            async with Client(f"{server.url}/mcp") as client:
+                return await exercise(client)
+
+        check(run(go))
+
+    def test_descriptions_tell_an_agent_which_tool_to_use(self, server):
+        async def go():
+            async with Client(f"{server.url}/mcp") as client:
+                return {t.name: t for t in (await client.list_tools()).tools}
+
+        tools = run(go)
+        assert "error codes" in tools["search"].description and "vsearch" in tools["search"].description
+        assert "paraphrase" in tools["vsearch"].description
+        assert "best quality" in tools["query"].description
+        assert "line" in tools["get"].description and "max_bytes" in tools["multi_get"].description
+        assert set(tools["query"].input_schema["properties"]) == {"query", "collections", "limit", "min_score"}
+        assert tools["query"].input_schema["properties"]["limit"]["maximum"] == 1000
+        assert tools["search"].annotations.read_only_hint and not tools["index"].annotations.read_only_hint
+
+    def test_status_and_index_tools(self, server):
+        async def go():
+            async with Client(f"{server.url}/mcp") as client:
+                status = result_of(await client.call_tool("status", {}))
+                report = result_of(await client.call_tool("index", {"collections": ["notes"]}))
+                return status, report
+
+        status, report = run(go)
+        assert status["collections"][0]["name"] == "notes"
+        assert report["chunks_embedded"] == 0
+
+    def test_the_token_guards_mcp_too(self, locked_server):
+        async def without():
+            async with Client(f"{locked_server.url}/mcp") as client:
+                await client.list_tools()
+
+        with pytest.raises(Exception):
+            run(without, timeout=30)
+
+        async def with_token():
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+            async with http, Client(streamable_http_client(f"{locked_server.url}/mcp", http_client=http)) as client:
+                return [t.name for t in (await client.list_tools()).tools]
+
+        assert run(with_token) == TOOLS
+
+
+class TestSse:
+    def test_tools_work_over_sse(self, server):
+        async def go():
+            async with Client(sse_client(f"{server.url}/sse")) as client:
+                return await exercise(client)
+
+        check(run(go))
+
+
+class TestStdio:
+    def test_needle_mcp_serves_the_same_tools_over_stdio(self, demo_index, model_dir):
+        data = copy_data(demo_index, "data-stdio")
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "needle.cli", "mcp"], env=clean_env(data, model_dir), cwd=str(REPO)
+        )
+
+        async def go():
+            async with Client(params) as client:
+                return await exercise(client)
+
+        check(run(go, timeout=240))
