@@ -13,7 +13,8 @@ logger = logging.getLogger(__name__)
 @component
 class IndexWriter:
     """
-    Upserts embedded chunks, deletes the chunks they replace, and flushes the store.
+    Upserts embedded chunks, deletes the chunks they replace, flushes the store and lets it optimise
+    (build its vector index) when anything changed.
 
     The order matters: new chunks are written before stale ones are deleted, so a search during an index
     run, or a run that stops half-way, sees the old or the new version of a file, never neither. Haystack's
@@ -66,4 +67,6 @@ class IndexWriter:
             self.document_store.delete_documents(stale_ids)
         if hasattr(self.document_store, "flush"):
             self.document_store.flush()
+        if (written or stale_ids) and hasattr(self.document_store, "optimize"):
+            self.document_store.optimize()
         return {"written": written, "deleted": len(stale_ids)}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,19 @@ from needle.settings import PROJECT_ROOT, Settings, load_settings
 
 PIPELINES_DIR = PROJECT_ROOT / "pipelines"
 ALLOWED_MODULES = ["components", "components.*", "needle", "needle.*", "haystack_integrations.*"]
+ALLOWLIST_ENV = "HAYSTACK_DESERIALIZATION_ALLOWLIST"
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.]+)\}")
+
+
+def allow_needle_modules() -> None:
+    """
+    Add Needle's packages to Haystack's deserialisation allowlist for this process (and its children).
+
+    `load_pipeline` passes the allowlist per call; this covers code that deserialises components itself
+    (a component's `from_dict` rebuilding its store, hayhooks loading a wrapper).
+    """
+    current = [p for p in os.environ.get(ALLOWLIST_ENV, "").split(",") if p]
+    os.environ[ALLOWLIST_ENV] = ",".join(dict.fromkeys([*current, *ALLOWED_MODULES]))
 
 
 class PipelineError(ValueError):

@@ -6,11 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from needle.loader import allow_needle_modules
 from needle.models import provision
 from needle.settings import Settings, load_settings
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_NOTES = REPO / "needle" / "demo" / "notes"
+
+
+allow_needle_modules()
 
 
 @pytest.fixture(scope="session")

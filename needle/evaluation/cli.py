@@ -143,10 +143,14 @@ def _compare(args: argparse.Namespace) -> int:
     _positive(args.candidates, "--candidates")
     _positive(args.limit, "--limit")
     _positive(args.permutations, "--permutations")
+    if args.margin < 0:
+        raise ValueError(f"--margin must be >= 0, got {args.margin}")
     for pipeline in (args.a, args.b):
         pipeline_path(pipeline)  # a missing file fails before any index is built
     options = dict(primary=args.metric, margin=args.margin, permutations=args.permutations, seed=args.seed)
     if args.golden is not None:
+        if args.metric not in golden_eval.METRICS:
+            raise ValueError(f"unknown metric {args.metric!r}; use one of {', '.join(golden_eval.METRICS)}")
         golden = golden_eval.load_golden(_existing(args.golden, "golden file"))
         needle = golden_eval.prepare_index(golden, cache=args.cache)
         report = compare.compare_golden(
