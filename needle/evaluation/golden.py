@@ -11,6 +11,7 @@ queries:
     expected: ["howto/postgres-logical-replication.md"]   # any of them counts as a hit
     difficulty: easy                                       # easy | medium | hard | fusion
     modes: [search, vsearch, query]                        # the modes expected to answer it
+    note: "optional free text"
 ```
 
 Results are scored per document: chunk hits are grouped by path, each document taking the rank of its
@@ -422,7 +423,7 @@ def format_table(report: Mapping[str, Any]) -> str:
     for mode, result in report["modes"].items():
         for difficulty, s in result["summary"].items():
             lines.append(
-                f"| {Path(mode).stem} | {difficulty} | {int(s['queries'])} | {s['hit@1']:.3f} | {s['hit@3']:.3f} | "
+                f"| {mode} | {difficulty} | {int(s['queries'])} | {s['hit@1']:.3f} | {s['hit@3']:.3f} | "
                 f"{s['hit@5']:.3f} | {s['hit@10']:.3f} | {s['recall@10']:.3f} | {s['mrr@10']:.3f} | "
                 f"{s['ndcg@10']:.3f} | {s.get('latency_ms_p50', 0.0):.1f} | {s.get('latency_ms_p95', 0.0):.1f} |"
             )

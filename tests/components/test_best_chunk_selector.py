@@ -37,3 +37,8 @@ class TestBestChunkSelector:
         docs = [chunk("a1", "A", "nothing"), chunk("a2", "A", "slot"), chunk("b1", "B", "slot")]
         out = BestChunkSelector().run(docs, query="slot", chunks=True)["documents"]
         assert [d.id for d in out] == ["a2", "a1", "b1"]
+
+    def test_representative_carries_the_files_best_score(self):
+        docs = [chunk("a1", "A", "nothing", 0.9), chunk("a2", "A", "slot", 0.4), chunk("b1", "B", "slot", 0.5)]
+        out = BestChunkSelector().run(docs, query="slot")["documents"]
+        assert [(d.id, d.score) for d in out] == [("a2", 0.9), ("b1", 0.5)]

@@ -7,13 +7,16 @@ import pytest
 from tests.server.conftest import BIG_FILE_BYTES, NOTES
 
 pytestmark = pytest.mark.integration
-HIT_FIELDS = {"docid", "collection", "path", "title", "heading_path", "start_line", "end_line", "score", "snippet"}
+HIT_FIELDS = {"docid", "collection", "path", "title", "heading_path", "start_line", "end_line", "score", "snippet", "text", "explain"}
 
 
 def hits(http, endpoint, **body):
     response = http.post(f"/{endpoint}/run", json=body)
     assert response.status_code == 200, response.text
-    return response.json()["result"]
+    result = response.json()["result"]
+    if isinstance(result, dict) and "results" in result and "label" in result:
+        return result["results"]
+    return result
 
 
 class TestSearchEndpoints:
@@ -36,7 +39,10 @@ class TestSearchEndpoints:
             assert set(hit) == HIT_FIELDS
             assert hit["docid"].startswith("#") and hit["collection"] == "notes"
             lines = (demo_index["notes"] / hit["path"]).read_text().split("\n")
-            assert hit["snippet"].strip() in "\n".join(lines[hit["start_line"] - 1 : hit["end_line"]])
+            assert hit["text"].strip() in "\n".join(lines[hit["start_line"] - 1 : hit["end_line"]])
+            header, *body = hit["snippet"].split("\n")
+            start = int(header.split()[1].split(",")[0][1:])
+            assert header.endswith(f"@@ notes/{hit['path']}") and body[0] in lines[start - 1]
 
     def test_limit_collections_and_defaults(self, http):
         assert len(hits(http, "search", query="backup", limit=2, collections=["notes"])) == 2
@@ -55,7 +61,7 @@ class TestSearchEndpoints:
         with ThreadPoolExecutor(max_workers=6) as pool:
             responses = list(pool.map(run, queries))
         assert [r.status_code for r in responses] == [200] * len(queries)
-        assert all(r.json()["result"] for r in responses)
+        assert all(r.json()["result"]["results"] for r in responses)
 
 
 class TestValidation:
@@ -152,7 +158,7 @@ class TestStatusIndexAndSchema:
         properties = next(
             s for k, s in schema["components"]["schemas"].items() if k.startswith("queryRun") and k.endswith("Request")
         )["properties"]
-        assert set(properties) == {"query", "collections", "limit", "min_score"}
+        assert {"query", "collections", "limit", "min_score"} <= set(properties)
         assert properties["limit"]["maximum"] == 1000 and properties["query"]["description"]
 
     def test_deploy_undeploy_and_draw_routes_are_not_served(self, http):

@@ -33,7 +33,9 @@ def result_of(call) -> object:
 async def exercise(client: Client) -> dict:
     """The checks every transport must pass; returns what they saw."""
     listed = (await client.list_tools()).tools
-    hits = result_of(await client.call_tool("search", {"query": "certbot renew", "limit": 2}))
+    answer = result_of(await client.call_tool("search", {"query": "certbot renew", "limit": 2}))
+    assert answer["label"] == "PASS"
+    hits = answer["results"]
     lines = result_of(await client.call_tool("get", {"ref": hits[0]["docid"], "from_line": 1, "max_lines": 2}))
     escape = await client.call_tool("get", {"ref": "../../etc/passwd"})
     invalid = await client.call_tool("query", {"query": "x", "limit": 0})

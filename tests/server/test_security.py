@@ -69,7 +69,7 @@ class TestToken:
         with locked_server.client(TOKEN) as http:
             response = http.post("/search/run", json={"query": "certbot renew", "limit": 1})
         assert response.status_code == 200
-        assert response.json()["result"][0]["path"] == "howto/certbot-tls-renewal.md"
+        assert response.json()["result"]["results"][0]["path"] == "howto/certbot-tls-renewal.md"
 
     def test_without_a_token_configured_no_header_is_needed(self, http):
         assert http.post("/status/run", json={}).status_code == 200

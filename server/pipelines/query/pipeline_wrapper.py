@@ -3,7 +3,7 @@
 from hayhooks import BasePipelineWrapper
 
 from needle import server
-from needle.server import CollectionNames, Hit, Limit, MinScore, Query
+from needle.server import CollectionNames, Limit, MinScore, Query, SearchAnswer
 
 
 class PipelineWrapper(BasePipelineWrapper):
@@ -14,8 +14,16 @@ class PipelineWrapper(BasePipelineWrapper):
         self.pipeline = server.warm("query")
 
     def run_api(
-        self, query: Query, collections: CollectionNames = None, limit: Limit = 10, min_score: MinScore = 0.0
-    ) -> list[Hit]:
+        self,
+        query: Query,
+        collections: CollectionNames = None,
+        limit: Limit = 10,
+        min_score: MinScore = 0.0,
+        expand: bool | None = None,
+        rerank: bool | None = None,
+        chunks: bool = False,
+        explain: bool = False,
+    ) -> SearchAnswer:
         """
         Hybrid search: keyword and vector results fused; the best quality, a little slower.
 
@@ -26,6 +34,13 @@ class PipelineWrapper(BasePipelineWrapper):
         :param collections: Search only these collections (names from `status`); all when empty.
         :param limit: How many results to return (1 to 1000).
         :param min_score: Drop results scoring below this (0 keeps all).
-        :returns: Results, best first: file, lines, headings, score and the matching chunk as snippet.
+        :param expand: Query expansion on or off (default: the server's configuration).
+        :param rerank: Reranking on or off (default: the server's configuration).
+        :param chunks: Every matching chunk instead of one result per file.
+        :param explain: Add each result's rank and score at every stage.
+        :returns: A label (PASS, NO_RESULTS, ...) and results, best first: file, lines, headings, score, a
+            line-anchored snippet and the matching chunk.
         """
-        return server.search("query", query, collections, limit, min_score)
+        return server.search(
+            "query", query, collections, limit, min_score, explain=explain, expand=expand, rerank=rerank, chunks=chunks
+        )

@@ -3,7 +3,7 @@
 from hayhooks import BasePipelineWrapper
 
 from needle import server
-from needle.server import CollectionNames, Hit, Limit, MinScore, Query
+from needle.server import CollectionNames, Limit, MinScore, Query, SearchAnswer
 
 
 class PipelineWrapper(BasePipelineWrapper):
@@ -14,8 +14,14 @@ class PipelineWrapper(BasePipelineWrapper):
         self.pipeline = server.warm("vsearch")
 
     def run_api(
-        self, query: Query, collections: CollectionNames = None, limit: Limit = 10, min_score: MinScore = 0.0
-    ) -> list[Hit]:
+        self,
+        query: Query,
+        collections: CollectionNames = None,
+        limit: Limit = 10,
+        min_score: MinScore = 0.0,
+        chunks: bool = False,
+        explain: bool = False,
+    ) -> SearchAnswer:
         """
         Vector search: finds notes whose meaning is close to the query, even in other words.
 
@@ -27,6 +33,9 @@ class PipelineWrapper(BasePipelineWrapper):
         :param collections: Search only these collections (names from `status`); all when empty.
         :param limit: How many results to return (1 to 1000).
         :param min_score: Drop results scoring below this (0 keeps all).
-        :returns: Results, best first: file, lines, headings, score and the matching chunk as snippet.
+        :param chunks: Every matching chunk instead of one result per file.
+        :param explain: Add each result's rank and score at every stage.
+        :returns: A label (PASS, NO_RESULTS, ...) and results, best first: file, lines, headings, score, a
+            line-anchored snippet and the matching chunk.
         """
-        return server.search("vsearch", query, collections, limit, min_score)
+        return server.search("vsearch", query, collections, limit, min_score, explain=explain, chunks=chunks)
