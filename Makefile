@@ -6,7 +6,7 @@ STAMP := $(VENV)/.needle-installed
 DEMO_DATA ?= .demo
 DATASET ?= ../shared/datasets/scifact
 
-.PHONY: install models demo serve test test-unit test-haystack2 bench eval-beir clean
+.PHONY: install models demo serve test test-unit test-haystack2 bench eval-beir ablation lock clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,7 +49,16 @@ bench: models
 	$(BIN)/python eval/bench.py --dataset $(DATASET)
 
 eval-beir: models
-	$(BIN)/python eval/beir.py --dataset $(DATASET) --pipeline search --pipeline vsearch --pipeline query
+	$(BIN)/python eval/beir.py --dataset $(DATASET) --pipeline search --pipeline search-native --pipeline vsearch \
+		--pipeline pipelines/query-plain.yml --pipeline query
+
+ablation: models
+	$(BIN)/python eval/ablation.py --dataset $(DATASET) --split test
 
 clean:
 	rm -rf $(DEMO_DATA) .pytest_cache
+
+# Pin what the current environment runs (after changing dependencies in pyproject.toml).
+lock: install
+	{ echo "# Versions CI tested. Regenerate with \`make lock\` after changing dependencies."; \
+	  $(BIN)/pip freeze --exclude-editable | grep -v '^needle-search'; } > constraints.txt

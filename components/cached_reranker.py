@@ -61,6 +61,7 @@ class CachedReranker:
         candidates: int = 40,
         top_k: int = 10,
         score_transform: str = "auto",
+        enabled: bool = True,
     ) -> None:
         """
         Create the reranker.
@@ -75,6 +76,8 @@ class CachedReranker:
             even when `candidates` is smaller. No document is dropped here.
         :param score_transform: How raw scores map to [0, 1]: `"sigmoid"` (for logits), `"none"`, or
             `"auto"` (sigmoid when any raw score of the call lies outside [0, 1]).
+        :param enabled: Rerank by default; a request can switch it either way. While off, the wrapped
+            ranker is not even loaded (a hub model is never fetched for a stage nobody uses).
         :raises ValueError: On `candidates`, `top_k` or `cache_ttl_hours` not > 0, an unknown
             `score_transform` or a `ranker` mapping without `type`.
         """
@@ -94,12 +97,16 @@ class CachedReranker:
         self.candidates = candidates
         self.top_k = top_k
         self.score_transform = score_transform
+        self.enabled = enabled
         self._cache: LLMCache | None = None
 
     def warm_up(self) -> None:
-        """Warm the wrapped ranker up and open the cache; a second call does nothing."""
-        if self._cache is not None:
+        """Warm the wrapped ranker up and open the cache (only when enabled); a second call does nothing."""
+        if self._cache is not None or not self.enabled:
             return
+        self._load()
+
+    def _load(self) -> None:
         if hasattr(self.ranker, "warm_up"):
             self.ranker.warm_up()
         self._cache = LLMCache(self.cache_path, self.cache_ttl_hours)
@@ -115,6 +122,7 @@ class CachedReranker:
             candidates=self.candidates,
             top_k=self.top_k,
             score_transform=self.score_transform,
+            enabled=self.enabled,
         )
 
     @classmethod
@@ -155,16 +163,18 @@ class CachedReranker:
         :param query: The user's query.
         :param documents: Fused documents, one per file, best first.
         :param top_k: Overrides the init `top_k` for this call (at least this many are reranked).
-        :param enabled: `False` passes the documents through untouched.
+        :param enabled: Rerank this request or not; the init value when `None`. Off passes the documents
+            through untouched.
         :returns: A dictionary with `documents`: all input documents, the reranked candidates first by
             descending rerank score, then the others in input order, each with `meta["rerank"]`.
         :raises ValueError: If `top_k` is below 1.
         """
         _check_top_k(top_k)
         top_k = top_k if top_k is not None else self.top_k
-        if enabled is False or not documents:
+        if not (self.enabled if enabled is None else enabled) or not documents:
             return {"documents": documents}
-        self.warm_up()
+        if self._cache is None:
+            self._load()
         assert self._cache is not None
         model = self.model_name or model_label(self.ranker)
         count = max(self.candidates, top_k)

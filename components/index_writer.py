@@ -27,22 +27,26 @@ class IndexWriter:
     ```
     """
 
-    def __init__(self, document_store: Any, batch_size: int = 256) -> None:
+    def __init__(self, document_store: Any, batch_size: int = 256, optimize: bool = True) -> None:
         """
         Create the writer.
 
         :param document_store: A Needle document store.
         :param batch_size: Documents per write call.
+        :param optimize: Let the store optimise (build its vector index) after a run that changed anything.
         :raises ValueError: When `batch_size` is below 1.
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be > 0, got {batch_size}")
         self.document_store = document_store
         self.batch_size = batch_size
+        self.optimize = optimize
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
-        return default_to_dict(self, document_store=self.document_store.to_dict(), batch_size=self.batch_size)
+        return default_to_dict(
+            self, document_store=self.document_store.to_dict(), batch_size=self.batch_size, optimize=self.optimize
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "IndexWriter":
@@ -67,6 +71,6 @@ class IndexWriter:
             self.document_store.delete_documents(stale_ids)
         if hasattr(self.document_store, "flush"):
             self.document_store.flush()
-        if (written or stale_ids) and hasattr(self.document_store, "optimize"):
+        if self.optimize and (written or stale_ids) and hasattr(self.document_store, "optimize"):
             self.document_store.optimize()
         return {"written": written, "deleted": len(stale_ids)}

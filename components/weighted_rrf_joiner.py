@@ -27,7 +27,8 @@ class WeightedRRFJoiner:
     stage to pick a representative.
 
     Every fused document keeps how it got there in `meta["fusion"]`: for each list it appeared in, its
-    0-based rank, the list's score and that score's kind (`{"bm25": {"rank": 0, "score": 0.93, "kind": "bm25"}}`).
+    0-based rank, the list's score and that score's kind. Fused documents leave without their embeddings:
+    the stages after fusion rank text, and Haystack copies every input of every stage (`{"bm25": {"rank": 0, "score": 0.93, "kind": "bm25"}}`).
 
     Usage example:
     ```python
@@ -152,7 +153,9 @@ class WeightedRRFJoiner:
         for key in groups:
             members = sorted(chunks[key].values(), key=lambda d: best_position[d.id])
             for doc in members:
-                documents.append(replace(doc, score=scores[key], meta={**doc.meta, "fusion": trace[key]}))
+                documents.append(
+                    replace(doc, score=scores[key], embedding=None, meta={**doc.meta, "fusion": trace[key]})
+                )
         return {"documents": documents}
 
 

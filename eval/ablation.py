@@ -20,17 +20,18 @@ from needle.app import Needle  # noqa: E402
 from needle.evaluation.beir import DEFAULT_CACHE, eval_settings, load_dataset, prepare_index, run_pipeline  # noqa: E402
 from needle.settings import Settings, load_settings  # noqa: E402
 
-OFF = {"expansion": {"enabled": False}, "retrieval": {"rank1_bonus": 0.0, "rank23_bonus": 0.0, "original_weight": 1.0}}
+NO_BONUS = {"rank1_bonus": 0.0, "rank23_bonus": 0.0}
 
 # (label, pipeline, overrides applied over the configuration) — each row adds one stage to the last.
 STAGES: list[tuple[str, str, dict[str, Any]]] = [
     ("BM25 only (search)", "search", {}),
     ("vectors only (vsearch)", "vsearch", {}),
     ("hybrid: plain RRF over chunks", "pipelines/query-plain.yml", {}),
-    ("+ fusion by file", "query", OFF),
-    ("+ top-rank bonus", "query", {**OFF, "retrieval": {"original_weight": 1.0}}),
-    ("+ expansion (PRF), equal weights", "query", {"retrieval": {"original_weight": 1.0}}),
-    ("+ weights (original 2x)", "query", {}),
+    ("+ fusion by file", "query", {"expansion": {"enabled": False}, "retrieval": {**NO_BONUS, "original_weight": 1.0}}),
+    ("+ top-rank bonus", "query", {"expansion": {"enabled": False}, "retrieval": {"original_weight": 1.0}}),
+    ("+ expansion (PRF), equal weights", "query", {"expansion": {"enabled": True}, "retrieval": {"original_weight": 1.0}}),
+    ("+ weights (original 2x)", "query", {"expansion": {"enabled": True}, "retrieval": {"original_weight": 2.0}}),
+    ("shipped default (query.yml as configured)", "query", {}),
 ]
 
 

@@ -1,7 +1,7 @@
 """Scale benchmark: Needle's embedded store (Qdrant Edge) against qdrant-client's local mode, on synthetic chunks.
 
     python eval/scale.py --sizes 100000
-    python eval/scale.py --sizes 100000 1000000 --budget-seconds 1800
+    python eval/scale.py --sizes 1000000 --budget-seconds 3600 --build-budget-seconds 7200
 
 For each size N and store, a fresh subprocess (so memory numbers do not mix) writes N synthetic chunks in
 streaming batches (random unit vectors of 384 dims, BM25-like sparse vectors of 20-60 terms from a 30k
@@ -215,7 +215,7 @@ class Child:
 
         # HNSW build
         if args.child_store == "edge":
-            self.emit(event="start", phase="build", budget=budget)
+            self.emit(event="start", phase="build", budget=args.build_budget_seconds or budget)
             before = _shard_info(store)
             t0 = time.perf_counter()
             changed = store.optimize()
@@ -359,6 +359,7 @@ def run_store(store: str, size: int, args: argparse.Namespace, data_dir: Path) -
         "--child-path", str(path), "--child-fd", str(write_fd), "--seed", str(args.seed),
         "--batch-size", str(args.batch_size), "--queries", str(args.queries),
         "--budget-seconds", str(args.budget_seconds), "--query-budget-seconds", str(args.query_budget_seconds or 0),
+        "--build-budget-seconds", str(args.build_budget_seconds or 0),
     ]
     if args.durable_writes:
         command.append("--durable-writes")
@@ -431,13 +432,14 @@ def table_row(result: dict[str, Any], args: argparse.Namespace) -> dict[str, str
     phases = result["phases"]
     query_budget = args.query_budget_seconds or args.budget_seconds
     upsert_done = phases.get("upsert", {}).get("finished", False)
+    killed = any(phase.get("killed") for phase in phases.values())
 
     def cell(name: str, key: str, digits: int, budget: float) -> str:
         phase = phases.get(name)
         if phase is None:
             if result.get("crashed"):
                 return "crashed"
-            return "not run" if not upsert_done else "failed"
+            return "not run" if not upsert_done or killed else "failed"
         if phase.get("na"):
             return f"n/a ({phase['na']})"
         if not phase.get("finished"):
@@ -448,7 +450,7 @@ def table_row(result: dict[str, Any], args: argparse.Namespace) -> dict[str, str
         "store": result["store"],
         "N": f"{result['n']:,}",
         "upsert s": cell("upsert", "seconds", 1, args.budget_seconds),
-        "HNSW build s": cell("build", "seconds", 1, args.budget_seconds),
+        "HNSW build s": cell("build", "seconds", 1, args.build_budget_seconds or args.budget_seconds),
         "peak RSS MB": f"{result['peak_rss_mb']:.0f}" if result.get("peak_rss_mb") else "?",
         "p50 dense ms": cell("dense", "p50_ms", 2, query_budget),
         "p50 sparse ms": cell("sparse", "p50_ms", 2, query_budget),
@@ -497,7 +499,9 @@ def main() -> int:
     parser.add_argument("--stores", nargs="+", choices=STORES, default=list(STORES))
     parser.add_argument("--batch-size", type=int, default=1000, help="Documents per write_documents() call")
     parser.add_argument("--queries", type=int, default=200, help="queries per kind (plus one untimed warm-up)")
-    parser.add_argument("--budget-seconds", type=float, default=600, help="budget of the upsert and HNSW build")
+    parser.add_argument("--budget-seconds", type=float, default=600, help="budget of the upsert (and default of the others)")
+    parser.add_argument("--build-budget-seconds", type=float, default=None,
+                        help="budget of the HNSW build (default: --budget-seconds)")
     parser.add_argument("--query-budget-seconds", type=float, default=None,
                         help="budget of each query kind (default: --budget-seconds)")
     parser.add_argument("--durable-writes", action="store_true",
@@ -514,8 +518,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.batch_size <= 0 or args.queries <= 0 or args.budget_seconds <= 0:
         parser.error("--batch-size, --queries and --budget-seconds must be > 0")
-    if args.query_budget_seconds == 0:
-        args.query_budget_seconds = None
+    args.query_budget_seconds = args.query_budget_seconds or None
+    args.build_budget_seconds = args.build_budget_seconds or None
 
     if args.child_store:
         with os.fdopen(args.child_fd, "w") as events:

@@ -33,6 +33,7 @@ class EmbeddingSettings(_Section):
     document_prefix: str = ""
     batch_size: int = Field(16, gt=0)
     threads: int | None = Field(None, gt=0)
+    query_threads: int | None = Field(1, gt=0)
     embed_context: bool = True
 
 
@@ -80,7 +81,7 @@ class RetrievalSettings(_Section):
 
 
 class ExpansionSettings(_Section):
-    enabled: bool = True
+    enabled: bool = False
     feedback_docs: int = Field(5, gt=0)
     lex_terms: int = Field(8, gt=0)
     rocchio_beta: float = Field(0.5, ge=0.0)
@@ -99,6 +100,7 @@ class GateSettings(_Section):
 
 class RerankSettings(_Section):
     enabled: bool = False
+    model: str = "Xenova/ms-marco-MiniLM-L-6-v2"
     candidates: int = Field(40, gt=0, le=1000)
     top_n: int = Field(10, gt=0, le=1000)
     cache_ttl_hours: float = Field(168, gt=0)

@@ -54,12 +54,6 @@ def judge(url: str = "http://127.0.0.1:9/v1", **kwargs) -> LLMJudgeRanker:
     return LLMJudgeRanker(chat_generator=generator)
 
 
-@pytest.fixture
-def allow_components(monkeypatch):
-    """Lets `from_dict` outside a pipeline import `components.*` (Haystack 3.x allowlist; 2.x ignores it)."""
-    monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components.*")
-
-
 class TestCachedReranker:
     def test_init_defaults(self):
         reranker = CachedReranker(ranker=FakeRanker())
@@ -88,13 +82,14 @@ class TestCachedReranker:
             "init_parameters": {
                 "ranker": component_to_dict(inner, "ranker"), "cache_path": "/tmp/c.sqlite",
                 "cache_ttl_hours": 168, "model_name": "m", "candidates": 20, "top_k": 10, "score_transform": "auto",
+                "enabled": True,
             },
         }
         assert data["init_parameters"]["ranker"]["init_parameters"]["chat_generator"]["type"].endswith(
             "OpenAIChatGenerator"
         )
 
-    def test_from_dict_round_trip_rebuilds_nested_components(self, allow_components):
+    def test_from_dict_round_trip_rebuilds_nested_components(self):
         reranker = CachedReranker(ranker=judge(timeout=3.0), score_transform="none", top_k=5)
         again = CachedReranker.from_dict(reranker.to_dict())
         assert isinstance(again.ranker, LLMJudgeRanker)
@@ -226,3 +221,24 @@ class TestCachedRerankerWithServer:
         # Same model name, dead server: only cache hits can score.
         dead = CachedReranker(ranker=judge(f"http://127.0.0.1:{free_port()}/v1", timeout=2.0), cache_path=path)
         assert dead.run(query="docker networking", documents=documents)["documents"] == first
+
+
+class TestCachedRerankerSwitch:
+    def test_disabled_by_default_never_loads_the_ranker(self):
+        @component
+        class Unloadable(FakeRanker):
+            def warm_up(self) -> None:
+                raise RuntimeError("would download a model")
+
+        reranker = CachedReranker(ranker=Unloadable(), enabled=False)
+        reranker.warm_up()  # what Pipeline.warm_up() calls: must not touch the ranker
+        documents = docs(0.1, 0.9)
+        assert reranker.run(query="q", documents=documents)["documents"] == documents
+
+    def test_request_switch_overrides_the_default(self):
+        ranker = FakeRanker()
+        reranker = CachedReranker(ranker=ranker, enabled=False)
+        out = reranker.run(query="q", documents=docs(0.1, 0.9), enabled=True)["documents"]
+        assert [d.id for d in out] == ["d1", "d0"] and ranker.seen
+        on = CachedReranker(ranker=FakeRanker())
+        assert on.run(query="q", documents=docs(0.1, 0.9), enabled=False)["documents"][0].id == "d0"

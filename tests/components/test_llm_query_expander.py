@@ -284,7 +284,7 @@ class TestLLMQueryExpanderWithServer:
         monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
 
     def test_real_answer_is_parsed_or_falls_back_cleanly(self, llm_server):
-        generator = openai_generator(llm_server, timeout=60.0, generation_kwargs={"max_tokens": 48, "temperature": 0})
+        generator = openai_generator(llm_server, timeout=60.0, generation_kwargs={"max_tokens": 16, "temperature": 0})
         out = LLMQueryExpander(chat_generator=generator).run(query=QUERY)
         if out["skipped"] is None:
             assert out["variants"] and all(v["kind"] in {"lex", "vec", "hyde"} and v["text"] for v in out["variants"])
