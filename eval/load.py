@@ -78,7 +78,19 @@ def _auth() -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
-def run_load(url: str, clients: int, seconds: float, endpoints: list[str], limit: int) -> dict[str, dict]:
+def read_queries(dataset: Path | None) -> list[str]:
+    """The queries to send: a BEIR folder's `queries.jsonl`, or a few about the bundled notes."""
+    if dataset is None:
+        return QUERIES
+    import json
+
+    with (dataset / "queries.jsonl").open(encoding="utf-8") as handle:
+        return [json.loads(line)["text"] for line in handle if line.strip()]
+
+
+def run_load(
+    url: str, clients: int, seconds: float, endpoints: list[str], limit: int, queries: list[str] = QUERIES
+) -> dict[str, dict]:
     """
     Send requests from `clients` threads for `seconds`, each thread cycling through endpoints and queries.
 
@@ -89,7 +101,7 @@ def run_load(url: str, clients: int, seconds: float, endpoints: list[str], limit
     stop_at = time.monotonic() + seconds
 
     def client(offset: int) -> None:
-        pairs = itertools.cycle([(e, q) for q in QUERIES for e in endpoints])
+        pairs = itertools.cycle([(e, q) for q in queries for e in endpoints])
         for _ in range(offset):
             next(pairs)
         with httpx.Client(base_url=url, timeout=60, headers=_auth()) as http:
@@ -151,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20, help="duration (1 to 600)")
     parser.add_argument("--endpoint", action="append", choices=["query", "search", "vsearch"], help="default: query and search")
     parser.add_argument("--limit", type=int, default=10, help="results per request")
+    parser.add_argument("--dataset", type=Path, default=None, help="send this BEIR folder's queries (queries.jsonl)")
     args = parser.parse_args(argv)
     if not 1 <= args.clients <= 64 or not 1 <= args.seconds <= 600:
         parser.error("--clients must be 1 to 64 and --seconds 1 to 600")
@@ -164,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         endpoints = args.endpoint or ["query", "search"]
         httpx.post(f"{url}/{endpoints[0]}/run", json={"query": "warm up"}, headers=_auth(), timeout=60)
         print(f"{args.clients} clients for {args.seconds:g} s against {url} ({', '.join(endpoints)})")
-        stats = run_load(url, args.clients, args.seconds, endpoints, args.limit)
+        stats = run_load(url, args.clients, args.seconds, endpoints, args.limit, read_queries(args.dataset))
         print(report(stats, args.seconds))
         return 1 if sum(e["errors"] for e in stats.values()) else 0
     finally:

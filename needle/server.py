@@ -449,11 +449,11 @@ def answer(generator: Any, messages: list[dict], limit: int = 5) -> str:
         question = _last_user_text(messages)
     except NeedleHTTPError as error:
         raise _as_http(error) from None
-    hits = search("query", question[:MAX_QUERY_CHARS], None, limit, 0.0)
+    hits = search("query", question[:MAX_QUERY_CHARS], None, limit, 0.0).results
     if not hits:
         return "Nothing in your notes matches that question."
     sources = [f"[{n}] {h.collection}/{h.path}:{h.start_line}-{h.end_line}" for n, h in enumerate(hits, 1)]
-    context = "\n\n".join(f"{s}\n{h.snippet}" for s, h in zip(sources, hits))
+    context = "\n\n".join(f"{s}\n{h.text}" for s, h in zip(sources, hits))
     from haystack.dataclasses import ChatMessage
 
     prompt = [

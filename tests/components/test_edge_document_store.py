@@ -558,21 +558,31 @@ class TestEdgeDocumentStoreAcrossProcesses:
         store.close()
 
     def test_forked_child_does_not_use_the_parents_shard(self, tmp_path):
-        store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4, durable_writes=False)
-        store.write_documents([Document(content="parent")])
-        pid = os.fork()
-        if pid == 0:  # the child: the inherited instance must reopen, and find the folder locked by the parent
-            try:
-                store.count_documents()
-            except StoreLockedError as error:
-                os._exit(0 if error.pid == str(os.getppid()) else 2)
-            except BaseException:
-                os._exit(3)
-            os._exit(1)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
-        assert store.count_documents() == 1
-        store.close()
+        # Forking a process that already runs native threads (ONNX, other stores) is undefined behaviour
+        # in C, so the fork happens in a fresh interpreter that holds only this store.
+        script = textwrap.dedent(
+            f"""
+            import os, sys
+            from haystack import Document
+            from components.edge_document_store import EdgeDocumentStore, StoreLockedError
+            store = EdgeDocumentStore(path={str(tmp_path / "edge")!r}, embedding_dim=4, durable_writes=False)
+            store.write_documents([Document(content="parent")])
+            pid = os.fork()
+            if pid == 0:  # the inherited instance must reopen, and find the folder locked by the parent
+                try:
+                    store.count_documents()
+                except StoreLockedError as error:
+                    os._exit(0 if error.pid == str(os.getppid()) else 2)
+                except BaseException:
+                    os._exit(3)
+                os._exit(1)
+            _, status = os.waitpid(pid, 0)
+            code = os.waitstatus_to_exitcode(status)
+            sys.exit(code if code else (0 if store.count_documents() == 1 else 4))
+            """
+        )
+        proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
 
     def test_acknowledged_writes_survive_kill_9(self, tmp_path):
         path = str(tmp_path / "edge")
