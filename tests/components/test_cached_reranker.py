@@ -15,6 +15,12 @@ from needle.loader import loads_pipeline
 from tests.llm_server import MODEL_NAME, free_port, llm_server  # noqa: F401
 
 
+@pytest.fixture(autouse=True)
+def _placeholder_api_key(monkeypatch):
+    """Haystack 2.x builds the OpenAI client in `__init__`, which refuses to start without some key."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-placeholder-for-a-local-server")
+
+
 @component
 class FakeRanker:
     """Scores a document by the number its content ends with; records which documents it saw."""

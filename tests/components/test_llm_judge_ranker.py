@@ -10,6 +10,12 @@ from needle.loader import loads_pipeline
 from tests.llm_server import MODEL_NAME, llm_server  # noqa: F401
 
 
+@pytest.fixture(autouse=True)
+def _placeholder_api_key(monkeypatch):
+    """Haystack 2.x builds the OpenAI client in `__init__`, which refuses to start without some key."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-placeholder-for-a-local-server")
+
+
 @component
 class FakeJudge:
     """Rates a passage by the number its text ends with (or raises for passages containing 'boom')."""
