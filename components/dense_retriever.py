@@ -2,15 +2,14 @@
 
 from typing import Any
 
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
-from haystack.document_stores.types.filter_policy import apply_filter_policy
 
-from components._document_store import with_document_store
+from components._store_retriever import StoreRetriever
 
 
 @component
-class DenseRetriever:
+class DenseRetriever(StoreRetriever):
     """
     Retrieves the documents nearest to a query embedding.
 
@@ -24,6 +23,8 @@ class DenseRetriever:
     retriever.run(query_embedding=[0.1] * 384)["documents"]
     ```
     """
+
+    store_method = "query_dense"
 
     def __init__(
         self,
@@ -43,45 +44,11 @@ class DenseRetriever:
         :param return_embedding: Return each document's embedding too (for relevance feedback).
         :raises ValueError: When the store cannot run dense queries or `top_k` is not positive.
         """
-        if not callable(getattr(document_store, "query_dense", None)):
-            raise ValueError(f"{type(document_store).__name__} has no query_dense() method")
-        _check_top_k(top_k)
-        self.document_store = document_store
-        self.filters = filters
-        self.top_k = top_k
-        self.filter_policy = (
-            filter_policy if isinstance(filter_policy, FilterPolicy) else FilterPolicy.from_str(filter_policy)
-        )
+        StoreRetriever.__init__(self, document_store, filters=filters, top_k=top_k, filter_policy=filter_policy)
         self.return_embedding = return_embedding
 
-    def to_dict(self) -> dict[str, Any]:
-        """
-        Serialise the retriever and its store.
-
-        :returns: A dictionary with `type` and `init_parameters`.
-        """
-        return default_to_dict(
-            self,
-            document_store=self.document_store.to_dict(),
-            filters=self.filters,
-            top_k=self.top_k,
-            filter_policy=self.filter_policy.value,
-            return_embedding=self.return_embedding,
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "DenseRetriever":
-        """
-        Rebuild the retriever and its store.
-
-        :param data: The serialised retriever.
-        :returns: The retriever.
-        :raises DeserializationError: When the store is missing or its class cannot be loaded.
-        """
-        data = with_document_store(data)
-        if "filter_policy" in data["init_parameters"]:
-            data["init_parameters"]["filter_policy"] = FilterPolicy.from_str(data["init_parameters"]["filter_policy"])
-        return default_from_dict(cls, data)
+    def _extra_init_parameters(self) -> dict[str, Any]:
+        return {"return_embedding": self.return_embedding}
 
     @component.output_types(documents=list[Document])
     def run(
@@ -96,16 +63,10 @@ class DenseRetriever:
         :returns: A dictionary with `documents`: the best documents first, `score` set to the similarity.
         :raises ValueError: When `top_k` is not positive.
         """
-        top_k = self.top_k if top_k is None else top_k
-        _check_top_k(top_k)
-        filters = apply_filter_policy(self.filter_policy, self.filters, filters)
+        filters, top_k = self._request(filters, top_k)
         documents = self.document_store.query_dense(
             query_embedding=query_embedding, top_k=top_k, filters=filters, return_embedding=self.return_embedding
         )
         return {"documents": documents}
 
-
-def _check_top_k(top_k: int) -> None:
-    if top_k <= 0:
-        raise ValueError(f"top_k must be > 0, got {top_k}")
 

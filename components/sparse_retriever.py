@@ -2,16 +2,14 @@
 
 from typing import Any
 
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
-from haystack.document_stores.types import FilterPolicy
-from haystack.document_stores.types.filter_policy import apply_filter_policy
 
-from components._document_store import with_document_store
+from components._store_retriever import StoreRetriever
 
 
 @component
-class SparseRetriever:
+class SparseRetriever(StoreRetriever):
     """
     Retrieves the documents that score best against a sparse query embedding (BM25, SPLADE, BM42).
 
@@ -27,59 +25,7 @@ class SparseRetriever:
     ```
     """
 
-    def __init__(
-        self,
-        document_store: Any,
-        filters: dict[str, Any] | None = None,
-        top_k: int = 10,
-        filter_policy: str | FilterPolicy = FilterPolicy.REPLACE,
-    ) -> None:
-        """
-        Create the retriever.
-
-        :param document_store: A store with `query_sparse(query_sparse_embedding, top_k, filters)`.
-        :param filters: Haystack filters applied to every query.
-        :param top_k: How many documents to return.
-        :param filter_policy: How runtime filters combine with `filters`: `replace` or `merge`.
-        :raises ValueError: When the store cannot run sparse queries or `top_k` is not positive.
-        """
-        if not callable(getattr(document_store, "query_sparse", None)):
-            raise ValueError(f"{type(document_store).__name__} has no query_sparse() method")
-        _check_top_k(top_k)
-        self.document_store = document_store
-        self.filters = filters
-        self.top_k = top_k
-        self.filter_policy = (
-            filter_policy if isinstance(filter_policy, FilterPolicy) else FilterPolicy.from_str(filter_policy)
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """
-        Serialise the retriever and its store.
-
-        :returns: A dictionary with `type` and `init_parameters`.
-        """
-        return default_to_dict(
-            self,
-            document_store=self.document_store.to_dict(),
-            filters=self.filters,
-            top_k=self.top_k,
-            filter_policy=self.filter_policy.value,
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SparseRetriever":
-        """
-        Rebuild the retriever and its store.
-
-        :param data: The serialised retriever.
-        :returns: The retriever.
-        :raises DeserializationError: When the store is missing or its class cannot be loaded.
-        """
-        data = with_document_store(data)
-        if "filter_policy" in data["init_parameters"]:
-            data["init_parameters"]["filter_policy"] = FilterPolicy.from_str(data["init_parameters"]["filter_policy"])
-        return default_from_dict(cls, data)
+    store_method = "query_sparse"
 
     @component.output_types(documents=list[Document])
     def run(
@@ -97,16 +43,10 @@ class SparseRetriever:
         :returns: A dictionary with `documents`: the best documents first, `score` set.
         :raises ValueError: When `top_k` is not positive.
         """
-        top_k = self.top_k if top_k is None else top_k
-        _check_top_k(top_k)
-        filters = apply_filter_policy(self.filter_policy, self.filters, filters)
+        filters, top_k = self._request(filters, top_k)
         documents = self.document_store.query_sparse(
             query_sparse_embedding=query_sparse_embedding, top_k=top_k, filters=filters
         )
         return {"documents": documents}
 
-
-def _check_top_k(top_k: int) -> None:
-    if top_k <= 0:
-        raise ValueError(f"top_k must be > 0, got {top_k}")
 

@@ -1,0 +1,92 @@
+"""What Needle's three retrievers share: a duck-typed store, filters with a policy, a validated top_k."""
+
+from typing import Any
+
+from haystack import default_from_dict, default_to_dict
+from haystack.document_stores.types import FilterPolicy
+from haystack.document_stores.types.filter_policy import apply_filter_policy
+
+from components._document_store import with_document_store
+
+
+class StoreRetriever:
+    """
+    Base of `DenseRetriever`, `SparseRetriever` and `KeywordRetriever`; not a component itself.
+
+    A subclass names the store method it calls in `store_method` and defines `run`.
+    """
+
+    store_method = ""
+
+    def __init__(
+        self,
+        document_store: Any,
+        filters: dict[str, Any] | None = None,
+        top_k: int = 10,
+        filter_policy: str | FilterPolicy = FilterPolicy.REPLACE,
+    ) -> None:
+        """
+        Create the retriever.
+
+        :param document_store: A store with the subclass's `store_method` (`query_dense`, `query_sparse`,
+            `query_text`).
+        :param filters: Haystack filters applied to every query.
+        :param top_k: How many documents to return.
+        :param filter_policy: How runtime filters combine with `filters`: `replace` or `merge`.
+        :raises ValueError: When the store lacks the method or `top_k` is not positive.
+        """
+        if not callable(getattr(document_store, self.store_method, None)):
+            raise ValueError(f"{type(document_store).__name__} has no {self.store_method}() method")
+        check_top_k(top_k)
+        self.document_store = document_store
+        self.filters = filters
+        self.top_k = top_k
+        self.filter_policy = (
+            filter_policy if isinstance(filter_policy, FilterPolicy) else FilterPolicy.from_str(filter_policy)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """
+        Serialise the retriever and its store.
+
+        :returns: A dictionary with `type` and `init_parameters`.
+        """
+        return default_to_dict(
+            self,
+            document_store=self.document_store.to_dict(),
+            filters=self.filters,
+            top_k=self.top_k,
+            filter_policy=self.filter_policy.value,
+            **self._extra_init_parameters(),
+        )
+
+    def _extra_init_parameters(self) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        """
+        Rebuild the retriever and its store.
+
+        :param data: The serialised retriever.
+        :returns: The retriever.
+        :raises DeserializationError: When the store is missing or its class cannot be loaded.
+        """
+        data = with_document_store(data)
+        if "filter_policy" in data["init_parameters"]:
+            data["init_parameters"]["filter_policy"] = FilterPolicy.from_str(data["init_parameters"]["filter_policy"])
+        return default_from_dict(cls, data)
+
+    def _request(self, filters: dict[str, Any] | None, top_k: int | None) -> tuple[dict[str, Any] | None, int]:
+        """The filters and top_k of one call, after the filter policy and validation."""
+        top_k = self.top_k if top_k is None else top_k
+        check_top_k(top_k)
+        return apply_filter_policy(self.filter_policy, self.filters, filters), top_k
+
+
+def check_top_k(top_k: int) -> None:
+    """
+    :raises ValueError: When `top_k` is not positive.
+    """
+    if top_k <= 0:
+        raise ValueError(f"top_k must be > 0, got {top_k}")
