@@ -17,6 +17,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -54,15 +55,20 @@ def start_server(data_dir: Path, timeout: float = 300) -> tuple[subprocess.Popen
     """Start `needle serve` on 127.0.0.1 against `data_dir`; returns the process and its URL once it answers."""
     port = _free_port()
     env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir)}
+    # The server logs every request: send that to a file, never to a pipe nobody reads (a full pipe
+    # blocks the server mid-request).
+    log = tempfile.NamedTemporaryFile(prefix="needle-load-server-", suffix=".log", delete=False)
     proc = subprocess.Popen(
         [sys.executable, "-m", "needle.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env=env, stdout=subprocess.DEVNULL, stderr=log,
     )
+    proc.log_path = log.name  # type: ignore[attr-defined]
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"the server exited with {proc.returncode}: {proc.stderr.read()[-2000:]}")
+            tail = Path(log.name).read_text(errors="replace")[-2000:]
+            raise SystemExit(f"the server exited with {proc.returncode}: {tail}")
         try:
             if httpx.get(f"{url}/status", timeout=2, headers=_auth()).status_code == 200:
                 return proc, url
