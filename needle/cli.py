@@ -50,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
                                 help="query expansion on or off (default: configuration)")
             search.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
                                 help="reranking on or off (default: configuration)")
+            search.add_argument("--pipeline", default=None, metavar="NAME|FILE",
+                                help="another query graph, e.g. query-llm or my-graph.yml (default: query)")
 
     get = sub.add_parser("get", help="print a file, or lines of it: PATH[:LINE[:COUNT]] or #docid")
     get.add_argument("ref")
@@ -153,7 +155,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command in ("search", "vsearch", "query"):
         answer = needle.ask(
-            " ".join(args.query), mode=args.command, top_k=args.top_k,
+            " ".join(args.query), mode=getattr(args, "pipeline", None) or args.command, top_k=args.top_k,
             collections=args.collections, min_score=args.min_score, chunks=args.chunks,
             expand=getattr(args, "expand", None), rerank=getattr(args, "rerank", None),
         )

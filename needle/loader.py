@@ -95,7 +95,7 @@ def placeholder_values(settings: Settings, progress_bar: bool = False) -> dict[s
     :raises MissingModelError: When a configured offline model is not provisioned.
     """
     values: dict[str, Any] = {"document_store": store_definition(settings), "progress_bar": progress_bar}
-    for section in ("embedding", "sparse", "chunking", "reader", "retrieval", "expansion", "gate", "rerank", "snippet"):
+    for section in ("embedding", "sparse", "chunking", "reader", "retrieval", "expansion", "gate", "rerank", "snippet", "llm"):
         for key, value in getattr(settings, section).model_dump().items():
             values[f"{section}.{key}"] = value
     dense = dense_embedder_params(settings.embedding.model, settings.model_dir)

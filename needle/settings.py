@@ -106,6 +106,17 @@ class RerankSettings(_Section):
     cache_ttl_hours: float = Field(168, gt=0)
 
 
+class LLMSettings(_Section):
+    url: str = "http://127.0.0.1:11434/v1"
+    model: str = "llama3.2"
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: float = Field(30.0, gt=0)
+    max_tokens: int = Field(300, gt=0)
+    max_lex: int = Field(3, ge=0)
+    max_vec: int = Field(3, ge=0)
+    include_hyde: bool = True
+
+
 class SnippetSettings(_Section):
     max_lines: int = Field(10, gt=0)
     context_lines: int = Field(2, ge=0)
@@ -126,6 +137,7 @@ class Settings(_Section):
     gate: GateSettings = GateSettings()
     rerank: RerankSettings = RerankSettings()
     snippet: SnippetSettings = SnippetSettings()
+    llm: LLMSettings = LLMSettings()
 
     @model_validator(mode="after")
     def _expand_paths(self) -> "Settings":
