@@ -372,6 +372,15 @@ class EdgeDocumentStore:
         with _engine_errors("count documents"):
             return int(self._shard().shard.count(qe.CountRequest(exact=True)))
 
+    def iter_documents(self, filters: dict[str, Any] | None = None) -> Iterator[Document]:
+        """
+        Stream the matching documents with their vectors, batch by batch (for copying an index elsewhere).
+
+        :param filters: Haystack filters; all documents when `None`.
+        :returns: An iterator of documents.
+        """
+        return self._scroll_documents(filters, with_vectors=True)
+
     def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
         """
         Return the documents matching Haystack filters, with their vectors, in point-id order.

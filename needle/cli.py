@@ -58,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="collections, counts, model and index location")
     status.add_argument("--json", action="store_true")
     sub.add_parser("models", help="install the offline models (same as `make models`)")
+    migrate = sub.add_parser("migrate", help="copy the embedded index, vectors included, to a Qdrant server")
+    migrate.add_argument("--to", required=True, metavar="URL", help="the server, e.g. http://qdrant:6333")
+    migrate.add_argument("--collection", default=None, help="collection on the server (default: store.collection)")
     serve = sub.add_parser("serve", help="serve HTTP endpoints and MCP tools (hayhooks) on 127.0.0.1:1416")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, this machine only)")
     serve.add_argument("--port", type=int, default=1416, help="port (default 1416)")
@@ -136,6 +139,13 @@ def _run(args: argparse.Namespace) -> int:
     from needle.app import Needle
 
     needle = Needle(load_settings(), progress_bar=args.command == "index" and sys.stderr.isatty())
+    if args.command == "migrate":
+        from needle.migrate import migrate
+
+        done = migrate(needle.settings, args.to, args.collection, progress=sys.stderr.isatty())
+        print(f"copied {done['copied']} chunks to {done['url']} (collection {done['collection']}); "
+              f"use it with NEEDLE_STORE__URL={done['url']} NEEDLE_STORE__COLLECTION={done['collection']}")
+        return 0
     if args.command == "collection":
         if args.action == "add":
             c = needle.collections.add(args.path, args.name, include=args.mask)
@@ -208,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (MissingModelError, IndexMismatchError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    except RuntimeError as error:  # e.g. an index folder locked by another process
+    except (RuntimeError, ConnectionError) as error:  # a locked index folder, an unreachable server
         print(f"error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

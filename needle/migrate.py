@@ -1,0 +1,56 @@
+"""Move an index from the embedded engine to a Qdrant server or cluster, vectors included.
+
+The embedded store writes the same payload layout, named vectors (`text-dense`, `text-sparse` with IDF)
+and point ids as qdrant-haystack, so moving is a copy: no chunk is embedded again. Afterwards, set
+`store.url` (e.g. `NEEDLE_STORE__URL=http://qdrant:6333`) and every graph uses the server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack.document_stores.types import DuplicatePolicy
+from tqdm import tqdm
+
+from needle import index_info
+from needle.loader import make_store
+from needle.settings import Settings
+
+
+def copy_index(source: Any, target: Any, batch_size: int = 256, progress: bool = True) -> int:
+    """
+    Copy every document, with its vectors, from one Needle store to another (upserting).
+
+    :param source: A store with `iter_documents()` (the embedded engine).
+    :param target: Any Haystack document store.
+    :param batch_size: Documents per write.
+    :param progress: Show a progress bar.
+    :returns: The number of documents copied.
+    """
+    copied = 0
+    batch = []
+    for doc in tqdm(source.iter_documents(), total=source.count_documents(), disable=not progress, desc="copying", unit="chunk"):
+        batch.append(doc)
+        if len(batch) == batch_size:
+            copied += target.write_documents(batch, policy=DuplicatePolicy.OVERWRITE)
+            batch = []
+    if batch:
+        copied += target.write_documents(batch, policy=DuplicatePolicy.OVERWRITE)
+    return copied
+
+
+def migrate(settings: Settings, url: str, collection: str | None = None, progress: bool = True) -> dict[str, Any]:
+    """
+    Copy the embedded index of `settings` to the Qdrant server at `url`.
+
+    :returns: The number of chunks copied and the settings to use the server.
+    :raises ValueError: When the settings already point at a server.
+    """
+    if settings.store.url:
+        raise ValueError(f"the configured store is already a server ({settings.store.url}); migrate copies the embedded index")
+    index_info.check(settings)
+    store = settings.store.model_copy(update={"url": url, "collection": collection or settings.store.collection})
+    target_settings = settings.model_copy(update={"store": store})
+    copied = copy_index(make_store(settings), make_store(target_settings), progress=progress)
+    index_info.record(target_settings)
+    return {"copied": copied, "url": url, "collection": store.collection}
