@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from haystack import component, logging
+from haystack import component, default_from_dict, logging
 from haystack.dataclasses import SparseEmbedding
 from haystack_integrations.components.embedders.fastembed import FastembedSparseTextEmbedder
 
@@ -28,6 +28,11 @@ class FastembedSparseQueryEmbedder(FastembedSparseTextEmbedder):
     embedder.run(text="postgres replication slot")["sparse_embedding"]
     ```
     """
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "FastembedSparseQueryEmbedder":
+        """Deserialise the component (the parent's `to_dict` already records this class)."""
+        return default_from_dict(cls, data)
 
     @component.output_types(sparse_embedding=SparseEmbedding)
     def run(self, text: str) -> dict[str, Any]:

@@ -1,0 +1,29 @@
+import pytest
+from haystack_integrations.components.embedders.fastembed import FastembedSparseTextEmbedder
+
+from components.fastembed_sparse_query_embedder import FastembedSparseQueryEmbedder
+from needle.models import BM25_MODEL, sparse_embedder_params
+
+
+@pytest.fixture
+def params(model_dir):
+    return sparse_embedder_params(BM25_MODEL, model_dir)
+
+
+class TestFastembedSparseQueryEmbedder:
+    def test_round_trip_keeps_the_type(self, params):
+        embedder = FastembedSparseQueryEmbedder(**params)
+        data = embedder.to_dict()
+        assert data["type"] == "components.fastembed_sparse_query_embedder.FastembedSparseQueryEmbedder"
+        assert FastembedSparseQueryEmbedder.from_dict(data).to_dict() == data
+
+    def test_rejects_non_strings(self, params):
+        with pytest.raises(TypeError, match="expects a string"):
+            FastembedSparseQueryEmbedder(**params).run(text=["a list"])
+
+    @pytest.mark.integration
+    def test_query_terms_weigh_one_each_unlike_the_document_side(self, params):
+        query = FastembedSparseQueryEmbedder(**params).run(text="replication replication slot")["sparse_embedding"]
+        as_document = FastembedSparseTextEmbedder(**params).run(text="replication replication slot")["sparse_embedding"]
+        assert sorted(query.values) == [1.0, 1.0]  # distinct stemmed terms, weight 1: the store's IDF does the rest
+        assert len(as_document.indices) == 2 and max(as_document.values) > min(as_document.values)

@@ -1,0 +1,69 @@
+import pytest
+from haystack import Document
+
+from components.edge_document_store import EdgeDocumentStore
+from components.variant_retriever import VariantRetriever
+from needle.models import BM25_MODEL, LOCAL_DENSE_MODEL, dense_embedder_params, sparse_embedder_params
+
+
+@pytest.fixture
+def retriever(tmp_path, model_dir):
+    dense = dense_embedder_params(LOCAL_DENSE_MODEL, model_dir)
+    sparse = sparse_embedder_params(BM25_MODEL, model_dir)
+    store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=384)
+    return VariantRetriever(
+        document_store=store,
+        sparse_model=sparse["model"], sparse_model_kwargs=sparse["model_kwargs"], sparse_local_files_only=True,
+        dense_model=dense["model"], dense_model_kwargs=dense["model_kwargs"], dense_local_files_only=True,
+        bm25_top_k=5, vector_top_k=5,
+    )
+
+
+class TestVariantRetriever:
+    def test_bad_params_raise(self, retriever):
+        with pytest.raises(ValueError, match="top_k"):
+            VariantRetriever(document_store=retriever.document_store, bm25_top_k=0)
+
+    def test_round_trip(self, retriever):
+        data = retriever.to_dict()
+        assert data["type"] == "components.variant_retriever.VariantRetriever"
+        assert VariantRetriever.from_dict(data).to_dict() == data
+
+    def test_no_variants_no_lists_and_no_model_load(self, retriever):
+        assert retriever.run(variants=[]) == {"lists": {}}
+        assert retriever._dense is None
+
+    def test_unknown_kind_is_refused(self, retriever):
+        with pytest.raises(ValueError, match="unknown variant kind"):
+            retriever.run(variants=[{"kind": "sql", "text": "x"}])
+
+    @pytest.mark.integration
+    def test_routes_lexical_to_bm25_and_semantic_to_vectors(self, retriever, model_dir):
+        from haystack_integrations.components.embedders.fastembed import (
+            FastembedDocumentEmbedder,
+            FastembedSparseDocumentEmbedder,
+        )
+
+        dense = dense_embedder_params(LOCAL_DENSE_MODEL, model_dir)
+        sparse = sparse_embedder_params(BM25_MODEL, model_dir)
+        docs = [
+            Document(id="a", content="Feed the sourdough starter twice a day", meta={"source_doc_id": "n:a"}),
+            Document(id="b", content="Renew TLS certificates with certbot", meta={"source_doc_id": "n:b"}),
+        ]
+        docs = FastembedDocumentEmbedder(**dense, progress_bar=False).run(docs)["documents"]
+        docs = FastembedSparseDocumentEmbedder(**sparse, progress_bar=False).run(docs)["documents"]
+        retriever.document_store.write_documents(docs)
+        lists = retriever.run(
+            variants=[
+                {"kind": "lex", "text": "certbot"},
+                {"kind": "vec", "text": "keeping bread yeast alive"},
+                {"kind": "hyde", "text": "You feed the starter flour and water every morning."},
+                {"kind": "vec", "name": "prf_vec", "text": "x", "embedding": docs[1].embedding},
+            ]
+        )["lists"]
+        assert set(lists) == {"lex_1", "vec_1", "hyde", "prf_vec"}
+        assert [d.id for d in lists["lex_1"]] == ["b"]  # BM25: only the document with the word
+        assert lists["lex_1"][0].meta["score_kind"] == "bm25" and 0 < lists["lex_1"][0].score < 1
+        assert lists["vec_1"][0].id == "a" and lists["vec_1"][0].meta["score_kind"] == "cosine"
+        assert lists["hyde"][0].id == "a"
+        assert lists["prf_vec"][0].id == "b"  # a given embedding is searched as is
