@@ -46,6 +46,13 @@ def query_terms(text: str, min_length: int = 3) -> list[str]:
     return list(seen)
 
 
+def term_hits(text: str, terms: list[str]) -> tuple[int, int]:
+    """How many distinct `terms` occur in `text` (case-insensitive), and how many occurrences in all."""
+    lowered = text.lower()
+    counts = [lowered.count(term) for term in terms]
+    return sum(1 for c in counts if c), sum(counts)
+
+
 def strong_signal(probe: list[Document], min_score: float, min_gap: float, group_by: str = "source_doc_id") -> bool:
     """
     Whether a normalised BM25 probe is decisive: its best file scores at least `min_score` and leads the

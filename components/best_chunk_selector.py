@@ -5,7 +5,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components._scores import query_terms
+from components._scores import query_terms, term_hits
 
 
 @component
@@ -50,11 +50,6 @@ class BestChunkSelector:
         """Deserialise the component."""
         return default_from_dict(cls, data)
 
-    def _hits(self, text: str, terms: list[str]) -> tuple[int, int]:
-        lowered = text.lower()
-        counts = [lowered.count(term) for term in terms]
-        return sum(1 for c in counts if c), sum(counts)
-
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document], query: str, chunks: bool = False) -> dict[str, list[Document]]:
         """
@@ -73,7 +68,7 @@ class BestChunkSelector:
         for members in groups.values():
             scored = []
             for position, doc in members:
-                distinct, total = self._hits(doc.content or "", terms)
+                distinct, total = term_hits(doc.content or "", terms)
                 scored.append(((-distinct, -total, position), replace(doc, meta={**doc.meta, "term_hits": distinct})))
             scored.sort(key=lambda item: item[0])
             if chunks:

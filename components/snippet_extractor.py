@@ -5,7 +5,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components._scores import query_terms
+from components._scores import query_terms, term_hits
 
 
 @component
@@ -57,13 +57,8 @@ class SnippetExtractor:
             lines.pop()
         first_line = int(doc.meta.get("start_line", 1))
 
-        def hits(line: str) -> tuple[int, int]:
-            lowered = line.lower()
-            counts = [lowered.count(t) for t in terms]
-            return sum(1 for c in counts if c), sum(counts)
-
-        best = max(range(len(lines)), key=lambda i: (hits(lines[i]), -i)) if terms else 0
-        if terms and hits(lines[best]) == (0, 0):
+        best = max(range(len(lines)), key=lambda i: (term_hits(lines[i], terms), -i)) if terms else 0
+        if terms and term_hits(lines[best], terms) == (0, 0):
             best = 0
         start = max(0, best - self.context_lines)
         end = min(len(lines), best + self.context_lines + 1, start + self.max_lines)

@@ -49,7 +49,8 @@ def bench_ingest(dataset: BeirDataset, docs: int) -> None:
 
 
 def bench_queries(dataset: BeirDataset, queries: int, modes: list[str], cache: Path) -> None:
-    settings = eval_settings(load_settings(), dataset, cache, candidates=load_settings().retrieval.bm25_top_k)
+    base = load_settings()
+    settings = eval_settings(base, dataset, cache, candidates=base.retrieval.bm25_top_k)
     needle, _ = prepare_index(dataset, settings)
     texts = [dataset.queries[q] for q in sorted(dataset.queries)][:queries]
     print(f"\nquery latency: {len(texts)} queries per mode, top 10, index of {len(dataset.corpus)} documents")

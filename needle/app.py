@@ -287,9 +287,9 @@ class Needle:
             name, found, rel = ref.partition(sep)
             if found and name in collections:
                 return collections[name], _inside(collections[name], rel)
-        matches = [(c, c.root) for c in collections.values() if (Path(c.root) / ref).is_file()]
-        if matches:
-            return matches[0][0], _inside(matches[0][0], ref)
+        for collection in collections.values():
+            if (Path(collection.root) / ref).is_file():
+                return collection, _inside(collection, ref)
         raise CollectionError(f"no file '{ref}' in any collection ({', '.join(collections) or 'none yet'})")
 
 
