@@ -1,10 +1,12 @@
 """A caching wrapper that reranks the leading fused candidates with any Haystack ranker."""
 
+import inspect
 import math
 from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from haystack.core.serialization import component_to_dict
 
 from components.llm_cache import LLMCache, load_component, model_label
@@ -37,7 +39,9 @@ class CachedReranker:
     `raw` (as the ranker gave it) and `input_rank` (1-based fused rank), and only `input_rank` for
     documents beyond the candidates. A candidate the ranker could not score (it failed, or left it out)
     gets `score=None`, keeps its input position and is not cached. Haystack's rankers neither cache nor
-    keep the documents they do not rerank.
+    keep the documents they do not rerank. A ranker whose `run` takes `query_embedding` or
+    `query_sparse_embedding` (such as `HybridScoreRanker`) receives the query's embeddings; one that says
+    `cacheable = False` (its scores depend on the whole candidate set) is never cached.
 
     Usage example:
     ```yaml
@@ -135,12 +139,14 @@ class CachedReranker:
         """The document's part of the cache key: its content checksum, else its id."""
         return str(doc.meta.get("checksum") or doc.id)
 
-    def _rerank(self, query: str, documents: list[Document]) -> dict[str, float]:
+    def _rerank(self, query: str, documents: list[Document], embeddings: dict[str, Any]) -> dict[str, float]:
         """Raw scores of the documents the wrapped ranker scored, by document id."""
         # Copies: some rankers set `score` on the documents they are given.
         copies = [replace(doc) for doc in documents]
+        accepted = inspect.signature(self.ranker.run).parameters
+        extra = {name: value for name, value in embeddings.items() if value is not None and name in accepted}
         try:
-            ranked = self.ranker.run(query=query, documents=copies, top_k=len(copies))["documents"]
+            ranked = self.ranker.run(query=query, documents=copies, top_k=len(copies), **extra)["documents"]
         except Exception as error:  # noqa: BLE001 - a failed rerank leaves the fused order in place
             logger.warning("Reranking failed, keeping the fused order: {error}", error=error)
             return {}
@@ -155,7 +161,13 @@ class CachedReranker:
 
     @component.output_types(documents=list[Document])
     def run(
-        self, query: str, documents: list[Document], top_k: int | None = None, enabled: bool | None = None
+        self,
+        query: str,
+        documents: list[Document],
+        top_k: int | None = None,
+        enabled: bool | None = None,
+        query_embedding: list[float] | None = None,
+        query_sparse_embedding: SparseEmbedding | None = None,
     ) -> dict[str, list[Document]]:
         """
         Rerank the leading candidates, from the cache where possible.
@@ -165,6 +177,8 @@ class CachedReranker:
         :param top_k: Overrides the init `top_k` for this call (at least this many are reranked).
         :param enabled: Rerank this request or not; the init value when `None`. Off passes the documents
             through untouched.
+        :param query_embedding: The query's dense embedding, for rankers that take it.
+        :param query_sparse_embedding: The query's sparse embedding, for rankers that take it.
         :returns: A dictionary with `documents`: all input documents, the reranked candidates first by
             descending rerank score, then the others in input order, each with `meta["rerank"]`.
         :raises ValueError: If `top_k` is below 1.
@@ -180,17 +194,20 @@ class CachedReranker:
         count = max(self.candidates, top_k)
         candidates, rest = documents[:count], documents[count:]
         keys = [self.document_key(doc) for doc in candidates]
+        embeddings = {"query_embedding": query_embedding, "query_sparse_embedding": query_sparse_embedding}
+        use_cache = getattr(self.ranker, "cacheable", True) is not False
 
-        cached = self._cache.get_many("rerank", query, model, keys)
+        cached = self._cache.get_many("rerank", query, model, keys) if use_cache else {}
         misses: dict[str, Document] = {}
         for key, doc in zip(keys, candidates):
             if key not in cached:
                 misses.setdefault(key, doc)
         fresh: dict[str, float] = {}
         if misses:
-            by_id = self._rerank(query, list(misses.values()))
+            by_id = self._rerank(query, list(misses.values()), embeddings)
             fresh = {key: by_id[doc.id] for key, doc in misses.items() if doc.id in by_id}
-            self._cache.put_many("rerank", query, model, fresh)
+            if use_cache:
+                self._cache.put_many("rerank", query, model, fresh)
 
         raws = [cached.get(key, fresh.get(key)) for key in keys]
         scores = self._transform(raws)

@@ -721,6 +721,69 @@ class EdgeDocumentStore:
         text_query = qe.TextQuery("content", query, qe.Bm25Params(k=self.bm25_k, b=self.bm25_b))
         return self._query(text_query, top_k, filters, return_embedding=False)
 
+    def query_scores(
+        self,
+        query_embedding: list[float] | None = None,
+        query_sparse_embedding: SparseEmbedding | None = None,
+        top_k: int = 10,
+        filters: dict[str, Any] | None = None,
+        fields: list[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """
+        Scores of the best documents for one dense or one sparse query, without content or vectors.
+
+        Rescoring a few hundred chunks (every chunk of the candidate files) must not pay for their text,
+        and must not miss one: the search is exact, not approximate.
+
+        :param query_embedding: A dense query vector; give it or `query_sparse_embedding`, not both.
+        :param query_sparse_embedding: A sparse query vector.
+        :param top_k: How many documents to score at most.
+        :param filters: Haystack filters applied before ranking.
+        :param fields: Metadata fields to return (`"path"` or `"meta.path"`); `None` returns none.
+        :returns: `[{"id": ..., "score": ..., "meta": {...}}]`, best first.
+        :raises ValueError: Unless exactly one query is given; when `top_k` is not positive.
+        :raises FilterError: When the filters are malformed.
+        """
+        _check_top_k(top_k)
+        if (query_embedding is None) == (query_sparse_embedding is None):
+            raise ValueError("give exactly one of query_embedding and query_sparse_embedding")
+        if query_embedding is not None:
+            if len(query_embedding) != self.embedding_dim:
+                raise ValueError(f"query_embedding must have {self.embedding_dim} values, got {len(query_embedding)}")
+            query = qe.Query.Nearest([float(value) for value in query_embedding], using=DENSE_VECTORS_NAME)
+        else:
+            if not self.use_sparse_embeddings:
+                raise DocumentStoreError("query_scores() with a sparse query needs use_sparse_embeddings=True")
+            assert query_sparse_embedding is not None
+            vector = qe.SparseVector(
+                [int(index) for index in query_sparse_embedding.indices],
+                [float(value) for value in query_sparse_embedding.values],
+            )
+            query = qe.Query.Nearest(vector, using=SPARSE_VECTORS_NAME)
+        names = [_meta_name(field) for field in fields or []]
+        request = qe.QueryRequest(
+            limit=top_k,
+            query=query,
+            filter=_edge_filter(filters),
+            with_payload=["id", *(f"meta.{name}" for name in names)],
+            with_vector=False,
+            params=qe.SearchParams(exact=True),
+        )
+        with _engine_errors("search"):
+            points = self._shard().shard.query(request)
+        rows = []
+        for point in points:
+            payload = point.payload or {}
+            meta = payload.get("meta") or {}
+            rows.append(
+                {
+                    "id": payload.get("id", str(point.id)),
+                    "score": float(point.score),
+                    "meta": {name: meta[name] for name in names if name in meta},
+                }
+            )
+        return rows
+
     # ----------------------------------------------------------------------------------------------------
     # Helpers
 

@@ -8,6 +8,7 @@ from haystack.dataclasses import Document
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from haystack.utils import Secret, deserialize_secrets_inplace
 from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+from haystack_integrations.document_stores.qdrant.converters import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
 from haystack_integrations.document_stores.qdrant.filters import convert_filters_to_qdrant
 from qdrant_client.http import models as rest
 from qdrant_client.http.exceptions import ResponseHandlingException
@@ -213,6 +214,67 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
             "native BM25 (query_text) needs the embedded engine, EdgeDocumentStore; on a Qdrant server use "
             "SparseRetriever with a BM25 sparse embedder (the store has sparse_idf=True) instead"
         )
+
+    def query_scores(
+        self,
+        query_embedding: list[float] | None = None,
+        query_sparse_embedding: SparseEmbedding | None = None,
+        top_k: int = 10,
+        filters: dict[str, Any] | None = None,
+        fields: list[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """
+        Scores of the best documents for one dense or one sparse query, without content or vectors (exact search).
+
+        :param query_embedding: A dense query vector; give it or `query_sparse_embedding`, not both.
+        :param query_sparse_embedding: A sparse query vector.
+        :param top_k: How many documents to score at most.
+        :param filters: Haystack filters applied before ranking.
+        :param fields: Metadata fields to return (`"path"` or `"meta.path"`); `None` returns none.
+        :returns: `[{"id": ..., "score": ..., "meta": {...}}]`, best first.
+        :raises ValueError: Unless exactly one query is given; when `top_k` is not positive.
+        :raises ConnectionError: When the server cannot be reached.
+        """
+        _check_top_k(top_k)
+        if (query_embedding is None) == (query_sparse_embedding is None):
+            raise ValueError("give exactly one of query_embedding and query_sparse_embedding")
+        self._initialize_client()
+        assert self._client is not None
+        if query_embedding is not None:
+            if len(query_embedding) != self.embedding_dim:
+                raise ValueError(f"query_embedding must have {self.embedding_dim} values, got {len(query_embedding)}")
+            query: Any = [float(value) for value in query_embedding]
+            using = DENSE_VECTORS_NAME if self.use_sparse_embeddings else None
+        else:
+            assert query_sparse_embedding is not None
+            query = rest.SparseVector(
+                indices=[int(i) for i in query_sparse_embedding.indices],
+                values=[float(v) for v in query_sparse_embedding.values],
+            )
+            using = SPARSE_VECTORS_NAME
+        names = [field.removeprefix("meta.") for field in fields or []]
+        points = self._client.query_points(
+            collection_name=self.index,
+            query=query,
+            using=using,
+            query_filter=convert_filters_to_qdrant(filters),
+            limit=top_k,
+            with_payload=rest.PayloadSelectorInclude(include=["id", *(f"meta.{name}" for name in names)]),
+            with_vectors=False,
+            search_params=rest.SearchParams(exact=True),
+        ).points
+        rows = []
+        for point in points:
+            payload = point.payload or {}
+            meta = payload.get("meta") or {}
+            rows.append(
+                {
+                    "id": payload.get("id", str(point.id)),
+                    "score": float(point.score),
+                    "meta": {name: meta[name] for name in names if name in meta},
+                }
+            )
+        return rows
 
     def list_documents_meta(
         self, filters: dict[str, Any] | None = None, fields: list[str] | None = None

@@ -21,16 +21,25 @@ from needle.evaluation.beir import DEFAULT_CACHE, eval_settings, load_dataset, p
 from needle.settings import Settings, load_settings  # noqa: E402
 
 NO_BONUS = {"rank1_bonus": 0.0, "rank23_bonus": 0.0}
+NO_RERANK = {"enabled": False}
+QMD_BLEND = {"blend_top_weight": 0.75, "blend_mid_weight": 0.60, "blend_tail_weight": 0.40}
 
 # (label, pipeline, overrides applied over the configuration) — each row adds one stage to the last.
 STAGES: list[tuple[str, str, dict[str, Any]]] = [
     ("BM25 only (search)", "search", {}),
     ("vectors only (vsearch)", "vsearch", {}),
     ("hybrid: plain RRF over chunks", "pipelines/query-plain.yml", {}),
-    ("+ fusion by file", "query", {"expansion": {"enabled": False}, "retrieval": {**NO_BONUS, "original_weight": 1.0}}),
-    ("+ top-rank bonus", "query", {"expansion": {"enabled": False}, "retrieval": {"original_weight": 1.0}}),
-    ("+ expansion (PRF), equal weights", "query", {"expansion": {"enabled": True}, "retrieval": {"original_weight": 1.0}}),
-    ("+ weights (original 2x)", "query", {"expansion": {"enabled": True}, "retrieval": {"original_weight": 2.0}}),
+    ("+ fusion by file", "query", {"expansion": {"enabled": False}, "rerank": NO_RERANK,
+                                    "retrieval": {**NO_BONUS, "original_weight": 1.0}}),
+    ("+ top-rank bonus", "query", {"expansion": {"enabled": False}, "rerank": NO_RERANK,
+                                    "retrieval": {"original_weight": 1.0}}),
+    ("+ expansion (PRF), equal weights", "query", {"expansion": {"enabled": True}, "rerank": NO_RERANK,
+                                                    "retrieval": {"original_weight": 1.0}}),
+    ("+ weights (original 2x)", "query", {"expansion": {"enabled": True}, "rerank": NO_RERANK,
+                                           "retrieval": {"original_weight": 2.0}}),
+    ("expansion off again (it lost on train)", "query", {"expansion": {"enabled": False}, "rerank": NO_RERANK}),
+    ("+ rerank (hybrid exact scores)", "query", {"expansion": {"enabled": False}}),
+    ("+ blend (qmd 0.75 / 0.60 / 0.40)", "query", {"expansion": {"enabled": False}, "rerank": QMD_BLEND}),
     ("shipped default (query.yml as configured)", "query", {}),
 ]
 

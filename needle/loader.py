@@ -23,12 +23,13 @@ from haystack import Pipeline
 from haystack.core import errors as haystack_errors
 
 from needle.models import MissingModelError, dense_embedder_params, embedding_dim, sparse_embedder_params
-from needle.settings import PROJECT_ROOT, Settings, load_settings
+from needle.settings import HYBRID_RANKER, PROJECT_ROOT, Settings, load_settings
 
 PIPELINES_DIR = PROJECT_ROOT / "pipelines"
 ALLOWED_MODULES = ["components", "components.*", "needle", "needle.*", "haystack_integrations.*"]
 ALLOWLIST_ENV = "HAYSTACK_DESERIALIZATION_ALLOWLIST"
-_PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.]+)\}")
+GRAPH_PREFIX = "pipelines."
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.-]+)\}")
 
 
 def allow_needle_modules() -> None:
@@ -44,6 +45,35 @@ def allow_needle_modules() -> None:
 
 class PipelineError(ValueError):
     """A pipeline file is missing, malformed or names a value the settings lack."""
+
+
+class PlaceholderValues(dict):
+    """
+    The values placeholders may name, plus `${pipelines.<name>}`: another graph of `pipelines/`, whole.
+
+    `${pipelines.query}` is the dictionary of `pipelines/query.yml` with its own placeholders filled
+    from the same values (a fresh copy each time it is named), so that one graph can run another as a
+    stage (a Haystack `SuperComponent`, as `pipelines/rag.yml` runs `query.yml`) without copying its steps.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._including: list[str] = []
+
+    def __missing__(self, name: str) -> Any:
+        if not name.startswith(GRAPH_PREFIX):
+            raise KeyError(name)
+        graph = name[len(GRAPH_PREFIX) :]
+        if graph in self._including:
+            raise PipelineError(f"pipelines include each other in a cycle: {' -> '.join([*self._including, graph])}")
+        path = PIPELINES_DIR / f"{graph}.yml"
+        if not path.is_file():
+            raise KeyError(name)
+        self._including.append(graph)
+        try:
+            return resolve_placeholders(_read_graph(path), self)
+        finally:
+            self._including.pop()
 
 
 def store_definition(settings: Settings) -> dict[str, Any]:
@@ -94,7 +124,7 @@ def placeholder_values(settings: Settings, progress_bar: bool = False) -> dict[s
     :returns: A flat mapping of dotted names to values.
     :raises MissingModelError: When a configured offline model is not provisioned.
     """
-    values: dict[str, Any] = {"document_store": store_definition(settings), "progress_bar": progress_bar}
+    values: dict[str, Any] = PlaceholderValues({"document_store": store_definition(settings), "progress_bar": progress_bar})
     for section in ("embedding", "sparse", "chunking", "reader", "retrieval", "expansion", "gate", "rerank", "snippet", "llm"):
         for key, value in getattr(settings, section).model_dump().items():
             values[f"{section}.{key}"] = value
@@ -108,7 +138,28 @@ def placeholder_values(settings: Settings, progress_bar: bool = False) -> dict[s
     values["embedding.dim"] = embedding_dim(settings.embedding.model)
     values["data_dir"] = str(settings.data_dir)
     values["cache_file"] = str(settings.cache_file)
+    values["rerank.ranker"] = ranker_definition(settings, values)
     return values
+
+
+def ranker_definition(settings: Settings, values: dict[str, Any]) -> dict[str, Any]:
+    """
+    The ranker the rerank stage wraps: the offline `HybridScoreRanker` for `rerank.model: hybrid`, else
+    a fastembed cross-encoder of that name (downloaded from the model hub on first use).
+    """
+    if settings.rerank.model == HYBRID_RANKER:
+        return {
+            "type": "components.hybrid_score_ranker.HybridScoreRanker",
+            "init_parameters": {"document_store": values["document_store"], "bm25_weight": settings.rerank.bm25_weight},
+        }
+    return {
+        "type": "haystack_integrations.components.rankers.fastembed.ranker.FastembedRanker",
+        "init_parameters": {
+            "model_name": settings.rerank.model,
+            "cache_dir": values["embedding.cache_dir"],
+            "threads": settings.embedding.query_threads,
+        },
+    }
 
 
 def resolve_placeholders(node: Any, values: dict[str, Any]) -> Any:
@@ -128,9 +179,10 @@ def resolve_placeholders(node: Any, values: dict[str, Any]) -> Any:
         return node
 
     def lookup(name: str) -> Any:
-        if name not in values:
-            raise PipelineError(f"unknown placeholder ${{{name}}}; known: {', '.join(sorted(values))}")
-        return values[name]
+        try:
+            return values[name]
+        except KeyError:
+            raise PipelineError(f"unknown placeholder ${{{name}}}; known: {', '.join(sorted(values))}") from None
 
     whole = _PLACEHOLDER.fullmatch(node)
     if whole:
@@ -177,6 +229,16 @@ def loads_pipeline(text: str) -> Pipeline:
     return Pipeline.loads(text)
 
 
+def _read_graph(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise PipelineError(f"cannot read pipeline {path}: {error}") from error
+    if not isinstance(data, dict) or "components" not in data:
+        raise PipelineError(f"{path} is not a pipeline: it has no 'components' mapping")
+    return data
+
+
 def load_pipeline(
     name_or_path: str | Path, settings: Settings | None = None, progress_bar: bool = False
 ) -> Pipeline:
@@ -192,12 +254,7 @@ def load_pipeline(
     """
     settings = settings or load_settings()
     path = pipeline_path(name_or_path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as error:
-        raise PipelineError(f"cannot read pipeline {path}: {error}") from error
-    if not isinstance(data, dict) or "components" not in data:
-        raise PipelineError(f"{path} is not a pipeline: it has no 'components' mapping")
+    data = _read_graph(path)
     resolved = resolve_placeholders(data, placeholder_values(settings, progress_bar=progress_bar))
     try:
         return build_pipeline(resolved)

@@ -98,12 +98,21 @@ class GateSettings(_Section):
     high_similarity: float = Field(0.6, ge=0.0, le=1.0)
 
 
+HYBRID_RANKER = "hybrid"
+
+
 class RerankSettings(_Section):
-    enabled: bool = False
-    model: str = "Xenova/ms-marco-MiniLM-L-6-v2"
+    enabled: bool = True
+    # `hybrid` (offline: exact BM25 + cosine of each candidate file) or a fastembed cross-encoder name.
+    model: str = HYBRID_RANKER
+    bm25_weight: float = Field(0.5, ge=0.0, le=1.0)
     candidates: int = Field(40, gt=0, le=1000)
     top_n: int = Field(10, gt=0, le=1000)
     cache_ttl_hours: float = Field(168, gt=0)
+    # Position-aware blending: final = w / fused rank + (1 - w) * rerank score, w by fused rank.
+    blend_top_weight: float = Field(0.0, ge=0.0, le=1.0)
+    blend_mid_weight: float = Field(0.0, ge=0.0, le=1.0)
+    blend_tail_weight: float = Field(0.0, ge=0.0, le=1.0)
 
 
 class LLMSettings(_Section):

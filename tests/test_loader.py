@@ -83,10 +83,22 @@ def test_classes_outside_the_allowlist_are_refused():
 def test_every_pipeline_loads_offline_and_round_trips(name, settings):
     pipeline = load_pipeline(name, settings)
     again = loads_pipeline(pipeline.dumps())
-    first, second = pipeline.to_dict(), again.to_dict()
+    first, second = _unordered_connections(pipeline.to_dict()), _unordered_connections(again.to_dict())
     assert first["components"] == second["components"]
-    key = lambda c: (c["sender"], c["receiver"])  # noqa: E731
-    assert sorted(first["connections"], key=key) == sorted(second["connections"], key=key)
+    assert first["connections"] == second["connections"]
+
+
+def _unordered_connections(node):
+    """A pipeline dictionary with every connection list sorted, nested graphs (a SuperComponent's) included."""
+    if isinstance(node, dict):
+        return {
+            key: sorted(value, key=lambda c: (c["sender"], c["receiver"])) if key == "connections"
+            else _unordered_connections(value)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_unordered_connections(value) for value in node]
+    return node
 
 
 @pytest.mark.integration
@@ -95,7 +107,28 @@ def test_round_tripped_query_pipeline_gives_same_results(mode, demo_needle):
     pipeline = demo_needle.pipeline(mode)
     again = loads_pipeline(pipeline.dumps())
     request = {"request": {"query": "replication slot lag", "top_k": 5}}
-    first = pipeline.run(request)["cutoff"]["documents"]
-    second = again.run(request)["cutoff"]["documents"]
+    first = pipeline.run(request)["snippets"]["documents"]
+    second = again.run(request)["snippets"]["documents"]
     assert [d.id for d in first] == [d.id for d in second]
     assert [d.score for d in first] == pytest.approx([d.score for d in second])
+
+
+class TestGraphPlaceholders:
+    def test_a_graph_is_named_whole_with_its_placeholders_filled(self, settings):
+        values = placeholder_values(settings)
+        query = values["pipelines.query"]
+        assert query == resolve_placeholders(yaml.safe_load((PIPELINES_DIR / "query.yml").read_text()), values)
+        assert values["pipelines.query"] is not query, "each use gets its own copy"
+
+    def test_unknown_graph_is_an_unknown_placeholder(self, settings):
+        with pytest.raises(PipelineError, match=r"\$\{pipelines\.no-such-graph\}"):
+            resolve_placeholders({"a": "${pipelines.no-such-graph}"}, placeholder_values(settings))
+
+    def test_graphs_that_name_each_other_are_refused(self, settings, tmp_path, monkeypatch):
+        from needle import loader
+
+        monkeypatch.setattr(loader, "PIPELINES_DIR", tmp_path)
+        (tmp_path / "a.yml").write_text("components:\n  x: ${pipelines.b}\n")
+        (tmp_path / "b.yml").write_text("components:\n  y: ${pipelines.a}\n")
+        with pytest.raises(PipelineError, match="cycle: a -> b -> a"):
+            placeholder_values(settings)["pipelines.a"]

@@ -1,6 +1,7 @@
 import math
 import time
 import warnings
+from dataclasses import replace
 
 import pytest
 from haystack import Document, Pipeline, component
@@ -163,6 +164,32 @@ class TestCachedReranker:
         reranker.run(query="q", documents=docs(0.3))
         reranker.run(query="q", documents=docs(0.3))
         assert len(ranker.seen) == 2
+
+    def test_ranker_that_is_not_cacheable_always_reranks_every_candidate(self, tmp_path):
+        ranker = FakeRanker()
+        ranker.cacheable = False
+        reranker = CachedReranker(ranker=ranker, cache_path=str(tmp_path / "c.sqlite"))
+        reranker.run(query="q", documents=docs(0.3, 0.7))
+        reranker.run(query="q", documents=docs(0.3, 0.7, 0.5))
+        assert ranker.seen == [["d0", "d1"], ["d0", "d1", "d2"]]
+
+    def test_query_embeddings_reach_only_rankers_that_take_them(self):
+        @component
+        class EmbeddingRanker:
+            def __init__(self) -> None:
+                self.received: list = []
+
+            @component.output_types(documents=list[Document])
+            def run(self, query: str, documents: list[Document], top_k: int | None = None,
+                    query_embedding: list[float] | None = None) -> dict:
+                self.received.append(query_embedding)
+                return {"documents": [replace(d, score=0.5) for d in documents]}
+
+        taker, plain = EmbeddingRanker(), FakeRanker()
+        CachedReranker(ranker=taker).run(query="q", documents=docs(0.3), query_embedding=[0.1, 0.2])
+        CachedReranker(ranker=plain).run(query="q", documents=docs(0.3), query_embedding=[0.1, 0.2])
+        assert taker.received == [[0.1, 0.2]]
+        assert plain.seen == [["d0"]]
 
     def test_disabled_passes_documents_through_untouched(self):
         ranker = FakeRanker()

@@ -290,6 +290,32 @@ class TestEdgeDocumentStore:
         assert docs[0].score > docs[1].score > 0
         assert all(doc.sparse_embedding is None for doc in docs)
 
+    def test_query_scores_match_the_full_queries_without_text(self, store):
+        store.write_documents(
+            [
+                Document(id="a", content="alpha", meta={"source_doc_id": "n:a.md", "path": "a.md"},
+                         embedding=[1.0, 0.0, 0.0, 0.0], sparse_embedding=SparseEmbedding([1, 2], [1.0, 1.0])),
+                Document(id="b", content="beta", meta={"source_doc_id": "n:b.md", "path": "b.md"},
+                         embedding=[0.6, 0.8, 0.0, 0.0], sparse_embedding=SparseEmbedding([1], [1.0])),
+                Document(id="c", content="gamma", meta={"source_doc_id": "n:c.md"},
+                         embedding=[0.0, 0.0, 1.0, 0.0], sparse_embedding=SparseEmbedding([3], [1.0])),
+            ]
+        )
+        query = [1.0, 0.2, 0.0, 0.0]
+        full = {doc.id: doc.score for doc in store.query_dense(query, top_k=3)}
+        rows = store.query_scores(query_embedding=query, top_k=3, fields=["meta.source_doc_id"])
+        assert [row["id"] for row in rows] == ["a", "b", "c"]
+        assert {row["id"]: row["score"] for row in rows} == pytest.approx(full)
+        assert rows[0]["meta"] == {"source_doc_id": "n:a.md"}
+        only_b = {"field": "meta.source_doc_id", "operator": "in", "value": ["n:b.md", "n:c.md"]}
+        sparse = store.query_scores(query_sparse_embedding=SparseEmbedding([1, 2], [1.0, 1.0]), filters=only_b)
+        assert [(row["id"], row["meta"]) for row in sparse] == [("b", {})]
+        assert sparse[0]["score"] > 0
+        with pytest.raises(ValueError, match="exactly one"):
+            store.query_scores()
+        with pytest.raises(ValueError, match="exactly one"):
+            store.query_scores(query_embedding=query, query_sparse_embedding=SparseEmbedding([1], [1.0]))
+
     def test_query_sparse_needs_sparse_vectors(self, tmp_path):
         store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4, use_sparse_embeddings=False)
         with pytest.raises(DocumentStoreError, match="use_sparse_embeddings"):

@@ -159,6 +159,19 @@ class TestQdrantServerDocumentStore:
         assert [doc.id for doc in sparse] == ["b"]
 
     @pytest.mark.filterwarnings("ignore::UserWarning")
+    def test_query_scores_through_the_client(self, memory_store):
+        rows = memory_store.query_scores(query_embedding=[1.0, 0.1, 0.0, 0.0], top_k=2, fields=["path"])
+        assert [(row["id"], row["meta"]) for row in rows] == [("a", {"path": "a.md"}), ("b", {"path": "b.md"})]
+        assert rows[0]["score"] == pytest.approx(0.995, abs=1e-3)
+        sparse = memory_store.query_scores(
+            query_sparse_embedding=SparseEmbedding(indices=[2], values=[1.0]),
+            filters={"field": "meta.collection", "operator": "==", "value": "notes"},
+        )
+        assert [(row["id"], row["meta"]) for row in sparse] == [("a", {})]
+        with pytest.raises(ValueError, match="exactly one"):
+            memory_store.query_scores()
+
+    @pytest.mark.filterwarnings("ignore::UserWarning")
     def test_list_documents_meta_through_the_client(self, memory_store):
         rows = sorted(memory_store.list_documents_meta(fields=["meta.path", "tags"]), key=lambda row: row["id"])
         assert rows == [{"id": "a", "meta": {"path": "a.md", "tags": ["x"]}}, {"id": "b", "meta": {"path": "b.md"}}]
