@@ -24,6 +24,7 @@ class StoreRetriever:
         filters: dict[str, Any] | None = None,
         top_k: int = 10,
         filter_policy: str | FilterPolicy = FilterPolicy.REPLACE,
+        meta_fields: list[str] | None = None,
     ) -> None:
         """
         Create the retriever.
@@ -33,6 +34,9 @@ class StoreRetriever:
         :param filters: Haystack filters applied to every query.
         :param top_k: How many documents to return.
         :param filter_policy: How runtime filters combine with `filters`: `replace` or `merge`.
+        :param meta_fields: Metadata fields the documents carry; `None` carries all. A query graph names
+            the few its stages read: Haystack deep-copies every stage's inputs, and lighter documents copy
+            faster.
         :raises ValueError: When the store lacks the method or `top_k` is not positive.
         """
         if not callable(getattr(document_store, self.store_method, None)):
@@ -44,6 +48,7 @@ class StoreRetriever:
         self.filter_policy = (
             filter_policy if isinstance(filter_policy, FilterPolicy) else FilterPolicy.from_str(filter_policy)
         )
+        self.meta_fields = meta_fields
 
     def to_dict(self) -> dict[str, Any]:
         """
@@ -57,6 +62,7 @@ class StoreRetriever:
             filters=self.filters,
             top_k=self.top_k,
             filter_policy=self.filter_policy.value,
+            meta_fields=self.meta_fields,
             **self._extra_init_parameters(),
         )
 

@@ -33,6 +33,7 @@ class DenseRetriever(StoreRetriever):
         top_k: int = 10,
         filter_policy: str | FilterPolicy = FilterPolicy.REPLACE,
         return_embedding: bool = False,
+        meta_fields: list[str] | None = None,
     ) -> None:
         """
         Create the retriever.
@@ -42,9 +43,12 @@ class DenseRetriever(StoreRetriever):
         :param top_k: How many documents to return.
         :param filter_policy: How runtime filters combine with `filters`: `replace` or `merge`.
         :param return_embedding: Return each document's embedding too (for relevance feedback).
+        :param meta_fields: Metadata fields the documents carry; `None` carries all.
         :raises ValueError: When the store cannot run dense queries or `top_k` is not positive.
         """
-        StoreRetriever.__init__(self, document_store, filters=filters, top_k=top_k, filter_policy=filter_policy)
+        StoreRetriever.__init__(
+            self, document_store, filters=filters, top_k=top_k, filter_policy=filter_policy, meta_fields=meta_fields
+        )
         self.return_embedding = return_embedding
 
     def _extra_init_parameters(self) -> dict[str, Any]:
@@ -65,7 +69,11 @@ class DenseRetriever(StoreRetriever):
         """
         filters, top_k = self._request(filters, top_k)
         documents = self.document_store.query_dense(
-            query_embedding=query_embedding, top_k=top_k, filters=filters, return_embedding=self.return_embedding
+            query_embedding=query_embedding,
+            top_k=top_k,
+            filters=filters,
+            return_embedding=self.return_embedding,
+            fields=self.meta_fields,
         )
         return {"documents": documents}
 

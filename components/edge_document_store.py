@@ -655,6 +655,7 @@ class EdgeDocumentStore:
         top_k: int = 10,
         filters: dict[str, Any] | None = None,
         return_embedding: bool = False,
+        fields: list[str] | None = None,
     ) -> list[Document]:
         """
         Nearest documents to a dense query vector.
@@ -663,6 +664,7 @@ class EdgeDocumentStore:
         :param top_k: How many documents to return.
         :param filters: Haystack filters applied before ranking.
         :param return_embedding: Whether the documents carry their vectors.
+        :param fields: Metadata fields the documents carry (`"path"` or `"meta.path"`); `None` carries all.
         :returns: Documents with `score` set to the similarity, best first.
         :raises ValueError: When `top_k` is not positive or the vector has the wrong size.
         :raises FilterError: When the filters are malformed.
@@ -671,7 +673,7 @@ class EdgeDocumentStore:
         if len(query_embedding) != self.embedding_dim:
             raise ValueError(f"query_embedding must have {self.embedding_dim} values, got {len(query_embedding)}")
         query = qe.Query.Nearest([float(value) for value in query_embedding], using=DENSE_VECTORS_NAME)
-        return self._query(query, top_k, filters, return_embedding)
+        return self._query(query, top_k, filters, return_embedding, fields)
 
     def query_sparse(
         self,
@@ -679,6 +681,7 @@ class EdgeDocumentStore:
         top_k: int = 10,
         filters: dict[str, Any] | None = None,
         return_embedding: bool = False,
+        fields: list[str] | None = None,
     ) -> list[Document]:
         """
         Best documents for a sparse query vector (dot product, IDF-weighted when `sparse_idf` is on).
@@ -687,6 +690,7 @@ class EdgeDocumentStore:
         :param top_k: How many documents to return.
         :param filters: Haystack filters applied before ranking.
         :param return_embedding: Whether the documents carry their vectors.
+        :param fields: Metadata fields the documents carry (`"path"` or `"meta.path"`); `None` carries all.
         :returns: Documents with `score` set, best first.
         :raises ValueError: When `top_k` is not positive.
         :raises DocumentStoreError: When the store was configured without sparse vectors.
@@ -699,15 +703,18 @@ class EdgeDocumentStore:
             [int(index) for index in query_sparse_embedding.indices],
             [float(value) for value in query_sparse_embedding.values],
         )
-        return self._query(qe.Query.Nearest(vector, using=SPARSE_VECTORS_NAME), top_k, filters, return_embedding)
+        return self._query(qe.Query.Nearest(vector, using=SPARSE_VECTORS_NAME), top_k, filters, return_embedding, fields)
 
-    def query_text(self, query: str, top_k: int = 10, filters: dict[str, Any] | None = None) -> list[Document]:
+    def query_text(
+        self, query: str, top_k: int = 10, filters: dict[str, Any] | None = None, fields: list[str] | None = None
+    ) -> list[Document]:
         """
         BM25 search over the full-text index of `content`, scored by the engine.
 
         :param query: Free text; tokenised, lowercased, stemmed and stripped of stopwords like the index.
         :param top_k: How many documents to return.
         :param filters: Haystack filters applied before ranking.
+        :param fields: Metadata fields the documents carry (`"path"` or `"meta.path"`); `None` carries all.
         :returns: Documents with `score` set to their BM25 score, best first; none for an empty query.
         :raises ValueError: When `top_k` is not positive.
         :raises DocumentStoreError: When the store was configured without `text_index`.
@@ -719,7 +726,7 @@ class EdgeDocumentStore:
         if not query or not query.strip():
             return []
         text_query = qe.TextQuery("content", query, qe.Bm25Params(k=self.bm25_k, b=self.bm25_b))
-        return self._query(text_query, top_k, filters, return_embedding=False)
+        return self._query(text_query, top_k, filters, return_embedding=False, fields=fields)
 
     def query_scores(
         self,
@@ -787,12 +794,21 @@ class EdgeDocumentStore:
     # ----------------------------------------------------------------------------------------------------
     # Helpers
 
-    def _query(self, query: Any, top_k: int, filters: dict[str, Any] | None, return_embedding: bool) -> list[Document]:
+    def _query(
+        self,
+        query: Any,
+        top_k: int,
+        filters: dict[str, Any] | None,
+        return_embedding: bool,
+        fields: list[str] | None = None,
+    ) -> list[Document]:
+        # Fewer metadata fields make lighter documents: Haystack deep-copies every stage's inputs.
+        payload: Any = True if fields is None else ["id", "content", "blob", *(f"meta.{_meta_name(f)}" for f in fields)]
         request = qe.QueryRequest(
             limit=top_k,
             query=query,
             filter=_edge_filter(filters),
-            with_payload=True,
+            with_payload=payload,
             with_vector=return_embedding,
         )
         with _engine_errors("search"):

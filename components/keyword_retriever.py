@@ -40,7 +40,7 @@ class KeywordRetriever(StoreRetriever):
         :raises ValueError: When `top_k` is not positive.
         """
         filters, top_k = self._request(filters, top_k)
-        documents = self.document_store.query_text(query=query, top_k=top_k, filters=filters)
+        documents = self.document_store.query_text(query=query, top_k=top_k, filters=filters, fields=self.meta_fields)
         return {"documents": documents}
 
 

@@ -1,5 +1,6 @@
 """qdrant-haystack's store with the search and listing methods Needle's components call."""
 
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -154,6 +155,7 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         top_k: int = 10,
         filters: dict[str, Any] | None = None,
         return_embedding: bool = False,
+        fields: list[str] | None = None,
     ) -> list[Document]:
         """
         Nearest documents to a dense query vector.
@@ -162,6 +164,7 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         :param top_k: How many documents to return.
         :param filters: Haystack filters applied before ranking.
         :param return_embedding: Whether the documents carry their vectors.
+        :param fields: Metadata fields the documents carry; `None` carries all (the server sends all either way).
         :returns: Documents with `score` set to the similarity, best first.
         :raises ValueError: When `top_k` is not positive or the vector has the wrong size.
         :raises ConnectionError: When the server cannot be reached.
@@ -169,8 +172,11 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         _check_top_k(top_k)
         if len(query_embedding) != self.embedding_dim:
             raise ValueError(f"query_embedding must have {self.embedding_dim} values, got {len(query_embedding)}")
-        return self._query_by_embedding(
-            query_embedding=query_embedding, filters=filters, top_k=top_k, return_embedding=return_embedding
+        return _only(
+            self._query_by_embedding(
+                query_embedding=query_embedding, filters=filters, top_k=top_k, return_embedding=return_embedding
+            ),
+            fields,
         )
 
     def query_sparse(
@@ -179,6 +185,7 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         top_k: int = 10,
         filters: dict[str, Any] | None = None,
         return_embedding: bool = False,
+        fields: list[str] | None = None,
     ) -> list[Document]:
         """
         Best documents for a sparse query vector (IDF-weighted when `sparse_idf` is on).
@@ -187,20 +194,26 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         :param top_k: How many documents to return.
         :param filters: Haystack filters applied before ranking.
         :param return_embedding: Whether the documents carry their vectors.
+        :param fields: Metadata fields the documents carry; `None` carries all (the server sends all either way).
         :returns: Documents with `score` set, best first.
         :raises ValueError: When `top_k` is not positive.
         :raises QdrantStoreError: When the store was configured without sparse vectors.
         :raises ConnectionError: When the server cannot be reached.
         """
         _check_top_k(top_k)
-        return self._query_by_sparse(
-            query_sparse_embedding=query_sparse_embedding,
-            filters=filters,
-            top_k=top_k,
-            return_embedding=return_embedding,
+        return _only(
+            self._query_by_sparse(
+                query_sparse_embedding=query_sparse_embedding,
+                filters=filters,
+                top_k=top_k,
+                return_embedding=return_embedding,
+            ),
+            fields,
         )
 
-    def query_text(self, query: str, top_k: int = 10, filters: dict[str, Any] | None = None) -> list[Document]:
+    def query_text(
+        self, query: str, top_k: int = 10, filters: dict[str, Any] | None = None, fields: list[str] | None = None
+    ) -> list[Document]:
         """
         Not available on a server collection.
 
@@ -328,3 +341,11 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
 def _check_top_k(top_k: int) -> None:
     if top_k <= 0:
         raise ValueError(f"top_k must be > 0, got {top_k}")
+
+
+def _only(documents: list[Document], fields: list[str] | None) -> list[Document]:
+    """The documents with only the named metadata fields (all when `fields` is `None`)."""
+    if fields is None:
+        return documents
+    names = [field.removeprefix("meta.") for field in fields]
+    return [replace(doc, meta={name: doc.meta[name] for name in names if name in doc.meta}) for doc in documents]

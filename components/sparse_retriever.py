@@ -45,7 +45,7 @@ class SparseRetriever(StoreRetriever):
         """
         filters, top_k = self._request(filters, top_k)
         documents = self.document_store.query_sparse(
-            query_sparse_embedding=query_sparse_embedding, top_k=top_k, filters=filters
+            query_sparse_embedding=query_sparse_embedding, top_k=top_k, filters=filters, fields=self.meta_fields
         )
         return {"documents": documents}
 

@@ -13,9 +13,9 @@ class RecordingStore:
     def __init__(self) -> None:
         self.calls: list[dict] = []
 
-    def query_dense(self, query_embedding, top_k, filters, return_embedding=False):
+    def query_dense(self, query_embedding, top_k, filters, return_embedding=False, fields=None):
         call = {"query_embedding": query_embedding, "top_k": top_k, "filters": filters}
-        self.calls.append({**call, "return_embedding": return_embedding})
+        self.calls.append({**call, "return_embedding": return_embedding, "fields": fields})
         return [Document(content="hit", score=0.9)]
 
 
@@ -68,6 +68,7 @@ class TestDenseRetriever:
                 "filters": {"field": "meta.tags", "operator": "==", "value": "x"},
                 "top_k": 10,
                 "filter_policy": "replace",
+                "meta_fields": None,
                 "return_embedding": False,
             },
         }
@@ -97,6 +98,7 @@ class TestDenseRetriever:
                 "top_k": 4,
                 "filters": {"field": "id", "operator": "==", "value": "x"},
                 "return_embedding": False,
+                "fields": None,
             }
         ]
 
@@ -126,6 +128,18 @@ class TestDenseRetriever:
         )["documents"]
         assert plain.embedding is None
         assert with_vector.embedding == pytest.approx([1.0, 0.0, 0.0, 0.0])
+
+    def test_meta_fields_keep_only_the_named_metadata(self, edge_store):
+        [full] = DenseRetriever(document_store=edge_store, top_k=1).run(query_embedding=[1.0, 0.0, 0.0, 0.0])["documents"]
+        [slim] = DenseRetriever(document_store=edge_store, top_k=1, meta_fields=["path"]).run(
+            query_embedding=[1.0, 0.0, 0.0, 0.0]
+        )["documents"]
+        assert full.meta == {"collection": "a"}
+        assert (slim.id, slim.content, slim.meta) == ("east", "east", {})
+        assert slim.score == pytest.approx(full.score)
+        assert DenseRetriever.from_dict(
+            DenseRetriever(document_store=edge_store, meta_fields=["collection"]).to_dict()
+        ).meta_fields == ["collection"]
 
     def test_retrieves_nearest_documents_from_the_embedded_store(self, edge_store):
         documents = DenseRetriever(document_store=edge_store, top_k=2).run(query_embedding=[1.0, 0.1, 0.0, 0.0])[

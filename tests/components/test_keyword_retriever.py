@@ -14,7 +14,7 @@ class RecordingStore:
     def __init__(self) -> None:
         self.calls: list[dict] = []
 
-    def query_text(self, query, top_k, filters):
+    def query_text(self, query, top_k, filters, fields=None):
         self.calls.append({"query": query, "top_k": top_k, "filters": filters})
         return [Document(content="hit", score=3.0)]
 
@@ -61,6 +61,7 @@ class TestKeywordRetriever:
                 "filters": None,
                 "top_k": 10,
                 "filter_policy": "merge",
+                "meta_fields": None,
             },
         }
 

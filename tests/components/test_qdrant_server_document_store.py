@@ -157,6 +157,8 @@ class TestQdrantServerDocumentStore:
             filters={"field": "meta.collection", "operator": "==", "value": "work"},
         )
         assert [doc.id for doc in sparse] == ["b"]
+        [slim] = memory_store.query_dense([1.0, 0.1, 0.0, 0.0], top_k=1, fields=["meta.path"])
+        assert (slim.id, slim.content, slim.meta) == ("a", "alpha", {"path": "a.md"})
 
     @pytest.mark.filterwarnings("ignore::UserWarning")
     def test_query_scores_through_the_client(self, memory_store):

@@ -14,7 +14,7 @@ class RecordingStore:
     def __init__(self) -> None:
         self.calls: list[dict] = []
 
-    def query_sparse(self, query_sparse_embedding, top_k, filters):
+    def query_sparse(self, query_sparse_embedding, top_k, filters, fields=None):
         self.calls.append({"query_sparse_embedding": query_sparse_embedding, "top_k": top_k, "filters": filters})
         return [Document(content="hit", score=2.5)]
 
@@ -69,6 +69,7 @@ class TestSparseRetriever:
                 "filters": None,
                 "top_k": 7,
                 "filter_policy": "replace",
+                "meta_fields": None,
             },
         }
 
