@@ -102,6 +102,41 @@ def to_result(doc: Any) -> SearchResult:
     )
 
 
+class LLMError(RuntimeError):
+    """The configured LLM cannot answer: no server at its URL, or the server refuses the request."""
+
+
+def llm_error(settings: Settings, error: BaseException) -> LLMError:
+    """
+    Explain an OpenAI client error in terms of Needle's `llm` settings.
+
+    :param settings: Needle's settings (the `llm` section names the server, the model and the key).
+    :param error: What the OpenAI client raised.
+    :returns: An `LLMError` naming the server, the model, the cause and what to configure.
+    """
+    import openai
+
+    llm = settings.llm
+    if isinstance(error, openai.APIConnectionError):
+        what = f"no LLM answered at {llm.url}"
+    elif isinstance(error, openai.APIStatusError):
+        what = f"the LLM at {llm.url} refused the request"
+    else:
+        what = f"cannot use the LLM at {llm.url}"
+    return LLMError(
+        f"{what} (model {llm.model}): {str(error).strip().rstrip('.') or type(error).__name__}. Point the `llm` section of the "
+        f"configuration at an OpenAI-compatible server (NEEDLE_LLM__URL, NEEDLE_LLM__MODEL); its API key is read "
+        f"from ${llm.api_key_env} (any value for a local server)."
+    )
+
+
+def root_cause(error: BaseException) -> BaseException:
+    """The first error that is not a `PipelineRuntimeError` in a chain of them (graphs nested as stages)."""
+    while isinstance(error, PipelineRuntimeError) and error.__cause__ is not None:
+        error = error.__cause__
+    return error
+
+
 class Needle:
     """Runs Needle's graphs for one configuration; thread-safe, each graph loaded and warmed once."""
 
@@ -167,17 +202,7 @@ class Needle:
         :raises ValueError: On invalid input (empty query, bad `top_k`, unknown collection).
         :raises IndexMismatchError: When the index was built with other embedding settings.
         """
-        self.collections.select(collections)
-        index_info.check(self.settings)
-        request: dict[str, Any] = {
-            "query": query,
-            "top_k": top_k if top_k is not None else self.settings.retrieval.top_k,
-            "collections": collections or None,
-            "min_score": min_score if min_score is not None else self.settings.retrieval.min_score,
-            "expand": expand,
-            "rerank": rerank,
-            "chunks": chunks,
-        }
+        request = self._request(query, top_k, collections, min_score, expand, rerank, chunks)
         try:
             output = self.pipeline(mode).run({"request": request})
         except PipelineRuntimeError as error:
@@ -187,6 +212,81 @@ class Needle:
         results = [to_result(doc) for doc in output["cutoff"]["documents"]]
         label = output.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS")
         return {"results": results, "label": label}
+
+    def answer(
+        self,
+        question: str,
+        top_k: int | None = None,
+        collections: list[str] | None = None,
+        min_score: float | None = None,
+        expand: bool | None = None,
+        rerank: bool | None = None,
+        pipeline: str = "rag",
+    ) -> dict[str, Any]:
+        """
+        Answer a question from the notes with the configured LLM, citing chunks as `[path:start-end]`.
+
+        :param question: The question; it is also the search text.
+        :param top_k: Chunks given to the LLM; the configured result count when `None`.
+        :param collections: Restrict to these collections.
+        :param min_score: Give the LLM no chunk scoring below this.
+        :param expand: Switch query expansion on or off.
+        :param rerank: Switch reranking on or off.
+        :param pipeline: An answer graph: `rag` or a YAML path with the inputs and outputs of `pipelines/rag.yml`.
+        :returns: `{"answer": text, "results": [SearchResult] (every chunk the LLM was given, best first),
+            "cited": [SearchResult] (the chunks the answer cites), "unknown_citations": ["path:start-end"]
+            (citations of chunks it was not given), "label": the search's trust label}`.
+        :raises ValueError: On invalid input (empty question, bad `top_k`, unknown collection).
+        :raises IndexMismatchError: When the index was built with other embedding settings.
+        :raises LLMError: When no LLM answers at `llm.url`, or it refuses the request.
+        """
+        import openai
+
+        request = self._request(question, top_k, collections, min_score, expand, rerank, chunks=False)
+        try:
+            graph = self.pipeline(pipeline)
+            output = graph.run({"retrieve": request, "prompt": {"query": question}}, include_outputs_from={"retrieve"})
+        except openai.OpenAIError as error:  # the client refused to start, e.g. without a key
+            raise llm_error(self.settings, error) from None
+        except PipelineRuntimeError as error:
+            cause = root_cause(error)
+            if isinstance(cause, openai.OpenAIError):
+                raise llm_error(self.settings, cause) from None
+            if isinstance(cause, ValueError):
+                raise cause from None
+            raise
+        retrieved = output["retrieve"]
+        results = [to_result(doc) for doc in retrieved["documents"]]
+        return {
+            "answer": output["cite"]["answer"],
+            "results": results,
+            "cited": [to_result(doc) for doc in output["cite"]["cited"]],
+            "unknown_citations": list(output["cite"]["unknown"]),
+            "label": retrieved.get("label") or ("PASS" if results else "NO_RESULTS"),
+        }
+
+    def _request(
+        self,
+        query: str,
+        top_k: int | None,
+        collections: list[str] | None,
+        min_score: float | None,
+        expand: bool | None,
+        rerank: bool | None,
+        chunks: bool,
+    ) -> dict[str, Any]:
+        """The search request of a query graph, defaults filled from the settings, collections and index checked."""
+        self.collections.select(collections)
+        index_info.check(self.settings)
+        return {
+            "query": query,
+            "top_k": top_k if top_k is not None else self.settings.retrieval.top_k,
+            "collections": collections or None,
+            "min_score": min_score if min_score is not None else self.settings.retrieval.min_score,
+            "expand": expand,
+            "rerank": rerank,
+            "chunks": chunks,
+        }
 
     def index(self, names: list[str] | None = None, rebuild: bool = False) -> dict[str, Any]:
         """
@@ -305,4 +405,4 @@ def _inside(collection: Collection, rel: str) -> Path:
     return target
 
 
-__all__ = ["Needle", "SearchResult", "SEARCH_MODES", "docid", "CollectionError"]
+__all__ = ["Needle", "SearchResult", "SEARCH_MODES", "docid", "CollectionError", "LLMError"]

@@ -53,6 +53,14 @@ def _parser() -> argparse.ArgumentParser:
             search.add_argument("--pipeline", default=None, metavar="NAME|FILE",
                                 help="another query graph, e.g. query-llm or my-graph.yml (default: query)")
 
+    answer = sub.add_parser("answer", help="answer a question from the notes with the configured LLM, citing them")
+    answer.add_argument("question", nargs="+")
+    answer.add_argument("-n", type=int, default=None, dest="top_k", help="chunks given to the LLM")
+    answer.add_argument("-c", "--collection", action="append", dest="collections", help="restrict to a collection")
+    answer.add_argument("--min-score", type=float, default=None, help="give the LLM no chunk below this score")
+    answer.add_argument("--json", action="store_true", help="print the answer and its sources as JSON")
+    answer.add_argument("--pipeline", default="rag", metavar="NAME|FILE", help="another answer graph (default: rag)")
+
     get = sub.add_parser("get", help="print a file, or lines of it: PATH[:LINE[:COUNT]] or #docid")
     get.add_argument("ref")
     status = sub.add_parser("status", help="collections, counts, model and index location")
@@ -92,6 +100,25 @@ def _print_results(answer: dict[str, Any], as_json: bool, explain: bool = False)
             for stage, value in r.explain().items():
                 print(f"    · {stage}: {json.dumps(value, default=str)}")
         print()
+
+
+def _print_answer(answer: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        fields = {key: answer[key] for key in ("answer", "label", "unknown_citations")}
+        for key in ("cited", "results"):
+            fields[key] = [r.as_dict() for r in answer[key]]
+        print(json.dumps(fields, indent=2, ensure_ascii=False))
+        return
+    print(answer["answer"] or "(the LLM gave no answer)")
+    cited = {(r.collection, r.path, r.start_line) for r in answer["cited"]}
+    print("\nsources (* cited):")
+    for r in answer["results"]:
+        mark = "*" if (r.collection, r.path, r.start_line) in cited else " "
+        print(f" {mark} #{r.docid} {r.collection}/{r.path}:{r.start_line}-{r.end_line}")
+    if not answer["results"]:
+        print(f"   none ({answer['label']})")
+    if answer["unknown_citations"]:
+        print(f"cited but not given to the LLM: {', '.join(answer['unknown_citations'])}")
 
 
 def _print_report(report: dict[str, Any], as_json: bool) -> None:
@@ -170,6 +197,12 @@ def _run(args: argparse.Namespace) -> int:
             expand=getattr(args, "expand", None), rerank=getattr(args, "rerank", None),
         )
         _print_results(answer, args.json, explain=args.explain)
+        return 0
+    if args.command == "answer":
+        _print_answer(needle.answer(
+            " ".join(args.question), top_k=args.top_k, collections=args.collections, min_score=args.min_score,
+            pipeline=args.pipeline,
+        ), args.json)
         return 0
     if args.command == "get":
         ref, line, count = _split_ref(args.ref)

@@ -1,0 +1,93 @@
+"""pipelines/rag.yml through `Needle.answer` and `needle answer`, against a real OpenAI-compatible server.
+
+The server is llama.cpp with a tiny model (SmolLM2-135M): it cannot answer well or cite reliably, so what
+is tested is the plumbing: the question is searched by the query graph inside rag.yml, the chunks found
+are what the LLM is given and what comes back as the answer's results, an answer comes back, citations
+are only of those chunks, and a server that is not there is a clear error, not a stack trace.
+"""
+
+import json
+
+import pytest
+
+from components.result_labeler import LABELS
+from needle.app import LLMError, Needle
+from needle.cli import main
+from tests.llm_server import MODEL_NAME, llm_server  # noqa: F401
+
+pytestmark = pytest.mark.integration
+QUESTION = "How do I feed my sourdough starter?"
+
+
+def with_llm(needle: Needle, **llm: object) -> Needle:
+    return Needle(needle.settings.model_copy(update={"llm": needle.settings.llm.model_copy(update=llm)}))
+
+
+@pytest.fixture
+def local_key(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+
+
+def test_answer_comes_back_from_the_chunks_the_query_graph_found(demo_needle, llm_server, local_key):  # noqa: F811
+    needle = with_llm(demo_needle, url=llm_server, model=MODEL_NAME, max_tokens=48, timeout=60.0)
+    answer = needle.answer(QUESTION, top_k=2)
+    assert isinstance(answer["answer"], str) and answer["answer"].strip()
+    searched = demo_needle.search(QUESTION, top_k=2)
+    assert [(r.path, r.start_line, r.end_line) for r in answer["results"]] == [
+        (r.path, r.start_line, r.end_line) for r in searched
+    ]
+    assert answer["results"][0].path.startswith("recipes/sourdough")
+    assert [r.text for r in answer["results"]] == [r.text for r in searched]
+    given = {(r.path, r.start_line) for r in answer["results"]}
+    assert all((r.path, r.start_line) in given for r in answer["cited"])
+    assert answer["label"] in LABELS
+
+
+def test_down_server_is_a_clear_error(demo_needle, local_key):
+    needle = with_llm(demo_needle, url="http://127.0.0.1:9/v1", timeout=2.0)
+    with pytest.raises(LLMError, match=r"no LLM answered at http://127\.0\.0\.1:9/v1 .*NEEDLE_LLM__URL"):
+        needle.answer(QUESTION, top_k=1)
+
+
+def test_missing_api_key_names_the_variable(demo_needle, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    needle = with_llm(demo_needle, url="http://127.0.0.1:9/v1", api_key_env="NEEDLE_TEST_NO_SUCH_KEY")
+    with pytest.raises(LLMError, match=r"cannot use the LLM .*\$NEEDLE_TEST_NO_SUCH_KEY"):
+        needle.answer(QUESTION, top_k=1)
+
+
+def test_empty_question_is_a_usage_error(demo_needle, local_key):
+    with pytest.raises(ValueError, match="non-empty"):
+        with_llm(demo_needle, url="http://127.0.0.1:9/v1").answer("   ")
+
+
+class TestCliAnswer:
+    @pytest.fixture
+    def cli(self, demo_needle, monkeypatch, capsys, local_key):
+        monkeypatch.setenv("NEEDLE_DATA_DIR", str(demo_needle.settings.data_dir))
+        monkeypatch.setenv("NEEDLE_MODEL_DIR", str(demo_needle.settings.model_dir))
+
+        def run(*args: str) -> tuple[int, str, str]:
+            code = main(list(args))
+            out = capsys.readouterr()
+            return code, out.out, out.err
+
+        return run
+
+    def test_json_answer_lists_its_sources(self, cli, llm_server, monkeypatch):  # noqa: F811
+        monkeypatch.setenv("NEEDLE_LLM__URL", llm_server)
+        monkeypatch.setenv("NEEDLE_LLM__MODEL", MODEL_NAME)
+        monkeypatch.setenv("NEEDLE_LLM__MAX_TOKENS", "32")
+        code, out, _ = cli("answer", *QUESTION.split(), "-n", "1", "--json")
+        assert code == 0
+        answer = json.loads(out)
+        assert answer["answer"].strip()
+        assert [r["path"] for r in answer["results"]][0].startswith("recipes/sourdough")
+        assert set(answer) == {"answer", "label", "unknown_citations", "cited", "results"}
+
+    def test_down_server_is_one_line_and_exit_1(self, cli, monkeypatch):
+        monkeypatch.setenv("NEEDLE_LLM__URL", "http://127.0.0.1:9/v1")
+        monkeypatch.setenv("NEEDLE_LLM__TIMEOUT", "2")
+        code, out, err = cli("answer", "sourdough", "starter")
+        assert code == 1 and out == ""
+        assert err.startswith("error: no LLM answered at http://127.0.0.1:9/v1") and "Traceback" not in err
