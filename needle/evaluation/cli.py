@@ -3,8 +3,10 @@
     needle eval golden [--file eval/golden/demo.yml] [--mode query]
     needle eval beir --dataset DIR --pipeline search --pipeline my.yml
     needle eval compare A.yml B.yml (--dataset DIR | --golden FILE) [--margin 0.0]
+    needle eval ragas (--golden FILE | --dataset DIR) [--pipeline query] [--llm [--rag-pipeline rag]]
 
-Exit codes: 0 when thresholds pass and B is no regression, 1 when they do not, 2 on usage errors.
+Exit codes: 0 when thresholds pass, B is no regression and ragas' id metrics agree with ours; 1 when
+not; 2 on usage errors.
 Reports (JSON, a markdown summary and, for comparisons, a PNG chart) go to `--reports` (eval/reports/).
 """
 
@@ -80,6 +82,31 @@ def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
     compare.add_argument("--permutations", type=int, default=10_000, help="sign flips of the randomisation test")
     compare.add_argument("--seed", type=int, default=0, help="seed of the test and the bootstrap")
     _common(compare)
+
+    ragas = esub.add_parser(
+        "ragas", help="ragas metrics: id-based retrieval (cross-checked with ours and Haystack's), LLM-judged answers"
+    )
+    data = ragas.add_mutually_exclusive_group(required=True)
+    data.add_argument("--golden", type=Path, help="golden file (its optional `reference:` answers feed --llm)")
+    data.add_argument("--dataset", type=Path, help="BEIR folder")
+    ragas.add_argument("--pipeline", default="query", help="retrieval pipeline, name or YAML path (default: query)")
+    ragas.add_argument("--k", type=int, default=10, help="documents scored per query, 1 to 10 (default: 10)")
+    ragas.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
+    ragas.add_argument("--limit", type=int, default=None, help="only the first N queries")
+    ragas.add_argument("--candidates", type=int, default=None, help="chunk results per query (golden 50, BEIR 300)")
+    ragas.add_argument("--llm", action="store_true",
+                       help="also answer each query with --rag-pipeline and judge the answers with the `llm:` server")
+    ragas.add_argument("--rag-pipeline", default="rag", help="answer graph, name or YAML path (default: rag)")
+    ragas.add_argument("--contexts", type=int, default=3, help="chunks given to the LLM per answer (default: 3)")
+    ragas.add_argument("--max-tokens", type=int, default=1024, help="tokens per judgement (default: 1024)")
+    ragas.add_argument("--retries", type=int, default=1, help="re-asks after a judgement that does not parse (default: 1)")
+    ragas.add_argument("--structured-output", choices=["tools", "json"], default="tools",
+                       help="how the judge returns structured output: a forced tool call or a JSON object (default: tools)")
+    ragas.add_argument("--metric", action="append", dest="metrics", metavar="NAME",
+                       choices=["faithfulness", "answer_relevancy", "context_utilization", "context_precision",
+                                "context_recall"],
+                       help="LLM metric to score (repeatable; default: all five)")
+    _common(ragas)
     return evaluation
 
 
@@ -175,14 +202,77 @@ def _compare(args: argparse.Namespace) -> int:
     return 1 if report["regression"] else 0
 
 
+def _ragas(args: argparse.Namespace) -> int:
+    from needle.evaluation import golden as golden_eval
+    from needle.evaluation.reports import label, without_nan, write_report
+    from needle.loader import pipeline_path
+
+    _positive(args.candidates, "--candidates")
+    _positive(args.limit, "--limit")
+    _positive(args.contexts, "--contexts")
+    _positive(args.max_tokens, "--max-tokens")
+    if args.retries < 0:
+        raise ValueError(f"--retries must be >= 0, got {args.retries}")
+    if not 1 <= args.k <= 10:
+        raise ValueError(f"--k must be between 1 and 10, got {args.k}")
+    pipeline_path(args.pipeline)  # a missing file fails before any index is built
+    if args.llm:
+        pipeline_path(args.rag_pipeline)
+    try:
+        from needle.evaluation import ragas_retrieval
+    except ImportError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    progress = sys.stderr.isatty()
+    if args.golden is not None:
+        golden = golden_eval.load_golden(_existing(args.golden, "golden file"))
+        needle = golden_eval.prepare_index(golden, cache=args.cache)
+        candidates = args.candidates or golden_eval.DEFAULT_CANDIDATES
+        runs = ragas_retrieval.golden_rankings(needle, golden, args.pipeline, candidates, args.limit, progress)
+        queries = golden.for_mode(args.pipeline)
+        cases = [{"id": q.id, "question": q.query, "reference": q.reference} for q in queries[: args.limit or None]]
+        data, data_name = f"golden:{golden.path}", golden.name
+    else:
+        from needle.evaluation import beir
+        from needle.settings import load_settings
+
+        dataset = beir.load_dataset(_existing(args.dataset, "dataset folder"), args.split)
+        candidates = args.candidates or 300
+        settings = beir.eval_settings(load_settings(), dataset, args.cache or beir.DEFAULT_CACHE, candidates)
+        needle, _ = beir.prepare_index(dataset, settings)
+        runs = ragas_retrieval.beir_rankings(needle, dataset, args.pipeline, candidates, args.limit)
+        cases = [{"id": r.id, "question": dataset.queries[r.id], "reference": None} for r in runs]
+        data, data_name = f"beir:{dataset.name} ({args.split})", dataset.name
+    report: dict[str, Any] = {
+        "kind": "ragas",
+        "data": data,
+        "retrieval": ragas_retrieval.retrieval_section(runs, args.pipeline, args.k),
+        "answers": None,
+    }
+    markdown = f"ragas on {data}\n\n" + ragas_retrieval.format_retrieval(report["retrieval"])
+    if args.llm:
+        from needle.evaluation import ragas_answers
+
+        report["answers"] = ragas_answers.answers_section(
+            needle, cases, args.rag_pipeline, args.contexts, args.structured_output, args.max_tokens, args.retries,
+            metrics=args.metrics or ragas_answers.METRICS, progress=progress,
+        )
+        markdown += "\n\n" + ragas_answers.format_answers(report["answers"])
+    report = without_nan(report)
+    names = [label(args.pipeline), *([label(args.rag_pipeline)] if args.llm else [])]
+    stem = write_report(report, markdown, args.reports, label("ragas-" + "+".join(names), data_name))
+    _emit(report, markdown, args, [stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".md")])
+    return 0 if report["retrieval"]["agree"] else 1
+
+
 def run_eval(args: argparse.Namespace) -> int:
     """
     Run the `eval` subcommand `args.eval_command`.
 
-    :returns: The exit code: 0 pass, 1 thresholds failed or B regressed.
+    :returns: The exit code: 0 pass, 1 thresholds failed, B regressed or ragas disagreed with our metrics.
     :raises ValueError: On a usage mistake (missing file, bad number, invalid golden file).
     """
-    handlers = {"golden": _golden, "beir": _beir, "compare": _compare}
+    handlers = {"golden": _golden, "beir": _beir, "compare": _compare, "ragas": _ragas}
     return handlers[args.eval_command](args)
 
 

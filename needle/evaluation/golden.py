@@ -12,6 +12,7 @@ queries:
     difficulty: easy                                       # easy | medium | hard | fusion
     modes: [search, vsearch, query]                        # the modes expected to answer it
     note: "optional free text"
+    reference: "optional: what a good answer says"         # for ragas' LLM context precision and recall
 ```
 
 Results are scored per document: chunk hits are grouped by path, each document taking the rank of its
@@ -63,6 +64,7 @@ class GoldenQuery:
     expected: tuple[str, ...]
     difficulty: str
     modes: tuple[str, ...]
+    reference: str | None = None
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,7 @@ def parse_golden(data: Any, path: Path, check_files: bool = True) -> GoldenSet:
             if qid in seen:
                 problems.append(f"{where}: duplicate id")
             seen.add(qid)
-        unknown = set(item) - {"id", "query", "expected", "difficulty", "modes", "note"}
+        unknown = set(item) - {"id", "query", "expected", "difficulty", "modes", "note", "reference"}
         if unknown:
             problems.append(f"{where}: unknown keys {sorted(unknown)}")
         text = item.get("query")
@@ -178,7 +180,14 @@ def parse_golden(data: Any, path: Path, check_files: bool = True) -> GoldenSet:
             for mode in modes:
                 if mode not in MODES:
                     problems.append(f"{where}: unknown mode {mode!r}; use one of {', '.join(MODES)}")
-        queries.append(GoldenQuery(str(qid), str(text or "").strip(), tuple(expected), str(difficulty), tuple(modes)))
+        reference = item.get("reference")
+        if reference is not None and (not isinstance(reference, str) or not reference.strip()):
+            problems.append(f"{where}: reference must be a non-empty answer text")
+            reference = None
+        queries.append(GoldenQuery(
+            str(qid), str(text or "").strip(), tuple(expected), str(difficulty), tuple(modes),
+            reference.strip() if reference else None,
+        ))
     if problems:
         raise GoldenError(f"{path}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
     assert corpus is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from pathlib import Path
@@ -43,3 +44,19 @@ def write_report(report: dict[str, Any], markdown: str, reports_dir: Path, name:
     Path(f"{stem}.json").write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
     Path(f"{stem}.md").write_text(markdown.rstrip() + "\n", encoding="utf-8")
     return stem
+
+
+def without_nan(value: Any) -> Any:
+    """
+    A copy of a report with every NaN as `None` (JSON has no NaN; an undefined score is written as null).
+
+    :param value: A JSON-ready structure of dicts, lists and scalars.
+    :returns: The same structure, NaN floats replaced.
+    """
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {key: without_nan(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [without_nan(item) for item in value]
+    return value

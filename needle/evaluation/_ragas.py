@@ -1,0 +1,43 @@
+"""The one place Needle imports ragas and its Haystack integration (the `ragas` extra).
+
+ragas sends usage events to its authors unless `RAGAS_DO_NOT_TRACK` is `true`; Needle's evaluation stays
+on this machine, so the variable is set here, before ragas can send anything (a user who sets it to
+`false` keeps that choice).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
+
+INSTALL_HINT = (
+    "ragas is not installed: `make install` installs it (the `ragas` extra, then ragas, ragas-haystack and "
+    "instructor without their dependencies; see the Makefile)"
+)
+
+try:
+    from haystack_integrations.components.evaluators.ragas import RagasEvaluator
+    from ragas.dataset_schema import SingleTurnSample
+    from ragas.embeddings.base import BaseRagasEmbedding
+    from ragas.llms.base import InstructorLLM
+    from ragas.metrics import collections as llm_metrics
+
+    with warnings.catch_warnings():
+        # ragas 0.4 points `ragas.metrics` users at `ragas.metrics.collections`, which has no id-based metrics.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from ragas.metrics import IDBasedContextPrecision, IDBasedContextRecall
+except ImportError as error:  # pragma: no cover - depends on the installation
+    raise ImportError(f"{INSTALL_HINT} ({error})") from error
+
+__all__ = [
+    "BaseRagasEmbedding",
+    "IDBasedContextPrecision",
+    "IDBasedContextRecall",
+    "INSTALL_HINT",
+    "InstructorLLM",
+    "RagasEvaluator",
+    "SingleTurnSample",
+    "llm_metrics",
+]
