@@ -48,6 +48,18 @@ class TestLoadGolden:
         assert golden.queries[0].modes == ("search", "query")
         assert golden.name == "golden"
 
+    def test_reference_answer_is_optional_and_must_be_text(self, tmp_path):
+        plain = golden_eval.load_golden(write_golden(tmp_path, golden_data()))
+        assert plain.queries[0].reference is None
+        golden = golden_eval.load_golden(write_golden(tmp_path, golden_data(reference="  Set wal_level to logical. ")))
+        assert golden.queries[0].reference == "Set wal_level to logical."
+        with pytest.raises(GoldenError, match=r"q1: reference must be a non-empty answer text"):
+            golden_eval.load_golden(write_golden(tmp_path, golden_data(reference=["a list"])))
+
+    def test_repository_answers_file_has_a_reference_for_every_question(self):
+        answers = golden_eval.load_golden(DEMO_NOTES.parents[2] / "eval" / "golden" / "answers.yml")
+        assert len(answers.queries) == 5 and all(q.reference for q in answers.queries)
+
     def test_unknown_difficulty_is_named_with_the_choices(self, tmp_path):
         with pytest.raises(GoldenError, match=r"q1: unknown difficulty 'trivial'; use one of easy, medium, hard, fusion"):
             golden_eval.load_golden(write_golden(tmp_path, golden_data(difficulty="trivial")))
