@@ -209,7 +209,7 @@ class Needle:
             if isinstance(error.__cause__, ValueError):
                 raise error.__cause__ from None
             raise
-        results = [to_result(doc) for doc in output["cutoff"]["documents"]]
+        results = [to_result(doc) for doc in output["snippets"]["documents"]]
         label = output.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS")
         return {"results": results, "label": label}
 
