@@ -56,15 +56,22 @@ def bench_queries(dataset: BeirDataset, queries: int, modes: list[str], cache: P
     print(f"\nquery latency: {len(texts)} queries per mode, top 10, index of {len(dataset.corpus)} documents")
     print("| mode | p50 ms | p95 ms | mean ms |")
     print("|---|---|---|---|")
+    stages: list[tuple[str, dict[str, float]]] = []
     for mode in modes:
         needle.search(texts[0], mode=mode, top_k=10)  # warm-up
         latencies = []
-        for text in texts:
-            started = time.perf_counter()
-            needle.search(text, mode=mode, top_k=10)
-            latencies.append(1000 * (time.perf_counter() - started))
+        with ComponentTimer.active() as timer:
+            for text in texts:
+                started = time.perf_counter()
+                needle.search(text, mode=mode, top_k=10)
+                latencies.append(1000 * (time.perf_counter() - started))
         print(f"| {mode} | {metrics.percentile(latencies, 50):.1f} | {metrics.percentile(latencies, 95):.1f} | "
               f"{metrics.mean(latencies):.1f} |")
+        stages.append((mode, {name: 1000 * s / len(texts) for name, s in timer.seconds.items()}))
+    print("\nmean ms per query in each stage (the stage's run and the copy of its inputs):")
+    for mode, per_stage in stages:
+        ranked = sorted(per_stage.items(), key=lambda item: -item[1])
+        print(f"  {mode}: " + ", ".join(f"{name} {ms:.1f}" for name, ms in ranked))
 
 
 def main() -> int:
