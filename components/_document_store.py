@@ -1,7 +1,8 @@
-"""Rebuilding a serialised document store inside a component's `from_dict` (Haystack 2.x and 3.x alike).
+"""What Needle's document stores and the components that hold one share.
 
-Haystack 2.x offered `deserialize_document_store_in_init_params_inplace`; 3.x removed it. Components that
-hold a store call this instead.
+Rebuilding a serialised store inside a component's `from_dict` (Haystack 2.x and 3.x alike): Haystack 2.x
+offered `deserialize_document_store_in_init_params_inplace`; 3.x removed it. And the rows of scores that
+both stores' `query_scores` return.
 """
 
 from typing import Any
@@ -25,3 +26,25 @@ def with_document_store(data: dict[str, Any]) -> dict[str, Any]:
     store_class = import_class_by_name(store["type"])
     init_parameters["document_store"] = store_class.from_dict(store)  # type: ignore[attr-defined]
     return {**data, "init_parameters": init_parameters}
+
+
+def score_rows(points: Any, names: list[str]) -> list[dict[str, Any]]:
+    """
+    Scored Qdrant points (embedded engine or server) as `{"id", "score", "meta"}` rows.
+
+    :param points: Points with `payload` (holding `id` and `meta`), `id` and `score`.
+    :param names: Metadata fields to keep (those the payload selector asked for).
+    :returns: One row per point, in the given order.
+    """
+    rows = []
+    for point in points:
+        payload = point.payload or {}
+        meta = payload.get("meta") or {}
+        rows.append(
+            {
+                "id": payload.get("id", str(point.id)),
+                "score": float(point.score),
+                "meta": {name: meta[name] for name in names if name in meta},
+            }
+        )
+    return rows

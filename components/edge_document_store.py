@@ -31,6 +31,8 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack.errors import FilterError
 from haystack_integrations.document_stores.qdrant.converters import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME, convert_id
 
+from components._document_store import score_rows
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_PAYLOAD_INDEXES: dict[str, str] = {
@@ -778,18 +780,7 @@ class EdgeDocumentStore:
         )
         with _engine_errors("search"):
             points = self._shard().shard.query(request)
-        rows = []
-        for point in points:
-            payload = point.payload or {}
-            meta = payload.get("meta") or {}
-            rows.append(
-                {
-                    "id": payload.get("id", str(point.id)),
-                    "score": float(point.score),
-                    "meta": {name: meta[name] for name in names if name in meta},
-                }
-            )
-        return rows
+        return score_rows(points, names)
 
     # ----------------------------------------------------------------------------------------------------
     # Helpers

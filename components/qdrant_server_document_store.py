@@ -14,6 +14,8 @@ from haystack_integrations.document_stores.qdrant.filters import convert_filters
 from qdrant_client.http import models as rest
 from qdrant_client.http.exceptions import ResponseHandlingException
 
+from components._document_store import score_rows
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_PAYLOAD_FIELDS_TO_INDEX: list[dict[str, str]] = [
@@ -276,18 +278,7 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
             with_vectors=False,
             search_params=rest.SearchParams(exact=True),
         ).points
-        rows = []
-        for point in points:
-            payload = point.payload or {}
-            meta = payload.get("meta") or {}
-            rows.append(
-                {
-                    "id": payload.get("id", str(point.id)),
-                    "score": float(point.score),
-                    "meta": {name: meta[name] for name in names if name in meta},
-                }
-            )
-        return rows
+        return score_rows(points, names)
 
     def list_documents_meta(
         self, filters: dict[str, Any] | None = None, fields: list[str] | None = None
