@@ -6,6 +6,7 @@ from haystack import default_from_dict, default_to_dict
 from haystack.document_stores.types import FilterPolicy
 from haystack.document_stores.types.filter_policy import apply_filter_policy
 
+from components._checks import check_top_k
 from components._document_store import with_document_store
 
 
@@ -89,10 +90,3 @@ class StoreRetriever:
         check_top_k(top_k)
         return apply_filter_policy(self.filter_policy, self.filters, filters), top_k
 
-
-def check_top_k(top_k: int) -> None:
-    """
-    :raises ValueError: When `top_k` is not positive.
-    """
-    if top_k <= 0:
-        raise ValueError(f"top_k must be > 0, got {top_k}")

@@ -6,9 +6,10 @@ from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
-from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from haystack.core.serialization import component_to_dict
+from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
+from components._checks import check_top_k
 from components.llm_cache import LLMCache, load_component, model_label
 from components.llm_judge_ranker import order_known_scores
 
@@ -87,14 +88,16 @@ class CachedReranker:
         """
         if candidates < 1:
             raise ValueError(f"candidates must be > 0, got {candidates}")
-        _check_top_k(top_k)
-        if top_k is None:
-            raise ValueError("top_k must be > 0, got None")
+        check_top_k(top_k)
         if cache_ttl_hours <= 0:
             raise ValueError(f"cache_ttl_hours must be > 0, got {cache_ttl_hours}")
         if score_transform not in SCORE_TRANSFORMS:
             raise ValueError(f"score_transform must be one of {SCORE_TRANSFORMS}, got {score_transform!r}")
         self.ranker = load_component(ranker, "ranker")
+        # The query embeddings the wrapped ranker takes (none for most rankers), read once.
+        self._ranker_inputs = {"query_embedding", "query_sparse_embedding"} & set(
+            inspect.signature(self.ranker.run).parameters
+        )
         self.cache_path = cache_path
         self.cache_ttl_hours = cache_ttl_hours
         self.model_name = model_name
@@ -143,8 +146,7 @@ class CachedReranker:
         """Raw scores of the documents the wrapped ranker scored, by document id."""
         # Copies: some rankers set `score` on the documents they are given.
         copies = [replace(doc) for doc in documents]
-        accepted = inspect.signature(self.ranker.run).parameters
-        extra = {name: value for name, value in embeddings.items() if value is not None and name in accepted}
+        extra = {name: value for name, value in embeddings.items() if value is not None and name in self._ranker_inputs}
         try:
             ranked = self.ranker.run(query=query, documents=copies, top_k=len(copies), **extra)["documents"]
         except Exception as error:  # noqa: BLE001 - a failed rerank leaves the fused order in place
@@ -183,7 +185,7 @@ class CachedReranker:
             descending rerank score, then the others in input order, each with `meta["rerank"]`.
         :raises ValueError: If `top_k` is below 1.
         """
-        _check_top_k(top_k)
+        check_top_k(top_k, optional=True)
         top_k = top_k if top_k is not None else self.top_k
         if not (self.enabled if enabled is None else enabled) or not documents:
             return {"documents": documents}
@@ -222,8 +224,3 @@ class CachedReranker:
             replace(doc, meta={**doc.meta, "rerank": {"input_rank": count + n + 1}}) for n, doc in enumerate(rest)
         ]
         return {"documents": reranked + others}
-
-
-def _check_top_k(top_k: int | None) -> None:
-    if top_k is not None and top_k < 1:
-        raise ValueError(f"top_k must be > 0, got {top_k}")

@@ -31,6 +31,7 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack.errors import FilterError
 from haystack_integrations.document_stores.qdrant.converters import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME, convert_id
 
+from components._checks import check_query_embedding, check_top_k
 from components._document_store import score_rows
 
 logger = logging.getLogger(__name__)
@@ -671,9 +672,8 @@ class EdgeDocumentStore:
         :raises ValueError: When `top_k` is not positive or the vector has the wrong size.
         :raises FilterError: When the filters are malformed.
         """
-        _check_top_k(top_k)
-        if len(query_embedding) != self.embedding_dim:
-            raise ValueError(f"query_embedding must have {self.embedding_dim} values, got {len(query_embedding)}")
+        check_top_k(top_k)
+        check_query_embedding(query_embedding, self.embedding_dim)
         query = qe.Query.Nearest([float(value) for value in query_embedding], using=DENSE_VECTORS_NAME)
         return self._query(query, top_k, filters, return_embedding, fields)
 
@@ -698,7 +698,7 @@ class EdgeDocumentStore:
         :raises DocumentStoreError: When the store was configured without sparse vectors.
         :raises FilterError: When the filters are malformed.
         """
-        _check_top_k(top_k)
+        check_top_k(top_k)
         if not self.use_sparse_embeddings:
             raise DocumentStoreError("query_sparse() needs a store created with use_sparse_embeddings=True")
         vector = qe.SparseVector(
@@ -722,7 +722,7 @@ class EdgeDocumentStore:
         :raises DocumentStoreError: When the store was configured without `text_index`.
         :raises FilterError: When the filters are malformed.
         """
-        _check_top_k(top_k)
+        check_top_k(top_k)
         if not self.text_index:
             raise DocumentStoreError("query_text() needs a store created with text_index=True")
         if not query or not query.strip():
@@ -753,12 +753,11 @@ class EdgeDocumentStore:
         :raises ValueError: Unless exactly one query is given; when `top_k` is not positive.
         :raises FilterError: When the filters are malformed.
         """
-        _check_top_k(top_k)
+        check_top_k(top_k)
         if (query_embedding is None) == (query_sparse_embedding is None):
             raise ValueError("give exactly one of query_embedding and query_sparse_embedding")
         if query_embedding is not None:
-            if len(query_embedding) != self.embedding_dim:
-                raise ValueError(f"query_embedding must have {self.embedding_dim} values, got {len(query_embedding)}")
+            check_query_embedding(query_embedding, self.embedding_dim)
             query = qe.Query.Nearest([float(value) for value in query_embedding], using=DENSE_VECTORS_NAME)
         else:
             if not self.use_sparse_embeddings:
@@ -1021,10 +1020,6 @@ def _to_document(record: Any, score: float | None = None) -> Document:
     )
     return Document.from_dict(data)
 
-
-def _check_top_k(top_k: int) -> None:
-    if top_k <= 0:
-        raise ValueError(f"top_k must be > 0, got {top_k}")
 
 
 def _meta_name(field: str) -> str:

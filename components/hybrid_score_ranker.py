@@ -6,6 +6,7 @@ from typing import Any
 from haystack import Document, component, default_to_dict
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
+from components._checks import check_top_k
 from components._document_store import with_document_store
 
 
@@ -129,8 +130,7 @@ class HybridScoreRanker:
             the file's exact `bm25` and `cosine` scores and the query's `bm25_ceiling`.
         :raises ValueError: When `top_k` is below 1 or an embedding is missing.
         """
-        if top_k is not None and top_k < 1:
-            raise ValueError(f"top_k must be > 0, got {top_k}")
+        check_top_k(top_k, optional=True)
         if query_embedding is None or query_sparse_embedding is None:
             raise ValueError("HybridScoreRanker needs query_embedding and query_sparse_embedding")
         if not documents:

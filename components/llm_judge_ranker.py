@@ -8,6 +8,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage
 
+from components._checks import check_top_k
 from components.llm_cache import load_component
 
 logger = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ class LLMJudgeRanker:
         :param max_chars: Send at most this many characters of each document.
         :raises ValueError: If `top_k` or `max_chars` is below 1.
         """
-        _check_top_k(top_k)
+        check_top_k(top_k, optional=True)
         if max_chars < 1:
             raise ValueError(f"max_chars must be > 0, got {max_chars}")
         self.chat_generator = load_component(chat_generator, "chat_generator")
@@ -152,7 +153,7 @@ class LLMJudgeRanker:
             documents left unjudged keep their input position with `score=None`.
         :raises ValueError: If `top_k` is below 1.
         """
-        _check_top_k(top_k)
+        check_top_k(top_k, optional=True)
         top_k = top_k if top_k is not None else self.top_k
         if not documents:
             return {"documents": []}
@@ -161,8 +162,3 @@ class LLMJudgeRanker:
         order = order_known_scores(documents, scores)
         ranked = [replace(documents[i], score=scores[i]) for i in order]
         return {"documents": ranked[:top_k] if top_k is not None else ranked}
-
-
-def _check_top_k(top_k: int | None) -> None:
-    if top_k is not None and top_k < 1:
-        raise ValueError(f"top_k must be > 0, got {top_k}")

@@ -14,6 +14,7 @@ from haystack_integrations.document_stores.qdrant.filters import convert_filters
 from qdrant_client.http import models as rest
 from qdrant_client.http.exceptions import ResponseHandlingException
 
+from components._checks import check_query_embedding, check_top_k
 from components._document_store import score_rows
 
 logger = logging.getLogger(__name__)
@@ -171,9 +172,8 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         :raises ValueError: When `top_k` is not positive or the vector has the wrong size.
         :raises ConnectionError: When the server cannot be reached.
         """
-        _check_top_k(top_k)
-        if len(query_embedding) != self.embedding_dim:
-            raise ValueError(f"query_embedding must have {self.embedding_dim} values, got {len(query_embedding)}")
+        check_top_k(top_k)
+        check_query_embedding(query_embedding, self.embedding_dim)
         return _only(
             self._query_by_embedding(
                 query_embedding=query_embedding, filters=filters, top_k=top_k, return_embedding=return_embedding
@@ -202,7 +202,7 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         :raises QdrantStoreError: When the store was configured without sparse vectors.
         :raises ConnectionError: When the server cannot be reached.
         """
-        _check_top_k(top_k)
+        check_top_k(top_k)
         return _only(
             self._query_by_sparse(
                 query_sparse_embedding=query_sparse_embedding,
@@ -250,14 +250,13 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         :raises ValueError: Unless exactly one query is given; when `top_k` is not positive.
         :raises ConnectionError: When the server cannot be reached.
         """
-        _check_top_k(top_k)
+        check_top_k(top_k)
         if (query_embedding is None) == (query_sparse_embedding is None):
             raise ValueError("give exactly one of query_embedding and query_sparse_embedding")
         self._initialize_client()
         assert self._client is not None
         if query_embedding is not None:
-            if len(query_embedding) != self.embedding_dim:
-                raise ValueError(f"query_embedding must have {self.embedding_dim} values, got {len(query_embedding)}")
+            check_query_embedding(query_embedding, self.embedding_dim)
             query: Any = [float(value) for value in query_embedding]
             using = DENSE_VECTORS_NAME if self.use_sparse_embeddings else None
         else:
@@ -328,10 +327,6 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         """
         return False
 
-
-def _check_top_k(top_k: int) -> None:
-    if top_k <= 0:
-        raise ValueError(f"top_k must be > 0, got {top_k}")
 
 
 def _only(documents: list[Document], fields: list[str] | None) -> list[Document]:

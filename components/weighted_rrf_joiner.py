@@ -5,6 +5,8 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
+from components._checks import check_top_k
+
 logger = logging.getLogger(__name__)
 
 
@@ -72,7 +74,7 @@ class WeightedRRFJoiner:
             raise ValueError(f"weights must be >= 0, got {weights} and expansion_weight={expansion_weight}")
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
-        _check_top_k(top_k)
+        check_top_k(top_k, optional=True)
         self.inputs = inputs
         self.weights = weights
         self.k = k
@@ -120,7 +122,7 @@ class WeightedRRFJoiner:
             in which documents were first seen; within a group, chunks keep their best rank order).
         :raises ValueError: On a `top_k` below 1, or an expansion list named like a declared input.
         """
-        _check_top_k(top_k)
+        check_top_k(top_k, optional=True)
         top_k = top_k if top_k is not None else self.top_k
         ranked_lists = [(name, self.weights.get(name, 1.0), named.get(name) or []) for name in self.inputs]
         for name, docs in (lists or {}).items():
@@ -157,8 +159,3 @@ class WeightedRRFJoiner:
                     replace(doc, score=scores[key], embedding=None, meta={**doc.meta, "fusion": trace[key]})
                 )
         return {"documents": documents}
-
-
-def _check_top_k(top_k: int | None) -> None:
-    if top_k is not None and top_k < 1:
-        raise ValueError(f"top_k must be > 0, got {top_k}")
