@@ -94,9 +94,8 @@ class HybridScoreRanker:
             fields=[self.group_by],
         )
         best: dict[str, float] = {}
-        for row in rows:
-            key = str(row["meta"].get(self.group_by, row["id"]))
-            best[key] = max(best.get(key, row["score"]), row["score"])
+        for row in rows:  # best first: a file's first row is its best chunk
+            best.setdefault(str(row["meta"].get(self.group_by, row["id"])), row["score"])
         return best
 
     def _lexical_ceiling(self, query_sparse_embedding: SparseEmbedding) -> float:
