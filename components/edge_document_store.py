@@ -56,6 +56,13 @@ _SCHEMA_TYPES = {
 }
 
 
+def _builds_word_graphs(info: Any) -> bool:
+    """Whether an existing full-text index asks the HNSW build for a graph per frequent word."""
+    params = info.params
+    params = params() if callable(params) else params
+    return getattr(params, "enable_hnsw", False) is not False
+
+
 def _enum_members(enum: Any) -> dict[str, Any]:
     """Lower-cased name → member of an engine enum (they are not iterable)."""
     return {
@@ -300,7 +307,14 @@ class EdgeDocumentStore:
         )
 
     def _text_index_params(self) -> Any:
-        """Full-text index on `content`: words, lowercased, stopwords dropped, stemmed, BM25-scored."""
+        """
+        Full-text index on `content`: words, lowercased, stopwords dropped, stemmed, BM25-scored.
+
+        `enable_hnsw=False`: with it on, the engine adds HNSW links for every word that occurs in more chunks
+        than the full-scan threshold, one extra graph per frequent word. Needle never filters vector search
+        by a word, and those graphs made the HNSW build of 100,000 synthetic chunks take over six minutes
+        instead of 75 s (`eval/scale.py`).
+        """
         language = self.text_language.lower()
         return qe.TextIndexParams(
             tokenizer=qe.TokenizerType.Word,
@@ -308,16 +322,21 @@ class EdgeDocumentStore:
             stopwords=_STOPWORDS.get(language),
             stemmer=qe.SnowballParams(_STEMMERS[language]),
             scoring=qe.TextScoringParams(qe.TextScoringType.Bm25),
+            enable_hnsw=False,
         )
 
     def _ensure_indexes(self, opened: _OpenShard) -> None:
         """Create the payload indexes this store needs and the shard lacks."""
         with opened.write_lock, _engine_errors("create payload indexes"):
-            existing = set(opened.shard.info().payload_schema)
+            schema_info = opened.shard.info().payload_schema
+            existing = set(schema_info)
             wanted: dict[str, Any] = {
                 field: _SCHEMA_TYPES[schema] for field, schema in self.payload_indexes.items() if field not in existing
             }
-            if self.text_index and "content" not in existing:
+            if self.text_index and ("content" not in existing or _builds_word_graphs(schema_info["content"])):
+                # Indexes written before `enable_hnsw=False` are rebuilt once (a second or two per 10,000 chunks).
+                if "content" in existing:
+                    opened.shard.update(qe.UpdateOperation.delete_field_index("content"))
                 wanted["content"] = self._text_index_params()
             # The write-ahead log keeps the new indexes; no flush needed.
             for field, schema in wanted.items():

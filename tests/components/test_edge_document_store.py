@@ -213,6 +213,27 @@ class TestEdgeDocumentStore:
         schema = store._shard().shard.info().payload_schema
         assert set(schema) == {*DEFAULT_PAYLOAD_INDEXES, "content"}
         assert schema["content"].params.scoring is not None
+        # No HNSW graph per frequent word: those made building 100k chunks' graph take minutes.
+        assert schema["content"].params.enable_hnsw is False
+
+    def test_rebuilds_a_text_index_that_builds_word_graphs(self, tmp_path):
+        import qdrant_edge as qe
+
+        path = str(tmp_path / "edge")
+        store = EdgeDocumentStore(path=path, embedding_dim=4, use_sparse_embeddings=False)
+        store.write_documents([Document(content="restic backs up the laptop", embedding=[0.1, 0.2, 0.3, 0.4])])
+        shard = store._shard().shard
+        old = qe.TextIndexParams(tokenizer=qe.TokenizerType.Word, lowercase=True, scoring=True)
+        shard.update(qe.UpdateOperation.delete_field_index("content"))
+        shard.update(qe.UpdateOperation.create_field_index("content", old))
+        assert shard.info().payload_schema["content"].params.enable_hnsw is not False
+        store.close()
+
+        reopened = EdgeDocumentStore(path=path, embedding_dim=4, use_sparse_embeddings=False)
+        assert reopened._shard().shard.info().payload_schema["content"].params.enable_hnsw is False
+        [hit] = reopened.query_text("laptops", top_k=1)  # stemmed again, like the new index
+        assert hit.content == "restic backs up the laptop"
+        reopened.close()
 
     def test_nothing_touches_disk_until_first_use(self, tmp_path):
         store = EdgeDocumentStore(path=str(tmp_path / "edge"))
