@@ -1,4 +1,10 @@
-"""The argument checks that Needle's components, retrievers and stores share."""
+"""The argument checks (and the query-vector type) that Needle's components, retrievers and stores share."""
+
+import numpy as np
+
+# A dense query vector: Haystack's embedders give `list[float]`; `FastembedDenseQueryEmbedder` gives a
+# float32 array, which Haystack copies between stages far faster (see that component).
+QueryVector = list[float] | np.ndarray
 
 
 def check_top_k(top_k: int | None, optional: bool = False) -> None:
@@ -17,11 +23,16 @@ def check_top_k(top_k: int | None, optional: bool = False) -> None:
         raise ValueError(f"top_k must be > 0, got {top_k}")
 
 
-def check_query_embedding(query_embedding: list[float], embedding_dim: int) -> None:
+def check_query_embedding(query_embedding: QueryVector, embedding_dim: int) -> list[float]:
     """
     Validate a dense query vector's size against the store's.
 
-    :raises ValueError: When the sizes differ.
+    :returns: The vector as a list of Python floats (what the Qdrant clients take).
+    :raises ValueError: When the vector is not one-dimensional or the sizes differ.
     """
-    if len(query_embedding) != embedding_dim:
-        raise ValueError(f"query_embedding must have {embedding_dim} values, got {len(query_embedding)}")
+    values = np.asarray(query_embedding, dtype=np.float64)
+    if values.ndim != 1:
+        raise ValueError(f"query_embedding must be one vector, got an array of shape {values.shape}")
+    if len(values) != embedding_dim:
+        raise ValueError(f"query_embedding must have {embedding_dim} values, got {len(values)}")
+    return values.tolist()

@@ -5,6 +5,7 @@ from typing import Any
 from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
 
+from components._checks import QueryVector
 from components._store_retriever import StoreRetriever
 
 
@@ -56,12 +57,12 @@ class DenseRetriever(StoreRetriever):
 
     @component.output_types(documents=list[Document])
     def run(
-        self, query_embedding: list[float], filters: dict[str, Any] | None = None, top_k: int | None = None
+        self, query_embedding: QueryVector, filters: dict[str, Any] | None = None, top_k: int | None = None
     ) -> dict[str, list[Document]]:
         """
         Retrieve the documents nearest to the query embedding.
 
-        :param query_embedding: The query vector.
+        :param query_embedding: The query vector (a list of floats or a numpy array).
         :param filters: Haystack filters, combined with the init filters by `filter_policy`.
         :param top_k: How many documents to return; overrides the init value.
         :returns: A dictionary with `documents`: the best documents first, `score` set to the similarity.

@@ -31,7 +31,7 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack.errors import FilterError
 from haystack_integrations.document_stores.qdrant.converters import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME, convert_id
 
-from components._checks import check_query_embedding, check_top_k
+from components._checks import QueryVector, check_query_embedding, check_top_k
 from components._document_store import score_rows
 
 logger = logging.getLogger(__name__)
@@ -673,7 +673,7 @@ class EdgeDocumentStore:
 
     def query_dense(
         self,
-        query_embedding: list[float],
+        query_embedding: QueryVector,
         top_k: int = 10,
         filters: dict[str, Any] | None = None,
         return_embedding: bool = False,
@@ -692,8 +692,8 @@ class EdgeDocumentStore:
         :raises FilterError: When the filters are malformed.
         """
         check_top_k(top_k)
-        check_query_embedding(query_embedding, self.embedding_dim)
-        query = qe.Query.Nearest([float(value) for value in query_embedding], using=DENSE_VECTORS_NAME)
+        vector = check_query_embedding(query_embedding, self.embedding_dim)
+        query = qe.Query.Nearest(vector, using=DENSE_VECTORS_NAME)
         return self._query(query, top_k, filters, return_embedding, fields)
 
     def query_sparse(
@@ -751,7 +751,7 @@ class EdgeDocumentStore:
 
     def query_scores(
         self,
-        query_embedding: list[float] | None = None,
+        query_embedding: QueryVector | None = None,
         query_sparse_embedding: SparseEmbedding | None = None,
         top_k: int = 10,
         filters: dict[str, Any] | None = None,
@@ -776,8 +776,8 @@ class EdgeDocumentStore:
         if (query_embedding is None) == (query_sparse_embedding is None):
             raise ValueError("give exactly one of query_embedding and query_sparse_embedding")
         if query_embedding is not None:
-            check_query_embedding(query_embedding, self.embedding_dim)
-            query = qe.Query.Nearest([float(value) for value in query_embedding], using=DENSE_VECTORS_NAME)
+            vector = check_query_embedding(query_embedding, self.embedding_dim)
+            query = qe.Query.Nearest(vector, using=DENSE_VECTORS_NAME)
         else:
             if not self.use_sparse_embeddings:
                 raise DocumentStoreError("query_scores() with a sparse query needs use_sparse_embeddings=True")

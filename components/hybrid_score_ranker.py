@@ -6,7 +6,7 @@ from typing import Any
 from haystack import Document, component, default_to_dict
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
-from components._checks import check_top_k
+from components._checks import QueryVector, check_top_k
 from components._document_store import with_document_store
 
 
@@ -114,7 +114,7 @@ class HybridScoreRanker:
         query: str,
         documents: list[Document],
         top_k: int | None = None,
-        query_embedding: list[float] | None = None,
+        query_embedding: QueryVector | None = None,
         query_sparse_embedding: SparseEmbedding | None = None,
     ) -> dict[str, list[Document]]:
         """

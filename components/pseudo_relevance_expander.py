@@ -7,6 +7,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
+from components._checks import QueryVector
 from components._scores import STOPWORDS, query_terms, strong_signal
 
 logger = logging.getLogger(__name__)
@@ -117,23 +118,23 @@ class PseudoRelevanceExpander:
                     weights[term] += relevance * tf / len(tokens)
         return [term for term, _ in weights.most_common(self.lex_terms)]
 
-    def rocchio(self, query_embedding: list[float], documents: list[Document]) -> list[float] | None:
+    def rocchio(self, query_embedding: QueryVector, documents: list[Document]) -> list[float] | None:
         """The query vector moved towards the centroid of the feedback documents' embeddings."""
         vectors = [d.embedding for d in self._top_files(documents) if d.embedding]
-        if not vectors or not query_embedding:
+        if not vectors or len(query_embedding) == 0:
             return None
         dim = len(query_embedding)
         centroid = [sum(v[i] for v in vectors) / len(vectors) for i in range(dim)]
         moved = [q + self.rocchio_beta * c for q, c in zip(query_embedding, centroid)]
         norm = math.sqrt(sum(x * x for x in moved)) or 1.0
-        return [x / norm for x in moved]
+        return [float(x / norm) for x in moved]
 
     @component.output_types(variants=list[dict[str, Any]], skipped=str | None)
     def run(
         self,
         query: str,
         probe_documents: list[Document] | None = None,
-        query_embedding: list[float] | None = None,
+        query_embedding: QueryVector | None = None,
         vector_documents: list[Document] | None = None,
         enabled: bool | None = None,
     ) -> dict[str, Any]:
@@ -158,7 +159,7 @@ class PseudoRelevanceExpander:
             if terms:
                 variants.append({"kind": "lex", "name": "prf_lex", "text": f"{query} {' '.join(terms)}"})
         if self.include_vec:
-            moved = self.rocchio(query_embedding or [], vector_documents or [])
+            moved = self.rocchio(query_embedding if query_embedding is not None else [], vector_documents or [])
             if moved is not None:
                 variants.append({"kind": "vec", "name": "prf_vec", "text": query, "embedding": moved})
         return {"variants": variants, "skipped": None if variants else "no feedback documents"}

@@ -14,7 +14,7 @@ from haystack_integrations.document_stores.qdrant.filters import convert_filters
 from qdrant_client.http import models as rest
 from qdrant_client.http.exceptions import ResponseHandlingException
 
-from components._checks import check_query_embedding, check_top_k
+from components._checks import QueryVector, check_query_embedding, check_top_k
 from components._document_store import score_rows
 
 logger = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
 
     def query_dense(
         self,
-        query_embedding: list[float],
+        query_embedding: QueryVector,
         top_k: int = 10,
         filters: dict[str, Any] | None = None,
         return_embedding: bool = False,
@@ -173,10 +173,10 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         :raises ConnectionError: When the server cannot be reached.
         """
         check_top_k(top_k)
-        check_query_embedding(query_embedding, self.embedding_dim)
+        vector = check_query_embedding(query_embedding, self.embedding_dim)
         return _only(
             self._query_by_embedding(
-                query_embedding=query_embedding, filters=filters, top_k=top_k, return_embedding=return_embedding
+                query_embedding=vector, filters=filters, top_k=top_k, return_embedding=return_embedding
             ),
             fields,
         )
@@ -232,7 +232,7 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
 
     def query_scores(
         self,
-        query_embedding: list[float] | None = None,
+        query_embedding: QueryVector | None = None,
         query_sparse_embedding: SparseEmbedding | None = None,
         top_k: int = 10,
         filters: dict[str, Any] | None = None,
@@ -256,8 +256,7 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         self._initialize_client()
         assert self._client is not None
         if query_embedding is not None:
-            check_query_embedding(query_embedding, self.embedding_dim)
-            query: Any = [float(value) for value in query_embedding]
+            query: Any = check_query_embedding(query_embedding, self.embedding_dim)
             using = DENSE_VECTORS_NAME if self.use_sparse_embeddings else None
         else:
             assert query_sparse_embedding is not None

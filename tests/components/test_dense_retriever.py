@@ -152,6 +152,15 @@ class TestDenseRetriever:
         )["documents"]
         assert [doc.id for doc in in_b] == ["north"]
 
+    def test_a_numpy_query_vector_retrieves_what_the_list_does(self, edge_store):
+        import numpy as np
+
+        retriever = DenseRetriever(document_store=edge_store, top_k=3)
+        as_list = retriever.run(query_embedding=[0.9, 0.3, 0.0, 0.0])["documents"]
+        as_array = retriever.run(query_embedding=np.array([0.9, 0.3, 0.0, 0.0], dtype=np.float32))["documents"]
+        assert [d.id for d in as_array] == [d.id for d in as_list]
+        assert [d.score for d in as_array] == pytest.approx([d.score for d in as_list])
+
     def test_pipeline_survives_dumps_and_loads(self, edge_store, monkeypatch):
         monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components")
         pipeline = Pipeline()
