@@ -1,7 +1,9 @@
 """Provenance of an index: which model, prefixes and chunking built it.
 
 Vectors from one model mean nothing to another, so Needle refuses to search or extend an index built
-with different embedding settings, and says how to rebuild it.
+with different embedding settings, and says how to rebuild it. Chunking settings are recorded but not
+enforced: every index run re-chunks every file, so the next run moves the index to the new chunking,
+embedding only the chunks whose text changed (the others keep their ids and vectors).
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ _FILE = "needle_index.json"
 
 class IndexMismatchError(RuntimeError):
     """The index was built with other embedding or chunking settings than the configured ones."""
+
+
+# Keys of the fingerprint that a run can change in place (the others need `needle index --rebuild`).
+_SOFT_KEYS = frozenset({"chunking"})
 
 
 def fingerprint(settings: Settings) -> dict[str, Any]:
@@ -53,7 +59,7 @@ def read(settings: Settings) -> dict[str, Any] | None:
 
 def check(settings: Settings) -> None:
     """
-    Refuse an index built with other settings.
+    Refuse an index built with other embedding settings (other chunking is fine: see the module).
 
     :raises IndexMismatchError: With the differing keys and the command that rebuilds the index.
     """
@@ -61,7 +67,11 @@ def check(settings: Settings) -> None:
     if recorded is None:
         return
     expected = fingerprint(settings)
-    differing = [key for key, value in expected.items() if recorded.get("fingerprint", {}).get(key) != value]
+    differing = [
+        key
+        for key, value in expected.items()
+        if key not in _SOFT_KEYS and recorded.get("fingerprint", {}).get(key) != value
+    ]
     if differing:
         details = ", ".join(f"{k}: index has {recorded['fingerprint'].get(k)!r}, config has {expected[k]!r}" for k in differing)
         raise IndexMismatchError(
