@@ -800,6 +800,34 @@ class EdgeDocumentStore:
             points = self._shard().shard.query(request)
         return score_rows(points, names)
 
+    def best_term_scores(self, query_sparse_embedding: SparseEmbedding) -> list[float]:
+        """
+        For each term of a sparse query, the best score that term alone reaches in the store.
+
+        One batch of single-term searches, planned together by the engine (a query's BM25 ceiling is their
+        sum, see `HybridScoreRanker`).
+
+        :param query_sparse_embedding: The query's sparse embedding.
+        :returns: One score per term, in the embedding's order; 0.0 for a term no document has.
+        :raises DocumentStoreError: When the store was configured without sparse vectors.
+        """
+        if not self.use_sparse_embeddings:
+            raise DocumentStoreError("best_term_scores() needs a store created with use_sparse_embeddings=True")
+        requests = [
+            qe.QueryRequest(
+                limit=1,
+                query=qe.Query.Nearest(qe.SparseVector([int(index)], [float(value)]), using=SPARSE_VECTORS_NAME),
+                with_payload=False,
+                with_vector=False,
+            )
+            for index, value in zip(query_sparse_embedding.indices, query_sparse_embedding.values)
+        ]
+        if not requests:
+            return []
+        with _engine_errors("search"):
+            results = self._shard().shard.query_batch(qe.QueryBatchRequest(requests))
+        return [float(points[0].score) if points else 0.0 for points in results]
+
     # ----------------------------------------------------------------------------------------------------
     # Helpers
 

@@ -49,15 +49,16 @@ class HybridScoreRanker:
         """
         Create the ranker.
 
-        :param document_store: A Needle document store (it must provide `query_scores`).
+        :param document_store: A Needle document store (it must provide `query_scores` and `best_term_scores`).
         :param bm25_weight: Weight of the normalised BM25 score; the cosine gets the rest.
         :param group_by: Metadata field naming a document's file; candidates are scored per file.
         :param max_chunks_per_file: Chunks scored per candidate file at most (a file's best chunks come first).
         :raises ValueError: When the store cannot score, `bm25_weight` is outside [0, 1], or
             `max_chunks_per_file` is below 1.
         """
-        if not callable(getattr(document_store, "query_scores", None)):
-            raise ValueError(f"{type(document_store).__name__} does not provide query_scores()")
+        for method in ("query_scores", "best_term_scores"):
+            if not callable(getattr(document_store, method, None)):
+                raise ValueError(f"{type(document_store).__name__} does not provide {method}()")
         if not 0.0 <= bm25_weight <= 1.0:
             raise ValueError(f"bm25_weight must be within [0, 1], got {bm25_weight}")
         if max_chunks_per_file < 1:
@@ -100,13 +101,7 @@ class HybridScoreRanker:
 
     def _lexical_ceiling(self, query_sparse_embedding: SparseEmbedding) -> float:
         """The best BM25 score the query could reach: each term's best single-term score, summed."""
-        total = 0.0
-        for index, value in zip(query_sparse_embedding.indices, query_sparse_embedding.values):
-            rows = self.document_store.query_scores(
-                query_sparse_embedding=SparseEmbedding(indices=[index], values=[value]), top_k=1
-            )
-            total += rows[0]["score"] if rows else 0.0
-        return total
+        return float(sum(self.document_store.best_term_scores(query_sparse_embedding)))
 
     @component.output_types(documents=list[Document])
     def run(

@@ -278,6 +278,37 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         ).points
         return score_rows(points, names)
 
+    def best_term_scores(self, query_sparse_embedding: SparseEmbedding) -> list[float]:
+        """
+        For each term of a sparse query, the best score that term alone reaches in the collection.
+
+        One `query_batch_points` call of single-term searches (a query's BM25 ceiling is their sum, see
+        `HybridScoreRanker`).
+
+        :param query_sparse_embedding: The query's sparse embedding.
+        :returns: One score per term, in the embedding's order; 0.0 for a term no document has.
+        :raises ValueError: When the collection has no sparse vectors.
+        :raises ConnectionError: When the server cannot be reached.
+        """
+        if not self.use_sparse_embeddings:
+            raise ValueError("best_term_scores() needs a collection with sparse vectors (use_sparse_embeddings=True)")
+        requests = [
+            rest.QueryRequest(
+                query=rest.SparseVector(indices=[int(index)], values=[float(value)]),
+                using=SPARSE_VECTORS_NAME,
+                limit=1,
+                with_payload=False,
+                with_vector=False,
+            )
+            for index, value in zip(query_sparse_embedding.indices, query_sparse_embedding.values)
+        ]
+        if not requests:
+            return []
+        self._initialize_client()
+        assert self._client is not None
+        results = self._client.query_batch_points(collection_name=self.index, requests=requests)
+        return [float(result.points[0].score) if result.points else 0.0 for result in results]
+
     def list_documents_meta(
         self, filters: dict[str, Any] | None = None, fields: list[str] | None = None
     ) -> list[dict[str, Any]]:

@@ -337,6 +337,23 @@ class TestEdgeDocumentStore:
         with pytest.raises(ValueError, match="exactly one"):
             store.query_scores(query_embedding=query, query_sparse_embedding=SparseEmbedding([1], [1.0]))
 
+    def test_best_term_scores_are_each_terms_best_single_term_score(self, store):
+        store.write_documents(
+            [
+                Document(id="a", content="a", embedding=[1.0, 0.0, 0.0, 0.0], sparse_embedding=SparseEmbedding([1, 2], [2.0, 1.0])),
+                Document(id="b", content="b", embedding=[0.0, 1.0, 0.0, 0.0], sparse_embedding=SparseEmbedding([1], [0.5])),
+                Document(id="c", content="c", embedding=[0.0, 0.0, 1.0, 0.0], sparse_embedding=SparseEmbedding([3], [1.0])),
+            ]
+        )
+        query = SparseEmbedding([1, 3, 9], [1.0, 2.0, 1.0])  # term 9 is in no document
+        one_by_one = [
+            (store.query_scores(query_sparse_embedding=SparseEmbedding([i], [v]), top_k=1) or [{"score": 0.0}])[0]["score"]
+            for i, v in zip(query.indices, query.values)
+        ]
+        scores = store.best_term_scores(query)
+        assert scores == pytest.approx(one_by_one) and scores[2] == 0.0 and scores[0] > 0 and scores[1] > 0
+        assert store.best_term_scores(SparseEmbedding([], [])) == []
+
     def test_query_sparse_needs_sparse_vectors(self, tmp_path):
         store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4, use_sparse_embeddings=False)
         with pytest.raises(DocumentStoreError, match="use_sparse_embeddings"):

@@ -174,6 +174,16 @@ class TestQdrantServerDocumentStore:
             memory_store.query_scores()
 
     @pytest.mark.filterwarnings("ignore::UserWarning")
+    def test_best_term_scores_through_the_client(self, memory_store):
+        query = SparseEmbedding(indices=[1, 2, 9], values=[1.0, 1.0, 1.0])
+        one_by_one = [
+            (memory_store.query_scores(query_sparse_embedding=SparseEmbedding([i], [1.0]), top_k=1) or [{"score": 0.0}])[0]["score"]
+            for i in query.indices
+        ]
+        assert memory_store.best_term_scores(query) == pytest.approx(one_by_one)
+        assert one_by_one[0] > 0 and one_by_one[2] == 0.0
+
+    @pytest.mark.filterwarnings("ignore::UserWarning")
     def test_list_documents_meta_through_the_client(self, memory_store):
         rows = sorted(memory_store.list_documents_meta(fields=["meta.path", "tags"]), key=lambda row: row["id"])
         assert rows == [{"id": "a", "meta": {"path": "a.md", "tags": ["x"]}}, {"id": "b", "meta": {"path": "b.md"}}]
