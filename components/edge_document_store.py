@@ -312,8 +312,8 @@ class EdgeDocumentStore:
 
         `enable_hnsw=False`: with it on, the engine adds HNSW links for every word that occurs in more chunks
         than the full-scan threshold, one extra graph per frequent word. Needle never filters vector search
-        by a word, and those graphs made the HNSW build of 100,000 synthetic chunks take over six minutes
-        instead of 75 s (`eval/scale.py`).
+        by a word, and with those graphs the HNSW build of 100,000 synthetic chunks did not finish within
+        600 s, against 82 s without (`eval/scale.py`, README).
         """
         language = self.text_language.lower()
         return qe.TextIndexParams(
