@@ -3,6 +3,7 @@
 import hashlib
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -95,6 +96,9 @@ class LLMCache:
         self.ttl_hours = ttl_hours
         self.busy_timeout = busy_timeout
         self._ready = False
+        # The first connection of each thread would otherwise race to switch the file to WAL and create the
+        # table; a loser got "database is locked" and its write was skipped.
+        self._setup_lock = threading.Lock()
 
     @property
     def enabled(self) -> bool:
@@ -107,15 +111,35 @@ class LLMCache:
         if not self._ready:
             file.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(file, timeout=self.busy_timeout, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-        if not self._ready:
-            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute(_SCHEMA)
-            conn.execute(_INDEX)
-            self._ready = True
-        conn.execute("PRAGMA synchronous = NORMAL")
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            if not self._ready:
+                with self._setup_lock:
+                    if not self._ready:
+                        self._set_up(conn)
+                        self._ready = True
+            conn.execute("PRAGMA synchronous = NORMAL")
+        except BaseException:
+            conn.close()
+            raise
         return conn
+
+    def _set_up(self, conn: sqlite3.Connection) -> None:
+        """Switch the file to WAL and create the table; another process doing the same is waited for."""
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute(_SCHEMA)
+                conn.execute(_INDEX)
+                return
+            except sqlite3.OperationalError as error:
+                # Switching the journal mode can fail with "database is locked" while another process opens the
+                # file; retry until the deadline.
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def _cutoff(self) -> float:
         return time.time() - self.ttl_hours * 3600.0
