@@ -58,9 +58,7 @@ _SCHEMA_TYPES = {
 
 def _builds_word_graphs(info: Any) -> bool:
     """Whether an existing full-text index asks the HNSW build for a graph per frequent word."""
-    params = info.params
-    params = params() if callable(params) else params
-    return getattr(params, "enable_hnsw", False) is not False
+    return getattr(info.params, "enable_hnsw", False) is not False
 
 
 def _enum_members(enum: Any) -> dict[str, Any]:
@@ -692,9 +690,7 @@ class EdgeDocumentStore:
         :raises FilterError: When the filters are malformed.
         """
         check_top_k(top_k)
-        vector = check_query_embedding(query_embedding, self.embedding_dim)
-        query = qe.Query.Nearest(vector, using=DENSE_VECTORS_NAME)
-        return self._query(query, top_k, filters, return_embedding, fields)
+        return self._query(self._dense_nearest(query_embedding), top_k, filters, return_embedding, fields)
 
     def query_sparse(
         self,
@@ -718,13 +714,9 @@ class EdgeDocumentStore:
         :raises FilterError: When the filters are malformed.
         """
         check_top_k(top_k)
-        if not self.use_sparse_embeddings:
-            raise DocumentStoreError("query_sparse() needs a store created with use_sparse_embeddings=True")
-        vector = qe.SparseVector(
-            [int(index) for index in query_sparse_embedding.indices],
-            [float(value) for value in query_sparse_embedding.values],
-        )
-        return self._query(qe.Query.Nearest(vector, using=SPARSE_VECTORS_NAME), top_k, filters, return_embedding, fields)
+        self._require_sparse("query_sparse()")
+        query = self._sparse_nearest(query_sparse_embedding.indices, query_sparse_embedding.values)
+        return self._query(query, top_k, filters, return_embedding, fields)
 
     def query_text(
         self, query: str, top_k: int = 10, filters: dict[str, Any] | None = None, fields: list[str] | None = None
@@ -776,17 +768,11 @@ class EdgeDocumentStore:
         if (query_embedding is None) == (query_sparse_embedding is None):
             raise ValueError("give exactly one of query_embedding and query_sparse_embedding")
         if query_embedding is not None:
-            vector = check_query_embedding(query_embedding, self.embedding_dim)
-            query = qe.Query.Nearest(vector, using=DENSE_VECTORS_NAME)
+            query = self._dense_nearest(query_embedding)
         else:
-            if not self.use_sparse_embeddings:
-                raise DocumentStoreError("query_scores() with a sparse query needs use_sparse_embeddings=True")
             assert query_sparse_embedding is not None
-            vector = qe.SparseVector(
-                [int(index) for index in query_sparse_embedding.indices],
-                [float(value) for value in query_sparse_embedding.values],
-            )
-            query = qe.Query.Nearest(vector, using=SPARSE_VECTORS_NAME)
+            self._require_sparse("query_scores() with a sparse query")
+            query = self._sparse_nearest(query_sparse_embedding.indices, query_sparse_embedding.values)
         names = [_meta_name(field) for field in fields or []]
         request = qe.QueryRequest(
             limit=top_k,
@@ -811,12 +797,11 @@ class EdgeDocumentStore:
         :returns: One score per term, in the embedding's order; 0.0 for a term no document has.
         :raises DocumentStoreError: When the store was configured without sparse vectors.
         """
-        if not self.use_sparse_embeddings:
-            raise DocumentStoreError("best_term_scores() needs a store created with use_sparse_embeddings=True")
+        self._require_sparse("best_term_scores()")
         requests = [
             qe.QueryRequest(
                 limit=1,
-                query=qe.Query.Nearest(qe.SparseVector([int(index)], [float(value)]), using=SPARSE_VECTORS_NAME),
+                query=self._sparse_nearest([index], [value]),
                 with_payload=False,
                 with_vector=False,
             )
@@ -830,6 +815,20 @@ class EdgeDocumentStore:
 
     # ----------------------------------------------------------------------------------------------------
     # Helpers
+
+    def _dense_nearest(self, query_embedding: QueryVector) -> Any:
+        """The engine's nearest-neighbour query for a dense vector, its size checked."""
+        return qe.Query.Nearest(check_query_embedding(query_embedding, self.embedding_dim), using=DENSE_VECTORS_NAME)
+
+    def _require_sparse(self, caller: str) -> None:
+        """:raises DocumentStoreError: Naming `caller`, when the store was configured without sparse vectors."""
+        if not self.use_sparse_embeddings:
+            raise DocumentStoreError(f"{caller} needs a store created with use_sparse_embeddings=True")
+
+    def _sparse_nearest(self, indices: list[int], values: list[float]) -> Any:
+        """The engine's nearest-neighbour query for a sparse vector."""
+        vector = qe.SparseVector([int(index) for index in indices], [float(value) for value in values])
+        return qe.Query.Nearest(vector, using=SPARSE_VECTORS_NAME)
 
     def _query(
         self,

@@ -260,10 +260,7 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
             using = DENSE_VECTORS_NAME if self.use_sparse_embeddings else None
         else:
             assert query_sparse_embedding is not None
-            query = rest.SparseVector(
-                indices=[int(i) for i in query_sparse_embedding.indices],
-                values=[float(v) for v in query_sparse_embedding.values],
-            )
+            query = _sparse_vector(query_sparse_embedding.indices, query_sparse_embedding.values)
             using = SPARSE_VECTORS_NAME
         names = [field.removeprefix("meta.") for field in fields or []]
         points = self._client.query_points(
@@ -294,7 +291,7 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
             raise ValueError("best_term_scores() needs a collection with sparse vectors (use_sparse_embeddings=True)")
         requests = [
             rest.QueryRequest(
-                query=rest.SparseVector(indices=[int(index)], values=[float(value)]),
+                query=_sparse_vector([index], [value]),
                 using=SPARSE_VECTORS_NAME,
                 limit=1,
                 with_payload=False,
@@ -357,6 +354,11 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         """
         return False
 
+
+
+def _sparse_vector(indices: list[int], values: list[float]) -> rest.SparseVector:
+    """A sparse query vector as the client takes it."""
+    return rest.SparseVector(indices=[int(i) for i in indices], values=[float(v) for v in values])
 
 
 def _only(documents: list[Document], fields: list[str] | None) -> list[Document]:
