@@ -1,8 +1,8 @@
 """What Needle's document stores and the components that hold one share.
 
 Rebuilding a serialised store inside a component's `from_dict` (Haystack 2.x and 3.x alike): Haystack 2.x
-offered `deserialize_document_store_in_init_params_inplace`; 3.x removed it. And the rows of scores that
-both stores' `query_scores` return.
+offered `deserialize_document_store_in_init_params_inplace`; 3.x removed it. The rows of scores that
+both stores' `query_scores` return. The check that a store offers the methods a component calls.
 """
 
 from typing import Any
@@ -26,6 +26,17 @@ def with_document_store(data: dict[str, Any]) -> dict[str, Any]:
     store_class = import_class_by_name(store["type"])
     init_parameters["document_store"] = store_class.from_dict(store)  # type: ignore[attr-defined]
     return {**data, "init_parameters": init_parameters}
+
+
+def require_store_methods(document_store: Any, *methods: str) -> None:
+    """
+    Check that a store offers the query methods a component calls (Needle's stores go beyond Haystack's protocol).
+
+    :raises ValueError: Naming the store's class and the first missing method.
+    """
+    for method in methods:
+        if not callable(getattr(document_store, method, None)):
+            raise ValueError(f"{type(document_store).__name__} does not provide {method}()")
 
 
 def score_rows(points: Any, names: list[str]) -> list[dict[str, Any]]:

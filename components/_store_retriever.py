@@ -7,7 +7,7 @@ from haystack.document_stores.types import FilterPolicy
 from haystack.document_stores.types.filter_policy import apply_filter_policy
 
 from components._checks import check_top_k
-from components._document_store import with_document_store
+from components._document_store import require_store_methods, with_document_store
 
 
 class StoreRetriever:
@@ -40,8 +40,7 @@ class StoreRetriever:
             faster.
         :raises ValueError: When the store lacks the method or `top_k` is not positive.
         """
-        if not callable(getattr(document_store, self.store_method, None)):
-            raise ValueError(f"{type(document_store).__name__} has no {self.store_method}() method")
+        require_store_methods(document_store, self.store_method)
         check_top_k(top_k)
         self.document_store = document_store
         self.filters = filters

@@ -5,7 +5,7 @@ from typing import Any
 
 from haystack import Document, component, default_to_dict, logging
 
-from components._document_store import with_document_store
+from components._document_store import require_store_methods, with_document_store
 
 logger = logging.getLogger(__name__)
 
@@ -41,8 +41,7 @@ class ChunkDiffer:
         :param document_store: A Needle document store (it must provide `list_documents_meta`).
         :raises ValueError: When the store cannot list its documents' metadata.
         """
-        if not hasattr(document_store, "list_documents_meta"):
-            raise ValueError(f"{type(document_store).__name__} does not provide list_documents_meta()")
+        require_store_methods(document_store, "list_documents_meta")
         self.document_store = document_store
 
     def to_dict(self) -> dict[str, Any]:

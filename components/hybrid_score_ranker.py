@@ -7,7 +7,7 @@ from haystack import Document, component, default_to_dict
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
 from components._checks import QueryVector, check_top_k
-from components._document_store import with_document_store
+from components._document_store import require_store_methods, with_document_store
 
 
 @component
@@ -56,9 +56,7 @@ class HybridScoreRanker:
         :raises ValueError: When the store cannot score, `bm25_weight` is outside [0, 1], or
             `max_chunks_per_file` is below 1.
         """
-        for method in ("query_scores", "best_term_scores"):
-            if not callable(getattr(document_store, method, None)):
-                raise ValueError(f"{type(document_store).__name__} does not provide {method}()")
+        require_store_methods(document_store, "query_scores", "best_term_scores")
         if not 0.0 <= bm25_weight <= 1.0:
             raise ValueError(f"bm25_weight must be within [0, 1], got {bm25_weight}")
         if max_chunks_per_file < 1:

@@ -10,7 +10,7 @@ from haystack import Document, component, default_to_dict, logging
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
 from components._checks import QueryVector, check_top_k
-from components._document_store import with_document_store
+from components._document_store import require_store_methods, with_document_store
 from components._scores import STOPWORDS, normalize_bm25, query_terms, strong_signal
 
 logger = logging.getLogger(__name__)
@@ -79,9 +79,7 @@ class PseudoRelevanceExpander:
         if rocchio_beta < 0:
             raise ValueError(f"rocchio_beta must be >= 0, got {rocchio_beta}")
         check_top_k(probe_top_k)
-        for method in ("query_sparse", "query_dense"):
-            if not callable(getattr(document_store, method, None)):
-                raise ValueError(f"{type(document_store).__name__} does not provide {method}()")
+        require_store_methods(document_store, "query_sparse", "query_dense")
         self.document_store = document_store
         self.feedback_docs = feedback_docs
         self.lex_terms = lex_terms
