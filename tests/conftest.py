@@ -46,3 +46,19 @@ def demo_needle(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
     needle.collections.add(DEMO_NOTES, "notes")
     needle.first_report = needle.index()
     return needle
+
+
+@pytest.fixture
+def cli(demo_needle, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture):
+    """Run `needle ...` in-process against the demo index; returns (exit code, stdout, stderr)."""
+    from needle.cli import main
+
+    monkeypatch.setenv("NEEDLE_DATA_DIR", str(demo_needle.settings.data_dir))
+    monkeypatch.setenv("NEEDLE_MODEL_DIR", str(demo_needle.settings.model_dir))
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(list(args))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run

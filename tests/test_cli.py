@@ -8,24 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from needle.cli import main
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def cli(demo_needle, monkeypatch, capsys):
-    """Run `needle ...` in-process against the demo index; returns (exit code, stdout, stderr)."""
-    monkeypatch.setenv("NEEDLE_DATA_DIR", str(demo_needle.settings.data_dir))
-    monkeypatch.setenv("NEEDLE_MODEL_DIR", str(demo_needle.settings.model_dir))
-
-    def run(*args: str) -> tuple[int, str, str]:
-        code = main(list(args))
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return run
 
 
 def top_paths(output: str) -> list[str]:

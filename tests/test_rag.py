@@ -12,7 +12,6 @@ import pytest
 
 from components.result_labeler import LABELS
 from needle.app import LLMError, Needle
-from needle.cli import main
 from tests.llm_server import MODEL_NAME, llm_server  # noqa: F401
 
 pytestmark = pytest.mark.integration
@@ -61,19 +60,8 @@ def test_empty_question_is_a_usage_error(demo_needle, local_key):
         with_llm(demo_needle, url="http://127.0.0.1:9/v1").answer("   ")
 
 
+@pytest.mark.usefixtures("local_key")
 class TestCliAnswer:
-    @pytest.fixture
-    def cli(self, demo_needle, monkeypatch, capsys, local_key):
-        monkeypatch.setenv("NEEDLE_DATA_DIR", str(demo_needle.settings.data_dir))
-        monkeypatch.setenv("NEEDLE_MODEL_DIR", str(demo_needle.settings.model_dir))
-
-        def run(*args: str) -> tuple[int, str, str]:
-            code = main(list(args))
-            out = capsys.readouterr()
-            return code, out.out, out.err
-
-        return run
-
     def test_json_answer_lists_its_sources(self, cli, llm_server, monkeypatch):  # noqa: F811
         monkeypatch.setenv("NEEDLE_LLM__URL", llm_server)
         monkeypatch.setenv("NEEDLE_LLM__MODEL", MODEL_NAME)
