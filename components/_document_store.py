@@ -11,20 +11,24 @@ from haystack.core.errors import DeserializationError
 from haystack.core.serialization import import_class_by_name
 
 
-def with_document_store(data: dict[str, Any]) -> dict[str, Any]:
+def with_document_store(data: dict[str, Any], key: str = "document_store", optional: bool = False) -> dict[str, Any]:
     """
-    A copy of a component's serialised form whose `document_store` is rebuilt from its `type`.
+    A copy of a component's serialised form whose store under `key` is rebuilt from its `type`.
 
     :param data: `{"type": ..., "init_parameters": {"document_store": {"type": ..., ...}, ...}}`.
+    :param key: The init parameter that holds the store.
+    :param optional: Leave a missing or `None` store as it is.
     :returns: The same form with a `DocumentStore` instance in place of its dictionary.
     :raises DeserializationError: When the store has no `type`.
     """
     init_parameters = dict(data.get("init_parameters", {}))
-    store = init_parameters.get("document_store")
+    store = init_parameters.get(key)
+    if optional and store is None:
+        return {**data, "init_parameters": init_parameters}
     if not isinstance(store, dict) or "type" not in store:
-        raise DeserializationError("Missing 'type' in the serialised document_store")
+        raise DeserializationError(f"Missing 'type' in the serialised {key}")
     store_class = import_class_by_name(store["type"])
-    init_parameters["document_store"] = store_class.from_dict(store)  # type: ignore[attr-defined]
+    init_parameters[key] = store_class.from_dict(store)  # type: ignore[attr-defined]
     return {**data, "init_parameters": init_parameters}
 
 

@@ -18,7 +18,9 @@ class BestChunkSelector:
     retrieval position) represents its file and carries the file's score: the best score of its chunks
     (after fusion, all chunks of a file share it), so files stay in score order. This is qmd's keyword
     chunk selection plus per-document dedupe; Haystack has neither. With `chunks=True` every chunk is
-    returned instead (still ordered by file, best chunk first), for callers who want passages.
+    returned instead (still ordered by file, best chunk first), for callers who want passages. A whole-file
+    document (`kind: "file"`, see `FileDocumentBuilder`) stands for its file only when none of its chunks
+    was retrieved.
 
     Usage example:
     ```python
@@ -69,10 +71,12 @@ class BestChunkSelector:
             scored = []
             for position, doc in members:
                 distinct, total = term_hits(doc.content or "", terms)
-                scored.append(((-distinct, -total, position), replace(doc, meta={**doc.meta, "term_hits": distinct})))
+                is_file = doc.meta.get("kind") == "file"
+                key = (is_file, -distinct, -total, position)
+                scored.append((key, replace(doc, meta={**doc.meta, "term_hits": distinct})))
             scored.sort(key=lambda item: item[0])
             if chunks:
-                out.extend(doc for _, doc in scored)
+                out.extend(doc for key, doc in scored if not key[0] or doc is scored[0][1])
             else:
                 best_score = max((d.score for _, d in members if d.score is not None), default=None)
                 out.append(replace(scored[0][1], score=best_score))

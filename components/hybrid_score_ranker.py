@@ -10,6 +10,9 @@ from components._checks import QueryVector, check_top_k
 from components._document_store import require_store_methods, with_document_store
 
 
+_COSINE_SCALES = ("best", "raw")
+
+
 @component
 class HybridScoreRanker:
     """
@@ -26,6 +29,11 @@ class HybridScoreRanker:
     rescoring is what lifts the hybrid graph on SciFact and on the golden set (see the README's ablation).
     Haystack's rankers either run a model (cross-encoders, LLMs) or sort by metadata; none rescores with
     the store's scores.
+
+    With a `file_document_store` (whole-file documents, see `FileDocumentBuilder`) each signal is read
+    twice, for the file's best chunk and for its whole text, each normalised as above, and mixed by
+    `file_weight`: words or meaning spread over several chunks then still count. With `bm25_weight` at
+    1.0 or 0.0 it is a single-signal ranker, which is how `search.yml` and `vsearch.yml` score files.
 
     The cosine part is relative to the candidate set, so scores are not cached per document:
     `cacheable = False` tells `CachedReranker` to skip its cache.
@@ -45,50 +53,72 @@ class HybridScoreRanker:
         bm25_weight: float = 0.5,
         group_by: str = "source_doc_id",
         max_chunks_per_file: int = 50,
+        file_document_store: Any | None = None,
+        file_weight: float = 0.5,
+        cosine_scale: str = "best",
     ) -> None:
         """
         Create the ranker.
 
         :param document_store: A Needle document store (it must provide `query_scores` and `best_term_scores`).
-        :param bm25_weight: Weight of the normalised BM25 score; the cosine gets the rest.
+        :param bm25_weight: Weight of the normalised BM25 score; the cosine gets the rest. At 1.0 the ranker
+            needs no dense query embedding, at 0.0 no sparse one.
         :param group_by: Metadata field naming a document's file; candidates are scored per file.
         :param max_chunks_per_file: Chunks scored per candidate file at most (a file's best chunks come first).
-        :raises ValueError: When the store cannot score, `bm25_weight` is outside [0, 1], or
-            `max_chunks_per_file` is below 1.
+        :param file_document_store: The store of whole-file documents (see `FileDocumentBuilder`); when given,
+            each signal mixes the file's best chunk and its whole text.
+        :param file_weight: The whole text's share of each signal when `file_document_store` is given.
+        :param cosine_scale: `best` divides each cosine by the best candidate's (the best file always gets
+            1.0); `raw` keeps the cosine (clamped to [0, 1]), so a query nothing resembles stays low.
+        :raises ValueError: When a store cannot score, `bm25_weight` or `file_weight` is outside [0, 1],
+            `max_chunks_per_file` is below 1, or `cosine_scale` is unknown.
         """
         require_store_methods(document_store, "query_scores", "best_term_scores")
+        if file_document_store is not None:
+            require_store_methods(file_document_store, "query_scores", "best_term_scores")
         if not 0.0 <= bm25_weight <= 1.0:
             raise ValueError(f"bm25_weight must be within [0, 1], got {bm25_weight}")
+        if not 0.0 <= file_weight <= 1.0:
+            raise ValueError(f"file_weight must be within [0, 1], got {file_weight}")
         if max_chunks_per_file < 1:
             raise ValueError(f"max_chunks_per_file must be > 0, got {max_chunks_per_file}")
+        if cosine_scale not in _COSINE_SCALES:
+            raise ValueError(f"cosine_scale must be one of {_COSINE_SCALES}, got {cosine_scale!r}")
         self.document_store = document_store
         self.bm25_weight = bm25_weight
         self.group_by = group_by
         self.max_chunks_per_file = max_chunks_per_file
+        self.file_document_store = file_document_store
+        self.file_weight = file_weight
+        self.cosine_scale = cosine_scale
 
     def to_dict(self) -> dict[str, Any]:
-        """Serialise the ranker and its store."""
+        """Serialise the ranker and its stores."""
         return default_to_dict(
             self,
             document_store=self.document_store.to_dict(),
             bm25_weight=self.bm25_weight,
             group_by=self.group_by,
             max_chunks_per_file=self.max_chunks_per_file,
+            file_document_store=self.file_document_store.to_dict() if self.file_document_store is not None else None,
+            file_weight=self.file_weight,
+            cosine_scale=self.cosine_scale,
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "HybridScoreRanker":
-        """Deserialise the ranker; the store is rebuilt from its own dictionary."""
-        return cls(**with_document_store(data)["init_parameters"])
+        """Deserialise the ranker; the stores are rebuilt from their own dictionaries."""
+        data = with_document_store(with_document_store(data), "file_document_store", optional=True)
+        return cls(**data["init_parameters"])
 
     def _file(self, doc: Document) -> str:
         return str(doc.meta.get(self.group_by, doc.id))
 
-    def _best_scores(self, files: list[str], **query: Any) -> dict[str, float]:
-        """Each file's best chunk score for one query (files without a scored chunk are left out)."""
-        rows = self.document_store.query_scores(
+    def _best_scores(self, store: Any, per_file: int, files: list[str], **query: Any) -> dict[str, float]:
+        """Each file's best score in `store` for one query (files without a scored document are left out)."""
+        rows = store.query_scores(
             **query,
-            top_k=len(files) * self.max_chunks_per_file,
+            top_k=len(files) * per_file,
             filters={"field": f"meta.{self.group_by}", "operator": "in", "value": files},
             fields=[self.group_by],
         )
@@ -97,9 +127,57 @@ class HybridScoreRanker:
             best.setdefault(str(row["meta"].get(self.group_by, row["id"])), row["score"])
         return best
 
-    def _lexical_ceiling(self, query_sparse_embedding: SparseEmbedding) -> float:
-        """The best BM25 score the query could reach: each term's best single-term score, summed."""
-        return float(sum(self.document_store.best_term_scores(query_sparse_embedding)))
+    def _levels(self) -> list[tuple[str, Any, int, float]]:
+        """(name, store, documents per file, weight) of each level a signal is read at."""
+        if self.file_document_store is None or self.file_weight == 0.0:
+            return [("chunk", self.document_store, self.max_chunks_per_file, 1.0)]
+        levels = [("file", self.file_document_store, 1, self.file_weight)]
+        if self.file_weight < 1.0:
+            levels.insert(0, ("chunk", self.document_store, self.max_chunks_per_file, 1.0 - self.file_weight))
+        return levels
+
+    def _lexical(self, files: list[str], sparse: SparseEmbedding, trace: dict[str, dict[str, float]]) -> dict[str, float]:
+        """BM25 per file and level, divided by the best score the query could reach there, mixed by level."""
+
+        def normalise(store: Any, scores: dict[str, float], name: str) -> dict[str, float]:
+            # The best the query could reach: each term's best single-term score, summed.
+            ceiling = float(sum(store.best_term_scores(sparse))) if scores else 0.0
+            trace[f"{name}bm25_ceiling"] = dict.fromkeys(files, ceiling)
+            return {f: min(score / ceiling, 1.0) for f, score in scores.items()} if ceiling > 0 else {}
+
+        return self._mix(files, trace, "bm25", normalise, query_sparse_embedding=sparse)
+
+    def _semantic(self, files: list[str], dense: QueryVector, trace: dict[str, dict[str, float]]) -> dict[str, float]:
+        """Cosine per file and level (divided by the best candidate's there, unless `raw`), mixed by level."""
+
+        def normalise(store: Any, scores: dict[str, float], name: str) -> dict[str, float]:
+            best = max(scores.values(), default=0.0) if self.cosine_scale == "best" else 1.0
+            return {f: min(max(score, 0.0) / best, 1.0) for f, score in scores.items()} if best > 0 else {}
+
+        return self._mix(files, trace, "cosine", normalise, query_embedding=dense)
+
+    def _mix(self, files: list[str], trace: dict[str, dict[str, float]], signal: str, normalise: Any, **query: Any) -> dict[str, float]:
+        """
+        One signal per file, mixed over the levels read.
+
+        A file with a chunk score but no whole-file score has no file document (indexed before whole files
+        were, or past `FileDocumentBuilder.max_chars`): its chunk value stands in for the missing one.
+        """
+        mixed = dict.fromkeys(files, 0.0)
+        chunk_values: dict[str, float] = {}
+        for name, store, per_file, weight in self._levels():
+            prefix = "" if name == "chunk" else "file_"
+            scores = self._best_scores(store, per_file, files, **query)
+            trace[f"{prefix}{signal}"] = {f: scores.get(f, 0.0) for f in files}
+            values = normalise(store, scores, prefix)
+            for f in files:
+                value = values.get(f)
+                if value is None:
+                    value = chunk_values.get(f, 0.0) if f not in scores else 0.0
+                mixed[f] += weight * value
+            if name == "chunk":
+                chunk_values = {f: values.get(f, 0.0) for f in files if f in scores}
+        return mixed
 
     @component.output_types(documents=list[Document])
     def run(
@@ -119,27 +197,33 @@ class HybridScoreRanker:
         :param query_embedding: The query's dense embedding.
         :param query_sparse_embedding: The query's sparse (BM25) embedding.
         :returns: A dictionary with `documents`, best first, `score` in [0, 1] and `meta["hybrid"]` holding
-            the file's exact `bm25` and `cosine` scores and the query's `bm25_ceiling`.
-        :raises ValueError: When `top_k` is below 1 or an embedding is missing.
+            the file's exact scores at each level read (`bm25`, `cosine`, `file_bm25`, `file_cosine`) and the
+            query's `bm25_ceiling` (`file_bm25_ceiling`).
+        :raises ValueError: When `top_k` is below 1 or an embedding the weights need is missing.
         """
         check_top_k(top_k, optional=True)
-        if query_embedding is None or query_sparse_embedding is None:
-            raise ValueError("HybridScoreRanker needs query_embedding and query_sparse_embedding")
+        if self.bm25_weight < 1.0 and query_embedding is None:
+            raise ValueError("HybridScoreRanker needs query_embedding (its bm25_weight is below 1)")
+        if self.bm25_weight > 0.0 and query_sparse_embedding is None:
+            raise ValueError("HybridScoreRanker needs query_sparse_embedding (its bm25_weight is above 0)")
         if not documents:
             return {"documents": []}
         files = list(dict.fromkeys(self._file(doc) for doc in documents))
-        cosine = self._best_scores(files, query_embedding=query_embedding)
-        bm25 = self._best_scores(files, query_sparse_embedding=query_sparse_embedding)
-        best_cosine = max(cosine.get(f, 0.0) for f in files)
-        ceiling = self._lexical_ceiling(query_sparse_embedding) if bm25 else 0.0
-        lexical = {f: min(bm25.get(f, 0.0) / ceiling, 1.0) if ceiling > 0 else 0.0 for f in files}
-        semantic = {f: max(cosine.get(f, 0.0), 0.0) / best_cosine if best_cosine > 0 else 0.0 for f in files}
-        mixed = {f: self.bm25_weight * lexical[f] + (1.0 - self.bm25_weight) * semantic[f] for f in files}
+        trace: dict[str, dict[str, float]] = {}
+        mixed = dict.fromkeys(files, 0.0)
+        if self.bm25_weight > 0.0:
+            assert query_sparse_embedding is not None
+            for f, value in self._lexical(files, query_sparse_embedding, trace).items():
+                mixed[f] += self.bm25_weight * value
+        if self.bm25_weight < 1.0:
+            assert query_embedding is not None
+            for f, value in self._semantic(files, query_embedding, trace).items():
+                mixed[f] += (1.0 - self.bm25_weight) * value
         ranked = [
             replace(
                 doc,
                 score=mixed[key],
-                meta={**doc.meta, "hybrid": {"bm25": bm25.get(key, 0.0), "cosine": cosine.get(key, 0.0), "bm25_ceiling": ceiling}},
+                meta={**doc.meta, "hybrid": {name: values[key] for name, values in trace.items()}},
             )
             for doc, key in ((doc, self._file(doc)) for doc in documents)
         ]

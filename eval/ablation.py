@@ -3,8 +3,10 @@
     python eval/ablation.py --dataset ../shared/datasets/scifact --split test
 
 Every row runs pipelines/query.yml (or the plain graph for the first rows) with configuration
-overrides on the same cached index, and prints nDCG@10, Recall@100 and p50 latency per row. Tune on
-`--split train`, report on `--split test`.
+overrides on the same cached index, and prints nDCG@10, Recall@100 and p50 latency per row. Quality is
+scored on `--candidates` results per query (Recall@100 needs them); latency is timed in a second pass
+over the first `--latency-queries` queries as users run them (the configured candidate counts, top 10).
+Tune on `--split train`, report on `--split test`.
 """
 
 import argparse
@@ -18,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from needle.app import Needle  # noqa: E402
 from needle.evaluation.beir import DEFAULT_CACHE, eval_settings, load_dataset, prepare_index, run_pipeline  # noqa: E402
+from needle.evaluation import metrics  # noqa: E402
 from needle.settings import Settings, load_settings  # noqa: E402
 
 NO_BONUS = {"rank1_bonus": 0.0, "rank23_bonus": 0.0}
@@ -26,8 +29,10 @@ QMD_BLEND = {"blend_top_weight": 0.75, "blend_mid_weight": 0.60, "blend_tail_wei
 
 # (label, pipeline, overrides applied over the configuration) — each row adds one stage to the last.
 STAGES: list[tuple[str, str, dict[str, Any]]] = [
-    ("BM25 only (search)", "search", {}),
-    ("vectors only (vsearch)", "vsearch", {}),
+    ("BM25 only, best chunk per file (search, file_weight 0)", "search", {"retrieval": {"file_weight": 0.0}}),
+    ("BM25 only, + whole files (search)", "search", {}),
+    ("vectors only, best chunk per file (vsearch, file_weight 0)", "vsearch", {"retrieval": {"file_weight": 0.0}}),
+    ("vectors only, + whole files (vsearch)", "vsearch", {}),
     ("hybrid: plain RRF over chunks", "pipelines/query-plain.yml", {}),
     ("+ fusion by file", "query", {"expansion": {"enabled": False}, "rerank": NO_RERANK,
                                     "retrieval": {**NO_BONUS, "original_weight": 1.0}}),
@@ -38,7 +43,9 @@ STAGES: list[tuple[str, str, dict[str, Any]]] = [
     ("+ weights (original 2x)", "query", {"expansion": {"enabled": True}, "rerank": NO_RERANK,
                                            "retrieval": {"original_weight": 2.0}}),
     ("expansion off again (it lost on train)", "query", {"expansion": {"enabled": False}, "rerank": NO_RERANK}),
-    ("+ rerank (hybrid exact scores)", "query", {"expansion": {"enabled": False}}),
+    ("+ rerank (hybrid exact scores, best chunk)", "query", {"expansion": {"enabled": False},
+                                                             "retrieval": {"file_weight": 0.0}}),
+    ("+ whole-file scores in the rerank", "query", {"expansion": {"enabled": False}}),
     ("+ blend (qmd 0.75 / 0.60 / 0.40)", "query", {"expansion": {"enabled": False}, "rerank": QMD_BLEND}),
     ("shipped default (query.yml as configured)", "query", {}),
 ]
@@ -51,6 +58,18 @@ def merged(settings: Settings, overrides: dict[str, Any]) -> Settings:
     return Settings.model_validate(data)
 
 
+def latency_p50(settings: Settings, dataset: Any, pipeline: str, queries: int) -> float:
+    """Median milliseconds per query of `pipeline` as users run it: the configured sizes, top 10."""
+    needle = Needle(settings)
+    needle.pipeline(pipeline)
+    latencies = []
+    for qid in sorted(dataset.queries)[:queries]:
+        started = time.perf_counter()
+        needle.search(dataset.queries[qid], mode=pipeline, top_k=settings.retrieval.top_k)
+        latencies.append(time.perf_counter() - started)
+    return 1000 * metrics.percentile(latencies, 50)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", required=True)
@@ -61,11 +80,14 @@ def main() -> int:
     parser.add_argument("--only", action="append", help="run only rows whose label contains this text")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="extra override for every query.yml row (for tuning)")
+    parser.add_argument("--latency-queries", type=int, default=100, help="queries timed per row at the configured sizes")
     parser.add_argument("--reports", type=Path, default=Path(__file__).parent / "reports")
     args = parser.parse_args()
 
     dataset = load_dataset(args.dataset, args.split)
-    base = eval_settings(load_settings(), dataset, args.cache, args.candidates)
+    configured = load_settings()
+    base = eval_settings(configured, dataset, args.cache, args.candidates)
+    timed = base.model_copy(update={"retrieval": configured.retrieval})
     prepare_index(dataset, base)
     extra: dict[str, dict[str, Any]] = {}
     for item in args.set:
@@ -82,6 +104,9 @@ def main() -> int:
             settings = merged(settings, extra)
         needle = Needle(settings)
         result = run_pipeline(needle, dataset, pipeline, args.candidates, args.limit)
+        timing = merged(timed, overrides)
+        timing = merged(timing, extra) if pipeline == "query" else timing
+        result["latency_ms_p50"] = latency_p50(timing, dataset, pipeline, args.latency_queries)
         rows.append({"stage": label, "pipeline": pipeline, "overrides": overrides, **{k: v for k, v in result.items() if k not in ("per_query", "rankings")}})
         print(f"{label}: nDCG@10 {result['ndcg@10']:.4f}  R@100 {result['recall@100']:.4f}  p50 {result['latency_ms_p50']:.1f} ms", flush=True)
 

@@ -147,6 +147,7 @@ class Needle:
         self._pipelines: dict[str, Pipeline] = {}
         self._lock = threading.Lock()
         self._store: Any = None
+        self._file_store: Any = None
 
     def pipeline(self, name: str) -> Pipeline:
         """The named graph (`pipelines/<name>.yml` or a path), loaded and warmed once."""
@@ -163,6 +164,13 @@ class Needle:
         if self._store is None:
             self._store = make_store(self.settings)
         return self._store
+
+    @property
+    def file_store(self) -> Any:
+        """The store of whole-file documents beside the chunks."""
+        if self._file_store is None:
+            self._file_store = make_store(self.settings, files=True)
+        return self._file_store
 
     def search(
         self,
@@ -301,12 +309,13 @@ class Needle:
         selected = self.collections.select(names)
         if rebuild:
             self.store.delete_all_documents()
+            self.file_store.delete_all_documents()
             index_info.forget(self.settings)
         index_info.check(self.settings)
         sources = [c.as_source() for c in selected]
         started = time.perf_counter()
         output = self.pipeline("ingest").run(
-            {"scanner": {"collections": sources}, "differ": {"collections": sources}},
+            {"scanner": {"collections": sources}, "differ": {"collections": sources}, "file_differ": {"collections": sources}},
             include_outputs_from={"scanner", "reader", "differ"},
         )
         index_info.record(self.settings)
@@ -324,6 +333,7 @@ class Needle:
             "chunks": stats["chunks_total"],
             "chunks_embedded": output["writer"]["written"],
             "chunks_deleted": output["writer"]["deleted"],
+            "files_embedded": output["file_writer"]["written"],
             "seconds": round(time.perf_counter() - started, 2),
         }
 
@@ -335,9 +345,12 @@ class Needle:
         :raises CollectionError: When no collection has that name.
         """
         self.collections.remove(name)
-        deleted = self.store.delete_by_filter({"field": "meta.collection", "operator": "==", "value": name})
-        if hasattr(self.store, "flush"):
-            self.store.flush()
+        where = {"field": "meta.collection", "operator": "==", "value": name}
+        deleted = self.store.delete_by_filter(where)
+        self.file_store.delete_by_filter(where)
+        for store in (self.store, self.file_store):
+            if hasattr(store, "flush"):
+                store.flush()
         return int(deleted or 0)
 
     def status(self) -> dict[str, Any]:

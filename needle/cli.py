@@ -129,7 +129,8 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
         f"indexed {', '.join(report['collections'])} in {report['seconds']} s: "
         f"{report['files_seen']} files seen, {report['files_new']} new, {report['files_changed']} changed, "
         f"{report['files_unchanged']} unchanged, {report['files_removed']} removed, {len(report['skipped'])} skipped; "
-        f"{report['chunks']} chunks, {report['chunks_embedded']} embedded, {report['chunks_deleted']} deleted"
+        f"{report['chunks']} chunks, {report['chunks_embedded']} embedded, {report['chunks_deleted']} deleted; "
+        f"{report['files_embedded']} whole files embedded"
     )
     for item in report["skipped"]:
         print(f"  skipped {item.get('collection', '')}/{item.get('path', '')}: {item.get('reason', '')}")

@@ -76,20 +76,26 @@ class PlaceholderValues(dict):
             self._including.pop()
 
 
-def store_definition(settings: Settings) -> dict[str, Any]:
+def store_definition(settings: Settings, files: bool = False) -> dict[str, Any]:
     """
     The serialised document store the graphs share: the embedded engine, or a Qdrant server.
 
+    Chunks and whole-file documents (see `FileDocumentBuilder`) live in two stores side by side (a second
+    engine folder, or a second server collection named `<collection>_files`), so that each has its own
+    BM25 statistics and a chunk search never returns a file.
+
     :param settings: Needle's settings.
+    :param files: The store of whole-file documents instead of the chunk store.
     :returns: A `{"type": ..., "init_parameters": ...}` mapping, as in a pipeline YAML.
     """
     dim = embedding_dim(settings.embedding.model)
+    suffix = "_files" if files else ""
     if settings.store.url:
         return {
             "type": "components.qdrant_server_document_store.QdrantServerDocumentStore",
             "init_parameters": {
                 "url": settings.store.url,
-                "index": settings.store.collection,
+                "index": settings.store.collection + suffix,
                 "embedding_dim": dim,
                 "use_sparse_embeddings": True,
                 "sparse_idf": True,
@@ -99,18 +105,19 @@ def store_definition(settings: Settings) -> dict[str, Any]:
         }
     return {
         "type": "components.edge_document_store.EdgeDocumentStore",
-        "init_parameters": {"path": str(settings.index_dir / "edge"), "embedding_dim": dim},
+        "init_parameters": {"path": str(settings.index_dir / f"edge{suffix}"), "embedding_dim": dim},
     }
 
 
-def make_store(settings: Settings) -> Any:
+def make_store(settings: Settings, files: bool = False) -> Any:
     """
     The document store the graphs share, as an object (for status, `get` and collection removal).
 
     :param settings: Needle's settings.
+    :param files: The store of whole-file documents instead of the chunk store.
     :returns: An `EdgeDocumentStore` or a `QdrantServerDocumentStore`.
     """
-    definition = store_definition(settings)
+    definition = store_definition(settings, files)
     module_name, _, class_name = definition["type"].rpartition(".")
     return getattr(importlib.import_module(module_name), class_name).from_dict(definition)
 
@@ -124,7 +131,13 @@ def placeholder_values(settings: Settings, progress_bar: bool = False) -> dict[s
     :returns: A flat mapping of dotted names to values.
     :raises MissingModelError: When a configured offline model is not provisioned.
     """
-    values: dict[str, Any] = PlaceholderValues({"document_store": store_definition(settings), "progress_bar": progress_bar})
+    values: dict[str, Any] = PlaceholderValues(
+        {
+            "document_store": store_definition(settings),
+            "file_document_store": store_definition(settings, files=True),
+            "progress_bar": progress_bar,
+        }
+    )
     for section in ("embedding", "sparse", "chunking", "reader", "retrieval", "expansion", "gate", "rerank", "snippet", "llm"):
         for key, value in getattr(settings, section).model_dump().items():
             values[f"{section}.{key}"] = value
@@ -150,7 +163,13 @@ def ranker_definition(settings: Settings, values: dict[str, Any]) -> dict[str, A
     if settings.rerank.model == HYBRID_RANKER:
         return {
             "type": "components.hybrid_score_ranker.HybridScoreRanker",
-            "init_parameters": {"document_store": values["document_store"], "bm25_weight": settings.rerank.bm25_weight},
+            "init_parameters": {
+                "document_store": values["document_store"],
+                "file_document_store": values["file_document_store"],
+                "bm25_weight": settings.rerank.bm25_weight,
+                "file_weight": settings.retrieval.file_weight,
+                "cosine_scale": settings.rerank.cosine_scale,
+            },
         }
     return {
         "type": "haystack_integrations.components.rankers.fastembed.ranker.FastembedRanker",

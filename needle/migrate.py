@@ -52,5 +52,6 @@ def migrate(settings: Settings, url: str, collection: str | None = None, progres
     store = settings.store.model_copy(update={"url": url, "collection": collection or settings.store.collection})
     target_settings = settings.model_copy(update={"store": store})
     copied = copy_index(make_store(settings), make_store(target_settings), progress=progress)
+    copy_index(make_store(settings, files=True), make_store(target_settings, files=True), progress=progress)
     index_info.record(target_settings)
     return {"copied": copied, "url": url, "collection": store.collection}

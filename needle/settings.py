@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -78,6 +78,7 @@ class RetrievalSettings(_Section):
     rank1_bonus: float = Field(0.05, ge=0.0)
     rank23_bonus: float = Field(0.02, ge=0.0)
     min_score: float = Field(0.0, ge=0.0)
+    file_weight: float = Field(0.5, ge=0.0, le=1.0)
 
 
 class ExpansionSettings(_Section):
@@ -106,6 +107,7 @@ class RerankSettings(_Section):
     # `hybrid` (offline: exact BM25 + cosine of each candidate file) or a fastembed cross-encoder name.
     model: str = HYBRID_RANKER
     bm25_weight: float = Field(0.5, ge=0.0, le=1.0)
+    cosine_scale: Literal["best", "raw"] = "best"
     candidates: int = Field(40, gt=0, le=1000)
     top_n: int = Field(10, gt=0, le=1000)
     cache_ttl_hours: float = Field(168, gt=0)

@@ -45,8 +45,9 @@ def needle(settings, notes) -> Needle:
     return n
 
 
-def indexed(needle: Needle) -> dict[str, set[str]]:
-    rows = needle.store.list_documents_meta(fields=["path"])
+def indexed(needle: Needle, files: bool = False) -> dict[str, set[str]]:
+    store = needle.file_store if files else needle.store
+    rows = store.list_documents_meta(fields=["path"])
     out: dict[str, set[str]] = {}
     for row in rows:
         out.setdefault(row["meta"]["path"], set()).add(row["id"])
@@ -59,13 +60,27 @@ class TestIngest:
         assert report["files_seen"] == 3 and report["files_new"] == 3
         assert report["chunks_embedded"] == report["chunks"] > 0
         assert set(indexed(needle)) == {"ops/replication.md", "sourdough.md", "training.txt"}
+        assert report["files_embedded"] == 3
+        assert {path: len(ids) for path, ids in indexed(needle, files=True).items()} == {
+            "ops/replication.md": 1, "sourdough.md": 1, "training.txt": 1,
+        }
+
+    def test_whole_file_documents_span_the_body_with_its_lines(self, needle, notes):
+        needle.index()
+        (doc,) = needle.file_store.filter_documents({"field": "meta.path", "operator": "==", "value": "ops/replication.md"})
+        lines = (notes / "ops" / "replication.md").read_text().split("\n")
+        assert doc.meta["kind"] == "file" and doc.meta["title"] == "Replication"
+        assert doc.meta["tags"] == ["postgres", "ops"] and doc.meta["heading_path"] == []
+        assert doc.meta["start_line"] == 5  # the frontmatter is left out
+        assert doc.content.split("\n") == lines[doc.meta["start_line"] - 1 : doc.meta["end_line"]]
+        assert doc.embedding is not None and doc.sparse_embedding is not None
 
     def test_reindexing_an_unchanged_folder_changes_nothing(self, needle):
         needle.index()
         before = indexed(needle)
         report = needle.index()
         assert report["chunks_embedded"] == 0 and report["chunks_deleted"] == 0
-        assert report["files_unchanged"] == 3
+        assert report["files_unchanged"] == 3 and report["files_embedded"] == 0
         assert indexed(needle) == before
 
     def test_an_edit_re_embeds_only_that_file(self, needle, notes):
@@ -78,6 +93,8 @@ class TestIngest:
         assert after["ops/replication.md"] == before["ops/replication.md"]
         assert after["sourdough.md"] != before["sourdough.md"]
         assert report["chunks_embedded"] == len(after["sourdough.md"] - before["sourdough.md"])
+        assert report["files_embedded"] == 1
+        assert {path: len(ids) for path, ids in indexed(needle, files=True).items()}["sourdough.md"] == 1
 
     def test_a_removed_file_leaves_the_index(self, needle, notes):
         needle.index()
@@ -85,6 +102,7 @@ class TestIngest:
         report = needle.index()
         assert report["files_removed"] == 1
         assert "training.txt" not in indexed(needle)
+        assert "training.txt" not in indexed(needle, files=True)
 
     def test_an_unreadable_file_keeps_what_the_index_has(self, needle, notes, monkeypatch):
         needle.index()
@@ -162,4 +180,4 @@ class TestIngest:
     def test_removing_a_collection_deletes_its_chunks(self, needle):
         needle.index()
         assert needle.remove_collection("notes") > 0
-        assert indexed(needle) == {}
+        assert indexed(needle) == {} and indexed(needle, files=True) == {}

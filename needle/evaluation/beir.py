@@ -130,7 +130,9 @@ def prepare_index(dataset: BeirDataset, settings: Settings) -> tuple[Needle, dic
     registry.save({COLLECTION: Collection(name=COLLECTION, root=str(docs_dir), include=["*.md"])})
     needle = Needle(settings, progress_bar=True)
     done = settings.data_dir / ".indexed"
-    if done.exists():
+    # An index built before whole files were embedded (its report lacks `files_embedded`) is brought up to
+    # date by an ordinary incremental run: only the file documents are embedded.
+    if done.exists() and "files_embedded" in json.loads(done.read_text() or "{}"):
         return needle, None
     report = needle.index([COLLECTION])
     done.write_text(json.dumps(report))

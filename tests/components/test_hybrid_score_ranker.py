@@ -21,7 +21,7 @@ def chunk(doc_id: str, file: str, embedding: list[float], terms: list[int]) -> D
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    """Three files: A's second chunk is its best vector match, B only matches words, C only meaning."""
+    """A's second chunk is its best vector match, B only matches words, C only meaning; E has no whole-file document."""
     document_store = EdgeDocumentStore(
         path=str(tmp_path_factory.mktemp("hybrid") / "edge"), embedding_dim=4, durable_writes=False
     )
@@ -32,6 +32,7 @@ def store(tmp_path_factory):
             chunk("b1", "B", [0.0, 0.0, 1.0, 0.0], [1, 2]),
             chunk("c1", "C", [0.95, 0.0, 0.31, 0.0], []),
             chunk("d1", "D", [1.0, 0.0, 0.0, 0.0], [1, 2]),
+            chunk("e1", "E", [0.6, 0.8, 0.0, 0.0], []),
         ]
     )
     yield document_store
@@ -39,7 +40,7 @@ def store(tmp_path_factory):
 
 
 def candidates(*ids: str) -> list[Document]:
-    files = {"a1": "A", "b1": "B", "c1": "C"}
+    files = {"a1": "A", "b1": "B", "c1": "C", "e1": "E"}
     return [Document(id=i, content=i, score=0.1, meta={"source_doc_id": files[i]}) for i in ids]
 
 
@@ -52,7 +53,7 @@ class TestHybridScoreRanker:
     @pytest.mark.parametrize(
         "kwargs, message",
         [({"bm25_weight": 1.5}, "bm25_weight"), ({"bm25_weight": -0.1}, "bm25_weight"),
-         ({"max_chunks_per_file": 0}, "max_chunks_per_file")],
+         ({"max_chunks_per_file": 0}, "max_chunks_per_file"), ({"file_weight": 1.1}, "file_weight")],
     )
     def test_bad_params_raise(self, store, kwargs, message):
         with pytest.raises(ValueError, match=message):
@@ -68,6 +69,7 @@ class TestHybridScoreRanker:
         assert data["init_parameters"]["document_store"] == store.to_dict()
         assert {k: v for k, v in data["init_parameters"].items() if k != "document_store"} == {
             "bm25_weight": 0.3, "group_by": "path", "max_chunks_per_file": 50,
+            "file_document_store": None, "file_weight": 0.5, "cosine_scale": "best",
         }
 
     def test_from_dict_round_trip(self, store):
@@ -128,8 +130,10 @@ class TestHybridScoreRanker:
 
     def test_missing_embeddings_and_bad_top_k_raise(self, store):
         ranker = HybridScoreRanker(document_store=store)
-        with pytest.raises(ValueError, match="query_embedding"):
+        with pytest.raises(ValueError, match="query_sparse_embedding"):
             ranker.run(query="q", documents=candidates("a1"), query_embedding=QUERY)
+        with pytest.raises(ValueError, match="needs query_embedding"):
+            ranker.run(query="q", documents=candidates("a1"), query_sparse_embedding=TERMS)
         with pytest.raises(ValueError, match="top_k"):
             ranker.run(query="q", documents=candidates("a1"), top_k=0, query_embedding=QUERY,
                        query_sparse_embedding=TERMS)
@@ -139,3 +143,75 @@ class TestHybridScoreRanker:
             query="q", documents=[], query_embedding=QUERY, query_sparse_embedding=TERMS
         )
         assert out == {"documents": []}
+
+
+@pytest.fixture(scope="module")
+def file_store(tmp_path_factory):
+    """Whole-file documents: A's text holds both query terms (its chunks one each), B's and C's as their chunks."""
+    document_store = EdgeDocumentStore(
+        path=str(tmp_path_factory.mktemp("hybrid-files") / "edge"), embedding_dim=4, durable_writes=False
+    )
+    document_store.write_documents(
+        [
+            chunk("fa", "A", [0.6, 0.8, 0.0, 0.0], [1, 2]),
+            chunk("fb", "B", [0.0, 0.0, 1.0, 0.0], [1, 2]),
+            chunk("fc", "C", [0.95, 0.0, 0.31, 0.0], []),
+            chunk("fd", "D", [1.0, 0.0, 0.0, 0.0], [1, 2]),
+        ]
+    )
+    yield document_store
+    document_store.close()
+
+
+class TestHybridScoreRankerWithFiles:
+    def test_round_trip_keeps_the_file_store(self, store, file_store):
+        ranker = HybridScoreRanker(document_store=store, file_document_store=file_store, file_weight=0.3)
+        data = ranker.to_dict()
+        assert data["init_parameters"]["file_document_store"] == file_store.to_dict()
+        again = HybridScoreRanker.from_dict(data)
+        assert isinstance(again.file_document_store, EdgeDocumentStore)
+        assert again.to_dict() == data
+
+    def test_file_store_without_scores_is_refused(self, store):
+        with pytest.raises(ValueError, match="query_scores"):
+            HybridScoreRanker(document_store=store, file_document_store=object())
+
+    def test_words_spread_over_chunks_count_through_the_whole_file(self, store, file_store):
+        # A's chunks hold one query term at most; its whole text holds both, as B's single chunk does.
+        docs = candidates("a1", "b1")
+        alone = HybridScoreRanker(document_store=store, bm25_weight=1.0).run(
+            query="q", documents=docs, query_sparse_embedding=TERMS)["documents"]
+        mixed = HybridScoreRanker(document_store=store, file_document_store=file_store, bm25_weight=1.0).run(
+            query="q", documents=docs, query_sparse_embedding=TERMS)["documents"]
+        a_alone = next(d for d in alone if d.id == "a1")
+        a_mixed = next(d for d in mixed if d.id == "a1")
+        assert a_mixed.score > a_alone.score
+        hybrid = a_mixed.meta["hybrid"]
+        assert hybrid["file_bm25"] > 0 and hybrid["file_bm25_ceiling"] > 0
+        expected = 0.5 * hybrid["bm25"] / hybrid["bm25_ceiling"] + 0.5 * min(hybrid["file_bm25"] / hybrid["file_bm25_ceiling"], 1.0)
+        assert a_mixed.score == pytest.approx(expected)
+
+    def test_file_weight_one_ranks_by_whole_files_alone(self, store, file_store):
+        ranker = HybridScoreRanker(document_store=store, file_document_store=file_store, bm25_weight=0.0, file_weight=1.0)
+        out = ranker.run(query="q", documents=candidates("a1", "b1", "c1"), query_embedding=QUERY)["documents"]
+        # Whole-file cosines: C 0.95, A 0.6, B 0; the chunk level is not read at all.
+        assert [d.id for d in out] == ["c1", "a1", "b1"]
+        assert "cosine" not in out[0].meta["hybrid"]
+        assert out[1].meta["hybrid"]["file_cosine"] == pytest.approx(0.6, abs=1e-4)
+
+    def test_single_signal_rankers_need_only_their_embedding(self, store, file_store):
+        lexical = HybridScoreRanker(document_store=store, file_document_store=file_store, bm25_weight=1.0)
+        semantic = HybridScoreRanker(document_store=store, file_document_store=file_store, bm25_weight=0.0)
+        assert lexical.run(query="q", documents=candidates("b1"), query_sparse_embedding=TERMS)["documents"]
+        assert semantic.run(query="q", documents=candidates("c1"), query_embedding=QUERY)["documents"]
+        with pytest.raises(ValueError, match="query_sparse_embedding"):
+            lexical.run(query="q", documents=candidates("b1"), query_embedding=QUERY)
+
+    def test_a_file_without_a_whole_file_document_keeps_its_chunk_score(self, store, file_store):
+        # E was indexed before whole files were (no file document): its chunk cosine (0.6) stands in.
+        ranker = HybridScoreRanker(document_store=store, file_document_store=file_store, bm25_weight=0.0,
+                                   cosine_scale="raw")
+        out = ranker.run(query="q", documents=candidates("e1", "c1"), query_embedding=QUERY)["documents"]
+        scores = {d.id: d.score for d in out}
+        assert scores["e1"] == pytest.approx(0.6, abs=1e-4)
+        assert scores["c1"] == pytest.approx(0.95, abs=1e-3)  # chunk and whole file alike

@@ -1,0 +1,97 @@
+"""One whole-file Document per chunked file, for file-level dense and BM25 vectors."""
+
+import hashlib
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+
+# Chunk metadata that describes one chunk, not its file.
+_CHUNK_KEYS = ("chunk_index", "heading_path", "start_line", "end_line", "char_start", "char_end", "checksum", "context")
+
+
+@component
+class FileDocumentBuilder:
+    """
+    Builds one Document per file from the file's text and its chunks, to be embedded beside the chunks.
+
+    A chunk is about half a one-paragraph abstract or one section of a long note: scored chunk by chunk,
+    a file whose words or meaning are spread over several chunks loses to whole-file search (on SciFact,
+    best-chunk BM25 scores 0.682 nDCG@10 against 0.686 over whole abstracts, dense 0.643 against 0.656).
+    The file document spans the file's body from its first chunk to its last (frontmatter left out), keeps
+    the first chunk's file metadata (title, tags, frontmatter, `source_doc_id`) and has `kind: "file"`,
+    `heading_path: []` and the body's line range, so it can be shown like a chunk. Its id hashes the file
+    and that text, so an unchanged file keeps its id and is not embedded again. The query graphs score a
+    file by its best chunk and by this document together (see `HybridScoreRanker`). Haystack has no
+    component that turns chunks back into their file.
+
+    Usage example:
+    ```python
+    builder = FileDocumentBuilder()
+    files = builder.run(files=reader_output["documents"], chunks=chunker_output["documents"])["documents"]
+    files[0].meta["kind"], files[0].meta["start_line"]  # "file", 4
+    ```
+    """
+
+    def __init__(self, max_chars: int = 200_000) -> None:
+        """
+        Create the builder.
+
+        :param max_chars: Longest file text kept; a longer file's document stops at the chunk boundary before
+            it (its later chunks are still searchable one by one).
+        :raises ValueError: When `max_chars` is below 1.
+        """
+        if max_chars < 1:
+            raise ValueError(f"max_chars must be > 0, got {max_chars}")
+        self.max_chars = max_chars
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the component."""
+        return default_to_dict(self, max_chars=self.max_chars)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "FileDocumentBuilder":
+        """Deserialise the component."""
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(self, files: list[Document], chunks: list[Document]) -> dict[str, list[Document]]:
+        """
+        Build the file documents.
+
+        :param files: Whole files as read (meta `collection` and `path`; the text the chunks' offsets refer to).
+        :param chunks: Their chunks (meta `source_doc_id`, `char_start`, `char_end`, `start_line`, `end_line`).
+        :returns: A dictionary with `documents`, one per file that has chunks, in the order of `files`.
+        """
+        by_file: dict[str, list[Document]] = {}
+        for chunk in chunks:
+            by_file.setdefault(str(chunk.meta["source_doc_id"]), []).append(chunk)
+        out: list[Document] = []
+        for file in files:
+            source_doc_id = f"{file.meta.get('collection', '')}:{file.meta.get('path') or file.id}"
+            members = sorted(by_file.get(source_doc_id, []), key=lambda c: (c.meta["char_start"], c.meta["char_end"]))
+            if members:
+                out.append(self._file_document(source_doc_id, file.content or "", members))
+        return {"documents": out}
+
+    def _file_document(self, source_doc_id: str, text: str, members: list[Document]) -> Document:
+        first = members[0]
+        start = first.meta["char_start"]
+        last = first
+        for chunk in members:
+            if chunk.meta["char_end"] - start > self.max_chars and last is not first:
+                break
+            last = chunk if chunk.meta["char_end"] >= last.meta["char_end"] else last
+        body = text[start : last.meta["char_end"]]
+        meta = {key: value for key, value in first.meta.items() if key not in _CHUNK_KEYS}
+        meta.update(
+            kind="file",
+            heading_path=[],
+            start_line=first.meta["start_line"],
+            end_line=last.meta["end_line"],
+            char_start=start,
+            char_end=last.meta["char_end"],
+            checksum=hashlib.sha1(body.encode()).hexdigest(),
+            context=str(first.meta.get("title") or ""),
+        )
+        doc_id = hashlib.sha1("\x1f".join(["file", source_doc_id, meta["checksum"]]).encode()).hexdigest()
+        return Document(id=doc_id, content=body, meta=meta)

@@ -1,0 +1,76 @@
+import pytest
+from haystack import Document
+
+from components.file_document_builder import FileDocumentBuilder
+from components.markdown_chunker import MarkdownChunker
+
+TEXT = """---
+title: Kestrel
+tags: [payments]
+---
+# Kestrel
+
+Kestrel settles card payments overnight.
+
+## Reconciliation
+
+Every morning the ledger is compared with the bank's statement.
+Differences above one cent page the on-call engineer.
+"""
+
+
+def read(text: str = TEXT, path: str = "kestrel.md") -> Document:
+    return Document(content=text, meta={"collection": "notes", "path": path, "content_hash": "h"})
+
+
+def chunk(files: list[Document], **kwargs) -> list[Document]:
+    return MarkdownChunker(target_chars=60, overlap_chars=0, min_chars=10, max_chars=120, **kwargs).run(files)["documents"]
+
+
+class TestFileDocumentBuilder:
+    def test_init_bad_params_round_trip(self):
+        assert FileDocumentBuilder().max_chars == 200_000
+        with pytest.raises(ValueError, match="max_chars"):
+            FileDocumentBuilder(max_chars=0)
+        data = FileDocumentBuilder(max_chars=50).to_dict()
+        assert data == {"type": "components.file_document_builder.FileDocumentBuilder", "init_parameters": {"max_chars": 50}}
+        assert FileDocumentBuilder.from_dict(data).to_dict() == data
+
+    def test_one_document_per_file_spanning_its_chunks(self):
+        files = [read(), read("# Other\n\nShort note body here.\n", "other.md")]
+        chunks = chunk(files)
+        out = FileDocumentBuilder().run(files=files, chunks=chunks)["documents"]
+        assert [d.meta["path"] for d in out] == ["kestrel.md", "other.md"]
+        doc = out[0]
+        lines = TEXT.split("\n")
+        assert doc.meta["kind"] == "file" and doc.meta["heading_path"] == []
+        assert doc.meta["title"] == "Kestrel" and doc.meta["tags"] == ["payments"]
+        assert doc.meta["source_doc_id"] == "notes:kestrel.md" and doc.meta["context"] == "Kestrel"
+        assert (doc.meta["start_line"], doc.meta["end_line"]) == (5, 12)
+        assert doc.content.split("\n") == lines[4:12]
+        assert "chunk_index" not in doc.meta
+
+    def test_id_follows_the_text_and_not_the_chunking(self):
+        files = [read()]
+        first = FileDocumentBuilder().run(files=files, chunks=chunk(files))["documents"][0]
+        rechunked = MarkdownChunker(target_chars=400, max_chars=800).run(files)["documents"]
+        same = FileDocumentBuilder().run(files=files, chunks=rechunked)["documents"][0]
+        edited = [read(TEXT.replace("one cent", "two cents"))]
+        changed = FileDocumentBuilder().run(files=edited, chunks=chunk(edited))["documents"][0]
+        assert first.id == same.id
+        assert changed.id != first.id
+
+    def test_files_without_chunks_get_no_document(self):
+        files = [read("---\ntitle: Empty\n---\n", "empty.md"), read()]
+        out = FileDocumentBuilder().run(files=files, chunks=chunk(files))["documents"]
+        assert [d.meta["path"] for d in out] == ["kestrel.md"]
+
+    def test_a_long_file_stops_at_a_chunk_boundary(self):
+        files = [read()]
+        chunks = chunk(files)
+        doc = FileDocumentBuilder(max_chars=70).run(files=files, chunks=chunks)["documents"][0]
+        start = min(c.meta["char_start"] for c in chunks)
+        fitting = [c.meta["char_end"] for c in chunks if c.meta["char_end"] - start <= 70]
+        assert fitting and len(fitting) < len(chunks)  # the limit falls inside the file
+        assert doc.meta["char_end"] == max(fitting) and len(doc.content) <= 70
+        assert doc.meta["end_line"] < 12
