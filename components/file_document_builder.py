@@ -1,9 +1,12 @@
 """One whole-file Document per chunked file, for file-level dense and BM25 vectors."""
 
 import hashlib
+import re
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 
 # Chunk metadata that describes one chunk, not its file.
 _CHUNK_KEYS = ("chunk_index", "heading_path", "start_line", "end_line", "char_start", "char_end", "checksum", "context")
@@ -19,7 +22,9 @@ class FileDocumentBuilder:
     best-chunk BM25 scores 0.682 nDCG@10 against 0.686 over whole abstracts, dense 0.643 against 0.656).
     The file document spans the file's body from its first chunk to its last (frontmatter left out), keeps
     the first chunk's file metadata (title, tags, frontmatter, `source_doc_id`) and has `kind: "file"`,
-    `heading_path: []` and the body's line range, so it can be shown like a chunk. Its id hashes the file
+    `heading_path: []` and the body's line range, so it can be shown like a chunk. Its `context` (embedded
+    before the text) is the title, unless the body already opens with it as a heading: the title is then
+    not embedded twice. Its id hashes the file
     and that text, so an unchanged file keeps its id and is not embedded again. The query graphs score a
     file by its best chunk and by this document together (see `HybridScoreRanker`). Haystack has no
     component that turns chunks back into their file.
@@ -91,7 +96,18 @@ class FileDocumentBuilder:
             char_start=start,
             char_end=last.meta["char_end"],
             checksum=hashlib.sha1(body.encode()).hexdigest(),
-            context=str(first.meta.get("title") or ""),
         )
+        title = str(first.meta.get("title") or "")
+        if title and not _opens_with_heading(body, title):
+            meta["context"] = title
         doc_id = hashlib.sha1("\x1f".join(["file", source_doc_id, meta["checksum"]]).encode()).hexdigest()
         return Document(id=doc_id, content=body, meta=meta)
+
+
+def _opens_with_heading(body: str, title: str) -> bool:
+    """Whether the first non-blank line of `body` is a markdown heading reading `title`."""
+    for line in body.split("\n"):
+        if line.strip():
+            match = _HEADING.match(line)
+            return bool(match) and match.group(1).strip() == title.strip()
+    return False

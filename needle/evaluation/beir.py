@@ -118,6 +118,16 @@ def eval_settings(base: Settings, dataset: BeirDataset, cache: Path, candidates:
     return base.model_copy(update={"data_dir": data_dir, "retrieval": retrieval})
 
 
+def index_is_built(marker: Path) -> bool:
+    """
+    Whether a cached evaluation index is complete: its marker holds the report of the run that built it.
+
+    An index built before whole files were embedded (its report lacks `files_embedded`) is not: an
+    ordinary incremental run brings it up to date, embedding only the file documents.
+    """
+    return marker.exists() and "files_embedded" in json.loads(marker.read_text() or "{}")
+
+
 def prepare_index(dataset: BeirDataset, settings: Settings) -> tuple[Needle, dict[str, Any] | None]:
     """
     Build (or reuse) the dataset's index.
@@ -130,9 +140,7 @@ def prepare_index(dataset: BeirDataset, settings: Settings) -> tuple[Needle, dic
     registry.save({COLLECTION: Collection(name=COLLECTION, root=str(docs_dir), include=["*.md"])})
     needle = Needle(settings, progress_bar=True)
     done = settings.data_dir / ".indexed"
-    # An index built before whole files were embedded (its report lacks `files_embedded`) is brought up to
-    # date by an ordinary incremental run: only the file documents are embedded.
-    if done.exists() and "files_embedded" in json.loads(done.read_text() or "{}"):
+    if index_is_built(done):
         return needle, None
     report = needle.index([COLLECTION])
     done.write_text(json.dumps(report))

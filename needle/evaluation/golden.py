@@ -406,7 +406,7 @@ def prepare_index(golden: GoldenSet, settings: Settings | None = None, cache: Pa
     from needle import index_info
     from needle.app import Needle
     from needle.collections import Collection, CollectionRegistry
-    from needle.evaluation.beir import DEFAULT_CACHE
+    from needle.evaluation.beir import DEFAULT_CACHE, index_is_built
 
     base = settings or load_settings()
     corpus = corpus_digest(golden.corpus)
@@ -416,7 +416,7 @@ def prepare_index(golden: GoldenSet, settings: Settings | None = None, cache: Pa
     CollectionRegistry(settings.collections_file).save({COLLECTION: Collection(name=COLLECTION, root=str(golden.corpus))})
     needle = Needle(settings, progress_bar=sys.stderr.isatty() and not os.environ.get("CI"))
     done = data_dir / ".indexed"
-    if not done.exists():
+    if not index_is_built(done):
         done.write_text(json.dumps(needle.index([COLLECTION])))
     return needle
 

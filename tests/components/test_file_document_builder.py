@@ -45,7 +45,8 @@ class TestFileDocumentBuilder:
         lines = TEXT.split("\n")
         assert doc.meta["kind"] == "file" and doc.meta["heading_path"] == []
         assert doc.meta["title"] == "Kestrel" and doc.meta["tags"] == ["payments"]
-        assert doc.meta["source_doc_id"] == "notes:kestrel.md" and doc.meta["context"] == "Kestrel"
+        assert doc.meta["source_doc_id"] == "notes:kestrel.md"
+        assert "context" not in doc.meta  # the body opens with "# Kestrel": the title is not embedded twice
         assert (doc.meta["start_line"], doc.meta["end_line"]) == (5, 12)
         assert doc.content.split("\n") == lines[4:12]
         assert "chunk_index" not in doc.meta
@@ -59,6 +60,11 @@ class TestFileDocumentBuilder:
         changed = FileDocumentBuilder().run(files=edited, chunks=chunk(edited))["documents"][0]
         assert first.id == same.id
         assert changed.id != first.id
+
+    def test_a_title_the_body_does_not_open_with_is_embedded_as_context(self):
+        files = [read(TEXT.replace("# Kestrel\n", "Intro line.\n")), read("Just a line of text here.\n", "plain.txt")]
+        out = FileDocumentBuilder().run(files=files, chunks=chunk(files))["documents"]
+        assert [d.meta.get("context") for d in out] == ["Kestrel", "plain"]  # frontmatter title; file name stem
 
     def test_files_without_chunks_get_no_document(self):
         files = [read("---\ntitle: Empty\n---\n", "empty.md"), read()]
