@@ -68,16 +68,16 @@ class BestChunkSelector:
             groups.setdefault(doc.meta.get(self.group_by, doc.id), []).append((position, doc))
         out: list[Document] = []
         for members in groups.values():
+            best_score = max((d.score for _, d in members if d.score is not None), default=None)
+            # A whole-file document stands in only for a file none of whose chunks came back.
+            chunk_members = [(p, d) for p, d in members if d.meta.get("kind") != "file"] or members[:1]
             scored = []
-            for position, doc in members:
+            for position, doc in chunk_members:
                 distinct, total = term_hits(doc.content or "", terms)
-                is_file = doc.meta.get("kind") == "file"
-                key = (is_file, -distinct, -total, position)
-                scored.append((key, replace(doc, meta={**doc.meta, "term_hits": distinct})))
+                scored.append(((-distinct, -total, position), replace(doc, meta={**doc.meta, "term_hits": distinct})))
             scored.sort(key=lambda item: item[0])
             if chunks:
-                out.extend(doc for key, doc in scored if not key[0] or doc is scored[0][1])
+                out.extend(doc for _, doc in scored)
             else:
-                best_score = max((d.score for _, d in members if d.score is not None), default=None)
                 out.append(replace(scored[0][1], score=best_score))
         return {"documents": out}

@@ -39,12 +39,15 @@ def bench_ingest(dataset: BeirDataset, docs: int) -> None:
             started = time.perf_counter()
             report = needle.index(["bench"])
             total = time.perf_counter() - started
-    embed = timer.seconds["dense_embedder"] + timer.seconds["sparse_embedder"]
-    store = timer.seconds["writer"] + timer.seconds["differ"]
-    parse = timer.seconds["scanner"] + timer.seconds["reader"] + timer.seconds["chunker"]
-    print(f"\ningest: {docs} documents, {report['chunks']} chunks in {total:.1f} s")
+    seconds = timer.seconds
+    chunk_embed = seconds["dense_embedder"] + seconds["sparse_embedder"]
+    file_embed = seconds["file_dense_embedder"] + seconds["file_sparse_embedder"]
+    store = sum(seconds[name] for name in ("writer", "differ", "file_writer", "file_differ", "file_builder"))
+    parse = seconds["scanner"] + seconds["reader"] + seconds["chunker"]
+    print(f"\ningest: {docs} documents, {report['chunks']} chunks, {report['files_embedded']} whole files in {total:.1f} s")
     print(f"  {docs / total:.2f} documents/s, {report['chunks'] / total:.2f} chunks/s")
-    print(f"  embedding {embed:.1f} s (dense {timer.seconds['dense_embedder']:.1f}, sparse {timer.seconds['sparse_embedder']:.1f}), "
+    print(f"  embedding chunks {chunk_embed:.1f} s (dense {seconds['dense_embedder']:.1f}, sparse {seconds['sparse_embedder']:.1f}), "
+          f"whole files {file_embed:.1f} s (dense {seconds['file_dense_embedder']:.1f}, sparse {seconds['file_sparse_embedder']:.1f}), "
           f"store {store:.2f} s, reading and chunking {parse:.2f} s")
 
 
