@@ -39,6 +39,7 @@ def bench_ingest(dataset: BeirDataset, docs: int) -> None:
             started = time.perf_counter()
             report = needle.index(["bench"])
             total = time.perf_counter() - started
+        needle.close()  # before the folder goes
     seconds = timer.seconds
     chunk_embed = seconds["dense_embedder"] + seconds["sparse_embedder"]
     file_embed = seconds["file_dense_embedder"] + seconds["file_sparse_embedder"]

@@ -165,6 +165,19 @@ class Needle:
             self._store = make_store(self.settings)
         return self._store
 
+    def close(self) -> None:
+        """Release every store this Needle and its loaded graphs opened (the embedded index unlocks)."""
+        with self._lock:
+            stores = [self._store, self._file_store]
+            for pipeline in self._pipelines.values():
+                for _, instance in pipeline.walk():
+                    stores.extend(getattr(instance, name, None) for name in ("document_store", "file_document_store"))
+            self._pipelines.clear()
+            self._store = self._file_store = None
+        for store in stores:
+            if store is not None and hasattr(store, "close"):
+                store.close()
+
     @property
     def file_store(self) -> Any:
         """The store of whole-file documents beside the chunks."""

@@ -181,3 +181,13 @@ class TestIngest:
         needle.index()
         assert needle.remove_collection("notes") > 0
         assert indexed(needle) == {} and indexed(needle, files=True) == {}
+
+    def test_close_releases_both_index_folders(self, needle, settings):
+        from components import edge_document_store
+
+        needle.index()
+        folders = {str(settings.index_dir / "edge"), str(settings.index_dir / "edge_files")}
+        assert folders <= set(edge_document_store._OPEN_SHARDS)
+        needle.close()
+        assert not folders & set(edge_document_store._OPEN_SHARDS)
+        assert needle.store.count_documents() > 0  # a closed Needle reopens on next use
