@@ -47,6 +47,7 @@ class WeightedRRFJoiner:
         top_k: int | None = None,
         expansion_weight: float = 1.0,
         group_by: str | None = None,
+        normalise: bool = False,
     ) -> None:
         """
         Create the joiner.
@@ -56,6 +57,8 @@ class WeightedRRFJoiner:
         :param k: The RRF constant (60 in the original paper and in qmd).
         :param top_k: Keep at most this many fused groups (or documents); all when `None`.
         :param expansion_weight: Weight of every list passed through `lists`.
+        :param normalise: Divide each fused score by the best one possible (first in every list), so that it
+            reads 0..1; for graphs that show fused scores (ranks fuse the same either way).
         :param group_by: Meta key whose value groups documents (e.g. `source_doc_id`); `None` fuses by id.
         :raises ValueError: On an empty or duplicated input list, an unknown or negative weight, a negative
             `k` or a `top_k` below 1.
@@ -81,6 +84,7 @@ class WeightedRRFJoiner:
         self.top_k = top_k
         self.expansion_weight = expansion_weight
         self.group_by = group_by
+        self.normalise = normalise
         for name in inputs:
             component.set_input_type(self, name, list[Document] | None, None)
         component.set_input_type(self, "lists", dict[str, list[Document]] | None, None)
@@ -96,6 +100,7 @@ class WeightedRRFJoiner:
             top_k=self.top_k,
             expansion_weight=self.expansion_weight,
             group_by=self.group_by,
+            normalise=self.normalise,
         )
 
     @classmethod
@@ -147,6 +152,9 @@ class WeightedRRFJoiner:
                 group.setdefault(doc.id, doc)
                 best_position[doc.id] = min(best_position.get(doc.id, float("inf")), position)
 
+        if self.normalise:
+            best_possible = sum(weight for _, weight, _ in ranked_lists) / (self.k + 1)
+            scores = {key: score / best_possible for key, score in scores.items()} if best_possible > 0 else scores
         first_seen = {key: i for i, key in enumerate(chunks)}
         groups = sorted(chunks, key=lambda key: (-scores[key], first_seen[key]))
         if top_k is not None:

@@ -45,7 +45,7 @@ class TestWeightedRRFJoiner:
             "type": "components.weighted_rrf_joiner.WeightedRRFJoiner",
             "init_parameters": {
                 "inputs": ["x", "y"], "weights": {"x": 2.0}, "k": 30, "top_k": 7,
-                "expansion_weight": 1.0, "group_by": None,
+                "expansion_weight": 1.0, "group_by": None, "normalise": False,
             },
         }
 
@@ -144,3 +144,11 @@ class TestWeightedRRFJoiner:
         chunks = [Document(id=f"{s}{i}", content="x", meta={"source_doc_id": s}) for s in "AB" for i in range(3)]
         out = WeightedRRFJoiner(group_by="source_doc_id", top_k=1).run(bm25=chunks)["documents"]
         assert [d.id for d in out] == ["A0", "A1", "A2"]
+
+    def test_normalised_scores_read_as_a_share_of_the_best_possible(self):
+        joiner = WeightedRRFJoiner(inputs=["x", "y"], weights={"x": 2.0}, k=60, normalise=True)
+        out = joiner.run(x=docs("a", "b"), y=docs("a"))["documents"]
+        assert out[0].id == "a" and out[0].score == pytest.approx(1.0)  # first in both lists
+        assert out[1].score == pytest.approx((2.0 / 62) / (3.0 / 61))
+        plain = WeightedRRFJoiner(inputs=["x", "y"], weights={"x": 2.0}, k=60).run(x=docs("a", "b"), y=docs("a"))
+        assert [d.id for d in plain["documents"]] == [d.id for d in out]
