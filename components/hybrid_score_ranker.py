@@ -160,8 +160,9 @@ class HybridScoreRanker:
         """
         One signal per file, mixed over the levels read.
 
-        A file with a chunk score but no whole-file score has no file document (indexed before whole files
-        were, or past `FileDocumentBuilder.max_chars`): its chunk value stands in for the missing one.
+        A file with a chunk score but no whole-file score has no whole-file document (it was indexed before
+        whole files were), or its matching words lie past `FileDocumentBuilder.max_chars`: its chunk value
+        stands in for the missing one.
         """
         mixed = dict.fromkeys(files, 0.0)
         chunk_values: dict[str, float] = {}
