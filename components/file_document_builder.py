@@ -19,15 +19,14 @@ class FileDocumentBuilder:
 
     A chunk is about half a one-paragraph abstract or one section of a long note: scored chunk by chunk,
     a file whose words or meaning are spread over several chunks loses to whole-file search (on SciFact,
-    best-chunk BM25 scores 0.682 nDCG@10 against 0.686 over whole abstracts, dense 0.643 against 0.656).
+    best-chunk BM25 scores 0.682 nDCG@10 against 0.686 over whole abstracts, dense 0.642 against 0.656).
     The file document spans the file's body from its first chunk to its last (frontmatter left out), keeps
     the first chunk's file metadata (title, tags, frontmatter, `source_doc_id`) and has `kind: "file"`,
     `heading_path: []` and the body's line range, so it can be shown like a chunk. Its `context` (embedded
     before the text) is the title, unless the body already opens with it as a heading: the title is then
-    not embedded twice. Its id hashes the file
-    and that text, so an unchanged file keeps its id and is not embedded again. The query graphs score a
-    file by its best chunk and by this document together (see `HybridScoreRanker`). Haystack has no
-    component that turns chunks back into their file.
+    not embedded twice. Its id hashes the file and that text, so an unchanged file keeps its id and is not
+    embedded again. The query graphs score a file by its best chunk and by this document together (see
+    `HybridScoreRanker`). Haystack has no component that turns chunks back into their file.
 
     Usage example:
     ```python

@@ -1,5 +1,6 @@
 """Offline reranking: rescore fused candidates by their files' exact BM25 and cosine scores."""
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -156,7 +157,14 @@ class HybridScoreRanker:
 
         return self._mix(files, trace, "cosine", normalise, query_embedding=dense)
 
-    def _mix(self, files: list[str], trace: dict[str, dict[str, float]], signal: str, normalise: Any, **query: Any) -> dict[str, float]:
+    def _mix(
+        self,
+        files: list[str],
+        trace: dict[str, dict[str, float]],
+        signal: str,
+        normalise: Callable[[Any, dict[str, float], str], dict[str, float]],
+        **query: Any,
+    ) -> dict[str, float]:
         """
         One signal per file, mixed over the levels read.
 
