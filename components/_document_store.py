@@ -1,8 +1,8 @@
 """What Needle's document stores and the components that hold one share.
 
 Rebuilding a serialised store inside a component's `from_dict` (Haystack 2.x and 3.x alike): Haystack 2.x
-offered `deserialize_document_store_in_init_params_inplace`; 3.x removed it. The rows of scores that
-both stores' `query_scores` return. The check that a store offers the methods a component calls.
+offered `deserialize_document_store_in_init_params_inplace`; 3.x removed it. The check that a store offers
+the methods a component calls.
 """
 
 from typing import Any
@@ -41,25 +41,3 @@ def require_store_methods(document_store: Any, *methods: str) -> None:
     for method in methods:
         if not callable(getattr(document_store, method, None)):
             raise ValueError(f"{type(document_store).__name__} does not provide {method}()")
-
-
-def score_rows(points: Any, names: list[str]) -> list[dict[str, Any]]:
-    """
-    Scored Qdrant points (embedded engine or server) as `{"id", "score", "meta"}` rows.
-
-    :param points: Points with `payload` (holding `id` and `meta`), `id` and `score`.
-    :param names: Metadata fields to keep (those the payload selector asked for).
-    :returns: One row per point, in the given order.
-    """
-    rows = []
-    for point in points:
-        payload = point.payload or {}
-        meta = payload.get("meta") or {}
-        rows.append(
-            {
-                "id": payload.get("id", str(point.id)),
-                "score": float(point.score),
-                "meta": {name: meta[name] for name in names if name in meta},
-            }
-        )
-    return rows

@@ -32,7 +32,6 @@ from haystack.errors import FilterError
 from haystack_integrations.document_stores.qdrant.converters import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME, convert_id
 
 from components._checks import QueryVector, check_query_embedding, check_top_k
-from components._document_store import score_rows
 
 logger = logging.getLogger(__name__)
 
@@ -741,50 +740,55 @@ class EdgeDocumentStore:
         text_query = qe.TextQuery("content", query, qe.Bm25Params(k=self.bm25_k, b=self.bm25_b))
         return self._query(text_query, top_k, filters, return_embedding=False, fields=fields)
 
-    def query_scores(
+    def best_scores_by(
         self,
+        field: str,
+        values: list[str],
         query_embedding: QueryVector | None = None,
         query_sparse_embedding: SparseEmbedding | None = None,
-        top_k: int = 10,
-        filters: dict[str, Any] | None = None,
-        fields: list[str] | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[float | None]:
         """
-        Scores of the best documents for one dense or one sparse query, without content or vectors.
+        For each value of a metadata field, the best score one query reaches among the documents holding it.
 
-        Rescoring a few hundred chunks (every chunk of the candidate files) must not pay for their text,
-        and must not miss one: the search is exact, not approximate.
+        One batch of exact searches, one per value, limit 1, planned together by the engine, with no payload
+        read: which value a score belongs to is its position in the batch. Reading back the payload of every
+        scored document to learn its group (what one search restricted to all the values would need) costs
+        several times the scoring itself; this is how the rerank stage reads each candidate file's best chunk.
 
+        :param field: The metadata field (`"source_doc_id"` or `"meta.source_doc_id"`), ideally indexed.
+        :param values: The values to score, e.g. candidate files.
         :param query_embedding: A dense query vector; give it or `query_sparse_embedding`, not both.
         :param query_sparse_embedding: A sparse query vector.
-        :param top_k: How many documents to score at most.
-        :param filters: Haystack filters applied before ranking.
-        :param fields: Metadata fields to return (`"path"` or `"meta.path"`); `None` returns none.
-        :returns: `[{"id": ..., "score": ..., "meta": {...}}]`, best first.
-        :raises ValueError: Unless exactly one query is given; when `top_k` is not positive.
-        :raises FilterError: When the filters are malformed.
+        :returns: One score per value, in order; `None` where no document holding it was scored.
+        :raises ValueError: Unless exactly one query is given.
+        :raises DocumentStoreError: For a sparse query on a store without sparse vectors.
         """
-        check_top_k(top_k)
         if (query_embedding is None) == (query_sparse_embedding is None):
             raise ValueError("give exactly one of query_embedding and query_sparse_embedding")
+        if not values:
+            return []
         if query_embedding is not None:
             query = self._dense_nearest(query_embedding)
         else:
             assert query_sparse_embedding is not None
-            self._require_sparse("query_scores() with a sparse query")
+            self._require_sparse("best_scores_by() with a sparse query")
             query = self._sparse_nearest(query_sparse_embedding.indices, query_sparse_embedding.values)
-        names = [_meta_name(field) for field in fields or []]
-        request = qe.QueryRequest(
-            limit=top_k,
-            query=query,
-            filter=_edge_filter(filters),
-            with_payload=["id", *(f"meta.{name}" for name in names)],
-            with_vector=False,
-            params=qe.SearchParams(exact=True),
-        )
+        key = f"meta.{_meta_name(field)}"
+        exact = qe.SearchParams(exact=True)
+        requests = [
+            qe.QueryRequest(
+                limit=1,
+                query=query,
+                filter=qe.Filter(must=[qe.FieldCondition(key, match=qe.MatchValue(value))]),
+                with_payload=False,
+                with_vector=False,
+                params=exact,
+            )
+            for value in values
+        ]
         with _engine_errors("search"):
-            points = self._shard().shard.query(request)
-        return score_rows(points, names)
+            results = self._shard().shard.query_batch(qe.QueryBatchRequest(requests))
+        return [float(points[0].score) if points else None for points in results]
 
     def best_term_scores(self, query_sparse_embedding: SparseEmbedding) -> list[float]:
         """

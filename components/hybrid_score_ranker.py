@@ -20,9 +20,8 @@ class HybridScoreRanker:
     Reranks candidate files by `bm25_weight * bm25 + (1 - bm25_weight) * cosine`, each signal exact and scaled.
 
     Reciprocal rank fusion keeps ranks and throws the scores away, and a file that only one list retrieved
-    gets nothing from the other. This ranker asks the store for the exact scores of every chunk of the
-    candidate files (one dense and one sparse query, restricted to those files, returning ids and scores
-    only) and keeps each file's best chunk per signal. The cosine is divided by the best candidate's; the
+    gets nothing from the other. This ranker asks the store for the exact score of each candidate file's
+    best chunk per signal (one batch of exact searches per signal, one search per file, scores only). The cosine is divided by the best candidate's; the
     BM25 score by the best the query could reach (the sum, over its terms, of the best single-term score in
     the index), so a file that matches one incidental word of a paraphrased question scores low instead of
     being stretched to 1 by min-max scaling. It needs no model of its own (the query's embeddings come from
@@ -53,7 +52,6 @@ class HybridScoreRanker:
         document_store: Any,
         bm25_weight: float = 0.5,
         group_by: str = "source_doc_id",
-        max_chunks_per_file: int = 50,
         file_document_store: Any | None = None,
         file_weight: float = 0.5,
         cosine_scale: str = "best",
@@ -61,34 +59,30 @@ class HybridScoreRanker:
         """
         Create the ranker.
 
-        :param document_store: A Needle document store (it must provide `query_scores` and `best_term_scores`).
+        :param document_store: A Needle document store (it must provide `best_scores_by` and `best_term_scores`).
         :param bm25_weight: Weight of the normalised BM25 score; the cosine gets the rest. At 1.0 the ranker
             needs no dense query embedding, at 0.0 no sparse one.
         :param group_by: Metadata field naming a document's file; candidates are scored per file.
-        :param max_chunks_per_file: Chunks scored per candidate file at most (a file's best chunks come first).
         :param file_document_store: The store of whole-file documents (see `FileDocumentBuilder`); when given,
             each signal mixes the file's best chunk and its whole text.
         :param file_weight: The whole text's share of each signal when `file_document_store` is given.
         :param cosine_scale: `best` divides each cosine by the best candidate's (the best file always gets
             1.0); `raw` keeps the cosine (clamped to [0, 1]), so a query nothing resembles stays low.
-        :raises ValueError: When a store cannot score, `bm25_weight` or `file_weight` is outside [0, 1],
-            `max_chunks_per_file` is below 1, or `cosine_scale` is unknown.
+        :raises ValueError: When a store cannot score, `bm25_weight` or `file_weight` is outside [0, 1], or
+            `cosine_scale` is unknown.
         """
-        require_store_methods(document_store, "query_scores", "best_term_scores")
+        require_store_methods(document_store, "best_scores_by", "best_term_scores")
         if file_document_store is not None:
-            require_store_methods(file_document_store, "query_scores", "best_term_scores")
+            require_store_methods(file_document_store, "best_scores_by", "best_term_scores")
         if not 0.0 <= bm25_weight <= 1.0:
             raise ValueError(f"bm25_weight must be within [0, 1], got {bm25_weight}")
         if not 0.0 <= file_weight <= 1.0:
             raise ValueError(f"file_weight must be within [0, 1], got {file_weight}")
-        if max_chunks_per_file < 1:
-            raise ValueError(f"max_chunks_per_file must be > 0, got {max_chunks_per_file}")
         if cosine_scale not in _COSINE_SCALES:
             raise ValueError(f"cosine_scale must be one of {_COSINE_SCALES}, got {cosine_scale!r}")
         self.document_store = document_store
         self.bm25_weight = bm25_weight
         self.group_by = group_by
-        self.max_chunks_per_file = max_chunks_per_file
         self.file_document_store = file_document_store
         self.file_weight = file_weight
         self.cosine_scale = cosine_scale
@@ -100,7 +94,6 @@ class HybridScoreRanker:
             document_store=self.document_store.to_dict(),
             bm25_weight=self.bm25_weight,
             group_by=self.group_by,
-            max_chunks_per_file=self.max_chunks_per_file,
             file_document_store=self.file_document_store.to_dict() if self.file_document_store is not None else None,
             file_weight=self.file_weight,
             cosine_scale=self.cosine_scale,
@@ -115,26 +108,18 @@ class HybridScoreRanker:
     def _file(self, doc: Document) -> str:
         return str(doc.meta.get(self.group_by, doc.id))
 
-    def _best_scores(self, store: Any, per_file: int, files: list[str], **query: Any) -> dict[str, float]:
+    def _best_scores(self, store: Any, files: list[str], **query: Any) -> dict[str, float]:
         """Each file's best score in `store` for one query (files without a scored document are left out)."""
-        rows = store.query_scores(
-            **query,
-            top_k=len(files) * per_file,
-            filters={"field": f"meta.{self.group_by}", "operator": "in", "value": files},
-            fields=[self.group_by],
-        )
-        best: dict[str, float] = {}
-        for row in rows:  # best first: a file's first row is its best chunk
-            best.setdefault(str(row["meta"].get(self.group_by, row["id"])), row["score"])
-        return best
+        scores = store.best_scores_by(self.group_by, files, **query)
+        return {f: score for f, score in zip(files, scores) if score is not None}
 
-    def _levels(self) -> list[tuple[str, Any, int, float]]:
-        """(name, store, documents per file, weight) of each level a signal is read at."""
+    def _levels(self) -> list[tuple[str, Any, float]]:
+        """(name, store, weight) of each level a signal is read at."""
         if self.file_document_store is None or self.file_weight == 0.0:
-            return [("chunk", self.document_store, self.max_chunks_per_file, 1.0)]
-        levels = [("file", self.file_document_store, 1, self.file_weight)]
+            return [("chunk", self.document_store, 1.0)]
+        levels = [("file", self.file_document_store, self.file_weight)]
         if self.file_weight < 1.0:
-            levels.insert(0, ("chunk", self.document_store, self.max_chunks_per_file, 1.0 - self.file_weight))
+            levels.insert(0, ("chunk", self.document_store, 1.0 - self.file_weight))
         return levels
 
     def _lexical(self, files: list[str], sparse: SparseEmbedding, trace: dict[str, dict[str, float]]) -> dict[str, float]:
@@ -174,9 +159,9 @@ class HybridScoreRanker:
         """
         mixed = dict.fromkeys(files, 0.0)
         chunk_values: dict[str, float] = {}
-        for name, store, per_file, weight in self._levels():
+        for name, store, weight in self._levels():
             prefix = "" if name == "chunk" else "file_"
-            scores = self._best_scores(store, per_file, files, **query)
+            scores = self._best_scores(store, files, **query)
             trace[f"{prefix}{signal}"] = {f: scores.get(f, 0.0) for f in files}
             values = normalise(store, scores, prefix)
             for f in files:

@@ -15,7 +15,6 @@ from qdrant_client.http import models as rest
 from qdrant_client.http.exceptions import ResponseHandlingException
 
 from components._checks import QueryVector, check_query_embedding, check_top_k
-from components._document_store import score_rows
 
 logger = logging.getLogger(__name__)
 
@@ -230,31 +229,31 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
             "SparseRetriever with a BM25 sparse embedder (the store has sparse_idf=True) instead"
         )
 
-    def query_scores(
+    def best_scores_by(
         self,
+        field: str,
+        values: list[str],
         query_embedding: QueryVector | None = None,
         query_sparse_embedding: SparseEmbedding | None = None,
-        top_k: int = 10,
-        filters: dict[str, Any] | None = None,
-        fields: list[str] | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[float | None]:
         """
-        Scores of the best documents for one dense or one sparse query, without content or vectors (exact search).
+        For each value of a metadata field, the best score one query reaches among the documents holding it.
 
+        One `query_batch_points` call of exact searches, one per value, limit 1 and no payload: which value a
+        score belongs to is its position in the batch (see `EdgeDocumentStore.best_scores_by`).
+
+        :param field: The metadata field (`"source_doc_id"` or `"meta.source_doc_id"`), ideally indexed.
+        :param values: The values to score, e.g. candidate files.
         :param query_embedding: A dense query vector; give it or `query_sparse_embedding`, not both.
         :param query_sparse_embedding: A sparse query vector.
-        :param top_k: How many documents to score at most.
-        :param filters: Haystack filters applied before ranking.
-        :param fields: Metadata fields to return (`"path"` or `"meta.path"`); `None` returns none.
-        :returns: `[{"id": ..., "score": ..., "meta": {...}}]`, best first.
-        :raises ValueError: Unless exactly one query is given; when `top_k` is not positive.
+        :returns: One score per value, in order; `None` where no document holding it was scored.
+        :raises ValueError: Unless exactly one query is given.
         :raises ConnectionError: When the server cannot be reached.
         """
-        check_top_k(top_k)
         if (query_embedding is None) == (query_sparse_embedding is None):
             raise ValueError("give exactly one of query_embedding and query_sparse_embedding")
-        self._initialize_client()
-        assert self._client is not None
+        if not values:
+            return []
         if query_embedding is not None:
             query: Any = check_query_embedding(query_embedding, self.embedding_dim)
             using = DENSE_VECTORS_NAME if self.use_sparse_embeddings else None
@@ -262,18 +261,23 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
             assert query_sparse_embedding is not None
             query = _sparse_vector(query_sparse_embedding.indices, query_sparse_embedding.values)
             using = SPARSE_VECTORS_NAME
-        names = [field.removeprefix("meta.") for field in fields or []]
-        points = self._client.query_points(
-            collection_name=self.index,
-            query=query,
-            using=using,
-            query_filter=convert_filters_to_qdrant(filters),
-            limit=top_k,
-            with_payload=rest.PayloadSelectorInclude(include=["id", *(f"meta.{name}" for name in names)]),
-            with_vectors=False,
-            search_params=rest.SearchParams(exact=True),
-        ).points
-        return score_rows(points, names)
+        key = f"meta.{field.removeprefix('meta.')}"
+        requests = [
+            rest.QueryRequest(
+                query=query,
+                using=using,
+                filter=rest.Filter(must=[rest.FieldCondition(key=key, match=rest.MatchValue(value=value))]),
+                limit=1,
+                with_payload=False,
+                with_vector=False,
+                params=rest.SearchParams(exact=True),
+            )
+            for value in values
+        ]
+        self._initialize_client()
+        assert self._client is not None
+        results = self._client.query_batch_points(collection_name=self.index, requests=requests)
+        return [float(result.points[0].score) if result.points else None for result in results]
 
     def best_term_scores(self, query_sparse_embedding: SparseEmbedding) -> list[float]:
         """

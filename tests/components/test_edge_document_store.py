@@ -311,7 +311,7 @@ class TestEdgeDocumentStore:
         assert docs[0].score > docs[1].score > 0
         assert all(doc.sparse_embedding is None for doc in docs)
 
-    def test_query_scores_match_the_full_queries_without_text(self, store):
+    def test_best_scores_by_give_each_values_best_score(self, store):
         store.write_documents(
             [
                 Document(id="a", content="alpha", meta={"source_doc_id": "n:a.md", "path": "a.md"},
@@ -324,18 +324,21 @@ class TestEdgeDocumentStore:
         )
         query = [1.0, 0.2, 0.0, 0.0]
         full = {doc.id: doc.score for doc in store.query_dense(query, top_k=3)}
-        rows = store.query_scores(query_embedding=query, top_k=3, fields=["meta.source_doc_id"])
-        assert [row["id"] for row in rows] == ["a", "b", "c"]
-        assert {row["id"]: row["score"] for row in rows} == pytest.approx(full)
-        assert rows[0]["meta"] == {"source_doc_id": "n:a.md"}
-        only_b = {"field": "meta.source_doc_id", "operator": "in", "value": ["n:b.md", "n:c.md"]}
-        sparse = store.query_scores(query_sparse_embedding=SparseEmbedding([1, 2], [1.0, 1.0]), filters=only_b)
-        assert [(row["id"], row["meta"]) for row in sparse] == [("b", {})]
-        assert sparse[0]["score"] > 0
+        files = ["n:b.md", "n:a.md", "n:none.md", "n:c.md"]
+        dense = store.best_scores_by("source_doc_id", files, query_embedding=query)
+        assert dense[2] is None
+        assert [dense[0], dense[1], dense[3]] == pytest.approx([full["b"], full["a"], full["c"]])
+        # Sparse: c shares no term with the query, so nothing holding n:c.md is scored.
+        terms = SparseEmbedding([1, 2], [1.0, 1.0])
+        full_sparse = {doc.id: doc.score for doc in store.query_sparse(terms, top_k=3)}
+        sparse = store.best_scores_by("meta.source_doc_id", files, query_sparse_embedding=terms)
+        assert sparse[:3] == pytest.approx([full_sparse["b"], full_sparse["a"], None]) and sparse[3] is None
+        assert sparse[1] > sparse[0] > 0
+        assert store.best_scores_by("source_doc_id", [], query_embedding=query) == []
         with pytest.raises(ValueError, match="exactly one"):
-            store.query_scores()
+            store.best_scores_by("source_doc_id", files)
         with pytest.raises(ValueError, match="exactly one"):
-            store.query_scores(query_embedding=query, query_sparse_embedding=SparseEmbedding([1], [1.0]))
+            store.best_scores_by("source_doc_id", files, query_embedding=query, query_sparse_embedding=terms)
 
     def test_best_term_scores_are_each_terms_best_single_term_score(self, store):
         store.write_documents(
@@ -347,7 +350,7 @@ class TestEdgeDocumentStore:
         )
         query = SparseEmbedding([1, 3, 9], [1.0, 2.0, 1.0])  # term 9 is in no document
         one_by_one = [
-            (store.query_scores(query_sparse_embedding=SparseEmbedding([i], [v]), top_k=1) or [{"score": 0.0}])[0]["score"]
+            next((doc.score for doc in store.query_sparse(SparseEmbedding([i], [v]), top_k=1)), 0.0)
             for i, v in zip(query.indices, query.values)
         ]
         scores = store.best_term_scores(query)

@@ -47,20 +47,20 @@ def candidates(*ids: str) -> list[Document]:
 class TestHybridScoreRanker:
     def test_init_defaults(self, store):
         ranker = HybridScoreRanker(document_store=store)
-        assert (ranker.bm25_weight, ranker.group_by, ranker.max_chunks_per_file) == (0.5, "source_doc_id", 50)
+        assert (ranker.bm25_weight, ranker.group_by, ranker.file_weight) == (0.5, "source_doc_id", 0.5)
         assert ranker.cacheable is False
 
     @pytest.mark.parametrize(
         "kwargs, message",
         [({"bm25_weight": 1.5}, "bm25_weight"), ({"bm25_weight": -0.1}, "bm25_weight"),
-         ({"max_chunks_per_file": 0}, "max_chunks_per_file"), ({"file_weight": 1.1}, "file_weight")],
+         ({"cosine_scale": "minmax"}, "cosine_scale"), ({"file_weight": 1.1}, "file_weight")],
     )
     def test_bad_params_raise(self, store, kwargs, message):
         with pytest.raises(ValueError, match=message):
             HybridScoreRanker(document_store=store, **kwargs)
 
     def test_store_without_scores_is_refused(self):
-        with pytest.raises(ValueError, match="query_scores"):
+        with pytest.raises(ValueError, match="best_scores_by"):
             HybridScoreRanker(document_store=object())
 
     def test_to_dict(self, store):
@@ -68,12 +68,12 @@ class TestHybridScoreRanker:
         assert data["type"] == "components.hybrid_score_ranker.HybridScoreRanker"
         assert data["init_parameters"]["document_store"] == store.to_dict()
         assert {k: v for k, v in data["init_parameters"].items() if k != "document_store"} == {
-            "bm25_weight": 0.3, "group_by": "path", "max_chunks_per_file": 50,
+            "bm25_weight": 0.3, "group_by": "path",
             "file_document_store": None, "file_weight": 0.5, "cosine_scale": "best",
         }
 
     def test_from_dict_round_trip(self, store):
-        ranker = HybridScoreRanker(document_store=store, bm25_weight=0.7, max_chunks_per_file=5)
+        ranker = HybridScoreRanker(document_store=store, bm25_weight=0.7, cosine_scale="raw")
         again = HybridScoreRanker.from_dict(ranker.to_dict())
         assert again.to_dict() == ranker.to_dict()
         assert isinstance(again.document_store, EdgeDocumentStore)
@@ -173,7 +173,7 @@ class TestHybridScoreRankerWithFiles:
         assert again.to_dict() == data
 
     def test_file_store_without_scores_is_refused(self, store):
-        with pytest.raises(ValueError, match="query_scores"):
+        with pytest.raises(ValueError, match="best_scores_by"):
             HybridScoreRanker(document_store=store, file_document_store=object())
 
     def test_words_spread_over_chunks_count_through_the_whole_file(self, store, file_store):

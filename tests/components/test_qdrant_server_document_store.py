@@ -161,23 +161,24 @@ class TestQdrantServerDocumentStore:
         assert (slim.id, slim.content, slim.meta) == ("a", "alpha", {"path": "a.md"})
 
     @pytest.mark.filterwarnings("ignore::UserWarning")
-    def test_query_scores_through_the_client(self, memory_store):
-        rows = memory_store.query_scores(query_embedding=[1.0, 0.1, 0.0, 0.0], top_k=2, fields=["path"])
-        assert [(row["id"], row["meta"]) for row in rows] == [("a", {"path": "a.md"}), ("b", {"path": "b.md"})]
-        assert rows[0]["score"] == pytest.approx(0.995, abs=1e-3)
-        sparse = memory_store.query_scores(
-            query_sparse_embedding=SparseEmbedding(indices=[2], values=[1.0]),
-            filters={"field": "meta.collection", "operator": "==", "value": "notes"},
+    def test_best_scores_by_through_the_client(self, memory_store):
+        query = [1.0, 0.1, 0.0, 0.0]
+        full = {doc.id: doc.score for doc in memory_store.query_dense(query, top_k=2)}
+        scores = memory_store.best_scores_by("path", ["b.md", "missing.md", "a.md"], query_embedding=query)
+        assert scores[1] is None
+        assert [scores[0], scores[2]] == pytest.approx([full["b"], full["a"]])
+        sparse = memory_store.best_scores_by(
+            "meta.path", ["a.md", "b.md"], query_sparse_embedding=SparseEmbedding(indices=[2], values=[1.0])
         )
-        assert [(row["id"], row["meta"]) for row in sparse] == [("a", {})]
+        assert sparse[0] > 0 and sparse[1] is None  # b lacks term 2
         with pytest.raises(ValueError, match="exactly one"):
-            memory_store.query_scores()
+            memory_store.best_scores_by("path", ["a.md"])
 
     @pytest.mark.filterwarnings("ignore::UserWarning")
     def test_best_term_scores_through_the_client(self, memory_store):
         query = SparseEmbedding(indices=[1, 2, 9], values=[1.0, 1.0, 1.0])
         one_by_one = [
-            (memory_store.query_scores(query_sparse_embedding=SparseEmbedding([i], [1.0]), top_k=1) or [{"score": 0.0}])[0]["score"]
+            next((doc.score for doc in memory_store.query_sparse(SparseEmbedding([i], [1.0]), top_k=1)), 0.0)
             for i in query.indices
         ]
         assert memory_store.best_term_scores(query) == pytest.approx(one_by_one)
