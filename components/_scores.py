@@ -6,6 +6,7 @@ compared raw: where a score is shown, gated or tested against a threshold, BM25 
 """
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,25 @@ def clamp_cosine(score: float | None) -> float:
 
 
 NORMALIZERS = {"bm25": normalize_bm25, "cosine": clamp_cosine}
+
+
+def normalised(documents: list[Document], kind: str) -> list[Document]:
+    """
+    Copies of `documents` with scores on 0..1 by `kind` (`bm25` or `cosine`), the raw score kept.
+
+    :returns: The documents with `score` normalised, `meta["raw_score"]` and `meta["score_kind"]` set.
+    :raises KeyError: On an unknown kind (callers validate it first).
+    """
+    normalize = NORMALIZERS[kind]
+    return [replace(d, score=normalize(d.score), meta={**d.meta, "raw_score": d.score, "score_kind": kind}) for d in documents]
+
+
+def check_score_kind(kind: str | None, optional: bool = False) -> None:
+    """:raises ValueError: Unless `kind` names a normaliser (or is `None` and `optional`)."""
+    if kind is None and optional:
+        return
+    if kind not in NORMALIZERS:
+        raise ValueError(f"score kind must be one of {sorted(NORMALIZERS)}, got {kind!r}")
 
 
 def query_terms(text: str, min_length: int = 3) -> list[str]:

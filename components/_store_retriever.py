@@ -2,12 +2,13 @@
 
 from typing import Any
 
-from haystack import default_from_dict, default_to_dict
+from haystack import Document, default_from_dict, default_to_dict
 from haystack.document_stores.types import FilterPolicy
 from haystack.document_stores.types.filter_policy import apply_filter_policy
 
 from components._checks import check_top_k
 from components._document_store import require_store_methods, with_document_store
+from components._scores import check_score_kind, normalised
 
 
 class StoreRetriever:
@@ -26,6 +27,7 @@ class StoreRetriever:
         top_k: int = 10,
         filter_policy: str | FilterPolicy = FilterPolicy.REPLACE,
         meta_fields: list[str] | None = None,
+        score_kind: str | None = None,
     ) -> None:
         """
         Create the retriever.
@@ -38,10 +40,14 @@ class StoreRetriever:
         :param meta_fields: Metadata fields the documents carry; `None` carries all. A query graph names
             the few its stages read: Haystack deep-copies every stage's inputs, and lighter documents copy
             faster.
-        :raises ValueError: When the store lacks the method or `top_k` is not positive.
+        :param score_kind: `bm25` or `cosine` puts the scores on 0..1 as `ScoreNormalizer` does, raw score kept
+            in `meta["raw_score"]`, in this stage: a query graph then has no normalising stage for Haystack to
+            copy the retrieved documents through. `None` leaves the store's scores as they are.
+        :raises ValueError: When the store lacks the method, `top_k` is not positive or `score_kind` is unknown.
         """
         require_store_methods(document_store, self.store_method)
         check_top_k(top_k)
+        check_score_kind(score_kind, optional=True)
         self.document_store = document_store
         self.filters = filters
         self.top_k = top_k
@@ -49,6 +55,7 @@ class StoreRetriever:
             filter_policy if isinstance(filter_policy, FilterPolicy) else FilterPolicy.from_str(filter_policy)
         )
         self.meta_fields = meta_fields
+        self.score_kind = score_kind
 
     def to_dict(self) -> dict[str, Any]:
         """
@@ -63,6 +70,7 @@ class StoreRetriever:
             top_k=self.top_k,
             filter_policy=self.filter_policy.value,
             meta_fields=self.meta_fields,
+            score_kind=self.score_kind,
             **self._extra_init_parameters(),
         )
 
@@ -88,4 +96,8 @@ class StoreRetriever:
         top_k = self.top_k if top_k is None else top_k
         check_top_k(top_k)
         return apply_filter_policy(self.filter_policy, self.filters, filters), top_k
+
+    def _scored(self, documents: list[Document]) -> dict[str, list[Document]]:
+        """The run's output: the documents, their scores normalised when `score_kind` is set."""
+        return {"documents": documents if self.score_kind is None else normalised(documents, self.score_kind)}
 

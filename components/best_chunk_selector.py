@@ -74,10 +74,11 @@ class BestChunkSelector:
             scored = []
             for position, doc in chunk_members:
                 distinct, total = term_hits(doc.content or "", terms)
-                scored.append(((-distinct, -total, position), replace(doc, meta={**doc.meta, "term_hits": distinct})))
+                scored.append(((-distinct, -total, position), doc))
             scored.sort(key=lambda item: item[0])
             if chunks:
-                out.extend(doc for _, doc in scored)
+                out.extend(replace(doc, meta={**doc.meta, "term_hits": -key[0]}) for key, doc in scored)
             else:
-                out.append(replace(scored[0][1], score=best_score))
+                (key, doc), *_ = scored
+                out.append(replace(doc, score=best_score, meta={**doc.meta, "term_hits": -key[0]}))
         return {"documents": out}

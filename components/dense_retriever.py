@@ -35,6 +35,7 @@ class DenseRetriever(StoreRetriever):
         filter_policy: str | FilterPolicy = FilterPolicy.REPLACE,
         return_embedding: bool = False,
         meta_fields: list[str] | None = None,
+        score_kind: str | None = None,
     ) -> None:
         """
         Create the retriever.
@@ -45,10 +46,18 @@ class DenseRetriever(StoreRetriever):
         :param filter_policy: How runtime filters combine with `filters`: `replace` or `merge`.
         :param return_embedding: Return each document's embedding too (for relevance feedback).
         :param meta_fields: Metadata fields the documents carry; `None` carries all.
-        :raises ValueError: When the store cannot run dense queries or `top_k` is not positive.
+        :param score_kind: `cosine` clamps the similarities to 0..1 here, raw kept (see `StoreRetriever`).
+        :raises ValueError: When the store cannot run dense queries, `top_k` is not positive or `score_kind`
+            is unknown.
         """
         StoreRetriever.__init__(
-            self, document_store, filters=filters, top_k=top_k, filter_policy=filter_policy, meta_fields=meta_fields
+            self,
+            document_store,
+            filters=filters,
+            top_k=top_k,
+            filter_policy=filter_policy,
+            meta_fields=meta_fields,
+            score_kind=score_kind,
         )
         self.return_embedding = return_embedding
 
@@ -65,7 +74,8 @@ class DenseRetriever(StoreRetriever):
         :param query_embedding: The query vector (a list of floats or a numpy array).
         :param filters: Haystack filters, combined with the init filters by `filter_policy`.
         :param top_k: How many documents to return; overrides the init value.
-        :returns: A dictionary with `documents`: the best documents first, `score` set to the similarity.
+        :returns: A dictionary with `documents`: the best documents first, `score` set to the similarity
+            (clamped to 0..1 with `score_kind`).
         :raises ValueError: When `top_k` is not positive.
         """
         filters, top_k = self._request(filters, top_k)
@@ -76,6 +86,6 @@ class DenseRetriever(StoreRetriever):
             return_embedding=self.return_embedding,
             fields=self.meta_fields,
         )
-        return {"documents": documents}
+        return self._scored(documents)
 
 

@@ -36,11 +36,12 @@ class KeywordRetriever(StoreRetriever):
         :param query: Free text.
         :param filters: Haystack filters, combined with the init filters by `filter_policy`.
         :param top_k: How many documents to return; overrides the init value.
-        :returns: A dictionary with `documents`: the best documents first, `score` set to the BM25 score.
+        :returns: A dictionary with `documents`: the best documents first, `score` set to the BM25 score
+            (normalised with `score_kind`).
         :raises ValueError: When `top_k` is not positive.
         """
         filters, top_k = self._request(filters, top_k)
         documents = self.document_store.query_text(query=query, top_k=top_k, filters=filters, fields=self.meta_fields)
-        return {"documents": documents}
+        return self._scored(documents)
 
 

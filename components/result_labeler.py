@@ -54,7 +54,7 @@ class ResultLabeler:
         """
         Label the response.
 
-        :param documents: Final candidates (with `meta["rerank"]` when reranking ran).
+        :param documents: The results returned, after the cutoff (with `meta["rerank"]` when reranking ran).
         :param gate_status: The similarity gate's status, if a gate ran.
         :returns: A dictionary with `documents` (unchanged) and `label`.
         """

@@ -1,11 +1,10 @@
 """Comparable scores: BM25 to 0..1, cosine clamped to 0..1, raw values kept."""
 
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components._scores import NORMALIZERS
+from components._scores import check_score_kind, normalised
 
 
 @component
@@ -31,8 +30,7 @@ class ScoreNormalizer:
         :param kind: `bm25` or `cosine`.
         :raises ValueError: On another kind.
         """
-        if kind not in NORMALIZERS:
-            raise ValueError(f"kind must be one of {sorted(NORMALIZERS)}, got {kind!r}")
+        check_score_kind(kind)
         self.kind = kind
 
     def to_dict(self) -> dict[str, Any]:
@@ -52,10 +50,4 @@ class ScoreNormalizer:
         :param documents: Retrieved documents with raw scores.
         :returns: A dictionary with `documents`, scores in [0, 1], `meta["raw_score"]` and `meta["score_kind"]`.
         """
-        normalize = NORMALIZERS[self.kind]
-        return {
-            "documents": [
-                replace(d, score=normalize(d.score), meta={**d.meta, "raw_score": d.score, "score_kind": self.kind})
-                for d in documents
-            ]
-        }
+        return {"documents": normalised(documents, self.kind)}

@@ -40,13 +40,14 @@ class SparseRetriever(StoreRetriever):
         :param query_sparse_embedding: The query's sparse embedding.
         :param filters: Haystack filters, combined with the init filters by `filter_policy`.
         :param top_k: How many documents to return; overrides the init value.
-        :returns: A dictionary with `documents`: the best documents first, `score` set.
+        :returns: A dictionary with `documents`: the best documents first, `score` set (normalised with
+            `score_kind`).
         :raises ValueError: When `top_k` is not positive.
         """
         filters, top_k = self._request(filters, top_k)
         documents = self.document_store.query_sparse(
             query_sparse_embedding=query_sparse_embedding, top_k=top_k, filters=filters, fields=self.meta_fields
         )
-        return {"documents": documents}
+        return self._scored(documents)
 
 

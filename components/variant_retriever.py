@@ -1,6 +1,5 @@
 """Retrieve every query variant on its route: lexical to BM25, semantic to vectors."""
 
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_to_dict, logging
@@ -11,7 +10,7 @@ from haystack_integrations.components.embedders.fastembed.embedding_backend.fast
 )
 
 from components._document_store import with_document_store
-from components._scores import NORMALIZERS
+from components._scores import normalised
 
 logger = logging.getLogger(__name__)
 ROUTES = {"lex": "bm25", "vec": "cosine", "hyde": "cosine"}
@@ -129,13 +128,6 @@ class VariantRetriever:
                 local_files_only=self.dense_local_files_only, model_kwargs=self.dense_model_kwargs,
             )
 
-    def _normalized(self, documents: list[Document], kind: str) -> list[Document]:
-        normalize = NORMALIZERS[kind]
-        return [
-            replace(d, score=normalize(d.score), meta={**d.meta, "raw_score": d.score, "score_kind": kind})
-            for d in documents
-        ]
-
     @component.output_types(lists=dict[str, list[Document]])
     def run(self, variants: list[dict[str, Any]], filters: dict[str, Any] | None = None) -> dict[str, Any]:
         """
@@ -167,9 +159,9 @@ class VariantRetriever:
                 sparse = next(iter(self._sparse.model.query_embed([variant["text"]])))
                 embedding = SparseEmbedding(indices=sparse.indices.tolist(), values=[float(v) for v in sparse.values])
                 docs = self.document_store.query_sparse(embedding, top_k=self.bm25_top_k, filters=filters)
-                lists[names[i]] = self._normalized(docs, "bm25")
+                lists[names[i]] = normalised(docs, "bm25")
             else:
                 vector = variant.get("embedding") or dense[i]
                 docs = self.document_store.query_dense(list(vector), top_k=self.vector_top_k, filters=filters)
-                lists[names[i]] = self._normalized(docs, "cosine")
+                lists[names[i]] = normalised(docs, "cosine")
         return {"lists": lists}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import tempfile
@@ -52,20 +53,32 @@ class CollectionRegistry:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        # The last parse and the file version it came from: every query checks its collections, and parsing
+        # YAML costs more than the stat that tells whether the file changed (another process may add one).
+        self._parsed: tuple[tuple[int, int, int], list[dict]] | None = None
 
     def load(self) -> dict[str, Collection]:
         """
         Read the collections.
 
-        :returns: Collections by name (empty when the file does not exist yet).
+        :returns: Collections by name (empty when the file does not exist yet), fresh objects on every call.
         :raises CollectionError: When the file is malformed.
         """
-        if not self.path.exists():
-            return {}
         try:
-            data = yaml.safe_load(self.path.read_text(encoding="utf-8")) or {}
-            return {item["name"]: Collection(**item) for item in data.get("collections", [])}
-        except (yaml.YAMLError, TypeError, KeyError, AttributeError) as error:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return {}
+        version = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        if self._parsed is None or self._parsed[0] != version:
+            try:
+                data = yaml.safe_load(self.path.read_text(encoding="utf-8")) or {}
+                items = list(data.get("collections", []))
+            except (yaml.YAMLError, AttributeError) as error:
+                raise CollectionError(f"{self.path} is malformed: {error}") from error
+            self._parsed = (version, items)
+        try:
+            return {item["name"]: Collection(**copy.deepcopy(item)) for item in self._parsed[1]}
+        except (TypeError, KeyError) as error:
             raise CollectionError(f"{self.path} is malformed: {error}") from error
 
     def save(self, collections: dict[str, Collection]) -> None:

@@ -50,3 +50,18 @@ class TestCollectionRegistry:
         path.write_text("collections:\n  - {root: /x}\n")
         with pytest.raises(CollectionError, match="malformed"):
             CollectionRegistry(path).load()
+
+    def test_a_change_by_another_registry_is_seen_and_loads_do_not_share_objects(self, tmp_path: Path):
+        (tmp_path / "a").mkdir()
+        (tmp_path / "b").mkdir()
+        reader = CollectionRegistry(tmp_path / "c.yml")
+        writer = CollectionRegistry(tmp_path / "c.yml")
+        writer.add(tmp_path / "a", "a")
+        assert list(reader.load()) == ["a"]
+        writer.add(tmp_path / "b", "b")  # e.g. `needle collection add` in another process
+        assert list(reader.load()) == ["a", "b"]
+        first = reader.load()
+        first["a"].include.append("**/*.rst")
+        assert reader.load()["a"].include == DEFAULT_INCLUDE
+        writer.remove("a")
+        assert list(reader.load()) == ["b"]

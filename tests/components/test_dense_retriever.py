@@ -69,6 +69,7 @@ class TestDenseRetriever:
                 "top_k": 10,
                 "filter_policy": "replace",
                 "meta_fields": None,
+                "score_kind": None,
                 "return_embedding": False,
             },
         }
@@ -151,6 +152,16 @@ class TestDenseRetriever:
             query_embedding=[1.0, 0.0, 0.0, 0.0], filters={"field": "meta.collection", "operator": "==", "value": "b"}
         )["documents"]
         assert [doc.id for doc in in_b] == ["north"]
+
+    def test_score_kind_clamps_in_the_retriever_and_keeps_the_raw_score(self, edge_store):
+        query = [-1.0, -0.1, 0.0, 0.0]  # points away from everything: negative cosines
+        raw = DenseRetriever(document_store=edge_store, top_k=3).run(query_embedding=query)["documents"]
+        retriever = DenseRetriever(document_store=edge_store, top_k=3, score_kind="cosine")
+        scored = retriever.run(query_embedding=query)["documents"]
+        assert min(doc.score for doc in raw) < 0
+        assert [doc.score for doc in scored] == pytest.approx([min(max(doc.score, 0.0), 1.0) for doc in raw])
+        assert [doc.meta["raw_score"] for doc in scored] == pytest.approx([doc.score for doc in raw])
+        assert DenseRetriever.from_dict(retriever.to_dict()).score_kind == "cosine"
 
     def test_a_numpy_query_vector_retrieves_what_the_list_does(self, edge_store):
         import numpy as np

@@ -62,6 +62,7 @@ class TestKeywordRetriever:
                 "top_k": 10,
                 "filter_policy": "merge",
                 "meta_fields": None,
+                "score_kind": None,
             },
         }
 

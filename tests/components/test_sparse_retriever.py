@@ -70,6 +70,7 @@ class TestSparseRetriever:
                 "top_k": 7,
                 "filter_policy": "replace",
                 "meta_fields": None,
+                "score_kind": None,
             },
         }
 
@@ -108,6 +109,17 @@ class TestSparseRetriever:
             query_sparse_embedding=QUERY, filters={"field": "meta.collection", "operator": "==", "value": "b"}
         )["documents"]
         assert [doc.id for doc in only_b] == ["one"]
+
+    def test_score_kind_normalises_in_the_retriever_and_keeps_the_raw_score(self, edge_store):
+        raw = SparseRetriever(document_store=edge_store).run(query_sparse_embedding=QUERY)["documents"]
+        retriever = SparseRetriever(document_store=edge_store, score_kind="bm25")
+        scored = retriever.run(query_sparse_embedding=QUERY)["documents"]
+        assert [doc.id for doc in scored] == [doc.id for doc in raw]
+        assert [doc.score for doc in scored] == pytest.approx([doc.score / (1 + doc.score) for doc in raw])
+        assert [(doc.meta["raw_score"], doc.meta["score_kind"]) for doc in scored] == [(doc.score, "bm25") for doc in raw]
+        assert SparseRetriever.from_dict(retriever.to_dict()).score_kind == "bm25"
+        with pytest.raises(ValueError, match="score kind must be one of"):
+            SparseRetriever(document_store=edge_store, score_kind="dot")
 
     def test_pipeline_survives_dumps_and_loads(self, edge_store, monkeypatch):
         monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components")
