@@ -46,7 +46,10 @@ def normalised(documents: list[Document], kind: str) -> list[Document]:
     :raises KeyError: On an unknown kind (callers validate it first).
     """
     normalize = NORMALIZERS[kind]
-    return [replace(d, score=normalize(d.score), meta={**d.meta, "raw_score": d.score, "score_kind": kind}) for d in documents]
+    return [
+        replace(d, score=normalize(d.score), meta={**d.meta, "raw_score": d.score, "score_kind": kind})
+        for d in documents
+    ]
 
 
 def check_score_kind(kind: str | None, optional: bool = False) -> None:

@@ -20,15 +20,15 @@ class HybridScoreRanker:
     Reranks candidate files by `bm25_weight * bm25 + (1 - bm25_weight) * cosine`, each signal exact and scaled.
 
     Reciprocal rank fusion keeps ranks and throws the scores away, and a file that only one list retrieved
-    gets nothing from the other. This ranker asks the store for the exact score of each candidate file's
-    best chunk per signal (one batch of exact searches per signal, one search per file, scores only). The cosine is divided by the best candidate's; the
-    BM25 score by the best the query could reach (the sum, over its terms, of the best single-term score in
-    the index), so a file that matches one incidental word of a paraphrased question scores low instead of
-    being stretched to 1 by min-max scaling. It needs no model of its own (the query's embeddings come from
-    the graph) and is the offline default of the rerank stage: no cross-encoder installs offline, and this
-    rescoring is what lifts the hybrid graph on SciFact and on the golden set (see the README's ablation).
-    Haystack's rankers either run a model (cross-encoders, LLMs) or sort by metadata; none rescores with
-    the store's scores.
+    gets nothing from the other. This ranker asks the store for the exact score of each candidate file's best
+    chunk per signal (one batch of exact searches per signal, one search per file, scores only). The cosine is
+    divided by the best candidate's; the BM25 score by the best the query could reach (the sum, over its
+    terms, of the best single-term score in the index), so a file that matches one incidental word of a
+    paraphrased question scores low instead of being stretched to 1 by min-max scaling. It needs no model of
+    its own (the query's embeddings come from the graph) and is the offline default of the rerank stage: no
+    cross-encoder installs offline, and this rescoring is what lifts the hybrid graph on SciFact and on the
+    golden set (see the README's ablation). Haystack's rankers either run a model (cross-encoders, LLMs) or
+    sort by metadata; none rescores with the store's scores.
 
     With a `file_document_store` (whole-file documents, see `FileDocumentBuilder`) each signal is read
     twice, for the file's best chunk and for its whole text, each normalised as above, and mixed by
