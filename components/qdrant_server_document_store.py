@@ -247,7 +247,8 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         :param query_embedding: A dense query vector; give it or `query_sparse_embedding`, not both.
         :param query_sparse_embedding: A sparse query vector.
         :returns: One score per value, in order; `None` where no document holding it was scored.
-        :raises ValueError: Unless exactly one query is given.
+        :raises ValueError: Unless exactly one query is given; for a sparse query on a collection without
+            sparse vectors.
         :raises ConnectionError: When the server cannot be reached.
         """
         if (query_embedding is None) == (query_sparse_embedding is None):
@@ -259,6 +260,7 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
             using = DENSE_VECTORS_NAME if self.use_sparse_embeddings else None
         else:
             assert query_sparse_embedding is not None
+            self._require_sparse("best_scores_by() with a sparse query")
             query = _sparse_vector(query_sparse_embedding.indices, query_sparse_embedding.values)
             using = SPARSE_VECTORS_NAME
         key = f"meta.{field.removeprefix('meta.')}"
@@ -291,8 +293,7 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         :raises ValueError: When the collection has no sparse vectors.
         :raises ConnectionError: When the server cannot be reached.
         """
-        if not self.use_sparse_embeddings:
-            raise ValueError("best_term_scores() needs a collection with sparse vectors (use_sparse_embeddings=True)")
+        self._require_sparse("best_term_scores()")
         requests = [
             rest.QueryRequest(
                 query=_sparse_vector([index], [value]),
@@ -309,6 +310,11 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         assert self._client is not None
         results = self._client.query_batch_points(collection_name=self.index, requests=requests)
         return [float(result.points[0].score) if result.points else 0.0 for result in results]
+
+    def _require_sparse(self, caller: str) -> None:
+        """:raises ValueError: Naming `caller`, when the collection has no sparse vectors."""
+        if not self.use_sparse_embeddings:
+            raise ValueError(f"{caller} needs a collection with sparse vectors (use_sparse_embeddings=True)")
 
     def list_documents_meta(
         self, filters: dict[str, Any] | None = None, fields: list[str] | None = None

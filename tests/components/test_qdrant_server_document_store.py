@@ -174,6 +174,14 @@ class TestQdrantServerDocumentStore:
         with pytest.raises(ValueError, match="exactly one"):
             memory_store.best_scores_by("path", ["a.md"])
 
+    def test_sparse_scores_need_sparse_vectors(self):
+        store = QdrantServerDocumentStore(url=UNREACHABLE, embedding_dim=4, use_sparse_embeddings=False)
+        terms = SparseEmbedding(indices=[1], values=[1.0])
+        with pytest.raises(ValueError, match=r"best_term_scores\(\) needs a collection with sparse vectors"):
+            store.best_term_scores(terms)
+        with pytest.raises(ValueError, match=r"best_scores_by\(\) with a sparse query needs a collection"):
+            store.best_scores_by("path", ["a.md"], query_sparse_embedding=terms)
+
     @pytest.mark.filterwarnings("ignore::UserWarning")
     def test_best_term_scores_through_the_client(self, memory_store):
         query = SparseEmbedding(indices=[1, 2, 9], values=[1.0, 1.0, 1.0])
