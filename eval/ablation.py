@@ -58,6 +58,12 @@ def merged(settings: Settings, overrides: dict[str, Any]) -> Settings:
     return Settings.model_validate(data)
 
 
+def row_settings(start: Settings, pipeline: str, overrides: dict[str, Any], extra: dict[str, Any]) -> Settings:
+    """A row's settings: its overrides over `start`, then the `--set` extras for the query.yml rows."""
+    settings = merged(start, overrides)
+    return merged(settings, extra) if pipeline == "query" else settings
+
+
 def latency_p50(settings: Settings, dataset: Any, pipeline: str, queries: int) -> float:
     """Median milliseconds per query of `pipeline` as users run it: the configured sizes, top 10."""
     needle = Needle(settings)
@@ -67,6 +73,7 @@ def latency_p50(settings: Settings, dataset: Any, pipeline: str, queries: int) -
         started = time.perf_counter()
         needle.search(dataset.queries[qid], mode=pipeline, top_k=settings.retrieval.top_k)
         latencies.append(time.perf_counter() - started)
+    needle.close()
     return 1000 * metrics.percentile(latencies, 50)
 
 
@@ -99,14 +106,10 @@ def main() -> int:
     for label, pipeline, overrides in STAGES:
         if args.only and not any(o in label for o in args.only):
             continue
-        settings = merged(base, overrides)
-        if pipeline == "query":
-            settings = merged(settings, extra)
-        needle = Needle(settings)
+        needle = Needle(row_settings(base, pipeline, overrides, extra))
         result = run_pipeline(needle, dataset, pipeline, args.candidates, args.limit)
-        timing = merged(timed, overrides)
-        timing = merged(timing, extra) if pipeline == "query" else timing
-        result["latency_ms_p50"] = latency_p50(timing, dataset, pipeline, args.latency_queries)
+        needle.close()  # the timing pass opens the index again, at the configured sizes
+        result["latency_ms_p50"] = latency_p50(row_settings(timed, pipeline, overrides, extra), dataset, pipeline, args.latency_queries)
         rows.append({"stage": label, "pipeline": pipeline, "overrides": overrides, **{k: v for k, v in result.items() if k not in ("per_query", "rankings")}})
         print(f"{label}: nDCG@10 {result['ndcg@10']:.4f}  R@100 {result['recall@100']:.4f}  p50 {result['latency_ms_p50']:.1f} ms", flush=True)
 
