@@ -1,57 +1,14 @@
 """Find the note files of each collection: include and exclude globs, hidden folders, symlinks."""
 
-import errno
 import os
-import re
 from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict, logging
 
+from needle.files import walk_collection
+from needle.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, CollectionRules
+
 logger = logging.getLogger(__name__)
-
-DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown", "**/*.txt"]
-DEFAULT_EXCLUDE = [".obsidian/", ".trash/", "node_modules/", ".git/"]
-
-
-def glob_to_regex(pattern: str) -> "re.Pattern[str]":
-    """
-    Compile a glob over a relative posix path into a regular expression matching the whole path.
-
-    `*` and `?` never cross a `/`, `[...]` is a character class (`[!...]` negated), and `**/` matches zero or more
-    folders, so `**/*.md` matches `a.md` as well as `a/b/c.md`.
-
-    :param pattern: The glob, for example `**/*.md` or `archive/**`.
-    :returns: A compiled pattern; use its `fullmatch`.
-    """
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        char = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif char == "*":
-            out.append("[^/]*")
-            i += 1
-        elif char == "?":
-            out.append("[^/]")
-            i += 1
-        elif char == "[" and pattern.find("]", i + 2) != -1:
-            end = pattern.find("]", i + 2)
-            body = pattern[i + 1 : end].replace("\\", "\\\\")
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            elif body.startswith("^"):
-                body = "\\" + body
-            out.append(f"[{body}]")
-            i = end + 1
-        else:
-            out.append(re.escape(char))
-            i += 1
-    return re.compile("".join(out))
 
 
 @component
@@ -66,7 +23,9 @@ class CollectionScanner:
     name at any depth, like `.gitignore`; any other pattern is a glob on the relative path. Hidden files and
     folders (a path part starting with `.`) are always left out. Whatever cannot be scanned (a missing root, a
     folder that cannot be listed, a broken symlink, a symlink loop, a symlink leading outside the root or to a
-    file already in the collection) is reported in `skipped` instead of failing the run. Haystack's file type
+    file already in the collection, a name that is not valid UTF-8) is reported in `skipped` instead of failing
+    the run. The rules and the walk are `needle.globs.CollectionRules` and `needle.files.walk_collection`, which
+    `get` and `multi_get` use too, so a file can be read exactly when it is indexed. Haystack's file type
     router and converters take a list of paths but have no notion of a collection, of exclude rules or of
     symlink loops.
 
@@ -166,140 +125,15 @@ class CollectionScanner:
 
     def _scan(self, spec: dict[str, Any], sources: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> None:
         name, root = spec["name"], spec["root"]
-        if not os.path.isdir(root):
-            detail = " (it is not a folder)" if os.path.exists(root) else ""
-            skipped.append({"collection": name, "path": "", "reason": f"root folder does not exist: {root}{detail}"})
-            return
-        rules = _Rules(spec["include"], spec["exclude"])
-        root_real = os.path.realpath(root)
-        root_stat = os.stat(root)
-        visited = {(root_stat.st_dev, root_stat.st_ino)}
+        rules = CollectionRules(spec["include"], spec["exclude"])
         found: list[str] = []
-
-        def skip(path: str, reason: str) -> None:
-            skipped.append({"collection": name, "path": path, "reason": reason})
-
-        stack: list[tuple[str, str]] = [(root, "")]
-        while stack:
-            folder, folder_rel = stack.pop()
-            try:
-                with os.scandir(folder) as listing:
-                    entries = sorted(listing, key=lambda e: e.name)
-            except PermissionError:
-                skip(folder_rel, "permission denied: the folder cannot be listed")
+        for item in walk_collection(root, rules):
+            if item.reason is not None:
+                skipped.append({"collection": name, "path": item.rel, "reason": item.reason})
                 continue
-            except OSError as exc:
-                skip(folder_rel, f"the folder cannot be listed: {exc.strerror or exc}")
-                continue
-            subfolders: list[tuple[str, str]] = []
-            for entry in entries:
-                rel = f"{folder_rel}/{entry.name}" if folder_rel else entry.name
-                try:
-                    is_link, is_dir = entry.is_symlink(), entry.is_dir()
-                except OSError:
-                    is_link, is_dir = True, False
-                if is_dir:
-                    if rules.folder_excluded(rel):
-                        continue
-                    reason = self._link_problem(entry.path, folder, root_real, rules, is_dir=True) if is_link else None
-                    key = _stat_key(entry.path)
-                    if reason is None and key is None:
-                        reason = "the folder vanished while scanning"
-                    elif reason is None and key in visited:
-                        reason = "symlink loop: this folder was already scanned"
-                    if reason:
-                        skip(rel, reason)
-                        continue
-                    visited.add(key)
-                    subfolders.append((entry.path, rel))
-                    continue
-                if rules.file_excluded(rel):
-                    continue
-                if is_link:
-                    reason = self._link_problem(entry.path, folder, root_real, rules, is_dir=False)
-                    if reason:
-                        skip(rel, reason)
-                        continue
-                if not rules.included(rel):
-                    continue
-                if not entry.is_file():
-                    skip(rel, "not a regular file")
-                    continue
-                if len(found) == self.max_files:
-                    skip("", f"more than max_files={self.max_files} files: the rest of the collection was not listed")
-                    stack.clear()
-                    subfolders.clear()
-                    break
-                found.append(rel)
-            stack.extend(reversed(subfolders))
+            if len(found) == self.max_files:
+                reason = f"more than max_files={self.max_files} files: the rest of the collection was not listed"
+                skipped.append({"collection": name, "path": "", "reason": reason})
+                break
+            found.append(item.rel)
         sources.extend({"collection": name, "root": root, "path": path} for path in found)
-
-    @staticmethod
-    def _link_problem(path: str, folder: str, root_real: str, rules: "_Rules", is_dir: bool) -> str | None:
-        """Why a symlink must not be followed, or None when it is fine."""
-        try:
-            os.stat(path)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                return "symlink loop: the link cannot be resolved"
-            return "broken symlink: target does not exist"
-        real = os.path.realpath(path)
-        if os.path.commonpath([root_real, real]) != root_real:
-            return "symlink leads outside the collection root"
-        target = os.path.relpath(real, root_real).replace(os.sep, "/")
-        if not is_dir:
-            if rules.included(target) and not rules.file_excluded(target):
-                return f"symlink to {target}, which is already in the collection"
-            return None
-        folder_real = os.path.realpath(folder)
-        if os.path.commonpath([real, folder_real]) == real:
-            return f"symlink loop: the link points back to an enclosing folder ({target})"
-        if not rules.folder_excluded(target):
-            return f"symlink to folder {target}, which is already scanned"
-        return None
-
-
-def _stat_key(path: str) -> tuple[int, int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
-
-
-class _Rules:
-    """Compiled include and exclude patterns of one collection."""
-
-    def __init__(self, include: list[str], exclude: list[str]) -> None:
-        self.include = [glob_to_regex(p) for p in include]
-        self.folder_names = [glob_to_regex(p.rstrip("/")) for p in exclude if p.endswith("/") and "/" not in p[:-1]]
-        self.folder_paths = [glob_to_regex(p.rstrip("/")) for p in exclude if p.endswith("/") and "/" in p[:-1]]
-        self.path_globs = [glob_to_regex(p) for p in exclude if not p.endswith("/")]
-        self.name_globs = [glob_to_regex(p) for p in exclude if "/" not in p]
-
-    def included(self, rel: str) -> bool:
-        return rel != "." and any(p.fullmatch(rel) for p in self.include)
-
-    def folder_excluded(self, rel: str) -> bool:
-        """Whether the folder at `rel`, or one of its parents, is excluded."""
-        if rel == ".":
-            return False
-        parts = rel.split("/")
-        for i, part in enumerate(parts):
-            prefix = "/".join(parts[: i + 1])
-            if part.startswith("."):
-                return True
-            if any(p.fullmatch(part) for p in self.folder_names) or any(p.fullmatch(prefix) for p in self.folder_paths):
-                return True
-            if any(p.fullmatch(prefix) for p in self.path_globs) or any(p.fullmatch(part) for p in self.name_globs):
-                return True
-        return False
-
-    def file_excluded(self, rel: str) -> bool:
-        """Whether the file at `rel` is excluded by its own name or path, or by one of its folders."""
-        folder, _, name = rel.rpartition("/")
-        if folder and self.folder_excluded(folder):
-            return True
-        if name.startswith("."):
-            return True
-        return any(p.fullmatch(rel) for p in self.path_globs) or any(p.fullmatch(name) for p in self.name_globs)

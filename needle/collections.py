@@ -11,8 +11,8 @@ from pathlib import Path
 
 import yaml
 
-DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown", "**/*.txt"]
-DEFAULT_EXCLUDE = [".obsidian/", ".trash/", "node_modules/", ".git/"]
+from needle.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
+
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 

@@ -1,9 +1,11 @@
 import os
+import time
 from pathlib import Path
 
 import pytest
 
-from components.collection_scanner import CollectionScanner, glob_to_regex
+from components.collection_scanner import CollectionScanner
+from needle.globs import Glob
 
 
 def make_files(root: Path, *paths: str) -> None:
@@ -25,7 +27,7 @@ def reasons(result: dict) -> dict[str, str]:
     return {s["path"]: s["reason"] for s in result["skipped"]}
 
 
-class TestGlobToRegex:
+class TestIncludeGlobs:
     @pytest.mark.parametrize(
         "pattern, path, expected",
         [
@@ -43,7 +45,7 @@ class TestGlobToRegex:
         ],
     )
     def test_matches_relative_posix_paths(self, pattern, path, expected):
-        assert bool(glob_to_regex(pattern).fullmatch(path)) is expected
+        assert Glob(pattern).matches(path) is expected
 
 
 class TestCollectionScanner:
@@ -274,3 +276,21 @@ class TestCollectionScanner:
         monkeypatch.setenv("HOME", str(tmp_path))
         result = CollectionScanner().run(collections=[{"name": "n", "root": "~/vault"}])
         assert result["sources"] == [{"collection": "n", "root": str(tmp_path / "vault"), "path": "a.md"}]
+
+    def test_a_name_that_is_not_utf8_is_skipped_with_a_reason(self, tmp_path):
+        make_files(tmp_path, "a.md")
+        os.close(os.open(os.fsencode(tmp_path) + b"/bad\xff.md", os.O_CREAT | os.O_WRONLY, 0o644))
+        os.mkdir(os.fsencode(tmp_path) + b"/dir\xfe")
+        result = scan(tmp_path)
+        assert paths(result) == ["a.md"]
+        assert reasons(result) == {
+            "bad\\xff.md": "the file name is not valid UTF-8",
+            "dir\\xfe": "the folder name is not valid UTF-8",
+        }
+
+    def test_a_pathological_glob_does_not_stall_the_scan(self, tmp_path):
+        make_files(tmp_path, "a" * 200, "x/" * 40 + "y.md")
+        start = time.perf_counter()
+        result = scan(tmp_path, include=["*a*a*a*a*a*a*a*a*a*b", "**/**/**/**/**/**/**/**/**/**/x.md"])
+        assert time.perf_counter() - start < 1.0
+        assert paths(result) == []
