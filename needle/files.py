@@ -50,11 +50,20 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _DOCID = re.compile(r"#([0-9A-Fa-f]+)")
 _LINE_NUMBER = re.compile(r"[0-9]{1,9}")
 _BOM = "\ufeff"
+clock = time.monotonic  # the clock of deadlines (tests replace it)
 _NO_COLLECTIONS = "there are no collections yet; add one with `needle collection add PATH --name NAME`"
 
 
 class FileNotServed(CollectionError):
     """No file answers the reference, or the collection does not serve it (HTTP 404)."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        """
+        :param message: Starts with `no file` or `no indexed file`.
+        :param reason: Why the collection does not serve the file, when it is more than its absence.
+        """
+        super().__init__(f"{message}: {reason}" if reason else message)
+        self.reason = reason
 
 
 class OutOfTime(Exception):
@@ -147,7 +156,8 @@ def collection_rules(collection: Collection) -> CollectionRules:
     for key in ("include", "exclude"):
         value = getattr(collection, key)
         if value is not None and not isinstance(value, (list, tuple)):
-            raise CollectionError(f"collection '{collection.name}': '{key}' must be a list of glob patterns, got {value!r}")
+            message = f"'{key}' must be a list of glob patterns, got {value!r}"
+            raise CollectionError(f"collection '{collection.name}': {message}")
         patterns.append(None if value is None else tuple(value))
     try:
         return _compiled_rules(*patterns)
@@ -220,7 +230,7 @@ def walk_collection(
     :param root: The collection root, absolute.
     :param rules: The collection's rules.
     :param descend: When given, folders for which it returns False are not entered (nor reported).
-    :param deadline: A `time.monotonic()` value after which the walk stops.
+    :param deadline: A `clock()` (`time.monotonic`) value after which the walk stops.
     :returns: An iterator of `Listed`; `rel` is `""` when the whole collection cannot be listed.
     :raises OutOfTime: When the deadline passes; what was yielded before stands.
     """
@@ -236,7 +246,7 @@ def walk_collection(
     visited = {root_key}
     stack: list[tuple[str, str]] = [(root, "")]
     while stack:
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline is not None and clock() > deadline:
             raise OutOfTime(stack[-1][1])
         folder, folder_rel = stack.pop()
         try:
@@ -250,7 +260,7 @@ def walk_collection(
             continue
         subfolders: list[tuple[str, str]] = []
         for entry in entries:
-            if deadline is not None and time.monotonic() > deadline:
+            if deadline is not None and clock() > deadline:
                 raise OutOfTime(folder_rel)
             rel = f"{folder_rel}/{entry.name}" if folder_rel else entry.name
             try:
@@ -321,8 +331,7 @@ def _check_ref(ref: object, what: str = "a file reference") -> str:
 
 
 def _lines(raw: bytes) -> list[str]:
-    """The file's lines as the indexer numbers them: BOM dropped, `\\r\\n` and `\\r` are line ends, UTF-8 with
-    replacement characters."""
+    """The file's lines as the indexer numbers them (BOM dropped; `\\r\\n`, `\\r` and `\\n` end a line)."""
     text = raw.decode("utf-8", errors="replace")
     if text.startswith(_BOM):
         text = text[1:]
@@ -386,7 +395,7 @@ class FileAccess:
             if found and name in collections:
                 return self._serve(collections[name], rel)
         if not collections:
-            raise FileNotServed(f"no file {_quote(ref)}: {_NO_COLLECTIONS}")
+            raise FileNotServed(f"no file {_quote(ref)}", _NO_COLLECTIONS)
         refusals: list[CollectionError] = []
         for collection in collections.values():
             try:
@@ -398,7 +407,9 @@ class FileAccess:
             raise worse[0]
         if len(refusals) == 1:
             raise refusals[0]
-        raise FileNotServed(f"no file {_quote(ref)} in any collection ({', '.join(collections)})")
+        reasons = {getattr(e, "reason", None) for e in refusals}
+        reason = reasons.pop() if len(reasons) == 1 else None
+        raise FileNotServed(f"no file {_quote(ref)} in any collection ({', '.join(collections)})", reason)
 
     def read(self, ref: str, from_line: int = 1, max_lines: int | None = None) -> FileText:
         """
@@ -450,9 +461,10 @@ class FileAccess:
         if (pattern is None) == (refs is None):
             raise CollectionError("give either 'pattern' (a glob such as notes/howto/*.md) or 'refs', not both")
         _check_count("max_bytes", max_bytes)
-        if isinstance(deadline_seconds, bool) or not isinstance(deadline_seconds, (int, float)) or not deadline_seconds > 0:
+        number = isinstance(deadline_seconds, (int, float)) and not isinstance(deadline_seconds, bool)
+        if not number or not deadline_seconds > 0:
             raise CollectionError(f"deadline_seconds must be a number > 0, got {deadline_seconds!r}")
-        deadline = time.monotonic() + deadline_seconds
+        deadline = clock() + deadline_seconds
         budget = f"the time budget of {deadline_seconds:g} s ran out"
         skipped: list[SkippedFile] = []
         if pattern is not None:
@@ -465,7 +477,7 @@ class FileAccess:
         total = 0
         for served in found:
             shown = f"{served.collection.name}/{served.rel}"
-            if time.monotonic() > deadline:
+            if clock() > deadline:
                 skipped.append(SkippedFile(path=shown, reason=f"not read: {budget}"))
                 continue
             try:
@@ -502,7 +514,7 @@ class FileAccess:
         if ".." in parts:
             raise CollectionError(f"{_quote(rel)} contains '..'; paths must stay inside a collection")
         if not parts:
-            raise FileNotServed(f"no file {_quote(rel)} in collection '{name}': give the path of a file in it")
+            raise FileNotServed(f"no file {_quote(rel)} in collection '{name}'", "give the path of a file in it")
         if any(len(p.encode("utf-8")) > MAX_NAME_BYTES for p in parts):
             raise CollectionError(f"{_quote(rel)} has a name over {MAX_NAME_BYTES} bytes; no file is named that long")
         rel = "/".join(parts)
@@ -510,7 +522,7 @@ class FileAccess:
         rules = collection_rules(collection)
         reason = rules.why_not_served(rel)
         if reason:
-            raise FileNotServed(f"{not_found}: {reason}")
+            raise FileNotServed(not_found, reason)
         root = collection_root(collection)
         try:
             return self._follow(collection, root, rel, parts, rules, not_found)
@@ -522,7 +534,7 @@ class FileAccess:
         collection: Collection, root: str, rel: str, parts: list[str], rules: CollectionRules, not_found: str
     ) -> ServedFile:
         if not os.path.isdir(root):
-            raise FileNotServed(f"{not_found}: its folder {root} does not exist")
+            raise FileNotServed(not_found, f"its folder {root} does not exist")
         root_real = os.path.realpath(root)
         folder = root
         for index, part in enumerate(parts):
@@ -534,7 +546,7 @@ class FileAccess:
                 if problem == OUTSIDE_ROOT:
                     raise CollectionError(f"{_quote(rel)} is a link that leads outside collection '{collection.name}'")
                 if problem:
-                    raise FileNotServed(f"{not_found}: {problem}")
+                    raise FileNotServed(not_found, problem)
             folder = path
             if not last and not os.path.isdir(path):
                 raise FileNotServed(not_found)
@@ -543,12 +555,14 @@ class FileAccess:
             raise CollectionError(f"{_quote(rel)} leads outside collection '{collection.name}'")
         mode = os.stat(real).st_mode
         if stat.S_ISDIR(mode):
-            raise FileNotServed(f"{not_found}: it is a folder")
+            raise FileNotServed(not_found, "it is a folder")
         if not stat.S_ISREG(mode):
-            raise FileNotServed(f"{not_found}: not a regular file")
+            raise FileNotServed(not_found, "not a regular file")
         return ServedFile(collection, Path(real), rel)
 
-    def _resolve_all(self, refs: list[str], deadline: float, budget: str, skipped: list[SkippedFile]) -> list[ServedFile]:
+    def _resolve_all(
+        self, refs: list[str], deadline: float, budget: str, skipped: list[SkippedFile]
+    ) -> list[ServedFile]:
         found: list[ServedFile] = []
         seen: set[tuple[str, str]] = set()
         for ref in refs:
@@ -556,7 +570,7 @@ class FileAccess:
                 reason = f"more than {MULTI_GET_MAX_FILES} files asked for; ask for the rest in another call"
                 skipped.append(SkippedFile(path=printable(ref)[:MAX_REF_CHARS], reason=reason))
                 continue
-            if time.monotonic() > deadline:
+            if clock() > deadline:
                 skipped.append(SkippedFile(path=printable(ref)[:MAX_REF_CHARS], reason=f"not read: {budget}"))
                 continue
             served = self.resolve(ref)
@@ -601,8 +615,8 @@ class FileAccess:
             for item in walk_collection(root, rules, descend=glob.may_match_below, deadline=deadline):
                 shown = f"{collection.name}/{item.rel}"
                 if item.reason is not None:
-                    relevant = not item.rel or (glob.may_match_below(item.rel) if item.is_dir else glob.matches(item.rel))
-                    if not relevant:
+                    below = glob.may_match_below if item.is_dir else glob.matches
+                    if item.rel and not below(item.rel):
                         continue
                     if len(skipped) >= MULTI_GET_MAX_SKIPPED:
                         reason = f"more than {MULTI_GET_MAX_SKIPPED} files skipped; the rest was not listed"
@@ -650,14 +664,15 @@ class FileAccess:
             with os.fdopen(fd, "rb") as handle:
                 size = os.fstat(handle.fileno()).st_size
                 if size > max_bytes:
-                    raise _Skip(f"{size} bytes is over max_bytes={max_bytes}; raise max_bytes or use get with from_line")
+                    advice = "raise max_bytes or use get with from_line"
+                    raise _Skip(f"{size} bytes is over max_bytes={max_bytes}; {advice}")
                 if size > room:
                     raise _Skip(f"the response reached {MULTI_GET_MAX_TOTAL_BYTES} bytes")
                 raw = handle.read(min(max_bytes, room) + 1)
         except OSError as exc:
             raise _Skip(f"the file cannot be read: {exc.strerror or exc}") from None
         if len(raw) > min(max_bytes, room):
-            raise _Skip(f"the file grew past max_bytes={max_bytes} while it was read")
+            raise _Skip("the file grew while it was read; try again")
         return raw
 
     def _read_bytes(self, served: ServedFile, limit: int) -> bytes:
@@ -669,9 +684,10 @@ class FileAccess:
         except _Skip as skip:
             raise CollectionError(f"{shown} cannot be read: {skip}") from None
         except OSError as exc:
-            raise _os_error(exc, served.rel, served.collection.name, f"no file {_quote(served.rel)}") from None
+            name = served.collection.name
+            raise _os_error(exc, served.rel, name, f"no file {_quote(served.rel)} in collection '{name}'") from None
         if len(raw) > limit:
-            raise CollectionError(f"{shown} is over max_file_bytes={limit} bytes: too large to read (nor is it indexed)")
+            raise CollectionError(f"{shown} is over max_file_bytes={limit} bytes: too large to read (and to index)")
         return raw
 
     @staticmethod
@@ -702,7 +718,7 @@ def _os_error(exc: OSError, rel: str, collection: str, not_found: str) -> Collec
     if code in (errno.ENOENT, errno.ENOTDIR):
         return FileNotServed(not_found)
     if code == errno.ELOOP:
-        return FileNotServed(f"{not_found}: symlink loop")
+        return FileNotServed(not_found, "symlink loop")
     if code == errno.ENAMETOOLONG:
         return CollectionError(f"{_quote(rel)} is too long a path for the file system")
     if code in (errno.EACCES, errno.EPERM):
