@@ -204,11 +204,11 @@ class Glob:
                 segments.append(_Segment(part))
         self._segments = segments
         # States reachable from state i without reading a part: i itself, and past every `**` that follows.
-        closure: list[frozenset[int]] = [frozenset({len(segments)})]
+        closure: list[frozenset[int]] = [frozenset({len(segments)})]  # built from the end, then turned round
         for i in range(len(segments) - 1, -1, -1):
-            skip = closure[0] if segments[i] is _GLOBSTAR else frozenset()
-            closure.insert(0, frozenset({i}) | skip)
-        self._closure = closure
+            skip = closure[-1] if segments[i] is _GLOBSTAR else frozenset()
+            closure.append(frozenset({i}) | skip)
+        self._closure = closure[::-1]
 
     def __repr__(self) -> str:
         return f"Glob({self.pattern!r})"
