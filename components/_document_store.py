@@ -23,7 +23,7 @@ def with_document_store(data: dict[str, Any], key: str = "document_store", optio
     """
     init_parameters = dict(data.get("init_parameters", {}))
     store = init_parameters.get(key)
-    if optional and store is None:
+    if (optional and store is None) or isinstance(store, str):  # a store named by role: the environment injects it
         return {**data, "init_parameters": init_parameters}
     if not isinstance(store, dict) or "type" not in store:
         raise DeserializationError(f"Missing 'type' in the serialised {key}")
@@ -36,8 +36,14 @@ def require_store_methods(document_store: Any, *methods: str) -> None:
     """
     Check that a store offers the query methods a component calls (Needle's stores go beyond Haystack's protocol).
 
-    :raises ValueError: Naming the store's class and the first missing method.
+    :raises ValueError: Naming the store's class and the first missing method, or, for a store named by role
+        (`chunks`), saying how to inject it.
     """
+    if isinstance(document_store, str):
+        raise ValueError(
+            f"document store {document_store!r} is named by role: build the graph with Needle's environment "
+            "(needle.loader.load_pipeline, or Pipeline.from_dict(..., callbacks=Environment(settings).callbacks()))"
+        )
     for method in methods:
         if not callable(getattr(document_store, method, None)):
             raise ValueError(f"{type(document_store).__name__} does not provide {method}()")

@@ -40,7 +40,7 @@ class StoreRetriever:
         :param meta_fields: Metadata fields the documents carry; `None` carries all. A query graph names
             the few its stages read: Haystack deep-copies every stage's inputs, and lighter documents copy
             faster.
-        :param score_kind: `bm25` or `cosine` puts the scores on 0..1 as `ScoreNormalizer` does, raw score kept
+        :param score_kind: `bm25` or `cosine` puts the scores on 0..1 (BM25 `s/(1+s)`, cosine clamped), raw score kept
             in `meta["raw_score"]`, in this stage: a query graph then has no normalising stage for Haystack to
             copy the retrieved documents through. `None` leaves the store's scores as they are.
         :raises ValueError: When the store lacks the method, `top_k` is not positive or `score_kind` is unknown.

@@ -134,8 +134,13 @@ class CachedReranker:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CachedReranker":
-        """Deserialise the component; the nested ranker is built by `__init__`."""
-        return default_from_dict(cls, data)
+        """
+        Deserialise the component, the nested ranker first (inside Haystack's deserialisation, so that
+        callbacks such as an injected environment reach it too).
+        """
+        params = data.get("init_parameters", {})
+        nested = load_component(params.get("ranker"), "ranker")
+        return default_from_dict(cls, {**data, "init_parameters": {**params, "ranker": nested}})
 
     @staticmethod
     def document_key(doc: Document) -> str:

@@ -226,8 +226,13 @@ class LLMQueryExpander:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "LLMQueryExpander":
-        """Deserialise the component; the nested chat generator is built by `__init__`."""
-        return default_from_dict(cls, data)
+        """
+        Deserialise the component, the nested chat generator first (inside Haystack's deserialisation, so that
+        callbacks such as an injected environment reach it too).
+        """
+        params = data.get("init_parameters", {})
+        nested = load_component(params.get("chat_generator"), "chat_generator")
+        return default_from_dict(cls, {**data, "init_parameters": {**params, "chat_generator": nested}})
 
     @property
     def cache_extra(self) -> str:

@@ -24,24 +24,34 @@ class SearchRequest:
     ```
     """
 
-    def __init__(self, max_query_chars: int = 2000, max_top_k: int = 1000) -> None:
+    def __init__(self, max_query_chars: int = 2000, max_top_k: int = 1000, top_k: int = 10, min_score: float = 0.0) -> None:
         """
         Create the request component.
 
         :param max_query_chars: Longest query accepted.
         :param max_top_k: Largest `top_k` accepted.
-        :raises ValueError: When a limit is below 1.
+        :param top_k: Result count of a request that names none.
+        :param min_score: Minimum score of a request that names none.
+        :raises ValueError: When a limit is below 1, `top_k` is outside 1..`max_top_k` or `min_score` < 0.
         """
         if max_query_chars < 1:
             raise ValueError(f"max_query_chars must be > 0, got {max_query_chars}")
         if max_top_k < 1:
             raise ValueError(f"max_top_k must be > 0, got {max_top_k}")
+        if not 1 <= top_k <= max_top_k:
+            raise ValueError(f"top_k must be from 1 to max_top_k={max_top_k}, got {top_k}")
+        if min_score < 0:
+            raise ValueError(f"min_score must be >= 0, got {min_score}")
         self.max_query_chars = max_query_chars
         self.max_top_k = max_top_k
+        self.top_k = top_k
+        self.min_score = min_score
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
-        return default_to_dict(self, max_query_chars=self.max_query_chars, max_top_k=self.max_top_k)
+        return default_to_dict(
+            self, max_query_chars=self.max_query_chars, max_top_k=self.max_top_k, top_k=self.top_k, min_score=self.min_score
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SearchRequest":
@@ -55,9 +65,9 @@ class SearchRequest:
     def run(
         self,
         query: str,
-        top_k: int = 10,
+        top_k: int | None = None,
         collections: list[str] | None = None,
-        min_score: float = 0.0,
+        min_score: float | None = None,
         expand: bool | None = None,
         rerank: bool | None = None,
         chunks: bool = False,
@@ -66,9 +76,9 @@ class SearchRequest:
         Validate the request.
 
         :param query: The search text.
-        :param top_k: How many results to return.
+        :param top_k: How many results to return; the component's `top_k` when `None`.
         :param collections: Restrict the search to these collections; all when empty or `None`.
-        :param min_score: Drop results scoring below this.
+        :param min_score: Drop results scoring below this; the component's `min_score` when `None`.
         :param expand: Turn query expansion on or off for this request; the graph's default when `None`.
         :param rerank: Turn reranking on or off for this request; the graph's default when `None`.
         :param chunks: Return every matching chunk instead of one result per file.
@@ -77,6 +87,8 @@ class SearchRequest:
         :raises ValueError: On an empty or over-long query, a `top_k` out of range, a negative
             `min_score` or a collection name that is not a non-empty string.
         """
+        top_k = self.top_k if top_k is None else top_k
+        min_score = self.min_score if min_score is None else min_score
         if not isinstance(query, str) or not query.strip():
             raise ValueError("query must be a non-empty string")
         if len(query) > self.max_query_chars:

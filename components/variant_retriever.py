@@ -26,7 +26,7 @@ class VariantRetriever:
     vector, is searched as is). A Haystack graph has a fixed shape, while the number of variants changes
     per query, so this one component embeds and retrieves them all and hands the lists to the fusion
     stage by name (`lex_1`, `vec_1`, `hyde`, ...). It reuses fastembed-haystack's shared model backends,
-    so no model loads twice, and normalises scores like `ScoreNormalizer`.
+    so no model loads twice, and puts scores on 0..1 like the retrievers (`score_kind`).
 
     Usage example:
     ```python

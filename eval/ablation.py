@@ -2,10 +2,10 @@
 
     python eval/ablation.py --dataset ../shared/datasets/scifact --split test
 
-Every row runs pipelines/query.yml (or the plain graph for the first rows) with configuration
-overrides on the same cached index, and prints nDCG@10, Recall@100 and p50 latency per row. Quality is
-scored on `--candidates` results per query (Recall@100 needs them); latency is timed in a second pass
-over the first `--latency-queries` queries as users run them (the configured candidate counts, top 10).
+Every row runs pipelines/query.yml (or the plain graph for the first rows) with graph overrides by
+component and parameter on the same cached index, and prints nDCG@10, Recall@100 and p50 latency per row.
+Quality is scored on `--candidates` results per query (Recall@100 needs them); latency is timed in a
+second pass over the first `--latency-queries` queries as users run them (the graph's sizes, top 10).
 Tune on `--split train`, report on `--split test`.
 """
 
@@ -19,61 +19,47 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from needle.app import Needle  # noqa: E402
-from needle.evaluation.beir import DEFAULT_CACHE, eval_settings, load_dataset, prepare_index, run_pipeline  # noqa: E402
 from needle.evaluation import metrics  # noqa: E402
-from needle.settings import Settings, load_settings  # noqa: E402
+from needle.evaluation.beir import DEFAULT_CACHE, eval_settings, load_dataset, prepare_index, run_pipeline  # noqa: E402
+from needle.settings import load_settings, parse_assignments  # noqa: E402
 
-NO_BONUS = {"rank1_bonus": 0.0, "rank23_bonus": 0.0}
-NO_RERANK = {"enabled": False}
-QMD_BLEND = {"blend_top_weight": 0.75, "blend_mid_weight": 0.60, "blend_tail_weight": 0.40}
+EQUAL = {"fuse.weights": {"bm25": 1.0, "vector": 1.0}}
+NO_BONUS = {"bonus.rank1_bonus": 0.0, "bonus.rank23_bonus": 0.0}
+OFF = {"expander.enabled": False, "rerank.enabled": False}
+QMD_BLEND = {"blend.top_weight": 0.75, "blend.mid_weight": 0.60, "blend.tail_weight": 0.40}
 
-# (label, pipeline, overrides applied over the configuration) — each row adds one stage to the last.
+# (label, pipeline, graph overrides by component and parameter) — each row adds one stage to the last.
 STAGES: list[tuple[str, str, dict[str, Any]]] = [
-    ("BM25 only, best chunk per file (search, file_weight 0)", "search", {"retrieval": {"file_weight": 0.0}}),
+    ("BM25 only, best chunk per file (search, file_weight 0)", "search", {"rescore.file_weight": 0.0}),
     ("BM25 only, + whole files (search)", "search", {}),
-    ("vectors only, best chunk per file (vsearch, file_weight 0)", "vsearch", {"retrieval": {"file_weight": 0.0}}),
+    ("vectors only, best chunk per file (vsearch, file_weight 0)", "vsearch", {"rescore.file_weight": 0.0}),
     ("vectors only, + whole files (vsearch)", "vsearch", {}),
     ("hybrid: plain RRF over chunks", "pipelines/query-plain.yml", {}),
-    ("+ fusion by file", "query", {"expansion": {"enabled": False}, "rerank": NO_RERANK,
-                                    "retrieval": {**NO_BONUS, "original_weight": 1.0}}),
-    ("+ top-rank bonus", "query", {"expansion": {"enabled": False}, "rerank": NO_RERANK,
-                                    "retrieval": {"original_weight": 1.0}}),
-    ("+ expansion (PRF), equal weights", "query", {"expansion": {"enabled": True}, "rerank": NO_RERANK,
-                                                    "retrieval": {"original_weight": 1.0}}),
-    ("+ weights (original 2x)", "query", {"expansion": {"enabled": True}, "rerank": NO_RERANK,
-                                           "retrieval": {"original_weight": 2.0}}),
-    ("expansion off again (it lost on train)", "query", {"expansion": {"enabled": False}, "rerank": NO_RERANK}),
-    ("+ rerank (hybrid exact scores, best chunk)", "query", {"expansion": {"enabled": False},
-                                                             "retrieval": {"file_weight": 0.0}}),
-    ("+ whole-file scores in the rerank", "query", {"expansion": {"enabled": False}}),
-    ("+ blend (qmd 0.75 / 0.60 / 0.40)", "query", {"expansion": {"enabled": False}, "rerank": QMD_BLEND}),
-    ("shipped default (query.yml as configured)", "query", {}),
+    ("+ fusion by file", "query", {**OFF, **NO_BONUS, **EQUAL}),
+    ("+ top-rank bonus", "query", {**OFF, **EQUAL}),
+    ("+ expansion (PRF), equal weights", "query", {**OFF, "expander.enabled": True, **EQUAL}),
+    ("+ weights (original 2x)", "query", {**OFF, "expander.enabled": True}),
+    ("expansion off again (it lost on train)", "query", OFF),
+    ("+ rerank (hybrid exact scores, best chunk)", "query", {"expander.enabled": False, "rerank.ranker.file_weight": 0.0}),
+    ("+ whole-file scores in the rerank", "query", {"expander.enabled": False}),
+    ("+ blend (qmd 0.75 / 0.60 / 0.40)", "query", {"expander.enabled": False, **QMD_BLEND}),
+    ("shipped default (query.yml as it is)", "query", {}),
 ]
 
 
-def merged(settings: Settings, overrides: dict[str, Any]) -> Settings:
-    data = settings.model_dump()
-    for section, values in overrides.items():
-        data[section] = {**data[section], **values}
-    return Settings.model_validate(data)
+def row_overrides(pipeline: str, overrides: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """A row's overrides, then the `--set` extras for the query.yml rows."""
+    return {**overrides, **extra} if pipeline == "query" else dict(overrides)
 
 
-def row_settings(start: Settings, pipeline: str, overrides: dict[str, Any], extra: dict[str, Any]) -> Settings:
-    """A row's settings: its overrides over `start`, then the `--set` extras for the query.yml rows."""
-    settings = merged(start, overrides)
-    return merged(settings, extra) if pipeline == "query" else settings
-
-
-def latency_p50(settings: Settings, dataset: Any, pipeline: str, queries: int) -> float:
-    """Median milliseconds per query of `pipeline` as users run it: the configured sizes, top 10."""
-    needle = Needle(settings)
-    needle.pipeline(pipeline)
+def latency_p50(needle: Needle, dataset: Any, pipeline: str, overrides: dict[str, Any], queries: int) -> float:
+    """Median milliseconds per query of `pipeline` as users run it: the graph's sizes, top 10."""
+    needle.pipeline(pipeline, overrides)
     latencies = []
     for qid in sorted(dataset.queries)[:queries]:
         started = time.perf_counter()
-        needle.search(dataset.queries[qid], mode=pipeline, top_k=settings.retrieval.top_k)
+        needle.search(dataset.queries[qid], pipeline=pipeline, top_k=10, overrides=overrides)
         latencies.append(time.perf_counter() - started)
-    needle.close()
     return 1000 * metrics.percentile(latencies, 50)
 
 
@@ -85,31 +71,25 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--only", action="append", help="run only rows whose label contains this text")
-    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+    parser.add_argument("--set", action="append", default=[], metavar="COMPONENT.PARAM=VALUE",
                         help="extra override for every query.yml row (for tuning)")
     parser.add_argument("--latency-queries", type=int, default=100, help="queries timed per row at the configured sizes")
     parser.add_argument("--reports", type=Path, default=Path(__file__).parent / "reports")
     args = parser.parse_args()
 
     dataset = load_dataset(args.dataset, args.split)
-    configured = load_settings()
-    base = eval_settings(configured, dataset, args.cache, args.candidates)
-    timed = base.model_copy(update={"retrieval": configured.retrieval})
-    prepare_index(dataset, base)
-    extra: dict[str, dict[str, Any]] = {}
+    needle, _ = prepare_index(dataset, eval_settings(load_settings(), dataset, args.cache))
+    extra: dict[str, Any] = {}
     for item in args.set:
-        key, _, value = item.partition("=")
-        section, _, name = key.partition(".")
-        extra.setdefault(section, {})[name] = json.loads(value)
+        extra.update(parse_assignments(item))
 
     rows = []
     for label, pipeline, overrides in STAGES:
         if args.only and not any(o in label for o in args.only):
             continue
-        needle = Needle(row_settings(base, pipeline, overrides, extra))
-        result = run_pipeline(needle, dataset, pipeline, args.candidates, args.limit)
-        needle.close()  # the timing pass opens the index again, at the configured sizes
-        result["latency_ms_p50"] = latency_p50(row_settings(timed, pipeline, overrides, extra), dataset, pipeline, args.latency_queries)
+        chosen = row_overrides(pipeline, overrides, extra)
+        result = run_pipeline(needle, dataset, pipeline, args.candidates, args.limit, overrides=chosen)
+        result["latency_ms_p50"] = latency_p50(needle, dataset, pipeline, chosen, args.latency_queries)
         rows.append({"stage": label, "pipeline": pipeline, "overrides": overrides, **{k: v for k, v in result.items() if k not in ("per_query", "rankings")}})
         print(f"{label}: nDCG@10 {result['ndcg@10']:.4f}  R@100 {result['recall@100']:.4f}  p50 {result['latency_ms_p50']:.1f} ms", flush=True)
 

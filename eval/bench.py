@@ -41,39 +41,36 @@ def bench_ingest(dataset: BeirDataset, docs: int) -> None:
             total = time.perf_counter() - started
         needle.close()  # before the folder goes
     seconds = timer.seconds
-    chunk_embed = seconds["dense_embedder"] + seconds["sparse_embedder"]
-    file_embed = seconds["file_dense_embedder"] + seconds["file_sparse_embedder"]
-    store = sum(seconds[name] for name in ("writer", "differ", "file_writer", "file_differ", "file_builder"))
+    embed = seconds["dense_embedder"] + seconds["sparse_embedder"]
+    store = sum(seconds[name] for name in ("writer", "differ", "file_writer", "file_differ", "file_builder", "to_embed", "route"))
     parse = seconds["scanner"] + seconds["reader"] + seconds["chunker"]
     print(f"\ningest: {docs} documents, {report['chunks']} chunks, {report['files_embedded']} whole files in {total:.1f} s")
     print(f"  {docs / total:.2f} documents/s, {report['chunks'] / total:.2f} chunks/s")
-    print(f"  embedding chunks {chunk_embed:.1f} s (dense {seconds['dense_embedder']:.1f}, sparse {seconds['sparse_embedder']:.1f}), "
-          f"whole files {file_embed:.1f} s (dense {seconds['file_dense_embedder']:.1f}, sparse {seconds['file_sparse_embedder']:.1f}), "
+    print(f"  embedding {report['chunks_embedded']} chunks and {report['files_embedded']} whole files {embed:.1f} s "
+          f"(dense {seconds['dense_embedder']:.1f}, sparse {seconds['sparse_embedder']:.1f}), "
           f"store {store:.2f} s, reading and chunking {parse:.2f} s")
 
 
 def bench_queries(dataset: BeirDataset, queries: int, modes: list[str], cache: Path) -> None:
-    base = load_settings()
-    settings = eval_settings(base, dataset, cache, candidates=base.retrieval.bm25_top_k)
-    needle, _ = prepare_index(dataset, settings)
+    needle, _ = prepare_index(dataset, eval_settings(load_settings(), dataset, cache))
     texts = [dataset.queries[q] for q in sorted(dataset.queries)][:queries]
     print(f"\nquery latency: {len(texts)} queries per mode, top 10, index of {len(dataset.corpus)} documents")
     print("| mode | p50 ms | p95 ms | mean ms |")
     print("|---|---|---|---|")
     stages: list[tuple[str, dict[str, float]]] = []
     for mode in modes:
-        needle.search(texts[0], mode=mode, top_k=10)  # warm-up
+        needle.search(texts[0], pipeline=mode, top_k=10)  # warm-up
         latencies = []
         for text in texts:
             started = time.perf_counter()
-            needle.search(text, mode=mode, top_k=10)
+            needle.search(text, pipeline=mode, top_k=10)
             latencies.append(1000 * (time.perf_counter() - started))
         print(f"| {mode} | {metrics.percentile(latencies, 50):.1f} | {metrics.percentile(latencies, 95):.1f} | "
               f"{metrics.mean(latencies):.1f} |")
         # A second pass with the stage timer on, so that tracing does not count in the latencies above.
         with ComponentTimer.active() as timer:
             for text in texts:
-                needle.search(text, mode=mode, top_k=10)
+                needle.search(text, pipeline=mode, top_k=10)
         stages.append((mode, {name: 1000 * s / len(texts) for name, s in timer.seconds.items()}))
     print("\nmean ms per query in each stage (the stage's run and the copy of its inputs):")
     for mode, per_stage in stages:

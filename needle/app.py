@@ -1,238 +1,207 @@
-"""Needle's one facade over the YAML graphs, shared by the CLI, the server and the eval runner.
+"""Needle's one facade over the YAML graphs, shared by the CLI, the server, the MCP tools and the eval runner.
 
-It loads each graph once (through `needle.loader`), runs it, and shapes results; it implements no
-retrieval step itself.
+It loads each graph once in one environment (one store object per location, see `needle.environment`),
+runs it, and shapes results into the schema of `needle.results`; it implements no retrieval step itself.
 """
 
 from __future__ import annotations
 
-import hashlib
+import copy
+import json
 import threading
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from haystack import Pipeline
 from haystack.core.errors import PipelineRuntimeError
 
 from needle import index_info
-from needle.collections import Collection, CollectionError, CollectionRegistry
-from needle.loader import load_pipeline, make_store
+from needle.collections import CollectionError, CollectionRegistry
+from needle.environment import Environment
+from needle.errors import LLMError, llm_error, root_cause
+from needle.files import FileAccess
+from needle.loader import apply_overrides, load_pipeline, overrides_apply_somewhere, read_graph
+from needle.results import Answer, SearchAnswer, hit
 from needle.settings import Settings, load_settings
 
-SEARCH_MODES = ("search", "vsearch", "query")
+INGEST = "ingest"
 
 
-def docid(source_doc_id: str) -> str:
-    """A short, stable id for a file (`collection:path`), shown as `#abc123` and accepted by `get`."""
-    return hashlib.sha1(source_doc_id.encode("utf-8")).hexdigest()[:6]
-
-
-@dataclass
-class SearchResult:
-    """One hit: where it is, why it matched, and the text."""
-
-    docid: str
-    collection: str
-    path: str
-    title: str
-    heading_path: list[str]
-    start_line: int
-    end_line: int
-    score: float
-    text: str
-    snippet: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    def explain(self) -> dict[str, Any]:
-        """How the result got its place: rank and score at every stage that ran."""
-        meta = self.meta
-        stages: dict[str, Any] = {}
-        if "fusion" in meta:
-            stages["lists"] = {
-                name: {"rank": entry["rank"] + 1, "score": entry.get("score"), "kind": entry.get("kind")}
-                for name, entry in meta["fusion"].items()
-            }
-        if "raw_score" in meta:
-            stages["raw_score"] = meta["raw_score"]
-        for key in ("bonus", "term_hits", "rerank", "blend", "fused_score"):
-            if key in meta:
-                stages[key] = meta[key]
-        stages["final_score"] = self.score
-        return stages
-
-    def as_dict(self, explain: bool = False) -> dict[str, Any]:
-        """A JSON-ready dictionary (with the per-stage trace when `explain`)."""
-        data = self._fields()
-        if explain:
-            data["explain"] = self.explain()
-        return data
-
-    def _fields(self) -> dict[str, Any]:
-        return {
-            "docid": f"#{self.docid}",
-            "collection": self.collection,
-            "path": self.path,
-            "title": self.title,
-            "heading_path": self.heading_path,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "score": self.score,
-            "snippet": self.snippet,
-            "text": self.text,
-        }
-
-
-def to_result(doc: Any) -> SearchResult:
-    """Shape a chunk `Document` as a `SearchResult`."""
-    meta = doc.meta
-    return SearchResult(
-        docid=docid(meta.get("source_doc_id", "")),
-        collection=meta.get("collection", ""),
-        path=meta.get("path", ""),
-        title=meta.get("title", ""),
-        heading_path=list(meta.get("heading_path", [])),
-        start_line=int(meta.get("start_line", 0)),
-        end_line=int(meta.get("end_line", 0)),
-        score=float(doc.score or 0.0),
-        text=doc.content or "",
-        snippet=meta.get("snippet") or "",
-        meta=meta,
-    )
-
-
-class LLMError(RuntimeError):
-    """The configured LLM cannot answer: no server at its URL, or the server refuses the request."""
-
-
-def llm_error(settings: Settings, error: BaseException) -> LLMError:
+def configured_graph(name: str, settings: Settings) -> dict[str, Any]:
     """
-    Explain an OpenAI client error in terms of Needle's `llm` settings.
+    A graph's dictionary with the configuration's `set` overrides that apply to it.
 
-    :param settings: Needle's settings (the `llm` section names the server, the model and the key).
-    :param error: What the OpenAI client raised.
-    :returns: An `LLMError` naming the server, the model, the cause and what to configure.
+    :param name: Graph name or file.
+    :param settings: Needle's settings.
+    :returns: A fresh dictionary.
     """
-    import openai
-
-    llm = settings.llm
-    if isinstance(error, openai.APIConnectionError):
-        what = f"no LLM answered at {llm.url}"
-    elif isinstance(error, openai.APIStatusError):
-        what = f"the LLM at {llm.url} refused the request"
-    else:
-        what = f"cannot use the LLM at {llm.url}"
-    return LLMError(
-        f"{what} (model {llm.model}): {str(error).strip().rstrip('.') or type(error).__name__}. Point the `llm` section of the "
-        f"configuration at an OpenAI-compatible server (NEEDLE_LLM__URL, NEEDLE_LLM__MODEL); its API key is read "
-        f"from ${llm.api_key_env} (any value for a local server)."
-    )
-
-
-def root_cause(error: BaseException) -> BaseException:
-    """The first error that is not a `PipelineRuntimeError` in a chain of them (graphs nested as stages)."""
-    while isinstance(error, PipelineRuntimeError) and error.__cause__ is not None:
-        error = error.__cause__
-    return error
+    graph = read_graph(name)
+    return apply_overrides(graph, settings.set, strict=False) if settings.set else graph
 
 
 class Needle:
-    """Runs Needle's graphs for one configuration; thread-safe, each graph loaded and warmed once."""
+    """Runs Needle's graphs for one configuration; thread-safe, each graph (and override set) loaded once."""
 
-    def __init__(self, settings: Settings | None = None, progress_bar: bool = False) -> None:
-        self.settings = settings or load_settings()
-        self.progress_bar = progress_bar
+    def __init__(
+        self, settings: Settings | None = None, progress_bar: bool = False, environment: Environment | None = None
+    ) -> None:
+        """
+        :param settings: Needle's settings; loaded from the environment when `None` (or the environment's).
+        :param progress_bar: Whether indexing shows progress bars.
+        :param environment: Share another Needle's stores (`other.environment.derive(settings)`); one store
+            object per index folder in a process, since the embedded engine opens a folder once.
+        :raises PipelineError: When the configuration's `set` names a component or parameter no graph has.
+        """
+        self.settings = settings or (environment.settings if environment else load_settings())
+        if self.settings.set:
+            overrides_apply_somewhere(self.settings.set)
+        self.environment = environment or Environment(self.settings, progress_bar=progress_bar)
         self.collections = CollectionRegistry(self.settings.collections_file)
-        self._pipelines: dict[str, Pipeline] = {}
+        self._pipelines: dict[tuple[str, str], Pipeline] = {}
         self._lock = threading.Lock()
-        self._store: Any = None
-        self._file_store: Any = None
+        self._ingest_graph: dict[str, Any] | None = None
+        self._files: FileAccess | None = None
 
-    def pipeline(self, name: str) -> Pipeline:
-        """The named graph (`pipelines/<name>.yml` or a path), loaded and warmed once."""
+    # ---- graphs -------------------------------------------------------------------------------------
+    def pipeline(self, name: str, overrides: Mapping[str, Any] | None = None) -> Pipeline:
+        """
+        A graph (`pipelines/<name>.yml` or a path), loaded and warmed once per set of overrides.
+
+        :param name: Graph name or file.
+        :param overrides: `component.parameter` → value, on top of the configuration's `set`.
+        :raises PipelineError: When the graph or an override is invalid.
+        """
+        key = (str(name), json.dumps(dict(overrides or {}), sort_keys=True, default=str))
         with self._lock:
-            if name not in self._pipelines:
-                pipeline = load_pipeline(name, self.settings, progress_bar=self.progress_bar)
+            if key not in self._pipelines:
+                combined = {**self._configured_overrides(name), **dict(overrides or {})}
+                pipeline = load_pipeline(name, self.environment, combined)
                 pipeline.warm_up()
-                self._pipelines[name] = pipeline
-            return self._pipelines[name]
+                self._pipelines[key] = pipeline
+            return self._pipelines[key]
+
+    def _with_overrides(
+        self, name: str, overrides: Mapping[str, Any] | None, init_level: bool = True
+    ) -> tuple[Pipeline, dict[str, dict[str, Any]]]:
+        """
+        The graph for a set of overrides, and the run data for those that are run inputs of a component.
+
+        A key naming a run input that no connection feeds (`bm25_retriever.top_k`) goes into this run's
+        data; any other key is an init parameter, for which a variant of the graph is built once.
+
+        :param init_level: Allow init-parameter overrides (a server refuses them per request).
+        :raises ValueError: When `init_level` is off and a key is not a free run input.
+        """
+        run_data: dict[str, dict[str, Any]] = {}
+        init: dict[str, Any] = {}
+        free = self.pipeline(name).inputs() if overrides else {}
+        for key, value in (overrides or {}).items():
+            component, _, parameter = str(key).partition(".")
+            if parameter in free.get(component, {}):
+                run_data.setdefault(component, {})[parameter] = value
+            elif init_level:
+                init[key] = value
+            else:
+                raise ValueError(
+                    f"set: '{key}' is not a run input of graph {name} (it has "
+                    f"{', '.join(f'{c}.{s}' for c, sockets in free.items() for s in sockets if c != 'request') or 'none'}); "
+                    "init parameters are configured when the server starts (`set:` in the configuration)"
+                )
+        return self.pipeline(name, init), run_data
+
+    def _configured_overrides(self, name: str) -> dict[str, Any]:
+        """The configuration's `set`, restricted to the components this graph has."""
+        if not self.settings.set:
+            return {}
+        components = read_graph(name)["components"]
+        return {k: v for k, v in self.settings.set.items() if str(k).split(".", 1)[0] in components}
+
+    def ingest_graph(self) -> dict[str, Any]:
+        """The ingest graph's dictionary with the configuration's overrides (for the index's provenance)."""
+        if self._ingest_graph is None:
+            self._ingest_graph = configured_graph(INGEST, self.settings)
+        return self._ingest_graph
+
+    @property
+    def files(self) -> FileAccess:
+        """Reading the collections' files by reference or glob (`get`, `multi_get`), within each collection's rules."""
+        if self._files is None:
+            reader = next(
+                (c.get("init_parameters") or {} for c in self.ingest_graph()["components"].values()
+                 if c.get("type", "").endswith(".MarkdownFileReader")), {}
+            )
+            self._files = FileAccess(self.collections, self._indexed_source_ids, reader.get("max_file_bytes", 5_000_000))
+        return self._files
+
+    def _indexed_source_ids(self) -> list[str]:
+        """Every indexed file's `collection:path`: one whole-file document each (chunks for an index without them)."""
+        for store in (self.file_store, self.store):
+            ids = {row["meta"].get("source_doc_id", "") for row in store.list_documents_meta(fields=["source_doc_id"])}
+            if ids:
+                return sorted(ids)
+        return []
 
     @property
     def store(self) -> Any:
-        """The document store the graphs share."""
-        if self._store is None:
-            self._store = make_store(self.settings)
-        return self._store
-
-    def close(self) -> None:
-        """Release every store this Needle and its loaded graphs opened (the embedded index unlocks)."""
-        with self._lock:
-            stores = [self._store, self._file_store]
-            for pipeline in self._pipelines.values():
-                for _, instance in pipeline.walk():
-                    stores.extend(getattr(instance, name, None) for name in ("document_store", "file_document_store"))
-            self._pipelines.clear()
-            self._store = self._file_store = None
-        for store in stores:
-            if store is not None and hasattr(store, "close"):
-                store.close()
+        """The chunk store every graph of this Needle shares."""
+        return self.environment.store("chunks")
 
     @property
     def file_store(self) -> Any:
         """The store of whole-file documents beside the chunks."""
-        if self._file_store is None:
-            self._file_store = make_store(self.settings, files=True)
-        return self._file_store
+        return self.environment.store("files")
 
+    def close(self) -> None:
+        """Release the stores (the embedded index unlocks); the graphs stay loaded and reopen them on next use."""
+        self.environment.close()
+
+    # ---- search and answers -------------------------------------------------------------------------
     def search(
         self,
         query: str,
-        mode: str = "query",
-        top_k: int | None = None,
-        collections: list[str] | None = None,
-        min_score: float | None = None,
-        **switches: bool | None,
-    ) -> list[SearchResult]:
-        """The results of `ask` alone (same arguments)."""
-        return self.ask(query, mode, top_k, collections, min_score, **switches)["results"]
-
-    def ask(
-        self,
-        query: str,
-        mode: str = "query",
+        pipeline: str = "query",
         top_k: int | None = None,
         collections: list[str] | None = None,
         min_score: float | None = None,
         expand: bool | None = None,
         rerank: bool | None = None,
         chunks: bool = False,
-    ) -> dict[str, Any]:
+        explain: bool = False,
+        overrides: Mapping[str, Any] | None = None,
+        init_overrides: bool = True,
+    ) -> SearchAnswer:
         """
         Run a query graph.
 
         :param query: The search text.
-        :param mode: `search` (BM25), `vsearch` (vectors), `query` (hybrid) or a pipeline file path.
-        :param top_k: Result count; the configured default when `None`.
+        :param pipeline: `search` (BM25), `vsearch` (vectors), `query` (hybrid), another graph name or a YAML path.
+        :param top_k: Result count; the graph's default when `None`.
         :param collections: Restrict to these collections.
-        :param min_score: Drop results below this score.
+        :param min_score: Drop results below this score; the graph's default when `None`.
         :param expand: Switch query expansion on or off (graphs that expand).
         :param rerank: Switch reranking on or off (graphs that rerank).
         :param chunks: Every matching chunk instead of one result per file (graphs that group by file).
-        :returns: `{"results": [SearchResult, ...] best first, "label": "PASS" | "NO_RESULTS" | ...}`.
+        :param explain: Add each result's rank and score at every stage.
+        :param overrides: `component.parameter` → value for this search: a run input, or an init parameter
+            (a variant of the graph, built once).
+        :param init_overrides: Accept init-parameter overrides (off for requests over the network).
+        :returns: The trust label and the hits, best first.
         :raises ValueError: On invalid input (empty query, bad `top_k`, unknown collection).
         :raises IndexMismatchError: When the index was built with other embedding settings.
         """
         request = self._request(query, top_k, collections, min_score, expand, rerank, chunks)
+        graph, run_data = self._with_overrides(pipeline, overrides, init_overrides)
         try:
-            output = self.pipeline(mode).run({"request": request})
+            output = graph.run({**run_data, "request": request})
         except PipelineRuntimeError as error:
-            if isinstance(error.__cause__, ValueError):
-                raise error.__cause__ from None
+            cause = root_cause(error)
+            if isinstance(cause, ValueError):
+                raise cause from None
             raise
-        results = [to_result(doc) for doc in output["snippets"]["documents"]]
+        results = [hit(doc, explain) for doc in output["snippets"]["documents"]]
         label = output.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS")
-        return {"results": results, "label": label}
+        return SearchAnswer(label=label, results=results)
 
     def answer(
         self,
@@ -243,20 +212,20 @@ class Needle:
         expand: bool | None = None,
         rerank: bool | None = None,
         pipeline: str = "rag",
-    ) -> dict[str, Any]:
+        overrides: Mapping[str, Any] | None = None,
+    ) -> Answer:
         """
         Answer a question from the notes with the configured LLM, citing chunks as `[path:start-end]`.
 
         :param question: The question; it is also the search text.
-        :param top_k: Chunks given to the LLM; the configured result count when `None`.
+        :param top_k: Chunks given to the LLM; the graph's default when `None`.
         :param collections: Restrict to these collections.
         :param min_score: Give the LLM no chunk scoring below this.
         :param expand: Switch query expansion on or off.
         :param rerank: Switch reranking on or off.
         :param pipeline: An answer graph: `rag` or a YAML path with the inputs and outputs of `pipelines/rag.yml`.
-        :returns: `{"answer": text, "results": [SearchResult] (every chunk the LLM was given, best first),
-            "cited": [SearchResult] (the chunks the answer cites), "unknown_citations": ["path:start-end"]
-            (citations of chunks it was not given), "label": the search's trust label}`.
+        :param overrides: `component.parameter` → value for this answer.
+        :returns: The answer, the chunks given to the LLM, the ones it cites and citations of chunks it was not given.
         :raises ValueError: On invalid input (empty question, bad `top_k`, unknown collection).
         :raises IndexMismatchError: When the index was built with other embedding settings.
         :raises LLMError: When no LLM answers at `llm.url`, or it refuses the request.
@@ -265,26 +234,25 @@ class Needle:
 
         request = self._request(question, top_k, collections, min_score, expand, rerank, chunks=False)
         try:
-            graph = self.pipeline(pipeline)
-            output = graph.run({"retrieve": request, "prompt": {"query": question}}, include_outputs_from={"retrieve"})
+            graph, run_data = self._with_overrides(pipeline, overrides)
+            output = graph.run({**run_data, "request": request}, include_outputs_from={"snippets", "label"})
         except openai.OpenAIError as error:  # the client refused to start, e.g. without a key
             raise llm_error(self.settings, error) from None
         except PipelineRuntimeError as error:
             cause = root_cause(error)
             if isinstance(cause, openai.OpenAIError):
                 raise llm_error(self.settings, cause) from None
-            if isinstance(cause, ValueError):
+            if isinstance(cause, (ValueError, LLMError)):
                 raise cause from None
             raise
-        retrieved = output["retrieve"]
-        results = [to_result(doc) for doc in retrieved["documents"]]
-        return {
-            "answer": output["cite"]["answer"],
-            "results": results,
-            "cited": [to_result(doc) for doc in output["cite"]["cited"]],
-            "unknown_citations": list(output["cite"]["unknown"]),
-            "label": retrieved.get("label") or ("PASS" if results else "NO_RESULTS"),
-        }
+        results = [hit(doc) for doc in output["snippets"]["documents"]]
+        return Answer(
+            answer=output["cite"]["answer"],
+            label=output.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS"),
+            results=results,
+            cited=[hit(doc) for doc in output["cite"]["cited"]],
+            unknown_citations=list(output["cite"]["unknown"]),
+        )
 
     def _request(
         self,
@@ -296,25 +264,25 @@ class Needle:
         rerank: bool | None,
         chunks: bool,
     ) -> dict[str, Any]:
-        """The search request of a query graph, defaults filled from the settings, collections and index checked."""
+        """A query graph's request (unset values left to the graph), collections and index checked."""
         self.collections.select(collections)
-        index_info.check(self.settings)
-        return {
-            "query": query,
-            "top_k": top_k if top_k is not None else self.settings.retrieval.top_k,
-            "collections": collections or None,
-            "min_score": min_score if min_score is not None else self.settings.retrieval.min_score,
-            "expand": expand,
-            "rerank": rerank,
-            "chunks": chunks,
-        }
+        index_info.check(self.settings, self.ingest_graph())
+        request: dict[str, Any] = {"query": query, "collections": collections or None, "chunks": chunks}
+        for key, value in (("top_k", top_k), ("min_score", min_score), ("expand", expand), ("rerank", rerank)):
+            if value is not None:
+                request[key] = value
+        return request
 
-    def index(self, names: list[str] | None = None, rebuild: bool = False) -> dict[str, Any]:
+    # ---- the index ----------------------------------------------------------------------------------
+    def index(
+        self, names: list[str] | None = None, rebuild: bool = False, overrides: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """
         Index collections (all when `names` is empty): new and changed chunks are embedded, removed files leave.
 
         :param names: Collections to index.
         :param rebuild: Drop the whole index first (needed after changing the embedding model).
+        :param overrides: `component.parameter` → value for the ingest graph (recorded in the provenance).
         :returns: The run's report: files seen, indexed, unchanged, removed, skipped with reasons, chunks, seconds.
         :raises CollectionError: When a name is unknown or there are no collections.
         :raises IndexMismatchError: When the index was built with other settings and `rebuild` is off.
@@ -324,14 +292,15 @@ class Needle:
             self.store.delete_all_documents()
             self.file_store.delete_all_documents()
             index_info.forget(self.settings)
-        index_info.check(self.settings)
+        ingest = apply_overrides(copy.deepcopy(self.ingest_graph()), overrides or {})
+        index_info.check(self.settings, ingest)
         sources = [c.as_source() for c in selected]
         started = time.perf_counter()
-        output = self.pipeline("ingest").run(
+        output = self.pipeline(INGEST, overrides).run(
             {"scanner": {"collections": sources}, "differ": {"collections": sources}, "file_differ": {"collections": sources}},
             include_outputs_from={"scanner", "reader", "differ"},
         )
-        index_info.record(self.settings)
+        index_info.record(self.settings, ingest)
         stats = output["differ"]["stats"]
         return {
             "collections": [c.name for c in selected],
@@ -362,12 +331,11 @@ class Needle:
         deleted = self.store.delete_by_filter(where)
         self.file_store.delete_by_filter(where)
         for store in (self.store, self.file_store):
-            if hasattr(store, "flush"):
-                store.flush()
+            store.flush()
         return int(deleted or 0)
 
     def status(self) -> dict[str, Any]:
-        """Collections with file and chunk counts, the model, and where the index lives."""
+        """Collections with file and chunk counts, the models, and where the index lives."""
         rows = self.store.list_documents_meta(fields=["collection", "source_doc_id"])
         per_collection: dict[str, dict[str, Any]] = {}
         for row in rows:
@@ -390,45 +358,25 @@ class Needle:
             "data_dir": str(self.settings.data_dir),
         }
 
-    def resolve(self, ref: str) -> tuple[Collection, Path]:
+    def indexed_files(self, collection: str | None = None) -> list[dict[str, Any]]:
         """
-        Find a file by `#docid`, `collection/path`, `collection:path` or a path inside some collection.
+        The files in the index (`needle ls`): collection, path, title and chunk count, sorted.
 
-        :returns: The collection and the file's absolute path, which is always inside the collection's root.
-        :raises CollectionError: When the reference escapes its collection, is malformed or names no file.
+        :param collection: Only this collection's files.
+        :raises CollectionError: When the collection is unknown.
         """
-        if not ref or "\x00" in ref:
-            raise CollectionError("a file reference must be a non-empty path without NUL bytes")
-        collections = self.collections.load()
-        if ref.startswith("#"):
-            wanted = ref[1:].lower()
-            for row in self.store.list_documents_meta(fields=["source_doc_id"]):
-                source = row["meta"].get("source_doc_id", "")
-                if docid(source).startswith(wanted) and len(wanted) >= 4:
-                    name, _, rel = source.partition(":")
-                    if name in collections:
-                        return collections[name], _inside(collections[name], rel)
-            raise CollectionError(f"no indexed file has docid {ref}")
-        for sep in (":", "/"):
-            name, found, rel = ref.partition(sep)
-            if found and name in collections:
-                return collections[name], _inside(collections[name], rel)
-        for collection in collections.values():
-            if (Path(collection.root) / ref).is_file():
-                return collection, _inside(collection, ref)
-        raise CollectionError(f"no file '{ref}' in any collection ({', '.join(collections) or 'none yet'})")
+        names = [c.name for c in self.collections.select([collection] if collection else None)]
+        files: dict[tuple[str, str], dict[str, Any]] = {}
+        for row in self.store.list_documents_meta(fields=["collection", "path", "title"]):
+            meta = row["meta"]
+            if meta.get("collection") not in names:
+                continue
+            entry = files.setdefault(
+                (meta.get("collection", ""), meta.get("path", "")),
+                {"collection": meta.get("collection", ""), "path": meta.get("path", ""), "title": meta.get("title", ""), "chunks": 0},
+            )
+            entry["chunks"] += 1
+        return [files[key] for key in sorted(files)]
 
 
-def _inside(collection: Collection, rel: str) -> Path:
-    root = Path(collection.root).resolve()
-    if Path(rel).is_absolute():
-        raise CollectionError(f"'{rel}' is absolute; give a path relative to collection '{collection.name}'")
-    target = (root / rel).resolve()
-    if target != root and root not in target.parents:
-        raise CollectionError(f"'{rel}' leads outside collection '{collection.name}'")
-    if not target.is_file():
-        raise CollectionError(f"no file '{rel}' in collection '{collection.name}'")
-    return target
-
-
-__all__ = ["Needle", "SearchResult", "SEARCH_MODES", "docid", "CollectionError", "LLMError"]
+__all__ = ["Needle", "CollectionError", "LLMError"]

@@ -1,20 +1,33 @@
-"""`needle`: collections, indexing, search and status from a shell.
+"""`needle`: collections, indexing, search, answers, files and status from a shell.
 
-A thin shell over `needle.app.Needle`; user mistakes print one line on stderr and exit with 2,
-other failures exit with 1, and no command prints a stack trace for a user mistake.
+A thin shell over `needle.app.Needle`: it parses arguments, calls the facade and prints with
+`needle.output`. Every failure is one line on stderr with the exit code of `needle.errors` (2 for a
+user mistake, 1 otherwise); no command prints a stack trace.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import logging
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
+from needle import output
+from needle.errors import classify
 from needle.evaluation.cli import add_eval_parser, run_eval
-from needle.settings import ConfigError, load_settings
+from needle.files import parse_ref
+from needle.settings import load_settings, parse_assignments
 
-EXIT_USAGE = 2
+logger = logging.getLogger(__name__)
+SEARCH_COMMANDS = {"search": "keyword search (BM25)", "vsearch": "vector search", "query": "hybrid search"}
+
+
+def _overrides(values: list[str] | None) -> dict[str, Any]:
+    pairs: dict[str, Any] = {}
+    for value in values or []:
+        pairs.update(parse_assignments(value))
+    return pairs
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,23 +48,27 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument("names", nargs="*", metavar="NAME")
     index.add_argument("--rebuild", action="store_true", help="drop the index first (after changing the model)")
     index.add_argument("--json", action="store_true", help="print the report as JSON")
+    index.add_argument("--set", action="append", metavar="COMPONENT.PARAM=VALUE", help="override a parameter of ingest.yml")
 
-    for mode, text in (("search", "keyword search (BM25)"), ("vsearch", "vector search"), ("query", "hybrid search")):
-        search = sub.add_parser(mode, help=text)
+    for command, text in SEARCH_COMMANDS.items():
+        search = sub.add_parser(command, help=text)
         search.add_argument("query", nargs="+")
         search.add_argument("-n", type=int, default=None, dest="top_k", help="number of results")
         search.add_argument("-c", "--collection", action="append", dest="collections", help="restrict to a collection")
         search.add_argument("--min-score", type=float, default=None, help="drop results below this score")
-        search.add_argument("--json", action="store_true", help="print results as JSON")
+        search.add_argument("--format", choices=output.FORMATS, default="text", help="output format (default text)")
+        search.add_argument("--json", action="store_const", const="json", dest="format", help="same as --format json")
         search.add_argument("--explain", action="store_true", help="show each result's rank and score at every stage")
         search.add_argument("--chunks", action="store_true", help="every matching chunk, not one result per file")
-        if mode == "query":
+        search.add_argument("--set", action="append", metavar="COMPONENT.PARAM=VALUE",
+                            help="override a parameter of the graph, e.g. fuse.k=30 (repeatable)")
+        search.add_argument("--pipeline", default=command, metavar="NAME|FILE",
+                            help=f"another graph, e.g. query-llm or my-graph.yml (default: {command})")
+        if command == "query":
             search.add_argument("--expand", action=argparse.BooleanOptionalAction, default=None,
-                                help="query expansion on or off (default: configuration)")
+                                help="query expansion on or off (default: the graph's)")
             search.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
-                                help="reranking on or off (default: configuration)")
-            search.add_argument("--pipeline", default=None, metavar="NAME|FILE",
-                                help="another query graph, e.g. query-llm or my-graph.yml (default: query)")
+                                help="reranking on or off (default: the graph's)")
 
     answer = sub.add_parser("answer", help="answer a question from the notes with the configured LLM, citing them")
     answer.add_argument("question", nargs="+")
@@ -60,9 +77,17 @@ def _parser() -> argparse.ArgumentParser:
     answer.add_argument("--min-score", type=float, default=None, help="give the LLM no chunk below this score")
     answer.add_argument("--json", action="store_true", help="print the answer and its sources as JSON")
     answer.add_argument("--pipeline", default="rag", metavar="NAME|FILE", help="another answer graph (default: rag)")
+    answer.add_argument("--set", action="append", metavar="COMPONENT.PARAM=VALUE", help="override a parameter of the graph")
 
     get = sub.add_parser("get", help="print a file, or lines of it: PATH[:LINE[:COUNT]] or #docid")
     get.add_argument("ref")
+    multi = sub.add_parser("multi-get", help="print several files: a glob (notes/howto/*.md) or a list of references")
+    multi.add_argument("refs", nargs="+", metavar="GLOB|REF")
+    multi.add_argument("--max-bytes", type=int, default=100_000, help="skip files larger than this (default 100000)")
+    multi.add_argument("--json", action="store_true", help="print the files and the skipped ones as JSON")
+    ls = sub.add_parser("ls", help="list the indexed files of a collection (all by default)")
+    ls.add_argument("collection", nargs="?")
+    ls.add_argument("--json", action="store_true")
     status = sub.add_parser("status", help="collections, counts, model and index location")
     status.add_argument("--json", action="store_true")
     sub.add_parser("models", help="install the offline models (same as `make models`)")
@@ -77,104 +102,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _print_results(answer: dict[str, Any], as_json: bool, explain: bool = False) -> None:
-    results = answer["results"]
-    if as_json:
-        print(json.dumps([r.as_dict(explain=explain) for r in results], indent=2, ensure_ascii=False))
-        return
-    if not results:
-        print(f"no results ({answer['label']})")
-        return
-    if answer["label"] != "PASS":
-        print(f"label: {answer['label']}\n")
-    for rank, r in enumerate(results, 1):
-        where = " › ".join([r.title, *[h for h in r.heading_path if h != r.title]])
-        print(f"{rank:>2}. #{r.docid} {r.collection}/{r.path}:{r.start_line}-{r.end_line}  score {r.score:.4f}")
-        print(f"    {where}")
-        body = r.snippet.splitlines()[1:] if r.snippet else r.text.strip().splitlines()[:3]
-        if r.snippet:
-            print(f"    {r.snippet.splitlines()[0]}")
-        for line in body:
-            print(f"    | {line[:110]}")
-        if explain:
-            for stage, value in r.explain().items():
-                print(f"    · {stage}: {json.dumps(value, default=str)}")
-        print()
-
-
-def _print_answer(answer: dict[str, Any], as_json: bool) -> None:
-    if as_json:
-        fields = {key: answer[key] for key in ("answer", "label", "unknown_citations")}
-        for key in ("cited", "results"):
-            fields[key] = [r.as_dict() for r in answer[key]]
-        print(json.dumps(fields, indent=2, ensure_ascii=False))
-        return
-    print(answer["answer"] or "(the LLM gave no answer)")
-    cited = {(r.collection, r.path, r.start_line) for r in answer["cited"]}
-    print("\nsources (* cited):")
-    for r in answer["results"]:
-        mark = "*" if (r.collection, r.path, r.start_line) in cited else " "
-        print(f" {mark} #{r.docid} {r.collection}/{r.path}:{r.start_line}-{r.end_line}")
-    if not answer["results"]:
-        print(f"   none ({answer['label']})")
-    if answer["unknown_citations"]:
-        print(f"cited but not given to the LLM: {', '.join(answer['unknown_citations'])}")
-
-
-def _print_report(report: dict[str, Any], as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(report, indent=2))
-        return
-    print(
-        f"indexed {', '.join(report['collections'])} in {report['seconds']} s: "
-        f"{report['files_seen']} files seen, {report['files_new']} new, {report['files_changed']} changed, "
-        f"{report['files_unchanged']} unchanged, {report['files_removed']} removed, {len(report['skipped'])} skipped; "
-        f"{report['chunks']} chunks, {report['chunks_embedded']} embedded, {report['chunks_deleted']} deleted; "
-        f"{report['files_embedded']} whole files embedded"
-    )
-    for item in report["skipped"]:
-        print(f"  skipped {item.get('collection', '')}/{item.get('path', '')}: {item.get('reason', '')}")
-    for item in report["warnings"]:
-        print(f"  warning {item.get('collection', '')}/{item.get('path', '')}: {item.get('reason', '')}")
-
-
-def _split_ref(ref: str) -> tuple[str, int | None, int | None]:
-    parts = ref.split(":")
-    numbers: list[int] = []
-    while len(parts) > 1 and parts[-1].isdigit() and len(numbers) < 2:
-        numbers.insert(0, int(parts.pop()))
-    line = numbers[0] if numbers else None
-    count = numbers[1] if len(numbers) > 1 else None
-    return ":".join(parts), line, count
-
-
-def _run(args: argparse.Namespace) -> int:
-    if args.command == "eval":
-        return run_eval(args)
-    if args.command == "serve":
-        from needle.server import serve
-
-        return serve(args.host, args.port)
-    if args.command == "mcp":
-        from needle.server import mcp_stdio
-
-        return mcp_stdio()
-    if args.command == "models":
-        from needle.models import main as install_models
-
-        return install_models([])
-
-    from needle.app import Needle
-
-    needle = Needle(load_settings(), progress_bar=args.command == "index" and sys.stderr.isatty())
+def _run(args: argparse.Namespace, needle: Any) -> int:
     if args.command == "migrate":
         from needle.migrate import migrate
 
-        done = migrate(needle.settings, args.to, args.collection, progress=sys.stderr.isatty())
+        done = migrate(needle, args.to, args.collection, progress=sys.stderr.isatty())
         print(f"copied {done['copied']} chunks to {done['url']} (collection {done['collection']}); "
               f"use it with NEEDLE_STORE__URL={done['url']} NEEDLE_STORE__COLLECTION={done['collection']}")
-        return 0
-    if args.command == "collection":
+    elif args.command == "collection":
         if args.action == "add":
             c = needle.collections.add(args.path, args.name, include=args.mask)
             print(f"collection '{c.name}' → {c.root} ({', '.join(c.include)}); run `needle index` to index it")
@@ -187,76 +122,83 @@ def _run(args: argparse.Namespace) -> int:
         else:
             deleted = needle.remove_collection(args.name)
             print(f"removed collection '{args.name}' and {deleted} chunks")
-        return 0
-    if args.command == "index":
-        _print_report(needle.index(args.names, rebuild=args.rebuild), args.json)
-        return 0
-    if args.command in ("search", "vsearch", "query"):
-        answer = needle.ask(
-            " ".join(args.query), mode=getattr(args, "pipeline", None) or args.command, top_k=args.top_k,
-            collections=args.collections, min_score=args.min_score, chunks=args.chunks,
-            expand=getattr(args, "expand", None), rerank=getattr(args, "rerank", None),
+    elif args.command == "index":
+        print(output.index_report(needle.index(args.names, rebuild=args.rebuild, overrides=_overrides(args.set)), args.json))
+    elif args.command in SEARCH_COMMANDS:
+        answer = needle.search(
+            " ".join(args.query), pipeline=args.pipeline, top_k=args.top_k, collections=args.collections,
+            min_score=args.min_score, chunks=args.chunks, expand=getattr(args, "expand", None),
+            rerank=getattr(args, "rerank", None), explain=args.explain,
+            overrides=_overrides(args.set),
         )
-        _print_results(answer, args.json, explain=args.explain)
-        return 0
-    if args.command == "answer":
-        _print_answer(needle.answer(
+        print(output.search_answer(answer, args.format, explain=args.explain))
+    elif args.command == "answer":
+        print(output.answer_text(needle.answer(
             " ".join(args.question), top_k=args.top_k, collections=args.collections, min_score=args.min_score,
-            pipeline=args.pipeline,
-        ), args.json)
-        return 0
-    if args.command == "get":
-        ref, line, count = _split_ref(args.ref)
-        _, path = needle.resolve(ref)
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        start = max(1, line or 1)
-        if start > len(lines) and lines:
-            raise ValueError(f"{ref} has {len(lines)} lines; line {start} does not exist")
-        end = len(lines) if count is None else min(len(lines), start + count - 1)
-        print("\n".join(lines[start - 1 : end]))
-        return 0
-    status = needle.status()
-    if args.json:
-        print(json.dumps(status, indent=2))
-        return 0
-    print(f"store: {status['store']}\nembedding model: {status['embedding_model']}\nsparse model: {status['sparse_model']}")
-    if not status["collections"]:
-        print("no collections yet: add one with `needle collection add PATH --name NAME`")
-    for c in status["collections"]:
-        print(f"  {c['name']}: {c['files']} files, {c['chunks']} chunks ({c['root']})")
+            pipeline=args.pipeline, overrides=_overrides(args.set),
+        ), args.json))
+    elif args.command == "get":
+        ref, line, count = parse_ref(args.ref)
+        print(needle.files.read(ref, from_line=line or 1, max_lines=count).text)
+    elif args.command == "multi-get":
+        print(output.file_batch(_multi_get(needle, args.refs, args.max_bytes), args.json))
+    elif args.command == "ls":
+        print(output.file_list(needle.indexed_files(args.collection), args.json))
+    else:
+        print(output.status_text(needle.status(), args.json))
     return 0
+
+
+def _multi_get(needle: Any, refs: list[str], max_bytes: int) -> Any:
+    """One glob (any of `*?[`), or references."""
+    if len(refs) == 1 and any(c in refs[0] for c in "*?["):
+        return needle.files.read_many(pattern=refs[0], max_bytes=max_bytes)
+    return needle.files.read_many(refs=refs, max_bytes=max_bytes)
+
+
+def _run_without_index(args: argparse.Namespace) -> int | None:
+    """Commands that do not open the index; `None` for the others."""
+    if args.command == "eval":
+        return run_eval(args)
+    if args.command == "serve":
+        from needle.http.app import serve
+
+        return serve(args.host, args.port)
+    if args.command == "mcp":
+        from needle.mcp import run_stdio
+
+        return run_stdio()
+    if args.command == "models":
+        from needle.models import main as install_models
+
+        return install_models([])
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `needle` command."""
-    from haystack.core.errors import PipelineRuntimeError
-
-    from needle.collections import CollectionError
-    from needle.index_info import IndexMismatchError
-    from needle.loader import PipelineError
-    from needle.models import MissingModelError
-
     args = _parser().parse_args(argv)
+    needle = None
     try:
-        return _run(args)
-    except PipelineRuntimeError as error:
-        cause = error.__cause__
-        if isinstance(cause, (ValueError, TypeError)):
-            print(f"error: {cause}", file=sys.stderr)
-            return EXIT_USAGE
-        print(f"error: {cause or error}", file=sys.stderr)
-        return 1
-    except (ConfigError, CollectionError, PipelineError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except (MissingModelError, IndexMismatchError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    except (RuntimeError, ConnectionError) as error:  # a locked index folder, an unreachable server
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+        code = _run_without_index(args)
+        if code is not None:
+            return code
+        from needle.app import Needle
+
+        needle = Needle(load_settings(), progress_bar=args.command == "index" and sys.stderr.isatty())
+        return _run(args, needle)
+    except BaseException as error:  # noqa: BLE001 - the one place every failure becomes an exit code
+        if isinstance(error, SystemExit):
+            raise
+        failure = classify(error)
+        if failure.exit_code == 130:
+            return 130
+        logger.debug("needle %s failed", args.command, exc_info=error)
+        print(f"error: {failure.message}", file=sys.stderr)
+        return failure.exit_code
+    finally:
+        if needle is not None:
+            needle.close()
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
-"""Provenance of an index: which model, prefixes and chunking built it.
+"""Provenance of an index: which models, prefixes and chunking built it.
 
 Vectors from one model mean nothing to another, so Needle refuses to search or extend an index built
-with different embedding settings, and says how to rebuild it. Chunking settings are recorded but not
-enforced: every index run re-chunks every file, so the next run moves the index to the new chunking,
-embedding only the chunks whose text changed (the others keep their ids and vectors).
+with different embedding settings, and says how to rebuild it. The models and prefixes come from the
+settings (the environment); what to embed beside the text and how to chunk come from the ingest graph.
+Chunking is recorded but not enforced: every index run re-chunks every file, so the next run moves the
+index to the new chunking, embedding only the chunks whose text changed (the others keep their ids and
+vectors).
 """
 
 from __future__ import annotations
@@ -19,26 +21,42 @@ from needle.models import embedding_dim
 from needle.settings import Settings
 
 _FILE = "needle_index.json"
+_CHUNKER = "MarkdownChunker"
+_CHUNKING_DEFAULTS = {"target_chars": 700, "overlap_chars": 100, "min_chars": 100, "max_chars": 1400}
 
 
 class IndexMismatchError(RuntimeError):
-    """The index was built with other embedding or chunking settings than the configured ones."""
+    """The index was built with other embedding settings than the configured ones."""
 
 
 # Keys of the fingerprint that a run can change in place (the others need `needle index --rebuild`).
 _SOFT_KEYS = frozenset({"chunking"})
 
 
-def fingerprint(settings: Settings) -> dict[str, Any]:
-    """The settings an index depends on."""
+def fingerprint(settings: Settings, ingest: dict[str, Any]) -> dict[str, Any]:
+    """
+    The settings an index depends on.
+
+    :param settings: Needle's settings (models and prefixes).
+    :param ingest: The ingest graph's dictionary, overrides applied (chunking, fields embedded with the text).
+    :returns: A JSON-ready mapping.
+    """
+    chunking = dict(_CHUNKING_DEFAULTS)
+    embed_context = False
+    for component in ingest.get("components", {}).values():
+        params = component.get("init_parameters") or {}
+        if component.get("type", "").endswith(_CHUNKER):
+            chunking.update({key: params[key] for key in _CHUNKING_DEFAULTS if key in params})
+        if component.get("type", "").endswith(".FastembedDocumentEmbedder"):
+            embed_context = "context" in (params.get("meta_fields_to_embed") or [])
     return {
         "embedding_model": settings.embedding.model,
         "embedding_dim": embedding_dim(settings.embedding.model),
         "query_prefix": settings.embedding.query_prefix,
         "document_prefix": settings.embedding.document_prefix,
-        "embed_context": settings.embedding.embed_context,
+        "embed_context": embed_context,
         "sparse_model": settings.sparse.model,
-        "chunking": settings.chunking.model_dump(),
+        "chunking": chunking,
     }
 
 
@@ -57,7 +75,7 @@ def read(settings: Settings) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def check(settings: Settings) -> None:
+def check(settings: Settings, ingest: dict[str, Any]) -> None:
     """
     Refuse an index built with other embedding settings (other chunking is fine: see the module).
 
@@ -66,7 +84,7 @@ def check(settings: Settings) -> None:
     recorded = read(settings)
     if recorded is None:
         return
-    expected = fingerprint(settings)
+    expected = fingerprint(settings, ingest)
     differing = [
         key
         for key, value in expected.items()
@@ -80,13 +98,13 @@ def check(settings: Settings) -> None:
         )
 
 
-def record(settings: Settings) -> None:
+def record(settings: Settings, ingest: dict[str, Any]) -> None:
     """Write the provenance after a successful index run."""
     path = info_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     previous = read(settings) or {}
     data = {
-        "fingerprint": fingerprint(settings),
+        "fingerprint": fingerprint(settings, ingest),
         "created": previous.get("created", time.time()),
         "updated": time.time(),
     }

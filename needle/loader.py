@@ -1,212 +1,57 @@
 """The one place that turns a pipeline YAML into a Haystack `Pipeline`.
 
-Every process (CLI, tests, eval, server) loads graphs through `load_pipeline`, which:
-1. reads the YAML and fills `${name}` placeholders from the settings (`${embedding.model}`,
-   `${document_store}`, ...): a placeholder that is a whole value takes any type (a mapping for the
-   store); one inside a longer string is replaced by text;
-2. registers the offline models with fastembed;
-3. builds the graph with Haystack's deserialisation allowlist extended to Needle's packages
-   (Haystack 3.x refuses classes from modules outside it; 2.x has no allowlist and ignores it).
+A graph file is a plain Haystack pipeline YAML with literal values. A variant may instead be an overlay of
+another graph: `extends: query.yml` and only what differs (`components` replaced or added by name, a
+component set to null removed with its connections, `connections` added, `remove_connections` dropped,
+`set` overrides). Every process (CLI, server, tests, eval) builds graphs through `load_pipeline`, which
+composes overlays, applies overrides by component and parameter (`fuse.k=30`), and builds the graph with
+Haystack's deserialisation allowlist extended to Needle's packages (Haystack 3.x refuses classes from
+modules outside it; 2.x has no allowlist) and with Needle's environment injected (`needle.environment`).
 """
 
 from __future__ import annotations
 
-import importlib
+import copy
 import inspect
-import os
-import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 from haystack import Pipeline
 from haystack.core import errors as haystack_errors
+from haystack.core.serialization import import_class_by_name
 
-from needle.models import MissingModelError, dense_embedder_params, embedding_dim, sparse_embedder_params
-from needle.settings import HYBRID_RANKER, PROJECT_ROOT, Settings, load_settings
+from needle.environment import Environment
+from needle.models import MissingModelError
+from needle.settings import PROJECT_ROOT
 
 PIPELINES_DIR = PROJECT_ROOT / "pipelines"
 ALLOWED_MODULES = ["components", "components.*", "needle", "needle.*", "haystack_integrations.*"]
-ALLOWLIST_ENV = "HAYSTACK_DESERIALIZATION_ALLOWLIST"
-GRAPH_PREFIX = "pipelines."
-_PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.-]+)\}")
+_OVERLAY_KEYS = {"extends", "components", "connections", "remove_connections", "set"}
 
 
-def allow_needle_modules() -> None:
+def _trust_needle_modules() -> None:
     """
-    Add Needle's packages to Haystack's deserialisation allowlist for this process (and its children).
+    Add Needle's packages to Haystack's deserialisation allowlist for this process.
 
-    `load_pipeline` passes the allowlist per call; this covers code that deserialises components itself
-    (a component's `from_dict` rebuilding its store, hayhooks loading a wrapper).
+    Run once, when this module is imported: every process that builds Needle's graphs (CLI, server, eval,
+    tests) imports it, so all of them deserialise under the same allowlist, nested components included (a
+    retriever's store, a reranker's ranker). Haystack 2.x has no allowlist.
     """
-    current = [p for p in os.environ.get(ALLOWLIST_ENV, "").split(",") if p]
-    os.environ[ALLOWLIST_ENV] = ",".join(dict.fromkeys([*current, *ALLOWED_MODULES]))
+    try:
+        from haystack.core.serialization_security import allow_deserialization_module
+    except ImportError:
+        return
+    for pattern in ALLOWED_MODULES:
+        allow_deserialization_module(pattern)
+
+
+_trust_needle_modules()
 
 
 class PipelineError(ValueError):
-    """A pipeline file is missing, malformed or names a value the settings lack."""
-
-
-class PlaceholderValues(dict):
-    """
-    The values placeholders may name, plus `${pipelines.<name>}`: another graph of `pipelines/`, whole.
-
-    `${pipelines.query}` is the dictionary of `pipelines/query.yml` with its own placeholders filled
-    from the same values (a fresh copy each time it is named), so that one graph can run another as a
-    stage (a Haystack `SuperComponent`, as `pipelines/rag.yml` runs `query.yml`) without copying its steps.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._including: list[str] = []
-
-    def __missing__(self, name: str) -> Any:
-        if not name.startswith(GRAPH_PREFIX):
-            raise KeyError(name)
-        graph = name[len(GRAPH_PREFIX) :]
-        if graph in self._including:
-            raise PipelineError(f"pipelines include each other in a cycle: {' -> '.join([*self._including, graph])}")
-        path = PIPELINES_DIR / f"{graph}.yml"
-        if not path.is_file():
-            raise KeyError(name)
-        self._including.append(graph)
-        try:
-            return resolve_placeholders(_read_graph(path), self)
-        finally:
-            self._including.pop()
-
-
-def store_definition(settings: Settings, files: bool = False) -> dict[str, Any]:
-    """
-    The serialised document store the graphs share: the embedded engine, or a Qdrant server.
-
-    Chunks and whole-file documents (see `FileDocumentBuilder`) live in two stores side by side (a second
-    engine folder, or a second server collection named `<collection>_files`), so that each has its own
-    BM25 statistics and a chunk search never returns a file.
-
-    :param settings: Needle's settings.
-    :param files: The store of whole-file documents instead of the chunk store.
-    :returns: A `{"type": ..., "init_parameters": ...}` mapping, as in a pipeline YAML.
-    """
-    dim = embedding_dim(settings.embedding.model)
-    suffix = "_files" if files else ""
-    if settings.store.url:
-        return {
-            "type": "components.qdrant_server_document_store.QdrantServerDocumentStore",
-            "init_parameters": {
-                "url": settings.store.url,
-                "index": settings.store.collection + suffix,
-                "embedding_dim": dim,
-                "use_sparse_embeddings": True,
-                "sparse_idf": True,
-                "timeout": settings.store.timeout,
-                "api_key": {"type": "env_var", "env_vars": [settings.store.api_key_env], "strict": False},
-            },
-        }
-    return {
-        "type": "components.edge_document_store.EdgeDocumentStore",
-        "init_parameters": {"path": str(settings.index_dir / f"edge{suffix}"), "embedding_dim": dim},
-    }
-
-
-def make_store(settings: Settings, files: bool = False) -> Any:
-    """
-    The document store the graphs share, as an object (for status, `get` and collection removal).
-
-    :param settings: Needle's settings.
-    :param files: The store of whole-file documents instead of the chunk store.
-    :returns: An `EdgeDocumentStore` or a `QdrantServerDocumentStore`.
-    """
-    definition = store_definition(settings, files)
-    module_name, _, class_name = definition["type"].rpartition(".")
-    return getattr(importlib.import_module(module_name), class_name).from_dict(definition)
-
-
-def placeholder_values(settings: Settings, progress_bar: bool = False) -> dict[str, Any]:
-    """
-    Every value a pipeline YAML may name as `${...}`.
-
-    :param settings: Needle's settings.
-    :param progress_bar: Whether embedders show progress bars.
-    :returns: A flat mapping of dotted names to values.
-    :raises MissingModelError: When a configured offline model is not provisioned.
-    """
-    values: dict[str, Any] = PlaceholderValues(
-        {
-            "document_store": store_definition(settings),
-            "file_document_store": store_definition(settings, files=True),
-            "progress_bar": progress_bar,
-        }
-    )
-    for section in ("embedding", "sparse", "chunking", "reader", "retrieval", "expansion", "gate", "rerank", "snippet", "llm"):
-        for key, value in getattr(settings, section).model_dump().items():
-            values[f"{section}.{key}"] = value
-    dense = dense_embedder_params(settings.embedding.model, settings.model_dir)
-    sparse = sparse_embedder_params(settings.sparse.model, settings.model_dir)
-    for prefix, params in (("embedding", dense), ("sparse", sparse)):
-        values[f"{prefix}.local_files_only"] = params["local_files_only"]
-        values[f"{prefix}.model_kwargs"] = params["model_kwargs"]
-        values[f"{prefix}.cache_dir"] = params.get("cache_dir")
-    values["embedding.meta_fields_to_embed"] = ["context"] if settings.embedding.embed_context else []
-    values["embedding.dim"] = embedding_dim(settings.embedding.model)
-    values["data_dir"] = str(settings.data_dir)
-    values["cache_file"] = str(settings.cache_file)
-    values["rerank.ranker"] = ranker_definition(settings, values)
-    return values
-
-
-def ranker_definition(settings: Settings, values: dict[str, Any]) -> dict[str, Any]:
-    """
-    The ranker the rerank stage wraps: the offline `HybridScoreRanker` for `rerank.model: hybrid`, else
-    a fastembed cross-encoder of that name (downloaded from the model hub on first use).
-    """
-    if settings.rerank.model == HYBRID_RANKER:
-        return {
-            "type": "components.hybrid_score_ranker.HybridScoreRanker",
-            "init_parameters": {
-                "document_store": values["document_store"],
-                "file_document_store": values["file_document_store"],
-                "bm25_weight": settings.rerank.bm25_weight,
-                "file_weight": settings.retrieval.file_weight,
-                "cosine_scale": settings.rerank.cosine_scale,
-            },
-        }
-    return {
-        "type": "haystack_integrations.components.rankers.fastembed.ranker.FastembedRanker",
-        "init_parameters": {
-            "model_name": settings.rerank.model,
-            "cache_dir": values["embedding.cache_dir"],
-            "threads": settings.embedding.query_threads,
-        },
-    }
-
-
-def resolve_placeholders(node: Any, values: dict[str, Any]) -> Any:
-    """
-    Replace `${name}` placeholders in a parsed YAML tree.
-
-    :param node: A parsed YAML value.
-    :param values: The values placeholders may name.
-    :returns: A copy of `node` with placeholders filled.
-    :raises PipelineError: When a placeholder names an unknown value.
-    """
-    if isinstance(node, dict):
-        return {key: resolve_placeholders(value, values) for key, value in node.items()}
-    if isinstance(node, list):
-        return [resolve_placeholders(value, values) for value in node]
-    if not isinstance(node, str) or "${" not in node:
-        return node
-
-    def lookup(name: str) -> Any:
-        try:
-            return values[name]
-        except KeyError:
-            raise PipelineError(f"unknown placeholder ${{{name}}}; known: {', '.join(sorted(values))}") from None
-
-    whole = _PLACEHOLDER.fullmatch(node)
-    if whole:
-        return lookup(whole.group(1))
-    return _PLACEHOLDER.sub(lambda m: str(lookup(m.group(1))), node)
+    """A pipeline file is missing or malformed, or an override names no component or parameter of it."""
 
 
 def pipeline_path(name_or_path: str | Path) -> Path:
@@ -216,67 +61,229 @@ def pipeline_path(name_or_path: str | Path) -> Path:
     :raises PipelineError: When no such file exists.
     """
     candidate = Path(name_or_path)
-    if candidate.suffix in {".yml", ".yaml"} and candidate.exists():
+    if candidate.suffix in {".yml", ".yaml"} and candidate.is_file():
         return candidate
     named = PIPELINES_DIR / f"{name_or_path}.yml"
-    if named.exists():
+    if named.is_file():
         return named
     raise PipelineError(f"no pipeline named '{name_or_path}' (looked for {candidate} and {named})")
 
 
-def build_pipeline(data: dict[str, Any]) -> Pipeline:
-    """
-    Build a graph from its dictionary form, with Needle's modules allowed.
-
-    :param data: A pipeline dictionary (`Pipeline.to_dict()` form) without placeholders.
-    :returns: The pipeline.
-    """
-    if "allowed_modules" in inspect.signature(Pipeline.from_dict).parameters:
-        return Pipeline.from_dict(data, allowed_modules=ALLOWED_MODULES)
-    return Pipeline.from_dict(data)
-
-
-def loads_pipeline(text: str) -> Pipeline:
-    """
-    `Pipeline.loads` with Needle's modules allowed (for YAML that has no placeholders, e.g. `p.dumps()`).
-
-    :param text: Pipeline YAML.
-    :returns: The pipeline.
-    """
-    if "allowed_modules" in inspect.signature(Pipeline.loads).parameters:
-        return Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)
-    return Pipeline.loads(text)
-
-
-def _read_graph(path: Path) -> dict[str, Any]:
+def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as error:
         raise PipelineError(f"cannot read pipeline {path}: {error}") from error
-    if not isinstance(data, dict) or "components" not in data:
+    if not isinstance(data, dict) or not isinstance(data.get("components"), dict):
         raise PipelineError(f"{path} is not a pipeline: it has no 'components' mapping")
     return data
 
 
-def load_pipeline(
-    name_or_path: str | Path, settings: Settings | None = None, progress_bar: bool = False
-) -> Pipeline:
+def read_graph(name_or_path: str | Path, _chain: tuple[Path, ...] = ()) -> dict[str, Any]:
     """
-    Load a pipeline YAML with placeholders filled from the settings.
+    A graph's dictionary (`Pipeline.to_dict()` form), its overlays composed over their bases.
 
     :param name_or_path: A file path or a graph name in `pipelines/`.
-    :param settings: Needle's settings; loaded from the environment when `None`.
-    :param progress_bar: Whether embedders show progress bars.
+    :returns: A fresh dictionary.
+    :raises PipelineError: When a file is missing or malformed, or overlays extend each other in a cycle.
+    """
+    path = pipeline_path(name_or_path).resolve()
+    if path in _chain:
+        cycle = " -> ".join(p.stem for p in (*_chain, path))
+        raise PipelineError(f"pipelines extend each other in a cycle: {cycle}")
+    data = _read_yaml(path)
+    if "extends" not in data:
+        return data
+    unknown = set(data) - _OVERLAY_KEYS
+    if unknown:
+        raise PipelineError(f"{path}: an overlay takes {', '.join(sorted(_OVERLAY_KEYS))}; not {', '.join(sorted(unknown))}")
+    base_ref = Path(str(data["extends"]))
+    base_path = base_ref if base_ref.is_absolute() else path.parent / base_ref
+    base = read_graph(base_path if base_path.is_file() else str(data["extends"]), (*_chain, path))
+    try:
+        return compose(base, data)
+    except PipelineError as error:
+        raise PipelineError(f"{path}: {error}") from None
+
+
+def compose(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """
+    Apply an overlay to a base graph.
+
+    :param base: A graph dictionary.
+    :param overlay: `components` (replace or add by name; `null` removes a component and its connections),
+        `remove_connections`, `connections` (added) and `set` (overrides, see `apply_overrides`).
+    :returns: A new graph dictionary.
+    :raises PipelineError: When a connection to remove is not in the base, or an override does not apply.
+    """
+    graph = copy.deepcopy(dict(base))
+    graph.pop("extends", None)
+    components = graph["components"]
+    connections = list(graph.get("connections", []))
+    for name, definition in (overlay.get("components") or {}).items():
+        if definition is None:
+            components.pop(name, None)
+            connections = [c for c in connections if _owner(c["sender"]) != name and _owner(c["receiver"]) != name]
+        else:
+            components[name] = copy.deepcopy(definition)
+    for removed in overlay.get("remove_connections") or []:
+        pair = {"sender": removed["sender"], "receiver": removed["receiver"]}
+        if pair not in connections:
+            raise PipelineError(f"remove_connections: {pair['sender']} -> {pair['receiver']} is not a connection of the base")
+        connections.remove(pair)
+    connections.extend({"sender": c["sender"], "receiver": c["receiver"]} for c in overlay.get("connections") or [])
+    graph["connections"] = connections
+    return apply_overrides(graph, overlay.get("set") or {})
+
+
+def _owner(socket: str) -> str:
+    return socket.split(".", 1)[0]
+
+
+def apply_overrides(graph: dict[str, Any], overrides: Mapping[str, Any], strict: bool = True) -> dict[str, Any]:
+    """
+    Set init parameters by component and parameter, the way Haystack addresses a graph.
+
+    `fuse.k` is the parameter `k` of component `fuse`; a longer key walks into a nested component
+    (`rerank.ranker.bm25_weight`) or a mapping value (`fuse.weights.bm25`).
+
+    :param graph: A graph dictionary (changed in place and returned).
+    :param overrides: Keys as above, values as they would be written in the YAML.
+    :param strict: Refuse a key whose component the graph lacks (else skip it: overrides from the
+        configuration apply to every graph that has the component).
+    :returns: The graph.
+    :raises PipelineError: Naming the key, when it addresses no component or no parameter.
+    """
+    for key, value in overrides.items():
+        parts = str(key).split(".")
+        if len(parts) < 2 or not all(parts):
+            raise PipelineError(f"override '{key}': use component.parameter, e.g. fuse.k=30")
+        component = graph["components"].get(parts[0])
+        if component is None:
+            if strict:
+                known = ", ".join(graph["components"])
+                raise PipelineError(f"override '{key}': the graph has no component '{parts[0]}' (it has {known})")
+            continue
+        _set_parameter(component, parts[1:], copy.deepcopy(value), key)
+    return graph
+
+
+def _set_parameter(component: dict[str, Any], path: list[str], value: Any, key: str) -> None:
+    name, rest = path[0], path[1:]
+    accepted = _accepted_parameters(component.get("type", ""), key)
+    if accepted is not None and name not in accepted:
+        raise PipelineError(
+            f"override '{key}': {component.get('type', '?').rsplit('.', 1)[-1]} has no parameter '{name}' "
+            f"(it takes {', '.join(sorted(accepted))})"
+        )
+    params = component.setdefault("init_parameters", {})
+    if not rest:
+        params[name] = value
+        return
+    current = params.get(name)
+    if isinstance(current, dict) and "type" in current:
+        _set_parameter(current, rest, value, key)
+        return
+    if current is None:
+        current = params[name] = {}
+    if not isinstance(current, dict):
+        raise PipelineError(f"override '{key}': '{name}' is {type(current).__name__}, not a mapping or a component")
+    node = current
+    for part in rest[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise PipelineError(f"override '{key}': '{part}' is not a mapping")
+    node[rest[-1]] = value
+
+
+def _accepted_parameters(type_name: str, key: str) -> frozenset[str] | None:
+    """The init parameters of a class, or `None` when it takes any (`**kwargs`)."""
+    try:
+        cls = import_class_by_name(type_name)
+    except (ImportError, haystack_errors.DeserializationError) as error:
+        raise PipelineError(f"override '{key}': cannot import {type_name}: {error}") from None
+    parameters = inspect.signature(cls.__init__).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return None
+    return frozenset(parameters) - {"self"}
+
+
+def overrides_apply_somewhere(overrides: Mapping[str, Any], graphs: list[str | Path] | None = None) -> None:
+    """
+    Check configuration overrides: each must address a component of at least one graph, and validly.
+
+    :param overrides: The configuration's `set` mapping.
+    :param graphs: Graphs to check against; every file of `pipelines/` when `None`.
+    :raises PipelineError: Naming a key that applies nowhere or names a missing parameter.
+    """
+    names: list[str | Path] = list(graphs) if graphs is not None else sorted(PIPELINES_DIR.glob("*.yml"))
+    for key, value in overrides.items():
+        applied = False
+        for name in names:
+            graph = read_graph(name)
+            component = str(key).split(".", 1)[0]
+            if component in graph["components"]:
+                apply_overrides(graph, {key: value})
+                applied = True
+        if not applied:
+            raise PipelineError(f"override '{key}' (configuration `set`) names a component no graph has")
+
+
+def build_pipeline(data: dict[str, Any], environment: Environment | None = None) -> Pipeline:
+    """
+    Build a graph from its dictionary form, with Needle's modules allowed and its environment injected.
+
+    :param data: A pipeline dictionary (`Pipeline.to_dict()` form).
+    :param environment: Injected into the components; without one, stores named by role are not resolved.
     :returns: The pipeline, not yet warmed up.
-    :raises PipelineError: When the file is missing or malformed.
+    """
+    kwargs: dict[str, Any] = {}
+    if environment is not None:
+        kwargs["callbacks"] = environment.callbacks()
+    if "allowed_modules" in inspect.signature(Pipeline.from_dict).parameters:
+        kwargs["allowed_modules"] = ALLOWED_MODULES
+    return Pipeline.from_dict(data, **kwargs)
+
+
+def loads_pipeline(text: str, environment: Environment | None = None) -> Pipeline:
+    """
+    `Pipeline.loads` with Needle's modules allowed and its environment injected (e.g. `p.dumps()` back).
+
+    :param text: Pipeline YAML (a whole graph, not an overlay).
+    :param environment: Injected into the components.
+    :returns: The pipeline.
+    """
+    kwargs: dict[str, Any] = {}
+    if environment is not None:
+        kwargs["callbacks"] = environment.callbacks()
+    if "allowed_modules" in inspect.signature(Pipeline.loads).parameters:
+        kwargs["allowed_modules"] = ALLOWED_MODULES
+    return Pipeline.loads(text, **kwargs)
+
+
+def load_pipeline(
+    name_or_path: str | Path,
+    environment: Environment,
+    overrides: Mapping[str, Any] | None = None,
+    strict: bool = True,
+) -> Pipeline:
+    """
+    Load a graph: its file (overlays composed), then overrides, then Haystack builds it in the environment.
+
+    :param name_or_path: A file path or a graph name in `pipelines/`.
+    :param environment: Stores, models and the LLM server to inject.
+    :param overrides: `component.parameter` → value (see `apply_overrides`).
+    :param strict: Refuse overrides naming a component the graph lacks (configuration-wide ones skip it).
+    :returns: The pipeline, not yet warmed up.
+    :raises PipelineError: When the file is missing or malformed, an override does not apply, or a
+        component refuses its parameters (the message names the graph).
     :raises MissingModelError: When a configured offline model is not provisioned.
     """
-    settings = settings or load_settings()
-    path = pipeline_path(name_or_path)
-    data = _read_graph(path)
-    resolved = resolve_placeholders(data, placeholder_values(settings, progress_bar=progress_bar))
+    graph = read_graph(name_or_path)
+    if overrides:
+        apply_overrides(graph, overrides, strict=strict)
     try:
-        return build_pipeline(resolved)
+        return build_pipeline(graph, environment)
     except (PipelineError, MissingModelError):
         raise
     except (
@@ -288,4 +295,21 @@ def load_pipeline(
         TypeError,
         ValueError,
     ) as error:
-        raise PipelineError(f"cannot build pipeline {path}: {error}") from error
+        missing = _in_chain(error, MissingModelError)
+        if missing is not None:  # raised by the environment while Haystack built a component
+            raise missing from None
+        cause = error.__cause__ if isinstance(error.__cause__, (TypeError, ValueError)) else error
+        shown = f" with {', '.join(f'{k}={v}' for k, v in overrides.items())}" if overrides else ""
+        raise PipelineError(f"cannot build pipeline {pipeline_path(name_or_path)}{shown}: {cause}") from error
+
+
+def _in_chain(error: BaseException, wanted: type[BaseException]) -> BaseException | None:
+    """The first exception of type `wanted` among `error`'s causes and contexts."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, wanted):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None

@@ -13,8 +13,8 @@ from haystack.document_stores.types import DuplicatePolicy
 from tqdm import tqdm
 
 from needle import index_info
-from needle.loader import make_store
-from needle.settings import Settings
+from needle.app import Needle
+from needle.environment import Environment
 
 
 def copy_index(source: Any, target: Any, batch_size: int = 256, progress: bool = True) -> int:
@@ -39,19 +39,23 @@ def copy_index(source: Any, target: Any, batch_size: int = 256, progress: bool =
     return copied
 
 
-def migrate(settings: Settings, url: str, collection: str | None = None, progress: bool = True) -> dict[str, Any]:
+def migrate(needle: Needle, url: str, collection: str | None = None, progress: bool = True) -> dict[str, Any]:
     """
-    Copy the embedded index of `settings` to the Qdrant server at `url`.
+    Copy the embedded index of a `Needle` to the Qdrant server at `url`.
 
     :returns: The number of chunks copied and the settings to use the server.
     :raises ValueError: When the settings already point at a server.
     """
+    settings = needle.settings
     if settings.store.url:
         raise ValueError(f"the configured store is already a server ({settings.store.url}); migrate copies the embedded index")
-    index_info.check(settings)
+    index_info.check(settings, needle.ingest_graph())
     store = settings.store.model_copy(update={"url": url, "collection": collection or settings.store.collection})
-    target_settings = settings.model_copy(update={"store": store})
-    copied = copy_index(make_store(settings), make_store(target_settings), progress=progress)
-    copy_index(make_store(settings, files=True), make_store(target_settings, files=True), progress=progress)
-    index_info.record(target_settings)
+    target = Environment(settings.model_copy(update={"store": store}))
+    try:
+        copied = copy_index(needle.store, target.store("chunks"), progress=progress)
+        copy_index(needle.file_store, target.store("files"), progress=progress)
+        index_info.record(target.settings, needle.ingest_graph())
+    finally:
+        target.close()
     return {"copied": copied, "url": url, "collection": store.collection}

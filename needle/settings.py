@@ -1,22 +1,32 @@
-"""Needle's configuration: defaults, `config/needle.yml`, a user file and environment overrides.
+"""Needle's environment: where data and models live, the index's models, the store, the LLM server.
 
-Precedence, lowest first: the defaults below, the repository's `config/needle.yml`, the file named by
-`NEEDLE_CONFIG`, then environment variables `NEEDLE_<SECTION>__<KEY>` (and `NEEDLE_DATA_DIR`,
-`NEEDLE_MODEL_DIR`). Values are validated when they load; a bad one raises `ConfigError` naming the key.
+Settings hold what a graph needs from the machine it runs on, never a ranking knob: those are literal
+values in the YAML graphs of `pipelines/`, changed per graph with `set` (below) or `--set`.
+
+Sources, lowest precedence first: the defaults below, the repository's `config/needle.yml`, the file
+named by `NEEDLE_CONFIG`, environment variables `NEEDLE_<SECTION>__<KEY>` (pydantic-settings: `NEEDLE_`
+prefix, `__` nesting), then values given in code. A bad value raises `ConfigError` naming the key.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Mapping
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings.sources import EnvSettingsSource, YamlConfigSettingsSource
+from pydantic_settings.sources.utils import parse_env_vars
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG_FILE = PROJECT_ROOT / "config" / "needle.yml"
 ENV_PREFIX = "NEEDLE_"
+CONFIG_ENV = "NEEDLE_CONFIG"
 
 
 class ConfigError(ValueError):
@@ -28,133 +38,99 @@ class _Section(BaseModel):
 
 
 class EmbeddingSettings(_Section):
+    """The dense model that builds and reads the index (its vectors mean nothing to another model)."""
+
     model: str = "local/all-MiniLM-L6-v2-int8"
     query_prefix: str = ""
     document_prefix: str = ""
-    batch_size: int = Field(16, gt=0)
-    threads: int | None = Field(None, gt=0)
-    query_threads: int | None = Field(1, gt=0)
-    embed_context: bool = True
 
 
 class SparseSettings(_Section):
+    """The sparse (BM25) model of the index."""
+
     model: str = "Qdrant/bm25"
 
 
-class ChunkingSettings(_Section):
-    target_chars: int = Field(700, gt=0)
-    overlap_chars: int = Field(100, ge=0)
-    min_chars: int = Field(100, gt=0)
-    max_chars: int = Field(1400, gt=0)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> "ChunkingSettings":
-        if not self.min_chars <= self.target_chars <= self.max_chars:
-            raise ValueError("chunking needs min_chars <= target_chars <= max_chars")
-        if self.overlap_chars >= self.target_chars:
-            raise ValueError("chunking.overlap_chars must be smaller than target_chars")
-        return self
-
-
-class ReaderSettings(_Section):
-    max_file_bytes: int = Field(5_000_000, gt=0)
-
-
 class StoreSettings(_Section):
+    """Where the index lives: the embedded engine in `data_dir`, or a Qdrant server."""
+
     url: str | None = None
     api_key_env: str = "QDRANT_API_KEY"
     collection: str = Field("needle", min_length=1)
     timeout: int = Field(10, gt=0)
 
 
-class RetrievalSettings(_Section):
-    top_k: int = Field(10, gt=0, le=1000)
-    bm25_top_k: int = Field(40, gt=0, le=10000)
-    vector_top_k: int = Field(40, gt=0, le=10000)
-    fusion_top_k: int = Field(40, gt=0, le=10000)
-    rrf_k: int = Field(60, ge=0)
-    original_weight: float = Field(2.0, ge=0.0)
-    expansion_weight: float = Field(1.0, ge=0.0)
-    rank1_bonus: float = Field(0.05, ge=0.0)
-    rank23_bonus: float = Field(0.02, ge=0.0)
-    min_score: float = Field(0.0, ge=0.0)
-    file_weight: float = Field(0.5, ge=0.0, le=1.0)
-
-
-class ExpansionSettings(_Section):
-    enabled: bool = False
-    feedback_docs: int = Field(5, gt=0)
-    lex_terms: int = Field(8, gt=0)
-    rocchio_beta: float = Field(0.5, ge=0.0)
-    include_lex: bool = True
-    include_vec: bool = True
-    strong_signal_min_score: float = Field(0.85, ge=0.0, le=1.0)
-    strong_signal_min_gap: float = Field(0.15, ge=0.0, le=1.0)
-
-
-class GateSettings(_Section):
-    min_similarity: float = Field(0.0, ge=0.0, le=1.0)
-    min_bm25: float = Field(0.0, ge=0.0, le=1.0)
-    min_rerank: float = Field(0.5, ge=0.0, le=1.0)
-    high_similarity: float = Field(0.6, ge=0.0, le=1.0)
-
-
-HYBRID_RANKER = "hybrid"
-
-
-class RerankSettings(_Section):
-    enabled: bool = True
-    # `hybrid` (offline: exact BM25 + cosine of each candidate file) or a fastembed cross-encoder name.
-    model: str = HYBRID_RANKER
-    bm25_weight: float = Field(0.5, ge=0.0, le=1.0)
-    cosine_scale: Literal["best", "raw"] = "best"
-    candidates: int = Field(40, gt=0, le=1000)
-    top_n: int = Field(10, gt=0, le=1000)
-    cache_ttl_hours: float = Field(168, gt=0)
-    # Position-aware blending: final = w / fused rank + (1 - w) * rerank score, w by fused rank.
-    blend_top_weight: float = Field(0.0, ge=0.0, le=1.0)
-    blend_mid_weight: float = Field(0.0, ge=0.0, le=1.0)
-    blend_tail_weight: float = Field(0.0, ge=0.0, le=1.0)
-
-
 class LLMSettings(_Section):
+    """The OpenAI-compatible server that LLM stages (expansion, judging, answers) talk to."""
+
     url: str = "http://127.0.0.1:11434/v1"
     model: str = "llama3.2"
     api_key_env: str = "OPENAI_API_KEY"
     timeout: float = Field(30.0, gt=0)
-    max_tokens: int = Field(300, gt=0)
-    max_lex: int = Field(3, ge=0)
-    max_vec: int = Field(3, ge=0)
-    include_hyde: bool = True
 
 
-class SnippetSettings(_Section):
-    max_lines: int = Field(10, gt=0)
-    context_lines: int = Field(2, ge=0)
+def parse_assignments(text: str) -> dict[str, Any]:
+    """
+    Read `key=value` pairs separated by commas or whitespace (values parsed as YAML).
+
+    :param text: For example `"fuse.k=30, rerank.enabled=false, fuse.inputs=[bm25, vector]"`.
+    :returns: The pairs, in order.
+    :raises ValueError: When a pair has no `=` or no key.
+    """
+    pairs: dict[str, Any] = {}
+    for item in (i for i in re.split(r"[,\s]+(?=[\w.-]+=)", text.strip()) if i):
+        key, found, raw = item.partition("=")
+        if not found or not key:
+            raise ValueError(f"expected key=value, got {item!r}")
+        pairs[key] = yaml.safe_load(raw.rstrip(", ")) if raw else ""
+    return pairs
 
 
-class Settings(_Section):
-    """Everything Needle reads from configuration."""
+_OVERRIDES_SOURCES: ContextVar[tuple[Mapping[str, str], list[Path]] | None] = ContextVar("needle_settings_sources", default=None)
+
+
+class Settings(BaseSettings):
+    """Everything Needle reads from its environment."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", validate_assignment=True
+    )
 
     data_dir: Path = Path("~/.local/share/needle")
     model_dir: Path = Path("~/.cache/needle/models")
     embedding: EmbeddingSettings = EmbeddingSettings()
     sparse: SparseSettings = SparseSettings()
-    chunking: ChunkingSettings = ChunkingSettings()
-    reader: ReaderSettings = ReaderSettings()
     store: StoreSettings = StoreSettings()
-    retrieval: RetrievalSettings = RetrievalSettings()
-    expansion: ExpansionSettings = ExpansionSettings()
-    gate: GateSettings = GateSettings()
-    rerank: RerankSettings = RerankSettings()
-    snippet: SnippetSettings = SnippetSettings()
     llm: LLMSettings = LLMSettings()
+    # Graph overrides by component and parameter, applied to every graph that has that component:
+    # {"fuse.k": 30, "rerank.ranker.bm25_weight": 0.65}. From the environment: NEEDLE_SET="fuse.k=30".
+    set: dict[str, Any] = Field(default_factory=dict)
 
-    @model_validator(mode="after")
-    def _expand_paths(self) -> "Settings":
-        object.__setattr__(self, "data_dir", Path(os.path.expandvars(str(self.data_dir))).expanduser())
-        object.__setattr__(self, "model_dir", Path(os.path.expandvars(str(self.model_dir))).expanduser())
-        return self
+    @field_validator("data_dir", "model_dir", mode="after")
+    @classmethod
+    def _expand(cls, path: Path) -> Path:
+        return Path(os.path.expandvars(str(path))).expanduser()
+
+    @field_validator("set", mode="before")
+    @classmethod
+    def _assignments(cls, value: Any) -> Any:
+        return parse_assignments(value) if isinstance(value, str) else value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Values given in code, then the environment, then the YAML files (user file over the repository's)."""
+        chosen = _OVERRIDES_SOURCES.get()
+        if chosen is None:
+            return (init_settings,)
+        env, files = chosen
+        return (init_settings, _MappingEnvSource(settings_cls, env), _YamlFiles(settings_cls, files))
 
     @property
     def index_dir(self) -> Path:
@@ -172,40 +148,48 @@ class Settings(_Section):
         return self.data_dir / "collections.yml"
 
 
-def _merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
+class _MappingEnvSource(EnvSettingsSource):
+    """pydantic-settings' environment source over a given mapping (tests pass their own environment)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
+        self._mapping = {k: v for k, v in env.items() if k != CONFIG_ENV}
+        for name in self._mapping:
+            section, nested, _ = name[len(ENV_PREFIX) :].partition("__")
+            if name.startswith(ENV_PREFIX) and nested and section.lower() not in settings_cls.model_fields:
+                raise ConfigError(
+                    f"{name}: {section.lower()} is not a section of the configuration (it has "
+                    f"{', '.join(settings_cls.model_fields)}); ranking and chunking knobs live in the graphs: "
+                    "set them with NEEDLE_SET='component.parameter=value' or --set (see README, Configuration)"
+                )
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(self._mapping, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
+
+    def decode_complex_value(self, field_name: str, field: Any, value: Any) -> Any:
+        """JSON as pydantic-settings reads it, else `key=value` pairs for `set` (NEEDLE_SET="fuse.k=30")."""
+        try:
+            return super().decode_complex_value(field_name, field, value)
+        except ValueError:
+            if field_name == "set" and isinstance(value, str):
+                return parse_assignments(value)
+            raise
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as error:
-        raise ConfigError(f"cannot read configuration file {path}: {error}") from error
-    if not isinstance(data, dict):
-        raise ConfigError(f"configuration file {path} must hold a mapping, not {type(data).__name__}")
-    return data
+class _YamlFiles(YamlConfigSettingsSource):
+    """The YAML files, later ones deep-merged over earlier ones; a file that is not a mapping is an error."""
 
+    def __init__(self, settings_cls: type[BaseSettings], files: list[Path]) -> None:
+        super().__init__(settings_cls, yaml_file=files, deep_merge=True)
 
-def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
-    overrides: dict[str, Any] = {}
-    for name, raw in env.items():
-        if not name.startswith(ENV_PREFIX) or name == "NEEDLE_CONFIG":
-            continue
-        parts = name[len(ENV_PREFIX) :].lower().split("__")
-        if parts[0] not in Settings.model_fields:
-            continue
-        value = yaml.safe_load(raw) if raw.strip() else None
-        node = overrides
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = value
-    return overrides
+    def _read_file(self, file_path: Path) -> dict[str, Any]:
+        try:
+            data = yaml.safe_load(Path(file_path).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as error:
+            raise ConfigError(f"cannot read configuration file {file_path}: {error}") from error
+        if not isinstance(data, dict):
+            raise ConfigError(f"configuration file {file_path} must hold a mapping, not {type(data).__name__}")
+        return data
 
 
 def load_settings(
@@ -223,19 +207,27 @@ def load_settings(
     :raises ConfigError: When a file cannot be read or a value is invalid.
     """
     env = os.environ if env is None else env
-    data: dict[str, Any] = {}
-    if DEFAULT_CONFIG_FILE.exists():
-        data = _merge(data, _read_yaml(DEFAULT_CONFIG_FILE))
-    user_file = config_file or env.get("NEEDLE_CONFIG")
+    files = [DEFAULT_CONFIG_FILE] if DEFAULT_CONFIG_FILE.exists() else []
+    user_file = config_file or env.get(CONFIG_ENV)
     if user_file:
-        data = _merge(data, _read_yaml(Path(user_file).expanduser()))
-    data = _merge(data, _env_overrides(env))
-    if overrides:
-        data = _merge(data, overrides)
+        user_path = Path(user_file).expanduser()
+        if not user_path.is_file():
+            raise ConfigError(f"cannot read configuration file {user_path}: no such file")
+        files.append(user_path)
+    token = _OVERRIDES_SOURCES.set((env, files))
     try:
-        return Settings.model_validate(data)
+        return Settings(**dict(overrides or {}))
     except ValidationError as error:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in error.errors()
         )
         raise ConfigError(f"invalid configuration: {problems}") from None
+    except (ValueError, TypeError) as error:  # a value pydantic-settings could not even decode
+        if isinstance(error, ConfigError):
+            raise
+        raise ConfigError(f"invalid configuration: {error}") from None
+    finally:
+        _OVERRIDES_SOURCES.reset(token)
+
+
+__all__ = ["Settings", "ConfigError", "load_settings", "parse_assignments", "PROJECT_ROOT", "DEFAULT_CONFIG_FILE"]

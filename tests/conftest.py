@@ -6,15 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from needle.loader import allow_needle_modules
+import needle.loader  # noqa: F401  (Needle's deserialisation allowlist, as in every process)
 from needle.models import provision
 from needle.settings import Settings, load_settings
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_NOTES = REPO / "needle" / "demo" / "notes"
 
-
-allow_needle_modules()
 
 
 @pytest.fixture(scope="session")
@@ -57,6 +55,7 @@ def cli(demo_needle, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixt
     monkeypatch.setenv("NEEDLE_MODEL_DIR", str(demo_needle.settings.model_dir))
 
     def run(*args: str) -> tuple[int, str, str]:
+        demo_needle.close()  # the command opens the index itself, as a process of its own would
         code = main(list(args))
         out = capsys.readouterr()
         return code, out.out, out.err

@@ -1,5 +1,7 @@
 """The `needle` command end to end on the bundled demo notes (indexed once per session)."""
 
+import csv
+import io
 import json
 import os
 import subprocess
@@ -8,13 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from needle.results import SearchAnswer
+
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parent.parent
 
 
 def top_paths(output: str) -> list[str]:
-    return [r["path"] for r in json.loads(output)]
+    return [r["path"] for r in json.loads(output)["results"]]
 
 
 class TestCliSearch:
@@ -37,7 +41,9 @@ class TestCliSearch:
     def test_result_shape_and_line_numbers_match_the_file(self, cli, demo_needle):
         code, out, _ = cli("query", "certbot renewal hook", "--json", "-n", "3")
         assert code == 0
-        for result in json.loads(out):
+        answer = json.loads(out)
+        assert answer["label"] == "PASS"
+        for result in answer["results"]:
             assert set(result) >= {"docid", "collection", "path", "title", "heading_path", "start_line", "end_line", "score", "text"}
             assert result["docid"].startswith("#") and result["collection"] == "notes"
             lines = (REPO / "needle" / "demo" / "notes" / result["path"]).read_text().split("\n")
@@ -45,7 +51,7 @@ class TestCliSearch:
 
     def test_top_k_and_collection_filter(self, cli):
         code, out, _ = cli("search", "backup", "-n", "2", "-c", "notes", "--json")
-        assert code == 0 and len(json.loads(out)) == 2
+        assert code == 0 and len(json.loads(out)["results"]) == 2
 
     def test_min_score_can_leave_nothing(self, cli):
         code, out, _ = cli("vsearch", "sourdough", "--min-score", "0.9999")
@@ -57,6 +63,59 @@ class TestCliSearch:
         assert "notes/howto/certbot-tls-renewal.md:" in out and "score" in out
 
 
+class TestCliFormats:
+    def test_json_is_the_schema_the_server_returns(self, cli, demo_needle):
+        code, out, _ = cli("query", "certbot renewal hook", "--json", "-n", "2", "--explain")
+        assert code == 0
+        answer = SearchAnswer.model_validate_json(out)
+        assert answer.results[0].explain and "final_score" in answer.results[0].explain
+
+    def test_csv_has_a_header_and_a_row_per_hit(self, cli):
+        code, out, _ = cli("search", "certbot renew", "--format", "csv", "-n", "3")
+        rows = list(csv.reader(io.StringIO(out)))
+        assert code == 0 and rows[0][:4] == ["docid", "score", "collection", "path"]
+        assert len(rows) == 4 and rows[1][3] == "howto/certbot-tls-renewal.md"
+
+    def test_files_lists_each_file_once_for_get(self, cli):
+        code, out, _ = cli("query", "backups", "--format", "files", "-n", "5", "--chunks")
+        files = out.split()
+        assert code == 0 and files and len(files) == len(set(files)) and all(f.startswith("notes/") for f in files)
+        code, text, _ = cli("get", files[0])
+        assert code == 0 and text.strip()
+
+    def test_markdown_names_file_and_lines(self, cli):
+        code, out, _ = cli("search", "certbot renew", "--format", "md", "-n", "1")
+        assert code == 0 and out.startswith("1. **") and "`notes/howto/certbot-tls-renewal.md:" in out and "```" in out
+
+    def test_set_overrides_a_graph_parameter(self, cli):
+        code, out, _ = cli("query", "certbot renew", "--json", "--set", "snippets.max_lines=2")
+        snippet = json.loads(out)["results"][0]["snippet"].split("\n")
+        assert code == 0 and len(snippet) <= 3  # the header and at most two lines
+        code, _, err = cli("query", "certbot", "--set", "fuse.nope=1")
+        assert code == 2 and "fuse.nope" in err and "WeightedRRFJoiner has no parameter 'nope'" in err
+
+
+class TestCliFiles:
+    def test_multi_get_by_glob_and_by_refs(self, cli):
+        code, out, _ = cli("multi-get", "notes/howto/sqlite*.md", "--json")
+        batch = json.loads(out)
+        assert code == 0 and [f["path"] for f in batch["files"]] == ["howto/sqlite-wal-mode.md"]
+        code, out, _ = cli("multi-get", "notes/howto/git-rebase-onto.md", "howto/sqlite-wal-mode.md")
+        assert code == 0 and "==> notes/howto/git-rebase-onto.md <==" in out and "==> notes/howto/sqlite-wal-mode.md <==" in out
+
+    def test_multi_get_byte_cap_skips_with_a_reason(self, cli):
+        code, out, _ = cli("multi-get", "notes/howto/sqlite*.md", "--max-bytes", "10")
+        assert code == 0 and "skipped notes/howto/sqlite-wal-mode.md:" in out and "max_bytes=10" in out
+
+    def test_ls_lists_the_indexed_files(self, cli, demo_needle):
+        code, out, _ = cli("ls", "notes", "--json")
+        files = json.loads(out)
+        assert code == 0 and len(files) == demo_needle.first_report["files_read"]
+        assert {"collection", "path", "title", "chunks"} <= set(files[0]) and all(f["chunks"] > 0 for f in files)
+        code, _, err = cli("ls", "nope")
+        assert code == 2 and "unknown collection" in err
+
+
 class TestCliErrors:
     @pytest.mark.parametrize(
         "args, message",
@@ -64,8 +123,9 @@ class TestCliErrors:
             (["search", " "], "query must be a non-empty string"),
             (["search", "x", "-n", "0"], "top_k must be"),
             (["query", "x", "-c", "nope"], "unknown collection"),
-            (["get", "../../etc/passwd"], "no file"),
-            (["get", "notes/../../../etc/passwd"], "outside collection"),
+            (["get", "../../etc/passwd"], "contains '..'"),
+            (["get", "notes/../../../etc/passwd"], "contains '..'"),
+            (["get", "notes/.env"], "no file"),
             (["get", "notes/howto/no-such-note.md"], "no file"),
             (["collection", "add", "/no/such/folder", "--name", "x"], "not a folder"),
             (["collection", "remove", "nope"], "no collection named"),
@@ -103,7 +163,7 @@ class TestCliGetAndStatus:
 
     def test_get_by_docid(self, cli):
         code, out, _ = cli("search", "sqlite wal", "--json", "-n", "1")
-        hit = json.loads(out)[0]
+        hit = json.loads(out)["results"][0]
         code, out, _ = cli("get", f"{hit['docid']}:1:1")
         assert code == 0 and out.strip()
 

@@ -1,5 +1,6 @@
 """The ingestion graph end to end: real models, a real embedded Qdrant in a temporary folder."""
 
+import copy
 import os
 from pathlib import Path
 
@@ -7,6 +8,7 @@ import pytest
 
 from needle import index_info
 from needle.app import Needle
+from needle.loader import apply_overrides
 
 pytestmark = pytest.mark.integration
 
@@ -159,23 +161,21 @@ class TestIngest:
         assert recorded["query_prefix"] == "" and recorded["embedding_dim"] == 384
         other = settings.model_copy(update={"embedding": settings.embedding.model_copy(update={"query_prefix": "query: "})})
         with pytest.raises(index_info.IndexMismatchError, match="needle index --rebuild"):
-            index_info.check(other)
+            index_info.check(other, needle.ingest_graph())
 
     def test_new_chunking_needs_no_rebuild_and_reembeds_only_changed_chunks(self, needle, settings, notes):
-        from needle.app import Needle
-
         paragraph = "Checkpoints flush dirty pages to disk and bound the time that crash recovery takes. " * 3
         (notes / "ops" / "checkpoints.md").write_text("# Checkpoints\n\n" + "\n\n".join([paragraph] * 6) + "\n")
         first = needle.index()
-        chunking = settings.chunking.model_copy(update={"target_chars": 400, "min_chars": 50})
-        resized = Needle(settings.model_copy(update={"chunking": chunking}))
-        index_info.check(resized.settings)  # searching the old chunks is fine until the next run
-        report = resized.index()
+        smaller = {"chunker.target_chars": 400, "chunker.min_chars": 50}
+        resized = apply_overrides(copy.deepcopy(needle.ingest_graph()), smaller)
+        index_info.check(settings, resized)  # searching the old chunks is fine until the next run
+        report = needle.index(overrides=smaller)
         assert index_info.read(settings)["fingerprint"]["chunking"]["target_chars"] == 400
         assert report["chunks"] > first["chunks"]  # smaller chunks, more of them
         assert 0 < report["chunks_embedded"] < report["chunks"]  # chunks already that small keep their vectors
         assert report["chunks_deleted"] > 0 and needle.store.count_documents() == report["chunks"]
-        assert resized.index()["chunks_embedded"] == 0
+        assert needle.index(overrides=smaller)["chunks_embedded"] == 0
 
     def test_removing_a_collection_deletes_its_chunks(self, needle):
         needle.index()

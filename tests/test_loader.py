@@ -1,38 +1,50 @@
+import inspect
 from pathlib import Path
 
 import pytest
 import yaml
+from haystack import Pipeline
 
+from needle.environment import Environment
 from needle.loader import (
+    ALLOWED_MODULES,
     PIPELINES_DIR,
     PipelineError,
+    apply_overrides,
     build_pipeline,
+    compose,
     load_pipeline,
     loads_pipeline,
+    overrides_apply_somewhere,
     pipeline_path,
-    placeholder_values,
-    resolve_placeholders,
-    store_definition,
+    read_graph,
 )
 
 PIPELINES = sorted(p.stem for p in PIPELINES_DIR.glob("*.yml"))
 
 
-class TestPlaceholders:
-    def test_whole_value_keeps_its_type(self):
-        tree = {"a": "${store}", "b": ["${n}"], "c": "x-${n}-y"}
-        assert resolve_placeholders(tree, {"store": {"type": "T"}, "n": 3}) == {
-            "a": {"type": "T"}, "b": [3], "c": "x-3-y"
-        }
+def _haystack_kwargs(env: Environment) -> dict:
+    kwargs = {"callbacks": env.callbacks()}
+    if "allowed_modules" in inspect.signature(Pipeline.loads).parameters:
+        kwargs["allowed_modules"] = ALLOWED_MODULES
+    return kwargs
 
-    def test_unknown_placeholder_names_itself(self):
-        with pytest.raises(PipelineError, match=r"\$\{nope\}"):
-            resolve_placeholders({"a": "${nope}"}, {"yes": 1})
 
-    def test_every_placeholder_in_the_graphs_is_known(self, settings):
-        values = placeholder_values(settings)
+class TestGraphFiles:
+    def test_no_graph_holds_a_placeholder(self):
         for path in PIPELINES_DIR.glob("*.yml"):
-            resolve_placeholders(yaml.safe_load(path.read_text()), values)
+            assert "${" not in path.read_text(), path.name
+
+    @pytest.mark.parametrize("name", PIPELINES)
+    def test_every_graph_loads_with_plain_haystack_given_the_environment(self, name, settings):
+        env = Environment(settings)
+        path = PIPELINES_DIR / f"{name}.yml"
+        raw = yaml.safe_load(path.read_text())
+        # A whole graph is Haystack YAML as it is; an overlay is composed over its base first.
+        text = path.read_text() if "extends" not in raw else yaml.safe_dump(read_graph(path))
+        pipeline = Pipeline.loads(text, **_haystack_kwargs(env))
+        stores = {id(s) for _, c in pipeline.walk() for s in _stores_of(c)}
+        assert stores <= {id(env.store("chunks")), id(env.store("files"))}
 
     def test_missing_pipeline_is_a_clear_error(self):
         with pytest.raises(PipelineError, match="no pipeline named"):
@@ -43,31 +55,138 @@ class TestPlaceholders:
         bad = tmp_path / "bad.yml"
         bad.write_text("just: text\n")
         with pytest.raises(PipelineError, match="no 'components'"):
-            load_pipeline(bad, settings)
+            load_pipeline(bad, Environment(settings))
 
 
-class TestStoreDefinition:
-    def test_embedded_engine_by_default(self, settings):
-        definition = store_definition(settings)
-        assert definition["type"] == "components.edge_document_store.EdgeDocumentStore"
-        assert definition["init_parameters"]["path"] == str(settings.index_dir / "edge")
-        assert definition["init_parameters"]["embedding_dim"] == 384
+def _stores_of(component) -> list:
+    found = [getattr(component, k) for k in ("document_store", "file_document_store") if getattr(component, k, None) is not None]
+    ranker = getattr(component, "ranker", None)
+    return found + (_stores_of(ranker) if ranker is not None else [])
+
+
+class TestEnvironment:
+    def test_one_store_object_per_location_for_every_component_and_graph(self, settings):
+        env = Environment(settings)
+        query, ingest = load_pipeline("query", env), load_pipeline("ingest", env)
+        stores = [s for p in (query, ingest) for _, c in p.walk() for s in _stores_of(c)]
+        assert len(stores) >= 8
+        assert {id(s) for s in stores} == {id(env.store("chunks")), id(env.store("files"))}
+        assert env.store("chunks").to_dict()["init_parameters"]["path"] == str(settings.index_dir / "edge")
+        assert env.store("files").to_dict()["init_parameters"]["path"] == str(settings.index_dir / "edge_files")
+
+    def test_a_store_named_by_role_needs_the_environment(self, settings):
+        graph = read_graph("search")
+        with pytest.raises(Exception, match="named by role"):
+            build_pipeline(graph)
 
     def test_url_switches_to_a_qdrant_server(self, settings):
-        settings.store.url = "http://qdrant.internal:6333"
-        definition = store_definition(settings)
-        assert definition["type"] == "components.qdrant_server_document_store.QdrantServerDocumentStore"
+        env = Environment(settings.model_copy(update={"store": settings.store.model_copy(update={"url": "http://qdrant.internal:6333"})}))
+        definition = env.store_definition("files")
+        assert definition["type"].endswith("QdrantServerDocumentStore")
         params = definition["init_parameters"]
-        assert params["url"] == "http://qdrant.internal:6333"
+        assert params["url"] == "http://qdrant.internal:6333" and params["index"] == "needle_files"
         assert params["api_key"]["env_vars"] == ["QDRANT_API_KEY"]
         assert params["use_sparse_embeddings"] and params["sparse_idf"]
 
+    def test_models_and_prefixes_are_injected_and_yaml_values_win(self, settings):
+        embedding = settings.embedding.model_copy(update={"query_prefix": "query: "})
+        env = Environment(settings.model_copy(update={"embedding": embedding}))
+        pipeline = load_pipeline("vsearch", env)
+        embedder = pipeline.get_component("dense_embedder")
+        assert embedder.model_name == "local/all-MiniLM-L6-v2-int8" and embedder.prefix == "query: "
+        assert embedder.local_files_only and embedder.model_kwargs["specific_model_path"]
+        assert embedder.threads == 1  # from the YAML
+        graph = read_graph("vsearch")
+        graph["components"]["dense_embedder"]["init_parameters"]["prefix"] = "mine: "
+        assert build_pipeline(graph, env).get_component("dense_embedder").prefix == "mine: "
+
+    def test_the_llm_server_is_injected_into_chat_generators(self, settings, monkeypatch):
+        monkeypatch.setenv("OPENAI_API_KEY", "unused")
+        llm = settings.llm.model_copy(update={"url": "http://127.0.0.1:9/v1", "model": "tiny", "timeout": 3.0})
+        pipeline = load_pipeline("rag", Environment(settings.model_copy(update={"llm": llm})))
+        generator = pipeline.get_component("generate")
+        assert (generator.api_base_url, generator.model, generator.timeout) == ("http://127.0.0.1:9/v1", "tiny", 3.0)
+        assert generator.generation_kwargs["max_tokens"] == 300  # a knob of the graph, not of the environment
+
+    def test_derived_environment_shares_the_stores(self, settings):
+        env = Environment(settings)
+        derived = env.derive(settings.model_copy(update={"llm": settings.llm.model_copy(update={"model": "other"})}))
+        assert derived.store("chunks") is env.store("chunks")
+        with pytest.raises(ValueError, match="same index"):
+            env.derive(settings.model_copy(update={"data_dir": settings.data_dir / "elsewhere"}))
+
+
+class TestOverlays:
+    def test_query_llm_names_only_what_it_replaces(self):
+        base, variant = read_graph("query"), read_graph("query-llm")
+        changed = {n for n in variant["components"] if variant["components"][n] != base["components"].get(n)}
+        assert changed == {"expander", "rerank", "blend"}
+        overlay = yaml.safe_load((PIPELINES_DIR / "query-llm.yml").read_text())
+        assert overlay["extends"] == "query.yml" and set(overlay["components"]) == changed
+        assert {"sender": "bm25_retriever.documents", "receiver": "expander.probe_documents"} in variant["connections"]
+        assert {"sender": "request.filters", "receiver": "expander.filters"} not in variant["connections"]
+
+    def test_rag_runs_every_stage_of_query(self):
+        base, rag = read_graph("query"), read_graph("rag")
+        assert set(base["components"]) < set(rag["components"])
+        assert all(c in rag["connections"] for c in base["connections"])
+
+    def test_compose_adds_replaces_and_removes(self):
+        base = {
+            "components": {"a": {"type": "x.A", "init_parameters": {}}, "b": {"type": "x.B", "init_parameters": {}}},
+            "connections": [{"sender": "a.out", "receiver": "b.in"}],
+        }
+        out = compose(base, {"components": {"b": None, "c": {"type": "x.C"}}, "connections": [{"sender": "a.out", "receiver": "c.in"}]})
+        assert set(out["components"]) == {"a", "c"}
+        assert out["connections"] == [{"sender": "a.out", "receiver": "c.in"}]
+        assert base["connections"] == [{"sender": "a.out", "receiver": "b.in"}], "the base is not changed"
+        with pytest.raises(PipelineError, match="not a connection of the base"):
+            compose(base, {"remove_connections": [{"sender": "a.out", "receiver": "z.in"}]})
+
+    def test_overlays_that_extend_each_other_are_refused(self, tmp_path):
+        (tmp_path / "a.yml").write_text("extends: b.yml\ncomponents: {}\n")
+        (tmp_path / "b.yml").write_text("extends: a.yml\ncomponents: {}\n")
+        with pytest.raises(PipelineError, match="cycle: a -> b -> a"):
+            read_graph(tmp_path / "a.yml")
+
+    def test_an_overlay_outside_pipelines_extends_a_graph_by_name(self, tmp_path):
+        mine = tmp_path / "mine.yml"
+        mine.write_text("extends: query\ncomponents: {}\nset: {fuse.k: 15}\n")
+        assert read_graph(mine)["components"]["fuse"]["init_parameters"]["k"] == 15
+
+
+class TestOverrides:
+    def test_component_and_parameter_address_the_graph(self):
+        graph = apply_overrides(read_graph("query"), {"fuse.k": 30, "rerank.ranker.bm25_weight": 0.65, "fuse.weights.bm25": 3.0})
+        assert graph["components"]["fuse"]["init_parameters"]["k"] == 30
+        assert graph["components"]["rerank"]["init_parameters"]["ranker"]["init_parameters"]["bm25_weight"] == 0.65
+        assert graph["components"]["fuse"]["init_parameters"]["weights"] == {"bm25": 3.0, "vector": 2.0}
+
+    @pytest.mark.parametrize(
+        "key, message",
+        [
+            ("nope.k", "has no component 'nope'"),
+            ("fuse.nope", "WeightedRRFJoiner has no parameter 'nope'"),
+            ("rerank.ranker.nope", "HybridScoreRanker has no parameter 'nope'"),
+            ("fuse", "component.parameter"),
+        ],
+    )
+    def test_a_bad_override_names_the_key(self, key, message):
+        with pytest.raises(PipelineError, match=message) as raised:
+            apply_overrides(read_graph("query"), {key: 1})
+        assert key in str(raised.value)
+
+    def test_a_bad_value_names_the_key_and_the_graph(self, settings):
+        with pytest.raises(PipelineError, match=r"query\.yml with fuse\.k=-1"):
+            load_pipeline("query", Environment(settings), {"fuse.k": -1})
+
+    def test_configuration_overrides_must_apply_somewhere(self):
+        overrides_apply_somewhere({"fuse.k": 30, "snippets.max_lines": 5})
+        with pytest.raises(PipelineError, match="no graph has"):
+            overrides_apply_somewhere({"nowhere.k": 1})
+
 
 def _modules_outside_allowlist_are_refused() -> bool:
-    import inspect
-
-    from haystack import Pipeline
-
     return "allowed_modules" in inspect.signature(Pipeline.from_dict).parameters
 
 
@@ -80,16 +199,19 @@ def test_classes_outside_the_allowlist_are_refused():
 
 @pytest.mark.integration
 @pytest.mark.parametrize("name", PIPELINES)
-def test_every_pipeline_loads_offline_and_round_trips(name, settings):
-    pipeline = load_pipeline(name, settings)
-    again = loads_pipeline(pipeline.dumps())
+def test_every_pipeline_loads_offline_and_round_trips(name, settings, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+    env = Environment(settings)
+    pipeline = load_pipeline(name, env)
+    again = loads_pipeline(pipeline.dumps(), env)
     first, second = _unordered_connections(pipeline.to_dict()), _unordered_connections(again.to_dict())
     assert first["components"] == second["components"]
     assert first["connections"] == second["connections"]
+    assert {id(s) for _, c in again.walk() for s in _stores_of(c)} <= {id(env.store("chunks")), id(env.store("files"))}
 
 
 def _unordered_connections(node):
-    """A pipeline dictionary with every connection list sorted, nested graphs (a SuperComponent's) included."""
+    """A pipeline dictionary with every connection list sorted, nested graphs included."""
     if isinstance(node, dict):
         return {
             key: sorted(value, key=lambda c: (c["sender"], c["receiver"])) if key == "connections"
@@ -105,30 +227,9 @@ def _unordered_connections(node):
 @pytest.mark.parametrize("mode", ["search", "vsearch", "query"])
 def test_round_tripped_query_pipeline_gives_same_results(mode, demo_needle):
     pipeline = demo_needle.pipeline(mode)
-    again = loads_pipeline(pipeline.dumps())
+    again = loads_pipeline(pipeline.dumps(), demo_needle.environment)
     request = {"request": {"query": "replication slot lag", "top_k": 5}}
     first = pipeline.run(request)["snippets"]["documents"]
     second = again.run(request)["snippets"]["documents"]
     assert [d.id for d in first] == [d.id for d in second]
     assert [d.score for d in first] == pytest.approx([d.score for d in second])
-
-
-class TestGraphPlaceholders:
-    def test_a_graph_is_named_whole_with_its_placeholders_filled(self, settings):
-        values = placeholder_values(settings)
-        query = values["pipelines.query"]
-        assert query == resolve_placeholders(yaml.safe_load((PIPELINES_DIR / "query.yml").read_text()), values)
-        assert values["pipelines.query"] is not query, "each use gets its own copy"
-
-    def test_unknown_graph_is_an_unknown_placeholder(self, settings):
-        with pytest.raises(PipelineError, match=r"\$\{pipelines\.no-such-graph\}"):
-            resolve_placeholders({"a": "${pipelines.no-such-graph}"}, placeholder_values(settings))
-
-    def test_graphs_that_name_each_other_are_refused(self, settings, tmp_path, monkeypatch):
-        from needle import loader
-
-        monkeypatch.setattr(loader, "PIPELINES_DIR", tmp_path)
-        (tmp_path / "a.yml").write_text("components:\n  x: ${pipelines.b}\n")
-        (tmp_path / "b.yml").write_text("components:\n  y: ${pipelines.a}\n")
-        with pytest.raises(PipelineError, match="cycle: a -> b -> a"):
-            placeholder_values(settings)["pipelines.a"]

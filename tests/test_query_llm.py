@@ -14,31 +14,34 @@ from tests.llm_server import MODEL_NAME, llm_server  # noqa: F401
 pytestmark = pytest.mark.integration
 
 
+# What the settings' `max_tokens`, `max_lex`, `max_vec` and the rerank section's `candidates`/`top_n` were
+# before the knobs moved into the graph: overrides by component and parameter.
+SMALL = {
+    "expander.max_lex": 1, "expander.max_vec": 1,
+    "expander.chat_generator.generation_kwargs": {"max_tokens": 40, "temperature": 0.0},
+    "rerank.ranker.chat_generator.generation_kwargs": {"max_tokens": 40, "temperature": 0.0},
+    "rerank.candidates": 2, "rerank.top_k": 2,
+}
+
+
+def with_llm(needle: Needle, **llm: object) -> Needle:
+    settings = needle.settings.model_copy(update={"llm": needle.settings.llm.model_copy(update=llm)})
+    return Needle(settings, environment=needle.environment.derive(settings))
+
+
 def test_llm_graph_expands_reranks_and_answers(demo_needle, llm_server, monkeypatch):  # noqa: F811
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
-    settings = demo_needle.settings.model_copy(
-        update={
-            "llm": demo_needle.settings.llm.model_copy(
-                update={"url": llm_server, "model": MODEL_NAME, "max_tokens": 40, "timeout": 60.0, "max_lex": 1, "max_vec": 1}
-            ),
-            "rerank": demo_needle.settings.rerank.model_copy(update={"candidates": 2, "top_n": 2}),
-        }
-    )
-    answer = Needle(settings).ask("sourdough starter feeding schedule", mode="query-llm", top_k=3)
-    assert answer["label"] in LABELS
-    results = answer["results"]
+    needle = with_llm(demo_needle, url=llm_server, model=MODEL_NAME, timeout=60.0)
+    answer = needle.search("sourdough starter feeding schedule", pipeline="query-llm", top_k=3, explain=True, overrides=SMALL)
+    assert answer.label in LABELS
+    results = answer.results
     assert results and results[0].path.startswith("recipes/sourdough")
-    reranked = [r for r in results if (r.meta.get("rerank") or {}).get("input_rank")]
+    reranked = [r for r in results if (r.explain.get("rerank") or {}).get("input_rank")]
     assert reranked, "the rerank stage should have seen the leading candidates"
 
 
 def test_llm_graph_falls_back_when_the_server_is_down(demo_needle, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
-    settings = demo_needle.settings.model_copy(
-        update={
-            "llm": demo_needle.settings.llm.model_copy(update={"url": "http://127.0.0.1:9/v1", "timeout": 2.0}),
-            "rerank": demo_needle.settings.rerank.model_copy(update={"candidates": 2, "top_n": 2}),
-        }
-    )
-    results = Needle(settings).search("sourdough starter feeding schedule", mode="query-llm", top_k=3)
+    needle = with_llm(demo_needle, url="http://127.0.0.1:9/v1", timeout=2.0)
+    results = needle.search("sourdough starter feeding schedule", pipeline="query-llm", top_k=3, overrides=SMALL).results
     assert results and results[0].path.startswith("recipes/sourdough")

@@ -4,33 +4,33 @@ from pathlib import Path
 
 import pytest
 
-from needle.app import Needle
+from needle.results import SearchAnswer
 
 pytestmark = pytest.mark.integration
 NOTES = Path(__file__).resolve().parent.parent / "needle" / "demo" / "notes"
 
 
 def test_one_result_per_file_unless_chunks_are_asked_for(demo_needle):
-    results = demo_needle.search("kubernetes pod memory limit OOMKilled", top_k=10)
+    results = demo_needle.search("kubernetes pod memory limit OOMKilled", top_k=10).results
     paths = [r.path for r in results]
     assert len(paths) == len(set(paths))
     assert paths[0] == "runbooks/k8s-oomkilled-debugging.md"
-    chunks = demo_needle.search("kubernetes pod memory limit OOMKilled", top_k=10, chunks=True)
+    chunks = demo_needle.search("kubernetes pod memory limit OOMKilled", top_k=10, chunks=True).results
     assert len({r.path for r in chunks}) < len(chunks)
 
 
 def test_expansion_adds_routed_variant_lists_and_can_be_switched_off(demo_needle):
     query = "espresso grind too sour"
-    expanded = demo_needle.search(query, top_k=5, expand=True)
-    lists = set().union(*(r.explain().get("lists", {}).keys() for r in expanded))
+    expanded = demo_needle.search(query, top_k=5, expand=True, explain=True).results
+    lists = set().union(*(r.explain.get("lists", {}).keys() for r in expanded))
     assert {"prf_lex", "prf_vec"} & lists
-    plain = demo_needle.search(query, top_k=5, expand=False)
-    assert set().union(*(r.explain()["lists"].keys() for r in plain)) <= {"bm25", "vector"}
+    plain = demo_needle.search(query, top_k=5, expand=False, explain=True).results
+    assert set().union(*(r.explain["lists"].keys() for r in plain)) <= {"bm25", "vector"}
 
 
 def test_fused_ranks_bonus_and_scores_are_explained(demo_needle):
-    top = demo_needle.search("certbot renew deploy hook", top_k=3)[0]
-    explain = top.explain()
+    top = demo_needle.search("certbot renew deploy hook", top_k=3, explain=True).results[0]
+    explain = top.explain
     assert explain["bonus"] in (0.05, 0.02, 0.0)
     for entry in explain["lists"].values():
         assert entry["rank"] >= 1 and 0.0 <= entry["score"] <= 1.0 and entry["kind"] in ("bm25", "cosine")
@@ -38,7 +38,7 @@ def test_fused_ranks_bonus_and_scores_are_explained(demo_needle):
 
 
 def test_snippets_are_line_anchored_to_the_file(demo_needle):
-    for result in demo_needle.search("WAL checkpoint readers writers", top_k=5):
+    for result in demo_needle.search("WAL checkpoint readers writers", top_k=5).results:
         header, *body = result.snippet.split("\n")
         assert header.startswith("@@ -") and header.endswith(f"@@ notes/{result.path}")
         start, count = (int(x) for x in header.split()[1][1:].split(","))
@@ -51,20 +51,25 @@ def test_collection_filter_applies_to_every_list(demo_needle, tmp_path):
     other = tmp_path / "other"
     other.mkdir()
     (other / "espresso.md").write_text("# Espresso\n\nSour espresso means the grind is too coarse.\n")
-    needle = Needle(demo_needle.settings)
+    needle = demo_needle
     needle.collections.add(other, "other")
     try:
         needle.index(["other"])
-        only_other = needle.search("espresso grind too sour", collections=["other"], expand=True)
+        only_other = needle.search("espresso grind too sour", collections=["other"], expand=True).results
         assert only_other and {r.collection for r in only_other} == {"other"}
     finally:
         needle.remove_collection("other")
 
 
 def test_gate_answers_no_results_instead_of_bad_hits(demo_needle):
-    strict = demo_needle.settings.model_copy(
-        update={"gate": demo_needle.settings.gate.model_copy(update={"min_similarity": 0.95, "min_bm25": 0.99})}
-    )
-    answer = Needle(strict).ask("quantum chromodynamics of lattice gluons")
-    assert answer == {"results": [], "label": "NO_RESULTS"}
-    assert demo_needle.ask("sourdough starter feeding")["label"] == "PASS"
+    strict = {"gate.min_similarity": 0.95, "gate.min_bm25": 0.99}
+    answer = demo_needle.search("quantum chromodynamics of lattice gluons", overrides=strict)
+    assert answer == SearchAnswer(results=[], label="NO_RESULTS")
+    assert demo_needle.search("sourdough starter feeding").label == "PASS"
+
+
+def test_run_inputs_can_be_set_per_search_and_init_parameters_refused_when_asked(demo_needle):
+    narrow = demo_needle.search("certbot renew deploy hook", overrides={"bm25_retriever.top_k": 1, "vector_retriever.top_k": 1})
+    assert len(narrow.results) == 1
+    with pytest.raises(ValueError, match="fuse.k.*not a run input"):
+        demo_needle.search("certbot", overrides={"fuse.k": 30}, init_overrides=False)

@@ -19,7 +19,11 @@ QUESTION = "How do I feed my sourdough starter?"
 
 
 def with_llm(needle: Needle, **llm: object) -> Needle:
-    return Needle(needle.settings.model_copy(update={"llm": needle.settings.llm.model_copy(update=llm)}))
+    settings = needle.settings.model_copy(update={"llm": needle.settings.llm.model_copy(update=llm)})
+    return Needle(settings, environment=needle.environment.derive(settings))
+
+
+SHORT = {"generate.generation_kwargs.max_tokens": 48}
 
 
 @pytest.fixture
@@ -28,18 +32,18 @@ def local_key(monkeypatch):
 
 
 def test_answer_comes_back_from_the_chunks_the_query_graph_found(demo_needle, llm_server, local_key):  # noqa: F811
-    needle = with_llm(demo_needle, url=llm_server, model=MODEL_NAME, max_tokens=48, timeout=60.0)
-    answer = needle.answer(QUESTION, top_k=2)
-    assert isinstance(answer["answer"], str) and answer["answer"].strip()
-    searched = demo_needle.search(QUESTION, top_k=2)
-    assert [(r.path, r.start_line, r.end_line) for r in answer["results"]] == [
+    needle = with_llm(demo_needle, url=llm_server, model=MODEL_NAME, timeout=60.0)
+    answer = needle.answer(QUESTION, top_k=2, overrides=SHORT)
+    assert isinstance(answer.answer, str) and answer.answer.strip()
+    searched = demo_needle.search(QUESTION, top_k=2).results
+    assert [(r.path, r.start_line, r.end_line) for r in answer.results] == [
         (r.path, r.start_line, r.end_line) for r in searched
     ]
-    assert answer["results"][0].path.startswith("recipes/sourdough")
-    assert [r.text for r in answer["results"]] == [r.text for r in searched]
-    given = {(r.path, r.start_line) for r in answer["results"]}
-    assert all((r.path, r.start_line) in given for r in answer["cited"])
-    assert answer["label"] in LABELS
+    assert answer.results[0].path.startswith("recipes/sourdough")
+    assert [r.text for r in answer.results] == [r.text for r in searched]
+    given = {(r.path, r.start_line) for r in answer.results}
+    assert all((r.path, r.start_line) in given for r in answer.cited)
+    assert answer.label in LABELS
 
 
 def test_down_server_is_a_clear_error(demo_needle, local_key):
@@ -65,8 +69,7 @@ class TestCliAnswer:
     def test_json_answer_lists_its_sources(self, cli, llm_server, monkeypatch):  # noqa: F811
         monkeypatch.setenv("NEEDLE_LLM__URL", llm_server)
         monkeypatch.setenv("NEEDLE_LLM__MODEL", MODEL_NAME)
-        monkeypatch.setenv("NEEDLE_LLM__MAX_TOKENS", "32")
-        code, out, _ = cli("answer", *QUESTION.split(), "-n", "1", "--json")
+        code, out, _ = cli("answer", *QUESTION.split(), "-n", "1", "--json", "--set", "generate.generation_kwargs.max_tokens=32")
         assert code == 0
         answer = json.loads(out)
         assert answer["answer"].strip()

@@ -22,7 +22,8 @@ from urllib.parse import quote, unquote
 from tqdm import tqdm
 
 from needle import index_info
-from needle.app import Needle
+from needle.app import Needle, configured_graph
+from needle.loader import read_graph
 from needle.collections import Collection, CollectionRegistry
 from needle.evaluation import metrics
 from needle.settings import Settings, load_settings
@@ -107,15 +108,42 @@ def materialise(dataset: BeirDataset, folder: Path) -> None:
     marker.write_text(dataset.corpus_sha256)
 
 
-def eval_settings(base: Settings, dataset: BeirDataset, cache: Path, candidates: int) -> Settings:
-    """Settings whose data folder is the cached index for this corpus and these ingestion settings."""
-    key = json.dumps({"corpus": dataset.corpus_sha256, **index_info.fingerprint(base)}, sort_keys=True)
+def eval_settings(base: Settings, dataset: BeirDataset, cache: Path, candidates: int | None = None) -> Settings:
+    """
+    Settings whose data folder is the cached index for this corpus and these ingestion settings.
+
+    :param candidates: Unused (kept for callers); the candidate pool is set per search, see `candidate_pool`.
+    """
+    key = json.dumps({"corpus": dataset.corpus_sha256, **index_info.fingerprint(base, configured_graph("ingest", base))}, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     data_dir = cache / f"{dataset.name}-{dataset.corpus_sha256[:8]}-{digest}"
-    retrieval = base.retrieval.model_copy(
-        update={"bm25_top_k": candidates, "vector_top_k": candidates, "fusion_top_k": candidates}
-    )
-    return base.model_copy(update={"data_dir": data_dir, "retrieval": retrieval})
+    return base.model_copy(update={"data_dir": data_dir})
+
+
+# Init parameters that size a graph's candidate lists, by component class.
+_POOL_PARAMETERS = {
+    "SparseRetriever": ("top_k",), "DenseRetriever": ("top_k",), "KeywordRetriever": ("top_k",),
+    "VariantRetriever": ("bm25_top_k", "vector_top_k"), "PseudoRelevanceExpander": ("probe_top_k",),
+    "WeightedRRFJoiner": ("top_k",),
+}
+
+
+def candidate_pool(pipeline: str, candidates: int) -> dict[str, int]:
+    """
+    Overrides that make every candidate list of a graph `candidates` long (retrievers, expansion probe, fusion).
+
+    An evaluation asks for `candidates` chunks per query and groups them into documents; the lists before the
+    cut must be at least that long.
+
+    :param pipeline: A graph name or path.
+    :param candidates: Candidate list length.
+    :returns: `component.parameter` → `candidates` for the components the graph has.
+    """
+    pool: dict[str, int] = {}
+    for name, component in read_graph(pipeline)["components"].items():
+        for parameter in _POOL_PARAMETERS.get(component.get("type", "").rsplit(".", 1)[-1], ()):
+            pool[f"{name}.{parameter}"] = candidates
+    return pool
 
 
 def index_is_built(marker: Path) -> bool:
@@ -148,7 +176,12 @@ def prepare_index(dataset: BeirDataset, settings: Settings) -> tuple[Needle, dic
 
 
 def run_pipeline(
-    needle: Needle, dataset: BeirDataset, pipeline: str, candidates: int, limit: int | None = None
+    needle: Needle,
+    dataset: BeirDataset,
+    pipeline: str,
+    candidates: int,
+    limit: int | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """
     Run every judged query through a pipeline and score the ranking.
@@ -158,17 +191,19 @@ def run_pipeline(
     :param pipeline: A pipeline name in `pipelines/` or a YAML path.
     :param candidates: Chunk results requested per query (grouped to documents afterwards).
     :param limit: Only the first `limit` queries (for quick checks).
+    :param overrides: Graph overrides (`component.parameter` → value) on top of the candidate pool.
     :returns: Aggregate metrics, queries per second, latency percentiles, per-query scores and each
         query's top 10 document ids (`rankings`).
     """
     query_ids = sorted(dataset.queries)[:limit] if limit else sorted(dataset.queries)
-    needle.pipeline(pipeline)  # load and warm up outside the timed loop
+    pool = {**candidate_pool(pipeline, candidates), **(overrides or {})}
+    needle.pipeline(pipeline, pool)  # load and warm up outside the timed loop
     per_query: dict[str, dict[str, float]] = {}
     rankings: dict[str, list[str]] = {}
     latencies: list[float] = []
     for qid in tqdm(query_ids, desc=f"{Path(pipeline).stem} queries", unit="q"):
         started = time.perf_counter()
-        results = needle.search(dataset.queries[qid], mode=pipeline, top_k=candidates)
+        results = needle.search(dataset.queries[qid], pipeline=pipeline, top_k=candidates, overrides=pool).results
         latencies.append(time.perf_counter() - started)
         ranking = [doc_id_from_path(r.path) for r in results]
         ranking = list(dict.fromkeys(ranking))
@@ -217,7 +252,7 @@ def evaluate(
         "documents": len(dataset.corpus),
         "index": str(settings.data_dir),
         "index_report": index_report,
-        "settings": index_info.fingerprint(settings),
+        "settings": index_info.fingerprint(settings, needle.ingest_graph()),
         "results": [run_pipeline(needle, dataset, p, candidates, limit) for p in pipelines],
     }
     if reports_dir is not None:

@@ -16,7 +16,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from needle.settings import PROJECT_ROOT
 
@@ -274,10 +274,3 @@ def run_eval(args: argparse.Namespace) -> int:
     """
     handlers = {"golden": _golden, "beir": _beir, "compare": _compare, "ragas": _ragas}
     return handlers[args.eval_command](args)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`needle eval ...` as a standalone entry point (the scripts in `eval/` call it)."""
-    from needle.cli import main as needle_main
-
-    return needle_main(["eval", *(sys.argv[1:] if argv is None else argv)])

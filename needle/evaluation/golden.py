@@ -291,7 +291,7 @@ def run_queries(
     rows: dict[str, dict[str, Any]] = {}
     for q in tqdm(queries, desc=f"{Path(pipeline).stem} golden", unit="q", disable=not progress):
         started = time.perf_counter()
-        results = needle.search(q.query, mode=pipeline, top_k=candidates)
+        results = needle.search(q.query, pipeline=pipeline, top_k=candidates).results
         latency = 1000 * (time.perf_counter() - started)
         ranking = group_by_document(results)
         rank = next((i + 1 for i, path in enumerate(ranking) if path in q.expected), None)
@@ -404,13 +404,13 @@ def prepare_index(golden: GoldenSet, settings: Settings | None = None, cache: Pa
     :returns: A `Needle` bound to that index.
     """
     from needle import index_info
-    from needle.app import Needle
+    from needle.app import Needle, configured_graph
     from needle.collections import Collection, CollectionRegistry
     from needle.evaluation.beir import DEFAULT_CACHE, index_is_built
 
     base = settings or load_settings()
     corpus = corpus_digest(golden.corpus)
-    key = json.dumps({"corpus": corpus, **index_info.fingerprint(base)}, sort_keys=True)
+    key = json.dumps({"corpus": corpus, **index_info.fingerprint(base, configured_graph("ingest", base))}, sort_keys=True)
     data_dir = Path(cache or DEFAULT_CACHE) / f"golden-{golden.corpus.name}-{corpus[:8]}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
     settings = base.model_copy(update={"data_dir": data_dir})
     CollectionRegistry(settings.collections_file).save({COLLECTION: Collection(name=COLLECTION, root=str(golden.corpus))})

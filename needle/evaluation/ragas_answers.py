@@ -97,9 +97,7 @@ def offline_embedding(settings: Any) -> HaystackTextEmbedding:
     from needle.models import dense_embedder_params
 
     params = dense_embedder_params(settings.embedding.model, settings.model_dir)
-    embedder = FastembedTextEmbedder(
-        **params, prefix=settings.embedding.query_prefix, threads=settings.embedding.query_threads, progress_bar=False
-    )
+    embedder = FastembedTextEmbedder(**params, prefix=settings.embedding.query_prefix, threads=1, progress_bar=False)
     return HaystackTextEmbedding(embedder, settings.embedding.model)
 
 
@@ -118,7 +116,7 @@ def judge_llm(settings: Any, structured_output: str = "tools", max_tokens: int =
     import instructor
     import openai
 
-    from needle.app import llm_error
+    from needle.errors import llm_error
 
     check_options(structured_output, max_tokens, retries)
     llm = settings.llm
@@ -215,7 +213,8 @@ def generate_answers(
     """
     from tqdm import tqdm
 
-    from needle.app import LLMError
+    from needle.errors import LLMError
+    from needle.results import Answer
 
     answers = []
     for i, case in enumerate(tqdm(cases, desc=f"{pipeline} answers", unit="q", disable=not progress)):
@@ -226,16 +225,17 @@ def generate_answers(
         except LLMError as failure:
             if i == 0:
                 raise
-            answer, error = {"answer": "", "results": [], "cited": [], "unknown_citations": []}, str(failure)
+            answer = Answer(answer="", label="NO_RESULTS", results=[], cited=[], unknown_citations=[])
+            error = str(failure)
         answers.append({
             "id": case["id"],
             "question": case["question"],
             "reference": case.get("reference"),
-            "answer": answer["answer"],
-            "contexts": [r.text for r in answer["results"]],
-            "context_refs": [f"{r.collection}/{r.path}:{r.start_line}-{r.end_line}" for r in answer["results"]],
-            "cited": [f"{r.collection}/{r.path}:{r.start_line}-{r.end_line}" for r in answer["cited"]],
-            "unknown_citations": answer["unknown_citations"],
+            "answer": answer.answer,
+            "contexts": [r.text for r in answer.results],
+            "context_refs": [f"{r.collection}/{r.path}:{r.start_line}-{r.end_line}" for r in answer.results],
+            "cited": [f"{r.collection}/{r.path}:{r.start_line}-{r.end_line}" for r in answer.cited],
+            "unknown_citations": answer.unknown_citations,
             "seconds": round(time.perf_counter() - started, 2),
             "error": error,
         })

@@ -6,19 +6,27 @@ from components.search_request import SearchRequest
 class TestSearchRequest:
     def test_init_defaults(self):
         request = SearchRequest()
-        assert (request.max_query_chars, request.max_top_k) == (2000, 1000)
+        assert (request.max_query_chars, request.max_top_k, request.top_k, request.min_score) == (2000, 1000, 10, 0.0)
+
+    def test_defaults_fill_a_request_that_names_none(self):
+        out = SearchRequest(top_k=4, min_score=0.2).run(query="x")
+        assert (out["top_k"], out["min_score"]) == (4, 0.2)
 
     def test_bad_params_raise(self):
         with pytest.raises(ValueError, match="max_query_chars"):
             SearchRequest(max_query_chars=0)
         with pytest.raises(ValueError, match="max_top_k"):
             SearchRequest(max_top_k=0)
+        with pytest.raises(ValueError, match="top_k"):
+            SearchRequest(top_k=0)
+        with pytest.raises(ValueError, match="min_score"):
+            SearchRequest(min_score=-1)
 
     def test_to_dict_and_from_dict(self):
         data = SearchRequest(max_query_chars=50, max_top_k=20).to_dict()
         assert data == {
             "type": "components.search_request.SearchRequest",
-            "init_parameters": {"max_query_chars": 50, "max_top_k": 20},
+            "init_parameters": {"max_query_chars": 50, "max_top_k": 20, "top_k": 10, "min_score": 0.0},
         }
         assert SearchRequest.from_dict(data).to_dict() == data
 

@@ -143,9 +143,9 @@ def judged(demo_needle, llm_server):  # noqa: F811
     """One golden question answered by rag.yml and judged by the same tiny model."""
     monkeypatch = pytest.MonkeyPatch()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
-    llm = demo_needle.settings.llm.model_copy(update={"url": llm_server, "model": MODEL_NAME, "max_tokens": 48,
-                                                      "timeout": 120.0})
-    needle = Needle(demo_needle.settings.model_copy(update={"llm": llm}))
+    llm = demo_needle.settings.llm.model_copy(update={"url": llm_server, "model": MODEL_NAME, "timeout": 120.0})
+    settings = demo_needle.settings.model_copy(update={"llm": llm, "set": {"generate.generation_kwargs.max_tokens": 48}})
+    needle = Needle(settings, environment=demo_needle.environment.derive(settings))
     case = next(q for q in golden_eval.load_golden(ANSWERS_FILE).queries if q.id == "a002")
     section = answers_section(
         needle, [{"id": case.id, "question": case.query, "reference": case.reference}], top_k=1,
@@ -160,7 +160,7 @@ def test_answers_are_judged_with_numbers_in_range_or_nan_with_a_reason(judged):
     needle, section = judged
     row = section["per_query"]["a002"]
     assert row["answer"].strip() and row["error"] is None
-    searched = needle.search(row["question"], top_k=1)
+    searched = needle.search(row["question"], top_k=1).results
     assert row["contexts"] == [r.text for r in searched]
     assert row["context_refs"][0].startswith("notes/howto/postgres-logical-replication.md:")
     assert set(row["metrics"]) == set(METRICS)
@@ -191,7 +191,8 @@ def test_judgements_cut_short_do_not_end_the_run(judged):
 @pytest.mark.integration
 def test_cli_llm_run_against_a_down_server_is_one_line(demo_needle, tmp_path, monkeypatch, capsys):
     llm = demo_needle.settings.llm.model_copy(update={"url": "http://127.0.0.1:9/v1", "timeout": 2.0})
-    down = Needle(demo_needle.settings.model_copy(update={"llm": llm}))
+    settings = demo_needle.settings.model_copy(update={"llm": llm})
+    down = Needle(settings, environment=demo_needle.environment.derive(settings))
     monkeypatch.setattr(golden_eval, "prepare_index", lambda golden, settings=None, cache=None: down)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
     code = main(["eval", "ragas", "--golden", str(ANSWERS_FILE), "--llm", "--limit", "1",

@@ -127,14 +127,15 @@ def closed_port() -> int:
 
 @pytest.fixture(scope="session")
 def servers(demo_index: dict[str, Path], model_dir: Path, closed_port: int):
-    """Both servers, started side by side: `open` (no token, no generator) and `locked` (token, generator)."""
+    """Both servers, started side by side: `open` (no token) and `locked` (token, an LLM key); both name an
+    LLM server at a closed port."""
     base = demo_index["base"]
+    llm = {"NEEDLE_LLM__URL": f"http://127.0.0.1:{closed_port}/v1", "NEEDLE_LLM__MODEL": "tiny"}
     started = {
-        "open": start_server(copy_data(demo_index, "data-open"), model_dir, base / "open.log"),
+        "open": start_server(copy_data(demo_index, "data-open"), model_dir, base / "open.log", **llm),
         "locked": start_server(
             copy_data(demo_index, "data-locked"), model_dir, base / "locked.log",
-            NEEDLE_API_TOKEN=TOKEN, NEEDLE_GENERATOR_URL=f"http://127.0.0.1:{closed_port}/v1",
-            NEEDLE_GENERATOR_MODEL="tiny",
+            NEEDLE_API_TOKEN=TOKEN, OPENAI_API_KEY="sk-local", **llm,
         ),
     }
     try:
@@ -148,13 +149,13 @@ def servers(demo_index: dict[str, Path], model_dir: Path, closed_port: int):
 
 @pytest.fixture(scope="session")
 def server(servers: dict[str, Server]) -> Server:
-    """The server without a token or generator."""
+    """The server without a token."""
     return servers["open"]
 
 
 @pytest.fixture(scope="session")
 def locked_server(servers: dict[str, Server]) -> Server:
-    """The server that requires `Authorization: Bearer <TOKEN>` and has a generator at a closed port."""
+    """The server that requires `Authorization: Bearer <TOKEN>` (its LLM is at a closed port)."""
     return servers["locked"]
 
 

@@ -4,7 +4,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.server.conftest import BIG_FILE_BYTES, NOTES
+from tests.server.conftest import NOTES
 
 pytestmark = pytest.mark.integration
 HIT_FIELDS = {"docid", "collection", "path", "title", "heading_path", "start_line", "end_line", "score", "snippet", "text", "explain"}
@@ -123,13 +123,21 @@ class TestFiles:
         assert [s["path"] for s in batch["skipped"]] == ["notes/howto/escape.md"]
         assert "outside the collection" in batch["skipped"][0]["reason"]
 
-    def test_multi_get_skips_files_over_the_cap_with_a_reason(self, http):
-        batch = http.post("/multi_get/run", json={"pattern": "**/*.log", "max_bytes": 10_000}).json()["result"]
+    def test_multi_get_skips_files_over_the_cap_with_a_reason(self, http, demo_index):
+        size = (demo_index["notes"] / "howto" / "certbot-tls-renewal.md").stat().st_size
+        pattern = "notes/howto/certbot*.md"
+        batch = http.post("/multi_get/run", json={"pattern": pattern, "max_bytes": size - 1}).json()["result"]
         assert batch["files"] == []
-        assert batch["skipped"][0]["path"] == "notes/logs/big.log"
-        assert f"{BIG_FILE_BYTES} bytes is over max_bytes=10000" in batch["skipped"][0]["reason"]
-        batch = http.post("/multi_get/run", json={"pattern": "**/*.log", "max_bytes": 40_000}).json()["result"]
-        assert [f["bytes"] for f in batch["files"]] == [BIG_FILE_BYTES]
+        assert batch["skipped"][0]["path"] == "notes/howto/certbot-tls-renewal.md"
+        assert f"{size} bytes is over max_bytes={size - 1}" in batch["skipped"][0]["reason"]
+        batch = http.post("/multi_get/run", json={"pattern": pattern, "max_bytes": size}).json()["result"]
+        assert [f["bytes"] for f in batch["files"]] == [size]
+
+    def test_files_the_collection_does_not_include_are_not_served(self, http):
+        # logs/big.log is in the collection's folder, but its masks include notes only.
+        assert http.post("/multi_get/run", json={"pattern": "**/*.log", "max_bytes": 40_000}).json()["result"]["files"] == []
+        response = http.post("/get/run", json={"ref": "notes/logs/big.log"})
+        assert response.status_code == 404 and "no file" in response.json()["detail"]
 
     def test_multi_get_by_refs(self, http):
         refs = ["notes/howto/git-rebase-onto.md", "runbooks/k8s-oomkilled-debugging.md"]
@@ -168,7 +176,12 @@ class TestStatusIndexAndSchema:
 
 
 class TestChat:
-    def test_without_a_generator_the_chat_says_how_to_configure_one(self, http):
-        response = http.post("/v1/chat/completions", json={"model": "ask", "messages": [{"role": "user", "content": "hi"}]})
-        assert response.status_code == 400
-        assert "NEEDLE_GENERATOR_URL" in response.json()["detail"]
+    def test_without_an_llm_the_chat_says_how_to_configure_one(self, http):
+        response = http.post("/v1/chat/completions", json={"model": "answer", "messages": [{"role": "user", "content": "hi"}]})
+        assert response.status_code == 502
+        assert "NEEDLE_LLM__URL" in response.json()["detail"] and "Traceback" not in response.text
+
+    def test_the_answer_endpoint_runs_the_answer_graph(self, http, closed_port):
+        response = http.post("/answer/run", json={"question": "how do I renew certificates?"})
+        assert response.status_code == 502
+        assert f"127.0.0.1:{closed_port}" in response.json()["detail"]

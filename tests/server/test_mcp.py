@@ -69,8 +69,8 @@ class TestStreamableHttp:
         assert "best quality" in tools["query"].description
         assert "line" in tools["get"].description and "max_bytes" in tools["multi_get"].description
         assert set(tools["query"].input_schema["properties"]) == {
-        "query", "collections", "limit", "min_score", "expand", "rerank", "chunks", "explain"
-    }
+            "query", "collections", "limit", "min_score", "expand", "rerank", "chunks", "explain", "set"
+        }
         assert tools["query"].input_schema["properties"]["limit"]["maximum"] == 1000
         assert tools["search"].annotations.read_only_hint and not tools["index"].annotations.read_only_hint
 

@@ -92,7 +92,7 @@ class TestGeneratorErrors:
         with locked_server.client(TOKEN) as http:
             response = http.post(
                 "/v1/chat/completions",
-                json={"model": "ask", "messages": [{"role": "user", "content": "how do I renew certificates?"}]},
+                json={"model": "answer", "messages": [{"role": "user", "content": "how do I renew certificates?"}]},
             )
         assert response.status_code == 502, response.text
         detail = response.json()["detail"]
@@ -100,5 +100,5 @@ class TestGeneratorErrors:
 
     def test_a_chat_without_a_question_is_a_400(self, locked_server):
         with locked_server.client(TOKEN) as http:
-            response = http.post("/v1/chat/completions", json={"model": "ask", "messages": [{"role": "system", "content": "x"}]})
+            response = http.post("/v1/chat/completions", json={"model": "answer", "messages": [{"role": "system", "content": "x"}]})
         assert response.status_code == 400 and "user message" in response.json()["detail"]

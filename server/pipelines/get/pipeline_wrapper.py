@@ -2,16 +2,17 @@
 
 from hayhooks import BasePipelineWrapper
 
-from needle import server
-from needle.server import FileText, LineCount, LineNumber, Ref
+from needle.files import FileText
+from needle.http.service import LineCount, LineNumber, Ref, call, get_needle
 
 
 class PipelineWrapper(BasePipelineWrapper):
-    """Reads files through `Needle.resolve`, which never leaves a collection's root."""
+    """Reads files through `needle.files`, which serves exactly what a collection includes."""
 
     def setup(self) -> None:
-        """Open the process's one `Needle` (and its store) at start-up."""
-        self.pipeline = server.get_needle().store
+        """Open the process's one `Needle` at start-up; file reads run no graph."""
+        self.pipeline = None
+        get_needle()
 
     def run_api(self, ref: Ref, from_line: LineNumber = 1, max_lines: LineCount | None = None) -> FileText:
         """
@@ -26,4 +27,4 @@ class PipelineWrapper(BasePipelineWrapper):
         :param max_lines: How many lines to return; the rest of the file when not given.
         :returns: The lines, with the file's collection, path, docid, line numbers and size.
         """
-        return server.get_file(ref, from_line, max_lines)
+        return call(lambda needle: needle.files.read(ref, from_line=from_line, max_lines=max_lines))

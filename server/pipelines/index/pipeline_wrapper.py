@@ -4,8 +4,7 @@ from typing import Any
 
 from hayhooks import BasePipelineWrapper
 
-from needle import server
-from needle.server import CollectionNames
+from needle.http.service import CollectionNames, call, warm
 
 
 class PipelineWrapper(BasePipelineWrapper):
@@ -13,7 +12,7 @@ class PipelineWrapper(BasePipelineWrapper):
 
     def setup(self) -> None:
         """Load and warm the ingestion graph once, at start-up."""
-        self.pipeline = server.warm("ingest")
+        self.pipeline = warm("ingest")
 
     def run_api(self, collections: CollectionNames = None) -> dict[str, Any]:
         """
@@ -25,4 +24,4 @@ class PipelineWrapper(BasePipelineWrapper):
         :param collections: Collections to index (names from `status`); all when empty.
         :returns: The run's report: files seen, new, changed, unchanged, removed, skipped (with reasons), chunks, seconds.
         """
-        return server.index(collections)
+        return call(lambda needle: needle.index(collections or None), graph="ingest")

@@ -2,16 +2,17 @@
 
 from hayhooks import BasePipelineWrapper
 
-from needle import server
-from needle.server import ByteCap, FileBatch, Ref
+from needle.files import FileBatch
+from needle.http.service import ByteCap, Ref, call, get_needle, user_error
 
 
 class PipelineWrapper(BasePipelineWrapper):
     """Reads the files a glob or a list of references names; files over the cap are listed as skipped."""
 
     def setup(self) -> None:
-        """Open the process's one `Needle` (and its store) at start-up."""
-        self.pipeline = server.get_needle().store
+        """Open the process's one `Needle` at start-up; file reads run no graph."""
+        self.pipeline = None
+        get_needle()
 
     def run_api(self, pattern: Ref | None = None, refs: list[Ref] | None = None, max_bytes: ByteCap = 20_000) -> FileBatch:
         """
@@ -26,4 +27,6 @@ class PipelineWrapper(BasePipelineWrapper):
         :param max_bytes: Largest file to return, in bytes.
         :returns: `files` read (with collection, path, docid and text) and `skipped` files with a reason.
         """
-        return server.multi_get(pattern, refs, max_bytes)
+        if (pattern is None) == (refs is None):
+            raise user_error(400, "give either 'pattern' (a glob such as notes/howto/*.md) or 'refs', not both")
+        return call(lambda needle: needle.files.read_many(pattern=pattern, refs=refs, max_bytes=max_bytes))

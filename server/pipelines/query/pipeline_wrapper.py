@@ -2,16 +2,16 @@
 
 from hayhooks import BasePipelineWrapper
 
-from needle import server
-from needle.server import CollectionNames, Limit, MinScore, Query, SearchAnswer
+from needle.http.service import CollectionNames, Limit, MinScore, Query, RunInputs, call, warm
+from needle.results import SearchAnswer
 
 
 class PipelineWrapper(BasePipelineWrapper):
-    """Runs `pipelines/query.yml` through the process's one `Needle`."""
+    """Runs `pipelines/query.yml` (hybrid search) through the process's one `Needle`."""
 
     def setup(self) -> None:
         """Load and warm the graph once, at start-up."""
-        self.pipeline = server.warm("query")
+        self.pipeline = warm("query")
 
     def run_api(
         self,
@@ -23,6 +23,7 @@ class PipelineWrapper(BasePipelineWrapper):
         rerank: bool | None = None,
         chunks: bool = False,
         explain: bool = False,
+        set: RunInputs = None,
     ) -> SearchAnswer:
         """
         Hybrid search: keyword and vector results fused; the best quality, a little slower.
@@ -38,9 +39,14 @@ class PipelineWrapper(BasePipelineWrapper):
         :param rerank: Reranking on or off (default: the server's configuration).
         :param chunks: Every matching chunk instead of one result per file.
         :param explain: Add each result's rank and score at every stage.
+        :param set: Run inputs of the graph's components for this request (`component.input`: value).
         :returns: A label (PASS, NO_RESULTS, ...) and results, best first: file, lines, headings, score, a
             line-anchored snippet and the matching chunk.
         """
-        return server.search(
-            "query", query, collections, limit, min_score, explain=explain, expand=expand, rerank=rerank, chunks=chunks
+        return call(
+            lambda needle: needle.search(
+                query, "query", top_k=limit, collections=collections, min_score=min_score, expand=expand, rerank=rerank, chunks=chunks,
+                explain=explain, overrides=set, init_overrides=False,
+            ),
+            graph="query",
         )

@@ -4,15 +4,16 @@ from typing import Any
 
 from hayhooks import BasePipelineWrapper
 
-from needle import server
+from needle.http.service import call, get_needle
 
 
 class PipelineWrapper(BasePipelineWrapper):
     """Reports `Needle.status()`."""
 
     def setup(self) -> None:
-        """Open the process's one `Needle` (and its store) at start-up."""
-        self.pipeline = server.get_needle().store
+        """Open the process's one `Needle` at start-up; status runs no graph."""
+        self.pipeline = None
+        get_needle()
 
     def run_api(self) -> dict[str, Any]:
         """
@@ -22,4 +23,4 @@ class PipelineWrapper(BasePipelineWrapper):
 
         :returns: `collections` (name, root, files, chunks), `embedding_model`, `sparse_model`, `store`.
         """
-        return server.status()
+        return call(lambda needle: needle.status())

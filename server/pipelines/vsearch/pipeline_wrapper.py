@@ -2,16 +2,16 @@
 
 from hayhooks import BasePipelineWrapper
 
-from needle import server
-from needle.server import CollectionNames, Limit, MinScore, Query, SearchAnswer
+from needle.http.service import CollectionNames, Limit, MinScore, Query, RunInputs, call, warm
+from needle.results import SearchAnswer
 
 
 class PipelineWrapper(BasePipelineWrapper):
-    """Runs `pipelines/vsearch.yml` through the process's one `Needle`."""
+    """Runs `pipelines/vsearch.yml` (vector search) through the process's one `Needle`."""
 
     def setup(self) -> None:
         """Load and warm the graph once, at start-up."""
-        self.pipeline = server.warm("vsearch")
+        self.pipeline = warm("vsearch")
 
     def run_api(
         self,
@@ -21,6 +21,7 @@ class PipelineWrapper(BasePipelineWrapper):
         min_score: MinScore = 0.0,
         chunks: bool = False,
         explain: bool = False,
+        set: RunInputs = None,
     ) -> SearchAnswer:
         """
         Vector search: finds notes whose meaning is close to the query, even in other words.
@@ -35,7 +36,14 @@ class PipelineWrapper(BasePipelineWrapper):
         :param min_score: Drop results scoring below this (0 keeps all).
         :param chunks: Every matching chunk instead of one result per file.
         :param explain: Add each result's rank and score at every stage.
+        :param set: Run inputs of the graph's components for this request (`component.input`: value).
         :returns: A label (PASS, NO_RESULTS, ...) and results, best first: file, lines, headings, score, a
             line-anchored snippet and the matching chunk.
         """
-        return server.search("vsearch", query, collections, limit, min_score, explain=explain, chunks=chunks)
+        return call(
+            lambda needle: needle.search(
+                query, "vsearch", top_k=limit, collections=collections, min_score=min_score, chunks=chunks,
+                explain=explain, overrides=set, init_overrides=False,
+            ),
+            graph="vsearch",
+        )

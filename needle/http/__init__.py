@@ -1,0 +1,1 @@
+"""Needle over HTTP: the hayhooks app (`app`) and what its endpoint wrappers share (`service`)."""

@@ -1,0 +1,143 @@
+"""`needle serve`: hayhooks serves the endpoint wrappers of `server/pipelines/`, plus the MCP tools and token auth.
+
+Each wrapper is one HTTP route (`POST /<name>/run`) and, unless it opts out, one MCP tool; the
+OpenAI-compatible `/v1/chat/completions` answers with the `answer` wrapper. This module only assembles the
+app: security middleware, the MCP transports, validation errors in the documented shape.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import os
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from needle.settings import PROJECT_ROOT
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+logger = logging.getLogger(__name__)
+
+SERVER_PIPELINES_DIR = PROJECT_ROOT / "server" / "pipelines"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 1416
+TOKEN_ENV = "NEEDLE_API_TOKEN"
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+class BearerTokenMiddleware:
+    """Requires `Authorization: Bearer <token>` on every HTTP request, MCP routes included (401 otherwise)."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        """
+        :param app: The ASGI app to protect.
+        :param token: The expected token.
+        """
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        """Pass authorised requests on; answer others with 401."""
+        if scope["type"] in ("http", "websocket"):
+            provided = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(provided, self.expected):
+                detail = f"missing or wrong token: send 'Authorization: Bearer <token>' with the value of {TOKEN_ENV}"
+                body = json.dumps({"detail": detail}).encode()
+                await send({
+                    "type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
+                })
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def _validation_message(errors_: list[dict]) -> str:
+    parts = []
+    for error in errors_:
+        loc = ".".join(str(p) for p in error.get("loc", ()) if p not in ("body", "run_req"))
+        parts.append(f"{loc or 'body'}: {error.get('msg', 'invalid')}")
+    return "; ".join(parts)
+
+
+def create_app(host: str = DEFAULT_HOST, token: str | None = None) -> FastAPI:
+    """
+    Build the hayhooks app that serves `server/pipelines/`, with MCP at `/mcp` (streamable HTTP) and `/sse`.
+
+    Deploy, undeploy and draw routes are left out: the endpoint set is fixed at start-up. Cross-origin
+    browser requests get no CORS grant, and on a loopback host requests must name a local host.
+
+    :param host: The address the server binds; a loopback one also turns on Host-header checking.
+    :param token: When set, every route requires `Authorization: Bearer <token>`.
+    :returns: The ASGI app; its start-up loads and warms every endpoint's graph.
+    """
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+    from hayhooks.server.pipelines.registry import registry
+    from hayhooks.server.routers import deploy_router, draw_router, undeploy_router
+    from hayhooks.settings import StartupDeployStrategy
+    from hayhooks.settings import settings as hayhooks_settings
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+    from needle.mcp import NeedleMCP, http_routes
+
+    hayhooks_settings.pipelines_dir = str(SERVER_PIPELINES_DIR)
+    hayhooks_settings.host = host
+    hayhooks_settings.tracing_enabled = False
+    hayhooks_settings.monitoring_enabled = False
+    hayhooks_settings.startup_deploy_strategy = StartupDeployStrategy.SEQUENTIAL
+    hayhooks_settings.cors_allow_origins = []
+    hayhooks_settings.cors_allow_methods = ["GET", "POST"]
+    hayhooks_settings.cors_allow_headers = ["authorization", "content-type"]
+
+    from hayhooks.server.app import create_app as create_hayhooks_app
+
+    app = create_hayhooks_app()
+    left_out = {id(deploy_router), id(undeploy_router), id(draw_router)}
+    app.router.routes[:] = [r for r in app.router.routes if id(getattr(r, "original_router", r)) not in left_out]
+    app.title, app.description = "Needle", "Hybrid search (BM25 + vectors) over your markdown notes."
+
+    expected = sorted(p.name for p in SERVER_PIPELINES_DIR.iterdir() if (p / "pipeline_wrapper.py").is_file())
+    wrappers = lambda: {name: registry.get(name) for name in registry.get_names()}  # noqa: E731
+    routes, mcp_lifespan = http_routes(NeedleMCP(), wrappers, host)
+    app.router.routes.extend(routes)
+    hayhooks_lifespan = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(app_: Any) -> Any:
+        async with hayhooks_lifespan(app_):
+            missing = [name for name in expected if registry.get(name) is None]
+            if missing:
+                raise RuntimeError(f"endpoints {', '.join(missing)} failed to load; see the messages above")
+            async with mcp_lifespan():
+                yield
+
+    app.router.lifespan_context = lifespan
+
+    async def invalid_request(_request: Any, error: RequestValidationError) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"detail": _validation_message(error.errors())})
+
+    app.add_exception_handler(RequestValidationError, invalid_request)
+    if host in LOCAL_HOSTS:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost", "::1", "[::1]"])
+    if token:
+        app.add_middleware(BearerTokenMiddleware, token=token)
+    return app
+
+
+def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> int:
+    """
+    Run the server until interrupted (`needle serve`).
+
+    :returns: The exit code.
+    """
+    from hayhooks.server.app import run_app
+
+    token = os.environ.get(TOKEN_ENV) or None
+    if host not in LOCAL_HOSTS and not token:
+        logger.warning("Serving on %s without %s: anyone who can reach this port can read your notes", host, TOKEN_ENV)
+    run_app(create_app(host=host, token=token), host=host, port=port)
+    return 0

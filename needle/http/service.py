@@ -1,0 +1,110 @@
+"""What the endpoint wrappers share: the process's one `Needle`, request types, errors as HTTP statuses.
+
+Every HTTP route and MCP tool is a wrapper in `server/pipelines/` whose `run_api` calls `call()`: the
+facade runs inside `errors()`, which maps exceptions through `needle.errors` (the one table the CLI uses
+too) to an `HTTPException` with a message a person can act on and never a stack trace.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, TypeVar
+
+from pydantic import Field
+
+from needle.app import Needle
+from needle.errors import classify
+
+logger = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 2000
+MAX_LIMIT = 1000
+MAX_REF_CHARS = 1024
+
+# The request types every endpoint shares; hayhooks and the MCP server turn them into schemas and validation.
+Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, strict=True)]
+Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, strict=True)]
+MinScore = Annotated[float, Field(ge=0.0, strict=True)]
+CollectionNames = list[Annotated[str, Field(min_length=1, max_length=64, strict=True)]] | None
+Ref = Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS, strict=True)]
+LineNumber = Annotated[int, Field(ge=1, strict=True)]
+LineCount = Annotated[int, Field(ge=1, le=100_000, strict=True)]
+ByteCap = Annotated[int, Field(ge=1, le=1_000_000, strict=True)]
+RunInputs = Annotated[
+    dict[Annotated[str, Field(max_length=200)], Any] | None,
+    Field(description="Run inputs of the graph's components for this request, e.g. {\"bm25_retriever.top_k\": 80}"),
+]
+
+T = TypeVar("T")
+
+_needle: Needle | None = None
+_needle_lock = threading.Lock()
+_run_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+
+
+def get_needle() -> Needle:
+    """The one `Needle` of this process: one store per location, each graph loaded and warmed once."""
+    global _needle
+    with _needle_lock:
+        if _needle is None:
+            _needle = Needle()
+        return _needle
+
+
+@contextmanager
+def errors() -> Iterator[None]:
+    """
+    Turn exceptions into `HTTPException`s by `needle.errors`' table: user mistakes 4xx, server trouble 5xx.
+
+    :raises HTTPException: For any exception raised inside the block.
+    """
+    from fastapi import HTTPException
+
+    try:
+        yield
+    except HTTPException:
+        raise
+    except Exception as error:
+        failure = classify(error)
+        if failure.http_status >= 500:
+            logger.error("Request failed: %s", error, exc_info=error)
+        raise HTTPException(status_code=failure.http_status, detail=failure.http_message) from None
+
+
+def call(action: Callable[[Needle], T], graph: str | None = None) -> T:
+    """
+    Run `action` on the process's `Needle`, errors mapped to HTTP statuses.
+
+    :param action: What to do, e.g. `lambda n: n.status()`.
+    :param graph: Runs naming the same graph take turns (Haystack does not promise that one `Pipeline`
+        object runs safely on several threads at once); different graphs run side by side.
+    :returns: What `action` returns.
+    :raises HTTPException: 4xx for the caller's mistakes, 5xx otherwise.
+    """
+    with errors():
+        if graph is None:
+            return action(get_needle())
+        with _run_locks[graph]:
+            return action(get_needle())
+
+
+def warm(name: str) -> Any:
+    """Load and warm a graph at start-up (a wrapper's `setup()`); returns the pipeline."""
+    return call(lambda needle: needle.pipeline(name))
+
+
+def user_error(status: int, message: str) -> Exception:
+    """An `HTTPException` for a request the wrappers refuse before calling Needle."""
+    from fastapi import HTTPException
+
+    return HTTPException(status_code=status, detail=message)
+
+
+__all__ = [
+    "ByteCap", "CollectionNames", "LineCount", "LineNumber", "Limit", "MinScore", "Query", "Ref", "RunInputs",
+    "call", "errors", "get_needle", "user_error", "warm",
+]

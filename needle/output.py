@@ -1,0 +1,154 @@
+"""How the CLI prints Needle's results: the one result schema (`needle.results`) in five formats.
+
+`text` for people; `json` is exactly what the HTTP endpoints and MCP tools return; `csv` and `md` for
+spreadsheets and notes; `files` lists `collection/path` once per file, for `xargs` or `needle get`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from needle.results import Answer, SearchAnswer
+
+FORMATS = ("text", "json", "csv", "md", "files")
+_CSV_FIELDS = ("docid", "score", "collection", "path", "start_line", "end_line", "title", "heading_path", "snippet")
+
+
+def search_answer(answer: SearchAnswer, fmt: str = "text", explain: bool = False) -> str:
+    """
+    Render search results.
+
+    :param answer: The label and hits.
+    :param fmt: One of `FORMATS`.
+    :param explain: Show each hit's per-stage trace (text and md; json carries it when the hits have it).
+    :returns: The text to print (no trailing newline).
+    :raises ValueError: On an unknown format.
+    """
+    if fmt == "json":
+        return answer.model_dump_json(indent=2, exclude_none=not explain)
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(_CSV_FIELDS)
+        for h in answer.results:
+            writer.writerow([
+                h.docid, f"{h.score:.4f}", h.collection, h.path, h.start_line, h.end_line, h.title,
+                " › ".join(h.heading_path), h.snippet,
+            ])
+        return out.getvalue().rstrip("\n")
+    if fmt == "files":
+        return "\n".join(dict.fromkeys(f"{h.collection}/{h.path}" for h in answer.results))
+    if fmt == "md":
+        return _markdown(answer, explain)
+    if fmt == "text":
+        return _text(answer, explain)
+    raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+
+
+def _where(h: Any) -> str:
+    return " › ".join([h.title, *[x for x in h.heading_path if x != h.title]])
+
+
+def _text(answer: SearchAnswer, explain: bool) -> str:
+    if not answer.results:
+        return f"no results ({answer.label})"
+    lines = [] if answer.label == "PASS" else [f"label: {answer.label}", ""]
+    for rank, h in enumerate(answer.results, 1):
+        lines.append(f"{rank:>2}. {h.docid} {h.collection}/{h.path}:{h.start_line}-{h.end_line}  score {h.score:.4f}")
+        lines.append(f"    {_where(h)}")
+        snippet = h.snippet.splitlines()
+        if snippet and snippet[0].startswith("@@"):
+            lines.append(f"    {snippet[0]}")
+            body = snippet[1:]
+        else:
+            body = h.text.strip().splitlines()[:3]
+        lines.extend(f"    | {line[:110]}" for line in body)
+        if explain and h.explain:
+            lines.extend(f"    · {stage}: {json.dumps(value, default=str)}" for stage, value in h.explain.items())
+        lines.append("")
+    return "\n".join(lines).rstrip("\n")
+
+
+def _markdown(answer: SearchAnswer, explain: bool) -> str:
+    if not answer.results:
+        return f"_no results ({answer.label})_"
+    lines = [] if answer.label == "PASS" else [f"> label: **{answer.label}**", ""]
+    for rank, h in enumerate(answer.results, 1):
+        lines.append(f"{rank}. **{h.title}** — `{h.collection}/{h.path}:{h.start_line}-{h.end_line}` "
+                     f"({h.docid}, score {h.score:.4f})")
+        lines.append("")
+        lines.append("   ```")
+        lines.extend(f"   {line}" for line in h.snippet.splitlines())
+        lines.append("   ```")
+        if explain and h.explain:
+            lines.append(f"   explain: `{json.dumps(h.explain, default=str)}`")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n")
+
+
+def answer_text(answer: Answer, as_json: bool) -> str:
+    """Render an answer and its sources, the cited ones starred."""
+    if as_json:
+        return answer.model_dump_json(indent=2, exclude_none=True)
+    lines = [answer.answer or "(the LLM gave no answer)", "", "sources (* cited):"]
+    cited = {(h.collection, h.path, h.start_line) for h in answer.cited}
+    for h in answer.results:
+        mark = "*" if (h.collection, h.path, h.start_line) in cited else " "
+        lines.append(f" {mark} {h.docid} {h.collection}/{h.path}:{h.start_line}-{h.end_line}")
+    if not answer.results:
+        lines.append(f"   none ({answer.label})")
+    if answer.unknown_citations:
+        lines.append(f"cited but not given to the LLM: {', '.join(answer.unknown_citations)}")
+    return "\n".join(lines)
+
+
+def index_report(report: dict[str, Any], as_json: bool) -> str:
+    """Render an index run's report."""
+    if as_json:
+        return json.dumps(report, indent=2)
+    lines = [
+        f"indexed {', '.join(report['collections'])} in {report['seconds']} s: "
+        f"{report['files_seen']} files seen, {report['files_new']} new, {report['files_changed']} changed, "
+        f"{report['files_unchanged']} unchanged, {report['files_removed']} removed, {len(report['skipped'])} skipped; "
+        f"{report['chunks']} chunks, {report['chunks_embedded']} embedded, {report['chunks_deleted']} deleted; "
+        f"{report['files_embedded']} whole files embedded"
+    ]
+    lines += [f"  skipped {i.get('collection', '')}/{i.get('path', '')}: {i.get('reason', '')}" for i in report["skipped"]]
+    lines += [f"  warning {i.get('collection', '')}/{i.get('path', '')}: {i.get('reason', '')}" for i in report["warnings"]]
+    return "\n".join(lines)
+
+
+def status_text(status: dict[str, Any], as_json: bool) -> str:
+    """Render `needle status`."""
+    if as_json:
+        return json.dumps(status, indent=2)
+    lines = [f"store: {status['store']}", f"embedding model: {status['embedding_model']}",
+             f"sparse model: {status['sparse_model']}"]
+    if not status["collections"]:
+        lines.append("no collections yet: add one with `needle collection add PATH --name NAME`")
+    lines += [f"  {c['name']}: {c['files']} files, {c['chunks']} chunks ({c['root']})" for c in status["collections"]]
+    return "\n".join(lines)
+
+
+def file_list(files: list[dict[str, Any]], as_json: bool) -> str:
+    """Render `needle ls`: one indexed file per line."""
+    if as_json:
+        return json.dumps(files, indent=2, ensure_ascii=False)
+    if not files:
+        return "no indexed files (run `needle index`)"
+    return "\n".join(f"{f['collection']}/{f['path']}\t{f['chunks']} chunks\t{f['title']}" for f in files)
+
+
+def file_batch(batch: Any, as_json: bool) -> str:
+    """Render `needle multi-get`: each file under a `==> collection/path <==` header, then what was skipped."""
+    if as_json:
+        return batch.model_dump_json(indent=2)
+    parts = [f"==> {f.collection}/{f.path} <==\n{f.text}" for f in batch.files]
+    parts += [f"skipped {s.path}: {s.reason}" for s in batch.skipped]
+    return "\n\n".join(parts) if parts else "no file matched"
+
+
+__all__ = ["FORMATS", "search_answer", "answer_text", "index_report", "status_text", "file_list", "file_batch"]

@@ -1,0 +1,100 @@
+"""The one result schema every surface returns: CLI `--json`, HTTP and MCP.
+
+A query graph ends in chunk `Document`s; `hit()` shapes each as a `Hit`, the graph's trust label joins
+them in a `SearchAnswer`, and an answer graph's output becomes an `Answer`. pydantic models, so hayhooks
+and the MCP server derive their schemas from the same classes the CLI prints.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import Document
+from pydantic import BaseModel, Field
+
+from needle.files import docid
+
+LABELS = "PASS, NO_RESULTS (nothing relevant enough), IRRELEVANT (no result judged relevant) or HALLUCINATION_RISK " \
+    "(similar-looking results judged irrelevant: do not answer from them)"
+
+
+class Hit(BaseModel):
+    """One search result: the file, the lines of the matching chunk and its text."""
+
+    docid: str = Field(description="Short id of the file, accepted by `get` as `#abc123`")
+    collection: str
+    path: str = Field(description="Path of the file inside its collection")
+    title: str
+    heading_path: list[str] = Field(description="Headings above the chunk, outermost first")
+    start_line: int = Field(description="First line of the chunk in the file (1-based)")
+    end_line: int = Field(description="Last line of the chunk in the file (inclusive)")
+    score: float = Field(description="Final score (0..1 for search and vsearch; the rerank or fused score for query)")
+    snippet: str = Field(
+        description="Lines around the best match, headed `@@ -start,count +start,count @@ collection/path` "
+        "(the chunk's text when the graph makes no snippets)"
+    )
+    text: str = Field(description="The whole matching chunk")
+    explain: dict[str, Any] | None = Field(None, description="Rank and score at every stage, when asked for")
+
+
+class SearchAnswer(BaseModel):
+    """Results and how far they can be trusted."""
+
+    label: str = Field(description=LABELS)
+    results: list[Hit]
+
+
+class Answer(BaseModel):
+    """An answer from the notes, with the chunks it was given and the ones it cites."""
+
+    answer: str = Field(description="The LLM's answer, citing chunks as [path:start-end]")
+    label: str = Field(description="The search's trust label: " + LABELS)
+    results: list[Hit] = Field(description="Every chunk the LLM was given, best first")
+    cited: list[Hit] = Field(description="The chunks the answer cites")
+    unknown_citations: list[str] = Field(description="Citations of chunks the LLM was not given (path:start-end)")
+
+
+def explain(meta: dict[str, Any], score: float) -> dict[str, Any]:
+    """How a result got its place: rank and score at every stage that ran (from its metadata)."""
+    stages: dict[str, Any] = {}
+    if "fusion" in meta:
+        stages["lists"] = {
+            name: {"rank": entry["rank"] + 1, "score": entry.get("score"), "kind": entry.get("kind")}
+            for name, entry in meta["fusion"].items()
+        }
+    if "raw_score" in meta:
+        stages["raw_score"] = meta["raw_score"]
+    for key in ("bonus", "term_hits", "rerank", "blend", "fused_score"):
+        if key in meta:
+            stages[key] = meta[key]
+    stages["final_score"] = score
+    return stages
+
+
+def hit(doc: Document, with_explain: bool = False) -> Hit:
+    """
+    Shape a chunk `Document` from a graph as a `Hit`.
+
+    :param doc: A chunk with Needle's metadata (collection, path, title, lines, snippet).
+    :param with_explain: Add the per-stage trace.
+    :returns: The hit.
+    """
+    meta = doc.meta
+    score = float(doc.score or 0.0)
+    text = doc.content or ""
+    return Hit(
+        docid=f"#{docid(meta.get('source_doc_id', ''))}",
+        collection=meta.get("collection", ""),
+        path=meta.get("path", ""),
+        title=meta.get("title", ""),
+        heading_path=list(meta.get("heading_path", [])),
+        start_line=int(meta.get("start_line", 0)),
+        end_line=int(meta.get("end_line", 0)),
+        score=score,
+        snippet=meta.get("snippet") or text,
+        text=text,
+        explain=explain(meta, score) if with_explain else None,
+    )
+
+
+__all__ = ["Hit", "SearchAnswer", "Answer", "hit", "explain", "docid"]
