@@ -95,7 +95,7 @@ def main() -> int:
     configured = load_settings()
     base = eval_settings(configured, dataset, args.cache, args.candidates)
     timed = base.model_copy(update={"retrieval": configured.retrieval})
-    prepare_index(dataset, base)
+    prepare_index(dataset, base)[0].close()  # each row opens the index with its own Needle
     extra: dict[str, dict[str, Any]] = {}
     for item in args.set:
         key, _, value = item.partition("=")

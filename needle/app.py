@@ -7,8 +7,10 @@ retrieval step itself.
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,52 +139,111 @@ def root_cause(error: BaseException) -> BaseException:
     return error
 
 
+class SharedStores:
+    """
+    One store object per location (its serialised definition) for the graphs of one or more `Needle`s.
+
+    The embedded engine opens a folder once per process, and loading a graph builds a store object per
+    component: `Needle` hands each component the one object of its location instead (`Needle.share_stores`).
+    """
+
+    def __init__(self) -> None:
+        self._stores: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def adopt(self, store: Any) -> Any:
+        """
+        The shared object of `store`'s location: the one held already, else `store` itself, held from now on.
+
+        :param store: A store, not yet opened.
+        :returns: The store object to use.
+        """
+        key = json.dumps(store.to_dict(), sort_keys=True, default=str)
+        with self._lock:
+            return self._stores.setdefault(key, store)
+
+    def close(self) -> None:
+        """Close every store held (the embedded index unlocks); each reopens on its next use."""
+        with self._lock:
+            stores = list(self._stores.values())
+        for store in stores:
+            store.close()
+
+
 class Needle:
     """Runs Needle's graphs for one configuration; thread-safe, each graph loaded and warmed once."""
 
-    def __init__(self, settings: Settings | None = None, progress_bar: bool = False) -> None:
+    def __init__(
+        self, settings: Settings | None = None, progress_bar: bool = False, stores: SharedStores | None = None
+    ) -> None:
+        """
+        Set up; no graph loads and no store opens until first use.
+
+        :param settings: Needle's settings; loaded from the environment when `None`.
+        :param progress_bar: Whether embedders show progress bars.
+        :param stores: Store objects to share with another `Needle` of this process (see `derive`).
+        """
         self.settings = settings or load_settings()
         self.progress_bar = progress_bar
         self.collections = CollectionRegistry(self.settings.collections_file)
+        self.stores = stores if stores is not None else SharedStores()
         self._pipelines: dict[str, Pipeline] = {}
         self._lock = threading.Lock()
         self._store: Any = None
         self._file_store: Any = None
 
+    def derive(self, settings: Settings) -> Needle:
+        """
+        A Needle for other settings (another LLM, other ranking knobs) that shares this one's store objects.
+
+        :param settings: The other settings.
+        :returns: The new Needle; closing either closes the shared stores, which reopen on next use.
+        """
+        return Needle(settings, self.progress_bar, stores=self.stores)
+
     def pipeline(self, name: str) -> Pipeline:
         """The named graph (`pipelines/<name>.yml` or a path), loaded and warmed once."""
         with self._lock:
             if name not in self._pipelines:
-                pipeline = load_pipeline(name, self.settings, progress_bar=self.progress_bar)
+                pipeline = self.share_stores(load_pipeline(name, self.settings, progress_bar=self.progress_bar))
                 pipeline.warm_up()
                 self._pipelines[name] = pipeline
             return self._pipelines[name]
+
+    def share_stores(self, pipeline: Pipeline) -> Pipeline:
+        """
+        Give every component of a graph this Needle's store object of each location.
+
+        :param pipeline: A loaded graph; graphs run as a stage and components wrapped by a component
+            (a `CachedReranker`'s ranker) included.
+        :returns: The same graph.
+        """
+        for instance in _components(pipeline):
+            for name in _STORE_ATTRIBUTES:
+                store = getattr(instance, name, None)
+                if store is not None:
+                    setattr(instance, name, self.stores.adopt(store))
+        return pipeline
 
     @property
     def store(self) -> Any:
         """The document store the graphs share."""
         if self._store is None:
-            self._store = make_store(self.settings)
+            self._store = self.stores.adopt(make_store(self.settings))
         return self._store
 
     def close(self) -> None:
-        """Release every store this Needle and its loaded graphs opened (the embedded index unlocks)."""
+        """Drop the loaded graphs and close every store they and this Needle use (the embedded index unlocks)."""
         with self._lock:
-            stores = [self._store, self._file_store]
-            for pipeline in self._pipelines.values():
-                for _, instance in pipeline.walk():
-                    stores.extend(getattr(instance, name, None) for name in ("document_store", "file_document_store"))
             self._pipelines.clear()
             self._store = self._file_store = None
-        for store in stores:
-            if store is not None and hasattr(store, "close"):
-                store.close()
+        self.stores.close()
 
     @property
     def file_store(self) -> Any:
         """The store of whole-file documents beside the chunks."""
         if self._file_store is None:
-            self._file_store = make_store(self.settings, files=True)
+            self._file_store = self.stores.adopt(make_store(self.settings, files=True))
         return self._file_store
 
     def search(
@@ -362,8 +423,7 @@ class Needle:
         deleted = self.store.delete_by_filter(where)
         self.file_store.delete_by_filter(where)
         for store in (self.store, self.file_store):
-            if hasattr(store, "flush"):
-                store.flush()
+            store.flush()
         return int(deleted or 0)
 
     def status(self) -> dict[str, Any]:
@@ -419,6 +479,29 @@ class Needle:
         raise CollectionError(f"no file '{ref}' in any collection ({', '.join(collections) or 'none yet'})")
 
 
+_STORE_ATTRIBUTES = ("document_store", "file_document_store")
+
+
+def _components(pipeline: Pipeline) -> Iterator[Any]:
+    """Every component of a graph, with those of graphs it runs as a stage and those its components wrap."""
+    seen: set[int] = set()
+
+    def visit(instance: Any) -> Iterator[Any]:
+        if id(instance) in seen:
+            return
+        seen.add(id(instance))
+        yield instance
+        for value in vars(instance).values():
+            if isinstance(value, Pipeline):
+                for _, inner in value.walk():
+                    yield from visit(inner)
+            elif hasattr(value, "__haystack_input__"):
+                yield from visit(value)
+
+    for _, instance in pipeline.walk():
+        yield from visit(instance)
+
+
 def _inside(collection: Collection, rel: str) -> Path:
     root = Path(collection.root).resolve()
     if Path(rel).is_absolute():
@@ -431,4 +514,4 @@ def _inside(collection: Collection, rel: str) -> Path:
     return target
 
 
-__all__ = ["Needle", "SearchResult", "SEARCH_MODES", "docid", "CollectionError", "LLMError"]
+__all__ = ["Needle", "SharedStores", "SearchResult", "SEARCH_MODES", "docid", "CollectionError", "LLMError"]

@@ -167,6 +167,13 @@ def _run(args: argparse.Namespace) -> int:
     from needle.app import Needle
 
     needle = Needle(load_settings(), progress_bar=args.command == "index" and sys.stderr.isatty())
+    try:
+        return _needle_command(needle, args)
+    finally:
+        needle.close()  # the embedded index unlocks before the next command (or the next process) opens it
+
+
+def _needle_command(needle: Any, args: argparse.Namespace) -> int:
     if args.command == "migrate":
         from needle.migrate import migrate
 

@@ -57,6 +57,7 @@ def cli(demo_needle, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixt
     monkeypatch.setenv("NEEDLE_MODEL_DIR", str(demo_needle.settings.model_dir))
 
     def run(*args: str) -> tuple[int, str, str]:
+        demo_needle.stores.close()  # the command's own Needle opens the index; the session's reopens after
         code = main(list(args))
         out = capsys.readouterr()
         return code, out.out, out.err

@@ -162,13 +162,11 @@ class TestIngest:
             index_info.check(other)
 
     def test_new_chunking_needs_no_rebuild_and_reembeds_only_changed_chunks(self, needle, settings, notes):
-        from needle.app import Needle
-
         paragraph = "Checkpoints flush dirty pages to disk and bound the time that crash recovery takes. " * 3
         (notes / "ops" / "checkpoints.md").write_text("# Checkpoints\n\n" + "\n\n".join([paragraph] * 6) + "\n")
         first = needle.index()
         chunking = settings.chunking.model_copy(update={"target_chars": 400, "min_chars": 50})
-        resized = Needle(settings.model_copy(update={"chunking": chunking}))
+        resized = needle.derive(settings.model_copy(update={"chunking": chunking}))
         index_info.check(resized.settings)  # searching the old chunks is fine until the next run
         report = resized.index()
         assert index_info.read(settings)["fingerprint"]["chunking"]["target_chars"] == 400

@@ -105,7 +105,7 @@ def _unordered_connections(node):
 @pytest.mark.parametrize("mode", ["search", "vsearch", "query"])
 def test_round_tripped_query_pipeline_gives_same_results(mode, demo_needle):
     pipeline = demo_needle.pipeline(mode)
-    again = loads_pipeline(pipeline.dumps())
+    again = demo_needle.share_stores(loads_pipeline(pipeline.dumps()))  # one store object per folder
     request = {"request": {"query": "replication slot lag", "top_k": 5}}
     first = pipeline.run(request)["snippets"]["documents"]
     second = again.run(request)["snippets"]["documents"]

@@ -8,7 +8,6 @@ is unusable, and still answers with ranked, labelled results.
 import pytest
 
 from components.result_labeler import LABELS
-from needle.app import Needle
 from tests.llm_server import MODEL_NAME, llm_server  # noqa: F401
 
 pytestmark = pytest.mark.integration
@@ -24,7 +23,7 @@ def test_llm_graph_expands_reranks_and_answers(demo_needle, llm_server, monkeypa
             "rerank": demo_needle.settings.rerank.model_copy(update={"candidates": 2, "top_n": 2}),
         }
     )
-    answer = Needle(settings).ask("sourdough starter feeding schedule", mode="query-llm", top_k=3)
+    answer = demo_needle.derive(settings).ask("sourdough starter feeding schedule", mode="query-llm", top_k=3)
     assert answer["label"] in LABELS
     results = answer["results"]
     assert results and results[0].path.startswith("recipes/sourdough")
@@ -40,5 +39,5 @@ def test_llm_graph_falls_back_when_the_server_is_down(demo_needle, monkeypatch):
             "rerank": demo_needle.settings.rerank.model_copy(update={"candidates": 2, "top_n": 2}),
         }
     )
-    results = Needle(settings).search("sourdough starter feeding schedule", mode="query-llm", top_k=3)
+    results = demo_needle.derive(settings).search("sourdough starter feeding schedule", mode="query-llm", top_k=3)
     assert results and results[0].path.startswith("recipes/sourdough")

@@ -4,8 +4,6 @@ from pathlib import Path
 
 import pytest
 
-from needle.app import Needle
-
 pytestmark = pytest.mark.integration
 NOTES = Path(__file__).resolve().parent.parent / "needle" / "demo" / "notes"
 
@@ -51,7 +49,7 @@ def test_collection_filter_applies_to_every_list(demo_needle, tmp_path):
     other = tmp_path / "other"
     other.mkdir()
     (other / "espresso.md").write_text("# Espresso\n\nSour espresso means the grind is too coarse.\n")
-    needle = Needle(demo_needle.settings)
+    needle = demo_needle.derive(demo_needle.settings)
     needle.collections.add(other, "other")
     try:
         needle.index(["other"])
@@ -65,6 +63,6 @@ def test_gate_answers_no_results_instead_of_bad_hits(demo_needle):
     strict = demo_needle.settings.model_copy(
         update={"gate": demo_needle.settings.gate.model_copy(update={"min_similarity": 0.95, "min_bm25": 0.99})}
     )
-    answer = Needle(strict).ask("quantum chromodynamics of lattice gluons")
+    answer = demo_needle.derive(strict).ask("quantum chromodynamics of lattice gluons")
     assert answer == {"results": [], "label": "NO_RESULTS"}
     assert demo_needle.ask("sourdough starter feeding")["label"] == "PASS"

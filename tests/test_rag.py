@@ -19,7 +19,7 @@ QUESTION = "How do I feed my sourdough starter?"
 
 
 def with_llm(needle: Needle, **llm: object) -> Needle:
-    return Needle(needle.settings.model_copy(update={"llm": needle.settings.llm.model_copy(update=llm)}))
+    return needle.derive(needle.settings.model_copy(update={"llm": needle.settings.llm.model_copy(update=llm)}))
 
 
 @pytest.fixture

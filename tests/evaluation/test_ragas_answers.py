@@ -15,7 +15,6 @@ import pytest
 
 pytest.importorskip("ragas", reason="the ragas extra is not installed")
 
-from needle.app import Needle  # noqa: E402
 from needle.cli import main  # noqa: E402
 from needle.evaluation import golden as golden_eval  # noqa: E402
 from needle.evaluation.ragas_answers import (  # noqa: E402
@@ -145,7 +144,7 @@ def judged(demo_needle, llm_server):  # noqa: F811
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
     llm = demo_needle.settings.llm.model_copy(update={"url": llm_server, "model": MODEL_NAME, "max_tokens": 48,
                                                       "timeout": 120.0})
-    needle = Needle(demo_needle.settings.model_copy(update={"llm": llm}))
+    needle = demo_needle.derive(demo_needle.settings.model_copy(update={"llm": llm}))
     case = next(q for q in golden_eval.load_golden(ANSWERS_FILE).queries if q.id == "a002")
     section = answers_section(
         needle, [{"id": case.id, "question": case.query, "reference": case.reference}], top_k=1,
@@ -191,7 +190,7 @@ def test_judgements_cut_short_do_not_end_the_run(judged):
 @pytest.mark.integration
 def test_cli_llm_run_against_a_down_server_is_one_line(demo_needle, tmp_path, monkeypatch, capsys):
     llm = demo_needle.settings.llm.model_copy(update={"url": "http://127.0.0.1:9/v1", "timeout": 2.0})
-    down = Needle(demo_needle.settings.model_copy(update={"llm": llm}))
+    down = demo_needle.derive(demo_needle.settings.model_copy(update={"llm": llm}))
     monkeypatch.setattr(golden_eval, "prepare_index", lambda golden, settings=None, cache=None: down)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
     code = main(["eval", "ragas", "--golden", str(ANSWERS_FILE), "--llm", "--limit", "1",
