@@ -1,8 +1,7 @@
-"""What Needle's document stores and the components that hold one share.
+"""Rebuilding a serialised store inside a component's `from_dict` (Haystack 2.x and 3.x alike).
 
-Rebuilding a serialised store inside a component's `from_dict` (Haystack 2.x and 3.x alike): Haystack 2.x
-offered `deserialize_document_store_in_init_params_inplace`; 3.x removed it. The check that a store offers
-the methods a component calls.
+Haystack 2.x offered `deserialize_document_store_in_init_params_inplace`; 3.x removed it. Whether a store
+offers what the components call is `needle.document_stores.check_document_store`.
 """
 
 from typing import Any
@@ -30,14 +29,3 @@ def with_document_store(data: dict[str, Any], key: str = "document_store", optio
     store_class = import_class_by_name(store["type"])
     init_parameters[key] = store_class.from_dict(store)  # type: ignore[attr-defined]
     return {**data, "init_parameters": init_parameters}
-
-
-def require_store_methods(document_store: Any, *methods: str) -> None:
-    """
-    Check that a store offers the query methods a component calls (Needle's stores go beyond Haystack's protocol).
-
-    :raises ValueError: Naming the store's class and the first missing method.
-    """
-    for method in methods:
-        if not callable(getattr(document_store, method, None)):
-            raise ValueError(f"{type(document_store).__name__} does not provide {method}()")

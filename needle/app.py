@@ -20,6 +20,7 @@ from haystack.core.errors import PipelineRuntimeError
 
 from needle import index_info
 from needle.collections import Collection, CollectionError, CollectionRegistry
+from needle.document_stores import NeedleDocumentStore
 from needle.loader import load_pipeline, make_store
 from needle.settings import Settings, load_settings
 
@@ -148,10 +149,10 @@ class SharedStores:
     """
 
     def __init__(self) -> None:
-        self._stores: dict[str, Any] = {}
+        self._stores: dict[str, NeedleDocumentStore] = {}
         self._lock = threading.Lock()
 
-    def adopt(self, store: Any) -> Any:
+    def adopt(self, store: NeedleDocumentStore) -> NeedleDocumentStore:
         """
         The shared object of `store`'s location: the one held already, else `store` itself, held from now on.
 
@@ -189,8 +190,8 @@ class Needle:
         self.stores = stores if stores is not None else SharedStores()
         self._pipelines: dict[str, Pipeline] = {}
         self._lock = threading.Lock()
-        self._store: Any = None
-        self._file_store: Any = None
+        self._store: NeedleDocumentStore | None = None
+        self._file_store: NeedleDocumentStore | None = None
 
     def derive(self, settings: Settings) -> Needle:
         """
@@ -226,7 +227,7 @@ class Needle:
         return pipeline
 
     @property
-    def store(self) -> Any:
+    def store(self) -> NeedleDocumentStore:
         """The document store the graphs share."""
         if self._store is None:
             self._store = self.stores.adopt(make_store(self.settings))
@@ -240,7 +241,7 @@ class Needle:
         self.stores.close()
 
     @property
-    def file_store(self) -> Any:
+    def file_store(self) -> NeedleDocumentStore:
         """The store of whole-file documents beside the chunks."""
         if self._file_store is None:
             self._file_store = self.stores.adopt(make_store(self.settings, files=True))

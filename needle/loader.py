@@ -92,7 +92,7 @@ def store_definition(settings: Settings, files: bool = False) -> dict[str, Any]:
     suffix = "_files" if files else ""
     if settings.store.url:
         return {
-            "type": "components.qdrant_server_document_store.QdrantServerDocumentStore",
+            "type": "needle.document_stores.qdrant_server.QdrantServerDocumentStore",
             "init_parameters": {
                 "url": settings.store.url,
                 "index": settings.store.collection + suffix,
@@ -104,7 +104,7 @@ def store_definition(settings: Settings, files: bool = False) -> dict[str, Any]:
             },
         }
     return {
-        "type": "components.edge_document_store.EdgeDocumentStore",
+        "type": "needle.document_stores.edge.document_store.EdgeDocumentStore",
         "init_parameters": {"path": str(settings.index_dir / f"edge{suffix}"), "embedding_dim": dim},
     }
 

@@ -181,11 +181,16 @@ class TestIngest:
         assert indexed(needle) == {} and indexed(needle, files=True) == {}
 
     def test_close_releases_both_index_folders(self, needle, settings):
-        from components import edge_document_store
+        from needle.document_stores import EdgeDocumentStore, StoreLockedError
 
         needle.index()
-        folders = {str(settings.index_dir / "edge"), str(settings.index_dir / "edge_files")}
-        assert folders <= set(edge_document_store._OPEN_SHARDS)
+        folders = [str(settings.index_dir / "edge"), str(settings.index_dir / "edge_files")]
+        for folder in folders:
+            with pytest.raises(StoreLockedError, match="already open in this process"):
+                EdgeDocumentStore(path=folder, embedding_dim=384).count_documents()
         needle.close()
-        assert not folders & set(edge_document_store._OPEN_SHARDS)
+        for folder in folders:
+            other = EdgeDocumentStore(path=folder, embedding_dim=384)
+            assert other.count_documents() > 0
+            other.close()
         assert needle.store.count_documents() > 0  # a closed Needle reopens on next use

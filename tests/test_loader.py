@@ -49,14 +49,14 @@ class TestPlaceholders:
 class TestStoreDefinition:
     def test_embedded_engine_by_default(self, settings):
         definition = store_definition(settings)
-        assert definition["type"] == "components.edge_document_store.EdgeDocumentStore"
+        assert definition["type"] == "needle.document_stores.edge.document_store.EdgeDocumentStore"
         assert definition["init_parameters"]["path"] == str(settings.index_dir / "edge")
         assert definition["init_parameters"]["embedding_dim"] == 384
 
     def test_url_switches_to_a_qdrant_server(self, settings):
         settings.store.url = "http://qdrant.internal:6333"
         definition = store_definition(settings)
-        assert definition["type"] == "components.qdrant_server_document_store.QdrantServerDocumentStore"
+        assert definition["type"] == "needle.document_stores.qdrant_server.QdrantServerDocumentStore"
         params = definition["init_parameters"]
         assert params["url"] == "http://qdrant.internal:6333"
         assert params["api_key"]["env_vars"] == ["QDRANT_API_KEY"]

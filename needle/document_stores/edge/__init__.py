@@ -1,0 +1,6 @@
+"""Needle's document store on Qdrant Edge, the Qdrant engine embedded in the process."""
+
+from needle.document_stores.edge.document_store import DEFAULT_PAYLOAD_INDEXES, EdgeDocumentStore
+from needle.document_stores.edge.shards import LOCK_FILE_NAME, StoreLockedError
+
+__all__ = ["DEFAULT_PAYLOAD_INDEXES", "LOCK_FILE_NAME", "EdgeDocumentStore", "StoreLockedError"]
