@@ -20,48 +20,24 @@ from haystack.dataclasses import Document
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
-from haystack_integrations.document_stores.qdrant.converters import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
 
 from components._checks import QueryVector, check_top_k
 from needle.document_stores._shared import BestScoreRequest, NeedleStoreMixin, VectorQuery, meta_name
 from needle.document_stores.edge.converters import point_id, to_document, to_point
 from needle.document_stores.edge.filters import edge_filter
+from needle.document_stores.edge.schema import (
+    DEFAULT_PAYLOAD_INDEXES,
+    DISTANCES,
+    SCHEMA_TYPES,
+    STEMMERS,
+    edge_config,
+    missing_indexes,
+)
 from needle.document_stores.edge.shards import OpenShard, open_shard
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_PAYLOAD_INDEXES: dict[str, str] = {
-    "meta.collection": "keyword",
-    "meta.path": "keyword",
-    "meta.source_doc_id": "keyword",
-    "meta.tags": "keyword",
-}
-
-_DISTANCES = {"cosine": qe.Distance.Cosine, "dot_product": qe.Distance.Dot, "l2": qe.Distance.Euclid}
-_SCHEMA_TYPES = {
-    "keyword": qe.PayloadSchemaType.Keyword,
-    "integer": qe.PayloadSchemaType.Integer,
-    "float": qe.PayloadSchemaType.Float,
-    "bool": qe.PayloadSchemaType.Bool,
-    "datetime": qe.PayloadSchemaType.Datetime,
-    "uuid": qe.PayloadSchemaType.Uuid,
-    "text": qe.PayloadSchemaType.Text,
-}
-_HNSW_FULL_SCAN_THRESHOLD_KB = 10_000
 _WRITE_BATCH_SIZE = 512
-
-
-def _enum_members(enum: Any) -> dict[str, Any]:
-    """Lower-cased name → member of an engine enum (they are not iterable)."""
-    return {
-        name.lower(): getattr(enum, name)
-        for name in dir(enum)
-        if not name.startswith("_") and isinstance(getattr(enum, name), enum)
-    }
-
-
-_STEMMERS = _enum_members(qe.SnowballLanguage)
-_STOPWORDS = _enum_members(qe.Language)
 
 
 class EdgeDocumentStore(NeedleStoreMixin):
@@ -130,19 +106,19 @@ class EdgeDocumentStore(NeedleStoreMixin):
             raise ValueError(f"path must be a non-empty string, got {path!r}")
         if embedding_dim <= 0:
             raise ValueError(f"embedding_dim must be > 0, got {embedding_dim}")
-        if similarity not in _DISTANCES:
-            raise ValueError(f"similarity must be one of {', '.join(_DISTANCES)}, got {similarity!r}")
-        if text_language.lower() not in _STEMMERS:
-            raise ValueError(f"text_language must be one of {', '.join(sorted(_STEMMERS))}, got {text_language!r}")
+        if similarity not in DISTANCES:
+            raise ValueError(f"similarity must be one of {', '.join(DISTANCES)}, got {similarity!r}")
+        if text_language.lower() not in STEMMERS:
+            raise ValueError(f"text_language must be one of {', '.join(sorted(STEMMERS))}, got {text_language!r}")
         if bm25_k < 0:
             raise ValueError(f"bm25_k must be >= 0, got {bm25_k}")
         if not 0 <= bm25_b <= 1:
             raise ValueError(f"bm25_b must be between 0 and 1, got {bm25_b}")
         resolved_indexes = dict(DEFAULT_PAYLOAD_INDEXES if payload_indexes is None else payload_indexes)
         for field, schema in resolved_indexes.items():
-            if schema not in _SCHEMA_TYPES:
+            if schema not in SCHEMA_TYPES:
                 raise ValueError(
-                    f"payload_indexes['{field}'] must be one of {', '.join(_SCHEMA_TYPES)}, got {schema!r}"
+                    f"payload_indexes['{field}'] must be one of {', '.join(SCHEMA_TYPES)}, got {schema!r}"
                 )
         if hnsw_m < 0:
             raise ValueError(f"hnsw_m must be >= 0, got {hnsw_m}")
@@ -235,58 +211,22 @@ class EdgeDocumentStore(NeedleStoreMixin):
 
     def _edge_config(self) -> Any:
         """The engine configuration this store asks for."""
-        sparse = None
-        if self.use_sparse_embeddings:
-            modifier = qe.Modifier.Idf if self.sparse_idf else None
-            sparse = {SPARSE_VECTORS_NAME: qe.EdgeSparseVectorParams(modifier=modifier)}
-        optimizers = None
-        if self.indexing_threshold_kb is not None:
-            optimizers = qe.EdgeOptimizersConfig(indexing_threshold=self.indexing_threshold_kb)
-        return qe.EdgeConfig(
-            vectors={
-                DENSE_VECTORS_NAME: qe.EdgeVectorParams(size=self.embedding_dim, distance=_DISTANCES[self.similarity])
-            },
-            sparse_vectors=sparse,
-            hnsw_config=qe.HnswIndexConfig(
-                m=self.hnsw_m, ef_construct=self.hnsw_ef_construct, full_scan_threshold=_HNSW_FULL_SCAN_THRESHOLD_KB
-            ),
-            optimizers=optimizers,
-        )
-
-    def _text_index_params(self) -> Any:
-        """
-        Full-text index on `content`: words, lowercased, stopwords dropped, stemmed, BM25-scored.
-
-        `enable_hnsw=False`: with it on, the engine adds HNSW links for every word that occurs in more chunks
-        than the full-scan threshold, one extra graph per frequent word. Needle never filters vector search
-        by a word, and with those graphs the HNSW build of 100,000 synthetic chunks did not finish within
-        600 s, against 82 s without (`eval/scale.py`, README).
-        """
-        language = self.text_language.lower()
-        return qe.TextIndexParams(
-            tokenizer=qe.TokenizerType.Word,
-            lowercase=True,
-            stopwords=_STOPWORDS.get(language),
-            stemmer=qe.SnowballParams(_STEMMERS[language]),
-            scoring=qe.TextScoringParams(qe.TextScoringType.Bm25),
-            enable_hnsw=False,
+        return edge_config(
+            self.embedding_dim,
+            self.similarity,
+            self.use_sparse_embeddings,
+            self.sparse_idf,
+            self.hnsw_m,
+            self.hnsw_ef_construct,
+            self.indexing_threshold_kb,
         )
 
     def _ensure_indexes(self, opened: OpenShard) -> None:
-        """Create the payload indexes this store needs and the shard lacks."""
+        """Create the payload and full-text indexes this store needs and the shard lacks."""
         with opened.write_lock, _engine_errors("create payload indexes"):
-            schema_info = opened.shard.info().payload_schema
-            existing = set(schema_info)
-            wanted: dict[str, Any] = {
-                field: _SCHEMA_TYPES[schema] for field, schema in self.payload_indexes.items() if field not in existing
-            }
-            if self.text_index and ("content" not in existing or _builds_word_graphs(schema_info["content"])):
-                # Indexes written before `enable_hnsw=False` are rebuilt once (a second or two per 10,000 chunks).
-                if "content" in existing:
-                    opened.shard.update(qe.UpdateOperation.delete_field_index("content"))
-                wanted["content"] = self._text_index_params()
+            text_language = self.text_language if self.text_index else None
             # The write-ahead log keeps the new indexes; no flush needed.
-            for field, schema in wanted.items():
+            for field, schema in missing_indexes(opened.shard, self.payload_indexes, text_language).items():
                 opened.shard.update(qe.UpdateOperation.create_field_index(field, schema))
                 logger.info("Created payload index on {field} in {path}", field=field, path=opened.path)
 
@@ -644,11 +584,6 @@ def _nearest(query: VectorQuery) -> Any:
 def _match(key: str, value: Any) -> Any:
     """Points whose payload `key` holds `value`."""
     return qe.Filter(must=[qe.FieldCondition(key, match=qe.MatchValue(value))])
-
-
-def _builds_word_graphs(info: Any) -> bool:
-    """Whether an existing full-text index asks the HNSW build for a graph per frequent word."""
-    return getattr(info.params, "enable_hnsw", False) is not False
 
 
 @contextmanager
