@@ -180,6 +180,17 @@ class TestIngest:
         assert needle.remove_collection("notes") > 0
         assert indexed(needle) == {} and indexed(needle, files=True) == {}
 
+    def test_every_graph_shares_the_needles_one_store_object_per_folder(self, needle):
+        needle.index()
+        ingest = needle.pipeline("ingest")
+        for name in ("differ", "writer"):
+            assert ingest.get_component(name).document_store is needle.store
+        for name in ("file_differ", "file_writer"):
+            assert ingest.get_component(name).document_store is needle.file_store
+        ranker = needle.pipeline("query").get_component("rerank").ranker  # a component wrapped by another
+        assert ranker.document_store is needle.store and ranker.file_document_store is needle.file_store
+        assert needle.derive(needle.settings).store is needle.store
+
     def test_close_releases_both_index_folders(self, needle, settings):
         from needle.document_stores import EdgeDocumentStore, StoreLockedError
 
