@@ -1,4 +1,4 @@
-"""What Needle's three retrievers share: a duck-typed store, filters with a policy, a validated top_k."""
+"""What Needle's three retrievers share: a Needle document store, filters with a policy, a validated top_k."""
 
 from typing import Any
 
@@ -7,22 +7,21 @@ from haystack.document_stores.types import FilterPolicy
 from haystack.document_stores.types.filter_policy import apply_filter_policy
 
 from components._checks import check_top_k
-from components._document_store import require_store_methods, with_document_store
+from components._document_store import with_document_store
 from components._scores import check_score_kind, normalised
+from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
 
 
 class StoreRetriever:
     """
     Base of `DenseRetriever`, `SparseRetriever` and `KeywordRetriever`; not a component itself.
 
-    A subclass names the store method it calls in `store_method` and defines `run`.
+    A subclass defines `run`, calling one of the store's query methods.
     """
-
-    store_method = ""
 
     def __init__(
         self,
-        document_store: Any,
+        document_store: NeedleDocumentStore,
         filters: dict[str, Any] | None = None,
         top_k: int = 10,
         filter_policy: str | FilterPolicy = FilterPolicy.REPLACE,
@@ -32,8 +31,7 @@ class StoreRetriever:
         """
         Create the retriever.
 
-        :param document_store: A store with the subclass's `store_method` (`query_dense`, `query_sparse`,
-            `query_text`).
+        :param document_store: A Needle document store (`query_dense`, `query_sparse` or `query_text` is called).
         :param filters: Haystack filters applied to every query.
         :param top_k: How many documents to return.
         :param filter_policy: How runtime filters combine with `filters`: `replace` or `merge`.
@@ -43,9 +41,10 @@ class StoreRetriever:
         :param score_kind: `bm25` or `cosine` puts the scores on 0..1 (BM25 `s/(1+s)`, cosine clamped), raw score kept
             in `meta["raw_score"]`, in this stage: a query graph then has no normalising stage for Haystack to
             copy the retrieved documents through. `None` leaves the store's scores as they are.
-        :raises ValueError: When the store lacks the method, `top_k` is not positive or `score_kind` is unknown.
+        :raises ValueError: When the store is not a `NeedleDocumentStore`, `top_k` is not positive or
+            `score_kind` is unknown.
         """
-        require_store_methods(document_store, self.store_method)
+        check_document_store(document_store)
         check_top_k(top_k)
         check_score_kind(score_kind, optional=True)
         self.document_store = document_store

@@ -5,7 +5,8 @@ from typing import Any
 
 from haystack import Document, component, default_to_dict, logging
 
-from components._document_store import require_store_methods, with_document_store
+from components._document_store import with_document_store
+from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
 
 logger = logging.getLogger(__name__)
 
@@ -34,14 +35,14 @@ class ChunkDiffer:
     ```
     """
 
-    def __init__(self, document_store: Any) -> None:
+    def __init__(self, document_store: NeedleDocumentStore) -> None:
         """
         Create the differ.
 
-        :param document_store: A Needle document store (it must provide `list_documents_meta`).
-        :raises ValueError: When the store cannot list its documents' metadata.
+        :param document_store: A Needle document store; its `list_documents_meta()` is called.
+        :raises ValueError: When the store is not a `NeedleDocumentStore`.
         """
-        require_store_methods(document_store, "list_documents_meta")
+        check_document_store(document_store)
         self.document_store = document_store
 
     def to_dict(self) -> dict[str, Any]:

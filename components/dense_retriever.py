@@ -7,6 +7,7 @@ from haystack.document_stores.types import FilterPolicy
 
 from components._checks import QueryVector
 from components._store_retriever import StoreRetriever
+from needle.document_stores.protocol import NeedleDocumentStore
 
 
 @component
@@ -25,11 +26,9 @@ class DenseRetriever(StoreRetriever):
     ```
     """
 
-    store_method = "query_dense"
-
     def __init__(
         self,
-        document_store: Any,
+        document_store: NeedleDocumentStore,
         filters: dict[str, Any] | None = None,
         top_k: int = 10,
         filter_policy: str | FilterPolicy = FilterPolicy.REPLACE,
@@ -40,15 +39,15 @@ class DenseRetriever(StoreRetriever):
         """
         Create the retriever.
 
-        :param document_store: A store with `query_dense(query_embedding, top_k, filters, return_embedding)`.
+        :param document_store: A Needle document store; its `query_dense()` is called.
         :param filters: Haystack filters applied to every query.
         :param top_k: How many documents to return.
         :param filter_policy: How runtime filters combine with `filters`: `replace` or `merge`.
         :param return_embedding: Return each document's embedding too (for relevance feedback).
         :param meta_fields: Metadata fields the documents carry; `None` carries all.
         :param score_kind: `cosine` clamps the similarities to 0..1 here, raw kept (see `StoreRetriever`).
-        :raises ValueError: When the store cannot run dense queries, `top_k` is not positive or `score_kind`
-            is unknown.
+        :raises ValueError: When the store is not a `NeedleDocumentStore`, `top_k` is not positive or
+            `score_kind` is unknown.
         """
         StoreRetriever.__init__(
             self,

@@ -8,7 +8,8 @@ from haystack import Document, component, default_to_dict
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
 from components._checks import QueryVector, check_top_k
-from components._document_store import require_store_methods, with_document_store
+from components._document_store import with_document_store
+from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
 
 
 _COSINE_SCALES = ("best", "raw")
@@ -49,17 +50,17 @@ class HybridScoreRanker:
 
     def __init__(
         self,
-        document_store: Any,
+        document_store: NeedleDocumentStore,
         bm25_weight: float = 0.5,
         group_by: str = "source_doc_id",
-        file_document_store: Any | None = None,
+        file_document_store: NeedleDocumentStore | None = None,
         file_weight: float = 0.5,
         cosine_scale: str = "best",
     ) -> None:
         """
         Create the ranker.
 
-        :param document_store: A Needle document store (it must provide `best_scores_by` and `best_term_scores`).
+        :param document_store: A Needle document store; its `best_scores_by()` and `best_term_scores()` are called.
         :param bm25_weight: Weight of the normalised BM25 score; the cosine gets the rest. At 1.0 the ranker
             needs no dense query embedding, at 0.0 no sparse one.
         :param group_by: Metadata field naming a document's file; candidates are scored per file.
@@ -68,12 +69,12 @@ class HybridScoreRanker:
         :param file_weight: The whole text's share of each signal when `file_document_store` is given.
         :param cosine_scale: `best` divides each cosine by the best candidate's (the best file always gets
             1.0); `raw` keeps the cosine (clamped to [0, 1]), so a query nothing resembles stays low.
-        :raises ValueError: When a store cannot score, `bm25_weight` or `file_weight` is outside [0, 1], or
-            `cosine_scale` is unknown.
+        :raises ValueError: When a store is not a `NeedleDocumentStore`, `bm25_weight` or `file_weight` is outside
+            [0, 1], or `cosine_scale` is unknown.
         """
-        require_store_methods(document_store, "best_scores_by", "best_term_scores")
+        check_document_store(document_store)
         if file_document_store is not None:
-            require_store_methods(file_document_store, "best_scores_by", "best_term_scores")
+            check_document_store(file_document_store)
         if not 0.0 <= bm25_weight <= 1.0:
             raise ValueError(f"bm25_weight must be within [0, 1], got {bm25_weight}")
         if not 0.0 <= file_weight <= 1.0:

@@ -6,6 +6,7 @@ from haystack import Document, component, default_to_dict, logging
 from haystack.document_stores.types import DuplicatePolicy
 
 from components._document_store import with_document_store
+from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
 
 logger = logging.getLogger(__name__)
 
@@ -27,17 +28,18 @@ class IndexWriter:
     ```
     """
 
-    def __init__(self, document_store: Any, batch_size: int = 256, optimize: bool = True) -> None:
+    def __init__(self, document_store: NeedleDocumentStore, batch_size: int = 256, optimize: bool = True) -> None:
         """
         Create the writer.
 
         :param document_store: A Needle document store.
         :param batch_size: Documents per write call.
         :param optimize: Let the store optimise (build its vector index) after a run that changed anything.
-        :raises ValueError: When `batch_size` is below 1.
+        :raises ValueError: When `batch_size` is below 1, or the store is not a `NeedleDocumentStore`.
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be > 0, got {batch_size}")
+        check_document_store(document_store)
         self.document_store = document_store
         self.batch_size = batch_size
         self.optimize = optimize

@@ -24,8 +24,6 @@ class KeywordRetriever(StoreRetriever):
     ```
     """
 
-    store_method = "query_text"
-
     @component.output_types(documents=list[Document])
     def run(
         self, query: str, filters: dict[str, Any] | None = None, top_k: int | None = None

@@ -10,8 +10,9 @@ from haystack import Document, component, default_to_dict, logging
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
 from components._checks import QueryVector, check_top_k
-from components._document_store import require_store_methods, with_document_store
+from components._document_store import with_document_store
 from components._scores import STOPWORDS, normalize_bm25, query_terms, strong_signal
+from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
 
 logger = logging.getLogger(__name__)
 _TOKEN = re.compile(r"[a-z][a-z0-9'-]+")
@@ -46,7 +47,7 @@ class PseudoRelevanceExpander:
 
     def __init__(
         self,
-        document_store: Any,
+        document_store: NeedleDocumentStore,
         feedback_docs: int = 5,
         lex_terms: int = 8,
         rocchio_beta: float = 0.5,
@@ -61,7 +62,7 @@ class PseudoRelevanceExpander:
         """
         Create the expander.
 
-        :param document_store: A Needle document store (`query_sparse` and `query_dense`).
+        :param document_store: A Needle document store; its `query_sparse()` and `query_dense()` run the probes.
         :param feedback_docs: Files taken as relevant from each probe list.
         :param lex_terms: Expansion words added to the lexical variant.
         :param rocchio_beta: Weight of the feedback centroid added to the query vector.
@@ -72,14 +73,14 @@ class PseudoRelevanceExpander:
         :param enabled: Expand by default; a request can still switch it either way.
         :param probe_top_k: Chunks fetched by each feedback query (enough to find `feedback_docs` files).
         :param group_by: Metadata field naming a chunk's file.
-        :raises ValueError: On counts below 1, a negative beta, or a store that cannot run the probes.
+        :raises ValueError: On counts below 1, a negative beta, or a store that is not a `NeedleDocumentStore`.
         """
         if feedback_docs < 1 or lex_terms < 1:
             raise ValueError(f"feedback_docs and lex_terms must be > 0, got {feedback_docs} and {lex_terms}")
         if rocchio_beta < 0:
             raise ValueError(f"rocchio_beta must be >= 0, got {rocchio_beta}")
         check_top_k(probe_top_k)
-        require_store_methods(document_store, "query_sparse", "query_dense")
+        check_document_store(document_store)
         self.document_store = document_store
         self.feedback_docs = feedback_docs
         self.lex_terms = lex_terms

@@ -25,8 +25,6 @@ class SparseRetriever(StoreRetriever):
     ```
     """
 
-    store_method = "query_sparse"
-
     @component.output_types(documents=list[Document])
     def run(
         self,

@@ -11,6 +11,7 @@ from haystack_integrations.components.embedders.fastembed.embedding_backend.fast
 
 from components._document_store import with_document_store
 from components._scores import normalised
+from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
 
 logger = logging.getLogger(__name__)
 ROUTES = {"lex": "bm25", "vec": "cosine", "hyde": "cosine"}
@@ -37,7 +38,7 @@ class VariantRetriever:
 
     def __init__(
         self,
-        document_store: Any,
+        document_store: NeedleDocumentStore,
         sparse_model: str = "Qdrant/bm25",
         dense_model: str = "BAAI/bge-small-en-v1.5",
         sparse_model_kwargs: dict[str, Any] | None = None,
@@ -55,7 +56,7 @@ class VariantRetriever:
         """
         Create the retriever.
 
-        :param document_store: A Needle store (`query_sparse`, `query_dense`).
+        :param document_store: A Needle document store; its `query_sparse()` and `query_dense()` are called.
         :param sparse_model: fastembed sparse model for lexical variants (BM25).
         :param dense_model: fastembed dense model for semantic variants (the index's model).
         :param sparse_model_kwargs: Extra fastembed arguments (e.g. `specific_model_path`).
@@ -69,10 +70,11 @@ class VariantRetriever:
         :param document_prefix: Prefix for HyDE passages (they read like documents).
         :param bm25_top_k: Results per lexical variant.
         :param vector_top_k: Results per semantic variant.
-        :raises ValueError: On a top_k below 1.
+        :raises ValueError: On a top_k below 1, or a store that is not a `NeedleDocumentStore`.
         """
         if bm25_top_k < 1 or vector_top_k < 1:
             raise ValueError(f"top_k values must be > 0, got {bm25_top_k} and {vector_top_k}")
+        check_document_store(document_store)
         self.document_store = document_store
         self.sparse_model = sparse_model
         self.dense_model = dense_model

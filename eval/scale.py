@@ -8,7 +8,7 @@ streaming batches (random unit vectors of 384 dims, BM25-like sparse vectors of 
 vocabulary, Zipf-distributed pseudo-word text), builds the HNSW graph and times dense, sparse and BM25 text
 queries (top 10). Stores:
 
-- `edge`: `components.edge_document_store.EdgeDocumentStore`, written with `DuplicatePolicy.OVERWRITE`,
+- `edge`: `needle.document_stores.EdgeDocumentStore`, written with `DuplicatePolicy.OVERWRITE`,
   `durable_writes=False` and one `flush()` at the end (counted in the upsert time; `--durable-writes` flushes
   after every batch instead); `optimize()` is the HNSW build.
 - `qdrant-local`: qdrant-haystack's `QdrantDocumentStore(path=...)`, i.e. qdrant-client's pure-Python local
@@ -244,7 +244,7 @@ class Child:
 
 def _open_store(kind: str, path: str, args: argparse.Namespace) -> Any:
     if kind == "edge":
-        from components.edge_document_store import EdgeDocumentStore
+        from needle.document_stores import EdgeDocumentStore
 
         return EdgeDocumentStore(
             path=path, embedding_dim=DIM, use_sparse_embeddings=True, sparse_idf=True, text_index=True,

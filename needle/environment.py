@@ -90,7 +90,7 @@ class Environment:
         dim = embedding_dim(settings.embedding.model)
         if settings.store.url:
             return {
-                "type": "components.qdrant_server_document_store.QdrantServerDocumentStore",
+                "type": "needle.document_stores.qdrant_server.QdrantServerDocumentStore",
                 "init_parameters": {
                     "url": settings.store.url,
                     "index": settings.store.collection + suffix,
@@ -102,7 +102,7 @@ class Environment:
                 },
             }
         return {
-            "type": "components.edge_document_store.EdgeDocumentStore",
+            "type": "needle.document_stores.edge.document_store.EdgeDocumentStore",
             "init_parameters": {"path": str(settings.index_dir / f"edge{suffix}"), "embedding_dim": dim},
         }
 

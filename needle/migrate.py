@@ -14,14 +14,15 @@ from tqdm import tqdm
 
 from needle import index_info
 from needle.app import Needle
+from needle.document_stores import EdgeDocumentStore
 from needle.environment import Environment
 
 
-def copy_index(source: Any, target: Any, batch_size: int = 256, progress: bool = True) -> int:
+def copy_index(source: EdgeDocumentStore, target: Any, batch_size: int = 256, progress: bool = True) -> int:
     """
     Copy every document, with its vectors, from one Needle store to another (upserting).
 
-    :param source: A store with `iter_documents()` (the embedded engine).
+    :param source: The embedded store (its `iter_documents()` streams the documents with their vectors).
     :param target: Any Haystack document store.
     :param batch_size: Documents per write.
     :param progress: Show a progress bar.

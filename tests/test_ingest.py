@@ -182,12 +182,28 @@ class TestIngest:
         assert needle.remove_collection("notes") > 0
         assert indexed(needle) == {} and indexed(needle, files=True) == {}
 
+    def test_every_graph_shares_the_needles_one_store_object_per_folder(self, needle):
+        needle.index()
+        ingest = needle.pipeline("ingest")
+        for name in ("differ", "writer"):
+            assert ingest.get_component(name).document_store is needle.store
+        for name in ("file_differ", "file_writer"):
+            assert ingest.get_component(name).document_store is needle.file_store
+        ranker = needle.pipeline("query").get_component("rerank").ranker  # a component wrapped by another
+        assert ranker.document_store is needle.store and ranker.file_document_store is needle.file_store
+        assert Needle(environment=needle.environment.derive(needle.settings)).store is needle.store
+
     def test_close_releases_both_index_folders(self, needle, settings):
-        from components import edge_document_store
+        from needle.document_stores import EdgeDocumentStore, StoreLockedError
 
         needle.index()
-        folders = {str(settings.index_dir / "edge"), str(settings.index_dir / "edge_files")}
-        assert folders <= set(edge_document_store._OPEN_SHARDS)
+        folders = [str(settings.index_dir / "edge"), str(settings.index_dir / "edge_files")]
+        for folder in folders:
+            with pytest.raises(StoreLockedError, match="already open in this process"):
+                EdgeDocumentStore(path=folder, embedding_dim=384).count_documents()
         needle.close()
-        assert not folders & set(edge_document_store._OPEN_SHARDS)
+        for folder in folders:
+            other = EdgeDocumentStore(path=folder, embedding_dim=384)
+            assert other.count_documents() > 0
+            other.close()
         assert needle.store.count_documents() > 0  # a closed Needle reopens on next use

@@ -1,8 +1,7 @@
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
-from components.edge_document_store import EdgeDocumentStore
-from components.qdrant_server_document_store import QdrantServerDocumentStore
+from needle.document_stores import EdgeDocumentStore, QdrantServerDocumentStore
 from needle.migrate import copy_index
 
 

@@ -2,7 +2,7 @@ import pytest
 from haystack import Document
 
 from components.chunk_differ import ChunkDiffer
-from components.edge_document_store import EdgeDocumentStore
+from needle.document_stores import EdgeDocumentStore
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@ import pytest
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
-from components.edge_document_store import EdgeDocumentStore
 from components.hybrid_score_ranker import HybridScoreRanker
+from needle.document_stores import EdgeDocumentStore
 
 QUERY = [1.0, 0.0, 0.0, 0.0]
 TERMS = SparseEmbedding(indices=[1, 2], values=[1.0, 1.0])

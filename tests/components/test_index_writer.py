@@ -1,8 +1,8 @@
 import pytest
 from haystack import Document
 
-from components.edge_document_store import EdgeDocumentStore
 from components.index_writer import IndexWriter
+from needle.document_stores import EdgeDocumentStore
 
 
 @pytest.fixture

@@ -5,8 +5,9 @@ import pytest
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
-from components.edge_document_store import EdgeDocumentStore
 from components.pseudo_relevance_expander import PseudoRelevanceExpander
+from needle.document_stores import EdgeDocumentStore
+from tests.document_stores.stub_store import StubStore
 
 # Sparse term ids of the tiny vocabulary below; the store applies IDF.
 WAL, BACKUP, ARCHIVING, SEGMENTS, EXACT, OTHER = 1, 2, 3, 4, 5, 6
@@ -94,14 +95,11 @@ class TestPseudoRelevanceExpander:
         store.close()
 
     def test_request_switch_overrides_default_and_off_reads_nothing(self, store):
-        class Unreadable:
+        class Unreadable(StubStore):
             def query_sparse(self, *args, **kwargs):
                 raise AssertionError("a switched-off expander must not query the store")
 
             query_dense = query_sparse
-
-            def to_dict(self):
-                return {}
 
         assert PseudoRelevanceExpander(document_store=Unreadable()).run(query="x", enabled=False)["variants"] == []
         off = PseudoRelevanceExpander(document_store=store, enabled=False, include_vec=False)

@@ -1,8 +1,8 @@
 import pytest
 from haystack import Document
 
-from components.edge_document_store import EdgeDocumentStore
 from components.variant_retriever import VariantRetriever
+from needle.document_stores import EdgeDocumentStore
 from needle.models import BM25_MODEL, LOCAL_DENSE_MODEL, dense_embedder_params, sparse_embedder_params
 
 

@@ -14,27 +14,13 @@ from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
-from haystack.errors import FilterError
-from haystack.testing.document_store import (
-    CountDocumentsByFilterTest,
-    CountUniqueMetadataByFilterTest,
-    DocumentStoreBaseExtendedTests,
-    GetMetadataFieldMinMaxTest,
-    GetMetadataFieldsInfoTest,
-    GetMetadataFieldUniqueValuesTest,
-)
+from haystack.testing.document_store import DocumentStoreBaseExtendedTests
 from haystack_integrations.document_stores.qdrant.converters import (
     convert_haystack_documents_to_qdrant_points,
     convert_id,
 )
 
-from components.edge_document_store import (
-    _OPEN_SHARDS,
-    DEFAULT_PAYLOAD_INDEXES,
-    LOCK_FILE_NAME,
-    EdgeDocumentStore,
-    StoreLockedError,
-)
+from needle.document_stores.edge import DEFAULT_PAYLOAD_INDEXES, LOCK_FILE_NAME, EdgeDocumentStore, StoreLockedError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -61,14 +47,7 @@ def store(shared_store):
     return shared_store
 
 
-class TestEdgeDocumentStoreConformance(
-    DocumentStoreBaseExtendedTests,
-    CountDocumentsByFilterTest,
-    CountUniqueMetadataByFilterTest,
-    GetMetadataFieldsInfoTest,
-    GetMetadataFieldMinMaxTest,
-    GetMetadataFieldUniqueValuesTest,
-):
+class TestEdgeDocumentStoreConformance(DocumentStoreBaseExtendedTests):
     @pytest.fixture(scope="class")
     def shared_store(self, tmp_path_factory):
         # One shard for the suite, emptied before each test, and no flush after each write: opening a shard
@@ -169,7 +148,7 @@ class TestEdgeDocumentStore:
     def test_to_dict(self, tmp_path):
         store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=8, payload_indexes={"meta.a": "keyword"})
         assert store.to_dict() == {
-            "type": "components.edge_document_store.EdgeDocumentStore",
+            "type": "needle.document_stores.edge.document_store.EdgeDocumentStore",
             "init_parameters": {
                 "path": str(tmp_path / "edge"),
                 "embedding_dim": 8,
@@ -240,6 +219,21 @@ class TestEdgeDocumentStore:
         store.flush()
         store.close()
         assert not (tmp_path / "edge").exists()
+
+    def test_building_a_store_object_opens_and_locks_nothing(self, tmp_path):
+        # Loading a graph builds throwaway store objects before the one shared object is swapped in.
+        path = str(tmp_path / "edge")
+        held = EdgeDocumentStore(path=path, embedding_dim=4)
+        held.write_documents([Document(id="kept", content="kept")])
+        open_files = set(os.listdir("/proc/self/fd"))
+        throwaways = [EdgeDocumentStore.from_dict(held.to_dict()) for _ in range(3)]
+        throwaways.append(EdgeDocumentStore(path=str(tmp_path / "elsewhere"), embedding_dim=4))
+        assert set(os.listdir("/proc/self/fd")) == open_files
+        assert not (tmp_path / "elsewhere").exists()
+        assert held.count_documents() == 1
+        held.close()
+        assert throwaways[0].count_documents() == 1  # no lock was taken by building it
+        throwaways[0].close()
 
     def test_write_documents_does_not_mutate_documents(self, store):
         doc = Document(content="alpha", meta={"path": "a.md"}, embedding=[1.0, 2.0, 3.0, 4.0])
@@ -400,6 +394,7 @@ class TestEdgeDocumentStore:
 
     def test_list_documents_meta_pages_through_every_document(self, store):
         store.write_documents([Document(id=str(i), content=str(i), meta={"n": i}) for i in range(30)])
+        store.close()  # one store object holds a folder at a time; `store` reopens on its next use
         small_pages = EdgeDocumentStore(path=store.path, embedding_dim=4, durable_writes=False, scroll_size=7)
         rows = small_pages.list_documents_meta(fields=["n"])
         small_pages.close()
@@ -428,27 +423,33 @@ class TestEdgeDocumentStore:
         assert len(store.query_dense([1.0] * 16, top_k=5)) == 5
         store.close()
 
-    def test_instances_on_one_folder_share_the_shard(self, tmp_path):
+    def test_a_second_store_object_on_the_folder_waits_for_the_first_to_close(self, tmp_path):
         path = str(tmp_path / "edge")
         writer = EdgeDocumentStore(path=path, embedding_dim=4, durable_writes=False)
         reader = EdgeDocumentStore(path=path, embedding_dim=4, durable_writes=False)
         writer.write_documents([Document(content="shared")])
-        assert reader.count_documents() == 1
-        assert writer._shard() is reader._shard()
+        with pytest.raises(StoreLockedError, match="already open in this process") as raised:
+            reader.count_documents()
+        assert raised.value.path == os.path.realpath(path)
+        assert raised.value.pid == str(os.getpid())
+        assert writer.count_documents() == 1  # the refusal leaves the holder alone
         writer.close()
         assert reader.count_documents() == 1
+        with pytest.raises(StoreLockedError, match="same store object"):
+            writer.count_documents()
         reader.close()
-        assert os.path.realpath(path) not in _OPEN_SHARDS
+        assert writer.count_documents() == 1  # closed stores reopen on next use
+        writer.close()
 
-    def test_instances_with_other_vector_settings_are_refused(self, tmp_path):
+    def test_a_folder_built_with_other_vector_settings_is_refused(self, tmp_path):
         path = str(tmp_path / "edge")
         first = EdgeDocumentStore(path=path, embedding_dim=4)
         first.count_documents()
-        with pytest.raises(ValueError, match="must agree"):
-            EdgeDocumentStore(path=path, embedding_dim=8).count_documents()
         first.close()
         with pytest.raises(ValueError, match="another configuration"):
             EdgeDocumentStore(path=path, embedding_dim=8).count_documents()
+        assert first.count_documents() == 0  # a failed open leaves the folder unlocked
+        first.close()
 
     def test_documents_persist_across_close_and_reopen(self, tmp_path):
         path = str(tmp_path / "edge")
@@ -494,67 +495,6 @@ class TestEdgeDocumentStore:
         assert not errors
         assert answered > 0
         assert store.count_documents() == 61
-
-
-class TestEdgeDocumentStoreFilters:
-    @pytest.fixture(scope="class")
-    def filter_store(self, tmp_path_factory):
-        store = EdgeDocumentStore(
-            path=str(tmp_path_factory.mktemp("filters") / "edge"), embedding_dim=4, durable_writes=False
-        )
-        store.write_documents(
-            [
-                Document(id="true", content="Doc true", meta={"flag": True, "tags": ["a", "b"], "score": 0.5}),
-                Document(id="false", content="Doc false", meta={"flag": False, "tags": ["c"], "date": "2024-03-01"}),
-                Document(id="one", content="Doc one", meta={"flag": 1, "tags": ["b"], "date": "2023-03-01"}),
-            ]
-        )
-        yield store
-        store.close()
-
-    @pytest.mark.parametrize(
-        ("filters", "expected"),
-        [
-            ({"field": "meta.flag", "operator": "==", "value": True}, ["true"]),
-            ({"field": "meta.flag", "operator": "==", "value": False}, ["false"]),
-            ({"field": "meta.flag", "operator": "==", "value": 1}, ["one"]),
-            ({"field": "meta.tags", "operator": "==", "value": "b"}, ["one", "true"]),
-            ({"field": "meta.tags", "operator": "in", "value": ["c", "z"]}, ["false"]),
-            ({"field": "meta.score", "operator": "==", "value": 0.5}, ["true"]),
-            ({"field": "meta.flag", "operator": "in", "value": [1, "x", False]}, ["false", "one"]),
-            ({"field": "id", "operator": "==", "value": "one"}, ["one"]),
-            ({"field": "id", "operator": "in", "value": ["one", "false"]}, ["false", "one"]),
-            ({"field": "id", "operator": "!=", "value": "one"}, ["false", "true"]),
-            ({"field": "content", "operator": "==", "value": "Doc one"}, ["one"]),
-            ({"field": "meta.date", "operator": ">=", "value": "2024-01-01"}, ["false"]),
-            ({"field": "meta.flag", "operator": "in", "value": []}, []),
-            ({"operator": "OR", "conditions": []}, []),
-            (
-                {"operator": "NOT", "conditions": [{"field": "meta.flag", "operator": "==", "value": True}]},
-                ["false", "one"],
-            ),
-        ],
-    )
-    def test_filters_follow_haystack_semantics(self, filter_store, filters, expected):
-        assert sorted(doc.id for doc in filter_store.filter_documents(filters)) == expected
-
-    @pytest.mark.parametrize(
-        "filters",
-        [
-            {"field": "name", "operator": "==", "value": "x"},
-            {"field": "embedding", "operator": "==", "value": "x"},
-            {"field": "meta.x", "operator": "~=", "value": "x"},
-            {"field": "meta.x", "operator": "==", "value": {"a": 1}},
-            {"field": "meta.x", "operator": ">", "value": "yesterday"},
-            {"field": "meta.x", "operator": ">", "value": True},
-            {"field": "id", "operator": "==", "value": 3},
-            {"operator": "XOR", "conditions": []},
-            "meta.x == 1",
-        ],
-    )
-    def test_unsupported_filters_raise_filter_error(self, filter_store, filters):
-        with pytest.raises(FilterError):
-            filter_store.filter_documents(filters)
 
 
 class Child:
@@ -604,7 +544,7 @@ class TestEdgeDocumentStoreAcrossProcesses:
         holder = Child(
             """
             import sys, time
-            from components.edge_document_store import EdgeDocumentStore
+            from needle.document_stores.edge import EdgeDocumentStore
             store = EdgeDocumentStore(path=sys.argv[1], embedding_dim=4)
             store.count_documents()
             print("ready", flush=True)
@@ -631,7 +571,7 @@ class TestEdgeDocumentStoreAcrossProcesses:
             f"""
             import os, sys
             from haystack import Document
-            from components.edge_document_store import EdgeDocumentStore, StoreLockedError
+            from needle.document_stores.edge import EdgeDocumentStore, StoreLockedError
             store = EdgeDocumentStore(path={str(tmp_path / "edge")!r}, embedding_dim=4, durable_writes=False)
             store.write_documents([Document(content="parent")])
             pid = os.fork()
@@ -651,13 +591,43 @@ class TestEdgeDocumentStoreAcrossProcesses:
         proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr[-2000:]
 
+    def test_forked_childs_exit_leaves_the_parents_shard_open_and_locked(self, tmp_path):
+        script = textwrap.dedent(
+            """
+            import atexit, os, sys
+            from haystack import Document
+            from needle.document_stores.edge import EdgeDocumentStore, StoreLockedError
+            path = sys.argv[1]
+            store = EdgeDocumentStore(path=path, embedding_dim=4, durable_writes=False)
+            store.write_documents([Document(content="parent")])
+            if os.fork() == 0:
+                # The exit calls inherited from the parent, as a normal exit runs them (the interpreter's own
+                # teardown after fork() is unsafe with the engine's threads gone, hence _exit).
+                atexit._run_exitfuncs()
+                os._exit(0)
+            os.wait()
+            try:
+                EdgeDocumentStore(path=path, embedding_dim=4).count_documents()
+                sys.exit(1)  # the child unlocked the parent's folder
+            except StoreLockedError:
+                pass
+            store.write_documents([Document(content="after the child")])
+            sys.exit(0 if store.count_documents() == 2 else 2)
+            """
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path / "edge")], cwd=REPO, capture_output=True, text=True,
+            timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+
     def test_acknowledged_writes_survive_kill_9(self, tmp_path):
         path = str(tmp_path / "edge")
         writer = Child(
             """
             import sys
             from haystack import Document
-            from components.edge_document_store import EdgeDocumentStore
+            from needle.document_stores.edge import EdgeDocumentStore
             store = EdgeDocumentStore(path=sys.argv[1], embedding_dim=4)
             written, batch = 0, 0
             while True:

@@ -3,10 +3,11 @@ import time
 import pytest
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
+from haystack.document_stores.errors import DocumentStoreError
 from haystack.utils import Secret
 from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
-from components.qdrant_server_document_store import DEFAULT_PAYLOAD_FIELDS_TO_INDEX, QdrantServerDocumentStore
+from needle.document_stores.qdrant_server import DEFAULT_PAYLOAD_FIELDS_TO_INDEX, QdrantServerDocumentStore
 
 UNREACHABLE = "http://127.0.0.1:9"
 
@@ -82,7 +83,7 @@ class TestQdrantServerDocumentStore:
             url=UNREACHABLE, index="notes", timeout=1, api_key=Secret.from_env_var("QDRANT_API_KEY", strict=False)
         )
         assert store.to_dict() == {
-            "type": "components.qdrant_server_document_store.QdrantServerDocumentStore",
+            "type": "needle.document_stores.qdrant_server.QdrantServerDocumentStore",
             "init_parameters": {
                 "url": UNREACHABLE,
                 "index": "notes",
@@ -174,13 +175,27 @@ class TestQdrantServerDocumentStore:
         with pytest.raises(ValueError, match="exactly one"):
             memory_store.best_scores_by("path", ["a.md"])
 
-    def test_sparse_scores_need_sparse_vectors(self):
+    def test_sparse_queries_need_sparse_vectors_and_say_so_before_connecting(self):
         store = QdrantServerDocumentStore(url=UNREACHABLE, embedding_dim=4, use_sparse_embeddings=False)
         terms = SparseEmbedding(indices=[1], values=[1.0])
-        with pytest.raises(ValueError, match=r"best_term_scores\(\) needs a collection with sparse vectors"):
+        with pytest.raises(DocumentStoreError, match=r"best_term_scores\(\) needs a collection with sparse vectors"):
             store.best_term_scores(terms)
-        with pytest.raises(ValueError, match=r"best_scores_by\(\) with a sparse query needs a collection"):
+        with pytest.raises(DocumentStoreError, match=r"best_scores_by\(\) with a sparse query needs a collection"):
             store.best_scores_by("path", ["a.md"], query_sparse_embedding=terms)
+        with pytest.raises(DocumentStoreError, match=r"query_sparse\(\) needs a collection with sparse vectors"):
+            store.query_sparse(terms)
+        assert store._client is None
+
+    @pytest.mark.filterwarnings("ignore::UserWarning")
+    def test_best_scores_by_on_a_collection_without_sparse_vectors(self):
+        # qdrant-haystack names the dense vector only beside a sparse one.
+        store = QdrantServerDocumentStore(
+            embedding_dim=4, use_sparse_embeddings=False, client_kwargs={"location": ":memory:"}
+        )
+        store.write_documents([Document(id="a", content="a", meta={"path": "a.md"}, embedding=[1.0, 0.0, 0.0, 0.0])])
+        scores = store.best_scores_by("path", ["a.md", "b.md"], query_embedding=[1.0, 0.0, 0.0, 0.0])
+        assert scores[0] == pytest.approx(1.0) and scores[1] is None
+        store.close()
 
     @pytest.mark.filterwarnings("ignore::UserWarning")
     def test_best_term_scores_through_the_client(self, memory_store):

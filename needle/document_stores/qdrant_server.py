@@ -1,5 +1,6 @@
-"""qdrant-haystack's store with the search and listing methods Needle's components call."""
+"""qdrant-haystack's store with the search and listing methods of `NeedleDocumentStore`."""
 
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -9,12 +10,12 @@ from haystack.dataclasses import Document
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from haystack.utils import Secret, deserialize_secrets_inplace
 from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
-from haystack_integrations.document_stores.qdrant.converters import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
 from haystack_integrations.document_stores.qdrant.filters import convert_filters_to_qdrant
 from qdrant_client.http import models as rest
 from qdrant_client.http.exceptions import ResponseHandlingException
 
-from components._checks import QueryVector, check_query_embedding, check_top_k
+from components._checks import QueryVector, check_top_k
+from needle.document_stores._shared import BestScoreRequest, NeedleStoreMixin, VectorQuery, meta_name
 
 logger = logging.getLogger(__name__)
 
@@ -26,13 +27,14 @@ DEFAULT_PAYLOAD_FIELDS_TO_INDEX: list[dict[str, str]] = [
 ]
 
 
-class QdrantServerDocumentStore(QdrantDocumentStore):
+class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
     """
     A Qdrant server (or Qdrant Cloud) collection with the interface of Needle's embedded store.
 
     It is qdrant-haystack's `QdrantDocumentStore`, with Needle's defaults (384-dimensional dense vectors,
     IDF-weighted sparse vectors, keyword indexes on the metadata Needle filters by) and the methods Needle's
-    retrievers and indexer call: `query_dense`, `query_sparse`, `list_documents_meta`, `flush` and `optimize`.
+    retrievers, rankers and indexer call (`NeedleDocumentStore`): `query_dense`, `query_sparse`, `best_scores_by`,
+    `best_term_scores`, `list_documents_meta`, `flush` and `optimize`.
     The data layout is the one `EdgeDocumentStore` writes, so a snapshot of the embedded index serves here
     unchanged. A server collection has no BM25-scored text index here: keyword search runs through
     `SparseRetriever` and a BM25 sparse embedder, and `query_text` raises.
@@ -43,6 +45,8 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
     store.query_dense([0.1] * 384, top_k=5)
     ```
     """
+
+    sparse_holder = "collection"
 
     def __init__(
         self,
@@ -172,7 +176,7 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         :raises ConnectionError: When the server cannot be reached.
         """
         check_top_k(top_k)
-        vector = check_query_embedding(query_embedding, self.embedding_dim)
+        vector = self._dense_query(query_embedding).values
         return _only(
             self._query_by_embedding(
                 query_embedding=vector, filters=filters, top_k=top_k, return_embedding=return_embedding
@@ -198,10 +202,11 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         :param fields: Metadata fields the documents carry; `None` carries all (the server sends all either way).
         :returns: Documents with `score` set, best first.
         :raises ValueError: When `top_k` is not positive.
-        :raises QdrantStoreError: When the store was configured without sparse vectors.
+        :raises DocumentStoreError: When the collection has no sparse vectors (checked before connecting).
         :raises ConnectionError: When the server cannot be reached.
         """
         check_top_k(top_k)
+        self._require_sparse("query_sparse()")
         return _only(
             self._query_by_sparse(
                 query_sparse_embedding=query_sparse_embedding,
@@ -221,6 +226,7 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         :param query: Free text.
         :param top_k: How many documents to return.
         :param filters: Haystack filters.
+        :param fields: Metadata fields the documents would carry.
         :returns: Never returns.
         :raises NotImplementedError: Always.
         """
@@ -228,130 +234,6 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
             "native BM25 (query_text) needs the embedded engine, EdgeDocumentStore; on a Qdrant server use "
             "SparseRetriever with a BM25 sparse embedder (the store has sparse_idf=True) instead"
         )
-
-    def best_scores_by(
-        self,
-        field: str,
-        values: list[str],
-        query_embedding: QueryVector | None = None,
-        query_sparse_embedding: SparseEmbedding | None = None,
-    ) -> list[float | None]:
-        """
-        For each value of a metadata field, the best score one query reaches among the documents holding it.
-
-        One `query_batch_points` call of exact searches, one per value, limit 1 and no payload: which value a
-        score belongs to is its position in the batch (see `EdgeDocumentStore.best_scores_by`).
-
-        :param field: The metadata field (`"source_doc_id"` or `"meta.source_doc_id"`), ideally indexed.
-        :param values: The values to score, e.g. candidate files.
-        :param query_embedding: A dense query vector; give it or `query_sparse_embedding`, not both.
-        :param query_sparse_embedding: A sparse query vector.
-        :returns: One score per value, in order; `None` where no document holding it was scored.
-        :raises ValueError: Unless exactly one query is given; for a sparse query on a collection without
-            sparse vectors.
-        :raises ConnectionError: When the server cannot be reached.
-        """
-        if (query_embedding is None) == (query_sparse_embedding is None):
-            raise ValueError("give exactly one of query_embedding and query_sparse_embedding")
-        if not values:
-            return []
-        if query_embedding is not None:
-            query: Any = check_query_embedding(query_embedding, self.embedding_dim)
-            using = DENSE_VECTORS_NAME if self.use_sparse_embeddings else None
-        else:
-            assert query_sparse_embedding is not None
-            self._require_sparse("best_scores_by() with a sparse query")
-            query = _sparse_vector(query_sparse_embedding.indices, query_sparse_embedding.values)
-            using = SPARSE_VECTORS_NAME
-        key = f"meta.{field.removeprefix('meta.')}"
-        requests = [
-            rest.QueryRequest(
-                query=query,
-                using=using,
-                filter=rest.Filter(must=[rest.FieldCondition(key=key, match=rest.MatchValue(value=value))]),
-                limit=1,
-                with_payload=False,
-                with_vector=False,
-                params=rest.SearchParams(exact=True),
-            )
-            for value in values
-        ]
-        self._initialize_client()
-        assert self._client is not None
-        results = self._client.query_batch_points(collection_name=self.index, requests=requests)
-        return [float(result.points[0].score) if result.points else None for result in results]
-
-    def best_term_scores(self, query_sparse_embedding: SparseEmbedding) -> list[float]:
-        """
-        For each term of a sparse query, the best score that term alone reaches in the collection.
-
-        One `query_batch_points` call of single-term searches (a query's BM25 ceiling is their sum, see
-        `HybridScoreRanker`).
-
-        :param query_sparse_embedding: The query's sparse embedding.
-        :returns: One score per term, in the embedding's order; 0.0 for a term no document has.
-        :raises ValueError: When the collection has no sparse vectors.
-        :raises ConnectionError: When the server cannot be reached.
-        """
-        self._require_sparse("best_term_scores()")
-        requests = [
-            rest.QueryRequest(
-                query=_sparse_vector([index], [value]),
-                using=SPARSE_VECTORS_NAME,
-                limit=1,
-                with_payload=False,
-                with_vector=False,
-            )
-            for index, value in zip(query_sparse_embedding.indices, query_sparse_embedding.values)
-        ]
-        if not requests:
-            return []
-        self._initialize_client()
-        assert self._client is not None
-        results = self._client.query_batch_points(collection_name=self.index, requests=requests)
-        return [float(result.points[0].score) if result.points else 0.0 for result in results]
-
-    def _require_sparse(self, caller: str) -> None:
-        """:raises ValueError: Naming `caller`, when the collection has no sparse vectors."""
-        if not self.use_sparse_embeddings:
-            raise ValueError(f"{caller} needs a collection with sparse vectors (use_sparse_embeddings=True)")
-
-    def list_documents_meta(
-        self, filters: dict[str, Any] | None = None, fields: list[str] | None = None
-    ) -> list[dict[str, Any]]:
-        """
-        List ids and metadata without content or vectors.
-
-        :param filters: Haystack filters; `None` lists every document.
-        :param fields: Metadata fields to return (`"path"` or `"meta.path"`); `None` returns all metadata.
-            Fields a document lacks are left out of its `meta`.
-        :returns: `[{"id": ..., "meta": {...}}]`.
-        :raises ConnectionError: When the server cannot be reached.
-        """
-        self._initialize_client()
-        assert self._client is not None
-        names = None if fields is None else [field.removeprefix("meta.") for field in fields]
-        include = ["id", "meta"] if names is None else ["id", *(f"meta.{name}" for name in names)]
-        qdrant_filter = convert_filters_to_qdrant(filters)
-        rows: list[dict[str, Any]] = []
-        offset = None
-        while True:
-            records, offset = self._client.scroll(
-                collection_name=self.index,
-                scroll_filter=qdrant_filter,
-                limit=self.scroll_size,
-                offset=offset,
-                with_payload=rest.PayloadSelectorInclude(include=include),
-                with_vectors=False,
-            )
-            for record in records:
-                payload = record.payload or {}
-                meta = payload.get("meta") or {}
-                if names is not None:
-                    meta = {name: meta[name] for name in names if name in meta}
-                rows.append({"id": payload.get("id", str(record.id)), "meta": meta})
-            if self._check_stop_scrolling(offset):
-                return rows
 
     def flush(self) -> None:
         """Nothing to do: the server makes every acknowledged write durable itself."""
@@ -364,16 +246,64 @@ class QdrantServerDocumentStore(QdrantDocumentStore):
         """
         return False
 
+    def _best_scores(self, requests: list[BestScoreRequest]) -> list[float | None]:
+        batch = [
+            rest.QueryRequest(
+                query=self._rest_query(request.query),
+                using=self._using(request.query),
+                filter=None if request.key is None else _match(request.key, request.value),
+                limit=1,
+                with_payload=False,
+                with_vector=False,
+                params=rest.SearchParams(exact=True) if request.exact else None,
+            )
+            for request in requests
+        ]
+        self._initialize_client()
+        assert self._client is not None
+        results = self._client.query_batch_points(collection_name=self.index, requests=batch)
+        return [float(result.points[0].score) if result.points else None for result in results]
+
+    def _scroll_payloads(self, filters: dict[str, Any] | None, include: list[str]) -> Iterator[tuple[Any, dict]]:
+        self._initialize_client()
+        assert self._client is not None
+        qdrant_filter = convert_filters_to_qdrant(filters)
+        offset = None
+        while True:
+            records, offset = self._client.scroll(
+                collection_name=self.index,
+                scroll_filter=qdrant_filter,
+                limit=self.scroll_size,
+                offset=offset,
+                with_payload=rest.PayloadSelectorInclude(include=include),
+                with_vectors=False,
+            )
+            for record in records:
+                yield record.id, record.payload or {}
+            if self._check_stop_scrolling(offset):
+                return
+
+    def _rest_query(self, query: VectorQuery) -> Any:
+        """A query vector as the client takes it."""
+        if query.indices is None:
+            return query.values
+        return rest.SparseVector(indices=query.indices, values=query.values)
+
+    def _using(self, query: VectorQuery) -> str | None:
+        """The vector name to search: qdrant-haystack names the dense vector only beside a sparse one."""
+        if query.indices is None and not self.use_sparse_embeddings:
+            return None
+        return query.using
 
 
-def _sparse_vector(indices: list[int], values: list[float]) -> rest.SparseVector:
-    """A sparse query vector as the client takes it."""
-    return rest.SparseVector(indices=[int(i) for i in indices], values=[float(v) for v in values])
+def _match(key: str, value: Any) -> rest.Filter:
+    """Points whose payload `key` holds `value`."""
+    return rest.Filter(must=[rest.FieldCondition(key=key, match=rest.MatchValue(value=value))])
 
 
 def _only(documents: list[Document], fields: list[str] | None) -> list[Document]:
     """The documents with only the named metadata fields (all when `fields` is `None`)."""
     if fields is None:
         return documents
-    names = [field.removeprefix("meta.") for field in fields]
+    names = [meta_name(field) for field in fields]
     return [replace(doc, meta={name: doc.meta[name] for name in names if name in doc.meta}) for doc in documents]

@@ -1,0 +1,17 @@
+"""Needle's document stores: the embedded Qdrant engine and a Qdrant server, behind one interface.
+
+Pipeline YAML names a store by its module path (`needle.document_stores.edge.document_store.EdgeDocumentStore`,
+`needle.document_stores.qdrant_server.QdrantServerDocumentStore`), as Haystack's `default_to_dict` writes it.
+"""
+
+from needle.document_stores.edge import EdgeDocumentStore, StoreLockedError
+from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
+from needle.document_stores.qdrant_server import QdrantServerDocumentStore
+
+__all__ = [
+    "EdgeDocumentStore",
+    "NeedleDocumentStore",
+    "QdrantServerDocumentStore",
+    "StoreLockedError",
+    "check_document_store",
+]

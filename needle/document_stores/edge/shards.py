@@ -1,0 +1,187 @@
+"""Opening, locking and closing the folder of one Qdrant Edge shard.
+
+Qdrant Edge serves a folder to one open shard at a time, and Needle hands one store object per folder to
+every component of a process. The store owns its shard: `open_shard` creates the folder when missing, takes
+an exclusive lock on it and opens (or creates) the shard; `OpenShard.close` flushes, closes and unlocks. The
+lock is `flock` on a file in the folder: held per open file, so a second store object on the folder, in this
+process or in another, gets a `StoreLockedError` naming the folder and, for another process, its pid.
+
+A shard still open when the interpreter exits is closed then (each open shard registers its own `atexit`
+call). A forked child inherits the open shards, and the exit calls, but they stay the parent's: an open
+shard remembers the process that opened it, and in any other process closing it only closes that process's
+copy of the lock file, which leaves the parent's lock (and its engine) alone. A store used in the child
+opens a shard of its own, and finds the folder locked while the parent holds it.
+"""
+
+import atexit
+import fcntl
+import os
+import shutil
+import threading
+from contextlib import suppress
+from typing import Any
+
+import qdrant_edge as qe
+from haystack import logging
+from haystack.document_stores.errors import DocumentStoreError
+
+logger = logging.getLogger(__name__)
+
+LOCK_FILE_NAME = ".edge_document_store.lock"
+
+
+class StoreLockedError(RuntimeError):
+    """The store folder is open in another process, or by another store object of this process."""
+
+    def __init__(self, path: str, pid: str | None) -> None:
+        """
+        Describe which folder is held, and by whom.
+
+        :param path: The store folder.
+        :param pid: The id of the process holding it, when known.
+        """
+        if pid == str(os.getpid()):
+            where = "this process, by another EdgeDocumentStore object"
+            advice = "give every component of the process the same store object"
+        else:
+            where = f"process {pid}" if pid else "another process"
+            advice = "stop that process, or point every process at a Qdrant server instead"
+        super().__init__(
+            f"the index at {path} is already open in {where}. Qdrant Edge serves one process at a time: {advice}."
+        )
+        self.path = path
+        self.pid = pid
+
+
+class OpenShard:
+    """One open Edge shard (`shard`) and the lock on its folder, owned by one store object."""
+
+    def __init__(self, path: str, shard: Any, lock_fd: int) -> None:
+        """
+        Take ownership of an open shard and its folder lock; both are released by `close()`.
+
+        :param path: The folder's real path.
+        :param shard: The engine's `EdgeShard`.
+        :param lock_fd: The locked lock file.
+        """
+        self.path = path
+        self.shard = shard
+        self.pid = os.getpid()
+        # Serialises writers (duplicate checks must not interleave with other writes); readers never take it.
+        self.write_lock = threading.RLock()
+        self._lock_fd: int | None = lock_fd
+        atexit.register(self.close)
+
+    @property
+    def inherited(self) -> bool:
+        """Whether this process got the shard through `fork()` (it is the parent's, not ours)."""
+        return self.pid != os.getpid()
+
+    def recreate(self, config: Any) -> None:
+        """
+        Drop the shard's files (keeping the lock file, and so the lock) and create an empty shard in their place.
+
+        :param config: The engine configuration of the new shard.
+        """
+        with self.write_lock:
+            self.shard.close()
+            for entry in os.listdir(self.path):
+                if entry == LOCK_FILE_NAME:
+                    continue
+                full = os.path.join(self.path, entry)
+                if os.path.isdir(full) and not os.path.islink(full):
+                    shutil.rmtree(full)
+                else:
+                    os.remove(full)
+            self.shard = qe.EdgeShard.create(self.path, config)
+
+    def close(self) -> None:
+        """
+        Flush and close the shard and unlock the folder; a second call does nothing.
+
+        In a forked child it only closes the child's copy of the lock file: the lock stays with the parent,
+        which took it, and the engine is left to the parent.
+        """
+        atexit.unregister(self.close)
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is None:
+            return
+        if self.inherited:
+            with suppress(OSError):
+                os.close(fd)
+            return
+        try:
+            with self.write_lock:
+                self.shard.flush()
+                self.shard.close()
+        except Exception as error:  # the folder must be unlocked even when the engine fails
+            logger.warning("Closing {path} failed: {error}", path=self.path, error=error)
+        finally:
+            _unlock_folder(fd)
+        logger.info("Closed the index at {path}", path=self.path)
+
+
+def open_shard(path: str, config: Any) -> OpenShard:
+    """
+    Open the shard in `path` (created with `config` when the folder holds none), locking the folder.
+
+    :param path: The store folder; created when missing.
+    :param config: The engine configuration (`qdrant_edge.EdgeConfig`).
+    :returns: The open shard, owned by the caller.
+    :raises StoreLockedError: When the folder is open in another process or by another store object.
+    :raises ValueError: When the folder's shard was built with an incompatible configuration.
+    :raises DocumentStoreError: When the engine cannot open the shard.
+    """
+    real = os.path.realpath(os.path.expanduser(path))
+    os.makedirs(real, exist_ok=True)
+    lock_fd = _lock_folder(real)
+    try:
+        shard = _open_or_create(real, config)
+    except BaseException:
+        _unlock_folder(lock_fd)
+        raise
+    return OpenShard(real, shard, lock_fd)
+
+
+def _open_or_create(path: str, config: Any) -> Any:
+    segments = os.path.join(path, "segments")
+    has_data = os.path.exists(os.path.join(path, "edge_config.json")) or (
+        os.path.isdir(segments) and bool(os.listdir(segments))
+    )
+    try:
+        if has_data:
+            shard = qe.EdgeShard.load(path, config)
+            logger.info("Opened the index at {path}", path=path)
+        else:
+            shard = qe.EdgeShard.create(path, config)
+            logger.info("Created an index at {path}", path=path)
+        return shard
+    except Exception as error:
+        message = str(error)
+        if "WouldBlock" in message:
+            raise StoreLockedError(path, None) from error
+        if "incompatible" in message.lower():
+            raise ValueError(f"the index at {path} was built with another configuration: {message}") from error
+        raise DocumentStoreError(f"cannot open the index at {path}: {message}") from error
+
+
+def _lock_folder(path: str) -> int:
+    """Take an exclusive advisory lock on the folder for one store object; record our pid in the lock file."""
+    lock_path = os.path.join(path, LOCK_FILE_NAME)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode("ascii", "replace").strip() or None
+        os.close(fd)
+        raise StoreLockedError(path, holder) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+    return fd
+
+
+def _unlock_folder(fd: int) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

@@ -1,0 +1,18 @@
+"""A stand-in store for component tests: every `NeedleDocumentStore` method, each failing when called."""
+
+from needle.document_stores.protocol import STORE_METHODS
+
+
+class StubStore:
+    """Satisfies `NeedleDocumentStore`; a test subclasses it and defines the methods it expects to be called."""
+
+
+def _unexpected(name: str):
+    def method(*args, **kwargs):
+        raise AssertionError(f"{name}() was not expected to be called")
+
+    return method
+
+
+for _name in STORE_METHODS:
+    setattr(StubStore, _name, _unexpected(_name))

@@ -1,0 +1,104 @@
+import pytest
+from haystack.dataclasses import SparseEmbedding
+from haystack.document_stores.errors import DocumentStoreError
+
+from components.chunk_differ import ChunkDiffer
+from components.dense_retriever import DenseRetriever
+from components.hybrid_score_ranker import HybridScoreRanker
+from components.index_writer import IndexWriter
+from components.keyword_retriever import KeywordRetriever
+from components.pseudo_relevance_expander import PseudoRelevanceExpander
+from components.sparse_retriever import SparseRetriever
+from components.variant_retriever import VariantRetriever
+from needle.document_stores import (
+    EdgeDocumentStore,
+    NeedleDocumentStore,
+    QdrantServerDocumentStore,
+    check_document_store,
+)
+from needle.document_stores.protocol import STORE_METHODS
+from tests.document_stores.stub_store import StubStore
+
+UNREACHABLE = "http://127.0.0.1:9"
+COMPONENTS = [
+    DenseRetriever, SparseRetriever, KeywordRetriever, ChunkDiffer, IndexWriter, PseudoRelevanceExpander,
+    VariantRetriever, HybridScoreRanker,
+]
+
+
+def edge(tmp_path, **params):
+    return EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4, **params)
+
+
+def server(tmp_path, **params):
+    return QdrantServerDocumentStore(url=UNREACHABLE, embedding_dim=4, **params)
+
+
+def without(method: str) -> object:
+    """A store that lacks one method of the protocol."""
+    return type("PartialStore", (StubStore,), {method: None})()
+
+
+class TestNeedleDocumentStore:
+    @pytest.mark.parametrize("make", [edge, server])
+    def test_both_stores_satisfy_the_protocol_without_opening(self, tmp_path, make):
+        store = make(tmp_path)
+        assert isinstance(store, NeedleDocumentStore)
+        check_document_store(store)
+        assert not (tmp_path / "edge").exists()
+
+    def test_the_protocol_lists_what_needle_calls(self):
+        assert set(STORE_METHODS) == {
+            "to_dict", "from_dict", "count_documents", "filter_documents", "write_documents", "delete_documents",
+            "delete_by_filter", "delete_all_documents", "list_documents_meta", "query_dense", "query_sparse",
+            "query_text", "best_scores_by", "best_term_scores", "flush", "optimize", "close",
+        }
+
+    def test_a_stub_with_every_method_passes(self):
+        assert isinstance(StubStore(), NeedleDocumentStore)
+        check_document_store(StubStore())
+
+    def test_a_missing_method_is_named_with_the_class(self):
+        with pytest.raises(ValueError, match=r"^PartialStore does not provide best_term_scores\(\): "):
+            check_document_store(without("best_term_scores"))
+        with pytest.raises(ValueError, match=r"object does not provide to_dict\(\), from_dict\(\), .*close\(\)"):
+            check_document_store(object())
+
+    @pytest.mark.parametrize("component", COMPONENTS, ids=lambda c: c.__name__)
+    @pytest.mark.parametrize("method", ["query_dense", "list_documents_meta", "flush"])
+    def test_components_refuse_a_store_lacking_a_method(self, component, method):
+        with pytest.raises(ValueError, match=rf"PartialStore does not provide {method}\(\)"):
+            component(document_store=without(method))
+
+    def test_the_rankers_file_store_is_checked_too(self):
+        with pytest.raises(ValueError, match=r"PartialStore does not provide best_scores_by\(\)"):
+            HybridScoreRanker(document_store=StubStore(), file_document_store=without("best_scores_by"))
+
+
+class TestOneErrorForOneCondition:
+    """Both stores raise the same exception, with the same words, for the same misuse."""
+
+    @pytest.mark.parametrize(("make", "holder"), [(edge, "store"), (server, "collection")])
+    def test_sparse_queries_on_a_store_without_sparse_vectors(self, tmp_path, make, holder):
+        store = make(tmp_path, use_sparse_embeddings=False)
+        terms = SparseEmbedding(indices=[1], values=[1.0])
+        expected = f"needs a {holder} with sparse vectors \\(use_sparse_embeddings=True\\)"
+        with pytest.raises(DocumentStoreError, match=rf"^query_sparse\(\) {expected}"):
+            store.query_sparse(terms)
+        with pytest.raises(DocumentStoreError, match=rf"^best_term_scores\(\) {expected}"):
+            store.best_term_scores(terms)
+        with pytest.raises(DocumentStoreError, match=rf"^best_scores_by\(\) with a sparse query {expected}"):
+            store.best_scores_by("path", ["a.md"], query_sparse_embedding=terms)
+        store.close()
+
+    @pytest.mark.parametrize("make", [edge, server])
+    def test_bad_arguments_are_value_errors(self, tmp_path, make):
+        store = make(tmp_path)
+        with pytest.raises(ValueError, match="exactly one"):
+            store.best_scores_by("path", ["a.md"])
+        with pytest.raises(ValueError, match="4 values"):
+            store.best_scores_by("path", ["a.md"], query_embedding=[1.0])
+        with pytest.raises(ValueError, match="top_k must be > 0, got 0"):
+            store.query_dense([1.0, 0.0, 0.0, 0.0], top_k=0)
+        assert store.best_scores_by("path", [], query_embedding=[1.0, 0.0, 0.0, 0.0]) == []
+        store.close()
