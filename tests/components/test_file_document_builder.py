@@ -33,7 +33,10 @@ class TestFileDocumentBuilder:
         with pytest.raises(ValueError, match="max_chars"):
             FileDocumentBuilder(max_chars=0)
         data = FileDocumentBuilder(max_chars=50).to_dict()
-        assert data == {"type": "components.file_document_builder.FileDocumentBuilder", "init_parameters": {"max_chars": 50}}
+        assert data == {
+            "type": "components.file_document_builder.FileDocumentBuilder",
+            "init_parameters": {"max_chars": 50, "max_pages": 3},
+        }
         assert FileDocumentBuilder.from_dict(data).to_dict() == data
 
     def test_one_document_per_file_spanning_its_chunks(self):
