@@ -323,21 +323,35 @@ def _style_name(paragraph: Any) -> str:
 
 def find_section(text: str, section: str) -> tuple[int, int] | None:
     """
-    The 1-based line range of a section of markdown text: its heading line to the line before the next
-    heading of the same or a higher level.
+    The 1-based line range of a section of markdown text: its heading line to the last line before the next
+    heading of the same or a higher level (blank lines at its end left out).
 
     :param text: Markdown text (as `Extracted.text`).
     :param section: The heading path joined by ` › ` or `/` (`Setup › Linux`), or the last heading alone;
-        matched without regard to case or runs of spaces.
+        matched without regard to case or runs of spaces. A heading that itself holds a `/` matches whole.
     :returns: `(first, last)`, or None when no heading matches.
     """
-    wanted = [_fold(p) for p in re.split(r"\s*(?:›|/)\s*", section) if p.strip()]
-    if not wanted:
-        return None
+    candidates = [[_fold(section)], *([_fold(p) for p in re.split(sep, section) if p.strip()] for sep in ("›", "/"))]
     lines = text.split("\n")
+    headings = _headings(lines)
+    for wanted in candidates:
+        if not wanted or not wanted[-1]:
+            continue
+        for index, (number, level, path) in enumerate(headings):
+            if path[-len(wanted):] != wanted:
+                continue
+            end = next((n - 1 for n, lvl, _ in headings[index + 1 :] if lvl <= level), len(lines))
+            while end > number and not lines[end - 1].strip():
+                end -= 1
+            return number, end
+    return None
+
+
+def _headings(lines: list[str]) -> list[tuple[int, int, list[str]]]:
+    """(1-based line, level, folded heading path) of every heading outside code fences."""
+    found: list[tuple[int, int, list[str]]] = []
     stack: list[tuple[int, str]] = []
     fence = ""
-    found: tuple[int, int] | None = None
     for number, line in enumerate(lines, 1):
         opened = _FENCE.match(line)
         if fence:
@@ -348,23 +362,13 @@ def find_section(text: str, section: str) -> tuple[int, int] | None:
             fence = opened.group(1)
             continue
         match = _HEADING.match(line)
-        if not match:
-            continue
-        level = len(match.group(1))
-        if found is not None and level <= found[1]:
-            return found[0], number - 1
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, _fold(match.group(2))))
-        path = [title for _, title in stack]
-        if found is None and path[-len(wanted):] == wanted:
-            found = (number, level)
-    if found is None:
-        return None
-    last = len(lines)
-    while last > found[0] and not lines[last - 1].strip():
-        last -= 1
-    return found[0], last
+        if match:
+            level = len(match.group(1))
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, _fold(match.group(2))))
+            found.append((number, level, [title for _, title in stack]))
+    return found
 
 
 def _fold(text: str) -> str:
