@@ -114,7 +114,7 @@ class DocumentConverter:
                 continue
             started = time.perf_counter()
             try:
-                doc = self._convert(os.fspath(source["root"]), collection, path)
+                doc, problems = self._convert(os.fspath(source["root"]), collection, path)
             except Unreadable as reason:
                 skipped.append({"collection": collection, "path": path, "reason": str(reason)})
                 logger.warning("Skipped {collection}:{path}: {reason}", collection=collection, path=path, reason=reason)
@@ -123,12 +123,12 @@ class DocumentConverter:
             entry["files"] += 1
             entry["pages"] += doc.meta.get("page_count", 0)
             entry["seconds"] += time.perf_counter() - started
-            for warning in doc.meta.pop("warnings", []):
-                warnings.append({"collection": collection, "path": path, "reason": warning})
+            warnings.extend({"collection": collection, "path": path, "reason": problem} for problem in problems)
             documents.append(doc)
         return {"documents": documents, "skipped": skipped, "warnings": warnings, "stats": stats}
 
-    def _convert(self, root: str, collection: str, path: str) -> Document:
+    def _convert(self, root: str, collection: str, path: str) -> tuple[Document, list[str]]:
+        """One file's Document and its warnings, or `Unreadable` with the reason it is skipped."""
         parts = path.split("/")
         if not path or os.path.isabs(path) or ".." in parts:
             raise Unreadable("the path is outside the collection root")
@@ -156,7 +156,5 @@ class DocumentConverter:
         }
         if extracted.pages:
             meta.update(page_starts=list(extracted.pages), page_count=extracted.page_count())
-        if extracted.warnings:
-            meta["warnings"] = list(extracted.warnings)
         doc_id = hashlib.sha256(f"{collection}:{path}".encode()).hexdigest()
-        return Document(id=doc_id, content=extracted.text, meta=meta)
+        return Document(id=doc_id, content=extracted.text, meta=meta), list(extracted.warnings)

@@ -440,7 +440,9 @@ class FileAccess:
         Lines are numbered as the index numbers them (a `\\r\\n` or `\\r` ends a line, a BOM is dropped), so a
         search result's `start_line` reads the lines it showed.
 
-        :param ref: As `resolve` takes it.
+        :param ref: As `resolve` takes it; for a PDF, DOCX or HTML file optionally with `#page=N[-M]` or
+            `#section=HEADING`; optionally ending in `:LINE[:COUNT]` as `needle get` and a hit's `anchor` give
+            it (used when `from_line` and `max_lines` are left at their defaults).
         :param from_line: First line (1-based).
         :param max_lines: How many lines; the rest of the file when None.
         :returns: The text with its collection, path, docid, line numbers and the file's size.
@@ -452,6 +454,13 @@ class FileAccess:
         if max_lines is not None:
             _check_count("max_lines", max_lines)
         _check_ref(ref)
+        if from_line == 1 and max_lines is None:
+            base, line, count = parse_ref(ref)
+            if base != ref:
+                try:
+                    return self.read(base, line or 1, count)
+                except FileNotServed:
+                    pass  # a file whose name itself ends in `:digits`
         fragment = _FRAGMENT.fullmatch(ref) if not _DOCID.fullmatch(ref) else None
         served = self.resolve(fragment.group(1) if fragment else ref)
         if is_document(served.rel):

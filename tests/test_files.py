@@ -449,6 +449,17 @@ class TestWalkCollection:
             list(walk_collection(str(tree.notes), CollectionRules(), deadline=files.clock() - 1))
 
 
+class TestLineSuffix:
+    def test_a_reference_may_end_in_line_numbers(self, tree):
+        assert tree.access.read("notes/a.md:2:2").text == "line 2\nline 3"
+
+    def test_a_file_named_with_a_numeric_suffix_is_still_found(self, tree):
+        write(tree.notes, "v:2.md", "two\n")
+        write(tree.notes, "log:12", "x\n")
+        tree.registry.add(tree.notes, "notes", include=["**/*.md", "**/log:12"])
+        assert tree.access.read("notes/log:12").text == "x"
+
+
 class TestDocuments:
     """PDF, DOCX and HTML files are served as the text the index holds; a page range or a section by anchor."""
 
@@ -482,6 +493,7 @@ class TestDocuments:
         assert docs.read("docs/raft.pdf#page=2", from_line=2, max_lines=1).text == "Append entries."
         ref, line, count = parse_ref(f"#{docid('docs:raft.pdf')}#page=3:2:1")
         assert docs.read(ref, line, count).text == "Joint consensus."
+        assert docs.read("docs/raft.pdf#page=3:2:1").text == "Joint consensus."  # an anchor as HTTP and MCP pass it
 
     def test_a_page_range(self, docs):
         pages = docs.read("docs/raft.pdf#page=2-3")

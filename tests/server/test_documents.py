@@ -50,6 +50,8 @@ def test_http_search_and_get_by_page_and_section(docs_server):
         top = answer["result"]["results"][0]
         assert (top["path"], top["format"], top["page"]) == ("raft.pdf", "pdf", 2)
         assert top["snippet"].startswith("@@ page 2 -1,") and top["anchor"].startswith("papers/raft.pdf#page=2:1:")
+        chunk = http.post("/get/run", json={"ref": top["anchor"]}).json()["result"]
+        assert chunk["text"] == top["text"] and chunk["page_from"] == 2
         page = http.post("/get/run", json={"ref": "papers/raft.pdf#page=2"}).json()["result"]
         assert page["text"].startswith("Leader election\nA follower") and page["page_from"] == 2
         missing = http.post("/get/run", json={"ref": "papers/raft.pdf#page=9"})
