@@ -302,7 +302,7 @@ def _styled_docx_converter() -> Any:
             text = super()._process_links_in_paragraph(paragraph)
             if not text.strip():
                 return text
-            style = _style_name(paragraph)
+            style = _style_name(paragraph, self._style_names)
             heading = _HEADING_STYLE.match(style)
             if style.lower() == "title" or heading:
                 level = min(int(heading.group(1)) + 1, 6) if heading else 1
@@ -311,12 +311,26 @@ def _styled_docx_converter() -> Any:
                 return f"- {text.strip()}"
             return text
 
-    return StyledDOCXToDocument(table_format="markdown")
+    converter = StyledDOCXToDocument(table_format="markdown")
+    converter._style_names = {}
+    return converter
 
 
-def _style_name(paragraph: Any) -> str:
+def _style_name(paragraph: Any, cache: dict[int, dict[str, str]]) -> str:
+    """The paragraph's style name (`Heading 1`), read from its style id through the document's style table.
+
+    `paragraph.style` searches the styles part on every call (most of a DOCX's conversion time); the table
+    of one document is read once.
+    """
     try:
-        return str(paragraph.style.name or "") if paragraph.style is not None else ""
+        style_id = paragraph._p.style
+        if not style_id:
+            return ""
+        part = paragraph.part
+        if id(part) not in cache:
+            cache.clear()
+            cache[id(part)] = {style.style_id: str(style.name or "") for style in part.styles}
+        return cache[id(part)].get(style_id, "")
     except Exception:  # noqa: BLE001 - a broken style reference leaves the paragraph as plain text
         return ""
 
