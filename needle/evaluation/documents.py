@@ -12,10 +12,12 @@ from __future__ import annotations
 import html
 import io
 import re
+import unicodedata
 import zipfile
 from pathlib import Path
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+_PUNCTUATION = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-", "…": "...", "−": "-"})
 
 
 def _blocks(text: str) -> list[tuple[str, int, str]]:
@@ -36,7 +38,8 @@ def _blocks(text: str) -> list[tuple[str, int, str]]:
 
 def pdf_bytes(pages: list[str], title: str = "", user_password: str | None = None, owner_password: str | None = None) -> bytes:
     """
-    A PDF with one page per entry of `pages` (each in the markdown subset), headings in bold.
+    A PDF with one page per entry of `pages` (each in the markdown subset), headings in bold. The PDF's
+    core font covers Latin-1 only: other characters are written as their closest Latin-1 letters, else `?`.
 
     :param pages: The text of each page.
     :param title: The document's title (its metadata).
@@ -48,12 +51,12 @@ def pdf_bytes(pages: list[str], title: str = "", user_password: str | None = Non
     pdf = FPDF()
     pdf.set_auto_page_break(auto=True, margin=15)
     if title:
-        pdf.set_title(title)
+        pdf.set_title(_latin1(title))
     if user_password or owner_password:
         pdf.set_encryption(owner_password=owner_password or "owner", user_password=user_password or "")
     for page in pages:
         pdf.add_page()
-        for kind, level, text in _blocks(page):
+        for kind, level, text in _blocks(_latin1(page)):
             if kind == "heading":
                 pdf.set_font("helvetica", "B", size=max(18 - 2 * level, 11))
                 pdf.multi_cell(0, 9, text, new_x="LMARGIN", new_y="NEXT")
@@ -63,6 +66,19 @@ def pdf_bytes(pages: list[str], title: str = "", user_password: str | None = Non
                 pdf.multi_cell(0, 6, ("- " if kind == "item" else "") + text, new_x="LMARGIN", new_y="NEXT")
                 pdf.ln(2)
     return bytes(pdf.output())
+
+
+def _latin1(text: str) -> str:
+    """`text` with typographic punctuation made plain and accents kept where Latin-1 has them."""
+    text = text.translate(_PUNCTUATION)
+    out = []
+    for char in text:
+        if ord(char) < 256:
+            out.append(char)
+        else:
+            base = unicodedata.normalize("NFKD", char).encode("latin-1", "ignore").decode("latin-1")
+            out.append(base or "?")
+    return "".join(out)
 
 
 def scanned_pdf_bytes(pages: int = 1) -> bytes:
