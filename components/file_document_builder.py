@@ -9,7 +9,10 @@ from haystack import Document, component, default_from_dict, default_to_dict
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 
 # Chunk metadata that describes one chunk, not its file.
-_CHUNK_KEYS = ("chunk_index", "heading_path", "start_line", "end_line", "char_start", "char_end", "checksum", "context")
+_CHUNK_KEYS = (
+    "chunk_index", "heading_path", "start_line", "end_line", "char_start", "char_end", "checksum", "context",
+    "page", "page_end", "page_line", "page_end_line",
+)
 
 
 @component
@@ -28,6 +31,11 @@ class FileDocumentBuilder:
     embedded again. The query graphs score a file by its best chunk and by this document together (see
     `HybridScoreRanker`). Haystack has no component that turns chunks back into their file.
 
+    A paged document (a PDF) is represented by its title and its first `max_pages` pages: the dense model
+    reads the first 256 tokens of any text, so more pages only add BM25 terms, and over a long manual those
+    terms match nearly any query and say little about the file; the title page, abstract and introduction
+    do. Its later pages stay searchable chunk by chunk. The document carries `page` 1 and `page_end`.
+
     Usage example:
     ```python
     builder = FileDocumentBuilder()
@@ -36,21 +44,25 @@ class FileDocumentBuilder:
     ```
     """
 
-    def __init__(self, max_chars: int = 200_000) -> None:
+    def __init__(self, max_chars: int = 200_000, max_pages: int = 3) -> None:
         """
         Create the builder.
 
         :param max_chars: Longest file text kept; a longer file's document stops at the chunk boundary before
             it (its later chunks are still searchable one by one).
-        :raises ValueError: When `max_chars` is below 1.
+        :param max_pages: Pages of a paged document (chunks with a `page`) kept in its file document.
+        :raises ValueError: When `max_chars` or `max_pages` is below 1.
         """
         if max_chars < 1:
             raise ValueError(f"max_chars must be > 0, got {max_chars}")
+        if isinstance(max_pages, bool) or not isinstance(max_pages, int) or max_pages < 1:
+            raise ValueError(f"max_pages must be an integer > 0, got {max_pages!r}")
         self.max_chars = max_chars
+        self.max_pages = max_pages
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
-        return default_to_dict(self, max_chars=self.max_chars)
+        return default_to_dict(self, max_chars=self.max_chars, max_pages=self.max_pages)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "FileDocumentBuilder":
@@ -73,6 +85,8 @@ class FileDocumentBuilder:
         for file in files:
             source_doc_id = f"{file.meta.get('collection', '')}:{file.meta.get('path') or file.id}"
             members = sorted(by_file.get(source_doc_id, []), key=lambda c: (c.meta["char_start"], c.meta["char_end"]))
+            if members and "page" in members[0].meta:
+                members = [c for c in members if c.meta["page"] <= self.max_pages] or members[:1]
             if members:
                 out.append(self._file_document(source_doc_id, file.content or "", members))
         return {"documents": out}
@@ -96,6 +110,8 @@ class FileDocumentBuilder:
             char_end=last.meta["char_end"],
             checksum=hashlib.sha1(body.encode()).hexdigest(),
         )
+        if "page" in first.meta:
+            meta.update(page=first.meta["page"], page_end=last.meta.get("page_end", last.meta["page"]))
         title = str(first.meta.get("title") or "")
         if title and not _opens_with_heading(body, title):
             meta["context"] = title

@@ -42,6 +42,7 @@ class _Block:
     last: int  # 0-based index of its last line
     level: int = 0
     text: str = ""
+    page: int = 0  # 1-based page of a paged document (PDF); 0 for a file without pages
 
 
 @dataclass
@@ -49,6 +50,7 @@ class _Section:
     level: int
     heading_path: list[str]
     blocks: list[_Block] = field(default_factory=list)
+    page: int = 0
 
 
 @component
@@ -65,6 +67,9 @@ class MarkdownChunker:
     chunk's `content` is exactly `text[char_start:char_end]` of the file, with 1-based `start_line` and
     `end_line` matching the file on disk, and its id is a hash of file, heading path, index and text, so an
     unchanged chunk keeps its id across runs. YAML frontmatter gives the title and tags and is not chunk text.
+    A paged document (a PDF from `DocumentConverter`, whose meta lists `page_starts`) is also cut at every
+    page, and each of its chunks carries `page` and `page_line`, its first line within that page (with
+    `page_end` and `page_end_line`); a file without `page_starts` is chunked exactly as before.
     Haystack's `DocumentSplitter` and `RecursiveDocumentSplitter` know nothing of headings or fences and
     produce neither heading paths nor line ranges.
 
@@ -147,7 +152,8 @@ class MarkdownChunker:
               `heading_path`, `chunk_index`, `start_line`, `end_line`, `char_start`, `char_end`, `checksum`,
               `content_hash`, `frontmatter`, `tags`, `source_doc_id`, `context` (title and heading path, for
               embedding), `frontmatter_warning` when the frontmatter is not valid YAML, and every other meta
-              field of the file's Document.
+              field of the file's Document. A paged document's chunks add `page`, `page_end`, `page_line`
+              and `page_end_line` (1-based, lines counted within the page) instead of its `page_starts`.
         """
         chunks: list[Document] = []
         for doc in documents:
@@ -167,10 +173,11 @@ class MarkdownChunker:
         collection = str(doc.meta.get("collection", ""))
         path = str(doc.meta.get("path") or doc.id)
         frontmatter, body_start, warning = _parse_frontmatter(lines)
-        blocks = _parse_blocks(lines, body_start)
+        page_starts = _page_starts(doc.meta.get("page_starts"), body_start, len(lines))
+        blocks = _paged_blocks(lines, page_starts) if page_starts else _parse_blocks(lines, body_start)
         title = _title(frontmatter, blocks, path)
         base_meta = {
-            **doc.meta,
+            **{key: value for key, value in doc.meta.items() if key != "page_starts"},
             "collection": collection,
             "path": path,
             "title": title,
@@ -206,6 +213,8 @@ class MarkdownChunker:
                     "checksum": hashlib.sha1(normalised.encode()).hexdigest(),
                     "context": " › ".join(part for part in [title, *context_path] if part),
                 }
+                if page_starts:
+                    meta.update(_page_anchor(page_starts, meta["start_line"], meta["end_line"]))
                 chunks.append(Document(id=chunk_id, content=content, meta=meta))
         return chunks
 
@@ -223,8 +232,12 @@ class MarkdownChunker:
                 while stack and stack[-1][0] >= block.level:
                     stack.pop()
                 stack.append((block.level, block.text))
-                current = _Section(block.level, [t for _, t in stack if t], [block])
+                current = _Section(block.level, [t for _, t in stack if t], [block], block.page)
             else:
+                if block.page != current.page:  # a new page of a paged document starts a new section
+                    if current.blocks:
+                        sections.append(current)
+                    current = _Section(current.level, current.heading_path, [], block.page)
                 current.blocks.append(block)
         if current.blocks:
             sections.append(current)
@@ -241,7 +254,8 @@ class MarkdownChunker:
                     units.append((*piece, block.kind == "heading"))
             # A heading directly followed by a sub-heading joins the subsection's first chunk.
             heading_only = len(section.blocks) == 1 and section.blocks[0].kind == "heading"
-            if heading_only and i + 1 < len(sections) and sections[i + 1].level > section.level:
+            following = sections[i + 1] if i + 1 < len(sections) else None
+            if heading_only and following and following.level > section.level and following.page == section.page:
                 pending = units
                 continue
             pending = []
@@ -449,6 +463,37 @@ def _parse_blocks(lines: list[str], first: int) -> list[_Block]:
             blocks.append(_Block("paragraph", i, end))
         i = end + 1
     return blocks
+
+
+def _page_starts(value: Any, body_start: int, line_count: int) -> list[int]:
+    """A paged document's page starts (0-based lines, ascending, in the body), or [] when it has none."""
+    if not isinstance(value, (list, tuple)) or not value:
+        return []
+    starts = [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
+    if len(starts) != len(value) or starts != sorted(starts) or starts[0] < body_start or starts[-1] >= line_count:
+        raise ValueError(f"page_starts must be ascending line numbers of the text after its frontmatter, got {value!r}")
+    return starts
+
+
+def _paged_blocks(lines: list[str], page_starts: list[int]) -> list[_Block]:
+    """The blocks of each page, parsed page by page so that no block runs over a page break."""
+    blocks: list[_Block] = []
+    for number, (start, end) in enumerate(zip(page_starts, [*page_starts[1:], len(lines)]), 1):
+        for block in _parse_blocks(lines[start:end], 0):
+            blocks.append(_Block(block.kind, block.first + start, block.last + start, block.level, block.text, number))
+    return blocks
+
+
+def _page_anchor(page_starts: list[int], start_line: int, end_line: int) -> dict[str, int]:
+    """Page and line within the page (1-based) of a chunk's first and last lines."""
+    first = bisect.bisect_right(page_starts, start_line - 1)
+    last = bisect.bisect_right(page_starts, end_line - 1)
+    return {
+        "page": first,
+        "page_end": last,
+        "page_line": start_line - page_starts[first - 1],
+        "page_end_line": end_line - page_starts[last - 1],
+    }
 
 
 def _title(frontmatter: dict[str, Any], blocks: list[_Block], path: str) -> str:

@@ -2,10 +2,11 @@
 
 import hashlib
 import os
-import stat
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
+
+from needle.formats import is_document, read_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +29,8 @@ class MarkdownFileReader:
     indexed (permission denied, vanished, a folder, too large, empty, binary) go to `skipped` with a reason;
     text that is not valid UTF-8 is decoded with replacement characters, kept, and reported in `warnings`.
     Haystack's `TextFileToDocument` raises or logs on such files and keeps neither the collection nor the
-    relative path, which the chunks and the incremental index are keyed on.
+    relative path, which the chunks and the incremental index are keyed on. PDF, DOCX and HTML files
+    (`needle.formats.is_document`) are left to `DocumentConverter`, which reads the same sources.
 
     Usage example:
     ```python
@@ -74,7 +76,8 @@ class MarkdownFileReader:
         """
         Read every source file.
 
-        :param sources: `{"collection", "root", "path"}` dicts, as `CollectionScanner` lists them.
+        :param sources: `{"collection", "root", "path"}` dicts, as `CollectionScanner` lists them; PDF, DOCX
+            and HTML files among them are passed over (`DocumentConverter` reads them).
         :returns: A dictionary with:
             - `documents`: one Document per readable file; `content` is the whole text and `meta` holds
               `collection`, `path`, `content_hash` (sha256 of the text), `size_bytes`, `mtime` and, for text
@@ -92,6 +95,8 @@ class MarkdownFileReader:
             if not isinstance(source.get("root"), (str, os.PathLike)):
                 raise ValueError(f"sources[{index}] must be a dict with string 'collection', 'root' and 'path'")
             collection, path = source["collection"], source["path"]
+            if is_document(path):
+                continue  # PDF, DOCX and HTML files are DocumentConverter's
             result = self._read(os.fspath(source["root"]), path)
             if isinstance(result, str):
                 skipped.append({"collection": collection, "path": path, "reason": result})
@@ -105,46 +110,15 @@ class MarkdownFileReader:
             documents.append(Document(id=doc_id, content=text, meta={"collection": collection, "path": path, **meta}))
         return {"documents": documents, "skipped": skipped, "warnings": warnings}
 
-    def _stat_problem(self, info: os.stat_result) -> str | None:
-        """Why the opened file must not be read, or None."""
-        if stat.S_ISDIR(info.st_mode):
-            return "the path is a folder, not a file"
-        if not stat.S_ISREG(info.st_mode):
-            return "not a regular file"
-        if info.st_size > self.max_file_bytes:
-            return f"file too large: {info.st_size} bytes, the limit is max_file_bytes={self.max_file_bytes}"
-        return None
-
     def _read(self, root: str, path: str) -> str | tuple[str, dict[str, Any]]:
         """Read one file: its text and meta, or the reason it was skipped."""
         parts = path.split("/")
         if not path or os.path.isabs(path) or ".." in parts:
             return "the path is outside the collection root"
-        full = os.path.join(root, *parts)
-        try:
-            handle = open(full, "rb", opener=_open_without_blocking)  # noqa: SIM115 - closed below
-        except PermissionError:
-            return "permission denied"
-        except FileNotFoundError:
-            return "the file no longer exists"
-        except IsADirectoryError:
-            return "the path is a folder, not a file"
-        except OSError as exc:
-            return f"the file cannot be opened: {exc.strerror or exc}"
-        try:
-            with handle:
-                info = os.fstat(handle.fileno())
-                problem = self._stat_problem(info)
-                if problem:
-                    return problem
-                data = handle.read(self.max_file_bytes + 1)
-        except PermissionError:
-            return "permission denied"
-        except OSError as exc:
-            return f"the file cannot be read: {exc.strerror or exc}"
-        if len(data) > self.max_file_bytes:
-            limit = self.max_file_bytes
-            return f"file too large: over {limit} bytes, the limit is max_file_bytes={limit}"
+        result = read_bytes(os.path.join(root, *parts), self.max_file_bytes)
+        if isinstance(result, str):
+            return result
+        data, info = result
         if not data:
             return "empty file"
         body = data[len(_BOM) :] if data.startswith(_BOM) else data
@@ -170,11 +144,6 @@ class MarkdownFileReader:
             **meta,
         }
         return text, meta
-
-
-def _open_without_blocking(path: str, flags: int) -> int:
-    """Open for reading without blocking on a named pipe, which is then reported as not a regular file."""
-    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
 
 
 def _binary_reason(sample: bytes) -> str | None:

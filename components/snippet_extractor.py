@@ -1,5 +1,6 @@
 """Line-anchored snippets with a diff-style header."""
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -18,6 +19,11 @@ class SnippetExtractor:
     at the right line (`needle get path:start:count`). The best line is the one with the most distinct
     query terms (then occurrences; the chunk's first line when none match); the snippet takes
     `context_lines` on each side, within the chunk, at most `max_lines` in all. Haystack has no such stage.
+
+    A chunk of a converted document names its anchor in the header: a PDF's page, with lines counted
+    within the extracted page text (`@@ page 3 -12,5 +12,5 @@ papers/raft.pdf`, read back with
+    `needle get papers/raft.pdf#page=3:12:5`), and a DOCX or HTML file's section as a JSON string
+    (`@@ section "Rollout › Canary" -7,4 +7,4 @@ specs/deploy.docx`, lines of the extracted text).
 
     Usage example:
     ```python
@@ -65,7 +71,10 @@ class SnippetExtractor:
         count = end - start
         line = first_line + start
         where = f"{doc.meta.get('collection', '')}/{doc.meta.get('path', '')}".lstrip("/")
-        header = f"@@ -{line},{count} +{line},{count} @@ {where}"
+        header = f"@@ {_section(doc.meta)}-{line},{count} +{line},{count} @@ {where}"
+        if doc.meta.get("page") is not None:
+            page_line = int(doc.meta.get("page_line") or 1) + start
+            header = f"@@ page {doc.meta['page']} -{page_line},{count} +{page_line},{count} @@ {where}"
         return {"text": header + "\n" + "\n".join(lines[start:end]), "start_line": line, "lines": count}
 
     @component.output_types(documents=list[Document])
@@ -84,3 +93,10 @@ class SnippetExtractor:
             meta = {**doc.meta, "snippet": s["text"], "snippet_line": s["start_line"], "snippet_lines": s["lines"]}
             out.append(replace(doc, meta=meta))
         return {"documents": out}
+
+
+def _section(meta: dict[str, Any]) -> str:
+    """The section of a converted DOCX or HTML chunk, as the header names it ("" for other chunks)."""
+    if meta.get("format") in ("docx", "html") and meta.get("heading_path"):
+        return f"section {json.dumps(' › '.join(meta['heading_path']), ensure_ascii=False)} "
+    return ""

@@ -20,7 +20,8 @@ from needle import index_info
 from needle.collections import CollectionError, CollectionRegistry
 from needle.environment import Environment
 from needle.errors import LLMError, llm_error, root_cause
-from needle.files import FileAccess
+from needle.files import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES, FileAccess
+from needle.formats import Extractor, Limits
 from needle.loader import apply_overrides, load_pipeline, overrides_apply_somewhere, read_graph
 from needle.results import Answer, SearchAnswer, hit
 from needle.settings import Settings, load_settings
@@ -127,11 +128,18 @@ class Needle:
     def files(self) -> FileAccess:
         """Reading the collections' files by reference or glob (`get`, `multi_get`), within each collection's rules."""
         if self._files is None:
-            reader = next(
-                (c.get("init_parameters") or {} for c in self.ingest_graph()["components"].values()
-                 if c.get("type", "").endswith(".MarkdownFileReader")), {}
+            reader: dict[str, Any] = {}
+            converter: dict[str, Any] = {}
+            for c in self.ingest_graph()["components"].values():
+                if c.get("type", "").endswith(".MarkdownFileReader"):
+                    reader = c.get("init_parameters") or {}
+                elif c.get("type", "").endswith(".DocumentConverter"):
+                    converter = c.get("init_parameters") or {}
+            limits = Limits(**{k: converter[k] for k in ("max_pages", "max_unpacked_bytes") if k in converter})
+            self._files = FileAccess(
+                self.collections, self._indexed_source_ids, reader.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES),
+                converter.get("max_file_bytes", DEFAULT_MAX_DOCUMENT_BYTES), Extractor(limits),
             )
-            self._files = FileAccess(self.collections, self._indexed_source_ids, reader.get("max_file_bytes", 5_000_000))
         return self._files
 
     def _indexed_source_ids(self) -> list[str]:
@@ -298,20 +306,22 @@ class Needle:
         started = time.perf_counter()
         output = self.pipeline(INGEST, overrides).run(
             {"scanner": {"collections": sources}, "differ": {"collections": sources}, "file_differ": {"collections": sources}},
-            include_outputs_from={"scanner", "reader", "differ"},
+            include_outputs_from={"scanner", "reader", "converter", "differ"},
         )
         index_info.record(self.settings, ingest)
         stats = output["differ"]["stats"]
+        converted = output.get("converter", {"documents": [], "skipped": [], "warnings": [], "stats": {}})
         return {
             "collections": [c.name for c in selected],
             "files_seen": len(output["scanner"]["sources"]),
-            "files_read": len(output["reader"]["documents"]),
+            "files_read": len(output["reader"]["documents"]) + len(converted["documents"]),
             "files_new": stats["files_new"],
             "files_changed": stats["files_changed"],
             "files_unchanged": stats["files_unchanged"],
             "files_removed": stats["files_removed"],
-            "skipped": output["scanner"]["skipped"] + output["reader"]["skipped"],
-            "warnings": output["reader"].get("warnings", []),
+            "skipped": output["scanner"]["skipped"] + output["reader"]["skipped"] + converted["skipped"],
+            "warnings": output["reader"].get("warnings", []) + converted["warnings"],
+            "documents": converted["stats"],
             "chunks": stats["chunks_total"],
             "chunks_embedded": output["writer"]["written"],
             "chunks_deleted": output["writer"]["deleted"],

@@ -17,6 +17,8 @@ from needle import output
 from needle.errors import classify
 from needle.evaluation.cli import add_eval_parser, run_eval
 from needle.files import parse_ref
+from needle.formats import DOCUMENT_INCLUDE
+from needle.globs import DEFAULT_INCLUDE
 from needle.settings import load_settings, parse_assignments
 
 logger = logging.getLogger(__name__)
@@ -31,7 +33,7 @@ def _overrides(values: list[str] | None) -> dict[str, Any]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="needle", description="Hybrid search over your markdown notes.")
+    parser = argparse.ArgumentParser(prog="needle", description="Hybrid search over your markdown notes and documents.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     collection = sub.add_parser("collection", help="add, list or remove collections of notes")
@@ -40,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("path", help="folder of notes")
     add.add_argument("--name", required=True, help="collection name")
     add.add_argument("--mask", action="append", help="glob of files to include (repeatable; default **/*.md and text)")
+    add.add_argument("--documents", action="store_true",
+                     help="also include PDF, Word (.docx) and HTML files (**/*.pdf, **/*.docx, **/*.html, **/*.htm)")
     csub.add_parser("list", help="list collections")
     remove = csub.add_parser("remove", help="remove a collection and its chunks from the index")
     remove.add_argument("name")
@@ -111,7 +115,8 @@ def _run(args: argparse.Namespace, needle: Any) -> int:
               f"use it with NEEDLE_STORE__URL={done['url']} NEEDLE_STORE__COLLECTION={done['collection']}")
     elif args.command == "collection":
         if args.action == "add":
-            c = needle.collections.add(args.path, args.name, include=args.mask)
+            include = list(args.mask or DEFAULT_INCLUDE) + (DOCUMENT_INCLUDE if args.documents else [])
+            c = needle.collections.add(args.path, args.name, include=include)
             print(f"collection '{c.name}' → {c.root} ({', '.join(c.include)}); run `needle index` to index it")
         elif args.action == "list":
             collections = needle.collections.load()

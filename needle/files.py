@@ -14,6 +14,11 @@ act on, never as an `OSError`:
 - `CollectionError` otherwise (HTTP 400): a reference that could only be meant to leave a collection (`..`,
   absolute, `~`, URL-encoded, NUL or control characters, a link leading outside the root), a name too long
   for the file system, a line past the end, an ambiguous docid, a file too large, bad arguments.
+
+PDF, DOCX and HTML files are served as the text the index holds (`needle.formats.Extractor`, the extraction
+ingestion runs), and a reference can name a part of one: `papers/raft.pdf#page=3` or `#page=3-5` (pages of
+a PDF), `specs/deploy.docx#section=Rollout › Canary` (a section of a DOCX or HTML file: its heading path, or
+its last heading alone). Line numbers then count within that part, as a search result's anchor counts them.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, Field
 
 from needle.collections import Collection, CollectionError, CollectionRegistry
+from needle.formats import Extracted, Extractor, Unreadable, find_section, format_of, is_document
 from needle.globs import CollectionRules, Glob, printable, valid_utf8
 
 MAX_REF_CHARS = 1024
@@ -42,6 +48,8 @@ MULTI_GET_MAX_TOTAL_BYTES = 2_000_000
 MULTI_GET_MAX_SKIPPED = 100
 DEFAULT_MAX_BYTES = 20_000
 DEFAULT_MAX_FILE_BYTES = 5_000_000
+DEFAULT_MAX_DOCUMENT_BYTES = 50_000_000
+EXTRACTED_CACHE_SIZE = 8
 DEFAULT_DEADLINE_SECONDS = 5.0
 OUTSIDE_ROOT = "symlink leads outside the collection root"
 
@@ -49,6 +57,7 @@ _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _DOCID = re.compile(r"#([0-9A-Fa-f]+)")
 _LINE_NUMBER = re.compile(r"[0-9]{1,9}")
+_FRAGMENT = re.compile(r"(?s)(.+?)#(?:page=([0-9]{1,6})(?:-([0-9]{1,6}))?|section=(.+))")
 _BOM = "\ufeff"
 clock = time.monotonic  # the clock of deadlines (tests replace it)
 _NO_COLLECTIONS = "there are no collections yet; add one with `needle collection add PATH --name NAME`"
@@ -107,6 +116,11 @@ class FileText(BaseModel):
     total_lines: int
     bytes: int = Field(description="Size of the whole file in bytes")
     text: str
+    format: str | None = Field(None, description="pdf, docx or html: `text` is the extracted text the index holds")
+    page_from: int | None = Field(None, description="PDF: first page returned (lines count from its start)")
+    page_to: int | None = Field(None, description="PDF: last page returned")
+    page_count: int | None = Field(None, description="PDF: pages in the document")
+    section: str | None = Field(None, description="DOCX/HTML: the section returned (lines count from its heading)")
 
 
 class SkippedFile(BaseModel):
@@ -360,19 +374,27 @@ class FileAccess:
         collections: CollectionRegistry,
         source_ids: Callable[[], Iterable[str]],
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+        extractor: Extractor | None = None,
     ) -> None:
         """
         :param collections: The user's collections.
         :param source_ids: Lists the indexed files' `collection:path` ids (repeats are fine); used for `#docid`.
         :param max_file_bytes: Largest file `read` returns (the reader's `max_file_bytes`: larger files are not
             indexed either).
-        :raises ValueError: When `max_file_bytes` is not a positive integer.
+        :param max_document_bytes: Largest PDF, DOCX or HTML file read (the converter's `max_file_bytes`).
+        :param extractor: Turns documents into text, with the converter's limits.
+        :raises ValueError: When a size is not a positive integer.
         """
-        if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int) or max_file_bytes <= 0:
-            raise ValueError(f"max_file_bytes must be an integer > 0, got {max_file_bytes!r}")
+        for name, value in (("max_file_bytes", max_file_bytes), ("max_document_bytes", max_document_bytes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be an integer > 0, got {value!r}")
         self.collections = collections
         self.source_ids = source_ids
         self.max_file_bytes = max_file_bytes
+        self.max_document_bytes = max_document_bytes
+        self.extractor = extractor or Extractor()
+        self._extracted: dict[tuple[str, int, int], Extracted] = {}
 
     def resolve(self, ref: str) -> ServedFile:
         """
@@ -418,7 +440,9 @@ class FileAccess:
         Lines are numbered as the index numbers them (a `\\r\\n` or `\\r` ends a line, a BOM is dropped), so a
         search result's `start_line` reads the lines it showed.
 
-        :param ref: As `resolve` takes it.
+        :param ref: As `resolve` takes it; for a PDF, DOCX or HTML file optionally with `#page=N[-M]` or
+            `#section=HEADING`; optionally ending in `:LINE[:COUNT]` as `needle get` and a hit's `anchor` give
+            it (used when `from_line` and `max_lines` are left at their defaults).
         :param from_line: First line (1-based).
         :param max_lines: How many lines; the rest of the file when None.
         :returns: The text with its collection, path, docid, line numbers and the file's size.
@@ -429,9 +453,85 @@ class FileAccess:
         _check_count("from_line", from_line)
         if max_lines is not None:
             _check_count("max_lines", max_lines)
-        served = self.resolve(ref)
+        _check_ref(ref)
+        if from_line == 1 and max_lines is None:
+            base, line, count = parse_ref(ref)
+            if base != ref:
+                try:
+                    return self.read(base, line or 1, count)
+                except FileNotServed:
+                    pass  # a file whose name itself ends in `:digits`
+        fragment = _FRAGMENT.fullmatch(ref) if not _DOCID.fullmatch(ref) else None
+        served = self.resolve(fragment.group(1) if fragment else ref)
+        if is_document(served.rel):
+            return self._document_part(served, fragment, from_line, max_lines)
+        if fragment:
+            raise CollectionError(
+                f"{served.collection.name}/{served.rel} is a {format_of(served.rel)} file: #page= and #section= "
+                "name parts of PDF, DOCX and HTML files; give line numbers instead (path:line:count)"
+            )
         raw = self._read_bytes(served, self.max_file_bytes)
         return self._text(served, raw, from_line, max_lines)
+
+    def extracted(self, served: ServedFile) -> tuple[Extracted, int]:
+        """
+        A document's text as the index holds it, and the file's size (the last few are kept, keyed by version).
+
+        :raises CollectionError: When the file cannot be read or converted (the reason the index skipped it).
+        """
+        try:
+            info = os.stat(served.path)
+        except OSError as exc:
+            raise _os_error(exc, served.rel, served.collection.name, f"no file {_quote(served.rel)}") from None
+        key = (str(served.path), info.st_mtime_ns, info.st_size)
+        if key not in self._extracted:
+            raw = self._read_bytes(served, self.max_document_bytes)
+            try:
+                extracted = self.extractor.extract(raw, format_of(served.rel))
+            except Unreadable as reason:
+                raise CollectionError(f"{served.collection.name}/{served.rel} cannot be read: {reason}") from None
+            if len(self._extracted) >= EXTRACTED_CACHE_SIZE:
+                self._extracted.pop(next(iter(self._extracted)))
+            self._extracted[key] = extracted
+        return self._extracted[key], info.st_size
+
+    def _document_part(
+        self, served: ServedFile, fragment: re.Match[str] | None, from_line: int, max_lines: int | None
+    ) -> FileText:
+        """A document's extracted text, or a page range or section of it, with lines counted within the part."""
+        extracted, size = self.extracted(served)
+        shown = f"{served.collection.name}/{served.rel}"
+        lines = _lines(extracted.text.encode("utf-8"))
+        first, last = 1, len(lines)
+        extra: dict[str, object] = {"format": extracted.format}
+        if extracted.pages:
+            extra.update(page_from=1, page_to=extracted.page_count(), page_count=extracted.page_count())
+        if fragment and fragment.group(2):
+            if not extracted.pages:
+                raise CollectionError(f"{shown} has no pages; name a section (#section=HEADING) or lines instead")
+            low = int(fragment.group(2))
+            high = int(fragment.group(3) or low)
+            if not 1 <= low <= high <= extracted.page_count():
+                asked = f"page {low}" if low == high else f"pages {low}-{high}"
+                raise CollectionError(f"{shown} has {extracted.page_count()} pages; {asked} is outside them")
+            first, last = extracted.page_lines(low, high)
+            extra.update(page_from=low, page_to=high)
+        elif fragment:
+            section = fragment.group(4).strip()
+            found = find_section(extracted.text, section)
+            if found is None:
+                raise FileNotServed(f"no section {_quote(section)} in {shown}", "name a heading of the document")
+            first, last = found
+            extra["section"] = section
+        part = lines[first - 1 : last]
+        if from_line > max(len(part), 1):
+            raise CollectionError(f"{shown} has {len(part)} lines there; from_line {from_line} is past the end")
+        end = len(part) if max_lines is None else min(len(part), from_line + max_lines - 1)
+        return FileText(
+            docid=f"#{docid(f'{served.collection.name}:{served.rel}')}", collection=served.collection.name,
+            path=served.rel, from_line=from_line, to_line=end, total_lines=len(part), bytes=size,
+            text="\n".join(part[from_line - 1 : end]), **extra,
+        )
 
     def read_many(
         self,
@@ -481,6 +581,11 @@ class FileAccess:
                 skipped.append(SkippedFile(path=shown, reason=f"not read: {budget}"))
                 continue
             try:
+                if is_document(served.rel):
+                    text = self._document_capped(served, max_bytes, MULTI_GET_MAX_TOTAL_BYTES - total)
+                    total += len(text.text.encode("utf-8"))
+                    files.append(text)
+                    continue
                 raw = self._read_capped(served, max_bytes, MULTI_GET_MAX_TOTAL_BYTES - total)
             except _Skip as skip:
                 skipped.append(SkippedFile(path=shown, reason=str(skip)))
@@ -674,6 +779,20 @@ class FileAccess:
         if len(raw) > min(max_bytes, room):
             raise _Skip("the file grew while it was read; try again")
         return raw
+
+    def _document_capped(self, served: ServedFile, max_bytes: int, room: int) -> FileText:
+        """A document's whole extracted text, or `_Skip` when it is over `max_bytes` or the room left."""
+        try:
+            part = self._document_part(served, None, 1, None)
+        except CollectionError as error:
+            raise _Skip(str(error)) from None
+        size = len(part.text.encode("utf-8"))
+        if size > max_bytes:
+            raise _Skip(f"its extracted text is {size} bytes, over max_bytes={max_bytes}; raise max_bytes or use get "
+                        "with #page= or #section=")
+        if size > room:
+            raise _Skip(f"the response reached {MULTI_GET_MAX_TOTAL_BYTES} bytes")
+        return part
 
     def _read_bytes(self, served: ServedFile, limit: int) -> bytes:
         shown = f"{served.collection.name}/{served.rel}"

@@ -14,7 +14,9 @@ from typing import Any
 from needle.results import Answer, SearchAnswer
 
 FORMATS = ("text", "json", "csv", "md", "files")
-_CSV_FIELDS = ("docid", "score", "collection", "path", "start_line", "end_line", "title", "heading_path", "snippet")
+_CSV_FIELDS = (
+    "docid", "score", "collection", "path", "start_line", "end_line", "title", "heading_path", "snippet", "page", "anchor"
+)
 
 
 def search_answer(answer: SearchAnswer, fmt: str = "text", explain: bool = False) -> str:
@@ -36,7 +38,7 @@ def search_answer(answer: SearchAnswer, fmt: str = "text", explain: bool = False
         for h in answer.results:
             writer.writerow([
                 h.docid, f"{h.score:.4f}", h.collection, h.path, h.start_line, h.end_line, h.title,
-                " › ".join(h.heading_path), h.snippet,
+                " › ".join(h.heading_path), h.snippet, "" if h.page is None else h.page, h.anchor,
             ])
         return out.getvalue().rstrip("\n")
     if fmt == "files":
@@ -48,6 +50,13 @@ def search_answer(answer: SearchAnswer, fmt: str = "text", explain: bool = False
     raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
 
 
+def _place(h: Any) -> str:
+    """Where a hit is: its lines, or for a PDF, DOCX or HTML file the anchor `get` reads it with."""
+    if h.anchor and h.format in ("pdf", "docx", "html"):
+        return h.anchor
+    return f"{h.collection}/{h.path}:{h.start_line}-{h.end_line}"
+
+
 def _where(h: Any) -> str:
     return " › ".join([h.title, *[x for x in h.heading_path if x != h.title]])
 
@@ -57,7 +66,7 @@ def _text(answer: SearchAnswer, explain: bool) -> str:
         return f"no results ({answer.label})"
     lines = [] if answer.label == "PASS" else [f"label: {answer.label}", ""]
     for rank, h in enumerate(answer.results, 1):
-        lines.append(f"{rank:>2}. {h.docid} {h.collection}/{h.path}:{h.start_line}-{h.end_line}  score {h.score:.4f}")
+        lines.append(f"{rank:>2}. {h.docid} {_place(h)}  score {h.score:.4f}")
         lines.append(f"    {_where(h)}")
         snippet = h.snippet.splitlines()
         if snippet and snippet[0].startswith("@@"):
@@ -77,7 +86,7 @@ def _markdown(answer: SearchAnswer, explain: bool) -> str:
         return f"_no results ({answer.label})_"
     lines = [] if answer.label == "PASS" else [f"> label: **{answer.label}**", ""]
     for rank, h in enumerate(answer.results, 1):
-        lines.append(f"{rank}. **{h.title}** — `{h.collection}/{h.path}:{h.start_line}-{h.end_line}` "
+        lines.append(f"{rank}. **{h.title}** — `{_place(h)}` "
                      f"({h.docid}, score {h.score:.4f})")
         lines.append("")
         lines.append("   ```")

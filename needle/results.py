@@ -13,6 +13,7 @@ from haystack import Document
 from pydantic import BaseModel, Field
 
 from needle.files import docid
+from needle.formats import format_of
 
 LABELS = "PASS, NO_RESULTS (nothing relevant enough), IRRELEVANT (no result judged relevant) or HALLUCINATION_RISK " \
     "(similar-looking results judged irrelevant: do not answer from them)"
@@ -34,6 +35,14 @@ class Hit(BaseModel):
         "(the chunk's text when the graph makes no snippets)"
     )
     text: str = Field(description="The whole matching chunk")
+    format: str = Field("markdown", description="markdown, text, pdf, docx or html (PDF, DOCX and HTML as extracted text)")
+    page: int | None = Field(None, description="PDF: the page the chunk starts on (1-based)")
+    page_end: int | None = Field(None, description="PDF: the page the chunk ends on")
+    anchor: str = Field(
+        "", description="A reference `get` reads the chunk's place with: `collection/path:start:count` (lines of "
+        "the file, or of a document's extracted text), `collection/path#page=3:12:5` for a PDF (lines within the "
+        "page), `collection/path#section=Setup › Linux` for a section of a DOCX or HTML file"
+    )
     explain: dict[str, Any] | None = Field(None, description="Rank and score at every stage, when asked for")
 
 
@@ -82,19 +91,38 @@ def hit(doc: Document, with_explain: bool = False) -> Hit:
     meta = doc.meta
     score = float(doc.score or 0.0)
     text = doc.content or ""
+    start, end = int(meta.get("start_line", 0)), int(meta.get("end_line", 0))
     return Hit(
         docid=f"#{docid(meta.get('source_doc_id', ''))}",
         collection=meta.get("collection", ""),
         path=meta.get("path", ""),
         title=meta.get("title", ""),
         heading_path=list(meta.get("heading_path", [])),
-        start_line=int(meta.get("start_line", 0)),
-        end_line=int(meta.get("end_line", 0)),
+        start_line=start,
+        end_line=end,
         score=score,
         snippet=meta.get("snippet") or text,
         text=text,
         explain=explain(meta, score) if with_explain else None,
+        format=meta.get("format") or format_of(str(meta.get("path", ""))),
+        page=meta.get("page"),
+        page_end=meta.get("page_end"),
+        anchor=anchor(meta, start, end),
     )
 
 
-__all__ = ["Hit", "SearchAnswer", "Answer", "hit", "explain", "docid"]
+def anchor(meta: dict[str, Any], start: int, end: int) -> str:
+    """The reference `get` reads a chunk's place with (see `Hit.anchor`)."""
+    where = f"{meta.get('collection', '')}/{meta.get('path', '')}"
+    count = max(end - start + 1, 1)
+    if meta.get("page") is not None:
+        page_line = int(meta.get("page_line") or 1)
+        if meta.get("page_end", meta["page"]) != meta["page"]:
+            return f"{where}#page={meta['page']}-{meta['page_end']}:{page_line}"
+        return f"{where}#page={meta['page']}:{page_line}:{count}"
+    if meta.get("format") in ("docx", "html") and meta.get("heading_path"):
+        return f"{where}#section={' › '.join(meta['heading_path'])}"
+    return f"{where}:{start}:{count}"
+
+
+__all__ = ["Hit", "SearchAnswer", "Answer", "hit", "explain", "anchor", "docid"]

@@ -447,3 +447,92 @@ class TestWalkCollection:
     def test_a_deadline_in_the_past_stops_it(self, tree):
         with pytest.raises(OutOfTime):
             list(walk_collection(str(tree.notes), CollectionRules(), deadline=files.clock() - 1))
+
+
+class TestLineSuffix:
+    def test_a_reference_may_end_in_line_numbers(self, tree):
+        assert tree.access.read("notes/a.md:2:2").text == "line 2\nline 3"
+
+    def test_a_file_named_with_a_numeric_suffix_is_still_found(self, tree):
+        write(tree.notes, "v:2.md", "two\n")
+        write(tree.notes, "log:12", "x\n")
+        tree.registry.add(tree.notes, "notes", include=["**/*.md", "**/log:12"])
+        assert tree.access.read("notes/log:12").text == "x"
+
+
+class TestDocuments:
+    """PDF, DOCX and HTML files are served as the text the index holds; a page range or a section by anchor."""
+
+    @pytest.fixture
+    def docs(self, tmp_path):
+        from needle.evaluation import documents as make
+
+        root = tmp_path / "docs"
+        make.write(root / "raft.pdf", make.pdf_bytes(
+            ["# Raft\n\nLeader election.\n\nHeartbeats.", "## Log\n\nAppend entries.", "## Membership\n\nJoint consensus."],
+            title="Raft notes",
+        ))
+        make.write(root / "spec.docx", make.docx_bytes(
+            "# Deploy\n\nIntro.\n\n## Rollout\n\nCanary first.\n\n### CI/CD\n\nPipelines.\n\n## Rollback\n\nBurn rate."
+        ))
+        make.write(root / "locked.pdf", make.pdf_bytes(["secret"], user_password="pw"))
+        write(root, "note.md", "# Note\ntext\n")
+        registry = CollectionRegistry(tmp_path / "data" / "collections.yml")
+        registry.add(root, "docs", include=["**/*.md", "**/*.pdf", "**/*.docx"])
+        return FileAccess(registry, lambda: ["docs:raft.pdf"])
+
+    def test_whole_pdf_is_its_extracted_text(self, docs):
+        text = docs.read("docs/raft.pdf")
+        assert text.format == "pdf" and (text.page_from, text.page_to, text.page_count) == (1, 3, 3)
+        assert text.text.startswith("---\ntitle: Raft notes\n---\n\nRaft\nLeader election.")
+        assert text.text.endswith("Membership\nJoint consensus.")
+
+    def test_a_page_and_lines_within_it(self, docs):
+        page = docs.read("docs/raft.pdf#page=2")
+        assert page.text == "Log\nAppend entries." and (page.page_from, page.page_to, page.total_lines) == (2, 2, 2)
+        assert docs.read("docs/raft.pdf#page=2", from_line=2, max_lines=1).text == "Append entries."
+        ref, line, count = parse_ref(f"#{docid('docs:raft.pdf')}#page=3:2:1")
+        assert docs.read(ref, line, count).text == "Joint consensus."
+        assert docs.read("docs/raft.pdf#page=3:2:1").text == "Joint consensus."  # an anchor as HTTP and MCP pass it
+
+    def test_a_page_range(self, docs):
+        pages = docs.read("docs/raft.pdf#page=2-3")
+        assert pages.text == "Log\nAppend entries.\n\nMembership\nJoint consensus."
+        assert (pages.page_from, pages.page_to) == (2, 3)
+
+    def test_pages_outside_the_document_are_a_user_error(self, docs):
+        error = refusal(docs.read, "docs/raft.pdf#page=4")
+        assert str(error) == "docs/raft.pdf has 3 pages; page 4 is outside them"
+        assert "pages 3-2" in str(refusal(docs.read, "docs/raft.pdf#page=3-2"))
+
+    def test_a_section_by_its_heading_or_heading_path(self, docs):
+        section = docs.read("docs/spec.docx#section=Rollout")
+        assert section.text == "## Rollout\n\nCanary first.\n\n### CI/CD\n\nPipelines." and section.format == "docx"
+        assert docs.read("docs/spec.docx#section=deploy › rollout").text == section.text
+        assert docs.read("docs/spec.docx#section=CI/CD").text == "### CI/CD\n\nPipelines."
+        assert docs.read("docs/spec.docx#section=Rollback", 3, 1).text == "Burn rate."
+
+    def test_an_unknown_section_is_not_found(self, docs):
+        assert isinstance(refusal(docs.read, "docs/spec.docx#section=Nope"), FileNotServed)
+
+    def test_pages_of_a_file_without_pages_and_parts_of_a_note_are_user_errors(self, docs):
+        assert "has no pages" in str(refusal(docs.read, "docs/spec.docx#page=1"))
+        assert "is a markdown file" in str(refusal(docs.read, "docs/note.md#section=Note"))
+
+    def test_a_document_the_index_skips_cannot_be_read_either(self, docs):
+        error = refusal(docs.read, "docs/locked.pdf")
+        assert str(error) == "docs/locked.pdf cannot be read: encrypted PDF: it needs a password to open"
+
+    def test_extraction_is_reused_while_the_file_is_unchanged(self, docs, monkeypatch):
+        docs.read("docs/raft.pdf#page=1")
+        monkeypatch.setattr(docs.extractor, "extract", lambda data, fmt: pytest.fail("extracted again"))
+        assert docs.read("docs/raft.pdf#page=2").text == "Log\nAppend entries."
+
+    def test_multi_get_returns_extracted_text_and_skips_what_cannot_be_read(self, docs):
+        batch = docs.read_many(pattern="docs/*.pdf", max_bytes=10_000)
+        assert [f.path for f in batch.files] == ["raft.pdf"] and batch.files[0].text.endswith("Joint consensus.")
+        assert [(s.path, s.reason) for s in batch.skipped] == [
+            ("docs/locked.pdf", "docs/locked.pdf cannot be read: encrypted PDF: it needs a password to open")
+        ]
+        small = docs.read_many(refs=["docs/raft.pdf"], max_bytes=20)
+        assert small.files == [] and "over max_bytes=20" in small.skipped[0].reason

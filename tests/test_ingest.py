@@ -207,3 +207,86 @@ class TestIngest:
             assert other.count_documents() > 0
             other.close()
         assert needle.store.count_documents() > 0  # a closed Needle reopens on next use
+
+
+class TestDocumentsIngest:
+    """A folder of markdown, PDF, DOCX and HTML indexes in one run; results are anchored by page and section."""
+
+    @pytest.fixture
+    def mixed(self, notes: Path) -> Path:
+        from needle.evaluation import documents as make
+
+        make.write(notes / "papers" / "raft.pdf", make.pdf_bytes([
+            "# Raft consensus\n\nA cluster of five servers tolerates two failures.",
+            "## Leader election\n\nA follower that hears no heartbeat within the election timeout becomes a "
+            "candidate, votes for itself and asks the others for their votes.",
+        ], title="Raft consensus"))
+        make.write(notes / "specs" / "deploy.docx", make.docx_bytes(
+            "# Deploy spec\n\nHow the billing service ships.\n\n## Canary rollout\n\nFive percent of the traffic "
+            "goes to the canary for one hour before the fleet is upgraded."
+        ))
+        make.write(notes / "saved" / "stampede.html", make.html_bytes(
+            "# Cache stampede\n\nWhen a hot key expired, every worker recomputed it at once.\n\n## Request "
+            "coalescing\n\nOne worker recomputes the value while the others wait for its result."
+        ))
+        make.write(notes / "papers" / "scan.pdf", make.scanned_pdf_bytes())
+        make.write(notes / "specs" / "locked.pdf", make.pdf_bytes(["secret"], user_password="pw"))
+        return notes
+
+    @pytest.fixture
+    def docs_needle(self, settings, mixed) -> Needle:
+        from needle.formats import DOCUMENT_INCLUDE
+        from needle.globs import DEFAULT_INCLUDE
+
+        n = Needle(settings)
+        n.collections.add(mixed, "notes", include=[*DEFAULT_INCLUDE, *DOCUMENT_INCLUDE])
+        return n
+
+    def test_mixed_folder_indexes_in_one_run_and_reports_bad_documents(self, docs_needle):
+        report = docs_needle.index()
+        assert report["files_read"] == 6 and report["files_new"] == 6
+        assert {s["path"]: s["reason"].split(":")[0] for s in report["skipped"]} == {
+            "papers/scan.pdf": "no text layer (a scanned PDF? OCR is not supported)",
+            "specs/locked.pdf": "encrypted PDF",
+        }
+        assert set(report["documents"]) == {"pdf", "docx", "html"} and report["documents"]["pdf"]["pages"] == 2
+        assert {"papers/scan.pdf", "specs/locked.pdf"}.isdisjoint(indexed(docs_needle))
+        again = docs_needle.index()
+        assert (again["chunks_embedded"], again["files_embedded"], again["files_unchanged"]) == (0, 0, 6)
+
+    def test_search_returns_page_and_section_anchored_results(self, docs_needle):
+        docs_needle.index()
+        for mode in ("search", "vsearch", "query"):
+            top = docs_needle.search("follower election timeout heartbeat candidate", pipeline=mode, top_k=3).results[0]
+            assert (top.path, top.format, top.page) == ("papers/raft.pdf", "pdf", 2), mode
+            assert top.snippet.startswith("@@ page 2 -1,")
+        top = docs_needle.search("canary rollout five percent of the traffic", top_k=3).results[0]
+        assert (top.path, top.heading_path, top.anchor) == (
+            "specs/deploy.docx", ["Deploy spec", "Canary rollout"], "notes/specs/deploy.docx#section=Deploy spec › Canary rollout"
+        )
+        assert top.snippet.startswith('@@ section "Deploy spec › Canary rollout" -')
+        assert "Five percent" in docs_needle.files.read(top.anchor.split("#")[0] + "#section=Canary rollout").text
+        top = docs_needle.search("one worker recomputes while others wait", top_k=3).results[0]
+        assert (top.path, top.format) == ("saved/stampede.html", "html") and "coalescing" in top.anchor
+
+    def test_an_anchor_reads_back_the_chunks_place(self, docs_needle):
+        from needle.files import parse_ref
+
+        docs_needle.index()
+        hit = docs_needle.search("follower election timeout heartbeat candidate", top_k=1).results[0]
+        ref, line, count = parse_ref(hit.anchor)
+        assert docs_needle.files.read(ref, line, count).text == hit.text
+        note = docs_needle.search("starter flour water", top_k=1).results[0]
+        ref, line, count = parse_ref(note.anchor)
+        assert (note.format, docs_needle.files.read(ref, line, count).text) == ("markdown", note.text)
+
+    def test_an_edited_document_re_embeds_only_its_changed_chunks(self, docs_needle, mixed):
+        from needle.evaluation import documents as make
+
+        docs_needle.index()
+        make.write(mixed / "papers" / "raft.pdf", make.pdf_bytes([
+            "# Raft consensus\n\nA cluster of five servers tolerates two failures.",
+            "## Log replication\n\nThe leader appends entries and waits for a majority.",
+        ], title="Raft consensus"))
+        report = docs_needle.index()
+        assert report["files_changed"] == 1 and report["chunks_embedded"] == 1

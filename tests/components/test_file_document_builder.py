@@ -33,7 +33,10 @@ class TestFileDocumentBuilder:
         with pytest.raises(ValueError, match="max_chars"):
             FileDocumentBuilder(max_chars=0)
         data = FileDocumentBuilder(max_chars=50).to_dict()
-        assert data == {"type": "components.file_document_builder.FileDocumentBuilder", "init_parameters": {"max_chars": 50}}
+        assert data == {
+            "type": "components.file_document_builder.FileDocumentBuilder",
+            "init_parameters": {"max_chars": 50, "max_pages": 3},
+        }
         assert FileDocumentBuilder.from_dict(data).to_dict() == data
 
     def test_one_document_per_file_spanning_its_chunks(self):
@@ -80,3 +83,23 @@ class TestFileDocumentBuilder:
         assert fitting and len(fitting) < len(chunks)  # the limit falls inside the file
         assert doc.meta["char_end"] == max(fitting) and len(doc.content) <= 70
         assert doc.meta["end_line"] < 12
+
+
+class TestFileDocumentBuilderPages:
+    def test_a_paged_document_keeps_its_first_pages(self):
+        pages = [f"Page {n} talks about topic number {n} at some length." for n in range(1, 6)]
+        text = "\n\n".join(pages) + "\n"
+        file = Document(content=text, meta={"collection": "docs", "path": "long.pdf", "page_starts": [0, 2, 4, 6, 8]})
+        chunks = MarkdownChunker(target_chars=500, overlap_chars=0, min_chars=10).run([file])["documents"]
+        assert len(chunks) == 5
+        built = FileDocumentBuilder(max_pages=2).run(files=[file], chunks=chunks)["documents"][0]
+        assert built.content == pages[0] + "\n\n" + pages[1]
+        assert (built.meta["page"], built.meta["page_end"]) == (1, 2)
+        assert "page_line" not in built.meta
+        whole = FileDocumentBuilder(max_pages=9).run(files=[file], chunks=chunks)["documents"][0]
+        assert whole.content == text.rstrip("\n") and whole.meta["page_end"] == 5
+
+    @pytest.mark.parametrize("bad", [0, -1, "2", True])
+    def test_bad_max_pages_raises(self, bad):
+        with pytest.raises(ValueError, match="max_pages"):
+            FileDocumentBuilder(max_pages=bad)

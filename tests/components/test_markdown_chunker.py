@@ -431,3 +431,37 @@ class TestMarkdownChunkerInAPipeline:
             4,
             ["x"],
         )
+
+
+class TestMarkdownChunkerPages:
+    """A paged document (a PDF from DocumentConverter) lists where its pages start; chunks learn their page."""
+
+    TEXT = "---\ntitle: Raft\n---\n\nfirst page line one\nfirst page line two\n\n- a list item\n\n- a list item on page two\ncontinued\n\nthird page\n"
+    STARTS = [4, 9, 12]  # 0-based lines where pages 1, 2 and 3 start
+
+    def test_chunks_never_run_over_a_page_break_and_know_their_page(self):
+        chunks = chunk(self.TEXT, "raft.pdf", MarkdownChunker(target_chars=500, overlap_chars=50, min_chars=10),
+                       page_starts=self.STARTS)
+        assert [c.meta["page"] for c in chunks] == [1, 2, 3]
+        assert [c.meta["page_end"] for c in chunks] == [1, 2, 3]
+        assert [(c.meta["page_line"], c.meta["page_end_line"]) for c in chunks] == [(1, 4), (1, 2), (1, 1)]
+        assert chunks[1].content == "- a list item on page two\ncontinued"
+        assert chunks[0].meta["title"] == "Raft" and all("page_starts" not in c.meta for c in chunks)
+        assert_maps_to_file(self.TEXT, chunks)
+
+    def test_the_same_text_without_pages_is_chunked_as_markdown(self):
+        chunker = MarkdownChunker(target_chars=500, overlap_chars=50, min_chars=10)
+        plain = chunk(self.TEXT, "raft.pdf", chunker)
+        assert len(plain) == 1 and "page" not in plain[0].meta
+
+    def test_a_heading_at_the_foot_of_a_page_does_not_pull_the_next_page_in(self):
+        text = "intro text on page one\n\n# Heading\n\n## Sub\n\nbody on page two\n"
+        chunks = chunk(text, "a.pdf", MarkdownChunker(target_chars=500, overlap_chars=50, min_chars=10),
+                       page_starts=[0, 4])
+        assert {c.meta["page"] for c in chunks} == {1, 2}
+        assert all(c.meta["page"] == c.meta["page_end"] for c in chunks)
+
+    @pytest.mark.parametrize("bad", [[3, 1], [0, "2"], [0, 99]])
+    def test_page_starts_that_do_not_fit_the_text_raise(self, bad):
+        with pytest.raises(ValueError, match="page_starts"):
+            chunk("a\n\nb\n\nc\n", "a.pdf", page_starts=bad)

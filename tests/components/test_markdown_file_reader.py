@@ -1,10 +1,12 @@
 import hashlib
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from components.markdown_file_reader import MarkdownFileReader
+from needle import formats
 
 
 def source(root: Path, path: str, collection: str = "notes") -> dict:
@@ -157,10 +159,10 @@ class TestMarkdownFileReader:
     def test_read_error_after_opening_is_skipped(self, tmp_path, monkeypatch):
         (tmp_path / "a.md").write_text("text")
 
-        def failing_check(self, info):
+        def failing_check(mode):
             raise OSError(5, "Input/output error")
 
-        monkeypatch.setattr(MarkdownFileReader, "_stat_problem", failing_check)
+        monkeypatch.setattr(formats, "stat", SimpleNamespace(S_ISDIR=failing_check))
         assert only_reason(read_one(tmp_path, "a.md")) == "the file cannot be read: Input/output error"
 
     def test_permission_denied_on_disk(self, tmp_path):

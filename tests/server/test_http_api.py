@@ -7,7 +7,10 @@ import pytest
 from tests.server.conftest import NOTES
 
 pytestmark = pytest.mark.integration
-HIT_FIELDS = {"docid", "collection", "path", "title", "heading_path", "start_line", "end_line", "score", "snippet", "text", "explain"}
+HIT_FIELDS = {
+    "docid", "collection", "path", "title", "heading_path", "start_line", "end_line", "score", "snippet", "text", "explain",
+    "format", "page", "page_end", "anchor",
+}
 
 
 def hits(http, endpoint, **body):
@@ -38,6 +41,10 @@ class TestSearchEndpoints:
         for hit in hits(http, "query", query="certbot renewal hook", limit=3):
             assert set(hit) == HIT_FIELDS
             assert hit["docid"].startswith("#") and hit["collection"] == "notes"
+            count = hit["end_line"] - hit["start_line"] + 1
+            assert (hit["format"], hit["page"], hit["anchor"]) == (
+                "markdown", None, f"notes/{hit['path']}:{hit['start_line']}:{count}"
+            )
             lines = (demo_index["notes"] / hit["path"]).read_text().split("\n")
             assert hit["text"].strip() in "\n".join(lines[hit["start_line"] - 1 : hit["end_line"]])
             header, *body = hit["snippet"].split("\n")

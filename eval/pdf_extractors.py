@@ -1,0 +1,88 @@
+"""PDF text extraction compared: pypdf (Haystack's PyPDFToDocument, what Needle uses), pdfminer.six
+(Haystack's PDFMinerToDocument) and pypdfium2 (no Haystack converter), on the demo notes as one PDF.
+
+    pip install --target /tmp/pdfx pdfminer.six pypdfium2   # not Needle's dependencies: only for this comparison
+    PYTHONPATH=/tmp/pdfx python eval/pdf_extractors.py
+
+Prints pages per second (best of three runs) and how much of the source text comes back: the share of its
+words found, and of its adjacent word pairs found adjacent (reading order). A library that is not installed
+is left out.
+"""
+
+import re
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from needle.evaluation import documents as make  # noqa: E402
+from needle.evaluation import formats  # noqa: E402
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def fidelity(extracted: str, source: list[str]) -> tuple[float, float]:
+    got = words(extracted)
+    found, pairs = set(got), set(zip(got, got[1:]))
+    return (sum(w in found for w in source) / len(source),
+            sum(p in pairs for p in zip(source, source[1:])) / (len(source) - 1))
+
+
+def timed(extract, data: bytes) -> tuple[float, str]:
+    best, text = float("inf"), ""
+    for _ in range(3):
+        started = time.perf_counter()
+        text = extract(data)
+        best = min(best, time.perf_counter() - started)
+    return best, text
+
+
+def main() -> int:
+    from haystack.dataclasses import ByteStream
+
+    texts = formats.demo_texts()
+    data = make.pdf_bytes([f"## {title}\n\n{body}" for title, body in texts], title="Demo notes")
+    source = [w for title, body in texts for w in words(f"{title} {body}")]
+    extractors = {}
+    from haystack.components.converters import PyPDFToDocument
+
+    pypdf = PyPDFToDocument()
+    extractors["pypdf (PyPDFToDocument)"] = lambda d: pypdf.run(sources=[ByteStream(d)])["documents"][0].content
+    try:
+        from haystack.components.converters import PDFMinerToDocument
+
+        miner = PDFMinerToDocument()
+        extractors["pdfminer.six (PDFMinerToDocument)"] = lambda d: miner.run(sources=[ByteStream(d)])["documents"][0].content
+    except ImportError:
+        pass
+    try:
+        import pypdfium2
+
+        def pdfium(d: bytes) -> str:
+            document = pypdfium2.PdfDocument(d)
+            return "\f".join(document[i].get_textpage().get_text_range() for i in range(len(document)))
+
+        extractors["pypdfium2 (no Haystack converter)"] = pdfium
+    except ImportError:
+        pass
+    pages = None
+    print("| extractor | pages/s | words found | word pairs in order |")
+    print("|---|---|---|---|")
+    for name, extract in extractors.items():
+        try:
+            seconds, text = timed(extract, data)
+        except Exception as error:  # noqa: BLE001 - a library missing its own dependencies is left out
+            print(f"| {name} | failed: {error} | | |")
+            continue
+        pages = pages or text.count("\f") + 1
+        recall, order = fidelity(text, source)
+        print(f"| {name} | {pages / seconds:.0f} | {recall:.3f} | {order:.3f} |")
+    print(f"\n{len(texts)} demo notes as one PDF of {pages} pages, {len(data)} bytes (fpdf2)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
