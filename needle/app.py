@@ -22,6 +22,8 @@ from needle.collections import CollectionError, CollectionRegistry
 from needle.environment import Environment
 from needle.errors import LLMError, llm_error, root_cause
 from needle.files import FileAccess
+from needle.languages import AUTO
+from needle.languages import DEFAULT as DEFAULT_LANGUAGE
 from needle.loader import apply_overrides, load_pipeline, overrides_apply_somewhere, read_graph
 from needle.pool import GraphPool
 from needle.results import Answer, SearchAnswer, hit
@@ -214,6 +216,7 @@ class Needle:
         """
         request = self._request(query, top_k, collections, min_score, expand, rerank, chunks)
         pool, run_data = self._with_overrides(pipeline, overrides, init_overrides)
+        run_data = _with_languages(pool.first, run_data, self.query_languages(collections))
         try:
             with pool.lend() as graph:
                 output = graph.run({**run_data, "request": request})
@@ -258,6 +261,7 @@ class Needle:
         request = self._request(question, top_k, collections, min_score, expand, rerank, chunks=False)
         try:
             pool, run_data = self._with_overrides(pipeline, overrides)
+            run_data = _with_languages(pool.first, run_data, self.query_languages(collections))
             with pool.lend() as graph:
                 output = graph.run({**run_data, "request": request}, include_outputs_from={"snippets", "label"})
         except openai.OpenAIError as error:  # the client refused to start, e.g. without a key
@@ -277,6 +281,20 @@ class Needle:
             cited=[hit(doc) for doc in output["cite"]["cited"]],
             unknown_citations=list(output["cite"]["unknown"]),
         )
+
+    def query_languages(self, collections: list[str] | None = None) -> list[str]:
+        """
+        The languages a query is analysed in for keyword search: those of the collections searched (for an
+        `auto` collection, the languages its files were found in when indexed).
+        """
+        found = (index_info.read(self.settings) or {}).get("languages", {})
+        languages: set[str] = set()
+        for collection in self.collections.select(collections):
+            if collection.language == AUTO:
+                languages.update(found.get(collection.name) or [DEFAULT_LANGUAGE])
+            else:
+                languages.add(collection.language)
+        return sorted(languages)
 
     def _request(
         self,
@@ -324,12 +342,16 @@ class Needle:
         index_info.check(self.settings, ingest)
         sources = [c.as_source() for c in selected]
         started = time.perf_counter()
-        output = self.pipeline(INGEST, overrides).run(
-            {"scanner": {"collections": sources}, "differ": {"collections": sources}, "file_differ": {"collections": sources}},
+        graph = self.pipeline(INGEST, overrides)
+        run = {"scanner": {"collections": sources}, "differ": {"collections": sources}, "file_differ": {"collections": sources}}
+        output = graph.run(
+            _with_languages(graph, run, {c.name: c.language for c in selected}),
             include_outputs_from={"scanner", "reader", "differ"},
         )
         changed = any(output[writer][key] for writer in ("writer", "file_writer") for key in ("written", "deleted"))
-        index_info.record(self.settings, ingest, optimized=changed)  # the writers optimise after a change
+        found = [out["languages"] for out in output.values() if isinstance(out.get("languages"), dict)]
+        # The writers optimise after a change; the languages found tell the query side how to analyse queries.
+        index_info.record(self.settings, ingest, optimized=changed, languages=found)
         stats = output["differ"]["stats"]
         return {
             "collections": [c.name for c in selected],
@@ -462,6 +484,14 @@ class Needle:
             )
             entry["chunks"] += 1
         return [files[key] for key in sorted(files)]
+
+
+def _with_languages(graph: Pipeline, run_data: dict[str, Any], languages: Any) -> dict[str, Any]:
+    """Run data with `languages` given to every component that takes it as a free input (the BM25 embedders)."""
+    takers = [name for name, sockets in graph.inputs().items() if "languages" in sockets]
+    if not takers:
+        return run_data
+    return {**run_data, **{name: {**run_data.get(name, {}), "languages": languages} for name in takers}}
 
 
 __all__ = ["Needle", "CollectionError", "LLMError"]

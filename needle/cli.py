@@ -40,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("path", help="folder of notes")
     add.add_argument("--name", required=True, help="collection name")
     add.add_argument("--mask", action="append", help="glob of files to include (repeatable; default **/*.md and text)")
+    add.add_argument("--language", help="language of its notes for keyword search, e.g. german or chinese (default auto: per file)")
     csub.add_parser("list", help="list collections")
     remove = csub.add_parser("remove", help="remove a collection and its chunks from the index")
     remove.add_argument("name")
@@ -122,8 +123,8 @@ def _run(args: argparse.Namespace, needle: Any) -> int:
               f"use it with NEEDLE_STORE__URL={done['url']} NEEDLE_STORE__COLLECTION={done['collection']}")
     elif args.command == "collection":
         if args.action == "add":
-            c = needle.collections.add(args.path, args.name, include=args.mask)
-            print(f"collection '{c.name}' → {c.root} ({', '.join(c.include)}); run `needle index` to index it")
+            c = needle.collections.add(args.path, args.name, include=args.mask, language=args.language)
+            print(f"collection '{c.name}' → {c.root} ({', '.join(c.include)}; language {c.language}); run `needle index` to index it")
         elif args.action == "list":
             collections = needle.collections.load()
             if not collections:

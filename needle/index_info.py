@@ -129,17 +129,26 @@ def pending_layout(settings: Settings) -> dict[str, dict[str, Any]]:
     }
 
 
-def record(settings: Settings, ingest: dict[str, Any], optimized: bool = True) -> None:
+def record(
+    settings: Settings, ingest: dict[str, Any], optimized: bool = True, languages: list[dict[str, list[str]]] | None = None
+) -> None:
     """
     Write the provenance after a successful index run.
 
     :param optimized: Whether the run optimised the stores (which applies the configured layout); when it
         did not, the recorded layout stays as it was, unless none was recorded yet.
+    :param languages: Collection → the languages its documents were embedded in during this run (one mapping
+        per embedder); added to those recorded before, for the query side of keyword search.
     """
     previous = read(settings) or {}
+    known = {name: set(found) for name, found in (previous.get("languages") or {}).items()}
+    for mapping in languages or []:
+        for name, found in mapping.items():
+            known.setdefault(name, set()).update(found)
     _write(settings, {
         "fingerprint": fingerprint(settings, ingest),
         "layout": layout(settings) if optimized or "layout" not in previous else previous["layout"],
+        "languages": {name: sorted(found) for name, found in sorted(known.items())},
         "created": previous.get("created", time.time()),
         "updated": time.time(),
         **({"backup": previous["backup"]} if "backup" in previous else {}),
