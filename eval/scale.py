@@ -13,8 +13,9 @@ measures the recall@10 of the approximate dense search against exact search on t
 Layouts are `EdgeDocumentStore` parameters (the `index:` section of Needle's configuration):
 
 - `today`: the layout before index settings existed: float32 vectors and HNSW in RAM, one build at the end.
+- `defaults`: Needle's defaults (the `index:` section of config/needle.yml).
 - `int8-disk`: int8 scalar quantization in RAM (rescored with the originals), original vectors on disk,
-  built in steps of `--segment-kb`.
+  built in steps of `--segment-kb`; the engine's default search (hnsw_ef 100, no oversampling).
 - `binary-disk`: the same with binary quantization, `quantization_oversampling` 3.
 - `NAME:key=value,...`: any store parameters, e.g. `m32:hnsw_m=32,quantization=int8`.
 
@@ -57,6 +58,7 @@ from typing import Any, Callable
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 REPORTS = ROOT / "eval" / "reports"
 STORES = ("edge", "qdrant-local")
 QUERY_KINDS = ("dense", "sparse", "text", "hybrid")
@@ -81,6 +83,15 @@ LAYOUTS: dict[str, dict[str, Any]] = {
     "binary-disk": {"quantization": "binary", "vectors_on_disk": True, "quantization_oversampling": 3.0},
 }
 STEPPED = ("int8-disk", "binary-disk")
+
+
+def _defaults() -> dict[str, Any]:
+    from needle.settings import IndexSettings
+
+    return IndexSettings().model_dump()
+
+
+LAYOUTS["defaults"] = _defaults()
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -661,6 +672,61 @@ def notes(result: dict[str, Any]) -> list[str]:
     return out
 
 
+def plot(reports: list[Path], out: Path) -> None:
+    """
+    Chart of several reports: peak memory of the build (anonymous and file pages) and of serving, dense
+    query latency and recall@10, per layout and size.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results = [_current(result) for path in reports for result in json.loads(path.read_text())["results"]]
+    labels = [f"{r['layout']}\n{r['n'] // 1000:,}k" for r in results]
+    x = np.arange(len(results))
+    build = [r["build"] for r in results]
+    serve = [r.get("serve") or {"phases": {}} for r in results]
+    anon = [b.get("peak_anon_mb") or 0 for b in build]
+    total = [b.get("peak_rss_mb") or 0 for b in build]
+    fig, (memory, speed) = plt.subplots(1, 2, figsize=(12, 4.8))
+    memory.bar(x - 0.2, anon, 0.4, label="build: anonymous (must fit in RAM)", color="#c0392b")
+    memory.bar(x - 0.2, [t - a for t, a in zip(total, anon)], 0.4, bottom=anon, label="build: file pages (evictable)", color="#f5b7b1")
+    memory.bar(x + 0.2, [s.get("peak_rss_mb") or 0 for s in serve], 0.4, label="serving: peak RSS", color="#2e86c1")
+    memory.axhline(4096, color="black", linestyle="--", linewidth=1)
+    memory.text(len(results) - 0.5, 4200, "4 GB target", ha="right")
+    memory.set_xticks(x, labels)
+    memory.set_ylabel("MB")
+    memory.set_title("Peak memory")
+    memory.legend(fontsize=8)
+    dense = [s["phases"].get("dense", {}).get("p50_ms") or 0 for s in serve]
+    recall = [s["phases"].get("recall", {}).get("recall_at_10") or 0 for s in serve]
+    speed.bar(x, dense, 0.5, color="#7d3c98", label="dense p50 ms")
+    speed.axhline(10, color="#7d3c98", linestyle="--", linewidth=1)
+    speed.set_xticks(x, labels)
+    speed.set_ylabel("dense query p50 (ms)")
+    twin = speed.twinx()
+    twin.plot(x, recall, "o-", color="#27ae60", label="recall@10")
+    twin.axhline(0.95, color="#27ae60", linestyle=":", linewidth=1)
+    twin.set_ylim(0, 1.02)
+    twin.set_ylabel("recall@10 against exact search")
+    speed.set_title("Dense latency (bars, target 10 ms) and recall (dots, target 0.95)")
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out}")
+
+
+def _current(result: dict[str, Any]) -> dict[str, Any]:
+    """A result of this script, or of its version before layouts (one process built and queried; no anon peak)."""
+    if "build" in result:
+        return result
+    return {
+        "layout": "before", "n": result["n"], "build": {"peak_rss_mb": result.get("peak_rss_mb"), "phases": result["phases"]},
+        "serve": {"phases": result["phases"]},
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000], help="chunk counts to run")
@@ -686,6 +752,8 @@ def main() -> int:
     parser.add_argument("--keep-data", action="store_true", help="keep the stores' folders")
     parser.add_argument("--vectors", choices=VECTOR_KINDS, default="lowrank", help="synthetic dense vectors (see above)")
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--plot", type=Path, nargs="+", metavar="REPORT", help="chart these reports' results (no run)")
+    parser.add_argument("--plot-out", type=Path, default=ROOT / "eval" / "results" / "scale.png")
     for hidden in ("--child-mode", "--child-store", "--child-path", "--child-layout"):
         parser.add_argument(hidden, help=argparse.SUPPRESS)
     parser.add_argument("--child-size", type=int, help=argparse.SUPPRESS)
@@ -699,6 +767,9 @@ def main() -> int:
     if args.child_mode:
         with os.fdopen(args.child_fd, "w") as events:
             Child(args, events).run()
+        return 0
+    if args.plot:
+        plot(args.plot, args.plot_out)
         return 0
 
     try:

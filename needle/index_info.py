@@ -39,6 +39,11 @@ class IndexMismatchError(RuntimeError):
 _SOFT_KEYS = frozenset({"chunking"})
 # Index settings that only take effect at search time: nothing to rebuild when they change.
 _SEARCH_TIME = frozenset({"hnsw_ef", "quantization_rescore", "quantization_oversampling"})
+# The layout every index had before the index settings existed (float vectors and graph in RAM, one build).
+LEGACY_LAYOUT = {
+    "hnsw_m": 16, "hnsw_ef_construct": 100, "quantization": "none", "vectors_on_disk": False,
+    "hnsw_on_disk": False, "sparse_on_disk": False, "payload_on_disk": True, "max_segment_size_kb": None,
+}
 
 
 def fingerprint(settings: Settings, ingest: dict[str, Any]) -> dict[str, Any]:
@@ -116,12 +121,13 @@ def pending_layout(settings: Settings) -> dict[str, dict[str, Any]]:
     """
     The index settings the configuration changes and the index does not have yet (`needle optimize` applies them).
 
-    :returns: Setting → `{"index": recorded, "config": configured}`; empty for an index never built, or one
-        recorded before layouts were (it has the defaults' layout, which the engine then reports as it is).
+    :returns: Setting → `{"index": recorded, "config": configured}`; empty for an index never built. An index
+        built before layouts were recorded has `LEGACY_LAYOUT`.
     """
-    recorded = (read(settings) or {}).get("layout")
-    if recorded is None:
+    provenance = read(settings)
+    if provenance is None:
         return {}
+    recorded = provenance.get("layout") or LEGACY_LAYOUT
     return {
         key: {"index": recorded.get(key), "config": value}
         for key, value in layout(settings).items()
@@ -136,7 +142,7 @@ def record(
     Write the provenance after a successful index run.
 
     :param optimized: Whether the run optimised the stores (which applies the configured layout); when it
-        did not, the recorded layout stays as it was, unless none was recorded yet.
+        did not, the recorded layout stays as it was (`LEGACY_LAYOUT` for an index built before layouts).
     :param languages: Collection → the languages its documents were embedded in during this run (one mapping
         per embedder); added to those recorded before, for the query side of keyword search.
     """
@@ -147,7 +153,7 @@ def record(
             known.setdefault(name, set()).update(found)
     _write(settings, {
         "fingerprint": fingerprint(settings, ingest),
-        "layout": layout(settings) if optimized or "layout" not in previous else previous["layout"],
+        "layout": layout(settings) if optimized or not previous else previous.get("layout") or LEGACY_LAYOUT,
         "languages": {name: sorted(found) for name, found in sorted(known.items())},
         "created": previous.get("created", time.time()),
         "updated": time.time(),

@@ -74,21 +74,21 @@ class IndexSettings(_Section):
     hnsw_m: int = Field(16, ge=0)
     hnsw_ef_construct: int = Field(100, ge=4)
     # Candidates a dense query's graph search keeps; null: hnsw_ef_construct. A search-time setting.
-    hnsw_ef: int | None = Field(None, gt=0)
+    hnsw_ef: int | None = Field(200, gt=0)
     # Vector quantization, kept in RAM: none, int8 (4x smaller) or binary (32x smaller).
-    quantization: Literal["none", "int8", "binary"] = "none"
+    quantization: Literal["none", "int8", "binary"] = "int8"
     # Search-time: re-score the best candidates with the original vectors, after fetching
     # oversampling x top_k candidates by quantized score (null: the engine's 1).
     quantization_rescore: bool = True
-    quantization_oversampling: float | None = Field(None, ge=1)
+    quantization_oversampling: float | None = Field(3.0, ge=1)
     # What stays on disk (memory-mapped, read on demand) rather than in RAM.
-    vectors_on_disk: bool = False
+    vectors_on_disk: bool = True
     hnsw_on_disk: bool = False
     sparse_on_disk: bool = False
     payload_on_disk: bool = True
     # Largest segment, in KB of dense vectors; the embedded engine also builds a segment each time this
     # much has been written, so a large bulk load is indexed in steps. null: the engine's default.
-    max_segment_size_kb: int | None = Field(None, gt=0)
+    max_segment_size_kb: int | None = Field(131_072, gt=0)
 
 
 class ServeSettings(_Section):
@@ -132,7 +132,8 @@ class Settings(BaseSettings):
     """Everything Needle reads from its environment."""
 
     model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", validate_assignment=True
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", validate_assignment=True,
+        env_parse_none_str="null",  # NEEDLE_INDEX__HNSW_EF=null, as `null` in the YAML files
     )
 
     data_dir: Path = Path("~/.local/share/needle")
