@@ -27,14 +27,15 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from needle import index_info
 from needle.environment import STORE_ROLES
 from needle.settings import Settings
 
-if TYPE_CHECKING:
-    from needle.app import Needle
+# The `needle.app.Needle` these functions take is typed `Any`: the facade calls them (`Needle.backup`), and
+# a module the facade imports must not import it back.
+Needle = Any
 
 logger = logging.getLogger(__name__)
 
