@@ -388,34 +388,56 @@ def _hybrid(dense: Callable[..., Any], sparse: Callable[..., Any], query: tuple[
     return sorted(scores, key=scores.__getitem__, reverse=True)[:10]
 
 
+RECALL_EF = (64, 100, 200, 300, 500)
+
+
 def _recall(store: Any, queries: list[list[float]], budget: float) -> dict[str, Any]:
-    """Recall@10 of `query_dense` (the graph, quantized vectors, rescoring) against exact search on originals."""
+    """
+    Recall@10 of `query_dense` (the graph, quantized vectors, rescoring) against exact search on the originals,
+    and of the same search with other `hnsw_ef` values (`by_ef`: recall and engine-side p50 ms).
+    """
     import qdrant_edge as qe
     from haystack_integrations.document_stores.qdrant.converters import DENSE_VECTORS_NAME
 
+    from needle.document_stores.edge.schema import search_params
+
     shard = store._shard().shard
+    quantized = getattr(store, "quantization", "none") != "none"
+    rescore = getattr(store, "quantization_rescore", True)
+    oversampling = getattr(store, "quantization_oversampling", None)
     started = time.monotonic()
     recalls, exact_ms = [], []
+    by_ef: dict[int, dict[str, list[float]]] = {ef: {"recall": [], "ms": []} for ef in RECALL_EF}
+
+    def nearest(vector: list[float], params: Any) -> set[str]:
+        request = qe.QueryRequest(
+            limit=10, query=qe.Query.Nearest(vector, using=DENSE_VECTORS_NAME), with_payload=["id"], params=params
+        )
+        return {point.payload["id"] for point in shard.query(request)}
+
     for vector in queries:
         if time.monotonic() - started > budget:
             break
         approximate = {doc.id for doc in store.query_dense(vector, top_k=10, fields=[])}
         t0 = time.perf_counter()
-        exact = shard.query(
-            qe.QueryRequest(
-                limit=10, query=qe.Query.Nearest(vector, using=DENSE_VECTORS_NAME), with_payload=["id"],
-                params=qe.SearchParams(exact=True, quantization=qe.QuantizationSearchParams(ignore=True)),
-            )
-        )
+        truth = nearest(vector, qe.SearchParams(exact=True, quantization=qe.QuantizationSearchParams(ignore=True)))
         exact_ms.append(1000 * (time.perf_counter() - t0))
-        truth = {point.payload["id"] for point in exact}
         recalls.append(len(approximate & truth) / max(len(truth), 1))
+        for ef, found in by_ef.items():
+            t0 = time.perf_counter()
+            hits = nearest(vector, search_params(ef, quantized, rescore, oversampling))
+            found["ms"].append(1000 * (time.perf_counter() - t0))
+            found["recall"].append(len(hits & truth) / max(len(truth), 1))
     done = len(recalls)
     return {
         "finished": done == len(queries), "queries": done, "of": len(queries),
         "recall_at_10": float(np.mean(recalls)) if recalls else None,
         "min_recall_at_10": float(np.min(recalls)) if recalls else None,
         "exact_p50_ms": float(np.percentile(exact_ms, 50)) if exact_ms else None,
+        "by_ef": {
+            str(ef): {"recall_at_10": float(np.mean(f["recall"])), "engine_p50_ms": float(np.percentile(f["ms"], 50))}
+            for ef, f in by_ef.items() if f["recall"]
+        },
     }
 
 
@@ -669,6 +691,9 @@ def notes(result: dict[str, Any]) -> list[str]:
     recall = (result.get("serve") or {}).get("phases", {}).get("recall", {})
     if recall.get("exact_p50_ms"):
         out.append(f"{label}: exact search p50 {recall['exact_p50_ms']:.1f} ms; lowest recall@10 of a query {recall['min_recall_at_10']:.1f}")
+    if recall.get("by_ef"):
+        sweep = ", ".join(f"ef {ef}: {v['recall_at_10']:.3f} ({v['engine_p50_ms']:.2f} ms)" for ef, v in recall["by_ef"].items())
+        out.append(f"{label}: recall@10 (engine p50) by hnsw_ef: {sweep}")
     return out
 
 

@@ -167,6 +167,7 @@ def restore(needle: Needle, path: str | Path) -> dict[str, Any]:
     source = Path(path).expanduser().resolve()
     manifest = read_manifest(source)
     check_restorable(settings, needle.ingest_graph(), manifest)
+    last_backup = (index_info.read(settings) or {}).get("backup")
     needle.close()
     if manifest["kind"] == "embedded":
         from needle.document_stores.edge.shards import replace_shard
@@ -179,6 +180,8 @@ def restore(needle: Needle, path: str | Path) -> dict[str, Any]:
     provenance = index_info.info_path(settings)
     provenance.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source / PROVENANCE, provenance)
+    if last_backup:
+        index_info.record_backup(settings, last_backup)  # the last backup made is still the last one
     if (source / COLLECTIONS).exists():
         settings.collections_file.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source / COLLECTIONS, settings.collections_file)

@@ -149,6 +149,7 @@ class TestEmbeddedBackups:
 
         restored = needle.restore(str(tmp_path / "backup"))
         assert restored["restored"] == {"chunks": counts[0], "files": counts[1]}
+        assert needle.status()["last_backup"]["path"] == str(tmp_path / "backup")
         assert (needle.store.count_documents(), needle.file_store.count_documents()) == counts
         assert self.results(needle, "nightly laptop backups") == before
 
