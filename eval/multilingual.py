@@ -7,9 +7,9 @@ The data is chatterbot-corpus (BSD licence, the `eval` extra: `pip install chatt
 files pair questions with answers in 28 languages. Each distinct answer becomes a note; each question is a
 query whose one relevant note is its answer. Many answers share no word with their question ("Wer hat die
 Glühbirne erfunden?" → "Thomas Edison."), so no keyword search finds every answer: what matters is the
-difference between analyses on the same pairs. Every language is indexed twice by Needle's ingest graph,
-each time in a fresh folder: with the collection's language `english` (the analysis every collection had
-before languages existed) and `auto` (told per file). `search` (BM25) answers every question; the table
+difference between analyses on the same pairs. Every language is indexed three times by Needle's ingest
+graph, each time in a fresh folder: with the collection's language `english` (the analysis every collection
+had before languages existed), `auto` (told per file) and the language itself (`--language german`). `search` (BM25) answers every question; the table
 gives nDCG@10, Recall@10, MRR@10 and the share of questions with any result at all. Writes
 eval/reports/multilingual-<time>.json.
 """
@@ -33,7 +33,7 @@ from needle.evaluation.metrics import mean, mrr_at_k, ndcg_at_k, recall_at_k  # 
 from needle.languages import check_language  # noqa: E402
 
 REPORTS = ROOT / "eval" / "reports"
-ANALYSES = ("english", "auto")
+ANALYSES = ("english", "auto", "declared")
 
 
 def load_pairs(language: str) -> list[tuple[str, str]]:
@@ -77,11 +77,12 @@ def evaluate(language: str, analysis: str, data_root: Path, model_dir: Path) -> 
 
     pairs = load_pairs(language)
     data_dir = data_root / f"{language}-{analysis}"
+    declared = language if analysis == "declared" else analysis
     queries, qrels = build_set(pairs, data_dir / "notes")
     settings = load_settings(env={"NEEDLE_DATA_DIR": str(data_dir / "data"), "NEEDLE_MODEL_DIR": str(model_dir)})
     needle = Needle(settings)
     try:
-        needle.collections.add(data_dir / "notes", language, language=analysis)
+        needle.collections.add(data_dir / "notes", language, language=declared)
         report = needle.index()
         scores: dict[str, list[float]] = {"ndcg@10": [], "recall@10": [], "mrr@10": [], "answered": []}
         for qid, text in queries.items():
@@ -94,7 +95,7 @@ def evaluate(language: str, analysis: str, data_root: Path, model_dir: Path) -> 
     finally:
         needle.close()
     return {
-        "language": language, "analysis": analysis, "queries": len(queries), "notes": report["files_seen"],
+        "language": language, "analysis": declared, "queries": len(queries), "notes": report["files_seen"],
         "analysed_as": found, **{name: mean(values) for name, values in scores.items()},
     }
 
