@@ -97,12 +97,14 @@ class Needle:
 
     def warm(self, name: str) -> Pipeline:
         """
-        Load and warm every instance of a graph that concurrent runs may need (a server at start-up).
+        Load and warm every instance of a graph that concurrent runs may need (a server at start-up); the
+        ingest graph needs one, since index runs take turns.
 
         :returns: The graph's first instance.
         """
         pool = self._pool(name)
-        pool.fill()
+        if name != INGEST:
+            pool.fill()
         return pool.first
 
     def _with_overrides(
