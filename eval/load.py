@@ -6,6 +6,11 @@ Bounded: at most 64 clients and 600 seconds, loopback addresses only.
 
     python eval/load.py --clients 4 --seconds 20                # against http://127.0.0.1:1416
     python eval/load.py --data-dir .demo --seconds 10           # starts its own server
+    python eval/load.py --data-dir DIR --clients 1 --clients 4 --clients 16 --instances 1 --instances 4
+
+With several `--clients` and `--instances` (warmed instances of each graph, `serve.graph_instances`; one
+instance is how `needle serve` ran before: one request per graph at a time), it starts one server per
+instance count and runs every client count against it, then prints one markdown table of them all.
 """
 
 from __future__ import annotations
@@ -51,10 +56,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(data_dir: Path, timeout: float = 300) -> tuple[subprocess.Popen, str]:
+def start_server(data_dir: Path, timeout: float = 300, instances: int | None = None) -> tuple[subprocess.Popen, str]:
     """Start `needle serve` on 127.0.0.1 against `data_dir`; returns the process and its URL once it answers."""
     port = _free_port()
     env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir)}
+    if instances is not None:
+        env["NEEDLE_SERVE__GRAPH_INSTANCES"] = str(instances)
     # The server logs every request: send that to a file, never to a pipe nobody reads (a full pipe
     # blocks the server mid-request).
     log = tempfile.NamedTemporaryFile(prefix="needle-load-server-", suffix=".log", delete=False)
@@ -160,36 +167,73 @@ def report(stats: dict[str, dict], seconds: float) -> str:
     return "\n".join(rows)
 
 
+def table_rows(stats: dict[str, dict], seconds: float, instances: int | str, clients: int) -> list[dict[str, str]]:
+    """One markdown row per endpoint and one for all of them."""
+    rows, everything, errors = [], [], 0
+    for name, entry in [*stats.items(), ("all", None)]:
+        if entry is None:
+            latencies, count = everything, errors
+        else:
+            latencies, count = entry["latencies"], entry["errors"]
+            everything, errors = everything + latencies, errors + count
+        ms = [v * 1000 for v in latencies]
+        rows.append({
+            "instances": str(instances), "clients": str(clients), "endpoint": name, "requests": str(len(ms)),
+            "req/s": f"{len(ms) / seconds:.1f}", "p50 ms": f"{_percentile(ms, 50):.1f}",
+            "p95 ms": f"{_percentile(ms, 95):.1f}", "p99 ms": f"{_percentile(ms, 99):.1f}", "errors": str(count),
+        })
+    return rows
+
+
+def markdown(rows: list[dict[str, str]]) -> str:
+    header = list(rows[0])
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(row[c] for c in header) + " |" for row in rows])
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default="http://127.0.0.1:1416", help="a running server (loopback only)")
     parser.add_argument("--data-dir", type=Path, help="start a server on 127.0.0.1 against this data dir instead")
-    parser.add_argument("--clients", type=int, default=4, help="concurrent clients (1 to 64)")
-    parser.add_argument("--seconds", type=float, default=20, help="duration (1 to 600)")
+    parser.add_argument("--clients", type=int, action="append", help="concurrent clients, 1 to 64 (repeatable; default 4)")
+    parser.add_argument("--instances", type=int, action="append",
+                        help="with --data-dir: warmed instances of each graph in the server (repeatable; default: the configuration's)")
+    parser.add_argument("--seconds", type=float, default=20, help="duration of each run (1 to 600)")
     parser.add_argument("--endpoint", action="append", choices=["query", "search", "vsearch"], help="default: query and search")
     parser.add_argument("--limit", type=int, default=10, help="results per request")
     parser.add_argument("--dataset", type=Path, default=None, help="send this BEIR folder's queries (queries.jsonl)")
     args = parser.parse_args(argv)
-    if not 1 <= args.clients <= 64 or not 1 <= args.seconds <= 600:
+    clients_list = args.clients or [4]
+    if not all(1 <= c <= 64 for c in clients_list) or not 1 <= args.seconds <= 600:
         parser.error("--clients must be 1 to 64 and --seconds 1 to 600")
-    proc = None
-    url = args.url
-    if args.data_dir:
-        proc, url = start_server(args.data_dir)
-    elif urlparse(url).hostname not in LOOPBACK:
-        parser.error(f"{url} is not a loopback address; this benchmark only loads this machine")
-    try:
-        endpoints = args.endpoint or ["query", "search"]
-        httpx.post(f"{url}/{endpoints[0]}/run", json={"query": "warm up"}, headers=_auth(), timeout=60)
-        print(f"{args.clients} clients for {args.seconds:g} s against {url} ({', '.join(endpoints)})")
-        stats = run_load(url, args.clients, args.seconds, endpoints, args.limit, read_queries(args.dataset))
-        print(report(stats, args.seconds))
-        return 1 if sum(e["errors"] for e in stats.values()) else 0
-    finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=30)
+    if args.instances and not args.data_dir:
+        parser.error("--instances needs --data-dir (the benchmark starts the servers)")
+    if not args.data_dir and urlparse(args.url).hostname not in LOOPBACK:
+        parser.error(f"{args.url} is not a loopback address; this benchmark only loads this machine")
+    endpoints = args.endpoint or ["query", "search"]
+    queries = read_queries(args.dataset)
+    rows: list[dict[str, str]] = []
+    failed = False
+    for instances in args.instances or [None]:
+        proc, url = start_server(args.data_dir, instances=instances) if args.data_dir else (None, args.url)
+        try:
+            httpx.post(f"{url}/{endpoints[0]}/run", json={"query": "warm up"}, headers=_auth(), timeout=60)
+            for clients in clients_list:
+                label = "configured" if instances is None else instances
+                print(f"{clients} clients for {args.seconds:g} s against {url} ({', '.join(endpoints)}; instances {label})")
+                stats = run_load(url, clients, args.seconds, endpoints, args.limit, queries)
+                print(report(stats, args.seconds), flush=True)
+                rows += table_rows(stats, args.seconds, label, clients)
+                failed = failed or bool(sum(e["errors"] for e in stats.values()))
+        finally:
+            if proc is not None:
+                proc.terminate()
+                proc.wait(timeout=30)
+    if len(rows) > 3:
+        print()
+        print(markdown(rows))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ import copy
 import json
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from haystack import Pipeline
@@ -22,7 +23,10 @@ from needle.environment import Environment
 from needle.errors import LLMError, llm_error, root_cause
 from needle.files import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES, FileAccess
 from needle.formats import Extractor, Limits
+from needle.languages import AUTO
+from needle.languages import DEFAULT as DEFAULT_LANGUAGE
 from needle.loader import apply_overrides, load_pipeline, overrides_apply_somewhere, read_graph
+from needle.pool import GraphPool
 from needle.results import Answer, SearchAnswer, hit
 from needle.settings import Settings, load_settings
 
@@ -59,8 +63,10 @@ class Needle:
             overrides_apply_somewhere(self.settings.set)
         self.environment = environment or Environment(self.settings, progress_bar=progress_bar)
         self.collections = CollectionRegistry(self.settings.collections_file)
-        self._pipelines: dict[tuple[str, str], Pipeline] = {}
+        self._pools: dict[tuple[str, str], GraphPool] = {}
         self._lock = threading.Lock()
+        # Index runs, optimising and backups take turns (a backup is a state no index run is halfway through).
+        self._index_lock = threading.RLock()
         self._ingest_graph: dict[str, Any] | None = None
         self._files: FileAccess | None = None
 
@@ -73,20 +79,40 @@ class Needle:
         :param overrides: `component.parameter` → value, on top of the configuration's `set`.
         :raises PipelineError: When the graph or an override is invalid.
         """
+        return self._pool(name, overrides).first
+
+    def _pool(self, name: str, overrides: Mapping[str, Any] | None = None) -> GraphPool:
+        """The pool of a graph's instances for a set of overrides (`serve.graph_instances` at most)."""
         key = (str(name), json.dumps(dict(overrides or {}), sort_keys=True, default=str))
         with self._lock:
-            if key not in self._pipelines:
+            if key not in self._pools:
                 combined = {**self._configured_overrides(name), **dict(overrides or {})}
-                pipeline = load_pipeline(name, self.environment, combined)
-                pipeline.warm_up()
-                self._pipelines[key] = pipeline
-            return self._pipelines[key]
+
+                def build() -> Pipeline:
+                    pipeline = load_pipeline(name, self.environment, combined)
+                    pipeline.warm_up()
+                    return pipeline
+
+                self._pools[key] = GraphPool(build, self.settings.serve.graph_instances)
+            return self._pools[key]
+
+    def warm(self, name: str) -> Pipeline:
+        """
+        Load and warm every instance of a graph that concurrent runs may need (a server at start-up); the
+        ingest graph needs one, since index runs take turns.
+
+        :returns: The graph's first instance.
+        """
+        pool = self._pool(name)
+        if name != INGEST:
+            pool.fill()
+        return pool.first
 
     def _with_overrides(
         self, name: str, overrides: Mapping[str, Any] | None, init_level: bool = True
-    ) -> tuple[Pipeline, dict[str, dict[str, Any]]]:
+    ) -> tuple[GraphPool, dict[str, dict[str, Any]]]:
         """
-        The graph for a set of overrides, and the run data for those that are run inputs of a component.
+        The graph's pool for a set of overrides, and the run data for those that are run inputs of a component.
 
         A key naming a run input that no connection feeds (`bm25_retriever.top_k`) goes into this run's
         data; any other key is an init parameter, for which a variant of the graph is built once.
@@ -109,7 +135,7 @@ class Needle:
                     f"{', '.join(f'{c}.{s}' for c, sockets in free.items() for s in sockets if c != 'request') or 'none'}); "
                     "init parameters are configured when the server starts (`set:` in the configuration)"
                 )
-        return self.pipeline(name, init), run_data
+        return self._pool(name, init), run_data
 
     def _configured_overrides(self, name: str) -> dict[str, Any]:
         """The configuration's `set`, restricted to the components this graph has."""
@@ -199,9 +225,11 @@ class Needle:
         :raises IndexMismatchError: When the index was built with other embedding settings.
         """
         request = self._request(query, top_k, collections, min_score, expand, rerank, chunks)
-        graph, run_data = self._with_overrides(pipeline, overrides, init_overrides)
+        pool, run_data = self._with_overrides(pipeline, overrides, init_overrides)
+        run_data = _with_languages(pool.first, run_data, self.query_languages(collections))
         try:
-            output = graph.run({**run_data, "request": request})
+            with pool.lend() as graph:
+                output = graph.run({**run_data, "request": request})
         except PipelineRuntimeError as error:
             cause = root_cause(error)
             if isinstance(cause, ValueError):
@@ -242,8 +270,10 @@ class Needle:
 
         request = self._request(question, top_k, collections, min_score, expand, rerank, chunks=False)
         try:
-            graph, run_data = self._with_overrides(pipeline, overrides)
-            output = graph.run({**run_data, "request": request}, include_outputs_from={"snippets", "label"})
+            pool, run_data = self._with_overrides(pipeline, overrides)
+            run_data = _with_languages(pool.first, run_data, self.query_languages(collections))
+            with pool.lend() as graph:
+                output = graph.run({**run_data, "request": request}, include_outputs_from={"snippets", "label"})
         except openai.OpenAIError as error:  # the client refused to start, e.g. without a key
             raise llm_error(self.settings, error) from None
         except PipelineRuntimeError as error:
@@ -261,6 +291,20 @@ class Needle:
             cited=[hit(doc) for doc in output["cite"]["cited"]],
             unknown_citations=list(output["cite"]["unknown"]),
         )
+
+    def query_languages(self, collections: list[str] | None = None) -> list[str]:
+        """
+        The languages a query is analysed in for keyword search: those of the collections searched (for an
+        `auto` collection, the languages its files were found in when indexed).
+        """
+        found = (index_info.read(self.settings) or {}).get("languages", {})
+        languages: set[str] = set()
+        for collection in self.collections.select(collections):
+            if collection.language == AUTO:
+                languages.update(found.get(collection.name) or [DEFAULT_LANGUAGE])
+            else:
+                languages.add(collection.language)
+        return sorted(languages)
 
     def _request(
         self,
@@ -295,6 +339,10 @@ class Needle:
         :raises CollectionError: When a name is unknown or there are no collections.
         :raises IndexMismatchError: When the index was built with other settings and `rebuild` is off.
         """
+        with self._index_lock:
+            return self._index(names, rebuild, overrides)
+
+    def _index(self, names: list[str] | None, rebuild: bool, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
         selected = self.collections.select(names)
         if rebuild:
             self.store.delete_all_documents()
@@ -304,11 +352,16 @@ class Needle:
         index_info.check(self.settings, ingest)
         sources = [c.as_source() for c in selected]
         started = time.perf_counter()
-        output = self.pipeline(INGEST, overrides).run(
-            {"scanner": {"collections": sources}, "differ": {"collections": sources}, "file_differ": {"collections": sources}},
+        graph = self.pipeline(INGEST, overrides)
+        run = {"scanner": {"collections": sources}, "differ": {"collections": sources}, "file_differ": {"collections": sources}}
+        output = graph.run(
+            _with_languages(graph, run, {c.name: c.language for c in selected}),
             include_outputs_from={"scanner", "reader", "converter", "differ"},
         )
-        index_info.record(self.settings, ingest)
+        changed = any(output[writer][key] for writer in ("writer", "file_writer") for key in ("written", "deleted"))
+        found = [out["languages"] for out in output.values() if isinstance(out.get("languages"), dict)]
+        # The writers optimise after a change; the languages found tell the query side how to analyse queries.
+        index_info.record(self.settings, ingest, optimized=changed, languages=found)
         stats = output["differ"]["stats"]
         converted = output.get("converter", {"documents": [], "skipped": [], "warnings": [], "stats": {}})
         return {
@@ -328,6 +381,59 @@ class Needle:
             "files_embedded": output["file_writer"]["written"],
             "seconds": round(time.perf_counter() - started, 2),
         }
+
+    def optimize(self) -> dict[str, Any]:
+        """
+        Lay the index out as the `index:` settings say (HNSW, quantization, what stays on disk): the stores
+        rebuild the segments laid out otherwise, from the stored vectors; nothing is embedded again.
+
+        :returns: What changed, the settings applied and the seconds it took.
+        """
+        with self._index_lock:
+            pending = index_info.pending_layout(self.settings)
+            started = time.perf_counter()
+            changed = [store.optimize() for store in (self.store, self.file_store)]
+            index_info.record_layout(self.settings)
+        return {
+            "changed": any(changed),
+            "applied": pending,
+            "layout": index_info.layout(self.settings),
+            "seconds": round(time.perf_counter() - started, 2),
+        }
+
+    @contextmanager
+    def writes_paused(self) -> Iterator[None]:
+        """Hold off index runs and every write to the stores (queries go on), everything written flushed."""
+        with self._index_lock, ExitStack() as paused:
+            for store in (self.store, self.file_store):
+                if hasattr(store, "writes_paused"):
+                    paused.enter_context(store.writes_paused())
+            yield
+
+    def backup(self, path: str) -> dict[str, Any]:
+        """
+        Back the index up into a new folder (`needle.backups`): a consistent copy of the embedded index, or
+        snapshots on the Qdrant server, with the provenance and the collection list.
+
+        :returns: The backup's manifest and folder.
+        :raises BackupError: When the folder is not new or empty, or there is no index yet.
+        """
+        from needle import backups
+
+        return backups.backup(self, path)
+
+    def restore(self, path: str) -> dict[str, Any]:
+        """
+        Put a backup in place of the index (`needle.backups`); no other process may have the index open.
+
+        :returns: The backup's manifest and the counts restored.
+        :raises BackupError: When the folder is not a backup of this kind of store.
+        :raises IndexMismatchError: When the backup was built by other embedding settings.
+        """
+        from needle import backups
+
+        with self._index_lock:
+            return backups.restore(self, path)
 
     def remove_collection(self, name: str) -> int:
         """
@@ -365,6 +471,9 @@ class Needle:
             "sparse_model": self.settings.sparse.model,
             "store": self.settings.store.url or str(self.settings.index_dir),
             "index_built_with": recorded["fingerprint"] if recorded else None,
+            "index_layout": recorded.get("layout") if recorded else None,
+            "layout_pending": index_info.pending_layout(self.settings),
+            "last_backup": recorded.get("backup") if recorded else None,
             "data_dir": str(self.settings.data_dir),
         }
 
@@ -387,6 +496,14 @@ class Needle:
             )
             entry["chunks"] += 1
         return [files[key] for key in sorted(files)]
+
+
+def _with_languages(graph: Pipeline, run_data: dict[str, Any], languages: Any) -> dict[str, Any]:
+    """Run data with `languages` given to every component that takes it as a free input (the BM25 embedders)."""
+    takers = [name for name, sockets in graph.inputs().items() if "languages" in sockets]
+    if not takers:
+        return run_data
+    return {**run_data, **{name: {**run_data.get(name, {}), "languages": languages} for name in takers}}
 
 
 __all__ = ["Needle", "CollectionError", "LLMError"]

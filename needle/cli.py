@@ -44,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--mask", action="append", help="glob of files to include (repeatable; default **/*.md and text)")
     add.add_argument("--documents", action="store_true",
                      help="also include PDF, Word (.docx) and HTML files (**/*.pdf, **/*.docx, **/*.html, **/*.htm)")
+    add.add_argument("--language", help="language of its notes for keyword search, e.g. german or chinese (default auto: per file)")
     csub.add_parser("list", help="list collections")
     remove = csub.add_parser("remove", help="remove a collection and its chunks from the index")
     remove.add_argument("name")
@@ -94,6 +95,14 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true")
     status = sub.add_parser("status", help="collections, counts, model and index location")
     status.add_argument("--json", action="store_true")
+    optimize = sub.add_parser("optimize", help="lay the index out as the `index:` settings say (no re-embedding)")
+    optimize.add_argument("--json", action="store_true")
+    backup = sub.add_parser("backup", help="back the index up into a new folder (a consistent copy, or server snapshots)")
+    backup.add_argument("path", help="a folder that does not exist yet")
+    backup.add_argument("--json", action="store_true")
+    restore = sub.add_parser("restore", help="put a backup in place of the index (refuses another model's)")
+    restore.add_argument("path", help="a folder written by `needle backup`")
+    restore.add_argument("--json", action="store_true")
     sub.add_parser("models", help="install the offline models (same as `make models`)")
     migrate = sub.add_parser("migrate", help="copy the embedded index, vectors included, to a Qdrant server")
     migrate.add_argument("--to", required=True, metavar="URL", help="the server, e.g. http://qdrant:6333")
@@ -101,6 +110,9 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve HTTP endpoints and MCP tools (hayhooks) on 127.0.0.1:1416")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, this machine only)")
     serve.add_argument("--port", type=int, default=1416, help="port (default 1416)")
+    serve.add_argument("--every", metavar="INTERVAL", help="back the index up this often, e.g. 6h or 30m (default: never)")
+    serve.add_argument("--keep", type=int, default=7, help="scheduled backups to keep (default 7)")
+    serve.add_argument("--backup-dir", metavar="DIR", help="where scheduled backups go (default: DATA_DIR/backups)")
     sub.add_parser("mcp", help="serve the MCP tools over stdin/stdout, for desktop agents")
     add_eval_parser(sub)
     return parser
@@ -116,8 +128,8 @@ def _run(args: argparse.Namespace, needle: Any) -> int:
     elif args.command == "collection":
         if args.action == "add":
             include = list(args.mask or DEFAULT_INCLUDE) + (DOCUMENT_INCLUDE if args.documents else [])
-            c = needle.collections.add(args.path, args.name, include=include)
-            print(f"collection '{c.name}' → {c.root} ({', '.join(c.include)}); run `needle index` to index it")
+            c = needle.collections.add(args.path, args.name, include=include, language=args.language)
+            print(f"collection '{c.name}' → {c.root} ({', '.join(c.include)}; language {c.language}); run `needle index` to index it")
         elif args.action == "list":
             collections = needle.collections.load()
             if not collections:
@@ -147,6 +159,11 @@ def _run(args: argparse.Namespace, needle: Any) -> int:
         print(needle.files.read(ref, from_line=line or 1, max_lines=count).text)
     elif args.command == "multi-get":
         print(output.file_batch(_multi_get(needle, args.refs, args.max_bytes), args.json))
+    elif args.command == "optimize":
+        print(output.optimize_report(needle.optimize(), args.json))
+    elif args.command in ("backup", "restore"):
+        done = needle.backup(args.path) if args.command == "backup" else needle.restore(args.path)
+        print(output.backup_report(done, args.command, args.json))
     elif args.command == "ls":
         print(output.file_list(needle.indexed_files(args.collection), args.json))
     else:
@@ -161,6 +178,18 @@ def _multi_get(needle: Any, refs: list[str], max_bytes: int) -> Any:
     return needle.files.read_many(refs=refs, max_bytes=max_bytes)
 
 
+def _backup_schedule(args: argparse.Namespace) -> dict[str, Any] | None:
+    """`serve --every`: the interval in seconds, how many to keep and where (checked before the server starts)."""
+    if args.every is None:
+        return None
+    from needle.backups import parse_interval
+
+    if args.keep < 1:
+        raise ValueError(f"--keep must be >= 1, got {args.keep}")
+    directory = args.backup_dir or str(load_settings().data_dir / "backups")
+    return {"every": parse_interval(args.every), "keep": args.keep, "directory": directory}
+
+
 def _run_without_index(args: argparse.Namespace) -> int | None:
     """Commands that do not open the index; `None` for the others."""
     if args.command == "eval":
@@ -168,7 +197,7 @@ def _run_without_index(args: argparse.Namespace) -> int | None:
     if args.command == "serve":
         from needle.http.app import serve
 
-        return serve(args.host, args.port)
+        return serve(args.host, args.port, backups=_backup_schedule(args))
     if args.command == "mcp":
         from needle.mcp import run_stdio
 

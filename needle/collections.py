@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from needle.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
+from needle.languages import AUTO, check_language
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -28,6 +29,8 @@ class Collection:
     root: str
     include: list[str] = field(default_factory=lambda: list(DEFAULT_INCLUDE))
     exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
+    # The language its keyword search analyses text in (`needle.languages`); auto: detected per file.
+    language: str = AUTO
 
     def as_source(self) -> dict:
         """The collection as the ingestion pipeline's scanner takes it."""
@@ -90,13 +93,21 @@ class CollectionRegistry:
             out.write(text)
         os.replace(tmp, self.path)
 
-    def add(self, root: str | Path, name: str, include: list[str] | None = None) -> Collection:
+    def add(self, root: str | Path, name: str, include: list[str] | None = None, language: str | None = None) -> Collection:
         """
-        Add a collection, or update the globs of one with the same name and folder.
+        Add a collection, or update the globs (and language) of one with the same name and folder.
 
-        :raises CollectionError: On a bad name, a missing folder, or a name already used for another folder.
+        :param language: The language of its notes (`needle.languages.LANGUAGES`), or `auto` (the default) to
+            tell it per file; an existing collection keeps its own when `None`.
+        :raises CollectionError: On a bad name, a missing folder, an unknown language, or a name already used
+            for another folder.
         """
         validate_name(name)
+        if language is not None:
+            try:
+                language = check_language(language)
+            except ValueError as error:
+                raise CollectionError(str(error)) from None
         folder = Path(root).expanduser().resolve()
         if not folder.is_dir():
             raise CollectionError(f"{root} is not a folder")
@@ -104,7 +115,8 @@ class CollectionRegistry:
         existing = collections.get(name)
         if existing and Path(existing.root) != folder:
             raise CollectionError(f"collection '{name}' already points at {existing.root}; remove it first")
-        collection = Collection(name=name, root=str(folder), include=list(include or DEFAULT_INCLUDE))
+        language = language or (existing.language if existing else AUTO)
+        collection = Collection(name=name, root=str(folder), include=list(include or DEFAULT_INCLUDE), language=language)
         collections[name] = collection
         self.save(collections)
         return collection

@@ -89,6 +89,8 @@ class Environment:
         settings = self.settings
         dim = embedding_dim(settings.embedding.model)
         if settings.store.url:
+            from needle.document_stores.qdrant_server import layout_parameters
+
             return {
                 "type": "needle.document_stores.qdrant_server.QdrantServerDocumentStore",
                 "init_parameters": {
@@ -99,11 +101,16 @@ class Environment:
                     "sparse_idf": True,
                     "timeout": settings.store.timeout,
                     "api_key": {"type": "env_var", "env_vars": [settings.store.api_key_env], "strict": False},
+                    **layout_parameters(**settings.index.model_dump()),
                 },
             }
         return {
             "type": "needle.document_stores.edge.document_store.EdgeDocumentStore",
-            "init_parameters": {"path": str(settings.index_dir / f"edge{suffix}"), "embedding_dim": dim},
+            "init_parameters": {
+                "path": str(settings.index_dir / f"edge{suffix}"),
+                "embedding_dim": dim,
+                **settings.index.model_dump(),
+            },
         }
 
     def store(self, role: str) -> Any:

@@ -1,4 +1,4 @@
-"""Provenance of an index: which models, prefixes and chunking built it.
+"""Provenance of an index: which models, prefixes and chunking built it, and how it holds its vectors.
 
 Vectors from one model mean nothing to another, so Needle refuses to search or extend an index built
 with different embedding settings, and says how to rebuild it. The models and prefixes come from the
@@ -6,6 +6,12 @@ settings (the environment); what to embed beside the text and how to chunk come 
 Chunking is recorded but not enforced: every index run re-chunks every file, so the next run moves the
 index to the new chunking, embedding only the chunks whose text changed (the others keep their ids and
 vectors).
+
+The index settings (`index:`: HNSW, quantization, what stays on disk) are recorded apart as the index's
+`layout`: another layout answers the same queries, so it is never refused. The layout is recorded when
+the index is built and whenever the stores were optimised (an index run that changed something, or
+`needle optimize`), since optimising is what rebuilds the segments laid out otherwise; `pending_layout`
+names the settings the configuration changes that the index does not have yet.
 """
 
 from __future__ import annotations
@@ -31,6 +37,13 @@ class IndexMismatchError(RuntimeError):
 
 # Keys of the fingerprint that a run can change in place (the others need `needle index --rebuild`).
 _SOFT_KEYS = frozenset({"chunking"})
+# Index settings that only take effect at search time: nothing to rebuild when they change.
+_SEARCH_TIME = frozenset({"hnsw_ef", "quantization_rescore", "quantization_oversampling"})
+# The layout every index had before the index settings existed (float vectors and graph in RAM, one build).
+LEGACY_LAYOUT = {
+    "hnsw_m": 16, "hnsw_ef_construct": 100, "quantization": "none", "vectors_on_disk": False,
+    "hnsw_on_disk": False, "sparse_on_disk": False, "payload_on_disk": True, "max_segment_size_kb": None,
+}
 
 
 def fingerprint(settings: Settings, ingest: dict[str, Any]) -> dict[str, Any]:
@@ -60,6 +73,11 @@ def fingerprint(settings: Settings, ingest: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def differences(recorded: dict[str, Any], expected: dict[str, Any]) -> list[str]:
+    """The keys of two fingerprints that differ and that no index run can change in place (models, prefixes)."""
+    return [key for key, value in expected.items() if key not in _SOFT_KEYS and recorded.get(key) != value]
+
+
 def info_path(settings: Settings) -> Path:
     """Where the index's provenance is kept (beside the embedded index, or per server collection)."""
     if settings.store.url:
@@ -85,11 +103,7 @@ def check(settings: Settings, ingest: dict[str, Any]) -> None:
     if recorded is None:
         return
     expected = fingerprint(settings, ingest)
-    differing = [
-        key
-        for key, value in expected.items()
-        if key not in _SOFT_KEYS and recorded.get("fingerprint", {}).get(key) != value
-    ]
+    differing = differences(recorded.get("fingerprint", {}), expected)
     if differing:
         details = ", ".join(f"{k}: index has {recorded['fingerprint'].get(k)!r}, config has {expected[k]!r}" for k in differing)
         raise IndexMismatchError(
@@ -98,16 +112,72 @@ def check(settings: Settings, ingest: dict[str, Any]) -> None:
         )
 
 
-def record(settings: Settings, ingest: dict[str, Any]) -> None:
-    """Write the provenance after a successful index run."""
-    path = info_path(settings)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def layout(settings: Settings) -> dict[str, Any]:
+    """The configured index settings that shape the index itself (search-time ones left out)."""
+    return {key: value for key, value in settings.index.model_dump().items() if key not in _SEARCH_TIME}
+
+
+def pending_layout(settings: Settings) -> dict[str, dict[str, Any]]:
+    """
+    The index settings the configuration changes and the index does not have yet (`needle optimize` applies them).
+
+    :returns: Setting → `{"index": recorded, "config": configured}`; empty for an index never built. An index
+        built before layouts were recorded has `LEGACY_LAYOUT`.
+    """
+    provenance = read(settings)
+    if provenance is None:
+        return {}
+    recorded = provenance.get("layout") or LEGACY_LAYOUT
+    return {
+        key: {"index": recorded.get(key), "config": value}
+        for key, value in layout(settings).items()
+        if recorded.get(key) != value
+    }
+
+
+def record(
+    settings: Settings, ingest: dict[str, Any], optimized: bool = True, languages: list[dict[str, list[str]]] | None = None
+) -> None:
+    """
+    Write the provenance after a successful index run.
+
+    :param optimized: Whether the run optimised the stores (which applies the configured layout); when it
+        did not, the recorded layout stays as it was (`LEGACY_LAYOUT` for an index built before layouts).
+    :param languages: Collection → the languages its documents were embedded in during this run (one mapping
+        per embedder); added to those recorded before, for the query side of keyword search.
+    """
     previous = read(settings) or {}
-    data = {
+    known = {name: set(found) for name, found in (previous.get("languages") or {}).items()}
+    for mapping in languages or []:
+        for name, found in mapping.items():
+            known.setdefault(name, set()).update(found)
+    _write(settings, {
         "fingerprint": fingerprint(settings, ingest),
+        "layout": layout(settings) if optimized or not previous else previous.get("layout") or LEGACY_LAYOUT,
+        "languages": {name: sorted(found) for name, found in sorted(known.items())},
         "created": previous.get("created", time.time()),
         "updated": time.time(),
-    }
+        **({"backup": previous["backup"]} if "backup" in previous else {}),
+    })
+
+
+def record_layout(settings: Settings) -> None:
+    """Record the configured layout as the index's, after the stores were optimised to it."""
+    previous = read(settings)
+    if previous is not None:
+        _write(settings, {**previous, "layout": layout(settings), "updated": time.time()})
+
+
+def record_backup(settings: Settings, backup: dict[str, Any]) -> None:
+    """Record the last backup (where, when, how many chunks) in the provenance, for `needle status`."""
+    previous = read(settings)
+    if previous is not None:
+        _write(settings, {**previous, "backup": backup})
+
+
+def _write(settings: Settings, data: dict[str, Any]) -> None:
+    path = info_path(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".index-info-")
     with os.fdopen(handle, "w", encoding="utf-8") as out:
         json.dump(data, out, indent=2)

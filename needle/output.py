@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from datetime import datetime
 from typing import Any
 
 from needle.results import Answer, SearchAnswer
@@ -139,7 +140,46 @@ def status_text(status: dict[str, Any], as_json: bool) -> str:
     if not status["collections"]:
         lines.append("no collections yet: add one with `needle collection add PATH --name NAME`")
     lines += [f"  {c['name']}: {c['files']} files, {c['chunks']} chunks ({c['root']})" for c in status["collections"]]
+    layout = status.get("index_layout")
+    if layout:
+        placed = [name for name in ("vectors", "hnsw", "sparse", "payload") if layout.get(f"{name}_on_disk")]
+        lines.append(
+            f"index: HNSW m={layout['hnsw_m']} ef_construct={layout['hnsw_ef_construct']}, "
+            f"quantization {layout['quantization']}, on disk: {', '.join(placed) or 'nothing'}"
+        )
+    pending = status.get("layout_pending")
+    if pending:
+        changes = ", ".join(f"{key} {change['index']} → {change['config']}" for key, change in pending.items())
+        lines.append(f"  the configuration changes {changes}: run `needle optimize` to apply it")
+    backup = status.get("last_backup")
+    if backup:
+        when = datetime.fromtimestamp(backup["time"]).isoformat(sep=" ", timespec="seconds")
+        lines.append(f"last backup: {when}, {backup['chunks']} chunks → {backup['path']}")
     return "\n".join(lines)
+
+
+def backup_report(report: dict[str, Any], command: str, as_json: bool) -> str:
+    """Render `needle backup` and `needle restore`."""
+    if as_json:
+        return json.dumps(report, indent=2)
+    counts = f"{report['chunks']} chunks, {report['files']} files"
+    where = report["path"]
+    if report["kind"] == "server":
+        names = ", ".join(f"{s['collection']}: {s['name']}" for s in report["snapshots"].values())
+        where += f" (snapshots on {report['url']}: {names})"
+    if command == "backup":
+        return f"backed up {counts} to {where} in {report['seconds']} s"
+    return f"restored {counts} from {where}"
+
+
+def optimize_report(report: dict[str, Any], as_json: bool) -> str:
+    """Render `needle optimize`."""
+    if as_json:
+        return json.dumps(report, indent=2)
+    if not report["changed"]:
+        return f"the index is laid out as configured ({report['seconds']} s)"
+    applied = ", ".join(f"{key} → {change['config']}" for key, change in report["applied"].items())
+    return f"index optimised in {report['seconds']} s" + (f": {applied}" if applied else "")
 
 
 def file_list(files: list[dict[str, Any]], as_json: bool) -> str:
@@ -160,4 +200,7 @@ def file_batch(batch: Any, as_json: bool) -> str:
     return "\n\n".join(parts) if parts else "no file matched"
 
 
-__all__ = ["FORMATS", "search_answer", "answer_text", "index_report", "status_text", "file_list", "file_batch"]
+__all__ = [
+    "FORMATS", "search_answer", "answer_text", "index_report", "status_text", "optimize_report", "backup_report",
+    "file_list", "file_batch",
+]

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -60,6 +60,45 @@ class StoreSettings(_Section):
     timeout: int = Field(10, gt=0)
 
 
+class IndexSettings(_Section):
+    """
+    How the index holds its vectors, on the embedded engine and on a Qdrant server alike.
+
+    The memory an index needs, and how fast and how exactly it answers, depend on these and on the machine,
+    not on what a graph ranks: so they are environment, recorded in the index's provenance, applied when the
+    index is created and to an existing index by `needle optimize` (which rebuilds the segments laid out
+    otherwise, without embedding anything again).
+    """
+
+    # HNSW graph: edges per node and candidates while building (more: better recall, slower build).
+    hnsw_m: int = Field(16, ge=0)
+    hnsw_ef_construct: int = Field(100, ge=4)
+    # Candidates a dense query's graph search keeps; null: hnsw_ef_construct. A search-time setting.
+    hnsw_ef: int | None = Field(200, gt=0)
+    # Vector quantization, kept in RAM: none, int8 (4x smaller) or binary (32x smaller).
+    quantization: Literal["none", "int8", "binary"] = "int8"
+    # Search-time: re-score the best candidates with the original vectors, after fetching
+    # oversampling x top_k candidates by quantized score (null: the engine's 1).
+    quantization_rescore: bool = True
+    quantization_oversampling: float | None = Field(3.0, ge=1)
+    # What stays on disk (memory-mapped, read on demand) rather than in RAM.
+    vectors_on_disk: bool = True
+    hnsw_on_disk: bool = False
+    sparse_on_disk: bool = False
+    payload_on_disk: bool = True
+    # Largest segment, in KB of dense vectors; the embedded engine also builds a segment each time this
+    # much has been written, so a large bulk load is indexed in steps. null: the engine's default.
+    max_segment_size_kb: int | None = Field(131_072, gt=0)
+
+
+class ServeSettings(_Section):
+    """How a long-running process (`needle serve`, MCP) answers requests that arrive together."""
+
+    # Warmed instances of each graph, so that this many requests to one graph run at once (they share the
+    # models and the index). Each instance costs little memory; beyond the machine's cores they only queue.
+    graph_instances: int = Field(4, ge=1)
+
+
 class LLMSettings(_Section):
     """The OpenAI-compatible server that LLM stages (expansion, judging, answers) talk to."""
 
@@ -93,7 +132,8 @@ class Settings(BaseSettings):
     """Everything Needle reads from its environment."""
 
     model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", validate_assignment=True
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", validate_assignment=True,
+        env_parse_none_str="null",  # NEEDLE_INDEX__HNSW_EF=null, as `null` in the YAML files
     )
 
     data_dir: Path = Path("~/.local/share/needle")
@@ -101,6 +141,8 @@ class Settings(BaseSettings):
     embedding: EmbeddingSettings = EmbeddingSettings()
     sparse: SparseSettings = SparseSettings()
     store: StoreSettings = StoreSettings()
+    index: IndexSettings = IndexSettings()
+    serve: ServeSettings = ServeSettings()
     llm: LLMSettings = LLMSettings()
     # Graph overrides by component and parameter, applied to every graph that has that component:
     # {"fuse.k": 30, "rerank.ranker.bm25_weight": 0.65}. From the environment: NEEDLE_SET="fuse.k=30".

@@ -1,17 +1,21 @@
 """qdrant-haystack's store with the search and listing methods of `NeedleDocumentStore`."""
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
 import httpx
 from haystack import default_from_dict, logging
 from haystack.dataclasses import Document
+from haystack.document_stores.errors import DocumentStoreError
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from haystack.utils import Secret, deserialize_secrets_inplace
 from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 from haystack_integrations.document_stores.qdrant.filters import convert_filters_to_qdrant
 from qdrant_client.http import models as rest
+from haystack_integrations.document_stores.qdrant.converters import DENSE_VECTORS_NAME
+from pydantic import ValidationError
 from qdrant_client.http.exceptions import ResponseHandlingException
 
 from components._checks import QueryVector, check_top_k
@@ -62,6 +66,10 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
         payload_fields_to_index: list[dict] | None = None,
         hnsw_config: dict | None = None,
         on_disk: bool = False,
+        on_disk_payload: bool | None = None,
+        quantization_config: dict | None = None,
+        optimizers_config: dict | None = None,
+        search_params: dict | None = None,
         recreate_index: bool = False,
         write_batch_size: int = 100,
         scroll_size: int = 10_000,
@@ -84,6 +92,12 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
             `None` indexes `meta.collection`, `meta.path`, `meta.source_doc_id` and `meta.tags` as keywords.
         :param hnsw_config: HNSW parameters of a new collection (`{"m": 16, "ef_construct": 100}`).
         :param on_disk: Keep vectors on disk rather than in RAM.
+        :param on_disk_payload: Keep the payload on disk; `None` for the server's default.
+        :param quantization_config: Quantization of a new collection, as Qdrant's REST API takes it
+            (`{"scalar": {"type": "int8", "quantile": 0.99, "always_ram": true}}`).
+        :param optimizers_config: Optimizer settings of a new collection (`{"max_segment_size": 131072}`).
+        :param search_params: Search parameters of every dense query (`{"hnsw_ef": 128, "quantization":
+            {"rescore": true, "oversampling": 2.0}}`).
         :param recreate_index: Drop and recreate the collection on first use.
         :param write_batch_size: Points per upsert request.
         :param scroll_size: Points per page when listing documents.
@@ -99,6 +113,16 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
             raise ValueError(f"write_batch_size must be > 0, got {write_batch_size}")
         if scroll_size <= 0:
             raise ValueError(f"scroll_size must be > 0, got {scroll_size}")
+        for name, value, model in (
+            ("hnsw_config", hnsw_config, rest.HnswConfigDiff),
+            ("optimizers_config", optimizers_config, rest.OptimizersConfigDiff),
+            ("search_params", search_params, rest.SearchParams),
+        ):
+            _check_model(name, value, model)
+        if quantization_config is not None:
+            _check_quantization(quantization_config)
+        self.search_params = search_params
+        self._search_params = rest.SearchParams(**search_params) if search_params else None
         super().__init__(
             url=url,
             index=index,
@@ -114,6 +138,9 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
             ],
             hnsw_config=hnsw_config,
             on_disk=on_disk,
+            on_disk_payload=on_disk_payload,
+            quantization_config=quantization_config,
+            optimizers_config=optimizers_config,
             recreate_index=recreate_index,
             write_batch_size=write_batch_size,
             scroll_size=scroll_size,
@@ -176,13 +203,19 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
         :raises ConnectionError: When the server cannot be reached.
         """
         check_top_k(top_k)
-        vector = self._dense_query(query_embedding).values
-        return _only(
-            self._query_by_embedding(
-                query_embedding=vector, filters=filters, top_k=top_k, return_embedding=return_embedding
-            ),
-            fields,
-        )
+        query = self._dense_query(query_embedding)
+        self._initialize_client()
+        assert self._client is not None
+        points = self._client.query_points(
+            collection_name=self.index,
+            query=query.values,
+            using=self._using(query),
+            query_filter=convert_filters_to_qdrant(filters),
+            limit=top_k,
+            with_vectors=return_embedding,
+            search_params=self._search_params,
+        ).points
+        return _only(self._process_query_point_results(points), fields)
 
     def query_sparse(
         self,
@@ -240,11 +273,91 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
 
     def optimize(self) -> bool:
         """
-        Nothing to do: the server optimises its segments in the background.
+        Apply this store's layout (HNSW, quantization, on-disk vectors, optimizer settings) to an existing
+        collection whose configuration differs; the server rebuilds its segments in the background.
 
-        :returns: `False`, nothing was optimised here.
+        :returns: Whether the collection's configuration was changed.
+        :raises ConnectionError: When the server cannot be reached.
         """
-        return False
+        self._initialize_client()
+        assert self._client is not None
+        config = self._client.get_collection(self.index).config
+        changes: dict[str, Any] = {}
+        if self.hnsw_config and _differs(self.hnsw_config, config.hnsw_config):
+            changes["hnsw_config"] = rest.HnswConfigDiff(**self.hnsw_config)
+        if self.optimizers_config and _differs(self.optimizers_config, config.optimizer_config):
+            changes["optimizers_config"] = rest.OptimizersConfigDiff(**self.optimizers_config)
+        wanted = self.quantization_config
+        current = config.quantization_config.model_dump(exclude_none=True) if config.quantization_config else None
+        if wanted != current and (wanted or current):
+            changes["quantization_config"] = _quantization(wanted) if wanted else rest.Disabled.DISABLED
+        vectors = config.params.vectors
+        dense = vectors.get(DENSE_VECTORS_NAME) if isinstance(vectors, dict) else vectors
+        if dense is not None and bool(dense.on_disk) != self.on_disk:
+            name = DENSE_VECTORS_NAME if isinstance(vectors, dict) else ""
+            changes["vectors_config"] = {name: rest.VectorParamsDiff(on_disk=self.on_disk)}
+        if not changes:
+            return False
+        self._client.update_collection(collection_name=self.index, **changes)
+        logger.info("Asked the server to lay out {index} anew: {keys}", index=self.index, keys=", ".join(changes))
+        return True
+
+    # ---- snapshots (the server's own API) --------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """
+        Ask the server for a snapshot of the collection (it stays on the server, in its snapshot folder).
+
+        :returns: The snapshot's `name`, `creation_time` and `size` in bytes.
+        :raises DocumentStoreError: When the server takes no snapshots (qdrant-client's local mode).
+        :raises ConnectionError: When the server cannot be reached.
+        """
+        with _snapshots("create a snapshot of", self.index):
+            description = self._connected().create_snapshot(collection_name=self.index, wait=True)
+        if description is None:
+            raise DocumentStoreError(f"the Qdrant server did not report the snapshot of {self.index}")
+        return description.model_dump(include={"name", "creation_time", "size"})
+
+    def list_snapshots(self) -> list[dict[str, Any]]:
+        """
+        The collection's snapshots on the server, oldest first.
+
+        :returns: Each snapshot's `name`, `creation_time` and `size`.
+        :raises DocumentStoreError: When the server takes no snapshots.
+        """
+        with _snapshots("list the snapshots of", self.index):
+            found = self._connected().list_snapshots(collection_name=self.index)
+        rows = [item.model_dump(include={"name", "creation_time", "size"}) for item in found]
+        return sorted(rows, key=lambda row: (row.get("creation_time") or "", row["name"]))
+
+    def delete_snapshot(self, name: str) -> None:
+        """
+        Delete one of the collection's snapshots on the server.
+
+        :raises DocumentStoreError: When the server takes no snapshots.
+        """
+        with _snapshots("delete a snapshot of", self.index):
+            self._connected().delete_snapshot(collection_name=self.index, snapshot_name=name, wait=True)
+
+    def restore_snapshot(self, name: str) -> None:
+        """
+        Replace the collection's points with one of its snapshots on the server.
+
+        :param name: The snapshot's name (`snapshot()`, `list_snapshots()`).
+        :raises DocumentStoreError: When the server takes no snapshots.
+        """
+        location = f"{self._base_url()}/collections/{self.index}/snapshots/{name}"
+        api_key = self.api_key.resolve_value() if self.api_key else None
+        with _snapshots("restore a snapshot of", self.index):
+            self._connected().recover_snapshot(collection_name=self.index, location=location, api_key=api_key, wait=True)
+
+    def _connected(self) -> Any:
+        self._initialize_client()
+        assert self._client is not None
+        return self._client
+
+    def _base_url(self) -> str:
+        address = self._address()
+        return address.rstrip("/") if "://" in address else f"http://{address}"
 
     def _best_scores(self, requests: list[BestScoreRequest]) -> list[float | None]:
         batch = [
@@ -255,7 +368,7 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
                 limit=1,
                 with_payload=False,
                 with_vector=False,
-                params=rest.SearchParams(exact=True) if request.exact else None,
+                params=self._exact_params() if request.exact else (self._search_params if request.query.indices is None else None),
             )
             for request in requests
         ]
@@ -283,6 +396,11 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
             if self._check_stop_scrolling(offset):
                 return
 
+    def _exact_params(self) -> rest.SearchParams:
+        """Exact search on the original vectors (the quantized ones ignored)."""
+        ignore = rest.QuantizationSearchParams(ignore=True) if self.quantization_config else None
+        return rest.SearchParams(exact=True, quantization=ignore)
+
     def _rest_query(self, query: VectorQuery) -> Any:
         """A query vector as the client takes it."""
         if query.indices is None:
@@ -294,6 +412,95 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
         if query.indices is None and not self.use_sparse_embeddings:
             return None
         return query.using
+
+
+def layout_parameters(
+    hnsw_m: int = 16,
+    hnsw_ef_construct: int = 100,
+    hnsw_ef: int | None = None,
+    quantization: str = "none",
+    quantization_rescore: bool = True,
+    quantization_oversampling: float | None = None,
+    vectors_on_disk: bool = False,
+    hnsw_on_disk: bool = False,
+    sparse_on_disk: bool = False,
+    payload_on_disk: bool = True,
+    max_segment_size_kb: int | None = None,
+) -> dict[str, Any]:
+    """
+    Needle's index settings (the `index:` section) as this store's parameters, in Qdrant's REST shapes.
+
+    The same settings make the same layout as on the embedded engine, with one difference: qdrant-haystack
+    keeps the sparse index where the dense vectors are (`on_disk`), so `sparse_on_disk` has no say here.
+
+    :returns: `hnsw_config`, `on_disk`, `on_disk_payload`, `quantization_config`, `optimizers_config` and
+        `search_params` for `QdrantServerDocumentStore`.
+    """
+    del sparse_on_disk  # follows on_disk on a server collection (see above)
+    quantization_config = None
+    if quantization == "int8":
+        quantization_config = {"scalar": {"type": "int8", "quantile": 0.99, "always_ram": True}}
+    elif quantization == "binary":
+        quantization_config = {"binary": {"always_ram": True}}
+    search: dict[str, Any] = {}
+    if hnsw_ef is not None:
+        search["hnsw_ef"] = hnsw_ef
+    if quantization_config is not None:
+        search["quantization"] = {"rescore": quantization_rescore}
+        if quantization_oversampling is not None:
+            search["quantization"]["oversampling"] = quantization_oversampling
+    return {
+        "hnsw_config": {"m": hnsw_m, "ef_construct": hnsw_ef_construct, "on_disk": hnsw_on_disk},
+        "on_disk": vectors_on_disk,
+        "on_disk_payload": payload_on_disk,
+        "quantization_config": quantization_config,
+        "optimizers_config": None if max_segment_size_kb is None else {"max_segment_size": max_segment_size_kb},
+        "search_params": search or None,
+    }
+
+
+def _check_model(name: str, value: dict | None, model: Any) -> None:
+    """:raises ValueError: Naming the parameter, when `value` is not a valid `model`."""
+    if value is None:
+        return
+    try:
+        model(**value)
+    except (TypeError, ValidationError) as error:
+        raise ValueError(f"{name} is not valid: {error}") from None
+
+
+def _quantization(config: dict) -> Any:
+    """A quantization mapping (`{"scalar": {...}}` or `{"binary": {...}}`) as the client's model."""
+    if set(config) == {"scalar"}:
+        return rest.ScalarQuantization(scalar=rest.ScalarQuantizationConfig(**config["scalar"]))
+    if set(config) == {"binary"}:
+        return rest.BinaryQuantization(binary=rest.BinaryQuantizationConfig(**config["binary"]))
+    raise ValueError(f"quantization_config must hold 'scalar' or 'binary', got {sorted(config)}")
+
+
+def _check_quantization(config: dict) -> None:
+    """:raises ValueError: When the quantization mapping is not one the server takes."""
+    try:
+        _quantization(config)
+    except (TypeError, ValidationError) as error:
+        raise ValueError(f"quantization_config is not valid: {error}") from None
+
+
+def _differs(wanted: dict, current: Any) -> bool:
+    """Whether a configuration object differs from the wanted values (keys not wanted are left alone)."""
+    def same(value: Any, found: Any) -> bool:
+        return bool(found) == value if isinstance(value, bool) else found == value
+
+    return not all(same(value, getattr(current, key, None)) for key, value in wanted.items())
+
+
+@contextmanager
+def _snapshots(action: str, index: str) -> Iterator[None]:
+    """Say so when this Qdrant takes no snapshots (qdrant-client's local mode raises `NotImplementedError`)."""
+    try:
+        yield
+    except NotImplementedError as error:
+        raise DocumentStoreError(f"cannot {action} {index}: this Qdrant takes no snapshots ({error})") from None
 
 
 def _match(key: str, value: Any) -> rest.Filter:

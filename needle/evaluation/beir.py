@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,6 +170,9 @@ def prepare_index(dataset: BeirDataset, settings: Settings) -> tuple[Needle, dic
     needle = Needle(settings, progress_bar=True)
     done = settings.data_dir / ".indexed"
     if index_is_built(done):
+        if index_info.pending_layout(settings):
+            # Another layout (`index:` settings) is a rebuild of the segments, not a new embedding.
+            print(f"laying the cached index out as configured: {needle.optimize()}", file=sys.stderr)
         return needle, None
     report = needle.index([COLLECTION])
     done.write_text(json.dumps(report))

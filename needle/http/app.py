@@ -128,10 +128,11 @@ def create_app(host: str = DEFAULT_HOST, token: str | None = None) -> FastAPI:
     return app
 
 
-def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> int:
+def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, backups: dict[str, Any] | None = None) -> int:
     """
     Run the server until interrupted (`needle serve`).
 
+    :param backups: Scheduled backups (`--every`): `every` seconds, `keep`, `directory`; `None` for none.
     :returns: The exit code.
     """
     from hayhooks.server.app import run_app
@@ -139,5 +140,15 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> int:
     token = os.environ.get(TOKEN_ENV) or None
     if host not in LOCAL_HOSTS and not token:
         logger.warning("Serving on %s without %s: anyone who can reach this port can read your notes", host, TOKEN_ENV)
-    run_app(create_app(host=host, token=token), host=host, port=port)
+    scheduler = None
+    if backups:
+        from needle.http.service import backup_scheduler
+
+        scheduler = backup_scheduler(**backups)
+        scheduler.start()
+    try:
+        run_app(create_app(host=host, token=token), host=host, port=port)
+    finally:
+        if scheduler is not None:
+            scheduler.stop()
     return 0

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import Field
 
 from needle.app import Needle
 from needle.errors import classify
+
+if TYPE_CHECKING:
+    from needle.backups import BackupScheduler
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +45,6 @@ T = TypeVar("T")
 
 _needle: Needle | None = None
 _needle_lock = threading.Lock()
-_run_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
 
 def get_needle() -> Needle:
@@ -75,26 +76,46 @@ def errors() -> Iterator[None]:
         raise HTTPException(status_code=failure.http_status, detail=failure.http_message) from None
 
 
-def call(action: Callable[[Needle], T], graph: str | None = None) -> T:
+def call(action: Callable[[Needle], T]) -> T:
     """
     Run `action` on the process's `Needle`, errors mapped to HTTP statuses.
 
+    Requests run side by side: each run of a graph borrows one of its warmed instances (`serve.graph_instances`
+    of them; Haystack does not promise that one `Pipeline` object runs safely on several threads at once),
+    and index runs, optimising and backups take turns inside `Needle`.
+
     :param action: What to do, e.g. `lambda n: n.status()`.
-    :param graph: Runs naming the same graph take turns (Haystack does not promise that one `Pipeline`
-        object runs safely on several threads at once); different graphs run side by side.
     :returns: What `action` returns.
     :raises HTTPException: 4xx for the caller's mistakes, 5xx otherwise.
     """
     with errors():
-        if graph is None:
-            return action(get_needle())
-        with _run_locks[graph]:
-            return action(get_needle())
+        return action(get_needle())
 
 
 def warm(name: str) -> Any:
-    """Load and warm a graph at start-up (a wrapper's `setup()`); returns the pipeline."""
-    return call(lambda needle: needle.pipeline(name))
+    """Load and warm every instance of a graph at start-up (a wrapper's `setup()`); returns the first."""
+    return call(lambda needle: needle.warm(name))
+
+
+def backup_scheduler(every: float, keep: int, directory: str) -> BackupScheduler:
+    """
+    Scheduled backups of this process's index (`needle serve --every`), not started.
+
+    :param every: Seconds between backups.
+    :param keep: How many to keep.
+    :param directory: Where they go.
+    """
+    from pathlib import Path
+
+    from needle import backups
+
+    return backups.BackupScheduler(
+        make=lambda folder: get_needle().backup(str(folder)),
+        drop=lambda folder: backups.drop(get_needle(), folder),
+        directory=Path(directory),
+        every=every,
+        keep=keep,
+    )
 
 
 def user_error(status: int, message: str) -> Exception:
@@ -106,5 +127,5 @@ def user_error(status: int, message: str) -> Exception:
 
 __all__ = [
     "ByteCap", "CollectionNames", "LineCount", "LineNumber", "Limit", "MinScore", "Query", "Ref", "RunInputs",
-    "call", "errors", "get_needle", "user_error", "warm",
+    "backup_scheduler", "call", "errors", "get_needle", "user_error", "warm",
 ]

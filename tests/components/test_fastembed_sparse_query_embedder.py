@@ -27,3 +27,25 @@ class TestFastembedSparseQueryEmbedder:
         as_document = FastembedSparseTextEmbedder(**params).run(text="replication replication slot")["sparse_embedding"]
         assert sorted(query.values) == [1.0, 1.0]  # distinct stemmed terms, weight 1: the store's IDF does the rest
         assert len(as_document.indices) == 2 and max(as_document.values) > min(as_document.values)
+
+    @pytest.mark.integration
+    def test_english_alone_is_the_models_own_analysis(self, params):
+        embedder = FastembedSparseQueryEmbedder(**params)
+        plain = embedder.run(text="houses by the lake")["sparse_embedding"]
+        assert embedder.run(text="houses by the lake", languages=["english"])["sparse_embedding"] == plain
+        assert embedder.run(text="houses by the lake", languages=["auto"])["sparse_embedding"] == plain
+
+    @pytest.mark.integration
+    def test_a_query_is_analysed_in_each_language_searched(self, params):
+        embedder = FastembedSparseQueryEmbedder(**params)
+        english = set(embedder.run(text="Häuser")["sparse_embedding"].indices)
+        german = set(embedder.run(text="Häuser", languages=["german"])["sparse_embedding"].indices)
+        both = embedder.run(text="Häuser", languages=["english", "german"])["sparse_embedding"]
+        assert english != german and set(both.indices) == english | german
+        assert both.values == [1.0] * len(both.indices) and both.indices == sorted(both.indices)
+        pairs = embedder.run(text="机器学习", languages=["chinese"])["sparse_embedding"]
+        assert len(pairs.indices) == 3  # 机器 器学 学习
+
+    def test_rejects_an_unknown_language(self, params):
+        with pytest.raises(ValueError, match="language must be auto or one of"):
+            FastembedSparseQueryEmbedder(**params).run(text="x", languages=["klingon"])

@@ -139,6 +139,10 @@ class TestEdgeDocumentStore:
             ({"hnsw_ef_construct": 2}, "hnsw_ef_construct"),
             ({"indexing_threshold_kb": 0}, "indexing_threshold_kb"),
             ({"scroll_size": 0}, "scroll_size"),
+            ({"hnsw_ef": 0}, "hnsw_ef must be > 0, got 0"),
+            ({"quantization": "int4"}, "quantization must be one of none, int8, binary"),
+            ({"quantization_oversampling": 0.5}, "quantization_oversampling must be >= 1"),
+            ({"max_segment_size_kb": 0}, "max_segment_size_kb must be > 0, got 0"),
         ],
     )
     def test_bad_params_raise(self, tmp_path, params, message):
@@ -165,6 +169,15 @@ class TestEdgeDocumentStore:
                 "indexing_threshold_kb": None,
                 "durable_writes": True,
                 "scroll_size": 1000,
+                "hnsw_ef": None,
+                "hnsw_on_disk": False,
+                "quantization": "none",
+                "quantization_rescore": True,
+                "quantization_oversampling": None,
+                "vectors_on_disk": False,
+                "sparse_on_disk": False,
+                "payload_on_disk": True,
+                "max_segment_size_kb": None,
             },
         }
 
@@ -495,6 +508,152 @@ class TestEdgeDocumentStore:
         assert not errors
         assert answered > 0
         assert store.count_documents() == 61
+
+
+def random_documents(count: int, dim: int, seed: int = 0, start: int = 0) -> list[Document]:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((count, dim))
+    return [
+        Document(id=f"d{start + i}", content=f"note {start + i}", meta={"path": f"{(start + i) % 7}.md"},
+                 embedding=vectors[i].tolist())
+        for i in range(count)
+    ]
+
+
+def shard_files(path) -> set[str]:
+    """The file names inside a shard's segments."""
+    return {name for _folder, _dirs, files in os.walk(Path(path) / "segments") for name in files}
+
+
+class TestEdgeDocumentStoreLayout:
+    def test_layout_reaches_the_engine(self, tmp_path):
+        import json
+
+        store = EdgeDocumentStore(
+            path=str(tmp_path / "edge"), embedding_dim=8, hnsw_m=8, hnsw_ef_construct=64, quantization="int8",
+            vectors_on_disk=True, hnsw_on_disk=True, sparse_on_disk=True, payload_on_disk=False,
+            max_segment_size_kb=50_000,
+        )
+        store.write_documents(random_documents(3, 8))
+        config = json.loads((tmp_path / "edge" / "edge_config.json").read_text())
+        store.close()
+        assert config["quantization_config"]["scalar"]["type"] == "int8"
+        assert config["quantization_config"]["scalar"]["memory"] == "pinned"
+        assert config["vectors"]["text-dense"]["memory"] == "cold"
+        assert config["sparse_vectors"]["text-sparse"]["memory"] == "cold"
+        assert (config["hnsw_config"]["m"], config["hnsw_config"]["memory"]) == (8, "cold")
+        assert config["payload_memory"] == "cached"
+        assert config["optimizers"]["max_segment_size"] == 50_000
+
+    @pytest.mark.parametrize("quantization", ["int8", "binary"])
+    def test_quantized_search_rescored_finds_what_exact_search_finds(self, tmp_path, quantization):
+        docs = random_documents(300, 16)
+        store = EdgeDocumentStore(
+            path=str(tmp_path / "edge"), embedding_dim=16, quantization=quantization, quantization_oversampling=4.0,
+            hnsw_ef=64, indexing_threshold_kb=1, durable_writes=False,
+        )
+        store.write_documents(docs)
+        store.optimize()
+        assert "quantized.data" in shard_files(tmp_path / "edge")
+        query = docs[42].embedding
+        [hit] = store.query_dense(query, top_k=1)
+        assert hit.id == "d42"
+        assert hit.score == pytest.approx(1.0, abs=1e-5)  # rescored with the original vector
+        # The rerank stage's exact scores ignore the quantized vectors.
+        exact = store.best_scores_by("path", ["0.md"], query_embedding=query)  # d42 is in 0.md
+        assert exact == [pytest.approx(1.0, abs=1e-5)]
+        store.close()
+
+    def test_optimize_lays_an_existing_index_out_anew(self, tmp_path):
+        path = str(tmp_path / "edge")
+        store = EdgeDocumentStore(path=path, embedding_dim=16, indexing_threshold_kb=1, durable_writes=False)
+        store.write_documents(random_documents(200, 16))
+        store.optimize()
+        store.close()
+        assert "quantized.data" not in shard_files(path)
+
+        quantized = EdgeDocumentStore(path=path, embedding_dim=16, indexing_threshold_kb=1, quantization="int8")
+        assert quantized.optimize() is True
+        assert "quantized.data" in shard_files(path)
+        assert quantized.count_documents() == 200
+        assert quantized.optimize() is False  # laid out as asked: nothing left to do
+        quantized.close()
+
+    def test_a_bulk_load_builds_in_steps_of_the_segment_size(self, tmp_path):
+        # 16 dims are 64 bytes a vector, 6.25 KB a batch of 100: a step of 20 KB builds after every 4th batch.
+        store = EdgeDocumentStore(
+            path=str(tmp_path / "edge"), embedding_dim=16, max_segment_size_kb=20, indexing_threshold_kb=1,
+            durable_writes=False,
+        )
+        builds = []
+        optimize = store.optimize
+        store.optimize = lambda: builds.append(1) or optimize()
+        for start in range(0, 1000, 100):
+            store.write_documents(random_documents(100, 16, seed=start, start=start))
+        assert len(builds) == 2
+        info = store._shard().shard.info()
+        assert info.segments_count >= 3  # two built segments and the one taking writes
+        assert store.count_documents() == 1000
+        [hit] = store.query_dense(random_documents(100, 16, seed=500, start=500)[7].embedding, top_k=1)
+        assert hit.id == "d507"
+        store.close()
+
+
+class TestEdgeDocumentStoreBackup:
+    def test_backup_is_a_shard_that_opens_with_the_same_documents(self, tmp_path):
+        store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=16)
+        docs = random_documents(50, 16)
+        store.write_documents(docs)
+        assert store.backup(str(tmp_path / "copy")) == 50
+        store.write_documents(random_documents(5, 16, seed=1, start=100))  # after the backup: not in it
+        assert not (tmp_path / "copy" / LOCK_FILE_NAME).exists()
+        copy = EdgeDocumentStore(path=str(tmp_path / "copy"), embedding_dim=16)
+        assert copy.count_documents() == 50
+        assert [d.id for d in copy.query_dense(docs[3].embedding, top_k=3)] == [
+            d.id for d in store.query_dense(docs[3].embedding, top_k=3)
+        ]
+        copy.close()
+        store.close()
+
+    def test_backup_refuses_an_existing_folder(self, tmp_path):
+        store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4)
+        store.write_documents([Document(content="x")])
+        (tmp_path / "copy").mkdir()
+        with pytest.raises(FileExistsError):
+            store.backup(str(tmp_path / "copy"))
+        store.close()
+
+    def test_writes_wait_while_paused_and_queries_do_not(self, store):
+        store.write_documents([Document(id="before", content="before", embedding=[1.0, 0.0, 0.0, 0.0])])
+        writer = threading.Thread(target=store.write_documents, args=([Document(id="during", content="during")],))
+        with store.writes_paused():
+            writer.start()
+            writer.join(timeout=0.5)
+            assert writer.is_alive()  # waiting for the pause to end
+            assert [d.id for d in store.query_dense([1.0, 0.0, 0.0, 0.0], top_k=5)] == ["before"]
+        writer.join(timeout=10)
+        assert not writer.is_alive()
+        assert store.count_documents() == 2
+
+    def test_replace_shard_swaps_in_a_copy_and_refuses_an_open_index(self, tmp_path):
+        from needle.document_stores.edge.shards import replace_shard
+
+        source = EdgeDocumentStore(path=str(tmp_path / "old"), embedding_dim=4)
+        source.write_documents([Document(id=str(i), content=f"n{i}") for i in range(3)])
+        source.backup(str(tmp_path / "copy"))
+        live = EdgeDocumentStore(path=str(tmp_path / "live"), embedding_dim=4)
+        live.write_documents([Document(content="only one")])
+        with pytest.raises(StoreLockedError):
+            replace_shard(str(tmp_path / "copy"), str(tmp_path / "live"))
+        live.close()
+        replace_shard(str(tmp_path / "copy"), str(tmp_path / "live"))
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["copy", "live", "old"]
+        reopened = EdgeDocumentStore(path=str(tmp_path / "live"), embedding_dim=4)
+        assert reopened.count_documents() == 3
+        reopened.close()
+        source.close()
 
 
 class Child:

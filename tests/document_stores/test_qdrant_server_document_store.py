@@ -6,10 +6,57 @@ from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.utils import Secret
 from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+from qdrant_client.http import models as rest
 
-from needle.document_stores.qdrant_server import DEFAULT_PAYLOAD_FIELDS_TO_INDEX, QdrantServerDocumentStore
+from needle.document_stores.qdrant_server import (
+    DEFAULT_PAYLOAD_FIELDS_TO_INDEX,
+    QdrantServerDocumentStore,
+    layout_parameters,
+)
 
 UNREACHABLE = "http://127.0.0.1:9"
+
+
+class RecordingClient:
+    """The qdrant-client calls a server store makes for layouts and snapshots, recorded (no server here)."""
+
+    def __init__(self, quantization: dict | None = None, on_disk: bool = False) -> None:
+        self.quantization, self.on_disk = quantization, on_disk
+        self.updates, self.recovered, self.deleted = [], [], []
+
+    def get_collection(self, name):
+        quantization = None
+        if self.quantization:
+            quantization = rest.ScalarQuantization(scalar=rest.ScalarQuantizationConfig(**self.quantization["scalar"]))
+        vectors = {"text-dense": rest.VectorParams(size=384, distance=rest.Distance.COSINE, on_disk=self.on_disk)}
+        config = rest.CollectionConfig(
+            params=rest.CollectionParams(vectors=vectors),
+            hnsw_config=rest.HnswConfig(m=16, ef_construct=100, full_scan_threshold=10000),
+            optimizer_config=rest.OptimizersConfig(
+                deleted_threshold=0.2, vacuum_min_vector_number=1000, default_segment_number=0, flush_interval_sec=5
+            ),
+            wal_config=None,
+            quantization_config=quantization,
+        )
+        return type("Info", (), {"config": config})()
+
+    def update_collection(self, collection_name, **changes):
+        self.updates.append((collection_name, changes))
+
+    def create_snapshot(self, collection_name, wait):
+        return rest.SnapshotDescription(name=f"{collection_name}-1.snapshot", creation_time="2026-01-01T00:00:00", size=10)
+
+    def list_snapshots(self, collection_name):
+        return [
+            rest.SnapshotDescription(name=f"{collection_name}-{i}.snapshot", creation_time=f"2026-01-0{i + 1}T00:00:00", size=10)
+            for i in (1, 0)
+        ]
+
+    def recover_snapshot(self, collection_name, location, api_key, wait):
+        self.recovered.append((collection_name, location, api_key))
+
+    def delete_snapshot(self, collection_name, snapshot_name, wait):
+        self.deleted.append((collection_name, snapshot_name))
 
 
 @pytest.fixture
@@ -97,6 +144,10 @@ class TestQdrantServerDocumentStore:
                 "payload_fields_to_index": DEFAULT_PAYLOAD_FIELDS_TO_INDEX,
                 "hnsw_config": None,
                 "on_disk": False,
+                "on_disk_payload": None,
+                "quantization_config": None,
+                "optimizers_config": None,
+                "search_params": None,
                 "recreate_index": False,
                 "write_batch_size": 100,
                 "scroll_size": 10_000,
@@ -141,11 +192,72 @@ class TestQdrantServerDocumentStore:
             store.query_dense([1.0])
         assert store._client is None
 
-    def test_flush_and_optimize_leave_the_work_to_the_server(self):
+    def test_flush_leaves_the_work_to_the_server(self):
         store = QdrantServerDocumentStore(url=UNREACHABLE)
         store.flush()
-        assert store.optimize() is False
         assert store._client is None
+
+    def test_layout_parameters_give_the_server_the_same_layout(self):
+        params = layout_parameters(
+            hnsw_m=32, hnsw_ef_construct=200, hnsw_ef=128, quantization="int8", quantization_oversampling=2.0,
+            vectors_on_disk=True, hnsw_on_disk=True, payload_on_disk=True, max_segment_size_kb=131072,
+        )
+        assert params == {
+            "hnsw_config": {"m": 32, "ef_construct": 200, "on_disk": True},
+            "on_disk": True,
+            "on_disk_payload": True,
+            "quantization_config": {"scalar": {"type": "int8", "quantile": 0.99, "always_ram": True}},
+            "optimizers_config": {"max_segment_size": 131072},
+            "search_params": {"hnsw_ef": 128, "quantization": {"rescore": True, "oversampling": 2.0}},
+        }
+        assert layout_parameters(quantization="binary")["quantization_config"] == {"binary": {"always_ram": True}}
+        assert layout_parameters()["search_params"] is None
+        store = QdrantServerDocumentStore(url=UNREACHABLE, **params)
+        assert QdrantServerDocumentStore.from_dict(store.to_dict()).to_dict() == store.to_dict()
+
+    @pytest.mark.parametrize(
+        ("params", "message"),
+        [
+            ({"hnsw_config": {"m": "many"}}, "hnsw_config"),
+            ({"optimizers_config": {"max_segment_size": "big"}}, "optimizers_config"),
+            ({"search_params": {"hnsw_ef": "x"}}, "search_params"),
+            ({"quantization_config": {"product": {}}}, "quantization_config"),
+        ],
+    )
+    def test_bad_layout_raises(self, params, message):
+        with pytest.raises(ValueError, match=message):
+            QdrantServerDocumentStore(url=UNREACHABLE, **params)
+
+    def test_optimize_asks_the_server_for_the_layout_it_lacks(self):
+        client = RecordingClient(quantization=None, on_disk=False)
+        store = QdrantServerDocumentStore(url=UNREACHABLE, **layout_parameters(quantization="int8", vectors_on_disk=True))
+        store._client = client
+        assert store.optimize() is True
+        [(name, changes)] = client.updates
+        assert name == "Document"
+        assert changes["quantization_config"].scalar.type == "int8"
+        assert changes["vectors_config"]["text-dense"].on_disk is True
+        assert "hnsw_config" not in changes  # the collection already has m 16, ef_construct 100
+
+        laid_out = RecordingClient(quantization={"scalar": {"type": "int8", "quantile": 0.99, "always_ram": True}}, on_disk=True)
+        store._client = laid_out
+        assert store.optimize() is False
+        assert laid_out.updates == []
+
+    def test_snapshots_go_through_the_servers_api(self):
+        client = RecordingClient()
+        store = QdrantServerDocumentStore(url="http://qdrant.internal:6333", index="notes", api_key=Secret.from_token("k"))
+        store._client = client
+        assert store.snapshot() == {"name": "notes-1.snapshot", "creation_time": "2026-01-01T00:00:00", "size": 10}
+        assert [s["name"] for s in store.list_snapshots()] == ["notes-0.snapshot", "notes-1.snapshot"]
+        store.restore_snapshot("notes-0.snapshot")
+        store.delete_snapshot("notes-0.snapshot")
+        assert client.recovered == [("notes", "http://qdrant.internal:6333/collections/notes/snapshots/notes-0.snapshot", "k")]
+        assert client.deleted == [("notes", "notes-0.snapshot")]
+
+    def test_snapshots_on_a_qdrant_without_them_say_so(self, memory_store):
+        with pytest.raises(DocumentStoreError, match="takes no snapshots"):
+            memory_store.snapshot()
 
     @pytest.mark.filterwarnings("ignore::UserWarning")
     def test_query_dense_and_sparse_through_the_client(self, memory_store):

@@ -28,12 +28,15 @@ from needle.document_stores.edge.filters import edge_filter
 from needle.document_stores.edge.schema import (
     DEFAULT_PAYLOAD_INDEXES,
     DISTANCES,
+    QUANTIZATIONS,
     SCHEMA_TYPES,
     STEMMERS,
+    Layout,
     edge_config,
     missing_indexes,
+    search_params,
 )
-from needle.document_stores.edge.shards import OpenShard, open_shard
+from needle.document_stores.edge.shards import OpenShard, copy_shard, open_shard
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +80,15 @@ class EdgeDocumentStore(NeedleStoreMixin):
         indexing_threshold_kb: int | None = None,
         durable_writes: bool = True,
         scroll_size: int = 1000,
+        hnsw_ef: int | None = None,
+        hnsw_on_disk: bool = False,
+        quantization: str = "none",
+        quantization_rescore: bool = True,
+        quantization_oversampling: float | None = None,
+        vectors_on_disk: bool = False,
+        sparse_on_disk: bool = False,
+        payload_on_disk: bool = True,
+        max_segment_size_kb: int | None = None,
     ) -> None:
         """
         Configure the store; nothing is created, locked or opened until first use.
@@ -100,6 +112,22 @@ class EdgeDocumentStore(NeedleStoreMixin):
         :param durable_writes: Flush to disk after every write, delete and update. Turn off for bulk loads
             and call `flush()` at the end; the engine's write-ahead log still survives a crashed process.
         :param scroll_size: Points fetched per page when listing documents.
+        :param hnsw_ef: Candidates a dense query's HNSW search keeps (more: better recall, slower);
+            `None` uses `hnsw_ef_construct`, as the engine does.
+        :param hnsw_on_disk: Keep the HNSW graph on disk (memory-mapped, read on demand) instead of in RAM.
+        :param quantization: `none`, `int8` (scalar quantization, 4x smaller) or `binary` (32x smaller); the
+            quantized vectors stay in RAM and the search walks them.
+        :param quantization_rescore: Re-score a quantized search's best candidates with the original vectors.
+        :param quantization_oversampling: Candidates fetched by quantized score, as a multiple of `top_k`,
+            before rescoring; `None` for the engine's default (1).
+        :param vectors_on_disk: Keep the original dense vectors on disk (memory-mapped, read on demand).
+        :param sparse_on_disk: Keep the sparse vectors' inverted index on disk.
+        :param payload_on_disk: Keep the payload (text and metadata) on disk; the engine's default.
+        :param max_segment_size_kb: Largest segment the engine builds, in KB of dense vectors; also the
+            build step: once this much has been written since the last build, the write builds a segment
+            before it returns, so that a large bulk load never holds more than one segment's worth of
+            unindexed points, nor builds one graph over all of them. `None` keeps the engine's default
+            (256 MB per indexing thread) and builds only when asked (`optimize()`).
         :raises ValueError: When a parameter is out of range or unknown.
         """
         if not isinstance(path, str) or not path:
@@ -128,6 +156,14 @@ class EdgeDocumentStore(NeedleStoreMixin):
             raise ValueError(f"indexing_threshold_kb must be > 0, got {indexing_threshold_kb}")
         if scroll_size <= 0:
             raise ValueError(f"scroll_size must be > 0, got {scroll_size}")
+        if hnsw_ef is not None and hnsw_ef <= 0:
+            raise ValueError(f"hnsw_ef must be > 0, got {hnsw_ef}")
+        if quantization not in QUANTIZATIONS:
+            raise ValueError(f"quantization must be one of {', '.join(QUANTIZATIONS)}, got {quantization!r}")
+        if quantization_oversampling is not None and quantization_oversampling < 1:
+            raise ValueError(f"quantization_oversampling must be >= 1, got {quantization_oversampling}")
+        if max_segment_size_kb is not None and max_segment_size_kb <= 0:
+            raise ValueError(f"max_segment_size_kb must be > 0, got {max_segment_size_kb}")
 
         self.path = path
         self.embedding_dim = embedding_dim
@@ -144,9 +180,22 @@ class EdgeDocumentStore(NeedleStoreMixin):
         self.indexing_threshold_kb = indexing_threshold_kb
         self.durable_writes = durable_writes
         self.scroll_size = scroll_size
+        self.hnsw_ef = hnsw_ef
+        self.hnsw_on_disk = hnsw_on_disk
+        self.quantization = quantization
+        self.quantization_rescore = quantization_rescore
+        self.quantization_oversampling = quantization_oversampling
+        self.vectors_on_disk = vectors_on_disk
+        self.sparse_on_disk = sparse_on_disk
+        self.payload_on_disk = payload_on_disk
+        self.max_segment_size_kb = max_segment_size_kb
 
         self._opened: OpenShard | None = None
         self._open_lock = threading.Lock()
+        self._unbuilt_kb = 0.0  # dense vectors written since the last build (the build step)
+        quantized = quantization != "none"
+        self._search_params = search_params(hnsw_ef, quantized, quantization_rescore, quantization_oversampling)
+        self._exact_params = search_params(None, quantized, True, None, exact=True)
 
     # ----------------------------------------------------------------------------------------------------
     # Serialisation
@@ -174,6 +223,15 @@ class EdgeDocumentStore(NeedleStoreMixin):
             indexing_threshold_kb=self.indexing_threshold_kb,
             durable_writes=self.durable_writes,
             scroll_size=self.scroll_size,
+            hnsw_ef=self.hnsw_ef,
+            hnsw_on_disk=self.hnsw_on_disk,
+            quantization=self.quantization,
+            quantization_rescore=self.quantization_rescore,
+            quantization_oversampling=self.quantization_oversampling,
+            vectors_on_disk=self.vectors_on_disk,
+            sparse_on_disk=self.sparse_on_disk,
+            payload_on_disk=self.payload_on_disk,
+            max_segment_size_kb=self.max_segment_size_kb,
         )
 
     @classmethod
@@ -211,15 +269,18 @@ class EdgeDocumentStore(NeedleStoreMixin):
 
     def _edge_config(self) -> Any:
         """The engine configuration this store asks for."""
-        return edge_config(
-            self.embedding_dim,
-            self.similarity,
-            self.use_sparse_embeddings,
-            self.sparse_idf,
-            self.hnsw_m,
-            self.hnsw_ef_construct,
-            self.indexing_threshold_kb,
+        layout = Layout(
+            hnsw_m=self.hnsw_m,
+            hnsw_ef_construct=self.hnsw_ef_construct,
+            hnsw_on_disk=self.hnsw_on_disk,
+            quantization=self.quantization,
+            vectors_on_disk=self.vectors_on_disk,
+            sparse_on_disk=self.sparse_on_disk,
+            payload_on_disk=self.payload_on_disk,
+            max_segment_size_kb=self.max_segment_size_kb,
+            indexing_threshold_kb=self.indexing_threshold_kb,
         )
+        return edge_config(self.embedding_dim, self.similarity, self.use_sparse_embeddings, self.sparse_idf, layout)
 
     def _ensure_indexes(self, opened: OpenShard) -> None:
         """Create the payload and full-text indexes this store needs and the shard lacks."""
@@ -244,7 +305,8 @@ class EdgeDocumentStore(NeedleStoreMixin):
 
     def optimize(self) -> bool:
         """
-        Merge and vacuum segments and build the HNSW graph of segments above the indexing threshold.
+        Merge and vacuum segments, build the HNSW graph of segments above the indexing threshold, and
+        rebuild the segments laid out otherwise than this store asks (HNSW, quantization, placement).
 
         Blocks writers (not readers) until the engine has nothing left to optimise.
 
@@ -255,8 +317,40 @@ class EdgeDocumentStore(NeedleStoreMixin):
         with opened.write_lock, _engine_errors("optimize"):
             changed = bool(opened.shard.optimize())
             opened.shard.flush()
+            self._unbuilt_kb = 0.0
         logger.info("Optimized {path}: {changed}", path=opened.path, changed=changed)
         return changed
+
+    @contextmanager
+    def writes_paused(self) -> Iterator[None]:
+        """
+        Hold off this store's writers (readers go on), with everything written so far flushed to disk.
+
+        :raises DocumentStoreError: When the engine fails to flush.
+        """
+        opened = self._shard()
+        with opened.write_lock:
+            with _engine_errors("flush"):
+                opened.shard.flush()
+            yield
+
+    def backup(self, target: str) -> int:
+        """
+        Copy the index to a new folder, consistent: writers wait while it is copied, queries go on.
+
+        The copy is a shard folder like this store's: `EdgeDocumentStore(path=target)` opens it, and
+        `needle restore` puts it back.
+
+        :param target: A folder that does not exist yet.
+        :returns: The number of documents copied.
+        :raises FileExistsError: When `target` exists.
+        :raises DocumentStoreError: When the engine fails to flush.
+        """
+        with self.writes_paused():
+            count = self.count_documents()
+            copy_shard(self._shard().path, target)
+        logger.info("Copied {count} documents from {path} to {target}", count=count, path=self.path, target=target)
+        return count
 
     def close(self) -> None:
         """Flush and close the shard and unlock the folder; the store reopens on next use."""
@@ -330,6 +424,9 @@ class EdgeDocumentStore(NeedleStoreMixin):
                     opened.shard.update(qe.UpdateOperation.upsert_points(batch[start : start + _WRITE_BATCH_SIZE]))
                 if self.durable_writes:
                     opened.shard.flush()
+            self._unbuilt_kb += len(batch) * self.embedding_dim * 4 / 1024
+            if self.max_segment_size_kb is not None and self._unbuilt_kb >= self.max_segment_size_kb:
+                self.optimize()  # the build step (see `max_segment_size_kb`)
         logger.debug("Wrote {count} documents to {path}", count=len(batch), path=opened.path)
         return len(batch)
 
@@ -461,7 +558,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
         """
         check_top_k(top_k)
         query = _nearest(self._dense_query(query_embedding))
-        return self._query(query, top_k, filters, return_embedding, fields)
+        return self._query(query, top_k, filters, return_embedding, fields, params=self._search_params)
 
     def query_sparse(
         self,
@@ -521,6 +618,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
         filters: dict[str, Any] | None,
         return_embedding: bool,
         fields: list[str] | None = None,
+        params: Any = None,
     ) -> list[Document]:
         # Fewer metadata fields make lighter documents: Haystack deep-copies every stage's inputs.
         payload: Any = True if fields is None else ["id", "content", "blob", *(f"meta.{meta_name(f)}" for f in fields)]
@@ -530,13 +628,14 @@ class EdgeDocumentStore(NeedleStoreMixin):
             filter=edge_filter(filters),
             with_payload=payload,
             with_vector=return_embedding,
+            params=params,
         )
         with _engine_errors("search"):
             points = self._shard().shard.query(request)
         return [to_document(point, score=point.score) for point in points]
 
     def _best_scores(self, requests: list[BestScoreRequest]) -> list[float | None]:
-        exact = qe.SearchParams(exact=True)
+        exact = self._exact_params
         batch = [
             qe.QueryRequest(
                 limit=1,
@@ -544,7 +643,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
                 filter=None if request.key is None else _match(request.key, request.value),
                 with_payload=False,
                 with_vector=False,
-                params=exact if request.exact else None,
+                params=exact if request.exact else (self._search_params if request.query.indices is None else None),
             )
             for request in requests
         ]

@@ -143,6 +143,50 @@ def open_shard(path: str, config: Any) -> OpenShard:
     return OpenShard(real, shard, lock_fd)
 
 
+def copy_shard(source: str, target: str) -> None:
+    """
+    Copy a shard's folder (its segments, write-ahead log and configuration; not the lock file) to a new folder.
+
+    The caller makes the copy consistent: the shard is flushed and its writers wait (`writes_paused()`).
+
+    :param source: The shard's folder.
+    :param target: A folder that does not exist yet.
+    :raises FileExistsError: When `target` exists.
+    """
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(LOCK_FILE_NAME), symlinks=True)
+
+
+def replace_shard(source: str, path: str) -> None:
+    """
+    Put a copy of the shard in `source` in place of the shard in `path`, which no store may hold open.
+
+    The copy is made beside `path` first and swapped in by renames, so a failure leaves the old shard in place.
+
+    :param source: A shard's folder (a backup).
+    :param path: The store's folder; created when missing.
+    :raises StoreLockedError: When the folder is open in this or another process.
+    """
+    real = os.path.realpath(os.path.expanduser(path))
+    os.makedirs(real, exist_ok=True)
+    lock_fd = _lock_folder(real)
+    incoming, outgoing = f"{real}.restoring", f"{real}.replaced"
+    try:
+        for leftover in (incoming, outgoing):
+            shutil.rmtree(leftover, ignore_errors=True)
+        copy_shard(source, incoming)
+        os.rename(real, outgoing)
+        os.rename(incoming, real)
+    except BaseException:
+        shutil.rmtree(incoming, ignore_errors=True)
+        if not os.path.exists(real) and os.path.exists(outgoing):
+            os.rename(outgoing, real)
+        raise
+    finally:
+        _unlock_folder(lock_fd)
+    shutil.rmtree(outgoing, ignore_errors=True)
+    logger.info("Restored the index at {path} from {source}", path=real, source=source)
+
+
 def _open_or_create(path: str, config: Any) -> Any:
     segments = os.path.join(path, "segments")
     has_data = os.path.exists(os.path.join(path, "edge_config.json")) or (

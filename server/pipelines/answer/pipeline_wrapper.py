@@ -33,7 +33,7 @@ class PipelineWrapper(BasePipelineWrapper):
         :param limit: How many chunks to give the LLM (the graph's default when not given).
         :returns: The answer, the chunks it was given, the ones it cites and citations of chunks it was not given.
         """
-        return call(lambda needle: needle.answer(question, top_k=limit, collections=collections), graph="rag")
+        return call(lambda needle: needle.answer(question, top_k=limit, collections=collections))
 
     def run_chat_completion(self, model: str, messages: list[dict], body: dict) -> str:
         """

@@ -24,4 +24,4 @@ class PipelineWrapper(BasePipelineWrapper):
         :param collections: Collections to index (names from `status`); all when empty.
         :returns: The run's report: files seen, new, changed, unchanged, removed, skipped (with reasons), chunks, seconds.
         """
-        return call(lambda needle: needle.index(collections or None), graph="ingest")
+        return call(lambda needle: needle.index(collections or None))

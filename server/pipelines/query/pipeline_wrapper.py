@@ -48,5 +48,4 @@ class PipelineWrapper(BasePipelineWrapper):
                 query, "query", top_k=limit, collections=collections, min_score=min_score, expand=expand, rerank=rerank, chunks=chunks,
                 explain=explain, overrides=set, init_overrides=False,
             ),
-            graph="query",
         )

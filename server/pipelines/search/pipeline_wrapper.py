@@ -45,5 +45,4 @@ class PipelineWrapper(BasePipelineWrapper):
                 query, "search", top_k=limit, collections=collections, min_score=min_score, chunks=chunks,
                 explain=explain, overrides=set, init_overrides=False,
             ),
-            graph="search",
         )

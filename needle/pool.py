@@ -1,0 +1,96 @@
+"""A few warmed instances of one graph, each lent to one run at a time.
+
+Haystack does not promise that one `Pipeline` object runs safely on several threads at once (a run keeps
+its state in the pipeline and in its components), so a server that answers several requests to the same
+graph at once needs several instances of it. They are cheap: the instances share the process's models
+(fastembed keeps one backend per model) and its one store object per index; only the components' own
+small state is per instance.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+class GraphPool:
+    """
+    Up to `size` instances of one graph, built on demand and lent one run at a time.
+
+    Usage example:
+    ```python
+    pool = GraphPool(lambda: load_pipeline("query", environment), size=4)
+    with pool.lend() as pipeline:
+        pipeline.run({"request": {"query": "restic"}})
+    ```
+    """
+
+    def __init__(self, build: Callable[[], Any], size: int) -> None:
+        """
+        Build the first instance now.
+
+        :param build: Makes one warmed instance of the graph.
+        :param size: The most instances lent at once; further runs wait for one to come back.
+        :raises ValueError: When `size` is below 1.
+        """
+        if size < 1:
+            raise ValueError(f"size must be >= 1, got {size}")
+        self.size = size
+        self._build = build
+        self.first = build()
+        self._idle: list[Any] = [self.first]
+        self._made = 1
+        self._ready = threading.Condition()
+
+    @property
+    def made(self) -> int:
+        """How many instances exist."""
+        return self._made
+
+    def fill(self) -> None:
+        """Build every instance now (at start-up), rather than on the first runs that need them."""
+        while True:
+            with self._ready:
+                if self._made >= self.size:
+                    return
+                self._made += 1
+            self._give_back(self._build_one())
+
+    @contextmanager
+    def lend(self) -> Iterator[Any]:
+        """
+        An instance for one run, returned to the pool afterwards; waits while all `size` are lent.
+
+        :raises Exception: Whatever building a new instance raises (the slot is freed again).
+        """
+        with self._ready:
+            while not self._idle and self._made >= self.size:
+                self._ready.wait()
+            instance = self._idle.pop() if self._idle else None
+            if instance is None:
+                self._made += 1
+        if instance is None:
+            instance = self._build_one()
+        try:
+            yield instance
+        finally:
+            self._give_back(instance)
+
+    def _build_one(self) -> Any:
+        try:
+            return self._build()
+        except BaseException:
+            with self._ready:
+                self._made -= 1
+                self._ready.notify()
+            raise
+
+    def _give_back(self, instance: Any) -> None:
+        with self._ready:
+            self._idle.append(instance)
+            self._ready.notify()
+
+
+__all__ = ["GraphPool"]

@@ -1,0 +1,61 @@
+import pytest
+from haystack import Document
+from haystack_integrations.components.embedders.fastembed import FastembedSparseDocumentEmbedder
+
+from components.fastembed_sparse_query_embedder import FastembedSparseQueryEmbedder
+from components.multilingual_sparse_document_embedder import MultilingualSparseDocumentEmbedder
+from needle.models import BM25_MODEL, sparse_embedder_params
+
+
+@pytest.fixture
+def params(model_dir):
+    return {**sparse_embedder_params(BM25_MODEL, model_dir), "progress_bar": False}
+
+
+def doc(text: str, collection: str) -> Document:
+    return Document(content=text, meta={"collection": collection})
+
+
+class TestMultilingualSparseDocumentEmbedder:
+    def test_init_defaults_are_the_parents(self, params):
+        embedder = MultilingualSparseDocumentEmbedder(**params)
+        parent = FastembedSparseDocumentEmbedder(**params)
+        assert embedder.to_dict()["init_parameters"] == parent.to_dict()["init_parameters"]
+
+    def test_round_trip_keeps_the_type(self, params):
+        data = MultilingualSparseDocumentEmbedder(**params, meta_fields_to_embed=["context"]).to_dict()
+        assert data["type"] == "components.multilingual_sparse_document_embedder.MultilingualSparseDocumentEmbedder"
+        assert MultilingualSparseDocumentEmbedder.from_dict(data).to_dict() == data
+
+    def test_rejects_what_is_not_documents_and_unknown_languages(self, params):
+        embedder = MultilingualSparseDocumentEmbedder(**params)
+        with pytest.raises(TypeError, match="list of Documents"):
+            embedder.run(documents=["text"])
+        with pytest.raises(ValueError, match="language must be auto or one of"):
+            embedder.run(documents=[doc("x", "notes")], languages={"notes": "elvish"})
+
+    @pytest.mark.integration
+    def test_english_documents_are_embedded_as_the_parent_embeds_them(self, params):
+        docs = [doc("Feed the starter twice a day", "notes"), doc("Restic backs the laptop up", "notes")]
+        parent = FastembedSparseDocumentEmbedder(**params).run(documents=docs)["documents"]
+        for languages in (None, {"notes": "english"}, {"notes": "auto"}):
+            out = MultilingualSparseDocumentEmbedder(**params).run(documents=docs, languages=languages)
+            assert [d.sparse_embedding for d in out["documents"]] == [d.sparse_embedding for d in parent]
+            assert out["languages"] == {"notes": ["english"]}
+        assert all("language" not in d.meta for d in docs)  # the input is left as it was
+
+    @pytest.mark.integration
+    def test_each_collection_in_its_language_and_auto_per_document(self, params):
+        docs = [
+            doc("Das Haus am See ist im Winter nicht bewohnt", "de"),
+            doc("机器学习是人工智能的一个分支", "mixed"),
+            doc("The house by the lake is not lived in during the winter", "mixed"),
+        ]
+        out = MultilingualSparseDocumentEmbedder(**params).run(documents=docs, languages={"de": "german", "mixed": "auto"})
+        assert [d.meta["language"] for d in out["documents"]] == ["german", "chinese", "english"]
+        assert out["languages"] == {"de": ["german"], "mixed": ["chinese", "english"]}
+        query = FastembedSparseQueryEmbedder(**{k: v for k, v in params.items() if k != "progress_bar"})
+        german = query.run(text="Häuser", languages=["german"])["sparse_embedding"]
+        assert set(german.indices) <= set(out["documents"][0].sparse_embedding.indices)  # Häuser and Haus: one stem
+        chinese = query.run(text="学习", languages=["chinese"])["sparse_embedding"]
+        assert set(chinese.indices) <= set(out["documents"][1].sparse_embedding.indices)

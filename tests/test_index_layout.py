@@ -1,0 +1,86 @@
+"""Index settings: injected into both stores, recorded as the index's layout, applied by `needle optimize`."""
+
+import pytest
+
+from needle import index_info
+from needle.app import Needle
+from needle.environment import Environment
+from needle.settings import load_settings
+
+
+def settings_with(tmp_path, **env):
+    return load_settings(env={"NEEDLE_DATA_DIR": str(tmp_path / "data"), **env})
+
+
+class TestInjection:
+    def test_the_embedded_store_gets_the_index_settings(self, tmp_path):
+        settings = settings_with(tmp_path, NEEDLE_INDEX__QUANTIZATION="binary", NEEDLE_INDEX__HNSW_M="32")
+        params = Environment(settings).store_definition("chunks")["init_parameters"]
+        assert (params["quantization"], params["hnsw_m"], params["vectors_on_disk"]) == ("binary", 32, True)
+        assert params["hnsw_ef"] == 200 and params["max_segment_size_kb"] == 131072
+        store = Environment(settings).store("files")
+        assert (store.quantization, store.quantization_oversampling) == ("binary", 3.0)
+
+    def test_a_server_collection_gets_the_same_layout(self, tmp_path):
+        settings = settings_with(tmp_path, NEEDLE_STORE__URL="http://qdrant:6333", NEEDLE_INDEX__HNSW_EF="null")
+        params = Environment(settings).store_definition("chunks")["init_parameters"]
+        assert params["quantization_config"] == {"scalar": {"type": "int8", "quantile": 0.99, "always_ram": True}}
+        assert params["on_disk"] is True and params["optimizers_config"] == {"max_segment_size": 131072}
+        assert params["search_params"] == {"quantization": {"rescore": True, "oversampling": 3.0}}
+
+    def test_a_bad_setting_names_its_key(self, tmp_path):
+        from needle.settings import ConfigError
+
+        with pytest.raises(ConfigError, match="index.quantization"):
+            settings_with(tmp_path, NEEDLE_INDEX__QUANTIZATION="int4")
+
+
+class TestProvenance:
+    def test_an_index_from_before_layouts_has_the_legacy_layout(self, tmp_path):
+        settings = settings_with(tmp_path)
+        index_info._write(settings, {"fingerprint": {}})
+        pending = index_info.pending_layout(settings)
+        assert pending["quantization"] == {"index": "none", "config": "int8"}
+        assert pending["vectors_on_disk"] == {"index": False, "config": True}
+        assert "hnsw_ef" not in pending  # search-time settings apply at once
+
+    def test_a_run_that_optimised_nothing_keeps_the_recorded_layout(self, tmp_path):
+        settings = settings_with(tmp_path)
+        ingest = {"components": {}}
+        index_info.record(settings, ingest)
+        assert index_info.pending_layout(settings) == {}
+        other = settings_with(tmp_path, NEEDLE_INDEX__QUANTIZATION="none")
+        index_info.record(other, ingest, optimized=False)
+        assert index_info.pending_layout(other) == {"quantization": {"index": "int8", "config": "none"}}
+        index_info.record(other, ingest, optimized=True)
+        assert index_info.pending_layout(other) == {}
+
+    def test_languages_found_add_up_across_runs(self, tmp_path):
+        settings = settings_with(tmp_path)
+        index_info.record(settings, {"components": {}}, languages=[{"notes": ["english"]}])
+        index_info.record(settings, {"components": {}}, languages=[{"notes": ["german"]}, {"wiki": ["chinese"]}])
+        assert index_info.read(settings)["languages"] == {"notes": ["english", "german"], "wiki": ["chinese"]}
+
+
+@pytest.mark.integration
+class TestOptimize:
+    def test_optimize_lays_an_index_out_as_configured_without_embedding(self, tmp_path, model_dir):
+        notes = tmp_path / "notes"
+        notes.mkdir()
+        for i in range(3):
+            (notes / f"n{i}.md").write_text(f"# Note {i}\n\nRestic backs up laptop number {i} every night.\n")
+        env = {"NEEDLE_DATA_DIR": str(tmp_path / "data"), "NEEDLE_MODEL_DIR": str(model_dir)}
+        first = Needle(load_settings(env={**env, "NEEDLE_INDEX__QUANTIZATION": "none"}))
+        first.collections.add(notes, "notes")
+        first.index()
+        before = [hit.path for hit in first.search("laptop backups", pipeline="query").results]
+        first.close()
+
+        needle = Needle(load_settings(env=env))
+        assert needle.status()["layout_pending"] == {"quantization": {"index": "none", "config": "int8"}}
+        report = needle.optimize()
+        assert report["applied"] == {"quantization": {"index": "none", "config": "int8"}}
+        assert needle.status()["layout_pending"] == {}
+        assert needle.status()["index_layout"]["quantization"] == "int8"
+        assert sorted(hit.path for hit in needle.search("laptop backups", pipeline="query").results) == sorted(before)
+        needle.close()

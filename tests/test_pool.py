@@ -1,0 +1,99 @@
+"""GraphPool: a few instances of one graph, each lent to one run at a time."""
+
+import threading
+import time
+
+import pytest
+
+from needle.pool import GraphPool
+
+
+class Graph:
+    made = 0
+
+    def __init__(self) -> None:
+        Graph.made += 1
+        self.number = Graph.made
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    Graph.made = 0
+
+
+class TestGraphPool:
+    def test_builds_the_first_instance_at_once_and_the_others_on_demand(self):
+        pool = GraphPool(Graph, size=3)
+        assert (pool.made, pool.first.number) == (1, 1)
+        with pool.lend() as a, pool.lend() as b:
+            assert {a.number, b.number} == {1, 2}
+        assert pool.made == 2
+        with pool.lend() as again:
+            assert again.number in (1, 2)  # an idle instance is lent again, none is built
+        assert pool.made == 2
+
+    def test_fill_builds_every_instance(self):
+        pool = GraphPool(Graph, size=3)
+        pool.fill()
+        assert pool.made == 3
+        pool.fill()
+        assert pool.made == 3
+
+    def test_bad_size_raises(self):
+        with pytest.raises(ValueError, match="size must be >= 1, got 0"):
+            GraphPool(Graph, size=0)
+
+    def test_concurrent_runs_get_different_instances_and_the_next_waits(self):
+        pool = GraphPool(Graph, size=2)
+        inside, release = threading.Barrier(3), threading.Event()
+        seen = []
+
+        def run() -> None:
+            with pool.lend() as graph:
+                seen.append(graph.number)
+                inside.wait(timeout=5)
+                release.wait(timeout=5)
+
+        runners = [threading.Thread(target=run) for _ in range(2)]
+        for runner in runners:
+            runner.start()
+        inside.wait(timeout=5)  # both runs hold an instance at the same time
+        assert sorted(seen) == [1, 2]
+        third = threading.Thread(target=lambda: pool.lend().__enter__())
+        third.start()
+        third.join(timeout=0.3)
+        assert third.is_alive()  # all instances lent: the third run waits
+        release.set()
+        for runner in runners:
+            runner.join(timeout=5)
+        third.join(timeout=5)
+        assert not third.is_alive() and pool.made == 2
+
+    def test_a_failed_build_frees_its_place(self):
+        calls = []
+
+        def build():
+            calls.append(1)
+            if len(calls) == 2:
+                raise RuntimeError("model missing")
+            return object()
+
+        pool = GraphPool(build, size=2)
+        with pool.lend():
+            with pytest.raises(RuntimeError, match="model missing"):
+                with pool.lend():
+                    pass
+            assert pool.made == 1
+            with pool.lend() as second:
+                assert second is not pool.first
+        assert pool.made == 2
+
+    def test_an_instance_comes_back_after_a_failed_run(self):
+        pool = GraphPool(Graph, size=1)
+        with pytest.raises(ValueError):
+            with pool.lend():
+                raise ValueError("bad query")
+        started = time.monotonic()
+        with pool.lend() as graph:
+            assert graph is pool.first
+        assert time.monotonic() - started < 1
