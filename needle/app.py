@@ -298,7 +298,7 @@ class Needle:
         started = time.perf_counter()
         output = self.pipeline(INGEST, overrides).run(
             {"scanner": {"collections": sources}, "differ": {"collections": sources}, "file_differ": {"collections": sources}},
-            include_outputs_from={"scanner", "reader", "differ"},
+            include_outputs_from={"scanner", "reader", "chunker", "differ"},
         )
         index_info.record(self.settings, ingest)
         stats = output["differ"]["stats"]
@@ -311,7 +311,7 @@ class Needle:
             "files_unchanged": stats["files_unchanged"],
             "files_removed": stats["files_removed"],
             "skipped": output["scanner"]["skipped"] + output["reader"]["skipped"],
-            "warnings": output["reader"].get("warnings", []),
+            "warnings": output["reader"].get("warnings", []) + output["chunker"].get("warnings", []),
             "chunks": stats["chunks_total"],
             "chunks_embedded": output["writer"]["written"],
             "chunks_deleted": output["writer"]["deleted"],
