@@ -22,7 +22,8 @@ from needle.environment import Environment
 from needle.errors import LLMError, llm_error, root_cause
 from needle.files import FileAccess
 from needle.loader import apply_overrides, load_pipeline, overrides_apply_somewhere, read_graph
-from needle.results import Answer, SearchAnswer, hit
+from needle.contexts import ContextRegistry
+from needle.results import Answer, Hit, SearchAnswer, SearchFilters, SelfQuery, hit
 from needle.settings import Settings, load_settings
 
 INGEST = "ingest"
@@ -58,6 +59,7 @@ class Needle:
             overrides_apply_somewhere(self.settings.set)
         self.environment = environment or Environment(self.settings, progress_bar=progress_bar)
         self.collections = CollectionRegistry(self.settings.collections_file)
+        self.contexts = ContextRegistry(self.settings.data_dir / "contexts.yml")
         self._pipelines: dict[tuple[str, str], Pipeline] = {}
         self._lock = threading.Lock()
         self._ingest_graph: dict[str, Any] | None = None
@@ -170,9 +172,10 @@ class Needle:
         explain: bool = False,
         overrides: Mapping[str, Any] | None = None,
         init_overrides: bool = True,
+        filters: SearchFilters | None = None,
     ) -> SearchAnswer:
         """
-        Run a query graph.
+        Run a query graph; when filters read from the question leave too few results, run it again without them.
 
         :param query: The search text.
         :param pipeline: `search` (BM25), `vsearch` (vectors), `query` (hybrid), another graph name or a YAML path.
@@ -186,22 +189,50 @@ class Needle:
         :param overrides: `component.parameter` → value for this search: a run input, or an init parameter
             (a variant of the graph, built once).
         :param init_overrides: Accept init-parameter overrides (off for requests over the network).
-        :returns: The trust label and the hits, best first.
-        :raises ValueError: On invalid input (empty query, bad `top_k`, unknown collection).
+        :param filters: Tags, path, fields, dates, recency and self-query switches (`SearchFilters`).
+        :returns: The trust label, the hits (best first, each with its context annotations), and what the
+            question's own filters were and whether the search fell back to running without them.
+        :raises ValueError: On invalid input (empty query, bad `top_k`, unknown collection, a bad filter).
         :raises IndexMismatchError: When the index was built with other embedding settings.
         """
-        request = self._request(query, top_k, collections, min_score, expand, rerank, chunks)
+        request = self._request(query, top_k, collections, min_score, expand, rerank, chunks, filters)
         graph, run_data = self._with_overrides(pipeline, overrides, init_overrides)
+        output = self._run_search(graph, {**run_data, "request": request})
+        results = [hit(doc, explain) for doc in output["snippets"]["documents"]]
+        label = output.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS")
+        read = (output.get("self_query") or {}).get("self_query") or None
+        if read and read.get("applied") and len(results) < read.get("min_results", 0):
+            data = {**run_data, "request": request, "self_query": {**run_data.get("self_query", {}), "fallback": True}}
+            second = self._run_search(graph, data)
+            seen = {(r.docid, r.start_line) for r in results}
+            wider = [hit(doc, explain) for doc in second["snippets"]["documents"]]
+            limit = max(len(second["snippets"]["documents"]), len(results))
+            results = (results + [r for r in wider if (r.docid, r.start_line) not in seen])[:limit]
+            label = second.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS")
+            read = {**read, "fallback": True, "fallback_reason": (
+                f"the question's filters left {len(seen)} result(s), fewer than min_results={read['min_results']}: "
+                "they stay first, followed by the search without those filters"
+            )}
+        return SearchAnswer(
+            label=label, results=self._annotated(results), self_query=SelfQuery(**read) if read else None,
+        )
+
+    def _run_search(self, graph: Pipeline, data: dict[str, Any]) -> dict[str, Any]:
+        """Run a query graph, its own `ValueError`s raised as they are (user mistakes)."""
         try:
-            output = graph.run({**run_data, "request": request})
+            return graph.run(data, include_outputs_from={"self_query"} if "self_query" in graph.graph.nodes else None)
         except PipelineRuntimeError as error:
             cause = root_cause(error)
             if isinstance(cause, ValueError):
                 raise cause from None
             raise
-        results = [hit(doc, explain) for doc in output["snippets"]["documents"]]
-        label = output.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS")
-        return SearchAnswer(label=label, results=results)
+
+    def _annotated(self, results: list[Hit]) -> list[Hit]:
+        """The hits with the context annotations of their collection and folders."""
+        contexts = self.contexts.load()
+        if not contexts:
+            return results
+        return [r.model_copy(update={"context": self.contexts.describe(r.collection, r.path, contexts)}) for r in results]
 
     def answer(
         self,
@@ -213,6 +244,7 @@ class Needle:
         rerank: bool | None = None,
         pipeline: str = "rag",
         overrides: Mapping[str, Any] | None = None,
+        filters: SearchFilters | None = None,
     ) -> Answer:
         """
         Answer a question from the notes with the configured LLM, citing chunks as `[path:start-end]`.
@@ -225,6 +257,8 @@ class Needle:
         :param rerank: Switch reranking on or off.
         :param pipeline: An answer graph: `rag` or a YAML path with the inputs and outputs of `pipelines/rag.yml`.
         :param overrides: `component.parameter` → value for this answer.
+        :param filters: Tags, path, fields, dates, recency and self-query switches (`SearchFilters`); the
+            question's own filters apply without a fallback (the model is asked once).
         :returns: The answer, the chunks given to the LLM, the ones it cites and citations of chunks it was not given.
         :raises ValueError: On invalid input (empty question, bad `top_k`, unknown collection).
         :raises IndexMismatchError: When the index was built with other embedding settings.
@@ -232,7 +266,7 @@ class Needle:
         """
         import openai
 
-        request = self._request(question, top_k, collections, min_score, expand, rerank, chunks=False)
+        request = self._request(question, top_k, collections, min_score, expand, rerank, False, filters)
         try:
             graph, run_data = self._with_overrides(pipeline, overrides)
             output = graph.run({**run_data, "request": request}, include_outputs_from={"snippets", "label"})
@@ -245,7 +279,7 @@ class Needle:
             if isinstance(cause, (ValueError, LLMError)):
                 raise cause from None
             raise
-        results = [hit(doc) for doc in output["snippets"]["documents"]]
+        results = self._annotated([hit(doc) for doc in output["snippets"]["documents"]])
         return Answer(
             answer=output["cite"]["answer"],
             label=output.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS"),
@@ -263,6 +297,7 @@ class Needle:
         expand: bool | None,
         rerank: bool | None,
         chunks: bool,
+        filters: SearchFilters | None = None,
     ) -> dict[str, Any]:
         """A query graph's request (unset values left to the graph), collections and index checked."""
         self.collections.select(collections)
@@ -271,6 +306,7 @@ class Needle:
         for key, value in (("top_k", top_k), ("min_score", min_score), ("expand", expand), ("rerank", rerank)):
             if value is not None:
                 request[key] = value
+        request.update((filters or SearchFilters()).request_inputs())
         return request
 
     # ---- the index ----------------------------------------------------------------------------------
@@ -335,7 +371,7 @@ class Needle:
         return int(deleted or 0)
 
     def status(self) -> dict[str, Any]:
-        """Collections with file and chunk counts, the models, and where the index lives."""
+        """Collections with file and chunk counts, the models, where the index lives and the context annotations."""
         rows = self.store.list_documents_meta(fields=["collection", "source_doc_id"])
         per_collection: dict[str, dict[str, Any]] = {}
         for row in rows:
@@ -355,6 +391,7 @@ class Needle:
             "sparse_model": self.settings.sparse.model,
             "store": self.settings.store.url or str(self.settings.index_dir),
             "index_built_with": recorded["fingerprint"] if recorded else None,
+            "contexts": self.contexts.load(),
             "data_dir": str(self.settings.data_dir),
         }
 
