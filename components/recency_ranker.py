@@ -18,7 +18,7 @@ class RecencyRanker:
     Each result's document date (`meta.date`: frontmatter, file name or modification time) becomes a
     recency score in 0..1 that halves every `half_life_days`: `0.5 ** (age / half_life)`, 1 for a note
     dated at the reference time or later; a result without a date scores 0. The age counts from `now`
-    (`reference: now`) or from the newest result among those scoring at least half the best relevance
+    (`reference: now`) or from the newest of the `reference_top_k` most relevant results
     (`reference: newest`, the default): "the latest kestrel sync" asks for the newest of the relevant
     notes, however long ago it was written, and a notes archive may not have been touched for months. The final score is `(1 - weight) · relevance +
     weight · recency`, relevance being the graph's own 0..1 score, so a timestamp is never compared with a
@@ -35,7 +35,12 @@ class RecencyRanker:
     """
 
     def __init__(
-        self, half_life_days: float = 30.0, weight: float = 0.3, enabled: bool = False, reference: str = "newest"
+        self,
+        half_life_days: float = 30.0,
+        weight: float = 0.3,
+        enabled: bool = False,
+        reference: str = "newest",
+        reference_top_k: int = 5,
     ) -> None:
         """
         Create the ranker.
@@ -44,9 +49,13 @@ class RecencyRanker:
         :param weight: Share of recency in the final score, 0..1.
         :param enabled: Mix recency in when a request does not say.
         :param reference: Count ages from `now` or from the `newest` relevant result.
-        :raises ValueError: When `half_life_days` is not positive, `weight` is outside 0..1 or `reference`
-            is neither `now` nor `newest`.
+        :param reference_top_k: With `reference: newest`, how many of the most relevant results the newest
+            date is taken from.
+        :raises ValueError: When `half_life_days` or `reference_top_k` is not positive, `weight` is outside
+            0..1 or `reference` is neither `now` nor `newest`.
         """
+        if isinstance(reference_top_k, bool) or not isinstance(reference_top_k, int) or reference_top_k < 1:
+            raise ValueError(f"reference_top_k must be an integer > 0, got {reference_top_k!r}")
         if reference not in ("now", "newest"):
             raise ValueError(f"reference must be 'now' or 'newest', got {reference!r}")
         if isinstance(half_life_days, bool) or not isinstance(half_life_days, (int, float)) or half_life_days <= 0:
@@ -57,11 +66,13 @@ class RecencyRanker:
         self.weight = weight
         self.enabled = enabled
         self.reference = reference
+        self.reference_top_k = reference_top_k
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
         return default_to_dict(
-            self, half_life_days=self.half_life_days, weight=self.weight, enabled=self.enabled, reference=self.reference
+            self, half_life_days=self.half_life_days, weight=self.weight, enabled=self.enabled, reference=self.reference,
+            reference_top_k=self.reference_top_k,
         )
 
     @classmethod
@@ -84,8 +95,8 @@ class RecencyRanker:
             return {"documents": documents}
         moment = reference_time(now)
         if self.reference == "newest":
-            best = max(float(doc.score or 0.0) for doc in documents)
-            dates = [_parse(doc.meta.get("date")) for doc in documents if float(doc.score or 0.0) >= best / 2]
+            leading = sorted(documents, key=lambda d: float(d.score or 0.0), reverse=True)[: self.reference_top_k]
+            dates = [_parse(doc.meta.get("date")) for doc in leading]
             moment = max((d for d in dates if d is not None), default=moment)
         mixed = []
         for doc in documents:

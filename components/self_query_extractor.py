@@ -47,7 +47,13 @@ _DATE = re.compile(
     re.IGNORECASE,
 )
 _PHRASE = re.compile(r"[\"“]([^\"”]{1,200})[\"”]")
-_EXCLUDED = re.compile(r"(?:(?<=\s)|^)-([A-Za-z][\w.']*)")
+# `-term`: a word of four or more characters; shorter ones and the single-dash options of common commands
+# (`set -euo`, `ls -la`, `find -name`) are flags, not exclusions.
+_EXCLUDED = re.compile(r"(?:(?<=\s)|^)-([A-Za-z][\w.']{3,})(?=\s|$)")
+_OPTION_WORDS = {
+    "name", "iname", "exec", "type", "print", "print0", "mtime", "mmin", "size", "path", "delete", "user", "perm",
+    "newer", "maxdepth", "mindepth", "regex", "empty", "prune", "version", "help", "verbose", "xtrace", "errexit",
+}
 _HASH_TAG = re.compile(r"(?:(?<=\s)|^)#([A-Za-z0-9_][\w/-]*)")
 _PREFIXED = re.compile(r"(?:(?<=\s)|^)(tags?|in|folder|path|collection):(\"[^\"]+\"|\S+)", re.IGNORECASE)
 _FOLDER_WORDS = re.compile(
@@ -93,14 +99,14 @@ class SelfQueryExtractor:
     """
     Reads filters out of a question and cleans the question for the searches, with rules and no model.
 
-    It recognises `#tag` and `tag:x` (tags), `in:folder/`, `folder:x`, `path:glob`, "in the x folder"
-    (folders and files), `in:NAME` or "in NAME" for an indexed collection, `field:value` for a frontmatter
+    It recognises `#tag` and `tag:x` (tags), `in:folder/`, `folder:x`, `path:glob`, "in the x folder",
+    and an indexed folder named in words ("journal entries", "meeting notes", "from my journal"), `in:NAME` or "in NAME" for an indexed collection, `field:value` for a frontmatter
     field the index holds, "quoted phrases" (results must contain them), `-term` (results must not), dates
     in plain language ("yesterday", "last week", "in March", "since 2024-05", "before Q3 2023", read by
     dateparser, see `components._dates`), and questions that ask for the newest ("latest", "most recent",
     "what did we decide last"), which switch recency on. The filters join the request's own (AND) as Haystack
     filters; the question loses the words that only said how to filter. A question with none of these
-    passes through untouched. What the index holds (collections, fields) is read from `document_store` (the
+    passes through untouched. What the index holds (collections, fields, folders) is read from `document_store` (the
     whole-file store) and kept for 30 s. `self_query` reports what was read, for `--explain` and the JSON;
     when the filtered search finds fewer than `min_results` results, the caller runs it again with
     `fallback=True`: the same question, its words kept, without the extracted filters. Haystack has no
@@ -139,7 +145,7 @@ class SelfQueryExtractor:
         self.enabled = enabled
         self.min_results = min_results
         self.recent_on_request = recent_on_request
-        self._vocabulary: tuple[float, set[str], set[str]] | None = None
+        self._vocabulary: tuple[float, set[str], set[str], set[str]] | None = None
         self._lock = threading.Lock()
 
     def to_dict(self) -> dict[str, Any]:
@@ -246,7 +252,7 @@ class SelfQueryExtractor:
         :param now: The reference time (naive UTC datetime).
         :returns: What was found, and the question with (`query`) and without (`loose_query`) those words.
         """
-        collections, fields = self._known()
+        collections, fields, folders = self._known()
         found = _Extraction(query="", loose_query="")
         # Spans read as filters: the words the cleaned question keeps in their place, and those it keeps on fallback.
         removed: list[tuple[int, int, str, str]] = []
@@ -297,8 +303,10 @@ class SelfQueryExtractor:
                 name = next(c for c in collections if c.lower() == match.group(1).lower())
                 if take(match, ""):
                     found.collections.append(name)
+        if folders:
+            self._read_named_folders(query, folders, found, take)
         for match in _EXCLUDED.finditer(query):
-            if take(match, ""):
+            if match.group(1).lower() not in _OPTION_WORDS and take(match, ""):
                 found.must_not_contain.append(match.group(1))
         for match in _DATE.finditer(query):
             self._read_date(match, now, found, take)
@@ -311,6 +319,26 @@ class SelfQueryExtractor:
         if not found.query:
             found.query = found.loose_query or query
         return found
+
+    @staticmethod
+    def _read_named_folders(query: str, folders: set[str], found: _Extraction, take: Any) -> None:
+        """A folder named in words: "journal entries", "meeting notes", "from my journal"."""
+        names: dict[str, str] = {}
+        for folder in folders:
+            last = folder.rsplit("/", 1)[-1].lower()
+            for form in {last, last[:-1] if last.endswith("s") else last + "s"}:
+                if len(form) > 2:
+                    names.setdefault(form, folder)
+        alternatives = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+        pattern = re.compile(
+            rf"(?<![\w/-])(?:(?:in|from)\s+(?:my\s+|the\s+)?({alternatives})"
+            rf"|({alternatives})\s+(?:entry|entries|note|notes|page|pages))(?![\w/-])",
+            re.IGNORECASE,
+        )
+        for match in pattern.finditer(query):
+            word = (match.group(1) or match.group(2)).lower()
+            if take(match, match.group(0)):
+                found.paths.append(names[word] + "/")
 
     @staticmethod
     def _read_date(match: re.Match[str], now: Any, found: _Extraction, take: Any) -> None:
@@ -333,22 +361,24 @@ class SelfQueryExtractor:
             found.after = max(found.after or start, start)
             found.before = min(found.before or end, end)
 
-    def _known(self) -> tuple[set[str], set[str]]:
-        """The indexed collections and frontmatter field names, re-read every 30 s."""
+    def _known(self) -> tuple[set[str], set[str], set[str]]:
+        """The indexed collections, frontmatter field names and folders, re-read every 30 s."""
         if self.document_store is None:
-            return set(), set()
+            return set(), set(), set()
         with self._lock:
             if self._vocabulary is None or time.monotonic() - self._vocabulary[0] > _VOCABULARY_TTL_SECONDS:
                 collections: set[str] = set()
                 fields: set[str] = set()
-                for row in self.document_store.list_documents_meta(fields=["collection", "frontmatter"]):
+                folders: set[str] = set()
+                for row in self.document_store.list_documents_meta(fields=["collection", "frontmatter", "folders"]):
                     collections.add(str(row["meta"].get("collection", "")))
                     frontmatter = row["meta"].get("frontmatter")
                     if isinstance(frontmatter, dict):
                         fields.update(k for k, v in frontmatter.items() if isinstance(v, (str, int, float, bool)))
+                    folders.update(str(f) for f in row["meta"].get("folders") or [])
                 collections.discard("")
-                self._vocabulary = (time.monotonic(), collections, fields)
-            return self._vocabulary[1], self._vocabulary[2]
+                self._vocabulary = (time.monotonic(), collections, fields, folders)
+            return self._vocabulary[1], self._vocabulary[2], self._vocabulary[3]
 
     def _path(self, pattern: str) -> dict[str, Any] | None:
         """A path read from the question as a filter; `None` (left out) for a glob without a store to list."""

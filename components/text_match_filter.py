@@ -14,7 +14,9 @@ class TextMatchFilter:
     `SelfQueryExtractor` reads `"quoted phrases"` (must contain) and `-terms` (must not contain) out of a
     question. Haystack's filter syntax has no "contains" operator, and a Qdrant server keeps no text index
     to test one, so the check runs here, on the retrieved candidates, before fusion or rescoring: a phrase
-    matches case-insensitively with any whitespace between its words, an excluded term as a whole word.
+    matches case-insensitively with any whitespace between its words, in the chunk's text; an excluded term
+    as a whole word, in the chunk's text, its file's title or its headings (a note titled "Sourdough
+    starter feeding" is about feeding in every chunk).
     With neither, documents pass through untouched. Haystack's `DocumentFilter`-like components test
     metadata, not text.
 
@@ -52,10 +54,12 @@ class TextMatchFilter:
         excluded = [re.compile(rf"(?<!\w){re.escape(t.strip())}(?!\w)", re.IGNORECASE) for t in must_not_contain or [] if t.strip()]
         if not required and not excluded:
             return {"documents": documents}
-        kept = [
-            doc for doc in documents
-            if all(p.search(doc.content or "") for p in required) and not any(t.search(doc.content or "") for t in excluded)
-        ]
+        kept = []
+        for doc in documents:
+            text = doc.content or ""
+            around = " ".join([text, str(doc.meta.get("title") or ""), *map(str, doc.meta.get("heading_path") or [])])
+            if all(p.search(text) for p in required) and not any(t.search(around) for t in excluded):
+                kept.append(doc)
         return {"documents": kept}
 
 

@@ -7,7 +7,10 @@ import pytest
 from tests.server.conftest import NOTES
 
 pytestmark = pytest.mark.integration
-HIT_FIELDS = {"docid", "collection", "path", "title", "heading_path", "start_line", "end_line", "score", "snippet", "text", "explain"}
+HIT_FIELDS = {
+    "docid", "collection", "path", "title", "heading_path", "start_line", "end_line", "score", "snippet", "text", "explain",
+    "context",
+}
 
 
 def hits(http, endpoint, **body):
@@ -88,6 +91,9 @@ class TestValidation:
             ("multi_get", {"pattern": "*.md", "refs": ["x"]}, 400, "give either 'pattern'"),
             ("multi_get", {"pattern": "**/*.md", "max_bytes": 0}, 422, "max_bytes"),
             ("index", {"collections": ["nope"]}, 400, "unknown collection(s): nope"),
+            ("query", {"query": "x", "where": ["status"]}, 400, "where must read field=value"),
+            ("search", {"query": "x", "after": "someday"}, 400, "not a date"),
+            ("vsearch", {"query": "x", "tags": "homelab"}, 422, "tags"),
         ],
     )
     def test_bad_input_is_a_4xx_with_a_message_and_no_trace(self, http, endpoint, body, status, message):
@@ -99,6 +105,28 @@ class TestValidation:
     def test_malformed_json_is_a_422(self, http):
         response = http.post("/search/run", content=b"{not json", headers={"content-type": "application/json"})
         assert response.status_code == 422 and "Traceback" not in response.text
+
+
+class TestFilters:
+    def test_the_filters_have_the_cli_names(self, http):
+        tagged = hits(http, "query", query="monitoring alerts", tags=["homelab"], limit=10)
+        assert tagged and all(h["path"] in {
+            "projects/homelab-monitoring.md", "howto/certbot-tls-renewal.md", "howto/home-network-vlans.md",
+            "incidents/2024-05-thumbnailer-restarts.md",
+        } for h in tagged)
+        assert {h["path"].split("/")[0] for h in hits(http, "search", query="postgres", path="howto/")} == {"howto"}
+        final = hits(http, "vsearch", query="what went wrong", where=["status=final"], limit=10)
+        assert {h["path"] for h in final} == {"incidents/2024-02-cache-stampede-postmortem.md", "incidents/2023-11-expired-certificate.md"}
+        dated = hits(http, "query", query="kestrel", after="2024-04-01", before="2024-05-01", self_query=False, limit=10)
+        assert "meetings/2024-04-15-kestrel-sync.md" in {h["path"] for h in dated}
+        assert all("\ndate: 2024-04-" in (NOTES / h["path"]).read_text() for h in dated)
+
+    def test_the_answer_says_what_the_question_filtered_by(self, http):
+        response = http.post("/query/run", json={"query": "#homelab notes about alerts", "limit": 3})
+        answer = response.json()["result"]
+        assert answer["self_query"]["filters"] == {"tags": ["homelab"]}
+        assert answer["self_query"]["query"] == "notes about alerts" and answer["self_query"]["applied"] is True
+        assert answer["results"][0]["path"] == "projects/homelab-monitoring.md"
 
 
 class TestFiles:
