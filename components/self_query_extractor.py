@@ -46,6 +46,11 @@ _DATE = re.compile(
     rf"|(?<![\w-]){_PREPOSITION}\s+({_MONTH}|(?:19|20)\d{{2}})(?![\w-])",
     re.IGNORECASE,
 )
+# An explicit span: "from 2009 to 2014", "between March and May 2024", "2024-01 to 2024-03".
+_POINT = rf"(?:{_MONTH}(?:\s+\d{{4}})?|\d{{4}}-\d{{2}}(?:-\d{{2}})?|(?:19|20)\d{{2}}|q[1-4]\s*\d{{4}})"
+_SPAN = re.compile(
+    rf"(?<![\w-])(?:from|between)\s+({_POINT})\s+(?:to|and|until|till|through)\s+({_POINT})(?![\w-])", re.IGNORECASE
+)
 _PHRASE = re.compile(r"[\"“]([^\"”]{1,200})[\"”]")
 # `-term`: a word of four or more characters; shorter ones and the single-dash options of common commands
 # (`set -euo`, `ls -la`, `find -name`) are flags, not exclusions.
@@ -265,7 +270,7 @@ class SelfQueryExtractor:
             return True
 
         for match in _PHRASE.finditer(query):
-            phrase = " ".join(match.group(1).split())
+            phrase = " ".join(match.group(1).split()).strip(" .,;:!?")
             if phrase and take(match, phrase, keep_searching=phrase):
                 found.must_contain.append(phrase)
         for match in _PREFIXED.finditer(query):
@@ -308,6 +313,12 @@ class SelfQueryExtractor:
         for match in _EXCLUDED.finditer(query):
             if match.group(1).lower() not in _OPTION_WORDS and take(match, ""):
                 found.must_not_contain.append(match.group(1))
+        for match in _SPAN.finditer(query):
+            first, last = period_range(match.group(1), now), period_range(match.group(2), now)
+            if first and last and first[0] < last[1] and take(match, match.group(0)):
+                found.dates.append(match.group(0).strip())
+                found.after = max(found.after or first[0], first[0])
+                found.before = min(found.before or last[1], last[1])
         for match in _DATE.finditer(query):
             self._read_date(match, now, found, take)
         for match in _RECENT.finditer(query):

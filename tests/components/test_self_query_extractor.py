@@ -82,6 +82,8 @@ class TestSelfQueryExtractorRules:
             ("postmortems before 2024", "postmortems", None, "2024-01-01"),
             ("plans until March 2024", "plans", None, "2024-04-01"),
             ("deploys after May", "deploys", "2024-06-01", None),
+            ("sepsis mortality from 2009 to 2014", "sepsis mortality", "2009-01-01", "2015-01-01"),
+            ("syncs between March and May 2024", "syncs", "2024-03-01", "2024-06-01"),
         ],
     )
     def test_dates_in_plain_language_become_a_date_range(self, query, cleaned, after, before):
@@ -92,7 +94,7 @@ class TestSelfQueryExtractorRules:
         assert (bounds.get(">="), bounds.get("<")) == (after, before)
 
     def test_phrases_stay_in_the_query_and_terms_are_excluded(self):
-        out = run('"logical replication" slots -pg_dump -ab set -euo pipefail find -name')
+        out = run('"logical replication." slots -pg_dump -ab set -euo pipefail find -name')
         assert out["query"] == "logical replication slots -ab set -euo pipefail find -name"
         assert (out["must_contain"], out["must_not_contain"]) == (["logical replication"], ["pg_dump"])
 
