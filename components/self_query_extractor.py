@@ -239,6 +239,7 @@ class SelfQueryExtractor:
             "min_results": self.min_results,
             "applied": applied,
             "fallback": bool(fallback and found.has_filters()),
+            **self._extra_report(),
         }
         return {
             "query": cleaned,
@@ -390,6 +391,10 @@ class SelfQueryExtractor:
                 collections.discard("")
                 self._vocabulary = (time.monotonic(), collections, fields, folders)
             return self._vocabulary[1], self._vocabulary[2], self._vocabulary[3]
+
+    def _extra_report(self) -> dict[str, Any]:
+        """More to report on what was read (a subclass's); nothing here."""
+        return {}
 
     def _path(self, pattern: str) -> dict[str, Any] | None:
         """A path read from the question as a filter; `None` (left out) for a glob without a store to list."""

@@ -55,6 +55,9 @@ class SelfQuery(BaseModel):
     applied: bool = Field(description="Whether filters were read from the question and applied")
     fallback: bool = Field(description="Whether the search also ran without the question's filters (too few results)")
     fallback_reason: str | None = Field(None, description="Why it fell back")
+    llm: dict[str, Any] | None = Field(
+        None, description="With an LLM extractor: what the model added to the rules' reading, or why it added nothing"
+    )
 
 
 class SearchAnswer(BaseModel):
