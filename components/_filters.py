@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import datetime
 import re
+import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -24,6 +26,33 @@ _OWN_FIELDS = {"date": "meta.date", "tag": "meta.tags", "tags": "meta.tags", "fo
                "identifier": "meta.identifiers", "identifiers": "meta.identifiers", "collection": "meta.collection",
                "title": "meta.title"}
 _GLOB_CHARS = set("*?[")
+
+
+class IndexedFiles:
+    """
+    The indexed files of a store as `(source_doc_id, path)`, for matching path globs.
+
+    Listing every file costs a scroll over the whole store (about 250 ms for SciFact's 5,183 files), so the
+    list is kept and listed again when 30 s have passed or the store's document count changed.
+    """
+
+    ttl_seconds = 30.0
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self._listed: tuple[float, int, list[tuple[str, str]]] | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> list[tuple[str, str]]:
+        """Every indexed file, `(source_doc_id, path)`."""
+        with self._lock:
+            count = self.store.count_documents()
+            listed = self._listed
+            if listed is None or listed[1] != count or time.monotonic() - listed[0] > self.ttl_seconds:
+                rows = self.store.list_documents_meta(fields=["source_doc_id", "path"])
+                files = [(row["meta"].get("source_doc_id", ""), row["meta"].get("path", "")) for row in rows]
+                self._listed = (time.monotonic(), count, files)
+            return self._listed[2]
 
 
 def conjunction(conditions: Iterable[Filter | None]) -> Filter | None:
@@ -130,7 +159,9 @@ def field_key(name: str) -> str:
 def where_condition(expression: str, now: datetime.datetime) -> Filter:
     """
     One `field=value` condition: `=` (or `:`) equals, `a|b` any of, `!=`, and `>`, `>=`, `<`, `<=` on numbers
-    or dates (ISO or plain language). A value that reads as a number or boolean also matches its text.
+    or dates (ISO or plain language). A frontmatter field's equality matches its `name=value` keyword in
+    `meta.fields` (indexed; case-insensitive; `2` matches a number 2 or a text "2"), its ranges the typed
+    value in `meta.frontmatter.<field>`.
 
     :raises ValueError: When the expression is not `field<op>value` or a range has no number or date.
     """
@@ -151,12 +182,20 @@ def where_condition(expression: str, now: datetime.datetime) -> Filter:
     values = [_typed(part) for part in raw.split("|")] if "|" in raw else [_typed(raw)]
     if key == "meta.tags":
         values = [clean_tag(str(v)) for v in values]
-    alternatives: list[Filter] = []
-    for value in values:
-        alternatives.append({"field": key, "operator": "==", "value": value})
-        if not isinstance(value, str):
-            alternatives.append({"field": key, "operator": "==", "value": raw.strip() if len(values) == 1 else str(value)})
-    condition = alternatives[0] if len(alternatives) == 1 else {"operator": "OR", "conditions": alternatives}
+    condition: Filter
+    if key.startswith("meta.frontmatter."):
+        # Equality on a frontmatter field is one keyword match on the indexed `meta.fields` (`status=draft`).
+        from components._frontmatter import field_value
+
+        keywords = [field_value(name, value) for value in values]
+        condition = (
+            {"field": "meta.fields", "operator": "==", "value": keywords[0]} if len(keywords) == 1
+            else {"field": "meta.fields", "operator": "in", "value": keywords}
+        )
+    elif len(values) == 1:
+        condition = {"field": key, "operator": "==", "value": values[0]}
+    else:
+        condition = {"field": key, "operator": "in", "value": values}
     if operator == "!=":
         return {"operator": "NOT", "conditions": [condition]}
     return condition

@@ -25,6 +25,8 @@ MAX_ALIASES = 100
 MAX_DEPTH = 32
 MAX_EXPANDED_NODES = 10_000
 MAX_IDENTIFIERS = 200
+MAX_FIELD_VALUES = 200
+MAX_FIELD_VALUE_CHARS = 200
 
 # Obsidian's tag syntax: `#` after a space or line start, letters, digits, `_`, `-` and `/` (nested tags), not
 # only digits. `(`, `[`, `&` and word characters before `#` mean a link anchor, an entity or a URL fragment.
@@ -166,6 +168,32 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     return str(value)
+
+
+def field_value(name: str, value: Any) -> str:
+    """One `name=value` keyword of `field_values`: lower case, booleans as `true`/`false`."""
+    text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return f"{name.strip().lower()}={' '.join(text.split()).lower()}"
+
+
+def field_values(frontmatter: dict[str, Any]) -> list[str]:
+    """
+    The frontmatter's scalar fields as exact-match keywords, `status=draft`, one per element of a list of
+    scalars (`attendees=priya raman`), so that a field's equality is one indexed keyword match.
+
+    :returns: At most 200 keywords, values over 200 characters left out.
+    """
+    found: list[str] = []
+    for name, value in frontmatter.items():
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if isinstance(item, (str, int, float, bool)) and len(str(item)) <= MAX_FIELD_VALUE_CHARS:
+                keyword = field_value(str(name), item)
+                if keyword not in found:
+                    found.append(keyword)
+                    if len(found) == MAX_FIELD_VALUES:
+                        return found
+    return found
 
 
 def split_tags(value: Any) -> list[str]:

@@ -14,6 +14,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components._frontmatter import (
     document_date,
+    field_values,
     folders,
     identifiers,
     inline_tags,
@@ -44,7 +45,7 @@ _LINE_START = re.compile(r"^(?=[ \t]*\S)", re.MULTILINE)
 # Metadata that describes the whole file (the same on each of its chunks and on its whole-file document).
 # A change here alone (a tag edited in the frontmatter, a file touched) keeps every chunk id: `meta_checksum`
 # tells the differ to refresh the stored metadata without embedding anything again.
-FILE_META_KEYS = ("title", "tags", "frontmatter", "folder", "folders", "date", "date_source", "identifiers")
+FILE_META_KEYS = ("title", "tags", "frontmatter", "fields", "folder", "folders", "date", "date_source", "identifiers")
 
 
 @dataclass
@@ -159,7 +160,8 @@ class MarkdownChunker:
             - `documents`: the chunks, in file order. Their meta holds `collection`, `path`, `title`,
               `heading_path`, `chunk_index`, `start_line`, `end_line`, `char_start`, `char_end`, `checksum`,
               `content_hash`, `source_doc_id`, `context` (title and heading path, for embedding), the file's
-              metadata (`FILE_META_KEYS`: `frontmatter` with its values typed, `tags` from the frontmatter and
+              metadata (`FILE_META_KEYS`: `frontmatter` with its values typed, its scalar `fields` as
+              `name=value` keywords, `tags` from the frontmatter and
               `#tags` in the text, `folder` and the `folders` above it, `date` in RFC 3339 and its
               `date_source`, `identifiers`) with its `meta_checksum`, `frontmatter_warning` when the
               frontmatter was not used, and every other meta field of the file's Document.
@@ -197,6 +199,7 @@ class MarkdownChunker:
                 [*split_tags(frontmatter.get("tags", frontmatter.get("tag"))), *inline_tags(lines, code_lines, body_start)]
             ),
             "frontmatter": frontmatter,
+            "fields": field_values(frontmatter),
             "folder": folder,
             "folders": parents,
             "date": date,

@@ -59,11 +59,22 @@ class MetadataRefresher:
         :param documents: One chunk per file (meta `source_doc_id`, the `FILE_META_KEYS` and `meta_checksum`).
         :returns: A dictionary with `refreshed`: the number of stored documents updated.
         """
+        if not documents:
+            return {"refreshed": 0}
         updated = 0
-        for doc in documents:
-            meta = {key: doc.meta[key] for key in (*FILE_META_KEYS, "meta_checksum") if key in doc.meta}
-            where = {"field": "meta.source_doc_id", "operator": "==", "value": doc.meta["source_doc_id"]}
-            updated += int(self.document_store.update_by_filter(where, meta) or 0)
-        if documents:
-            logger.info("Refreshed the metadata of {files} files", files=len(documents))
+        # The embedded store flushes after every update when `durable_writes` is on (about 250 ms on SciFact's
+        # index): the updates are written first, then made durable with one flush.
+        deferred = getattr(self.document_store, "durable_writes", False) is True
+        if deferred:
+            self.document_store.durable_writes = False
+        try:
+            for doc in documents:
+                meta = {key: doc.meta[key] for key in (*FILE_META_KEYS, "meta_checksum") if key in doc.meta}
+                where = {"field": "meta.source_doc_id", "operator": "==", "value": doc.meta["source_doc_id"]}
+                updated += int(self.document_store.update_by_filter(where, meta) or 0)
+        finally:
+            if deferred:
+                self.document_store.durable_writes = True
+                self.document_store.flush()
+        logger.info("Refreshed the metadata of {files} files", files=len(documents))
         return {"refreshed": updated}

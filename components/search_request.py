@@ -7,6 +7,7 @@ from haystack import component, default_from_dict, default_to_dict
 from components._dates import parse_bound, reference_time, rfc3339
 from components._document_store import with_document_store
 from components._filters import (
+    IndexedFiles,
     collection_condition,
     conjunction,
     date_conditions,
@@ -74,6 +75,7 @@ class SearchRequest:
         self.top_k = top_k
         self.min_score = min_score
         self.document_store = document_store
+        self._files = None if document_store is None else IndexedFiles(document_store)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
@@ -161,7 +163,7 @@ class SearchRequest:
         filters = conjunction([
             collection_condition(collections or []),
             *tag_conditions(tags or [], tags_any or [], tags_none or []),
-            path_condition(path, self._list_files if self.document_store is not None else None) if path else None,
+            path_condition(path, self._files) if path else None,
             *(where_condition(expression, moment) for expression in where or []),
             *date_conditions(
                 parse_bound(after, moment) if after else None, parse_bound(before, moment) if before else None
@@ -172,9 +174,3 @@ class SearchRequest:
             "expand": expand, "rerank": rerank, "chunks": bool(chunks), "recent": recent, "self_query": self_query,
             "now": rfc3339(moment),
         }
-
-    def _list_files(self) -> list[tuple[str, str]]:
-        """Every indexed file as `(source_doc_id, path)`."""
-        assert self.document_store is not None
-        rows = self.document_store.list_documents_meta(fields=["source_doc_id", "path"])
-        return [(row["meta"].get("source_doc_id", ""), row["meta"].get("path", "")) for row in rows]

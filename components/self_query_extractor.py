@@ -13,13 +13,14 @@ from haystack import component, default_from_dict, default_to_dict, logging
 from components._dates import period_range, reference_time, rfc3339
 from components._document_store import with_document_store
 from components._filters import (
+    IndexedFiles,
     clean_tag,
     collection_condition,
     conjunction,
     date_conditions,
-    field_key,
     path_condition,
     tag_conditions,
+    where_condition,
 )
 from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
 
@@ -74,7 +75,7 @@ _RECENT = re.compile(
     re.IGNORECASE,
 )
 _RESERVED_FIELDS = {"http", "https", "ftp", "file", "mailto", "tag", "tags", "in", "folder", "path", "collection"}
-_VOCABULARY_TTL_SECONDS = 30.0
+_VOCABULARY_TTL_SECONDS = 300.0
 
 
 @dataclass
@@ -112,7 +113,7 @@ class SelfQueryExtractor:
     "what did we decide last"), which switch recency on. The filters join the request's own (AND) as Haystack
     filters; the question loses the words that only said how to filter. A question with none of these
     passes through untouched. What the index holds (collections, fields, folders) is read from `document_store` (the
-    whole-file store) and kept for 30 s. `self_query` reports what was read, for `--explain` and the JSON;
+    whole-file store) and read again when its document count changes or after 5 minutes. `self_query` reports what was read, for `--explain` and the JSON;
     when the filtered search finds fewer than `min_results` results, the caller runs it again with
     `fallback=True`: the same question, its words kept, without the extracted filters. Haystack has no
     self-query component (LangChain's `SelfQueryRetriever` needs an LLM).
@@ -147,10 +148,11 @@ class SelfQueryExtractor:
         if document_store is not None:
             check_document_store(document_store)
         self.document_store = document_store
+        self._files = None if document_store is None else IndexedFiles(document_store)
         self.enabled = enabled
         self.min_results = min_results
         self.recent_on_request = recent_on_request
-        self._vocabulary: tuple[float, set[str], set[str], set[str]] | None = None
+        self._vocabulary: tuple[float, set[str], set[str], set[str], int] | None = None
         self._lock = threading.Lock()
 
     def to_dict(self) -> dict[str, Any]:
@@ -217,7 +219,7 @@ class SelfQueryExtractor:
                 collection_condition(found.collections),
                 *tag_conditions(found.tags),
                 *(self._path(p) for p in found.paths),
-                *({"field": field_key(k), "operator": "==", "value": v} for k, v in found.where.items()),
+                *(where_condition(f"{k}={v}", moment) for k, v in found.where.items()),
                 *date_conditions(found.after, found.before),
             ])
         cleaned = query if not found.has_filters() and not found.recent else (found.loose_query if fallback else found.query)
@@ -374,11 +376,13 @@ class SelfQueryExtractor:
             found.before = min(found.before or end, end)
 
     def _known(self) -> tuple[set[str], set[str], set[str]]:
-        """The indexed collections, frontmatter field names and folders, re-read every 30 s."""
+        """The indexed collections, frontmatter field names and folders, re-read when the count changes or after 5 min."""
         if self.document_store is None:
             return set(), set(), set()
         with self._lock:
-            if self._vocabulary is None or time.monotonic() - self._vocabulary[0] > _VOCABULARY_TTL_SECONDS:
+            count = self.document_store.count_documents()
+            if (self._vocabulary is None or self._vocabulary[4] != count
+                    or time.monotonic() - self._vocabulary[0] > _VOCABULARY_TTL_SECONDS):
                 collections: set[str] = set()
                 fields: set[str] = set()
                 folders: set[str] = set()
@@ -389,7 +393,7 @@ class SelfQueryExtractor:
                         fields.update(k for k, v in frontmatter.items() if isinstance(v, (str, int, float, bool)))
                     folders.update(str(f) for f in row["meta"].get("folders") or [])
                 collections.discard("")
-                self._vocabulary = (time.monotonic(), collections, fields, folders)
+                self._vocabulary = (time.monotonic(), collections, fields, folders, count)
             return self._vocabulary[1], self._vocabulary[2], self._vocabulary[3]
 
     def _extra_report(self) -> dict[str, Any]:
@@ -399,15 +403,10 @@ class SelfQueryExtractor:
     def _path(self, pattern: str) -> dict[str, Any] | None:
         """A path read from the question as a filter; `None` (left out) for a glob without a store to list."""
         try:
-            return path_condition(pattern, self._list_files if self.document_store is not None else None)
+            return path_condition(pattern, self._files)
         except ValueError:
             logger.info("Path {pattern} left out: no file list to match it against", pattern=pattern)
             return None
-
-    def _list_files(self) -> list[tuple[str, str]]:
-        assert self.document_store is not None
-        rows = self.document_store.list_documents_meta(fields=["source_doc_id", "path"])
-        return [(row["meta"].get("source_doc_id", ""), row["meta"].get("path", "")) for row in rows]
 
 
 def _typed_value(text: str) -> Any:

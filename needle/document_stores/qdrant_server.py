@@ -25,6 +25,7 @@ DEFAULT_PAYLOAD_FIELDS_TO_INDEX: list[dict[str, str]] = [
     {"field_name": "meta.source_doc_id", "field_schema": "keyword"},
     {"field_name": "meta.tags", "field_schema": "keyword"},
     {"field_name": "meta.folders", "field_schema": "keyword"},
+    {"field_name": "meta.fields", "field_schema": "keyword"},
     {"field_name": "meta.identifiers", "field_schema": "keyword"},
     {"field_name": "meta.date", "field_schema": "datetime"},
 ]
@@ -84,8 +85,8 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
         :param timeout: Seconds before a request to the server fails.
         :param prefer_grpc: Talk gRPC instead of REST where possible.
         :param payload_fields_to_index: Payload indexes created with the collection, as in qdrant-haystack;
-            `None` indexes `meta.collection`, `meta.path`, `meta.source_doc_id`, `meta.tags`, `meta.folders`
-            and `meta.identifiers` as keywords and `meta.date` as a datetime.
+            `None` indexes `meta.collection`, `meta.path`, `meta.source_doc_id`, `meta.tags`, `meta.folders`,
+            `meta.fields` and `meta.identifiers` as keywords and `meta.date` as a datetime.
         :param hnsw_config: HNSW parameters of a new collection (`{"m": 16, "ef_construct": 100}`).
         :param on_disk: Keep vectors on disk rather than in RAM.
         :param recreate_index: Drop and recreate the collection on first use.

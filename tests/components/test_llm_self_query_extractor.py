@@ -64,7 +64,7 @@ class TestLLMSelfQueryExtractor:
         assert out["filters"] == {"operator": "AND", "conditions": [
             {"field": "meta.tags", "operator": "==", "value": "japan"},
             {"field": "meta.folders", "operator": "==", "value": "travel"},
-            {"field": "meta.frontmatter.status", "operator": "==", "value": "planning"},
+            {"field": "meta.fields", "operator": "==", "value": "status=planning"},
             {"field": "meta.date", "operator": ">=", "value": "2024-01-01T00:00:00Z"},
         ]}
         assert out["self_query"]["llm"]["added"]["tags"] == ["japan"]

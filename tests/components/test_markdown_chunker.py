@@ -378,6 +378,7 @@ class TestMarkdownChunkerMeta:
             "title": "Needle",
             "tags": [],
             "frontmatter": {},
+            "fields": [],
             "folder": "folder",
             "folders": ["folder"],
             "date": "1970-01-01T00:00:03Z",
@@ -437,10 +438,18 @@ class TestMarkdownChunkerFileMetadata:
         assert chunk("---\ntag: 'Ops, on-call'\n---\nbody\n")[0].meta["tags"] == ["ops", "on-call"]
 
     def test_scalar_fields_keep_their_types(self):
-        text = "---\nstatus: draft\npriority: 2\nscore: 0.5\npublic: false\ndate: 2024-05-11\n---\nbody\n"
-        assert chunk(text)[0].meta["frontmatter"] == {
-            "status": "draft", "priority": 2, "score": 0.5, "public": False, "date": "2024-05-11",
+        text = (
+            "---\nstatus: Draft\npriority: 2\nscore: 0.5\npublic: false\ndate: 2024-05-11\n"
+            "attendees: [Priya Raman, me]\nnested: {a: 1}\n---\nbody\n"
+        )
+        meta = chunk(text)[0].meta
+        assert meta["frontmatter"] == {
+            "status": "Draft", "priority": 2, "score": 0.5, "public": False, "date": "2024-05-11",
+            "attendees": ["Priya Raman", "me"], "nested": {"a": 1},
         }
+        assert meta["fields"] == [
+            "status=draft", "priority=2", "score=0.5", "public=false", "date=2024-05-11", "attendees=priya raman", "attendees=me",
+        ]
 
     def test_folder_and_every_folder_above_it(self):
         meta = chunk("body\n", path="runbooks/k8s/oom.md")[0].meta

@@ -39,3 +39,11 @@ class TestMetadataRefresher:
 
     def test_nothing_to_refresh(self, store):
         assert MetadataRefresher(store).run(documents=[]) == {"refreshed": 0}
+
+    def test_the_embedded_store_is_flushed_once_and_stays_durable(self, store, monkeypatch):
+        store.write_documents([stored("a1", "a.md"), stored("b1", "b.md")])
+        flushes = []
+        monkeypatch.setattr(store, "flush", lambda: flushes.append(store.durable_writes))
+        docs = [Document(content="x", meta={"source_doc_id": f"c:{p}", "tags": ["t"]}) for p in ("a.md", "b.md")]
+        assert MetadataRefresher(store).run(documents=docs) == {"refreshed": 2}
+        assert flushes == [True] and store.durable_writes is True

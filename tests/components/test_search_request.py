@@ -126,18 +126,17 @@ class TestSearchRequestFilters:
     @pytest.mark.parametrize(
         "where, expected",
         [
-            ("status=draft", {"field": "meta.frontmatter.status", "operator": "==", "value": "draft"}),
-            ("type=note|runbook", {"operator": "OR", "conditions": [
-                {"field": "meta.frontmatter.type", "operator": "==", "value": "note"},
-                {"field": "meta.frontmatter.type", "operator": "==", "value": "runbook"}]}),
-            ("priority=2", {"operator": "OR", "conditions": [
-                {"field": "meta.frontmatter.priority", "operator": "==", "value": 2},
-                {"field": "meta.frontmatter.priority", "operator": "==", "value": "2"}]}),
+            ("status=draft", {"field": "meta.fields", "operator": "==", "value": "status=draft"}),
+            ("Status='In Progress'", {"field": "meta.fields", "operator": "==", "value": "status=in progress"}),
+            ("type=note|runbook", {"field": "meta.fields", "operator": "in", "value": ["type=note", "type=runbook"]}),
+            ("priority=2", {"field": "meta.fields", "operator": "==", "value": "priority=2"}),
+            ("public=true", {"field": "meta.fields", "operator": "==", "value": "public=true"}),
             ("priority>=2", {"field": "meta.frontmatter.priority", "operator": ">=", "value": 2}),
             ("status!=done", {"operator": "NOT", "conditions": [
-                {"field": "meta.frontmatter.status", "operator": "==", "value": "done"}]}),
+                {"field": "meta.fields", "operator": "==", "value": "status=done"}]}),
             ("due<2024-07", {"field": "meta.frontmatter.due", "operator": "<", "value": "2024-07-01T00:00:00Z"}),
             ("due<=2024-07", {"field": "meta.frontmatter.due", "operator": "<", "value": "2024-08-01T00:00:00Z"}),
+            ("tag=Homelab|ops", {"field": "meta.tags", "operator": "in", "value": ["homelab", "ops"]}),
             ("identifier=KES-142", {"field": "meta.identifiers", "operator": "==", "value": "KES-142"}),
         ],
     )

@@ -122,8 +122,8 @@ class TestSelfQueryExtractorRules:
         out = run("status:approved failover priority:2 http://x.org/a:b", extractor)
         assert out["query"] == "failover http://x.org/a:b"
         assert out["filters"] == {"operator": "AND", "conditions": [
-            {"field": "meta.frontmatter.status", "operator": "==", "value": "approved"},
-            {"field": "meta.frontmatter.priority", "operator": "==", "value": 2},
+            {"field": "meta.fields", "operator": "==", "value": "status=approved"},
+            {"field": "meta.fields", "operator": "==", "value": "priority=2"},
         ]}
         assert run("unknown:field stays", extractor)["query"] == "unknown:field stays"
         assert run("journal entries about sleep", extractor)["filters"] == {"field": "meta.folders", "operator": "==", "value": "journal"}

@@ -15,6 +15,7 @@ DEFAULT_PAYLOAD_INDEXES: dict[str, str] = {
     "meta.source_doc_id": "keyword",
     "meta.tags": "keyword",
     "meta.folders": "keyword",
+    "meta.fields": "keyword",
     "meta.identifiers": "keyword",
     "meta.date": "datetime",
 }
