@@ -30,10 +30,11 @@ _GLOB_CHARS = set("*?[")
 
 class IndexedFiles:
     """
-    The indexed files of a store as `(source_doc_id, path)`, for matching path globs.
+    The indexed files of a store that match a path glob, as `source_doc_id`s.
 
-    Listing every file costs a scroll over the whole store (about 250 ms for SciFact's 5,183 files), so the
-    list is kept and listed again when 30 s have passed or the store's document count changed.
+    Listing every file costs a scroll over the whole store (about 250 ms for SciFact's 5,183 files) and
+    matching them all a few dozen ms more, so the list and each pattern's matches are kept, and listed
+    again when 30 s have passed or the store's document count changed.
     """
 
     ttl_seconds = 30.0
@@ -41,18 +42,26 @@ class IndexedFiles:
     def __init__(self, store: Any) -> None:
         self.store = store
         self._listed: tuple[float, int, list[tuple[str, str]]] | None = None
+        self._matches: dict[str, list[str]] = {}
         self._lock = threading.Lock()
 
-    def __call__(self) -> list[tuple[str, str]]:
-        """Every indexed file, `(source_doc_id, path)`."""
+    def __call__(self, pattern: str) -> list[str]:
+        """The `source_doc_id`s of the indexed files whose path matches the glob, sorted."""
+        from needle.globs import Glob
+
         with self._lock:
             count = self.store.count_documents()
             listed = self._listed
             if listed is None or listed[1] != count or time.monotonic() - listed[0] > self.ttl_seconds:
                 rows = self.store.list_documents_meta(fields=["source_doc_id", "path"])
                 files = [(row["meta"].get("source_doc_id", ""), row["meta"].get("path", "")) for row in rows]
-                self._listed = (time.monotonic(), count, files)
-            return self._listed[2]
+                self._listed, self._matches = (time.monotonic(), count, files), {}
+            if pattern not in self._matches:
+                glob = Glob(pattern)
+                self._matches = {**dict(list(self._matches.items())[-63:]), pattern: sorted(
+                    {doc_id for doc_id, path in self._listed[2] if glob.matches(path)}
+                )}
+            return self._matches[pattern]
 
 
 def conjunction(conditions: Iterable[Filter | None]) -> Filter | None:
@@ -105,7 +114,7 @@ def folder_of(pattern: str) -> str | None:
     return text if text and not _GLOB_CHARS & set(text) else None
 
 
-def path_condition(pattern: str, list_files: Callable[[], list[tuple[str, str]]] | None) -> Filter:
+def path_condition(pattern: str, match_files: Callable[[str], list[str]] | None) -> Filter:
     """
     Files under a folder or matching a glob relative to their collection's root.
 
@@ -113,11 +122,10 @@ def path_condition(pattern: str, list_files: Callable[[], list[tuple[str, str]]]
     against the indexed files, with Needle's linear-time glob engine, and becomes the list of those files.
 
     :param pattern: `runbooks/`, `runbooks/k8s/**`, `**/2024-*.md`, `journal/2024-01-01-goals.md`.
-    :param list_files: Every indexed file as `(source_doc_id, path)`; needed for globs only.
+    :param match_files: The `source_doc_id`s of the indexed files matching a glob (`IndexedFiles`); needed
+        for globs only.
     :raises ValueError: When the pattern is empty, or is a glob and no file list is available.
     """
-    from needle.globs import Glob
-
     stripped = pattern.strip()
     if not stripped or stripped in ("/", "**", "**/*"):
         raise ValueError(f"path must name a folder, a file or a glob, got {pattern!r}")
@@ -129,11 +137,9 @@ def path_condition(pattern: str, list_files: Callable[[], list[tuple[str, str]]]
                 {"field": "meta.folders", "operator": "==", "value": folder},
             ]}
         return {"field": "meta.folders", "operator": "==", "value": folder}
-    if list_files is None:
+    if match_files is None:
         raise ValueError(f"path {pattern!r} is a glob: this graph cannot list its files (only folders work here)")
-    glob = Glob(stripped.lstrip("/"))
-    matching = sorted({doc_id for doc_id, path in list_files() if glob.matches(path)})
-    return {"field": "meta.source_doc_id", "operator": "in", "value": matching}
+    return {"field": "meta.source_doc_id", "operator": "in", "value": match_files(stripped.lstrip("/"))}
 
 
 def _typed(raw: str) -> Any:

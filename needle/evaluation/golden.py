@@ -409,7 +409,8 @@ def corpus_digest(folder: Path) -> str:
 
 def prepare_index(golden: GoldenSet, settings: Settings | None = None, cache: Path | None = None) -> Any:
     """
-    Build (or reuse) an index of the golden corpus, cached by corpus content and ingestion settings.
+    Build (or reuse and bring up to date) an index of the golden corpus, cached by corpus content and
+    ingestion settings.
 
     :param golden: The golden set.
     :param settings: The base settings (models, chunking); loaded from the environment when `None`.
@@ -428,9 +429,12 @@ def prepare_index(golden: GoldenSet, settings: Settings | None = None, cache: Pa
     settings = base.model_copy(update={"data_dir": data_dir})
     CollectionRegistry(settings.collections_file).save({COLLECTION: Collection(name=COLLECTION, root=str(golden.corpus))})
     needle = Needle(settings, progress_bar=sys.stderr.isatty() and not os.environ.get("CI"))
+    # Always an index run: on a built index it embeds nothing and brings the notes' metadata up to date
+    # (a cache built by an older Needle, or notes whose frontmatter changed), in about a second.
+    report = needle.index([COLLECTION])
     done = data_dir / ".indexed"
     if not index_is_built(done):
-        done.write_text(json.dumps(needle.index([COLLECTION])))
+        done.write_text(json.dumps(report))
     return needle
 
 
