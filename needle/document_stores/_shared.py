@@ -7,7 +7,7 @@ whose logic is the same (checking arguments, building the query vectors, one lim
 term, shaping the metadata rows); each store turns the neutral requests below into its engine's and runs them.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,20 @@ class BestScoreRequest:
     key: str | None = None
     value: str | None = None
     exact: bool = False
+
+
+def plain_filters(filters: Any) -> Any:
+    """
+    Haystack filters with every list-like value (`components._filters.Values`, a tuple) as a plain list, as
+    qdrant-haystack's converter and the embedded engine's take them.
+    """
+    if isinstance(filters, dict):
+        return {key: plain_filters(value) for key, value in filters.items()}
+    if isinstance(filters, list):
+        return [plain_filters(value) for value in filters]
+    if isinstance(filters, Sequence) and not isinstance(filters, (str, bytes)):
+        return list(filters)
+    return filters
 
 
 def meta_name(field: str) -> str:

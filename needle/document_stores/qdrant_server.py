@@ -15,7 +15,7 @@ from qdrant_client.http import models as rest
 from qdrant_client.http.exceptions import ResponseHandlingException
 
 from components._checks import QueryVector, check_top_k
-from needle.document_stores._shared import BestScoreRequest, NeedleStoreMixin, VectorQuery, meta_name
+from needle.document_stores._shared import BestScoreRequest, NeedleStoreMixin, VectorQuery, meta_name, plain_filters
 
 logger = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
         vector = self._dense_query(query_embedding).values
         return _only(
             self._query_by_embedding(
-                query_embedding=vector, filters=filters, top_k=top_k, return_embedding=return_embedding
+                query_embedding=vector, filters=plain_filters(filters), top_k=top_k, return_embedding=return_embedding
             ),
             fields,
         )
@@ -215,7 +215,7 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
         return _only(
             self._query_by_sparse(
                 query_sparse_embedding=query_sparse_embedding,
-                filters=filters,
+                filters=plain_filters(filters),
                 top_k=top_k,
                 return_embedding=return_embedding,
             ),
@@ -272,7 +272,7 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
     def _scroll_payloads(self, filters: dict[str, Any] | None, include: list[str]) -> Iterator[tuple[Any, dict]]:
         self._initialize_client()
         assert self._client is not None
-        qdrant_filter = convert_filters_to_qdrant(filters)
+        qdrant_filter = convert_filters_to_qdrant(plain_filters(filters))
         offset = None
         while True:
             records, offset = self._client.scroll(
