@@ -2,8 +2,7 @@ import pytest
 from haystack import Document
 from haystack.errors import FilterError
 
-from components._filters import Values
-from needle.document_stores._shared import plain_filters
+from needle.document_stores._shared import Values, plain_filters
 from needle.document_stores.edge import EdgeDocumentStore
 from needle.document_stores.edge.filters import edge_filter
 
