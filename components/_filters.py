@@ -39,10 +39,12 @@ class IndexedFiles:
     """
 
     ttl_seconds = 30.0
+    count_check_seconds = 5.0  # a count costs about 0.5 ms: looked at no more often than this
 
     def __init__(self, store: Any) -> None:
         self.store = store
         self._listed: tuple[float, int, list[tuple[str, str]]] | None = None
+        self._checked = 0.0
         self._matches: dict[str, list[str]] = {}
         self._lock = threading.Lock()
 
@@ -51,9 +53,11 @@ class IndexedFiles:
         from needle.globs import Glob
 
         with self._lock:
-            count = self.store.count_documents()
-            listed = self._listed
-            if listed is None or listed[1] != count or time.monotonic() - listed[0] > self.ttl_seconds:
+            listed, now = self._listed, time.monotonic()
+            count = listed[1] if listed is not None else -1
+            if listed is None or now - self._checked >= self.count_check_seconds:
+                count, self._checked = self.store.count_documents(), now
+            if listed is None or listed[1] != count or now - listed[0] > self.ttl_seconds:
                 rows = self.store.list_documents_meta(fields=["source_doc_id", "path"])
                 files = [(row["meta"].get("source_doc_id", ""), row["meta"].get("path", "")) for row in rows]
                 self._listed, self._matches = (time.monotonic(), count, files), {}

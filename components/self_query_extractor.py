@@ -76,6 +76,7 @@ _RECENT = re.compile(
 )
 _RESERVED_FIELDS = {"http", "https", "ftp", "file", "mailto", "tag", "tags", "in", "folder", "path", "collection"}
 _VOCABULARY_TTL_SECONDS = 300.0
+_COUNT_CHECK_SECONDS = 5.0
 
 
 @dataclass
@@ -105,18 +106,20 @@ class SelfQueryExtractor:
     """
     Reads filters out of a question and cleans the question for the searches, with rules and no model.
 
-    It recognises `#tag` and `tag:x` (tags), `in:folder/`, `folder:x`, `path:glob`, "in the x folder",
-    and an indexed folder named in words ("journal entries", "meeting notes", "from my journal"), `in:NAME` or "in NAME" for an indexed collection, `field:value` for a frontmatter
-    field the index holds, "quoted phrases" (results must contain them), `-term` (results must not), dates
-    in plain language ("yesterday", "last week", "in March", "since 2024-05", "before Q3 2023", read by
-    dateparser, see `components._dates`), and questions that ask for the newest ("latest", "most recent",
-    "what did we decide last"), which switch recency on. The filters join the request's own (AND) as Haystack
-    filters; the question loses the words that only said how to filter. A question with none of these
-    passes through untouched. What the index holds (collections, fields, folders) is read from `document_store` (the
-    whole-file store) and read again when its document count changes or after 5 minutes. `self_query` reports what was read, for `--explain` and the JSON;
-    when the filtered search finds fewer than `min_results` results, the caller runs it again with
-    `fallback=True`: the same question, its words kept, without the extracted filters. Haystack has no
-    self-query component (LangChain's `SelfQueryRetriever` needs an LLM).
+    It recognises `#tag` and `tag:x` (tags), `in:folder/`, `folder:x`, `path:glob`, "in the x folder" and
+    an indexed folder named in words ("journal entries", "meeting notes", "from my journal"), `in:NAME`
+    or "in NAME" for an indexed collection, `field:value` for a frontmatter field the index holds, "quoted
+    phrases" (results must contain them), `-term` (results must not), dates in plain language
+    ("yesterday", "last week", "in March", "since 2024-05", "before Q3 2023", read by dateparser, see
+    `components._dates`), and questions that ask for the newest ("latest", "most recent", "what did we
+    decide last"), which switch recency on. The filters join the request's own (AND) as Haystack filters;
+    the question loses the words that only said how to filter. A question with none of these passes
+    through untouched. What the index holds (collections, fields, folders) is read from `document_store`
+    (the whole-file store) and read again when its document count changes or after 5 minutes.
+    `self_query` reports what was read, for `--explain` and the JSON; when the filtered search finds fewer
+    than `min_results` results, the caller runs it again with `fallback=True`: the same question, its
+    words kept, without the extracted filters. Haystack has no self-query component (LangChain's
+    `SelfQueryRetriever` needs an LLM).
 
     Usage example:
     ```python
@@ -152,7 +155,8 @@ class SelfQueryExtractor:
         self.enabled = enabled
         self.min_results = min_results
         self.recent_on_request = recent_on_request
-        self._vocabulary: tuple[float, set[str], set[str], set[str], int] | None = None
+        # (read at, collections, fields, folders, document count, count checked at)
+        self._vocabulary: tuple[float, set[str], set[str], set[str], int, float] | None = None
         self._lock = threading.Lock()
 
     def to_dict(self) -> dict[str, Any]:
@@ -376,13 +380,19 @@ class SelfQueryExtractor:
             found.before = min(found.before or end, end)
 
     def _known(self) -> tuple[set[str], set[str], set[str]]:
-        """The indexed collections, frontmatter field names and folders, re-read when the count changes or after 5 min."""
+        """
+        The indexed collections, frontmatter field names and folders: read again when the store's document
+        count changed (looked at most every 5 s: a count costs about 0.5 ms) or after 5 minutes.
+        """
         if self.document_store is None:
             return set(), set(), set()
         with self._lock:
+            now = time.monotonic()
+            cached = self._vocabulary
+            if cached is not None and now - cached[5] < _COUNT_CHECK_SECONDS and now - cached[0] < _VOCABULARY_TTL_SECONDS:
+                return cached[1], cached[2], cached[3]
             count = self.document_store.count_documents()
-            if (self._vocabulary is None or self._vocabulary[4] != count
-                    or time.monotonic() - self._vocabulary[0] > _VOCABULARY_TTL_SECONDS):
+            if cached is None or cached[4] != count or now - cached[0] > _VOCABULARY_TTL_SECONDS:
                 collections: set[str] = set()
                 fields: set[str] = set()
                 folders: set[str] = set()
@@ -393,7 +403,9 @@ class SelfQueryExtractor:
                         fields.update(k for k, v in frontmatter.items() if isinstance(v, (str, int, float, bool)))
                     folders.update(str(f) for f in row["meta"].get("folders") or [])
                 collections.discard("")
-                self._vocabulary = (time.monotonic(), collections, fields, folders, count)
+                self._vocabulary = (now, collections, fields, folders, count, now)
+            else:
+                self._vocabulary = (*cached[:5], now)
             return self._vocabulary[1], self._vocabulary[2], self._vocabulary[3]
 
     def _extra_report(self) -> dict[str, Any]:

@@ -13,7 +13,9 @@ class TextMatchFilter:
 
     `SelfQueryExtractor` reads `"quoted phrases"` (must contain) and `-terms` (must not contain) out of a
     question. Haystack's filter syntax has no "contains" operator, and a Qdrant server keeps no text index
-    to test one, so the check runs here, on the retrieved candidates, before fusion or rescoring: a phrase
+    to test one, so the check runs here, on the retrieved candidates (in the graphs that fuse, on each
+    file's best chunk, the one shown: a stage before best-chunk selection would copy every chunk of every
+    fused file once more, about as much as that selection itself costs): a phrase
     matches case-insensitively with any whitespace between its words, in the chunk's text; an excluded term
     as a whole word, in the chunk's text, its file's title or its headings (a note titled "Sourdough
     starter feeding" is about feeding in every chunk).
