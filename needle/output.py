@@ -156,6 +156,9 @@ def status_text(status: dict[str, Any], as_json: bool) -> str:
     if not status["collections"]:
         lines.append("no collections yet: add one with `needle collection add PATH --name NAME`")
     lines += [f"  {c['name']}: {c['files']} files, {c['chunks']} chunks ({c['root']})" for c in status["collections"]]
+    if status.get("contexts"):
+        lines.append("contexts:")
+        lines += [f"  {prefix}: {text}" for prefix, text in status["contexts"].items()]
     return "\n".join(lines)
 
 
