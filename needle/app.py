@@ -190,8 +190,9 @@ class Needle:
             (a variant of the graph, built once).
         :param init_overrides: Accept init-parameter overrides (off for requests over the network).
         :param filters: Tags, path, fields, dates, recency and self-query switches (`SearchFilters`).
-        :returns: The trust label, the hits (best first, each with its context annotations), and what the
-            question's own filters were and whether the search fell back to running without them.
+        :returns: The trust label, the hits (best first, each with its context annotations), and, when the
+            question said anything to filter by or asked for the newest, what it said and whether the search
+            fell back to running without it (`self_query`, else `None`).
         :raises ValueError: On invalid input (empty query, bad `top_k`, unknown collection, a bad filter).
         :raises IndexMismatchError: When the index was built with other embedding settings.
         """
@@ -213,8 +214,9 @@ class Needle:
                 f"the question's filters left {len(seen)} result(s), fewer than min_results={read['min_results']}: "
                 "they stay first, followed by the search without those filters"
             )}
+        said = read and (read["applied"] or read["recent"] or read["query"] != read["original"] or read.get("fallback"))
         return SearchAnswer(
-            label=label, results=self._annotated(results), self_query=SelfQuery(**read) if read else None,
+            label=label, results=self._annotated(results), self_query=SelfQuery(**read) if said else None,
         )
 
     def _run_search(self, graph: Pipeline, data: dict[str, Any]) -> dict[str, Any]:

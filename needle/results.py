@@ -65,7 +65,9 @@ class SearchAnswer(BaseModel):
 
     label: str = Field(description=LABELS)
     results: list[Hit]
-    self_query: SelfQuery | None = Field(None, description="Filters read from the question (null when none were looked for)")
+    self_query: SelfQuery | None = Field(
+        None, description="What the question itself said to filter by (null when it said nothing of the kind)"
+    )
 
 
 class SearchFilters(BaseModel):
