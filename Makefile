@@ -9,7 +9,7 @@ WHEELS := build/wheels
 DEMO_DATA ?= .demo
 DATASET ?= ../shared/datasets/scifact
 
-.PHONY: install install-test llm models demo serve test test-unit test-haystack2 bench eval-beir ablation lock clean
+.PHONY: install install-test llm models demo serve test test-unit test-haystack2 bench bench-filters eval-beir ablation lock clean
 
 # Installed without their declared dependencies (pyproject.toml's `ragas` extra lists the ones they use).
 RAGAS_NO_DEPS := ragas==0.4.3 ragas-haystack==5.0.0 instructor==1.17.0
@@ -75,6 +75,9 @@ test-haystack2:
 
 bench: models install-test
 	$(BIN)/python eval/bench.py --dataset $(DATASET)
+
+bench-filters: models install-test
+	$(BIN)/python eval/filters_bench.py --dataset $(DATASET)
 
 eval-beir: models install-test
 	$(BIN)/python eval/beir.py --dataset $(DATASET) --pipeline search --pipeline search-native --pipeline vsearch \

@@ -24,6 +24,11 @@ class ChunkDiffer:
     root folder is missing are left alone for the same reason. Haystack's `DocumentWriter` with an
     OVERWRITE policy would re-embed everything and never delete.
 
+    A file's metadata (frontmatter, tags, date...) is not part of a chunk id: a frontmatter edit or a
+    touched file keeps every id. Such a file's indexed `meta_checksum` differs from the fresh one, and its
+    first chunk goes to `refreshed`, for `MetadataRefresher` to rewrite the stored metadata of the whole
+    file without embedding anything again.
+
     New chunks come out sorted by length: the embedders batch them in that order, and batches of
     similar length pad less.
 
@@ -31,7 +36,7 @@ class ChunkDiffer:
     ```python
     differ = ChunkDiffer(document_store=store)
     out = differ.run(documents=chunks, sources=sources, collections=[{"name": "notes", "root": "~/notes"}])
-    out["documents"], out["stale_ids"], out["stats"]
+    out["documents"], out["stale_ids"], out["refreshed"], out["stats"]
     ```
     """
 
@@ -54,7 +59,7 @@ class ChunkDiffer:
         """Deserialise the component."""
         return cls(**with_document_store(data)["init_parameters"])
 
-    @component.output_types(documents=list[Document], stale_ids=list[str], stats=dict)
+    @component.output_types(documents=list[Document], stale_ids=list[str], refreshed=list[Document], stats=dict)
     def run(
         self, documents: list[Document], sources: list[dict[str, Any]], collections: list[dict[str, Any]]
     ) -> dict[str, Any]:
@@ -67,21 +72,31 @@ class ChunkDiffer:
         :returns: A dictionary with:
             - `documents`: chunks to embed and write (new ids), shortest first.
             - `stale_ids`: ids of indexed chunks to delete once the new ones are written.
-            - `stats`: counts of files and chunks (new, changed, unchanged, removed).
+            - `refreshed`: one chunk per indexed file whose file metadata changed (`meta_checksum`), whatever
+              its chunks did.
+            - `stats`: counts of files and chunks (new, changed, unchanged, removed, metadata refreshed).
         """
         scanned = [c["name"] for c in collections if Path(str(c["root"])).expanduser().is_dir()]
         indexed: dict[str, set[str]] = {}
+        checksums: dict[str, set[Any]] = {}
         if scanned:
             rows = self.document_store.list_documents_meta(
-                filters={"field": "meta.collection", "operator": "in", "value": scanned}, fields=["source_doc_id"]
+                filters={"field": "meta.collection", "operator": "in", "value": scanned},
+                fields=["source_doc_id", "meta_checksum"],
             )
             for row in rows:
-                indexed.setdefault(row["meta"].get("source_doc_id", ""), set()).add(row["id"])
+                source_doc_id = row["meta"].get("source_doc_id", "")
+                indexed.setdefault(source_doc_id, set()).add(row["id"])
+                checksums.setdefault(source_doc_id, set()).add(row["meta"].get("meta_checksum"))
 
         present = {f"{s['collection']}:{s['path']}" for s in sources}
         fresh: dict[str, set[str]] = {}
+        refreshed: dict[str, Document] = {}
         for doc in documents:
-            fresh.setdefault(doc.meta["source_doc_id"], set()).add(doc.id)
+            source_doc_id = doc.meta["source_doc_id"]
+            fresh.setdefault(source_doc_id, set()).add(doc.id)
+            if source_doc_id in checksums and checksums[source_doc_id] != {doc.meta.get("meta_checksum")}:
+                refreshed.setdefault(source_doc_id, doc)
 
         all_indexed = set().union(*indexed.values()) if indexed else set()
         new_chunks = [doc for doc in documents if doc.id not in all_indexed]
@@ -103,6 +118,7 @@ class ChunkDiffer:
             "chunks_new": len(new_chunks),
             "chunks_unchanged": len(documents) - len(new_chunks),
             "chunks_stale": len(stale),
+            "files_refreshed": len(refreshed),
         }
         new_chunks.sort(key=lambda d: len(d.content or ""))
-        return {"documents": new_chunks, "stale_ids": stale, "stats": stats}
+        return {"documents": new_chunks, "stale_ids": stale, "refreshed": list(refreshed.values()), "stats": stats}

@@ -2,17 +2,26 @@
 
 import bisect
 import copy
-import datetime
 import hashlib
-import math
+import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-import yaml
 from haystack import Document, component, default_from_dict, default_to_dict, logging
+
+from components._frontmatter import (
+    document_date,
+    field_values,
+    folders,
+    identifiers,
+    inline_tags,
+    parse_frontmatter,
+    split_tags,
+    unique_tags,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +42,10 @@ _SPLIT_LEVELS = {
 _PROSE_LEVELS = ("paragraph", "item", "line", "sentence", "word")
 _CODE_LEVELS = ("line",)
 _LINE_START = re.compile(r"^(?=[ \t]*\S)", re.MULTILINE)
+# Metadata that describes the whole file (the same on each of its chunks and on its whole-file document).
+# A change here alone (a tag edited in the frontmatter, a file touched) keeps every chunk id: `meta_checksum`
+# tells the differ to refresh the stored metadata without embedding anything again.
+FILE_META_KEYS = ("title", "tags", "frontmatter", "fields", "folder", "folders", "date", "date_source", "identifiers")
 
 
 @dataclass
@@ -66,7 +79,8 @@ class MarkdownChunker:
     heading directly followed by a sub-heading opens the sub-section's first chunk instead of standing alone. Every
     chunk's `content` is exactly `text[char_start:char_end]` of the file, with 1-based `start_line` and
     `end_line` matching the file on disk, and its id is a hash of file, heading path, index and text, so an
-    unchanged chunk keeps its id across runs. YAML frontmatter gives the title and tags and is not chunk text.
+    unchanged chunk keeps its id across runs. YAML frontmatter (parsed within bounds, see `_frontmatter.py`) is
+    not chunk text; it, `#tags` outside code, the folders and a date become the file's metadata on every chunk.
     A paged document (a PDF from `DocumentConverter`, whose meta lists `page_starts`) is also cut at every
     page, and each of its chunks carries `page` and `page_line`, its first line within that page (with
     `page_end` and `page_end_line`); a file without `page_starts` is chunked exactly as before.
@@ -140,8 +154,8 @@ class MarkdownChunker:
         """
         return default_from_dict(cls, data)
 
-    @component.output_types(documents=list[Document])
-    def run(self, documents: list[Document]) -> dict[str, list[Document]]:
+    @component.output_types(documents=list[Document], warnings=list[dict[str, Any]])
+    def run(self, documents: list[Document]) -> dict[str, Any]:
         """
         Chunk whole-file Documents.
 
@@ -150,20 +164,27 @@ class MarkdownChunker:
         :returns: A dictionary with:
             - `documents`: the chunks, in file order. Their meta holds `collection`, `path`, `title`,
               `heading_path`, `chunk_index`, `start_line`, `end_line`, `char_start`, `char_end`, `checksum`,
-              `content_hash`, `frontmatter`, `tags`, `source_doc_id`, `context` (title and heading path, for
-              embedding), `frontmatter_warning` when the frontmatter is not valid YAML, and every other meta
-              field of the file's Document. A paged document's chunks add `page`, `page_end`, `page_line`
-              and `page_end_line` (1-based, lines counted within the page) instead of its `page_starts`.
+              `content_hash`, `source_doc_id`, `context` (title and heading path, for embedding), the file's
+              metadata (`FILE_META_KEYS`: `frontmatter` with its values typed, its scalar `fields` as
+              `name=value` keywords, `tags` from the frontmatter and
+              `#tags` in the text, `folder` and the `folders` above it, `date` in RFC 3339 and its
+              `date_source`, `identifiers`) with its `meta_checksum`, `frontmatter_warning` when the
+              frontmatter was not used, and every other meta field of the file's Document. A paged document's
+              chunks add `page`, `page_end`, `page_line` and `page_end_line` (1-based, lines counted within
+              the page) instead of its `page_starts`.
+            - `warnings`: `{"collection", "path", "reason"}` per file whose frontmatter was not used (invalid
+              YAML, read as text; or past a bound, left out).
         """
         chunks: list[Document] = []
+        warnings: list[dict[str, Any]] = []
         for doc in documents:
             if not doc.content or not doc.content.strip():
                 logger.warning("Document {doc_id} has no text to chunk", doc_id=doc.id)
                 continue
-            chunks.extend(self._chunk_document(doc))
-        return {"documents": chunks}
+            chunks.extend(self._chunk_document(doc, warnings))
+        return {"documents": chunks, "warnings": warnings}
 
-    def _chunk_document(self, doc: Document) -> list[Document]:
+    def _chunk_document(self, doc: Document, warnings: list[dict[str, Any]]) -> list[Document]:
         text = (doc.content or "").replace("\r\n", "\n").replace("\r", "\n")
         text = text[1:] if text.startswith("\ufeff") else text
         lines = text.split("\n")
@@ -172,23 +193,40 @@ class MarkdownChunker:
             line_starts.append(line_starts[-1] + len(line) + 1)
         collection = str(doc.meta.get("collection", ""))
         path = str(doc.meta.get("path") or doc.id)
-        frontmatter, body_start, warning = _parse_frontmatter(lines)
+        parsed = parse_frontmatter(lines)
+        frontmatter, body_start, warning = parsed.data, parsed.body_start, parsed.warning
         page_starts = _page_starts(doc.meta.get("page_starts"), body_start, len(lines))
         blocks = _paged_blocks(lines, page_starts) if page_starts else _parse_blocks(lines, body_start)
         title = _title(frontmatter, blocks, path)
+        code_lines = {i for b in blocks if b.kind == "code" for i in range(b.first, b.last + 1)}
+        folder, parents = folders(path)
+        date, date_source = document_date(frontmatter, path, doc.meta.get("mtime"))
+        file_meta: dict[str, Any] = {
+            "title": title,
+            "tags": unique_tags(
+                [*split_tags(frontmatter.get("tags", frontmatter.get("tag"))), *inline_tags(lines, code_lines, body_start)]
+            ),
+            "frontmatter": frontmatter,
+            "fields": field_values(frontmatter),
+            "folder": folder,
+            "folders": parents,
+            "date": date,
+            "date_source": date_source,
+            "identifiers": identifiers("\n".join(lines[body_start:])),
+        }
         base_meta = {
             **{key: value for key, value in doc.meta.items() if key != "page_starts"},
             "collection": collection,
             "path": path,
-            "title": title,
+            **file_meta,
+            "meta_checksum": hashlib.sha1(json.dumps(file_meta, sort_keys=True).encode()).hexdigest(),
             "content_hash": doc.meta.get("content_hash") or hashlib.sha256(text.encode("utf-8")).hexdigest(),
-            "frontmatter": _json_safe(frontmatter),
-            "tags": _tags(frontmatter.get("tags")),
             "source_doc_id": f"{collection}:{path}",
         }
         if warning:
             base_meta["frontmatter_warning"] = warning
             logger.warning("{collection}:{path}: {warning}", collection=collection, path=path, warning=warning)
+            warnings.append({"collection": collection, "path": path, "reason": warning})
         if not blocks:
             logger.info("{collection}:{path} has no text besides its frontmatter", collection=collection, path=path)
 
@@ -344,25 +382,6 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:
     return start + leading.rfind("\n") + 1, end
 
 
-def _parse_frontmatter(lines: list[str]) -> tuple[dict[str, Any], int, str]:
-    """Return the frontmatter mapping, the index of the first body line, and a warning ("" when none)."""
-    if not lines or lines[0].rstrip() != "---":
-        return {}, 0, ""
-    for i in range(1, len(lines)):
-        if lines[i].rstrip() in ("---", "..."):
-            try:
-                data = yaml.safe_load("\n".join(lines[1:i]))
-            except yaml.YAMLError as exc:
-                problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                return {}, 0, f"invalid YAML frontmatter, read as text: {problem}"
-            if data is None:
-                return {}, i + 1, ""
-            if not isinstance(data, dict):
-                return {}, 0, ""  # a thematic break rather than frontmatter
-            return data, i + 1, ""
-    return {}, 0, ""
-
-
 def _fence_end(lines: list[str], first: int, marker: str, indented: bool) -> int:
     """Index of the line closing the fence opened at `first` (the last line when it is never closed)."""
     indent = r"[ \t]*" if indented else " {0,3}"
@@ -505,36 +524,6 @@ def _title(frontmatter: dict[str, Any], blocks: list[_Block], path: str) -> str:
         if block.kind == "heading" and block.level == 1 and block.text:
             return block.text
     return PurePosixPath(path).stem
-
-
-def _tags(value: Any) -> list[str]:
-    """Tags from a frontmatter list or a comma or space separated string, without `#`, deduplicated."""
-    if value is None:
-        return []
-    raw = [str(v) for v in value] if isinstance(value, (list, tuple, set)) else re.split(r"[,\s]+", str(value))
-    tags: list[str] = []
-    for tag in raw:
-        tag = tag.strip().lstrip("#").strip()
-        if tag and tag not in tags:
-            tags.append(tag)
-    return tags
-
-
-def _json_safe(value: Any) -> Any:
-    """Frontmatter made JSON-safe: dates become ISO strings, keys strings, odd values their `str`."""
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, (datetime.date, datetime.time)):
-        return value.isoformat()
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    return str(value)
 
 
 def _normalise(text: str) -> str:

@@ -1,8 +1,21 @@
-"""The head of every query graph: validates a search request and fans it out."""
+"""The head of every query graph: validates a search request, turns its filters into Haystack's, fans it out."""
 
 from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
+
+from components._dates import parse_bound, reference_time, rfc3339
+from components._document_store import with_document_store
+from components._filters import (
+    IndexedFiles,
+    collection_condition,
+    conjunction,
+    date_conditions,
+    path_condition,
+    tag_conditions,
+    where_condition,
+)
+from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
 
 
 @component
@@ -11,20 +24,31 @@ class SearchRequest:
     Validates a search request and hands its parts to the components that need them.
 
     A query graph has many consumers of the same request: embedders take the text, retrievers the
-    collection filter, the final cut the result count and minimum score. One entry component keeps the
-    graph's public inputs to a few named values (`query`, `top_k`, `collections`, `min_score`, and the
-    per-request switches `expand`, `rerank`, `chunks`), checks them once with messages a person can act on,
-    and turns `collections` into a Haystack metadata filter. A graph connects only the outputs it uses.
+    filters, the final cut the result count and minimum score. One entry component keeps the graph's
+    public inputs to a few named values (`query`, `top_k`, `collections`, `min_score`, the filters `tags`,
+    `tags_any`, `tags_none`, `path`, `where`, `after`, `before`, and the per-request switches `expand`,
+    `rerank`, `chunks`, `recent`, `self_query`), checks them once with messages a person can act on, and
+    turns the filters into one Haystack filter (`components._filters`), which both document stores apply
+    inside their searches. A path glob that is not just a folder is matched against the indexed files of
+    `document_store` (the whole-file store). A graph connects only the outputs it uses.
 
     Usage example:
     ```python
-    SearchRequest().run(query="replication slot", top_k=5, collections=["notes"])
-    # {"query": "replication slot", "top_k": 5, "min_score": 0.0,
-    #  "filters": {"field": "meta.collection", "operator": "in", "value": ["notes"]}}
+    SearchRequest().run(query="replication slot", top_k=5, collections=["notes"], tags=["postgres"])
+    # {"query": "replication slot", "top_k": 5, "min_score": 0.0, "filters": {"operator": "AND", "conditions": [
+    #    {"field": "meta.collection", "operator": "in", "value": ["notes"]},
+    #    {"field": "meta.tags", "operator": "==", "value": "postgres"}]}, ...}
     ```
     """
 
-    def __init__(self, max_query_chars: int = 2000, max_top_k: int = 1000, top_k: int = 10, min_score: float = 0.0) -> None:
+    def __init__(
+        self,
+        max_query_chars: int = 2000,
+        max_top_k: int = 1000,
+        top_k: int = 10,
+        min_score: float = 0.0,
+        document_store: NeedleDocumentStore | None = None,
+    ) -> None:
         """
         Create the request component.
 
@@ -32,6 +56,8 @@ class SearchRequest:
         :param max_top_k: Largest `top_k` accepted.
         :param top_k: Result count of a request that names none.
         :param min_score: Minimum score of a request that names none.
+        :param document_store: The store of whole-file documents, listed to match a path glob; without it
+            `path` takes folders and files only.
         :raises ValueError: When a limit is below 1, `top_k` is outside 1..`max_top_k` or `min_score` < 0.
         """
         if max_query_chars < 1:
@@ -42,25 +68,31 @@ class SearchRequest:
             raise ValueError(f"top_k must be from 1 to max_top_k={max_top_k}, got {top_k}")
         if min_score < 0:
             raise ValueError(f"min_score must be >= 0, got {min_score}")
+        if document_store is not None:
+            check_document_store(document_store)
         self.max_query_chars = max_query_chars
         self.max_top_k = max_top_k
         self.top_k = top_k
         self.min_score = min_score
+        self.document_store = document_store
+        self._files = None if document_store is None else IndexedFiles(document_store)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
+        store = None if self.document_store is None else self.document_store.to_dict()
         return default_to_dict(
-            self, max_query_chars=self.max_query_chars, max_top_k=self.max_top_k, top_k=self.top_k, min_score=self.min_score
+            self, max_query_chars=self.max_query_chars, max_top_k=self.max_top_k, top_k=self.top_k,
+            min_score=self.min_score, document_store=store,
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SearchRequest":
         """Deserialise the component."""
-        return default_from_dict(cls, data)
+        return default_from_dict(cls, with_document_store(data, optional=True))
 
     @component.output_types(
         query=str, top_k=int, min_score=float, filters=dict[str, Any] | None,
-        expand=bool | None, rerank=bool | None, chunks=bool,
+        expand=bool | None, rerank=bool | None, chunks=bool, recent=bool | None, self_query=bool | None, now=str,
     )
     def run(
         self,
@@ -71,6 +103,16 @@ class SearchRequest:
         expand: bool | None = None,
         rerank: bool | None = None,
         chunks: bool = False,
+        tags: list[str] | None = None,
+        tags_any: list[str] | None = None,
+        tags_none: list[str] | None = None,
+        path: str | None = None,
+        where: list[str] | None = None,
+        after: str | None = None,
+        before: str | None = None,
+        recent: bool | None = None,
+        self_query: bool | None = None,
+        now: str | None = None,
     ) -> dict[str, Any]:
         """
         Validate the request.
@@ -82,10 +124,21 @@ class SearchRequest:
         :param expand: Turn query expansion on or off for this request; the graph's default when `None`.
         :param rerank: Turn reranking on or off for this request; the graph's default when `None`.
         :param chunks: Return every matching chunk instead of one result per file.
-        :returns: A dictionary with `query` (stripped), `top_k`, `min_score`, `filters` (or `None`) and the
-            switches `expand`, `rerank`, `chunks`.
-        :raises ValueError: On an empty or over-long query, a `top_k` out of range, a negative
-            `min_score` or a collection name that is not a non-empty string.
+        :param tags: Only notes carrying every one of these tags.
+        :param tags_any: Only notes carrying at least one of these tags.
+        :param tags_none: Only notes carrying none of these tags.
+        :param path: Only notes under this folder (`runbooks/`), this file, or matching this glob, relative to
+            their collection's root.
+        :param where: Frontmatter conditions, each `field=value` (also `!=`, `>`, `>=`, `<`, `<=`, `a|b`).
+        :param after: Only notes dated on or after this (ISO date, or plain language: "last week").
+        :param before: Only notes dated before this.
+        :param recent: Rank newer notes higher for this request; when `None`, when the question asks for it.
+        :param self_query: Read filters out of the question for this request; the graph's default when `None`.
+        :param now: The reference time of relative dates and of recency (ISO); the current time when `None`.
+        :returns: A dictionary with `query` (stripped), `top_k`, `min_score`, `filters` (or `None`), the
+            switches `expand`, `rerank`, `chunks`, `recent`, `self_query`, and `now` (ISO, UTC).
+        :raises ValueError: On an empty or over-long query, a `top_k` out of range, a negative `min_score`,
+            a collection name that is not a non-empty string, or a filter that cannot be read.
         """
         top_k = self.top_k if top_k is None else top_k
         min_score = self.min_score if min_score is None else min_score
@@ -97,15 +150,27 @@ class SearchRequest:
             raise ValueError(f"top_k must be an integer from 1 to {self.max_top_k}, got {top_k!r}")
         if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or min_score < 0:
             raise ValueError(f"min_score must be a number >= 0, got {min_score!r}")
-        filters = None
-        if collections:
-            if not all(isinstance(c, str) and c for c in collections):
-                raise ValueError(f"collections must be a list of names, got {collections!r}")
-            filters = {"field": "meta.collection", "operator": "in", "value": list(collections)}
-        for name, value in (("expand", expand), ("rerank", rerank), ("chunks", chunks)):
+        if collections and not all(isinstance(c, str) and c for c in collections):
+            raise ValueError(f"collections must be a list of names, got {collections!r}")
+        for name, value in (("expand", expand), ("rerank", rerank), ("chunks", chunks), ("recent", recent),
+                            ("self_query", self_query)):
             if value is not None and not isinstance(value, bool):
                 raise ValueError(f"{name} must be true or false, got {value!r}")
+        try:
+            moment = reference_time(now)
+        except (TypeError, ValueError):
+            raise ValueError(f"now must be an ISO date or time, got {now!r}") from None
+        filters = conjunction([
+            collection_condition(collections or []),
+            *tag_conditions(tags or [], tags_any or [], tags_none or []),
+            path_condition(path, self._files) if path else None,
+            *(where_condition(expression, moment) for expression in where or []),
+            *date_conditions(
+                parse_bound(after, moment) if after else None, parse_bound(before, moment) if before else None
+            ),
+        ])
         return {
             "query": query.strip(), "top_k": top_k, "min_score": float(min_score), "filters": filters,
-            "expand": expand, "rerank": rerank, "chunks": bool(chunks),
+            "expand": expand, "rerank": rerank, "chunks": bool(chunks), "recent": recent, "self_query": self_query,
+            "now": rfc3339(moment),
         }

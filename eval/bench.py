@@ -76,6 +76,21 @@ def bench_queries(dataset: BeirDataset, queries: int, modes: list[str], cache: P
     for mode, per_stage in stages:
         ranked = sorted(per_stage.items(), key=lambda item: -item[1])
         print(f"  {mode}: " + ", ".join(f"{name} {ms:.1f}" for name, ms in ranked))
+    bench_self_query(needle, texts)
+
+
+def bench_self_query(needle: Needle, texts: list[str]) -> None:
+    """The rule-based self-query extractor alone, on the same queries (it reads every question)."""
+    extractor = needle.pipeline("query").get_component("self_query")
+    extractor.run(query=texts[0])  # warm-up: the index's vocabulary is read once
+    latencies, read = [], 0
+    for text in texts:
+        started = time.perf_counter()
+        out = extractor.run(query=text)
+        latencies.append(1000 * (time.perf_counter() - started))
+        read += bool(out["self_query"].get("applied") or out["self_query"].get("recent"))
+    print(f"\nself-query extractor: p50 {metrics.percentile(latencies, 50):.3f} ms, p95 {metrics.percentile(latencies, 95):.3f} ms; "
+          f"filters or recency read from {read} of {len(texts)} queries")
 
 
 def main() -> int:

@@ -26,8 +26,9 @@ from needle.formats import Extractor, Limits
 from needle.languages import AUTO
 from needle.languages import DEFAULT as DEFAULT_LANGUAGE
 from needle.loader import apply_overrides, load_pipeline, overrides_apply_somewhere, read_graph
+from needle.contexts import ContextRegistry
 from needle.pool import GraphPool
-from needle.results import Answer, SearchAnswer, hit
+from needle.results import Answer, Hit, SearchAnswer, SearchFilters, SelfQuery, hit
 from needle.settings import Settings, load_settings
 
 INGEST = "ingest"
@@ -64,6 +65,7 @@ class Needle:
         self.environment = environment or Environment(self.settings, progress_bar=progress_bar)
         self.collections = CollectionRegistry(self.settings.collections_file)
         self._pools: dict[tuple[str, str], GraphPool] = {}
+        self.contexts = ContextRegistry(self.settings.data_dir / "contexts.yml")
         self._lock = threading.Lock()
         # Index runs, optimising and backups take turns (a backup is a state no index run is halfway through).
         self._index_lock = threading.RLock()
@@ -204,9 +206,10 @@ class Needle:
         explain: bool = False,
         overrides: Mapping[str, Any] | None = None,
         init_overrides: bool = True,
+        filters: SearchFilters | None = None,
     ) -> SearchAnswer:
         """
-        Run a query graph.
+        Run a query graph; when filters read from the question leave too few results, run it again without them.
 
         :param query: The search text.
         :param pipeline: `search` (BM25), `vsearch` (vectors), `query` (hybrid), another graph name or a YAML path.
@@ -220,24 +223,54 @@ class Needle:
         :param overrides: `component.parameter` → value for this search: a run input, or an init parameter
             (a variant of the graph, built once).
         :param init_overrides: Accept init-parameter overrides (off for requests over the network).
-        :returns: The trust label and the hits, best first.
-        :raises ValueError: On invalid input (empty query, bad `top_k`, unknown collection).
+        :param filters: Tags, path, fields, dates, recency and self-query switches (`SearchFilters`).
+        :returns: The trust label, the hits (best first, each with its context annotations), and, when the
+            question said anything to filter by or asked for the newest, what it said and whether the search
+            fell back to running without it (`self_query`, else `None`).
+        :raises ValueError: On invalid input (empty query, bad `top_k`, unknown collection, a bad filter).
         :raises IndexMismatchError: When the index was built with other embedding settings.
         """
-        request = self._request(query, top_k, collections, min_score, expand, rerank, chunks)
+        request = self._request(query, top_k, collections, min_score, expand, rerank, chunks, filters)
         pool, run_data = self._with_overrides(pipeline, overrides, init_overrides)
         run_data = _with_languages(pool.first, run_data, self.query_languages(collections))
+        output = self._run_search(pool, {**run_data, "request": request})
+        results = [hit(doc, explain) for doc in output["snippets"]["documents"]]
+        label = output.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS")
+        read = (output.get("self_query") or {}).get("self_query") or None
+        if read and read.get("applied") and len(results) < read.get("min_results", 0):
+            data = {**run_data, "request": request, "self_query": {**run_data.get("self_query", {}), "fallback": True}}
+            second = self._run_search(pool, data)
+            seen = {(r.docid, r.start_line) for r in results}
+            wider = [hit(doc, explain) for doc in second["snippets"]["documents"]]
+            limit = max(len(second["snippets"]["documents"]), len(results))
+            results = (results + [r for r in wider if (r.docid, r.start_line) not in seen])[:limit]
+            label = second.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS")
+            read = {**read, "fallback": True, "fallback_reason": (
+                f"the question's filters left {len(seen)} result(s), fewer than min_results={read['min_results']}: "
+                "they stay first, followed by the search without those filters"
+            )}
+        said = read and (read["applied"] or read["recent"] or read["query"] != read["original"] or read.get("fallback"))
+        return SearchAnswer(
+            label=label, results=self._annotated(results), self_query=SelfQuery(**read) if said else None,
+        )
+
+    def _run_search(self, pool: GraphPool, data: dict[str, Any]) -> dict[str, Any]:
+        """Run a query graph (one instance of its pool), its own `ValueError`s raised as they are (user mistakes)."""
         try:
             with pool.lend() as graph:
-                output = graph.run({**run_data, "request": request})
+                return graph.run(data, include_outputs_from={"self_query"} if "self_query" in graph.graph.nodes else None)
         except PipelineRuntimeError as error:
             cause = root_cause(error)
             if isinstance(cause, ValueError):
                 raise cause from None
             raise
-        results = [hit(doc, explain) for doc in output["snippets"]["documents"]]
-        label = output.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS")
-        return SearchAnswer(label=label, results=results)
+
+    def _annotated(self, results: list[Hit]) -> list[Hit]:
+        """The hits with the context annotations of their collection and folders."""
+        contexts = self.contexts.load()
+        if not contexts:
+            return results
+        return [r.model_copy(update={"context": self.contexts.describe(r.collection, r.path, contexts)}) for r in results]
 
     def answer(
         self,
@@ -249,6 +282,7 @@ class Needle:
         rerank: bool | None = None,
         pipeline: str = "rag",
         overrides: Mapping[str, Any] | None = None,
+        filters: SearchFilters | None = None,
     ) -> Answer:
         """
         Answer a question from the notes with the configured LLM, citing chunks as `[path:start-end]`.
@@ -261,6 +295,8 @@ class Needle:
         :param rerank: Switch reranking on or off.
         :param pipeline: An answer graph: `rag` or a YAML path with the inputs and outputs of `pipelines/rag.yml`.
         :param overrides: `component.parameter` → value for this answer.
+        :param filters: Tags, path, fields, dates, recency and self-query switches (`SearchFilters`); the
+            question's own filters apply without a fallback (the model is asked once).
         :returns: The answer, the chunks given to the LLM, the ones it cites and citations of chunks it was not given.
         :raises ValueError: On invalid input (empty question, bad `top_k`, unknown collection).
         :raises IndexMismatchError: When the index was built with other embedding settings.
@@ -268,7 +304,7 @@ class Needle:
         """
         import openai
 
-        request = self._request(question, top_k, collections, min_score, expand, rerank, chunks=False)
+        request = self._request(question, top_k, collections, min_score, expand, rerank, False, filters)
         try:
             pool, run_data = self._with_overrides(pipeline, overrides)
             run_data = _with_languages(pool.first, run_data, self.query_languages(collections))
@@ -283,7 +319,7 @@ class Needle:
             if isinstance(cause, (ValueError, LLMError)):
                 raise cause from None
             raise
-        results = [hit(doc) for doc in output["snippets"]["documents"]]
+        results = self._annotated([hit(doc) for doc in output["snippets"]["documents"]])
         return Answer(
             answer=output["cite"]["answer"],
             label=output.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS"),
@@ -315,6 +351,7 @@ class Needle:
         expand: bool | None,
         rerank: bool | None,
         chunks: bool,
+        filters: SearchFilters | None = None,
     ) -> dict[str, Any]:
         """A query graph's request (unset values left to the graph), collections and index checked."""
         self.collections.select(collections)
@@ -323,6 +360,7 @@ class Needle:
         for key, value in (("top_k", top_k), ("min_score", min_score), ("expand", expand), ("rerank", rerank)):
             if value is not None:
                 request[key] = value
+        request.update((filters or SearchFilters()).request_inputs())
         return request
 
     # ---- the index ----------------------------------------------------------------------------------
@@ -356,7 +394,7 @@ class Needle:
         run = {"scanner": {"collections": sources}, "differ": {"collections": sources}, "file_differ": {"collections": sources}}
         output = graph.run(
             _with_languages(graph, run, {c.name: c.language for c in selected}),
-            include_outputs_from={"scanner", "reader", "converter", "differ"},
+            include_outputs_from={"scanner", "reader", "converter", "chunker", "differ"},
         )
         changed = any(output[writer][key] for writer in ("writer", "file_writer") for key in ("written", "deleted"))
         found = [out["languages"] for out in output.values() if isinstance(out.get("languages"), dict)]
@@ -373,7 +411,7 @@ class Needle:
             "files_unchanged": stats["files_unchanged"],
             "files_removed": stats["files_removed"],
             "skipped": output["scanner"]["skipped"] + output["reader"]["skipped"] + converted["skipped"],
-            "warnings": output["reader"].get("warnings", []) + converted["warnings"],
+            "warnings": output["reader"].get("warnings", []) + converted["warnings"] + output["chunker"].get("warnings", []),
             "documents": converted["stats"],
             "chunks": stats["chunks_total"],
             "chunks_embedded": output["writer"]["written"],
@@ -451,7 +489,7 @@ class Needle:
         return int(deleted or 0)
 
     def status(self) -> dict[str, Any]:
-        """Collections with file and chunk counts, the models, and where the index lives."""
+        """Collections with file and chunk counts, the models, where the index lives and the context annotations."""
         rows = self.store.list_documents_meta(fields=["collection", "source_doc_id"])
         per_collection: dict[str, dict[str, Any]] = {}
         for row in rows:
@@ -474,6 +512,7 @@ class Needle:
             "index_layout": recorded.get("layout") if recorded else None,
             "layout_pending": index_info.pending_layout(self.settings),
             "last_backup": recorded.get("backup") if recorded else None,
+            "contexts": self.contexts.load(),
             "data_dir": str(self.settings.data_dir),
         }
 

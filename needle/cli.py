@@ -69,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
                             help="override a parameter of the graph, e.g. fuse.k=30 (repeatable)")
         search.add_argument("--pipeline", default=command, metavar="NAME|FILE",
                             help=f"another graph, e.g. query-llm or my-graph.yml (default: {command})")
+        _add_filter_arguments(search)
         if command == "query":
             search.add_argument("--expand", action=argparse.BooleanOptionalAction, default=None,
                                 help="query expansion on or off (default: the graph's)")
@@ -83,6 +84,16 @@ def _parser() -> argparse.ArgumentParser:
     answer.add_argument("--json", action="store_true", help="print the answer and its sources as JSON")
     answer.add_argument("--pipeline", default="rag", metavar="NAME|FILE", help="another answer graph (default: rag)")
     answer.add_argument("--set", action="append", metavar="COMPONENT.PARAM=VALUE", help="override a parameter of the graph")
+    _add_filter_arguments(answer)
+
+    context = sub.add_parser("context", help="describe what a collection or folder holds; shown with every result under it")
+    xsub = context.add_subparsers(dest="action", required=True, metavar="ACTION")
+    xadd = xsub.add_parser("add", help='attach a description: needle context add notes/runbooks "on-call runbooks"')
+    xadd.add_argument("prefix", metavar="COLLECTION[/FOLDER]")
+    xadd.add_argument("text")
+    xsub.add_parser("list", help="list the descriptions")
+    xremove = xsub.add_parser("remove", help="remove a description")
+    xremove.add_argument("prefix", metavar="COLLECTION[/FOLDER]")
 
     get = sub.add_parser("get", help="print a file, or lines of it: PATH[:LINE[:COUNT]] or #docid")
     get.add_argument("ref")
@@ -118,6 +129,31 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_filter_arguments(parser: argparse.ArgumentParser) -> None:
+    """The filters every search and answer takes (the same names as the HTTP and MCP parameters)."""
+    parser.add_argument("--tag", action="append", dest="tags", metavar="TAG", help="only notes with this tag (repeat: all of them)")
+    parser.add_argument("--tag-any", action="append", dest="tags_any", metavar="TAG", help="only notes with any of these tags")
+    parser.add_argument("--tag-none", action="append", dest="tags_none", metavar="TAG", help="only notes without these tags")
+    parser.add_argument("--path", metavar="FOLDER|GLOB", help="only notes under this folder or matching this glob (runbooks/, **/2024-*.md)")
+    parser.add_argument("--where", action="append", metavar="FIELD=VALUE",
+                        help="frontmatter condition: status=draft, priority>=2, type=note|runbook (repeatable)")
+    parser.add_argument("--after", metavar="DATE", help="only notes dated on or after: 2024-05-01, 2024-05, 'last week'")
+    parser.add_argument("--before", metavar="DATE", help="only notes dated before this")
+    parser.add_argument("--recent", action=argparse.BooleanOptionalAction, default=None,
+                        help="rank newer notes higher (default: when the question asks for the newest)")
+    parser.add_argument("--self-query", action=argparse.BooleanOptionalAction, default=None,
+                        help="read #tags, in:folder/, field:value, \"phrases\", -terms and dates out of the question (default on)")
+
+
+def _filters(args: argparse.Namespace) -> Any:
+    from needle.results import SearchFilters
+
+    return SearchFilters(
+        tags=args.tags, tags_any=args.tags_any, tags_none=args.tags_none, path=args.path, where=args.where,
+        after=args.after, before=args.before, recent=args.recent, self_query=args.self_query,
+    )
+
+
 def _run(args: argparse.Namespace, needle: Any) -> int:
     if args.command == "migrate":
         from needle.migrate import migrate
@@ -146,14 +182,28 @@ def _run(args: argparse.Namespace, needle: Any) -> int:
             " ".join(args.query), pipeline=args.pipeline, top_k=args.top_k, collections=args.collections,
             min_score=args.min_score, chunks=args.chunks, expand=getattr(args, "expand", None),
             rerank=getattr(args, "rerank", None), explain=args.explain,
-            overrides=_overrides(args.set),
+            overrides=_overrides(args.set), filters=_filters(args),
         )
         print(output.search_answer(answer, args.format, explain=args.explain))
     elif args.command == "answer":
         print(output.answer_text(needle.answer(
             " ".join(args.question), top_k=args.top_k, collections=args.collections, min_score=args.min_score,
-            pipeline=args.pipeline, overrides=_overrides(args.set),
+            pipeline=args.pipeline, overrides=_overrides(args.set), filters=_filters(args),
         ), args.json))
+    elif args.command == "context":
+        if args.action == "add":
+            needle.collections.select([args.prefix.strip().strip("/").split("/")[0]])
+            prefix = needle.contexts.add(args.prefix, args.text)
+            print(f"context for '{prefix}': {needle.contexts.load()[prefix]}")
+        elif args.action == "list":
+            contexts = needle.contexts.load()
+            if not contexts:
+                print('no contexts yet: add one with `needle context add COLLECTION[/FOLDER] "what it holds"`')
+            for prefix, text in contexts.items():
+                print(f"{prefix}\t{text}")
+        else:
+            needle.contexts.remove(args.prefix)
+            print(f"removed the context of '{args.prefix.strip('/')}'")
     elif args.command == "get":
         ref, line, count = parse_ref(args.ref)
         print(needle.files.read(ref, from_line=line or 1, max_lines=count).text)

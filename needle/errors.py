@@ -46,6 +46,7 @@ def root_cause(error: BaseException) -> BaseException:
 def _table() -> list[tuple[type[BaseException], int, int]]:
     """(exception class, exit code, HTTP status), most specific first."""
     from needle.collections import CollectionError
+    from needle.contexts import ContextError
     from needle.index_info import IndexMismatchError
     from needle.loader import PipelineError
     from needle.models import MissingModelError
@@ -60,6 +61,7 @@ def _table() -> list[tuple[type[BaseException], int, int]]:
         pass
     table += [
         (CollectionError, 2, 400),
+        (ContextError, 2, 400),
         (ConfigError, 2, 500),
         (PipelineError, 2, 500),
         (ValueError, 2, 400),

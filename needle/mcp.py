@@ -34,7 +34,11 @@ INSTRUCTIONS = (
     "`vsearch` when the words may differ from the notes' (questions, paraphrases); `query` for the best results "
     "when unsure (it combines both). Results name a file and its lines: read more with `get` (a path or #docid, "
     "with from_line and max_lines) or several files with `multi_get`. `status` lists collections; `index` "
-    "re-reads them after the notes changed."
+    "re-reads them after the notes changed. "
+    "Narrow a search with tags, tags_any, tags_none, path (a folder or glob), where (frontmatter field=value), after "
+    "and before (dates), or write them in the query (#tag, in:folder/, status:draft, \"exact phrase\", -excluded, "
+    "'last week'); recent ranks newer notes higher. Each result's `context` says what the user wrote about its "
+    "collection or folder; `status` lists those descriptions."
 )
 
 

@@ -62,13 +62,37 @@ def _where(h: Any) -> str:
     return " › ".join([h.title, *[x for x in h.heading_path if x != h.title]])
 
 
+def _self_query_lines(answer: SearchAnswer, explain: bool) -> list[str]:
+    """What the question said to filter by (with --explain), and always when the search fell back."""
+    read = answer.self_query
+    if read is None or not (read.fallback or explain and (read.applied or read.recent or read.query != read.original)):
+        return []
+    lines = []
+    if explain:
+        lines.append(f"self-query: searched {read.query!r}" + (f" (asked {read.original!r})" if read.query != read.original else ""))
+        for key, value in read.filters.items():
+            lines.append(f"  {key}: {json.dumps(value, default=str)}")
+        if read.must_contain:
+            lines.append(f"  must contain: {json.dumps(read.must_contain)}")
+        if read.must_not_contain:
+            lines.append(f"  must not contain: {json.dumps(read.must_not_contain)}")
+        if read.recent:
+            lines.append("  recency: on" + (" (the question asks for the newest)" if read.recent_from_question else ""))
+    if read.fallback:
+        lines.append(f"fallback: {read.fallback_reason}")
+    return [*lines, ""]
+
+
 def _text(answer: SearchAnswer, explain: bool) -> str:
+    header = _self_query_lines(answer, explain)
     if not answer.results:
-        return f"no results ({answer.label})"
-    lines = [] if answer.label == "PASS" else [f"label: {answer.label}", ""]
+        return "\n".join([*header, f"no results ({answer.label})"])
+    lines = header + ([] if answer.label == "PASS" else [f"label: {answer.label}", ""])
     for rank, h in enumerate(answer.results, 1):
         lines.append(f"{rank:>2}. {h.docid} {_place(h)}  score {h.score:.4f}")
         lines.append(f"    {_where(h)}")
+        if h.context:
+            lines.append(f"    context: {h.context}")
         snippet = h.snippet.splitlines()
         if snippet and snippet[0].startswith("@@"):
             lines.append(f"    {snippet[0]}")
@@ -89,6 +113,8 @@ def _markdown(answer: SearchAnswer, explain: bool) -> str:
     for rank, h in enumerate(answer.results, 1):
         lines.append(f"{rank}. **{h.title}** — `{_place(h)}` "
                      f"({h.docid}, score {h.score:.4f})")
+        if h.context:
+            lines.append(f"   _{h.context}_")
         lines.append("")
         lines.append("   ```")
         lines.extend(f"   {line}" for line in h.snippet.splitlines())
@@ -155,6 +181,9 @@ def status_text(status: dict[str, Any], as_json: bool) -> str:
     if backup:
         when = datetime.fromtimestamp(backup["time"]).isoformat(sep=" ", timespec="seconds")
         lines.append(f"last backup: {when}, {backup['chunks']} chunks → {backup['path']}")
+    if status.get("contexts"):
+        lines.append("contexts:")
+        lines += [f"  {prefix}: {text}" for prefix, text in status["contexts"].items()]
     return "\n".join(lines)
 
 

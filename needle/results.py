@@ -44,6 +44,29 @@ class Hit(BaseModel):
         "page), `collection/path#section=Setup › Linux` for a section of a DOCX or HTML file"
     )
     explain: dict[str, Any] | None = Field(None, description="Rank and score at every stage, when asked for")
+    context: str | None = Field(
+        None, description="What the user wrote about this file's collection and folders (`needle context add`), "
+        "outermost first; null when nothing was written"
+    )
+
+
+class SelfQuery(BaseModel):
+    """What the question itself said to filter by, and whether the search had to do without it."""
+
+    original: str = Field(description="The question as asked")
+    query: str = Field(description="The question the searches ran, without the words that only filtered")
+    filters: dict[str, Any] = Field(description="Filters read from the question: tags, paths, collections, where, dates, after, before")
+    must_contain: list[str] = Field(description="Quoted phrases every result contains")
+    must_not_contain: list[str] = Field(description="-terms no result contains")
+    recent: bool = Field(description="Whether newer notes ranked higher")
+    recent_from_question: bool = Field(description="Whether the question itself asked for the newest")
+    min_results: int = Field(description="Fewer results than this with the question's filters make the search fall back")
+    applied: bool = Field(description="Whether filters were read from the question and applied")
+    fallback: bool = Field(description="Whether the search also ran without the question's filters (too few results)")
+    fallback_reason: str | None = Field(None, description="Why it fell back")
+    llm: dict[str, Any] | None = Field(
+        None, description="With an LLM extractor: what the model added to the rules' reading, or why it added nothing"
+    )
 
 
 class SearchAnswer(BaseModel):
@@ -51,6 +74,28 @@ class SearchAnswer(BaseModel):
 
     label: str = Field(description=LABELS)
     results: list[Hit]
+    self_query: SelfQuery | None = Field(
+        None, description="What the question itself said to filter by (null when it said nothing of the kind)"
+    )
+
+
+class SearchFilters(BaseModel):
+    """Filters and switches of a search, the same on every surface (CLI flags, HTTP fields, MCP arguments)."""
+
+    tags: list[str] | None = Field(None, description="Only notes carrying every one of these tags")
+    tags_any: list[str] | None = Field(None, description="Only notes carrying at least one of these tags")
+    tags_none: list[str] | None = Field(None, description="Only notes carrying none of these tags")
+    path: str | None = Field(None, description="Only notes under this folder (runbooks/), this file or glob, inside each collection")
+    where: list[str] | None = Field(None, description="Frontmatter conditions: field=value, !=, >, >=, <, <=, a|b for any of")
+    after: str | None = Field(None, description="Only notes dated on or after this (2024-05-01, 'last week', 'March 2024')")
+    before: str | None = Field(None, description="Only notes dated before this")
+    recent: bool | None = Field(None, description="Rank newer notes higher (default: when the question asks for the newest)")
+    self_query: bool | None = Field(None, description="Read filters out of the question (default: the graph's, on)")
+    now: str | None = Field(None, description="Reference time of relative dates and recency (ISO; default now)")
+
+    def request_inputs(self) -> dict[str, Any]:
+        """The set values, as a query graph's `request` takes them."""
+        return {key: value for key, value in self.model_dump().items() if value is not None}
 
 
 class Answer(BaseModel):
@@ -73,7 +118,7 @@ def explain(meta: dict[str, Any], score: float) -> dict[str, Any]:
         }
     if "raw_score" in meta:
         stages["raw_score"] = meta["raw_score"]
-    for key in ("bonus", "term_hits", "rerank", "blend", "fused_score"):
+    for key in ("bonus", "term_hits", "rerank", "blend", "fused_score", "recency"):
         if key in meta:
             stages[key] = meta[key]
     stages["final_score"] = score
@@ -125,4 +170,4 @@ def anchor(meta: dict[str, Any], start: int, end: int) -> str:
     return f"{where}:{start}:{count}"
 
 
-__all__ = ["Hit", "SearchAnswer", "Answer", "hit", "explain", "anchor", "docid"]
+__all__ = ["Hit", "SearchAnswer", "SearchFilters", "SelfQuery", "Answer", "hit", "explain", "anchor", "docid"]

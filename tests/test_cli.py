@@ -95,6 +95,64 @@ class TestCliFormats:
         assert code == 2 and "fuse.nope" in err and "WeightedRRFJoiner has no parameter 'nope'" in err
 
 
+class TestCliFilters:
+    def test_tag_path_where_and_dates(self, cli):
+        code, out, _ = cli("query", "alerts", "--tag", "homelab", "--json", "-n", "10")
+        assert code == 0 and top_paths(out)[0] == "projects/homelab-monitoring.md"
+        code, out, _ = cli("search", "postgres", "--path", "howto/", "--tag-none", "kestrel", "--json")
+        assert code == 0 and top_paths(out) and all(p.startswith("howto/") for p in top_paths(out))
+        assert "howto/postgres-logical-replication.md" not in top_paths(out)
+        code, out, _ = cli("vsearch", "what went wrong", "--where", "status=final", "--json")
+        assert code == 0 and set(top_paths(out)) == {
+            "incidents/2024-02-cache-stampede-postmortem.md", "incidents/2023-11-expired-certificate.md",
+        }
+        code, out, _ = cli("query", "kestrel", "--after", "2024-05-01", "--before", "2024-06", "--no-self-query", "--json")
+        assert code == 0 and top_paths(out)[0] == "meetings/2024-05-13-kestrel-launch-retro.md"
+        notes = REPO / "needle" / "demo" / "notes"
+        assert all("\ndate: 2024-05-" in (notes / p).read_text() for p in top_paths(out))
+
+    def test_explain_shows_what_the_question_said_and_the_fallback(self, cli):
+        code, out, _ = cli("query", "in:runbooks/ memory", "--explain", "-n", "3")
+        assert code == 0
+        assert "self-query: searched 'memory' (asked 'in:runbooks/ memory')" in out
+        assert '  paths: ["runbooks/"]' in out
+        assert "fallback: the question's filters left 1 result(s), fewer than min_results=3" in out
+        assert out.index("runbooks/k8s-oomkilled-debugging.md") < out.index(" 2. ")
+        code, out, _ = cli("query", "in:runbooks/ memory", "--json", "-n", "3")
+        read = json.loads(out)["self_query"]
+        assert (read["applied"], read["fallback"], read["min_results"]) == (True, True, 3)
+
+    def test_recent_ranks_the_newest_first_and_changes_nothing_when_off(self, cli):
+        code, plain, _ = cli("query", "kestrel sync", "--json", "-n", "5")
+        code2, recent, _ = cli("query", "kestrel sync", "--recent", "--json", "-n", "5")
+        assert code == code2 == 0
+        assert top_paths(plain)[:2] == ["meetings/2024-03-18-kestrel-sync.md", "meetings/2024-04-15-kestrel-sync.md"]
+        assert top_paths(recent)[0] == "meetings/2024-04-15-kestrel-sync.md"
+        code, off, _ = cli("query", "kestrel sync", "--no-recent", "--no-self-query", "--json", "-n", "5")
+        assert [(r["path"], r["score"]) for r in json.loads(off)["results"]] == [
+            (r["path"], r["score"]) for r in json.loads(plain)["results"]
+        ]
+
+    def test_context_annotations_come_with_every_result_under_them(self, cli):
+        try:
+            assert cli("context", "add", "notes", "my personal notes")[0] == 0
+            code, out, _ = cli("context", "add", "notes/runbooks", "on-call runbooks for the kestrel services")
+            assert code == 0 and "context for 'notes/runbooks'" in out
+            code, out, _ = cli("query", "pod killed for memory", "--json", "-n", "3")
+            contexts = {r["path"]: r["context"] for r in json.loads(out)["results"]}
+            assert contexts["runbooks/k8s-oomkilled-debugging.md"] == "my personal notes › on-call runbooks for the kestrel services"
+            assert all(c == "my personal notes" for p, c in contexts.items() if not p.startswith("runbooks/"))
+            assert cli("context", "list")[1].splitlines() == [
+                "notes\tmy personal notes", "notes/runbooks\ton-call runbooks for the kestrel services",
+            ]
+            code, _, err = cli("context", "add", "nope/x", "text")
+            assert code == 2 and "unknown collection" in err
+        finally:
+            cli("context", "remove", "notes")
+            cli("context", "remove", "notes/runbooks")
+        assert "no contexts yet" in cli("context", "list")[1]
+
+
 class TestCliFiles:
     def test_multi_get_by_glob_and_by_refs(self, cli):
         code, out, _ = cli("multi-get", "notes/howto/sqlite*.md", "--json")

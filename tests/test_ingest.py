@@ -9,6 +9,8 @@ import pytest
 from needle import index_info
 from needle.app import Needle
 from needle.loader import apply_overrides
+from needle.results import SearchFilters
+from tests.components.test_markdown_chunker import ALIAS_BOMB
 
 pytestmark = pytest.mark.integration
 
@@ -97,6 +99,29 @@ class TestIngest:
         assert report["chunks_embedded"] == len(after["sourdough.md"] - before["sourdough.md"])
         assert report["files_embedded"] == 1
         assert {path: len(ids) for path, ids in indexed(needle, files=True).items()}["sourdough.md"] == 1
+
+    def test_a_frontmatter_edit_or_a_touch_refreshes_the_metadata_without_embedding(self, needle, notes):
+        needle.index()
+        before = indexed(needle)
+        (notes / "ops" / "replication.md").write_text(NOTE_A.replace("tags: [postgres, ops]", "tags: [postgres, kestrel]\nstatus: done"))
+        os.utime(notes / "sourdough.md", (1_700_000_000, 1_700_000_000))
+        report = needle.index()
+        assert report["chunks_embedded"] == 0 and report["files_embedded"] == 0 and indexed(needle) == before
+        for store in (needle.store, needle.file_store):
+            rows = {r["meta"]["path"]: r["meta"] for r in store.list_documents_meta(fields=["path", "tags", "frontmatter", "date"])}
+            assert rows["ops/replication.md"]["tags"] == ["postgres", "kestrel"]
+            assert rows["ops/replication.md"]["frontmatter"]["status"] == "done"
+            assert rows["sourdough.md"]["date"] == "2023-11-14T22:13:20Z"
+        tagged = needle.search("replication slot", pipeline="search", filters=SearchFilters(tags=["kestrel"], where=["status=done"]))
+        assert [h.path for h in tagged.results] == ["ops/replication.md"]
+
+    def test_a_note_with_an_alias_bomb_is_indexed_without_its_frontmatter(self, needle, notes):
+        bomb = ALIAS_BOMB.replace("The body is still indexed.", "The bomb's body about zebras is still indexed.")
+        (notes / "bomb.md").write_text(bomb)
+        report = needle.index()
+        assert {"collection": "notes", "path": "bomb.md",
+                "reason": "frontmatter left out: over 10000 values once its aliases are expanded"} in report["warnings"]
+        assert [h.path for h in needle.search("zebras", pipeline="search").results] == ["bomb.md"]
 
     def test_a_removed_file_leaves_the_index(self, needle, notes):
         needle.index()

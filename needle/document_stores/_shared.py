@@ -7,7 +7,7 @@ whose logic is the same (checking arguments, building the query vectors, one lim
 term, shaping the metadata rows); each store turns the neutral requests below into its engine's and runs them.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,49 @@ class BestScoreRequest:
     key: str | None = None
     value: str | None = None
     exact: bool = False
+
+
+class Values(Sequence):
+    """
+    A long list of filter values (a path glob's matching files) that Haystack's copy of each stage's inputs
+    does not walk value by value: at about 0.14 ms a value, 576 file ids cost 120 ms a search on SciFact. It
+    is immutable, copies as itself, compares equal to a list of the same values, and both stores read it as
+    a list (`plain_filters`); any other value that is not a list is refused as Haystack's filters say.
+    """
+
+    def __init__(self, values: Iterable[Any]) -> None:
+        self._values = tuple(values)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._values[index]
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "Values":
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, Values)):
+            return list(self._values) == list(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values)
+
+    def __repr__(self) -> str:
+        return f"Values({list(self._values)!r})"
+
+
+def plain_filters(filters: Any) -> Any:
+    """Haystack filters with every `Values` as a plain list, as qdrant-haystack's converter and the embedded engine's take them."""
+    if isinstance(filters, dict):
+        return {key: plain_filters(value) for key, value in filters.items()}
+    if isinstance(filters, list):
+        return [plain_filters(value) for value in filters]
+    if isinstance(filters, Values):
+        return list(filters)
+    return filters
 
 
 def meta_name(field: str) -> str:

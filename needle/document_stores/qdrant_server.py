@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from qdrant_client.http.exceptions import ResponseHandlingException
 
 from components._checks import QueryVector, check_top_k
-from needle.document_stores._shared import BestScoreRequest, NeedleStoreMixin, VectorQuery, meta_name
+from needle.document_stores._shared import BestScoreRequest, NeedleStoreMixin, VectorQuery, meta_name, plain_filters
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +28,10 @@ DEFAULT_PAYLOAD_FIELDS_TO_INDEX: list[dict[str, str]] = [
     {"field_name": "meta.path", "field_schema": "keyword"},
     {"field_name": "meta.source_doc_id", "field_schema": "keyword"},
     {"field_name": "meta.tags", "field_schema": "keyword"},
+    {"field_name": "meta.folders", "field_schema": "keyword"},
+    {"field_name": "meta.fields", "field_schema": "keyword"},
+    {"field_name": "meta.identifiers", "field_schema": "keyword"},
+    {"field_name": "meta.date", "field_schema": "datetime"},
 ]
 
 
@@ -89,7 +93,8 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
         :param timeout: Seconds before a request to the server fails.
         :param prefer_grpc: Talk gRPC instead of REST where possible.
         :param payload_fields_to_index: Payload indexes created with the collection, as in qdrant-haystack;
-            `None` indexes `meta.collection`, `meta.path`, `meta.source_doc_id` and `meta.tags` as keywords.
+            `None` indexes `meta.collection`, `meta.path`, `meta.source_doc_id`, `meta.tags`, `meta.folders`,
+            `meta.fields` and `meta.identifiers` as keywords and `meta.date` as a datetime.
         :param hnsw_config: HNSW parameters of a new collection (`{"m": 16, "ef_construct": 100}`).
         :param on_disk: Keep vectors on disk rather than in RAM.
         :param on_disk_payload: Keep the payload on disk; `None` for the server's default.
@@ -210,7 +215,7 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
             collection_name=self.index,
             query=query.values,
             using=self._using(query),
-            query_filter=convert_filters_to_qdrant(filters),
+            query_filter=convert_filters_to_qdrant(plain_filters(filters)),
             limit=top_k,
             with_vectors=return_embedding,
             search_params=self._search_params,
@@ -243,7 +248,7 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
         return _only(
             self._query_by_sparse(
                 query_sparse_embedding=query_sparse_embedding,
-                filters=filters,
+                filters=plain_filters(filters),
                 top_k=top_k,
                 return_embedding=return_embedding,
             ),
@@ -380,7 +385,7 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
     def _scroll_payloads(self, filters: dict[str, Any] | None, include: list[str]) -> Iterator[tuple[Any, dict]]:
         self._initialize_client()
         assert self._client is not None
-        qdrant_filter = convert_filters_to_qdrant(filters)
+        qdrant_filter = convert_filters_to_qdrant(plain_filters(filters))
         offset = None
         while True:
             records, offset = self._client.scroll(

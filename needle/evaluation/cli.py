@@ -53,7 +53,8 @@ def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
     golden.add_argument("--mode", action="append", dest="modes",
                         help="mode or pipeline YAML (repeatable; default: search, vsearch, query)")
     golden.add_argument("--thresholds", type=Path, default=None,
-                        help="thresholds file (default: thresholds.yml beside the golden file, when present)")
+                        help="thresholds file (default: NAME-thresholds.yml beside the golden file NAME.yml, else "
+                             "thresholds.yml there, when present)")
     golden.add_argument("--no-thresholds", action="store_true", help="report only, check no thresholds")
     golden.add_argument("--candidates", type=int, default=50, help="chunk results per query before grouping")
     _common(golden)
@@ -132,7 +133,8 @@ def _golden(args: argparse.Namespace) -> int:
     golden = golden_eval.load_golden(_existing(args.file, "golden file"))
     thresholds = []
     if not args.no_thresholds:
-        path = args.thresholds or golden.path.parent / "thresholds.yml"
+        own = golden.path.parent / f"{golden.name}-thresholds.yml"
+        path = args.thresholds or (own if own.is_file() else golden.path.parent / "thresholds.yml")
         if args.thresholds is not None or path.exists():
             thresholds = golden_eval.load_thresholds(_existing(path, "thresholds file"))
     needle = golden_eval.prepare_index(golden, cache=args.cache)

@@ -177,8 +177,8 @@ def compare_golden(
     """
     queries = golden.for_mode(mode) if mode else list(golden.queries)
     queries = queries[:limit] if limit else queries
-    run_a = golden_eval.run_queries(needle, queries, a, candidates, progress)
-    run_b = golden_eval.run_queries(needle, queries, b, candidates, progress)
+    run_a = golden_eval.run_queries(needle, queries, a, candidates, progress, golden.today)
+    run_b = golden_eval.run_queries(needle, queries, b, candidates, progress, golden.today)
     comparison = compare_per_query(run_a, run_b, golden_eval.METRICS, primary, margin, permutations, seed)
     return {
         "kind": "compare",

@@ -29,6 +29,7 @@ thresholds:
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import os
@@ -43,7 +44,7 @@ import yaml
 from needle.evaluation import metrics
 from needle.settings import PROJECT_ROOT, Settings, load_settings
 
-DIFFICULTIES = ("easy", "medium", "hard", "fusion")
+DIFFICULTIES = ("easy", "medium", "hard", "fusion", "filter", "time")
 MODES = ("search", "vsearch", "query")
 METRICS = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@5", "recall@10", "precision@5", "mrr@10", "ndcg@10")
 ALL = "all"
@@ -75,6 +76,7 @@ class GoldenSet:
     name: str
     corpus: Path
     queries: tuple[GoldenQuery, ...]
+    today: str | None = None
 
     def for_mode(self, mode: str) -> list[GoldenQuery]:
         """The queries tagged with `mode`; every query for a pipeline that is not one of the named modes."""
@@ -188,10 +190,17 @@ def parse_golden(data: Any, path: Path, check_files: bool = True) -> GoldenSet:
             str(qid), str(text or "").strip(), tuple(expected), str(difficulty), tuple(modes),
             reference.strip() if reference else None,
         ))
+    today = data.get("today")
+    if today is not None:
+        try:
+            datetime.date.fromisoformat(str(today))
+        except ValueError:
+            problems.append(f"today must be a date (2024-12-01), got {today!r}")
     if problems:
         raise GoldenError(f"{path}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
     assert corpus is not None
-    return GoldenSet(path=path, name=path.stem, corpus=corpus, queries=tuple(queries))
+    return GoldenSet(path=path, name=path.stem, corpus=corpus, queries=tuple(queries),
+                     today=None if today is None else str(today))
 
 
 def load_golden(path: str | Path, check_files: bool = True) -> GoldenSet:
@@ -272,7 +281,7 @@ def score_ranking(ranking: Sequence[str], expected: Iterable[str]) -> dict[str, 
 
 def run_queries(
     needle: Any, queries: Sequence[GoldenQuery], pipeline: str, candidates: int = DEFAULT_CANDIDATES,
-    progress: bool = False,
+    progress: bool = False, today: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """
     Run golden queries through a pipeline and score each document ranking.
@@ -282,16 +291,20 @@ def run_queries(
     :param pipeline: A mode, a pipeline name in `pipelines/` or a YAML path.
     :param candidates: Chunk results requested per query (grouped to documents afterwards).
     :param progress: Whether to show a progress bar.
+    :param today: The reference date of relative dates and recency in the questions (the golden file's `today`).
     :returns: Per query id: its difficulty, the first relevant rank (`None` when not in the ranking),
         the top 10 documents, the latency in milliseconds and every metric in `METRICS`.
     """
     from tqdm import tqdm
 
+    from needle.results import SearchFilters
+
+    filters = SearchFilters(now=today) if today else None
     needle.pipeline(pipeline)  # load and warm up outside the timed loop
     rows: dict[str, dict[str, Any]] = {}
     for q in tqdm(queries, desc=f"{Path(pipeline).stem} golden", unit="q", disable=not progress):
         started = time.perf_counter()
-        results = needle.search(q.query, pipeline=pipeline, top_k=candidates).results
+        results = needle.search(q.query, pipeline=pipeline, top_k=candidates, filters=filters).results
         latency = 1000 * (time.perf_counter() - started)
         ranking = group_by_document(results)
         rank = next((i + 1 for i, path in enumerate(ranking) if path in q.expected), None)
@@ -371,7 +384,7 @@ def evaluate_golden(
     results = {}
     for mode in modes:
         queries = golden.for_mode(mode)
-        rows = run_queries(needle, queries, mode, candidates, progress)
+        rows = run_queries(needle, queries, mode, candidates, progress, golden.today)
         results[mode] = {"pipeline": mode, "summary": summarise(rows), "per_query": rows}
     checks = check_thresholds({m: r["summary"] for m, r in results.items()}, thresholds or [])
     return {
@@ -396,7 +409,8 @@ def corpus_digest(folder: Path) -> str:
 
 def prepare_index(golden: GoldenSet, settings: Settings | None = None, cache: Path | None = None) -> Any:
     """
-    Build (or reuse) an index of the golden corpus, cached by corpus content and ingestion settings.
+    Build (or reuse and bring up to date) an index of the golden corpus, cached by corpus content and
+    ingestion settings.
 
     :param golden: The golden set.
     :param settings: The base settings (models, chunking); loaded from the environment when `None`.
@@ -415,9 +429,12 @@ def prepare_index(golden: GoldenSet, settings: Settings | None = None, cache: Pa
     settings = base.model_copy(update={"data_dir": data_dir})
     CollectionRegistry(settings.collections_file).save({COLLECTION: Collection(name=COLLECTION, root=str(golden.corpus))})
     needle = Needle(settings, progress_bar=sys.stderr.isatty() and not os.environ.get("CI"))
+    # Always an index run: on a built index it embeds nothing and brings the notes' metadata up to date
+    # (a cache built by an older Needle, or notes whose frontmatter changed), in about a second.
+    report = needle.index([COLLECTION])
     done = data_dir / ".indexed"
     if not index_is_built(done):
-        done.write_text(json.dumps(needle.index([COLLECTION])))
+        done.write_text(json.dumps(report))
     return needle
 
 

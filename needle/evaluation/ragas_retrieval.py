@@ -241,7 +241,7 @@ def golden_rankings(
     from needle.evaluation import golden as golden_eval
 
     queries = golden.for_mode(pipeline)[:limit] if limit else golden.for_mode(pipeline)
-    rows = golden_eval.run_queries(needle, queries, pipeline, candidates, progress)
+    rows = golden_eval.run_queries(needle, queries, pipeline, candidates, progress, golden.today)
     return [JudgedRanking(q.id, tuple(rows[q.id]["ranking"]), {path: 1 for path in q.expected}) for q in queries]
 
 

@@ -41,6 +41,12 @@ RunInputs = Annotated[
     Field(description="Run inputs of the graph's components for this request, e.g. {\"bm25_retriever.top_k\": 80}"),
 ]
 
+# The filters of every search route and tool (the CLI's --tag, --path, --where, --after, --before, --recent).
+Tags = list[Annotated[str, Field(min_length=1, max_length=100, strict=True)]] | None
+PathFilter = Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS, strict=True)] | None
+Where = list[Annotated[str, Field(min_length=3, max_length=300, strict=True)]] | None
+DateBound = Annotated[str, Field(min_length=1, max_length=100, strict=True)] | None
+
 T = TypeVar("T")
 
 _needle: Needle | None = None
@@ -125,7 +131,21 @@ def user_error(status: int, message: str) -> Exception:
     return HTTPException(status_code=status, detail=message)
 
 
+def search_filters(
+    tags: Tags = None, tags_any: Tags = None, tags_none: Tags = None, path: PathFilter = None, where: Where = None,
+    after: DateBound = None, before: DateBound = None, recent: bool | None = None, self_query: bool | None = None,
+) -> Any:
+    """A request's filters as the facade takes them (`needle.results.SearchFilters`)."""
+    from needle.results import SearchFilters
+
+    return SearchFilters(
+        tags=tags, tags_any=tags_any, tags_none=tags_none, path=path, where=where, after=after, before=before,
+        recent=recent, self_query=self_query,
+    )
+
+
 __all__ = [
-    "ByteCap", "CollectionNames", "LineCount", "LineNumber", "Limit", "MinScore", "Query", "Ref", "RunInputs",
-    "backup_scheduler", "call", "errors", "get_needle", "user_error", "warm",
+    "ByteCap", "CollectionNames", "DateBound", "LineCount", "LineNumber", "Limit", "MinScore", "PathFilter", "Query",
+    "Ref", "RunInputs", "Tags", "Where", "backup_scheduler", "call", "errors", "get_needle", "search_filters",
+    "user_error", "warm",
 ]

@@ -43,8 +43,26 @@ class TestChunkDiffer:
         assert sorted(out["stale_ids"]) == ["a2", "g1"]
         assert out["stats"] == {
             "files_new": 1, "files_changed": 1, "files_unchanged": 1, "files_removed": 1,
-            "chunks_total": 4, "chunks_new": 2, "chunks_unchanged": 2, "chunks_stale": 2,
+            "chunks_total": 4, "chunks_new": 2, "chunks_unchanged": 2, "chunks_stale": 2, "files_refreshed": 0,
         }
+        assert out["refreshed"] == []
+
+    def test_file_whose_metadata_changed_alone_is_refreshed_not_embedded(self, store, tmp_path):
+        def tagged(i: str, path: str, checksum: str | None) -> Document:
+            doc = chunk(i, path)
+            return Document(id=doc.id, content=doc.content, embedding=doc.embedding, meta={**doc.meta, "meta_checksum": checksum})
+
+        store.write_documents([tagged("a1", "a.md", "old"), tagged("a2", "a.md", "old"), tagged("b1", "b.md", "same")])
+        store.write_documents([chunk("c1", "legacy.md")])  # indexed before files had a metadata checksum
+        out = ChunkDiffer(store).run(
+            documents=[tagged("a1", "a.md", "new"), tagged("a2", "a.md", "new"), tagged("b1", "b.md", "same"),
+                       tagged("c1", "legacy.md", "x")],
+            sources=[source("a.md"), source("b.md"), source("legacy.md")],
+            collections=[{"name": "c", "root": str(tmp_path)}],
+        )
+        assert out["documents"] == [] and out["stale_ids"] == []
+        assert [d.id for d in out["refreshed"]] == ["a1", "c1"]
+        assert (out["stats"]["files_refreshed"], out["stats"]["files_unchanged"]) == (2, 3)
 
     def test_unreadable_file_keeps_its_chunks(self, store, tmp_path):
         store.write_documents([chunk("a1", "a.md")])

@@ -1,5 +1,7 @@
 import hashlib
 import json
+import subprocess
+import sys
 import unicodedata
 from pathlib import Path
 
@@ -372,10 +374,22 @@ class TestMarkdownChunkerMeta:
     def test_all_meta_fields(self):
         text = "# Needle\n\n## Index\n\nScan.\n"
         doc = chunk(text, size_bytes=27, mtime=3.0, content_hash="abc", decode_warning="w")[0]
+        file_meta = {
+            "title": "Needle",
+            "tags": [],
+            "frontmatter": {},
+            "fields": [],
+            "folder": "folder",
+            "folders": ["folder"],
+            "date": "1970-01-01T00:00:03Z",
+            "date_source": "mtime",
+            "identifiers": [],
+        }
         assert doc.meta == {
             "collection": "notes",
             "path": "folder/note.md",
-            "title": "Needle",
+            **file_meta,
+            "meta_checksum": hashlib.sha1(json.dumps(file_meta, sort_keys=True).encode()).hexdigest(),
             "heading_path": ["Needle", "Index"],
             "chunk_index": 0,
             "start_line": 1,
@@ -384,8 +398,6 @@ class TestMarkdownChunkerMeta:
             "char_end": 25,
             "checksum": hashlib.sha1(b"# Needle\n\n## Index\n\nScan.").hexdigest(),
             "content_hash": "abc",
-            "frontmatter": {},
-            "tags": [],
             "source_doc_id": "notes:folder/note.md",
             "context": "Needle › Index",
             "size_bytes": 27,
@@ -412,6 +424,130 @@ class TestMarkdownChunkerMeta:
 
     def test_frontmatter_only_document_gives_no_chunks(self):
         assert chunk("---\ntitle: Empty\n---\n") == []
+
+
+class TestMarkdownChunkerFileMetadata:
+    def test_inline_tags_outside_code_join_the_frontmatter_tags(self):
+        text = (
+            "---\ntags: [Kestrel]\n---\n# Notes #heading-tag\n\nWatch #homelab/alerts and `#not-inline` or\n"
+            "[a link](#anchor), page#fragment, &#38; and #2024.\n\n```bash\necho #not-code\n```\n"
+        )
+        assert chunk(text)[0].meta["tags"] == ["kestrel", "heading-tag", "homelab/alerts", "homelab"]
+
+    def test_a_singular_tag_key_and_a_comma_string_are_read(self):
+        assert chunk("---\ntag: 'Ops, on-call'\n---\nbody\n")[0].meta["tags"] == ["ops", "on-call"]
+
+    def test_scalar_fields_keep_their_types(self):
+        text = (
+            "---\nstatus: Draft\npriority: 2\nscore: 0.5\npublic: false\ndate: 2024-05-11\n"
+            "attendees: [Priya Raman, me]\nnested: {a: 1}\n---\nbody\n"
+        )
+        meta = chunk(text)[0].meta
+        assert meta["frontmatter"] == {
+            "status": "Draft", "priority": 2, "score": 0.5, "public": False, "date": "2024-05-11",
+            "attendees": ["Priya Raman", "me"], "nested": {"a": 1},
+        }
+        assert meta["fields"] == [
+            "status=draft", "priority=2", "score=0.5", "public=false", "date=2024-05-11", "attendees=priya raman", "attendees=me",
+        ]
+
+    def test_folder_and_every_folder_above_it(self):
+        meta = chunk("body\n", path="runbooks/k8s/oom.md")[0].meta
+        assert (meta["folder"], meta["folders"]) == ("runbooks/k8s", ["runbooks", "runbooks/k8s"])
+        assert chunk("body\n", path="top.md")[0].meta["folders"] == []
+
+    @pytest.mark.parametrize(
+        "text, path, expected",
+        [
+            ("---\ndate: 2024-05-11\n---\nx\n", "2023-01-01-a.md", ("2024-05-11T00:00:00Z", "frontmatter")),
+            ("---\ncreated: 2024-05-11 10:30:00+02:00\n---\nx\n", "a.md", ("2024-05-11T08:30:00Z", "frontmatter")),
+            ("---\nupdated: '2024-05-11T08:00:00Z'\n---\nx\n", "a.md", ("2024-05-11T08:00:00Z", "frontmatter")),
+            ("---\ndate: someday\n---\nx\n", "2023-01-02-standup.md", ("2023-01-02T00:00:00Z", "file name")),
+            ("x\n", "journal/2023-13-40.md", ("1970-01-02T00:00:00Z", "mtime")),
+        ],
+    )
+    def test_document_date_from_frontmatter_then_file_name_then_mtime(self, text, path, expected):
+        meta = chunk(text, path=path, mtime=86400.0)[0].meta
+        assert (meta["date"], meta["date_source"]) == expected
+
+    def test_no_date_without_frontmatter_name_or_mtime(self):
+        assert chunk("x\n")[0].meta["date"] is None
+
+    def test_identifiers_are_kept_verbatim_as_a_list(self):
+        text = "Ticket KES-142 hit SQLITE_BUSY and ERR_CONNECTION_REFUSED on v1.4.2, CVE-2024-3094, E1234; 0.5 and MyClass not.\n"
+        assert chunk(text)[0].meta["identifiers"] == [
+            "KES-142", "SQLITE_BUSY", "ERR_CONNECTION_REFUSED", "v1.4.2", "CVE-2024-3094", "E1234",
+        ]
+
+    def test_meta_checksum_changes_with_the_frontmatter_but_ids_do_not(self):
+        before = chunk("---\ntags: [a]\n---\n# T\n\nbody\n")[0]
+        after = chunk("---\ntags: [b]\n---\n# T\n\nbody\n")[0]
+        assert before.id == after.id
+        assert before.meta["meta_checksum"] != after.meta["meta_checksum"]
+
+
+# A "billion laughs" in ten lines: 9**9 strings once every alias is expanded.
+ALIAS_BOMB = "---\n" + 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
+    f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n" for prev, name in zip("abcdefgh", "bcdefghi")
+) + "---\n# Body\n\nThe body is still indexed.\n"
+
+
+class TestMarkdownChunkerFrontmatterBounds:
+    def test_alias_bomb_is_left_out_in_bounded_time_and_memory(self, tmp_path: Path):
+        # In a child process with 1.5 GB of address space and 60 s: expanding the aliases needs far more of both.
+        script = tmp_path / "bomb.py"
+        script.write_text(
+            "import json, resource, sys\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (1536 * 2**20, 1536 * 2**20))\n"
+            "from haystack import Document\n"
+            "from components.markdown_chunker import MarkdownChunker\n"
+            "doc = Document(content=sys.stdin.read(), meta={'collection': 'n', 'path': 'bomb.md'})\n"
+            "out = MarkdownChunker().run(documents=[doc])\n"
+            "print(json.dumps({'chunks': [c.content for c in out['documents']], 'warnings': out['warnings']}))\n"
+        )
+        done = subprocess.run(
+            [sys.executable, str(script)], input=ALIAS_BOMB, capture_output=True, text=True, timeout=60,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        assert result["chunks"] == ["# Body\n\nThe body is still indexed."]
+        assert result["warnings"] == [{
+            "collection": "n", "path": "bomb.md",
+            "reason": "frontmatter left out: over 10000 values once its aliases are expanded",
+        }]
+
+    @pytest.mark.parametrize(
+        "yaml_text, reason",
+        [
+            ("a: &x [1]\n" + "".join(f"k{i}: *x\n" for i in range(101)), "more than 100 aliases"),
+            ("a: " + "[" * 40 + "]" * 40 + "\n", "nested deeper than 32 levels"),
+            ("a: &x [1, 2]\nb: [" + ", ".join(["*x"] * 60) + "]\n" + "c: [" + ", ".join(["*b"] * 0) + "]\n",
+             None),
+        ],
+    )
+    def test_each_bound_names_itself(self, yaml_text, reason):
+        doc = chunk(f"---\n{yaml_text}---\nbody\n")[0]
+        if reason is None:
+            assert "frontmatter_warning" not in doc.meta and len(doc.meta["frontmatter"]["b"]) == 60
+        else:
+            assert doc.meta["frontmatter_warning"] == f"frontmatter left out: {reason}"
+            assert (doc.content, doc.meta["frontmatter"]) == ("body", {})
+
+    def test_recursive_alias_is_refused(self):
+        doc = chunk("---\na: &x [1, *x]\n---\nbody\n")[0]
+        assert doc.meta["frontmatter_warning"] == "frontmatter left out: an alias refers to a value that contains it"
+
+    def test_oversized_frontmatter_is_read_as_text(self):
+        text = "---\n" + "".join(f"k{i}: {'v' * 60}\n" for i in range(1200)) + "---\nbody\n"
+        doc = chunk(text)[0]
+        assert doc.meta["frontmatter_warning"] == "frontmatter left out: over 65536 bytes, read as text"
+        assert doc.meta["start_line"] == 1
+
+    def test_warnings_output_names_the_file(self):
+        out = MarkdownChunker().run(documents=[note("---\ntitle: [unclosed\n---\nbody\n", path="bad.md")])
+        [warning] = out["warnings"]
+        assert (warning["path"], warning["reason"].split(":")[0]) == ("bad.md", "invalid YAML frontmatter, read as text")
 
 
 class TestMarkdownChunkerInAPipeline:

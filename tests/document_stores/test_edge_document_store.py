@@ -98,7 +98,10 @@ class TestEdgeDocumentStore:
         assert store.text_index is True
         assert store.text_language == "english"
         assert store.payload_indexes == DEFAULT_PAYLOAD_INDEXES
-        assert set(DEFAULT_PAYLOAD_INDEXES) == {"meta.collection", "meta.path", "meta.source_doc_id", "meta.tags"}
+        assert DEFAULT_PAYLOAD_INDEXES == {
+            "meta.collection": "keyword", "meta.path": "keyword", "meta.source_doc_id": "keyword", "meta.tags": "keyword",
+            "meta.folders": "keyword", "meta.fields": "keyword", "meta.identifiers": "keyword", "meta.date": "datetime",
+        }
         assert (store.hnsw_m, store.hnsw_ef_construct, store.indexing_threshold_kb) == (16, 100, None)
         assert store.durable_writes is True
         assert not (tmp_path / "edge").exists()

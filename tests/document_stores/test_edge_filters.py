@@ -2,6 +2,7 @@ import pytest
 from haystack import Document
 from haystack.errors import FilterError
 
+from needle.document_stores._shared import Values, plain_filters
 from needle.document_stores.edge import EdgeDocumentStore
 from needle.document_stores.edge.filters import edge_filter
 
@@ -38,6 +39,8 @@ class TestEdgeDocumentStoreFilters:
             ({"field": "content", "operator": "==", "value": "Doc one"}, ["one"]),
             ({"field": "meta.date", "operator": ">=", "value": "2024-01-01"}, ["false"]),
             ({"field": "meta.flag", "operator": "in", "value": []}, []),
+            ({"field": "meta.tags", "operator": "in", "value": Values(["c", "z"])}, ["false"]),
+            ({"operator": "NOT", "conditions": [{"field": "meta.tags", "operator": "in", "value": Values(("b",))}]}, ["false"]),
             ({"operator": "OR", "conditions": []}, []),
             (
                 {"operator": "NOT", "conditions": [{"field": "meta.flag", "operator": "==", "value": True}]},
@@ -85,3 +88,15 @@ class TestEdgeFilter:
     def test_malformed_filters_say_what_is_wrong(self, filters, message):
         with pytest.raises(FilterError, match=message):
             edge_filter(filters)
+
+
+class TestFilterValues:
+    def test_a_long_value_list_copies_as_itself_and_reads_as_a_list(self):
+        import copy
+
+        values = Values(f"n:{i}.md" for i in range(1000))
+        filters = {"field": "meta.source_doc_id", "operator": "in", "value": values}
+        assert copy.deepcopy(filters)["value"] is values
+        assert values == [f"n:{i}.md" for i in range(1000)] and [f"n:{i}.md" for i in range(1000)] == values
+        assert plain_filters({"operator": "AND", "conditions": [filters]})["conditions"][0]["value"] == list(values)
+        assert type(plain_filters(filters)["value"]) is list

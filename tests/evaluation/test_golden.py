@@ -36,7 +36,7 @@ class TestLoadGolden:
     def test_repository_golden_file_is_valid(self, golden_set):
         assert golden_set.corpus == DEMO_NOTES.resolve()
         assert len(golden_set.queries) >= 40
-        assert {q.difficulty for q in golden_set.queries} == set(golden_eval.DIFFICULTIES)
+        assert {q.difficulty for q in golden_set.queries} == {"easy", "medium", "hard", "fusion"}
         assert all(set(q.modes) <= set(golden_eval.MODES) for q in golden_set.queries)
 
     def test_valid_file_loads_with_corpus_relative_to_the_file(self, tmp_path):
@@ -55,6 +55,15 @@ class TestLoadGolden:
         assert golden.queries[0].reference == "Set wal_level to logical."
         with pytest.raises(GoldenError, match=r"q1: reference must be a non-empty answer text"):
             golden_eval.load_golden(write_golden(tmp_path, golden_data(reference=["a list"])))
+
+    def test_repository_filter_file_has_a_reference_date_and_filter_and_time_questions(self):
+        filters = golden_eval.load_golden(DEMO_NOTES.parents[2] / "eval" / "golden" / "filters.yml")
+        assert filters.today == "2024-12-01" and filters.corpus == DEMO_NOTES.resolve()
+        assert {q.difficulty for q in filters.queries} == {"filter", "time"} and len(filters.queries) >= 20
+
+    def test_today_must_be_a_date(self, tmp_path):
+        with pytest.raises(GoldenError, match="today must be a date"):
+            golden_eval.load_golden(write_golden(tmp_path, {**golden_data(), "today": "soon"}))
 
     def test_repository_answers_file_has_a_reference_for_every_question(self):
         answers = golden_eval.load_golden(DEMO_NOTES.parents[2] / "eval" / "golden" / "answers.yml")
@@ -210,3 +219,32 @@ class TestDemoIndex:
             assert result["summary"]["all"]["queries"] == len(golden_set.for_mode(mode))
             assert result["summary"]["all"]["latency_ms_p95"] >= result["summary"]["all"]["latency_ms_p50"] > 0
             assert all(len(r["ranking"]) <= 10 for r in result["per_query"].values())
+
+
+@pytest.mark.integration
+class TestFilterQuestions:
+    def test_filter_and_time_questions_meet_their_thresholds_with_self_query(self, demo_needle):
+        root = DEMO_NOTES.parents[2] / "eval" / "golden"
+        filters = golden_eval.load_golden(root / "filters.yml")
+        report = golden_eval.evaluate_golden(
+            demo_needle, filters, golden_eval.MODES, thresholds=golden_eval.load_thresholds(root / "filters-thresholds.yml")
+        )
+        table = golden_eval.format_table(report)
+        print("\n" + table)
+        failed = [c for c in report["thresholds"]["checks"] if not c["passed"]]
+        assert len(report["thresholds"]["checks"]) == 8
+        assert not failed, f"filter thresholds failed: {failed}\n{table}"
+
+    def test_self_query_is_what_answers_them(self, demo_needle):
+        from needle.results import SearchFilters
+
+        filters = golden_eval.load_golden(DEMO_NOTES.parents[2] / "eval" / "golden" / "filters.yml")
+        hits = {}
+        for on in (True, False):
+            found = 0
+            for q in filters.queries:
+                results = demo_needle.search(q.query, top_k=10, filters=SearchFilters(now=filters.today, self_query=on)).results
+                ranking = golden_eval.group_by_document(results)
+                found += bool(ranking) and ranking[0] in q.expected
+            hits[on] = found / len(filters.queries)
+        assert hits[True] >= hits[False] + 0.3, hits

@@ -9,7 +9,7 @@ from tests.server.conftest import NOTES
 pytestmark = pytest.mark.integration
 HIT_FIELDS = {
     "docid", "collection", "path", "title", "heading_path", "start_line", "end_line", "score", "snippet", "text", "explain",
-    "format", "page", "page_end", "anchor",
+    "format", "page", "page_end", "anchor", "context",
 }
 
 
@@ -95,6 +95,9 @@ class TestValidation:
             ("multi_get", {"pattern": "*.md", "refs": ["x"]}, 400, "give either 'pattern'"),
             ("multi_get", {"pattern": "**/*.md", "max_bytes": 0}, 422, "max_bytes"),
             ("index", {"collections": ["nope"]}, 400, "unknown collection(s): nope"),
+            ("query", {"query": "x", "where": ["status"]}, 400, "where must read field=value"),
+            ("search", {"query": "x", "after": "someday"}, 400, "not a date"),
+            ("vsearch", {"query": "x", "tags": "homelab"}, 422, "tags"),
         ],
     )
     def test_bad_input_is_a_4xx_with_a_message_and_no_trace(self, http, endpoint, body, status, message):
@@ -106,6 +109,24 @@ class TestValidation:
     def test_malformed_json_is_a_422(self, http):
         response = http.post("/search/run", content=b"{not json", headers={"content-type": "application/json"})
         assert response.status_code == 422 and "Traceback" not in response.text
+
+
+class TestFilters:
+    def test_the_filters_have_the_cli_names(self, http):
+        assert [h["path"] for h in hits(http, "query", query="databases", tags=["databases"], tags_none=["postgres"])] == [
+            "howto/sqlite-wal-mode.md"
+        ]
+        assert [h["path"] for h in hits(http, "search", query="memory", path="runbooks/")] == ["runbooks/k8s-oomkilled-debugging.md"]
+        assert [h["path"] for h in hits(http, "vsearch", query="certificates", where=["status=done"])] == ["howto/certbot-tls-renewal.md"]
+        dated = hits(http, "query", query="notes", after="2024-01-01", before="2024-03", self_query=False, limit=10)
+        assert {h["path"] for h in dated} == {"howto/sqlite-wal-mode.md", "howto/restic-laptop-backups.md"}
+
+    def test_the_answer_says_what_the_question_filtered_by(self, http):
+        response = http.post("/query/run", json={"query": "#databases write-ahead log", "limit": 3})
+        answer = response.json()["result"]
+        assert answer["self_query"]["filters"] == {"tags": ["databases"]}
+        assert answer["self_query"]["query"] == "write-ahead log" and answer["self_query"]["applied"] is True
+        assert answer["results"][0]["path"] == "howto/sqlite-wal-mode.md"
 
 
 class TestFiles:

@@ -69,8 +69,11 @@ class TestStreamableHttp:
         assert "best quality" in tools["query"].description
         assert "line" in tools["get"].description and "max_bytes" in tools["multi_get"].description
         assert set(tools["query"].input_schema["properties"]) == {
-            "query", "collections", "limit", "min_score", "expand", "rerank", "chunks", "explain", "set"
+            "query", "collections", "limit", "min_score", "expand", "rerank", "chunks", "explain", "set",
+            "tags", "tags_any", "tags_none", "path", "where", "after", "before", "recent", "self_query",
         }
+        assert set(tools["search"].input_schema["properties"]) >= {"tags", "path", "where", "after", "before", "recent"}
+        assert "#tag" in tools["query"].description or "tags" in tools["query"].input_schema["properties"]
         assert tools["query"].input_schema["properties"]["limit"]["maximum"] == 1000
         assert tools["search"].annotations.read_only_hint and not tools["index"].annotations.read_only_hint
 

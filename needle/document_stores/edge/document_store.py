@@ -104,7 +104,9 @@ class EdgeDocumentStore(NeedleStoreMixin):
         :param bm25_k: BM25 term-frequency saturation of `query_text`.
         :param bm25_b: BM25 length normalisation of `query_text`, between 0 and 1.
         :param payload_indexes: Payload field → index type (`keyword`, `integer`, `float`, `bool`, `datetime`,
-            `uuid`, `text`). `None` indexes `meta.collection`, `meta.path`, `meta.source_doc_id` and `meta.tags`.
+            `uuid`, `text`). `None` indexes the keywords `meta.collection`, `meta.path`, `meta.source_doc_id`, `meta.tags`,
+            `meta.folders`, `meta.fields` and `meta.identifiers`, and the datetime `meta.date` (what Needle's
+            filters test).
         :param hnsw_m: Edges per node of the HNSW graph (0 disables the graph).
         :param hnsw_ef_construct: Candidates considered while building the HNSW graph.
         :param indexing_threshold_kb: Segment size above which `optimize()` builds the HNSW graph;

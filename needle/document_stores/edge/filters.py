@@ -10,6 +10,7 @@ import numpy as np
 import qdrant_edge as qe
 from haystack.errors import FilterError
 
+from needle.document_stores._shared import plain_filters
 from needle.document_stores.edge.converters import point_id
 
 _RANGE_OPERATORS = {">": "gt", ">=": "gte", "<": "lt", "<=": "lte"}
@@ -31,7 +32,7 @@ def edge_filter(filters: dict[str, Any] | None) -> Any:
         return None
     if not isinstance(filters, dict):
         raise FilterError(f"filters must be a dictionary, got {type(filters).__name__}")
-    return qe.Filter(must=[_condition(filters)])
+    return qe.Filter(must=[_condition(plain_filters(filters))])
 
 
 def _condition(node: Any) -> Any:

@@ -18,6 +18,10 @@ DEFAULT_PAYLOAD_INDEXES: dict[str, str] = {
     "meta.path": "keyword",
     "meta.source_doc_id": "keyword",
     "meta.tags": "keyword",
+    "meta.folders": "keyword",
+    "meta.fields": "keyword",
+    "meta.identifiers": "keyword",
+    "meta.date": "datetime",
 }
 DISTANCES = {"cosine": qe.Distance.Cosine, "dot_product": qe.Distance.Dot, "l2": qe.Distance.Euclid}
 SCHEMA_TYPES = {

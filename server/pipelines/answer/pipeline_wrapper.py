@@ -2,7 +2,9 @@
 
 from hayhooks import BasePipelineWrapper
 
-from needle.http.service import CollectionNames, Limit, Query, call, get_needle, user_error
+from needle.http.service import (
+    CollectionNames, DateBound, Limit, PathFilter, Query, Tags, Where, call, get_needle, search_filters, user_error,
+)
 from needle.results import Answer
 
 
@@ -24,16 +26,41 @@ class PipelineWrapper(BasePipelineWrapper):
         self.pipeline = None
         get_needle()
 
-    def run_api(self, question: Query, collections: CollectionNames = None, limit: Limit | None = None) -> Answer:
+    def run_api(
+        self,
+        question: Query,
+        collections: CollectionNames = None,
+        limit: Limit | None = None,
+        tags: Tags = None,
+        tags_any: Tags = None,
+        tags_none: Tags = None,
+        path: PathFilter = None,
+        where: Where = None,
+        after: DateBound = None,
+        before: DateBound = None,
+        recent: bool | None = None,
+        self_query: bool | None = None,
+    ) -> Answer:
         """
         Answer a question from the notes, citing the chunks it uses as [path:start-end].
 
         :param question: The question; it is also the search.
         :param collections: Search only these collections; all when empty.
         :param limit: How many chunks to give the LLM (the graph's default when not given).
+        :param tags: Only notes carrying every one of these tags (frontmatter or #inline).
+        :param tags_any: Only notes carrying at least one of these tags.
+        :param tags_none: Only notes carrying none of these tags.
+        :param path: Only notes under this folder (`runbooks/`) or matching this glob, inside each collection.
+        :param where: Frontmatter conditions, e.g. `["status=draft", "priority>=2"]` (also !=, <, <=, >, a|b).
+        :param after: Only notes dated on or after this: `2024-05-01`, `2024-05`, `last week`.
+        :param before: Only notes dated before this.
+        :param recent: Rank newer notes higher (default: when the question asks for the newest).
+        :param self_query: Read `#tag`, `in:folder/`, `field:value`, "phrases", `-terms` and dates out of the
+            query (default on); what was read comes back in `self_query`.
         :returns: The answer, the chunks it was given, the ones it cites and citations of chunks it was not given.
         """
-        return call(lambda needle: needle.answer(question, top_k=limit, collections=collections))
+        filters = search_filters(tags, tags_any, tags_none, path, where, after, before, recent, self_query)
+        return call(lambda needle: needle.answer(question, top_k=limit, collections=collections, filters=filters))
 
     def run_chat_completion(self, model: str, messages: list[dict], body: dict) -> str:
         """

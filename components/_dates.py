@@ -1,0 +1,141 @@
+"""Dates in plain language ("last week", "in March", "Q3 2023", "since 2024-05") as UTC ranges.
+
+dateparser (scrapinghub's, maintained, 200+ locales) reads one expression into a date and its period
+(day, week, month, quarter, year); the period turns the date into a range: "in March" is all of March,
+"last week" the Monday-to-Sunday week before this one. What dateparser does not read ("past 3 days",
+"Q3 2023" in some forms) is handled here. dateparser's own `search_dates` finds dates inside free text
+too eagerly ("we" reads as Wednesday), so `components.self_query_extractor` finds the candidate phrases
+itself and hands each one here.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime
+import re
+from functools import cache
+from typing import Any
+
+UTC = datetime.timezone.utc
+_LAST_N = re.compile(r"^(?:the\s+)?(?:last|past)\s+(\d{1,3})\s+(day|week|month|year)s?$", re.IGNORECASE)
+_QUARTER = re.compile(r"^q([1-4])\s*(\d{4})$|^(\d{4})\s*q([1-4])$", re.IGNORECASE)
+_ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_ISO_MONTH = re.compile(r"^\d{4}-\d{2}$")
+_YEAR = re.compile(r"^\d{4}$")
+
+
+@cache
+def _parser() -> Any:
+    from dateparser.date import DateDataParser
+
+    return DateDataParser(languages=["en"], settings={"PREFER_DATES_FROM": "past", "RETURN_AS_TIMEZONE_AWARE": False})
+
+
+def reference_time(now: str | datetime.datetime | None) -> datetime.datetime:
+    """`now` as a naive UTC datetime: an ISO string or datetime, or the current time when `None`."""
+    if now is None:
+        return datetime.datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+    if isinstance(now, str):
+        now = datetime.datetime.fromisoformat(now.strip().replace("Z", "+00:00"))
+    if now.tzinfo is not None:
+        now = now.astimezone(UTC).replace(tzinfo=None)
+    return now
+
+
+def period_range(text: str, now: datetime.datetime) -> tuple[datetime.datetime, datetime.datetime] | None:
+    """
+    The time span a date expression names, `[start, end)`, relative to `now`.
+
+    :param text: "yesterday", "last week", "March", "March 2024", "2024-05", "Q3 2023", "past 10 days"...
+    :param now: The reference time (naive UTC).
+    :returns: Start (inclusive) and end (exclusive); `None` when the text is not a date.
+    """
+    text = " ".join(text.split())
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    last_n = _LAST_N.match(text)
+    if last_n:
+        count, unit = int(last_n.group(1)), last_n.group(2).lower()
+        return _shift(today, unit, -count), today + datetime.timedelta(days=1)
+    quarter = _QUARTER.match(text)
+    if quarter:
+        q, year = (quarter.group(1), quarter.group(2)) if quarter.group(1) else (quarter.group(4), quarter.group(3))
+        start = datetime.datetime(int(year), 3 * int(q) - 2, 1)
+        return start, _shift(start, "month", 3)
+    if _ISO_DAY.match(text):
+        start = _iso(text)
+        return (start, start + datetime.timedelta(days=1)) if start else None
+    if _ISO_MONTH.match(text):
+        start = _iso(text + "-01")
+        return (start, _shift(start, "month", 1)) if start else None
+    if _YEAR.match(text):
+        start = datetime.datetime(int(text), 1, 1)
+        return start, _shift(start, "year", 1)
+    parser = _parser()
+    parser._settings.RELATIVE_BASE = now  # per call: the parser is shared, its settings object is not frozen
+    data = parser.get_date_data(text)
+    if data is None or data.date_obj is None:
+        return None
+    return _span(data.date_obj.replace(tzinfo=None), data.period or "day", today)
+
+
+def _span(moment: datetime.datetime, period: str, today: datetime.datetime) -> tuple[datetime.datetime, datetime.datetime]:
+    day = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    if period == "week":
+        start = day - datetime.timedelta(days=day.weekday())
+        return start, start + datetime.timedelta(days=7)
+    if period == "month":
+        start = day.replace(day=1)
+        return start, _shift(start, "month", 1)
+    if period == "quarter":
+        start = day.replace(month=3 * ((day.month - 1) // 3) + 1, day=1)
+        return start, _shift(start, "month", 3)
+    if period == "year":
+        start = day.replace(month=1, day=1)
+        return start, _shift(start, "year", 1)
+    if period == "time":
+        return moment, moment + datetime.timedelta(hours=1)
+    return day, day + datetime.timedelta(days=1)
+
+
+def _shift(moment: datetime.datetime, unit: str, count: int) -> datetime.datetime:
+    if unit == "day":
+        return moment + datetime.timedelta(days=count)
+    if unit == "week":
+        return moment + datetime.timedelta(weeks=count)
+    index = moment.year * 12 + moment.month - 1 + count * (12 if unit == "year" else 1)
+    year, month = index // 12, index % 12 + 1
+    return moment.replace(year=year, month=month, day=min(moment.day, calendar.monthrange(year, month)[1]))
+
+
+def _iso(text: str) -> datetime.datetime | None:
+    try:
+        return datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def rfc3339(moment: datetime.datetime) -> str:
+    """A naive UTC datetime as the store's datetime payload reads it."""
+    return moment.replace(microsecond=0).isoformat() + "Z"
+
+
+def parse_bound(text: str, now: datetime.datetime, end: bool = False) -> datetime.datetime:
+    """
+    One bound of a date range given by a person (`--after 2024-05-01`, `--before "last week"`).
+
+    :param text: An ISO date or time, or any expression `period_range` reads.
+    :param now: The reference time.
+    :param end: Take the end of the named span instead of its start.
+    :returns: The bound (naive UTC).
+    :raises ValueError: When the text is not a date.
+    """
+    stripped = text.strip()
+    if "T" in stripped or " " in stripped and _ISO_DAY.match(stripped.split(" ")[0]):
+        try:
+            return reference_time(stripped)
+        except ValueError:
+            pass
+    span = period_range(stripped, now)
+    if span is None:
+        raise ValueError(f"not a date: {text!r} (use 2024-05-01, 2024-05, 'last week', 'March 2024'...)")
+    return span[1] if end else span[0]

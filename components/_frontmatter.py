@@ -1,0 +1,297 @@
+"""A note's file-level metadata: bounded YAML frontmatter, tags, folders, a document date and identifiers.
+
+`MarkdownChunker` calls these for every file. Frontmatter comes from the user's notes, so it is parsed
+within bounds: PyYAML's `safe_load` builds every alias as a shared object, and anything that walks the
+result (making it JSON-safe, copying it into each chunk) expands every alias: ten lines of nested
+aliases (a "billion laughs") then grow without end. Here the YAML is first composed into its node graph,
+where an alias is one pointer, and measured (bytes, aliases, nesting, and the size it would have once
+every alias is expanded) before any Python object is built from it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+
+# Bounds of a note's frontmatter: far above what notes carry (a few dozen short fields), far below harm.
+MAX_FRONTMATTER_BYTES = 64 * 1024
+MAX_ALIASES = 100
+MAX_DEPTH = 32
+MAX_EXPANDED_NODES = 10_000
+MAX_IDENTIFIERS = 200
+MAX_FIELD_VALUES = 200
+MAX_FIELD_VALUE_CHARS = 200
+
+# Obsidian's tag syntax: `#` after a space or line start, letters, digits, `_`, `-` and `/` (nested tags), not
+# only digits. `(`, `[`, `&` and word characters before `#` mean a link anchor, an entity or a URL fragment.
+_INLINE_TAG = re.compile(r"(?<![\w#&(\[/\\`])#([A-Za-z0-9_][\w/-]*)")
+_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
+_FILE_NAME_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
+_DATE_KEYS = ("date", "created", "updated")
+# Tokens people search for verbatim: ticket ids (KES-142), error and constant names (SQLITE_BUSY,
+# ERR_CONNECTION_REFUSED), codes with letters then digits (E1234, CVE-2024-3094), versions (v1.4, 2.31.0).
+_IDENTIFIERS = re.compile(
+    r"(?<![\w.-])(?:"
+    r"[A-Z][A-Z0-9]{1,9}(?:-\d+)+"
+    r"|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"
+    r"|[A-Z]{1,5}\d{3,}"
+    r"|v\d+(?:\.\d+)+(?:-[\w.]+)?"
+    r"|\d+\.\d+\.\d+(?:-[\w.]+)?"
+    r")(?![\w-])"
+)
+
+
+class FrontmatterLimitError(ValueError):
+    """Frontmatter past one of the bounds above; the message names the bound."""
+
+
+@dataclass(frozen=True)
+class Frontmatter:
+    """What the frontmatter gave: its mapping, the first body line, and why it was not used ("" when it was)."""
+
+    data: dict[str, Any]
+    body_start: int
+    warning: str = ""
+
+
+def parse_frontmatter(lines: list[str]) -> Frontmatter:
+    """
+    Read the YAML frontmatter between a first line `---` and the next `---` or `...`, within bounds.
+
+    Invalid YAML is read as text (the block stays in the body, with a warning). YAML past a bound is left
+    out: its lines are skipped, the body after them is indexed, and the warning says which bound.
+
+    :param lines: The file's lines.
+    :returns: The mapping (empty when there is none), the index of the first body line and a warning.
+    """
+    if not lines or lines[0].rstrip() != "---":
+        return Frontmatter({}, 0)
+    size = 0
+    for i in range(1, len(lines)):
+        size += len(lines[i].encode("utf-8", "surrogatepass")) + 1
+        if lines[i].rstrip() in ("---", "..."):
+            break
+        if size > MAX_FRONTMATTER_BYTES:
+            return Frontmatter({}, 0, f"frontmatter left out: over {MAX_FRONTMATTER_BYTES} bytes, read as text")
+    else:
+        return Frontmatter({}, 0)
+    try:
+        data = safe_load_bounded("\n".join(lines[1:i]))
+    except FrontmatterLimitError as error:
+        return Frontmatter({}, i + 1, f"frontmatter left out: {error}")
+    except (yaml.YAMLError, RecursionError) as error:
+        problem = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return Frontmatter({}, 0, f"invalid YAML frontmatter, read as text: {problem}")
+    if data is None:
+        return Frontmatter({}, i + 1)
+    if not isinstance(data, dict):
+        return Frontmatter({}, 0)  # a thematic break rather than frontmatter
+    return Frontmatter(json_safe(data), i + 1)
+
+
+def safe_load_bounded(text: str) -> Any:
+    """
+    `yaml.safe_load` that refuses, before building anything, YAML past the aliases, nesting or expanded-size bounds.
+
+    :param text: One YAML document.
+    :returns: The value, as `yaml.safe_load` gives it.
+    :raises FrontmatterLimitError: Naming the bound that was passed.
+    :raises yaml.YAMLError: When the text is not valid YAML.
+    """
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_node(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _check_node(root: yaml.Node) -> None:
+    """Walk the node graph once (aliases are shared nodes), measuring what expanding it would give."""
+    expanded: dict[int, int] = {}
+    seen_aliases = 0
+    # Iterative post-order walk: (node, depth, children done).
+    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, depth, done = stack.pop()
+        if depth > MAX_DEPTH:
+            raise FrontmatterLimitError(f"nested deeper than {MAX_DEPTH} levels")
+        children = _children(node)
+        if done:
+            total = 1 + sum(expanded[id(child)] for child in children)
+            if total > MAX_EXPANDED_NODES:
+                raise FrontmatterLimitError(f"over {MAX_EXPANDED_NODES} values once its aliases are expanded")
+            expanded[id(node)] = total
+            continue
+        if id(node) in expanded:
+            seen_aliases += 1
+            if seen_aliases > MAX_ALIASES:
+                raise FrontmatterLimitError(f"more than {MAX_ALIASES} aliases")
+            continue
+        expanded[id(node)] = -1  # on the current path: a node reached again before it is done is a cycle
+        stack.append((node, depth, True))
+        for child in children:
+            if expanded.get(id(child)) == -1:
+                raise FrontmatterLimitError("an alias refers to a value that contains it")
+            stack.append((child, depth + 1, False))
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def json_safe(value: Any) -> Any:
+    """Frontmatter made JSON-safe and typed: dates become ISO strings, keys strings, odd values their `str`."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def field_value(name: str, value: Any) -> str:
+    """One `name=value` keyword of `field_values`: lower case, booleans as `true`/`false`."""
+    text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return f"{name.strip().lower()}={' '.join(text.split()).lower()}"
+
+
+def field_values(frontmatter: dict[str, Any]) -> list[str]:
+    """
+    The frontmatter's scalar fields as exact-match keywords, `status=draft`, one per element of a list of
+    scalars (`attendees=priya raman`), so that a field's equality is one indexed keyword match.
+
+    :returns: At most 200 keywords, values over 200 characters left out.
+    """
+    found: list[str] = []
+    for name, value in frontmatter.items():
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if isinstance(item, (str, int, float, bool)) and len(str(item)) <= MAX_FIELD_VALUE_CHARS:
+                keyword = field_value(str(name), item)
+                if keyword not in found:
+                    found.append(keyword)
+                    if len(found) == MAX_FIELD_VALUES:
+                        return found
+    return found
+
+
+def split_tags(value: Any) -> list[str]:
+    """Tags from a frontmatter list or a comma or space separated string, without `#`, lower-cased, deduplicated."""
+    if value is None:
+        return []
+    raw = [str(v) for v in value] if isinstance(value, (list, tuple, set)) else re.split(r"[,\s]+", str(value))
+    return unique_tags(raw)
+
+
+def unique_tags(raw: list[str]) -> list[str]:
+    """Tags lower-cased without `#`, each nested tag (`home/network`) followed by its parents, deduplicated."""
+    tags: list[str] = []
+    for tag in raw:
+        tag = tag.strip().lstrip("#").strip().strip("/").lower()
+        if not tag:
+            continue
+        parts = tag.split("/")
+        for end in range(len(parts), 0, -1):
+            name = "/".join(parts[:end])
+            if name and name not in tags:
+                tags.append(name)
+    return tags
+
+
+def inline_tags(lines: list[str], code_lines: set[int], first: int) -> list[str]:
+    """
+    `#tags` written in the body, outside fenced code (`code_lines`) and inline code spans.
+
+    :param lines: The file's lines.
+    :param code_lines: Indices of lines inside fenced code blocks.
+    :param first: Index of the first body line (after the frontmatter).
+    :returns: The tags in order of appearance, as `unique_tags` shapes them.
+    """
+    found: list[str] = []
+    for index in range(first, len(lines)):
+        line = lines[index]
+        if index in code_lines or "#" not in line or line.startswith("    ") or line.startswith("\t"):
+            continue
+        line = _INLINE_CODE.sub(" ", line)
+        found.extend(tag for tag in _INLINE_TAG.findall(line) if not tag.replace("/", "").isdigit())
+    return unique_tags(found)
+
+
+def folders(path: str) -> tuple[str, list[str]]:
+    """A file's folder (`""` at the root) and every folder above it, outermost first (`a`, `a/b`)."""
+    parts = PurePosixPath(path).parts[:-1]
+    return "/".join(parts), ["/".join(parts[: end + 1]) for end in range(len(parts))]
+
+
+def document_date(frontmatter: dict[str, Any], path: str, mtime: Any) -> tuple[str | None, str | None]:
+    """
+    A note's date as RFC 3339 in UTC: frontmatter `date`, `created` or `updated`, else a date in the file
+    name (`2024-05-11-standup.md`), else the file's modification time.
+
+    :returns: The date and where it came from (`frontmatter`, `file name`, `mtime`); `(None, None)` when none.
+    """
+    for key in _DATE_KEYS:
+        parsed = _parse_date(frontmatter.get(key))
+        if parsed is not None:
+            return _rfc3339(parsed), "frontmatter"
+    match = _FILE_NAME_DATE.search(PurePosixPath(path).name)
+    if match:
+        try:
+            return _rfc3339(datetime.datetime(*(int(g) for g in match.groups()))), "file name"
+        except ValueError:
+            pass
+    if isinstance(mtime, (int, float)) and not isinstance(mtime, bool) and math.isfinite(mtime):
+        try:
+            return _rfc3339(datetime.datetime.fromtimestamp(mtime, tz=datetime.timezone.utc)), "mtime"
+        except (OverflowError, OSError, ValueError):
+            pass
+    return None, None
+
+
+def _parse_date(value: Any) -> datetime.datetime | None:
+    if isinstance(value, str):
+        text = value.strip().replace("Z", "+00:00")
+        try:
+            return datetime.datetime.fromisoformat(text)
+        except ValueError:
+            return None
+    return None
+
+
+def _rfc3339(moment: datetime.datetime) -> str:
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return moment.replace(microsecond=0).isoformat() + "Z"
+
+
+def identifiers(text: str) -> list[str]:
+    """The exact-match tokens of a text (ticket ids, error constants, codes, versions), in order, at most 200."""
+    found: list[str] = []
+    for match in _IDENTIFIERS.finditer(text):
+        token = match.group(0)
+        if token not in found:
+            found.append(token)
+            if len(found) == MAX_IDENTIFIERS:
+                break
+    return found
