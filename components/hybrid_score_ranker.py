@@ -128,8 +128,11 @@ class HybridScoreRanker:
 
         def normalise(store: Any, scores: dict[str, float], name: str) -> dict[str, float]:
             # The best the query could reach: each term's best single-term score, summed.
-            ceiling = float(sum(store.best_term_scores(sparse))) if scores else 0.0
+            terms = [float(t) for t in store.best_term_scores(sparse)]
+            ceiling = sum(terms)
             trace[f"{name}bm25_ceiling"] = dict.fromkeys(files, ceiling)
+            # The share of the query's terms that no document has (the ceiling leaves them out).
+            trace[f"{name}bm25_unknown"] = dict.fromkeys(files, sum(1 for t in terms if t <= 0) / len(terms) if terms else 0.0)
             return {f: min(score / ceiling, 1.0) for f, score in scores.items()} if ceiling > 0 else {}
 
         return self._mix(files, trace, "bm25", normalise, query_sparse_embedding=sparse)
@@ -192,8 +195,9 @@ class HybridScoreRanker:
         :param query_embedding: The query's dense embedding.
         :param query_sparse_embedding: The query's sparse (BM25) embedding.
         :returns: A dictionary with `documents`, best first, `score` in [0, 1] and `meta["hybrid"]` holding
-            the file's exact scores at each level read (`bm25`, `cosine`, `file_bm25`, `file_cosine`) and the
-            query's `bm25_ceiling` (`file_bm25_ceiling`).
+            the file's exact scores at each level read (`bm25`, `cosine`, `file_bm25`, `file_cosine`), the
+            query's `bm25_ceiling` (`file_bm25_ceiling`) and the share of its terms no document has
+            (`bm25_unknown`, `file_bm25_unknown`).
         :raises ValueError: When `top_k` is below 1 or an embedding the weights need is missing.
         """
         check_top_k(top_k, optional=True)

@@ -1,5 +1,6 @@
 """The head of every query graph: validates a search request and fans it out."""
 
+import time
 from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
@@ -13,7 +14,7 @@ class SearchRequest:
     A query graph has many consumers of the same request: embedders take the text, retrievers the
     collection filter, the final cut the result count and minimum score. One entry component keeps the
     graph's public inputs to a few named values (`query`, `top_k`, `collections`, `min_score`, and the
-    per-request switches `expand`, `rerank`, `chunks`), checks them once with messages a person can act on,
+    per-request switches `expand`, `rerank`, `chunks`, `decompose`), checks them once with messages a person can act on,
     and turns `collections` into a Haystack metadata filter. A graph connects only the outputs it uses.
 
     Usage example:
@@ -60,7 +61,7 @@ class SearchRequest:
 
     @component.output_types(
         query=str, top_k=int, min_score=float, filters=dict[str, Any] | None,
-        expand=bool | None, rerank=bool | None, chunks=bool,
+        expand=bool | None, rerank=bool | None, chunks=bool, decompose=bool | None, started_at=float,
     )
     def run(
         self,
@@ -71,6 +72,7 @@ class SearchRequest:
         expand: bool | None = None,
         rerank: bool | None = None,
         chunks: bool = False,
+        decompose: bool | None = None,
     ) -> dict[str, Any]:
         """
         Validate the request.
@@ -82,8 +84,11 @@ class SearchRequest:
         :param expand: Turn query expansion on or off for this request; the graph's default when `None`.
         :param rerank: Turn reranking on or off for this request; the graph's default when `None`.
         :param chunks: Return every matching chunk instead of one result per file.
-        :returns: A dictionary with `query` (stripped), `top_k`, `min_score`, `filters` (or `None`) and the
-            switches `expand`, `rerank`, `chunks`.
+        :param decompose: Split a multi-part query into sub-questions for this request; the graph's default
+            when `None`.
+        :returns: A dictionary with `query` (stripped), `top_k`, `min_score`, `filters` (or `None`), the
+            switches `expand`, `rerank`, `chunks`, `decompose`, and `started_at` (`time.monotonic()` now, for
+            stages with a time budget).
         :raises ValueError: On an empty or over-long query, a `top_k` out of range, a negative
             `min_score` or a collection name that is not a non-empty string.
         """
@@ -102,10 +107,11 @@ class SearchRequest:
             if not all(isinstance(c, str) and c for c in collections):
                 raise ValueError(f"collections must be a list of names, got {collections!r}")
             filters = {"field": "meta.collection", "operator": "in", "value": list(collections)}
-        for name, value in (("expand", expand), ("rerank", rerank), ("chunks", chunks)):
+        for name, value in (("expand", expand), ("rerank", rerank), ("chunks", chunks), ("decompose", decompose)):
             if value is not None and not isinstance(value, bool):
                 raise ValueError(f"{name} must be true or false, got {value!r}")
         return {
             "query": query.strip(), "top_k": top_k, "min_score": float(min_score), "filters": filters,
-            "expand": expand, "rerank": rerank, "chunks": bool(chunks),
+            "expand": expand, "rerank": rerank, "chunks": bool(chunks), "decompose": decompose,
+            "started_at": time.monotonic(),
         }

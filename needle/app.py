@@ -28,6 +28,31 @@ from needle.settings import Settings, load_settings
 INGEST = "ingest"
 
 
+# Components whose outputs a response reports besides its results, by name (see `reported_components`).
+REPORTED = ("label", "confidence", "decompose", "answer_confidence", "answer_label", "retry")
+
+
+def reported_components(graph: Pipeline) -> set[str]:
+    """
+    The components of a graph whose outputs a response reports: the label, the confidence, the
+    sub-questions, the answer's retries, and every component with a `warnings` output.
+    """
+    names = set(graph.graph.nodes)
+    warned = {name for name in names if "warnings" in graph.graph.nodes[name].get("output_sockets", {})}
+    return (names & set(REPORTED)) | warned
+
+
+def warnings(output: Mapping[str, Any]) -> list[str]:
+    """Every warning the components of a run reported, in order, once each."""
+    found = [w for result in output.values() if isinstance(result, Mapping) for w in result.get("warnings") or []]
+    return list(dict.fromkeys(found))
+
+
+def sub_questions(output: Mapping[str, Any]) -> list[str]:
+    """The sub-questions a run's decomposition stage searched (none for a single-part query)."""
+    return [q["text"] for q in output.get("decompose", {}).get("variants") or []]
+
+
 def configured_graph(name: str, settings: Settings) -> dict[str, Any]:
     """
     A graph's dictionary with the configuration's `set` overrides that apply to it.
@@ -170,6 +195,7 @@ class Needle:
         explain: bool = False,
         overrides: Mapping[str, Any] | None = None,
         init_overrides: bool = True,
+        decompose: bool | None = None,
     ) -> SearchAnswer:
         """
         Run a query graph.
@@ -186,14 +212,16 @@ class Needle:
         :param overrides: `component.parameter` → value for this search: a run input, or an init parameter
             (a variant of the graph, built once).
         :param init_overrides: Accept init-parameter overrides (off for requests over the network).
-        :returns: The trust label and the hits, best first.
+        :param decompose: Split a multi-part query into sub-questions searched together (graphs that decompose);
+            the graph's default when `None`.
+        :returns: The trust label, the confidence, the hits best first, and warnings.
         :raises ValueError: On invalid input (empty query, bad `top_k`, unknown collection).
         :raises IndexMismatchError: When the index was built with other embedding settings.
         """
-        request = self._request(query, top_k, collections, min_score, expand, rerank, chunks)
+        request = self._request(query, top_k, collections, min_score, expand, rerank, chunks, decompose)
         graph, run_data = self._with_overrides(pipeline, overrides, init_overrides)
         try:
-            output = graph.run({**run_data, "request": request})
+            output = graph.run({**run_data, "request": request}, include_outputs_from=reported_components(graph))
         except PipelineRuntimeError as error:
             cause = root_cause(error)
             if isinstance(cause, ValueError):
@@ -201,7 +229,13 @@ class Needle:
             raise
         results = [hit(doc, explain) for doc in output["snippets"]["documents"]]
         label = output.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS")
-        return SearchAnswer(label=label, results=results)
+        scored = output.get("confidence", {})
+        trace = None
+        if explain:
+            trace = {"confidence": scored.get("signals"), "sub_questions": sub_questions(output)}
+        return SearchAnswer(
+            label=label, results=results, confidence=scored.get("confidence"), warnings=warnings(output), explain=trace
+        )
 
     def answer(
         self,
@@ -213,6 +247,8 @@ class Needle:
         rerank: bool | None = None,
         pipeline: str = "rag",
         overrides: Mapping[str, Any] | None = None,
+        decompose: bool | None = None,
+        retry: bool | None = None,
     ) -> Answer:
         """
         Answer a question from the notes with the configured LLM, citing chunks as `[path:start-end]`.
@@ -225,17 +261,25 @@ class Needle:
         :param rerank: Switch reranking on or off.
         :param pipeline: An answer graph: `rag` or a YAML path with the inputs and outputs of `pipelines/rag.yml`.
         :param overrides: `component.parameter` → value for this answer.
-        :returns: The answer, the chunks given to the LLM, the ones it cites and citations of chunks it was not given.
+        :param decompose: Split a multi-part question into sub-questions (on in `rag`); the graph's default when `None`.
+        :param retry: Search again for what the answer's citations do not cover, and answer again (the
+            `retry` stage); the graph's default (off) when `None`.
+        :returns: The answer, its confidence, label and claim coverage, the chunks given to the LLM, the ones it
+            cites, citations of chunks it was not given, retries and the claims left uncovered.
         :raises ValueError: On invalid input (empty question, bad `top_k`, unknown collection).
         :raises IndexMismatchError: When the index was built with other embedding settings.
         :raises LLMError: When no LLM answers at `llm.url`, or it refuses the request.
         """
         import openai
 
-        request = self._request(question, top_k, collections, min_score, expand, rerank, chunks=False)
+        request = self._request(question, top_k, collections, min_score, expand, rerank, chunks=False, decompose=decompose)
         try:
             graph, run_data = self._with_overrides(pipeline, overrides)
-            output = graph.run({**run_data, "request": request}, include_outputs_from={"snippets", "label"})
+            if retry is not None and "retry" in graph.graph.nodes:
+                run_data.setdefault("retry", {})["enabled"] = retry
+            output = graph.run(
+                {**run_data, "request": request}, include_outputs_from={"snippets", *reported_components(graph)}
+            )
         except openai.OpenAIError as error:  # the client refused to start, e.g. without a key
             raise llm_error(self.settings, error) from None
         except PipelineRuntimeError as error:
@@ -245,13 +289,21 @@ class Needle:
             if isinstance(cause, (ValueError, LLMError)):
                 raise cause from None
             raise
-        results = [hit(doc) for doc in output["snippets"]["documents"]]
+        final = output.get("retry") or output["cite"]
+        given = final.get("final_documents", output["snippets"]["documents"])
+        results = [hit(doc) for doc in given]
         return Answer(
-            answer=output["cite"]["answer"],
-            label=output.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS"),
+            answer=final["answer"],
+            label=(output.get("answer_label") or output.get("label") or {}).get("label") or ("PASS" if results else "NO_RESULTS"),
             results=results,
-            cited=[hit(doc) for doc in output["cite"]["cited"]],
-            unknown_citations=list(output["cite"]["unknown"]),
+            cited=[hit(doc) for doc in final["cited"]],
+            unknown_citations=list(final["unknown"]),
+            confidence=(output.get("answer_confidence") or output.get("confidence") or {}).get("confidence"),
+            coverage=final.get("coverage"),
+            retries=int(final.get("retries") or 0),
+            uncovered_claims=list(final.get("uncovered") or []),
+            sub_questions=sub_questions(output),
+            warnings=warnings(output),
         )
 
     def _request(
@@ -263,12 +315,15 @@ class Needle:
         expand: bool | None,
         rerank: bool | None,
         chunks: bool,
+        decompose: bool | None = None,
     ) -> dict[str, Any]:
         """A query graph's request (unset values left to the graph), collections and index checked."""
         self.collections.select(collections)
         index_info.check(self.settings, self.ingest_graph())
         request: dict[str, Any] = {"query": query, "collections": collections or None, "chunks": chunks}
-        for key, value in (("top_k", top_k), ("min_score", min_score), ("expand", expand), ("rerank", rerank)):
+        for key, value in (
+            ("top_k", top_k), ("min_score", min_score), ("expand", expand), ("rerank", rerank), ("decompose", decompose)
+        ):
             if value is not None:
                 request[key] = value
         return request
