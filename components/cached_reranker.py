@@ -9,7 +9,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.core.serialization import component_to_dict
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
-from components._checks import QueryVector, check_top_k
+from components._checks import OptionalQueryVector, check_top_k
 from components.llm_cache import LLMCache, load_component, model_label
 from components.llm_judge_ranker import order_known_scores
 
@@ -185,7 +185,7 @@ class CachedReranker:
         documents: list[Document],
         top_k: int | None = None,
         enabled: bool | None = None,
-        query_embedding: QueryVector | None = None,
+        query_embedding: OptionalQueryVector = None,
         query_sparse_embedding: SparseEmbedding | None = None,
     ) -> dict[str, list[Document]]:
         """

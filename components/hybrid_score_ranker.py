@@ -7,7 +7,7 @@ from typing import Any
 from haystack import Document, component, default_to_dict
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
-from components._checks import QueryVector, check_top_k
+from components._checks import OptionalQueryVector, QueryVector, check_top_k
 from components._document_store import with_document_store
 from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
 
@@ -183,7 +183,7 @@ class HybridScoreRanker:
         query: str,
         documents: list[Document],
         top_k: int | None = None,
-        query_embedding: QueryVector | None = None,
+        query_embedding: OptionalQueryVector = None,
         query_sparse_embedding: SparseEmbedding | None = None,
     ) -> dict[str, list[Document]]:
         """
@@ -201,12 +201,12 @@ class HybridScoreRanker:
         :raises ValueError: When `top_k` is below 1 or an embedding the weights need is missing.
         """
         check_top_k(top_k, optional=True)
+        if not documents:
+            return {"documents": []}
         if self.bm25_weight < 1.0 and query_embedding is None:
             raise ValueError("HybridScoreRanker needs query_embedding (its bm25_weight is below 1)")
         if self.bm25_weight > 0.0 and query_sparse_embedding is None:
             raise ValueError("HybridScoreRanker needs query_sparse_embedding (its bm25_weight is above 0)")
-        if not documents:
-            return {"documents": []}
         files = list(dict.fromkeys(self._file(doc) for doc in documents))
         trace: dict[str, dict[str, float]] = {}
         mixed = dict.fromkeys(files, 0.0)

@@ -78,24 +78,33 @@ def step_back(query: str, min_terms: int = 1) -> str | None:
     return general
 
 
-def parse_questions(text: str, query: str, max_questions: int, max_chars: int) -> list[str]:
+def parse_questions(text: str, query: str, max_questions: int, max_chars: int, min_overlap: float = 0.5) -> list[str] | None:
     """
-    Sub-questions from an LLM's answer: one per line, list markers and quotes stripped; a line is dropped
-    when it is empty, longer than `max_chars`, a repeat, or shares no topic word with the question.
+    Sub-questions from an LLM's answer: one per line, list markers and quotes stripped, repeats dropped.
 
-    :returns: At most `max_questions` sub-questions; one or none means the question asks one thing.
+    Every line must be a part of the question, not an answer to it: at most `max_chars` long and no longer
+    than the question, and at least `min_overlap` of its topic words (a prefix either way counts: "renew"
+    matches "renewal") taken from the question. One line that is not makes the whole answer unusable.
+
+    :returns: The sub-questions (one means the question asks one thing); `None` when the answer is unusable
+        (no line, a line that fails the checks, or more than `max_questions` lines).
     """
     terms = query_terms(query)
     kept: list[str] = []
     for line in (text or "").splitlines():
         line = _MARKER.sub("", line, count=1).strip().strip("\"'“”`").strip()
-        if not line or len(line) > max_chars or line.lower() in (k.lower() for k in kept):
+        if not line or line.lower() in (k.lower() for k in kept):
             continue
+        if len(line) > min(max_chars, len(query) + 10):
+            return None
         words = query_terms(line)
-        if terms and not any(w.startswith(t) or t.startswith(w) for t in terms for w in words):
-            continue
+        shared = [w for w in words if any(w.startswith(t) or t.startswith(w) for t in terms)]
+        if terms and (not words or len(shared) / len(words) < min_overlap):
+            return None
         kept.append(line)
-    return kept[:max_questions]
+    if not kept or len(kept) > max_questions:
+        return None
+    return kept
 
 
 @component
@@ -107,8 +116,9 @@ class QueryDecomposer:
     topics and finds neither well. This component splits it by rules ("X and also Y", "X; Y", "X? And Y",
     lists of how/what/why clauses), optionally adds a step-back question (the question without its
     identifiers and numbers, for the general topic), or, with a chat generator, asks the LLM for the parts;
-    an LLM answer that fails, times out or does not parse (lines that share no word with the question are
-    dropped, at most `max_questions` kept) falls back to the rules with a warning. A question that asks one
+    an LLM answer that fails, times out, or is not a list of at most `max_questions` parts of the question
+    (each no longer than the question, most of its words the question's, see `parse_questions`) falls back
+    to the rules with a warning. A question that asks one
     thing yields nothing, so a single-part query runs exactly as without this stage. The sub-questions leave
     as variants of kind `sub` for `VariantRetriever`, which searches each through BM25 and vectors; the
     fusion stage weighs their lists like expansions, and the reranker then runs once on the fused set.
@@ -144,7 +154,7 @@ class QueryDecomposer:
         :param step_back: Also search the question without its specifics (only with a split or a specific).
         :param chat_generator: A Haystack chat generator (or its serialised mapping) that splits the question
             instead of the rules; `None` uses the rules.
-        :param max_chars: Longest sub-question accepted from the LLM.
+        :param max_chars: Longest sub-question accepted from the LLM (never longer than the question itself).
         :param cache_path: SQLite file caching the LLM's decompositions; `None` disables the cache.
         :param cache_ttl_hours: How long a cached decomposition stays valid.
         :param model_name: The model's name in cache keys; by default the generator's `model`.
@@ -223,8 +233,8 @@ class QueryDecomposer:
         if not answer:
             return None, "empty answer"
         questions = parse_questions(answer, query, self.max_questions, self.max_chars)
-        if not questions:
-            return None, "no line of the answer is a question about the query"
+        if questions is None:
+            return None, "the answer is not a list of parts of the question"
         parts = questions if len(questions) > 1 else []
         self._cache.put("decomposition", query, model, parts, extra)
         return parts, None

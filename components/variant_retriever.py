@@ -53,6 +53,7 @@ class VariantRetriever:
         document_prefix: str = "",
         bm25_top_k: int = 40,
         vector_top_k: int = 40,
+        meta_fields: list[str] | None = None,
     ) -> None:
         """
         Create the retriever.
@@ -71,6 +72,7 @@ class VariantRetriever:
         :param document_prefix: Prefix for HyDE passages (they read like documents).
         :param bm25_top_k: Results per lexical variant.
         :param vector_top_k: Results per semantic variant.
+        :param meta_fields: Metadata fields the documents carry; `None` carries all (see `StoreRetriever`).
         :raises ValueError: On a top_k below 1, or a store that is not a `NeedleDocumentStore`.
         """
         if bm25_top_k < 1 or vector_top_k < 1:
@@ -90,6 +92,7 @@ class VariantRetriever:
         self.document_prefix = document_prefix
         self.bm25_top_k = bm25_top_k
         self.vector_top_k = vector_top_k
+        self.meta_fields = meta_fields
         self._sparse: Any = None
         self._dense: Any = None
 
@@ -111,6 +114,7 @@ class VariantRetriever:
             document_prefix=self.document_prefix,
             bm25_top_k=self.bm25_top_k,
             vector_top_k=self.vector_top_k,
+            meta_fields=self.meta_fields,
         )
 
     @classmethod
@@ -162,11 +166,15 @@ class VariantRetriever:
             if route in ("bm25", "both"):
                 sparse = next(iter(self._sparse.model.query_embed([variant["text"]])))
                 embedding = SparseEmbedding(indices=sparse.indices.tolist(), values=[float(v) for v in sparse.values])
-                docs = self.document_store.query_sparse(embedding, top_k=self.bm25_top_k, filters=filters)
+                docs = self.document_store.query_sparse(
+                    embedding, top_k=self.bm25_top_k, filters=filters, fields=self.meta_fields
+                )
                 lists[f"{names[i]}_bm25" if route == "both" else names[i]] = normalised(docs, "bm25")
             if route in ("cosine", "both"):
                 vector = variant.get("embedding")
                 vector = dense[i] if vector is None else vector
-                docs = self.document_store.query_dense(list(vector), top_k=self.vector_top_k, filters=filters)
+                docs = self.document_store.query_dense(
+                    list(vector), top_k=self.vector_top_k, filters=filters, fields=self.meta_fields
+                )
                 lists[f"{names[i]}_vector" if route == "both" else names[i]] = normalised(docs, "cosine")
         return {"lists": lists}

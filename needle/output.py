@@ -14,7 +14,9 @@ from typing import Any
 from needle.results import Answer, SearchAnswer
 
 FORMATS = ("text", "json", "csv", "md", "files")
-_CSV_FIELDS = ("docid", "score", "collection", "path", "start_line", "end_line", "title", "heading_path", "snippet")
+_CSV_FIELDS = (
+    "docid", "score", "collection", "path", "start_line", "end_line", "title", "heading_path", "snippet", "confidence",
+)
 
 
 def search_answer(answer: SearchAnswer, fmt: str = "text", explain: bool = False) -> str:
@@ -36,7 +38,7 @@ def search_answer(answer: SearchAnswer, fmt: str = "text", explain: bool = False
         for h in answer.results:
             writer.writerow([
                 h.docid, f"{h.score:.4f}", h.collection, h.path, h.start_line, h.end_line, h.title,
-                " › ".join(h.heading_path), h.snippet,
+                " › ".join(h.heading_path), h.snippet, "" if answer.confidence is None else f"{answer.confidence:.4f}",
             ])
         return out.getvalue().rstrip("\n")
     if fmt == "files":
@@ -52,10 +54,27 @@ def _where(h: Any) -> str:
     return " › ".join([h.title, *[x for x in h.heading_path if x != h.title]])
 
 
+def _trust(label: str, confidence: float | None) -> str:
+    """`confidence 0.93 (PASS)`, or the label alone for a graph without a confidence."""
+    return label if confidence is None else f"confidence {confidence:.2f} ({label})"
+
+
+def _query_trace(answer: SearchAnswer) -> list[str]:
+    """The query-level part of `--explain`: the sub-questions searched and the confidence's signals."""
+    trace = answer.explain or {}
+    lines = []
+    if trace.get("sub_questions"):
+        lines.append("sub-questions: " + " | ".join(trace["sub_questions"]))
+    if trace.get("confidence"):
+        lines.append("confidence signals: " + json.dumps(trace["confidence"]))
+    return lines
+
+
 def _text(answer: SearchAnswer, explain: bool) -> str:
+    warnings = [f"warning: {w}" for w in answer.warnings]
     if not answer.results:
-        return f"no results ({answer.label})"
-    lines = [] if answer.label == "PASS" else [f"label: {answer.label}", ""]
+        return "\n".join([f"no results ({answer.label})", *warnings])
+    lines = [_trust(answer.label, answer.confidence), *warnings, *(_query_trace(answer) if explain else []), ""]
     for rank, h in enumerate(answer.results, 1):
         lines.append(f"{rank:>2}. {h.docid} {h.collection}/{h.path}:{h.start_line}-{h.end_line}  score {h.score:.4f}")
         lines.append(f"    {_where(h)}")
@@ -75,7 +94,8 @@ def _text(answer: SearchAnswer, explain: bool) -> str:
 def _markdown(answer: SearchAnswer, explain: bool) -> str:
     if not answer.results:
         return f"_no results ({answer.label})_"
-    lines = [] if answer.label == "PASS" else [f"> label: **{answer.label}**", ""]
+    lines = [f"> {_trust(answer.label, answer.confidence)}", *[f"> warning: {w}" for w in answer.warnings]]
+    lines += [f"> {line}" for line in (_query_trace(answer) if explain else [])] + [""]
     for rank, h in enumerate(answer.results, 1):
         lines.append(f"{rank}. **{h.title}** — `{h.collection}/{h.path}:{h.start_line}-{h.end_line}` "
                      f"({h.docid}, score {h.score:.4f})")
@@ -93,7 +113,15 @@ def answer_text(answer: Answer, as_json: bool) -> str:
     """Render an answer and its sources, the cited ones starred."""
     if as_json:
         return answer.model_dump_json(indent=2, exclude_none=True)
-    lines = [answer.answer or "(the LLM gave no answer)", "", "sources (* cited):"]
+    lines = [answer.answer or "(the LLM gave no answer)", "", _trust(answer.label, answer.confidence)]
+    if answer.coverage is not None:
+        retried = f", after {answer.retries} retr{'y' if answer.retries == 1 else 'ies'}" if answer.retries else ""
+        lines[-1] += f", claims covered {answer.coverage:.0%}{retried}"
+    lines += [f"warning: {w}" for w in answer.warnings]
+    lines += [f"uncovered: {claim}" for claim in answer.uncovered_claims]
+    if answer.sub_questions:
+        lines.append("sub-questions: " + " | ".join(answer.sub_questions))
+    lines += ["", "sources (* cited):"]
     cited = {(h.collection, h.path, h.start_line) for h in answer.cited}
     for h in answer.results:
         mark = "*" if (h.collection, h.path, h.start_line) in cited else " "

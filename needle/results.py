@@ -85,7 +85,7 @@ def explain(meta: dict[str, Any], score: float) -> dict[str, Any]:
         }
     if "raw_score" in meta:
         stages["raw_score"] = meta["raw_score"]
-    for key in ("bonus", "term_hits", "rerank", "blend", "fused_score"):
+    for key in ("bonus", "term_hits", "hybrid", "rerank", "blend", "fused_score"):
         if key in meta:
             stages[key] = meta[key]
     stages["final_score"] = score

@@ -24,16 +24,29 @@ class PipelineWrapper(BasePipelineWrapper):
         self.pipeline = None
         get_needle()
 
-    def run_api(self, question: Query, collections: CollectionNames = None, limit: Limit | None = None) -> Answer:
+    def run_api(
+        self,
+        question: Query,
+        collections: CollectionNames = None,
+        limit: Limit | None = None,
+        decompose: bool | None = None,
+        retry: bool | None = None,
+    ) -> Answer:
         """
         Answer a question from the notes, citing the chunks it uses as [path:start-end].
 
         :param question: The question; it is also the search.
         :param collections: Search only these collections; all when empty.
         :param limit: How many chunks to give the LLM (the graph's default when not given).
-        :returns: The answer, the chunks it was given, the ones it cites and citations of chunks it was not given.
+        :param decompose: Split a multi-part question into sub-questions (default: on).
+        :param retry: Search again for what the answer's citations do not cover, and answer again (default: off).
+        :returns: The answer, its confidence, label and claim coverage, the chunks it was given, the ones it
+            cites, citations of chunks it was not given, retries and the claims left uncovered.
         """
-        return call(lambda needle: needle.answer(question, top_k=limit, collections=collections), graph="rag")
+        return call(
+            lambda needle: needle.answer(question, top_k=limit, collections=collections, decompose=decompose, retry=retry),
+            graph="rag",
+        )
 
     def run_chat_completion(self, model: str, messages: list[dict], body: dict) -> str:
         """
@@ -42,13 +55,19 @@ class PipelineWrapper(BasePipelineWrapper):
         :param model: `answer`.
         :param messages: The conversation; the last user message is the question.
         :param body: The rest of the request (ignored).
-        :returns: The answer, then `Sources:` and each cited `collection/path:start-end`.
+        :returns: The answer, a note when its confidence is low (with the claims its citations do not
+            cover), then `Sources:` and each cited `collection/path:start-end`.
         """
         question = _last_user_text(messages)
         answer = self.run_api(question[:2000])
         cited = answer.cited or answer.results
         sources = "\n".join(f"- {h.collection}/{h.path}:{h.start_line}-{h.end_line}" for h in cited)
-        return f"{answer.answer.strip()}\n\nSources:\n{sources}" if sources else answer.answer.strip()
+        reply = answer.answer.strip()
+        if answer.label != "PASS":
+            trust = "" if answer.confidence is None else f", confidence {answer.confidence:.2f}"
+            notes = [f"Note: {answer.label}{trust}.", *(f"- {w}" for w in answer.warnings)]
+            reply += "\n\n" + "\n".join(notes)
+        return f"{reply}\n\nSources:\n{sources}" if sources else reply
 
 
 def _last_user_text(messages: list[dict]) -> str:

@@ -24,6 +24,7 @@ class PipelineWrapper(BasePipelineWrapper):
         chunks: bool = False,
         explain: bool = False,
         set: RunInputs = None,
+        decompose: bool | None = None,
     ) -> SearchAnswer:
         """
         Hybrid search: keyword and vector results fused; the best quality, a little slower.
@@ -40,13 +41,15 @@ class PipelineWrapper(BasePipelineWrapper):
         :param chunks: Every matching chunk instead of one result per file.
         :param explain: Add each result's rank and score at every stage.
         :param set: Run inputs of the graph's components for this request (`component.input`: value).
-        :returns: A label (PASS, NO_RESULTS, ...) and results, best first: file, lines, headings, score, a
-            line-anchored snippet and the matching chunk.
+        :param decompose: Split a question that asks several things into sub-questions searched together
+            (default: off).
+        :returns: A confidence (0..1) and label (PASS, NO_RESULTS, ...), warnings, and results, best first:
+            file, lines, headings, score, a line-anchored snippet and the matching chunk.
         """
         return call(
             lambda needle: needle.search(
                 query, "query", top_k=limit, collections=collections, min_score=min_score, expand=expand, rerank=rerank, chunks=chunks,
-                explain=explain, overrides=set, init_overrides=False,
+                explain=explain, overrides=set, init_overrides=False, decompose=decompose,
             ),
             graph="query",
         )
