@@ -32,9 +32,11 @@ READ_WRITE_TOOLS = frozenset({"index"})
 INSTRUCTIONS = (
     "Needle searches the user's markdown notes. Use `search` for exact words, names, commands and error codes; "
     "`vsearch` when the words may differ from the notes' (questions, paraphrases); `query` for the best results "
-    "when unsure (it combines both). Results name a file and its lines: read more with `get` (a path or #docid, "
-    "with from_line and max_lines) or several files with `multi_get`. `status` lists collections; `index` "
-    "re-reads them after the notes changed."
+    "when unsure (it combines both; `decompose` splits a question that asks several things). Every answer carries "
+    "a `confidence` (0..1) and a `label`: below 0.5 (label not PASS) the notes most likely do not answer the "
+    "question, so say so rather than answer from the results. Results name a file and its lines: read more with "
+    "`get` (a path or #docid, with from_line and max_lines) or several files with `multi_get`. `status` lists "
+    "collections; `index` re-reads them after the notes changed."
 )
 
 

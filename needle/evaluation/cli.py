@@ -6,6 +6,7 @@
     needle eval ragas (--golden FILE | --dataset DIR) [--pipeline query] [--llm [--rag-pipeline rag]]
     needle eval calibration [--dataset DIR] [--golden FILE] [--offtopic FILE] [--pipeline query] [--fit [--write]]
     needle eval decompose [--golden FILE] [--pipeline query]
+    needle eval retry [--golden eval/golden/answers.yml] [--pipeline rag] [--set COMPONENT.PARAM=VALUE]
 
 Exit codes: 0 when thresholds pass, B is no regression and ragas' id metrics agree with ours; 1 when
 not; 2 on usage errors.
@@ -140,6 +141,18 @@ def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
     decompose.add_argument("--joiner", action="append", dest="joiners", metavar="TEMPLATE",
                            help="how two questions are joined, with {a} and {b} (repeatable; default: the rule forms)")
     _common(decompose)
+
+    retry = esub.add_parser(
+        "retry", help="self-RAG: answer each golden question with the retry loop off and on (the `llm:` server)"
+    )
+    retry.add_argument("--golden", type=Path, default=Path("eval/golden/answers.yml"),
+                       help="golden file (default: eval/golden/answers.yml)")
+    retry.add_argument("--pipeline", default="rag", help="answer graph with a `retry` stage (default: rag)")
+    retry.add_argument("--contexts", type=int, default=3, help="chunks given to the LLM (default: 3)")
+    retry.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    retry.add_argument("--set", action="append", dest="overrides", metavar="COMPONENT.PARAM=VALUE",
+                       help="override a parameter of the graph for both runs (repeatable)")
+    _common(retry)
     return evaluation
 
 
@@ -384,6 +397,31 @@ def _decompose(args: argparse.Namespace) -> int:
     return 0
 
 
+def _retry(args: argparse.Namespace) -> int:
+    from needle.evaluation import golden as golden_eval
+    from needle.evaluation import selfrag
+    from needle.evaluation.reports import label, write_report
+    from needle.loader import pipeline_path
+    from needle.settings import parse_assignments
+
+    _positive(args.contexts, "--contexts")
+    _positive(args.limit, "--limit")
+    pipeline_path(args.pipeline)
+    overrides: dict[str, Any] = {}
+    for value in args.overrides or []:
+        overrides.update(parse_assignments(value))
+    golden = golden_eval.load_golden(_existing(args.golden, "golden file"))
+    needle = golden_eval.prepare_index(golden, cache=args.cache)
+    report = selfrag.evaluate(
+        needle, golden.queries[: args.limit or None], args.pipeline, args.contexts, overrides, progress=sys.stderr.isatty()
+    )
+    report["model"] = needle.settings.llm.model
+    markdown = selfrag.format_report(report, needle.settings.llm.model)
+    stem = write_report(report, markdown, args.reports, label(f"retry-{label(args.pipeline)}", golden.name))
+    _emit(report, markdown, args, [stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".md")])
+    return 0
+
+
 def run_eval(args: argparse.Namespace) -> int:
     """
     Run the `eval` subcommand `args.eval_command`.
@@ -393,6 +431,6 @@ def run_eval(args: argparse.Namespace) -> int:
     """
     handlers = {
         "golden": _golden, "beir": _beir, "compare": _compare, "ragas": _ragas,
-        "calibration": _calibration, "decompose": _decompose,
+        "calibration": _calibration, "decompose": _decompose, "retry": _retry,
     }
     return handlers[args.eval_command](args)

@@ -34,7 +34,7 @@ async def exercise(client: Client) -> dict:
     """The checks every transport must pass; returns what they saw."""
     listed = (await client.list_tools()).tools
     answer = result_of(await client.call_tool("search", {"query": "certbot renew", "limit": 2}))
-    assert answer["label"] == "PASS"
+    assert answer["label"] == "PASS" and 0.5 <= answer["confidence"] <= 1.0
     hits = answer["results"]
     lines = result_of(await client.call_tool("get", {"ref": hits[0]["docid"], "from_line": 1, "max_lines": 2}))
     escape = await client.call_tool("get", {"ref": "../../etc/passwd"})
@@ -69,7 +69,7 @@ class TestStreamableHttp:
         assert "best quality" in tools["query"].description
         assert "line" in tools["get"].description and "max_bytes" in tools["multi_get"].description
         assert set(tools["query"].input_schema["properties"]) == {
-            "query", "collections", "limit", "min_score", "expand", "rerank", "chunks", "explain", "set"
+            "query", "collections", "limit", "min_score", "expand", "rerank", "chunks", "explain", "set", "decompose"
         }
         assert tools["query"].input_schema["properties"]["limit"]["maximum"] == 1000
         assert tools["search"].annotations.read_only_hint and not tools["index"].annotations.read_only_hint
