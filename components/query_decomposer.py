@@ -18,16 +18,18 @@ ORIGINS = ("split", "step_back", "llm")
 PROMPT_VERSION = "1"
 
 _WH = r"(?:what|how|why|when|where|which|who|whom|whose|is|are|can|should|does|do)"
-# Where a question asks a further question: "X? And Y", "X; Y", "X, and also Y", "X and how Y", "X, why Y".
+# Where a question asks a further question: "X? And Y", "X; Y", "X, and also Y".
 _SEPARATOR = re.compile(
     rf"\?\s+(?=(?:and\s+|also\s+)?{_WH}\b|and\b|also\b)"
     r"|\.\s+(?=(?:and|also)\b)"
     r"|;\s+"
-    r"|,?\s+and\s+also\s+|,\s*also\s+"
-    rf"|,?\s+and\s+(?=(?:what|how|why|when|where|which|who)\b)"
-    rf"|,\s+(?=(?:what|how|why|when|where|which|who)\b)",
+    r"|,?\s+and\s+also\s+|,\s*also\s+",
     re.IGNORECASE,
 )
+# A list of how/what/why clauses ("how X, what Y and why Z"), split only in a question: in a statement,
+# ", which ..." and "and when ..." are relative clauses ("CD28 initiates signalling, which causes ...").
+_CLAUSES = re.compile(r",?\s+and\s+(?=(?:what|how|why|when|where|which|who)\b)|,\s+(?=(?:what|how|why|when|where|which|who)\b)", re.IGNORECASE)
+_QUESTION = re.compile(rf"^\s*{_WH}\b|\?\s*$", re.IGNORECASE)
 _LEADING = re.compile(r"^(?:\s*(?:and|also|plus|then)\b[\s,]*)+", re.IGNORECASE)
 _MARKER = re.compile(r"^\s*(?:[-*•+>#]+|\(?\d+[.)]|\d+\s*[-:])\s*")
 
@@ -46,8 +48,8 @@ What is the escalation process?"""
 
 def split_question(query: str, min_terms: int = 1, max_questions: int = 4) -> list[str]:
     """
-    The parts of a multi-part question by rules: "X and also Y", "X; Y", "X? And Y", and lists of
-    how/what/why clauses ("how X, what Y and why Z").
+    The parts of a multi-part question by rules: "X and also Y", "X; Y", "X? And Y", and, in a question
+    (it starts with a question word or ends with "?"), lists of how/what/why clauses ("how X, what Y and why Z").
 
     :param query: The question.
     :param min_terms: Topic words (three letters or more, filler left out) a part needs to stand alone.
@@ -55,7 +57,10 @@ def split_question(query: str, min_terms: int = 1, max_questions: int = 4) -> li
     :returns: Two or more parts, or an empty list when the question asks one thing (or a part is too
         short to be searched alone, which means the split misread it).
     """
-    parts = [_LEADING.sub("", p).strip(" ,;.") for p in _SEPARATOR.split(query)]
+    pieces = _SEPARATOR.split(query)
+    if _QUESTION.search(query):
+        pieces = [part for piece in pieces for part in _CLAUSES.split(piece)]
+    parts = [_LEADING.sub("", p).strip(" ,;.") for p in pieces]
     parts = [p for p in parts if p]
     if len(parts) < 2 or any(len(query_terms(p)) < min_terms for p in parts):
         return []

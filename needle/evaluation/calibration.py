@@ -268,7 +268,7 @@ def plot_reliability(report: dict[str, Any], path: Path) -> Path:
         top.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1)
         for source, s in result["summaries"].items():
             table = s["reliability"]
-            if not table:
+            if not table or source.startswith("off-topic"):  # all wrong by construction: the histogram shows them
                 continue
             top.plot([b["confidence"] for b in table], [b["relevant"] for b in table], marker="o",
                      label=f"{source} (AUC {s['auc']:.2f})" if s["auc"] is not None else source)

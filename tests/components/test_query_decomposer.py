@@ -43,6 +43,8 @@ class TestSplitQuestion:
             "which tools and why",
             "git rebase --onto after the bottom branch was squash-merged",
             "how do I feed my sourdough starter?",
+            "CD28 initiates tonic signaling in conventional T cells, which causes an exhaustion phenotype.",
+            "Higher plasma levels of l-carnitine, when associated with TMAO, are correlated with cardiovascular events.",
         ],
     )
     def test_single_part_questions_pass_through(self, query):
