@@ -123,15 +123,17 @@ def reliability(scores: Sequence[float], labels: Sequence[bool], bins: int = 10)
 
 
 def summary(rows: Sequence[dict[str, Any]], bins: int = 10) -> dict[str, Any]:
-    """AUC, calibration error, Brier score and PASS rates of some rows."""
+    """AUC (of the confidence, and of each signal alone), calibration error, Brier score and PASS rates of some rows."""
     scores = [r["confidence"] for r in rows]
     labels = [bool(r["relevant"]) for r in rows]
     table = reliability(scores, labels, bins)
     passed = [r for r in rows if r["label"] == "PASS"]
+    seen = [f for f in FEATURES if f not in UNFITTED and any(f in r["signals"] for r in rows)]
     return {
         "queries": len(rows),
         "relevant": sum(labels),
         "auc": roc_auc(scores, labels),
+        "signal_auc": {f: roc_auc([r["signals"].get(f, 0.0) for r in rows], labels) for f in seen},
         "ece": sum(b["count"] * abs(b["confidence"] - b["relevant"]) for b in table) / len(rows) if rows else None,
         "brier": float(np.mean([(s - y) ** 2 for s, y in zip(scores, labels)])) if rows else None,
         "mean_confidence": float(np.mean(scores)) if rows else None,
@@ -233,6 +235,14 @@ def format_report(report: dict[str, Any]) -> str:
                 f"| {Path(name).stem} | {source} | {s['queries']} | {s['relevant']} | {cell(s['auc'])} | {cell(s['ece'])} | "
                 f"{cell(s['brier'])} | {cell(s['pass_rate'])} | {cell(s['pass_precision'])} |"
             )
+    signals = [(n, src, s["signal_auc"]) for n, res in report["pipelines"].items() for src, s in res["summaries"].items()
+               if s["auc"] is not None and s["signal_auc"]]
+    if signals:
+        names = [f for f in FEATURES if f not in UNFITTED]
+        lines += ["", "ROC AUC of each signal alone (below 0.5: the signal counts against; the confidence combines them):",
+                  "", "| graph | data | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+        for name, source, aucs in signals:
+            lines.append(f"| {Path(name).stem} | {source} | " + " | ".join(cell(aucs.get(f)) for f in names) + " |")
     offtopic = [(n, src, r) for n, res in report["pipelines"].items() for src, r in res["false_confidence"].items()]
     if offtopic:
         lines += ["", "| graph | off-topic questions on | questions | PASS (confidence ≥ threshold) | rate | max confidence |",
