@@ -28,7 +28,10 @@ _SEPARATOR = re.compile(
 )
 # A list of how/what/why clauses ("how X, what Y and why Z"), split only in a question: in a statement,
 # ", which ..." and "and when ..." are relative clauses ("CD28 initiates signalling, which causes ...").
-_CLAUSES = re.compile(r",?\s+and\s+(?=(?:what|how|why|when|where|which|who)\b)|,\s+(?=(?:what|how|why|when|where|which|who)\b)", re.IGNORECASE)
+_CLAUSES = re.compile(
+    r",?\s+and\s+(?=(?:what|how|why|when|where|which|who)\b)|,\s+(?=(?:what|how|why|when|where|which|who)\b)",
+    re.IGNORECASE,
+)
 _QUESTION = re.compile(rf"^\s*{_WH}\b|\?\s*$", re.IGNORECASE)
 _LEADING = re.compile(r"^(?:\s*(?:and|also|plus|then)\b[\s,]*)+", re.IGNORECASE)
 _MARKER = re.compile(r"^\s*(?:[-*•+>#]+|\(?\d+[.)]|\d+\s*[-:])\s*")

@@ -25,8 +25,9 @@ class VariantRetriever:
     Routing follows qmd: lexical variants go to BM25 only; semantic variants and the hypothetical answer
     passage (HyDE) go to the vectors only (a variant that already carries an embedding, such as a Rocchio
     vector, is searched as is). A sub-question of a multi-part question (`sub`, see `QueryDecomposer`) is
-    searched like the question itself, through both: its lists are `<name>_bm25` and `<name>_vector`. A Haystack graph has a fixed shape, while the number of variants changes
-    per query, so this one component embeds and retrieves them all and hands the lists to the fusion
+    searched like the question itself, through both: its lists are `<name>_bm25` and `<name>_vector`. A
+    Haystack graph has a fixed shape, while the number of variants changes per query, so this one
+    component embeds and retrieves them all and hands the lists to the fusion
     stage by name (`lex_1`, `vec_1`, `hyde`, ...). It reuses fastembed-haystack's shared model backends,
     so no model loads twice, and puts scores on 0..1 like the retrievers (`score_kind`).
 

@@ -292,9 +292,10 @@ class Needle:
         final = output.get("retry") or output["cite"]
         given = final.get("final_documents", output["snippets"]["documents"])
         results = [hit(doc) for doc in given]
+        label = (output.get("answer_label") or output.get("label") or {}).get("label")
         return Answer(
             answer=final["answer"],
-            label=(output.get("answer_label") or output.get("label") or {}).get("label") or ("PASS" if results else "NO_RESULTS"),
+            label=label or ("PASS" if results else "NO_RESULTS"),
             results=results,
             cited=[hit(doc) for doc in final["cited"]],
             unknown_citations=list(final["unknown"]),
