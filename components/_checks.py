@@ -5,6 +5,10 @@ import numpy as np
 # A dense query vector: Haystack's embedders give `list[float]`; `FastembedDenseQueryEmbedder` gives a
 # float32 array, which Haystack copies between stages far faster (see that component).
 QueryVector = list[float] | np.ndarray
+# A stage input that also takes no vector (`FastembedDenseQueryEmbedder` gives `None` when the model failed).
+# Haystack matches a union sender against a union receiver member by member, in order, so the array and
+# `None` come first, as the embedder declares them (`np.ndarray | None`), and a list of floats after.
+OptionalQueryVector = np.ndarray | None | list[float]
 
 
 def check_top_k(top_k: int | None, optional: bool = False) -> None:

@@ -9,7 +9,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.core.serialization import component_to_dict
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
-from components._checks import QueryVector, check_top_k
+from components._checks import OptionalQueryVector, check_top_k
 from components.llm_cache import LLMCache, load_component, model_label
 from components.llm_judge_ranker import order_known_scores
 
@@ -38,7 +38,8 @@ class CachedReranker:
     documents in their input order; a later blending stage combines the fused and rerank scores and the
     final cutoff cuts. `doc.score` keeps the fused score; `meta["rerank"]` holds `score` (in [0, 1]),
     `raw` (as the ranker gave it) and `input_rank` (1-based fused rank), and only `input_rank` for
-    documents beyond the candidates. A candidate the ranker could not score (it failed, or left it out)
+    documents beyond the candidates; metadata the ranker added to a freshly scored candidate (such as
+    `HybridScoreRanker`'s `hybrid` trace) is kept on it. A candidate the ranker could not score (it failed, or left it out)
     gets `score=None`, keeps its input position and is not cached. Haystack's rankers neither cache nor
     keep the documents they do not rerank. A ranker whose `run` takes `query_embedding` or
     `query_sparse_embedding` (such as `HybridScoreRanker`) receives the query's embeddings; one that says
@@ -147,8 +148,13 @@ class CachedReranker:
         """The document's part of the cache key: its content checksum, else its id."""
         return str(doc.meta.get("checksum") or doc.id)
 
-    def _rerank(self, query: str, documents: list[Document], embeddings: dict[str, Any]) -> dict[str, float]:
-        """Raw scores of the documents the wrapped ranker scored, by document id."""
+    def _rerank(
+        self, query: str, documents: list[Document], embeddings: dict[str, Any]
+    ) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+        """
+        Raw scores of the documents the wrapped ranker scored, by document id, and the metadata the ranker
+        added to each (e.g. `HybridScoreRanker`'s exact scores, which the confidence stage reads).
+        """
         # Copies: some rankers set `score` on the documents they are given.
         copies = [replace(doc) for doc in documents]
         extra = {name: value for name, value in embeddings.items() if value is not None and name in self._ranker_inputs}
@@ -156,8 +162,14 @@ class CachedReranker:
             ranked = self.ranker.run(query=query, documents=copies, top_k=len(copies), **extra)["documents"]
         except Exception as error:  # noqa: BLE001 - a failed rerank leaves the fused order in place
             logger.warning("Reranking failed, keeping the fused order: {error}", error=error)
-            return {}
-        return {doc.id: float(doc.score) for doc in ranked if doc.score is not None}
+            return {}, {}
+        given = {doc.id: doc.meta for doc in documents}
+        scores = {doc.id: float(doc.score) for doc in ranked if doc.score is not None}
+        added = {
+            doc.id: {k: v for k, v in doc.meta.items() if k not in given.get(doc.id, {})}
+            for doc in ranked if doc.id in scores
+        }
+        return scores, added
 
     def _transform(self, raws: list[float | None]) -> list[float | None]:
         known = [r for r in raws if r is not None]
@@ -173,7 +185,7 @@ class CachedReranker:
         documents: list[Document],
         top_k: int | None = None,
         enabled: bool | None = None,
-        query_embedding: QueryVector | None = None,
+        query_embedding: OptionalQueryVector = None,
         query_sparse_embedding: SparseEmbedding | None = None,
     ) -> dict[str, list[Document]]:
         """
@@ -210,9 +222,11 @@ class CachedReranker:
             if key not in cached:
                 misses.setdefault(key, doc)
         fresh: dict[str, float] = {}
+        added: dict[str, dict[str, Any]] = {}
         if misses:
-            by_id = self._rerank(query, list(misses.values()), embeddings)
+            by_id, added_by_id = self._rerank(query, list(misses.values()), embeddings)
             fresh = {key: by_id[doc.id] for key, doc in misses.items() if doc.id in by_id}
+            added = {key: added_by_id[doc.id] for key, doc in misses.items() if doc.id in added_by_id}
             if use_cache:
                 self._cache.put_many("rerank", query, model, fresh)
 
@@ -221,7 +235,10 @@ class CachedReranker:
         reranked = [
             replace(
                 candidates[i],
-                meta={**candidates[i].meta, "rerank": {"score": scores[i], "raw": raws[i], "input_rank": i + 1}},
+                meta={
+                    **candidates[i].meta, **added.get(keys[i], {}),
+                    "rerank": {"score": scores[i], "raw": raws[i], "input_rank": i + 1},
+                },
             )
             for i in order_known_scores(candidates, scores)
         ]

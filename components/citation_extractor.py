@@ -40,6 +40,21 @@ def parse_citations(text: str) -> list[tuple[str, int, int]]:
     return found
 
 
+def selects(citation: tuple[str, int, int], doc: Document, line_slack: int = 0) -> bool:
+    """
+    Whether a citation `(path, start, end)` selects a chunk: the same file (`path`, or `collection/path`)
+    and overlapping lines, the chunk widened by `line_slack` lines on both sides.
+    """
+    path, start, end = citation
+    meta = doc.meta
+    names = {meta.get("path"), f"{meta.get('collection', '')}/{meta.get('path', '')}"}
+    if path not in names:
+        return False
+    if "start_line" not in meta or "end_line" not in meta:
+        return True
+    return start <= int(meta["end_line"]) + line_slack and end >= int(meta["start_line"]) - line_slack
+
+
 @component
 class CitationExtractor:
     """
@@ -83,14 +98,7 @@ class CitationExtractor:
         return default_from_dict(cls, data)
 
     def _selects(self, citation: tuple[str, int, int], doc: Document) -> bool:
-        path, start, end = citation
-        meta = doc.meta
-        names = {meta.get("path"), f"{meta.get('collection', '')}/{meta.get('path', '')}"}
-        if path not in names:
-            return False
-        if "start_line" not in meta or "end_line" not in meta:
-            return True
-        return start <= int(meta["end_line"]) + self.line_slack and end >= int(meta["start_line"]) - self.line_slack
+        return selects(citation, doc, self.line_slack)
 
     @component.output_types(answer=str, cited=list[Document], unknown=list[str])
     def run(self, replies: list[ChatMessage], documents: list[Document]) -> dict[str, Any]:

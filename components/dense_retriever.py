@@ -5,7 +5,7 @@ from typing import Any
 from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
 
-from components._checks import QueryVector
+from components._checks import OptionalQueryVector
 from components._store_retriever import StoreRetriever
 from needle.document_stores.protocol import NeedleDocumentStore
 
@@ -65,12 +65,13 @@ class DenseRetriever(StoreRetriever):
 
     @component.output_types(documents=list[Document])
     def run(
-        self, query_embedding: QueryVector, filters: dict[str, Any] | None = None, top_k: int | None = None
+        self, query_embedding: OptionalQueryVector, filters: dict[str, Any] | None = None, top_k: int | None = None
     ) -> dict[str, list[Document]]:
         """
         Retrieve the documents nearest to the query embedding.
 
-        :param query_embedding: The query vector (a list of floats or a numpy array).
+        :param query_embedding: The query vector (a list of floats or a numpy array); `None` (the embedder
+            failed) retrieves nothing.
         :param filters: Haystack filters, combined with the init filters by `filter_policy`.
         :param top_k: How many documents to return; overrides the init value.
         :returns: A dictionary with `documents`: the best documents first, `score` set to the similarity
@@ -78,6 +79,8 @@ class DenseRetriever(StoreRetriever):
         :raises ValueError: When `top_k` is not positive.
         """
         filters, top_k = self._request(filters, top_k)
+        if query_embedding is None:
+            return {"documents": []}
         documents = self.document_store.query_dense(
             query_embedding=query_embedding,
             top_k=top_k,

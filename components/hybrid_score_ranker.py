@@ -7,7 +7,7 @@ from typing import Any
 from haystack import Document, component, default_to_dict
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
-from components._checks import QueryVector, check_top_k
+from components._checks import OptionalQueryVector, QueryVector, check_top_k
 from components._document_store import with_document_store
 from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
 
@@ -128,8 +128,11 @@ class HybridScoreRanker:
 
         def normalise(store: Any, scores: dict[str, float], name: str) -> dict[str, float]:
             # The best the query could reach: each term's best single-term score, summed.
-            ceiling = float(sum(store.best_term_scores(sparse))) if scores else 0.0
+            terms = [float(t) for t in store.best_term_scores(sparse)]
+            ceiling = sum(terms)
             trace[f"{name}bm25_ceiling"] = dict.fromkeys(files, ceiling)
+            # The share of the query's terms that no document has (the ceiling leaves them out).
+            trace[f"{name}bm25_unknown"] = dict.fromkeys(files, sum(1 for t in terms if t <= 0) / len(terms) if terms else 0.0)
             return {f: min(score / ceiling, 1.0) for f, score in scores.items()} if ceiling > 0 else {}
 
         return self._mix(files, trace, "bm25", normalise, query_sparse_embedding=sparse)
@@ -180,7 +183,7 @@ class HybridScoreRanker:
         query: str,
         documents: list[Document],
         top_k: int | None = None,
-        query_embedding: QueryVector | None = None,
+        query_embedding: OptionalQueryVector = None,
         query_sparse_embedding: SparseEmbedding | None = None,
     ) -> dict[str, list[Document]]:
         """
@@ -192,17 +195,18 @@ class HybridScoreRanker:
         :param query_embedding: The query's dense embedding.
         :param query_sparse_embedding: The query's sparse (BM25) embedding.
         :returns: A dictionary with `documents`, best first, `score` in [0, 1] and `meta["hybrid"]` holding
-            the file's exact scores at each level read (`bm25`, `cosine`, `file_bm25`, `file_cosine`) and the
-            query's `bm25_ceiling` (`file_bm25_ceiling`).
+            the file's exact scores at each level read (`bm25`, `cosine`, `file_bm25`, `file_cosine`), the
+            query's `bm25_ceiling` (`file_bm25_ceiling`) and the share of its terms no document has
+            (`bm25_unknown`, `file_bm25_unknown`).
         :raises ValueError: When `top_k` is below 1 or an embedding the weights need is missing.
         """
         check_top_k(top_k, optional=True)
+        if not documents:
+            return {"documents": []}
         if self.bm25_weight < 1.0 and query_embedding is None:
             raise ValueError("HybridScoreRanker needs query_embedding (its bm25_weight is below 1)")
         if self.bm25_weight > 0.0 and query_sparse_embedding is None:
             raise ValueError("HybridScoreRanker needs query_sparse_embedding (its bm25_weight is above 0)")
-        if not documents:
-            return {"documents": []}
         files = list(dict.fromkeys(self._file(doc) for doc in documents))
         trace: dict[str, dict[str, float]] = {}
         mixed = dict.fromkeys(files, 0.0)

@@ -9,7 +9,7 @@ from typing import Any
 from haystack import Document, component, default_to_dict, logging
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
-from components._checks import QueryVector, check_top_k
+from components._checks import OptionalQueryVector, QueryVector, check_top_k
 from components._document_store import with_document_store
 from components._scores import STOPWORDS, normalize_bm25, query_terms, strong_signal
 from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
@@ -169,7 +169,7 @@ class PseudoRelevanceExpander:
     def run(
         self,
         query: str,
-        query_embedding: QueryVector | None = None,
+        query_embedding: OptionalQueryVector = None,
         query_sparse_embedding: SparseEmbedding | None = None,
         filters: dict[str, Any] | None = None,
         enabled: bool | None = None,

@@ -1,5 +1,6 @@
 """The head of every query graph: validates a search request, turns its filters into Haystack's, fans it out."""
 
+import time
 from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
@@ -27,7 +28,7 @@ class SearchRequest:
     filters, the final cut the result count and minimum score. One entry component keeps the graph's
     public inputs to a few named values (`query`, `top_k`, `collections`, `min_score`, the filters `tags`,
     `tags_any`, `tags_none`, `path`, `where`, `after`, `before`, and the per-request switches `expand`,
-    `rerank`, `chunks`, `recent`, `self_query`), checks them once with messages a person can act on, and
+    `rerank`, `chunks`, `decompose`, `recent`, `self_query`), checks them once with messages a person can act on, and
     turns the filters into one Haystack filter (`components._filters`), which both document stores apply
     inside their searches. A path glob that is not just a folder is matched against the indexed files of
     `document_store` (the whole-file store). A graph connects only the outputs it uses.
@@ -92,7 +93,8 @@ class SearchRequest:
 
     @component.output_types(
         query=str, top_k=int, min_score=float, filters=dict[str, Any] | None,
-        expand=bool | None, rerank=bool | None, chunks=bool, recent=bool | None, self_query=bool | None, now=str,
+        expand=bool | None, rerank=bool | None, chunks=bool, decompose=bool | None, recent=bool | None,
+        self_query=bool | None, now=str, started_at=float,
     )
     def run(
         self,
@@ -103,6 +105,7 @@ class SearchRequest:
         expand: bool | None = None,
         rerank: bool | None = None,
         chunks: bool = False,
+        decompose: bool | None = None,
         tags: list[str] | None = None,
         tags_any: list[str] | None = None,
         tags_none: list[str] | None = None,
@@ -124,6 +127,8 @@ class SearchRequest:
         :param expand: Turn query expansion on or off for this request; the graph's default when `None`.
         :param rerank: Turn reranking on or off for this request; the graph's default when `None`.
         :param chunks: Return every matching chunk instead of one result per file.
+        :param decompose: Split a multi-part query into sub-questions for this request; the graph's default
+            when `None`.
         :param tags: Only notes carrying every one of these tags.
         :param tags_any: Only notes carrying at least one of these tags.
         :param tags_none: Only notes carrying none of these tags.
@@ -136,7 +141,8 @@ class SearchRequest:
         :param self_query: Read filters out of the question for this request; the graph's default when `None`.
         :param now: The reference time of relative dates and of recency (ISO); the current time when `None`.
         :returns: A dictionary with `query` (stripped), `top_k`, `min_score`, `filters` (or `None`), the
-            switches `expand`, `rerank`, `chunks`, `recent`, `self_query`, and `now` (ISO, UTC).
+            switches `expand`, `rerank`, `chunks`, `decompose`, `recent`, `self_query`, `now` (ISO, UTC), and
+            `started_at` (`time.monotonic()` now, for stages with a time budget).
         :raises ValueError: On an empty or over-long query, a `top_k` out of range, a negative `min_score`,
             a collection name that is not a non-empty string, or a filter that cannot be read.
         """
@@ -152,7 +158,7 @@ class SearchRequest:
             raise ValueError(f"min_score must be a number >= 0, got {min_score!r}")
         if collections and not all(isinstance(c, str) and c for c in collections):
             raise ValueError(f"collections must be a list of names, got {collections!r}")
-        for name, value in (("expand", expand), ("rerank", rerank), ("chunks", chunks), ("recent", recent),
+        for name, value in (("expand", expand), ("rerank", rerank), ("chunks", chunks), ("decompose", decompose), ("recent", recent),
                             ("self_query", self_query)):
             if value is not None and not isinstance(value, bool):
                 raise ValueError(f"{name} must be true or false, got {value!r}")
@@ -171,6 +177,6 @@ class SearchRequest:
         ])
         return {
             "query": query.strip(), "top_k": top_k, "min_score": float(min_score), "filters": filters,
-            "expand": expand, "rerank": rerank, "chunks": bool(chunks), "recent": recent, "self_query": self_query,
-            "now": rfc3339(moment),
+            "expand": expand, "rerank": rerank, "chunks": bool(chunks), "decompose": decompose, "recent": recent, "self_query": self_query,
+            "now": rfc3339(moment), "started_at": time.monotonic(),
         }

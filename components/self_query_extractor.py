@@ -174,7 +174,7 @@ class SelfQueryExtractor:
 
     @component.output_types(
         query=str, filters=dict[str, Any] | None, must_contain=list[str], must_not_contain=list[str],
-        recent=bool, self_query=dict[str, Any],
+        recent=bool, self_query=dict[str, Any], filters_engaged=bool,
     )
     def run(
         self,
@@ -202,6 +202,7 @@ class SelfQueryExtractor:
             - `filters`: the request's filters AND the extracted ones (Haystack syntax), or `None`.
             - `must_contain`, `must_not_contain`: quoted phrases and `-terms`, for `TextMatchFilter`.
             - `recent`: whether to rank by recency.
+            - `filters_engaged`: whether any filter (the request's or the question's) narrows the search.
             - `self_query`: what was read (`{}` when the extractor is off): `original`, `query`, `filters`
               (the extracted ones by kind), `must_contain`, `must_not_contain`, `recent`, `min_results`,
               `applied` (whether any filter was read and applied) and `fallback`.
@@ -212,7 +213,7 @@ class SelfQueryExtractor:
         active = self.enabled if enabled is None else enabled
         if not active:
             return {"query": query, "filters": filters, "must_contain": [], "must_not_contain": [],
-                    "recent": bool(recent), "self_query": {}}
+                    "recent": bool(recent), "self_query": {}, "filters_engaged": filters is not None}
         moment = reference_time(now)
         found = self.extract(query, moment)
         asked_recent = recent if recent is not None else (self.recent_on_request and found.recent)
@@ -247,9 +248,11 @@ class SelfQueryExtractor:
             "fallback": bool(fallback and found.has_filters()),
             **self._extra_report(),
         }
+        combined = conjunction([filters, extracted])
         return {
             "query": cleaned,
-            "filters": conjunction([filters, extracted]),
+            "filters": combined,
+            "filters_engaged": combined is not None,
             "must_contain": [] if fallback else found.must_contain,
             "must_not_contain": [] if fallback else found.must_not_contain,
             "recent": bool(asked_recent),

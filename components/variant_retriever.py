@@ -14,7 +14,7 @@ from components._scores import normalised
 from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
 
 logger = logging.getLogger(__name__)
-ROUTES = {"lex": "bm25", "vec": "cosine", "hyde": "cosine"}
+ROUTES = {"lex": "bm25", "vec": "cosine", "hyde": "cosine", "sub": "both"}
 
 
 @component
@@ -24,8 +24,10 @@ class VariantRetriever:
 
     Routing follows qmd: lexical variants go to BM25 only; semantic variants and the hypothetical answer
     passage (HyDE) go to the vectors only (a variant that already carries an embedding, such as a Rocchio
-    vector, is searched as is). A Haystack graph has a fixed shape, while the number of variants changes
-    per query, so this one component embeds and retrieves them all and hands the lists to the fusion
+    vector, is searched as is). A sub-question of a multi-part question (`sub`, see `QueryDecomposer`) is
+    searched like the question itself, through both: its lists are `<name>_bm25` and `<name>_vector`. A
+    Haystack graph has a fixed shape, while the number of variants changes per query, so this one
+    component embeds and retrieves them all and hands the lists to the fusion
     stage by name (`lex_1`, `vec_1`, `hyde`, ...). It reuses fastembed-haystack's shared model backends,
     so no model loads twice, and puts scores on 0..1 like the retrievers (`score_kind`).
 
@@ -52,6 +54,7 @@ class VariantRetriever:
         document_prefix: str = "",
         bm25_top_k: int = 40,
         vector_top_k: int = 40,
+        meta_fields: list[str] | None = None,
     ) -> None:
         """
         Create the retriever.
@@ -70,6 +73,7 @@ class VariantRetriever:
         :param document_prefix: Prefix for HyDE passages (they read like documents).
         :param bm25_top_k: Results per lexical variant.
         :param vector_top_k: Results per semantic variant.
+        :param meta_fields: Metadata fields the documents carry; `None` carries all (see `StoreRetriever`).
         :raises ValueError: On a top_k below 1, or a store that is not a `NeedleDocumentStore`.
         """
         if bm25_top_k < 1 or vector_top_k < 1:
@@ -89,6 +93,7 @@ class VariantRetriever:
         self.document_prefix = document_prefix
         self.bm25_top_k = bm25_top_k
         self.vector_top_k = vector_top_k
+        self.meta_fields = meta_fields
         self._sparse: Any = None
         self._dense: Any = None
 
@@ -110,6 +115,7 @@ class VariantRetriever:
             document_prefix=self.document_prefix,
             bm25_top_k=self.bm25_top_k,
             vector_top_k=self.vector_top_k,
+            meta_fields=self.meta_fields,
         )
 
     @classmethod
@@ -135,7 +141,7 @@ class VariantRetriever:
         """
         Retrieve every variant.
 
-        :param variants: `{"kind": "lex"|"vec"|"hyde", "text": str, "name": optional, "embedding": optional}`.
+        :param variants: `{"kind": "lex"|"vec"|"hyde"|"sub", "text": str, "name": optional, "embedding": optional}`.
         :param filters: Haystack filters (e.g. the collection filter) applied to every list.
         :returns: A dictionary with `lists`: ranked, normalised documents by variant name.
         :raises ValueError: On a variant of unknown kind.
@@ -153,17 +159,23 @@ class VariantRetriever:
             names.append(variant.get("name") or (kind if kind == "hyde" else f"{kind}_{counts[kind]}"))
 
         lists: dict[str, list[Document]] = {}
-        to_embed = [(i, v) for i, v in enumerate(variants) if ROUTES[v["kind"]] == "cosine" and not v.get("embedding")]
+        to_embed = [(i, v) for i, v in enumerate(variants) if ROUTES[v["kind"]] != "bm25" and not v.get("embedding")]
         texts = [(self.document_prefix if v["kind"] == "hyde" else self.query_prefix) + v["text"] for _, v in to_embed]
         dense = dict(zip((i for i, _ in to_embed), self._dense.embed(texts, progress_bar=False))) if texts else {}
         for i, variant in enumerate(variants):
-            if ROUTES[variant["kind"]] == "bm25":
+            route = ROUTES[variant["kind"]]
+            if route in ("bm25", "both"):
                 sparse = next(iter(self._sparse.model.query_embed([variant["text"]])))
                 embedding = SparseEmbedding(indices=sparse.indices.tolist(), values=[float(v) for v in sparse.values])
-                docs = self.document_store.query_sparse(embedding, top_k=self.bm25_top_k, filters=filters)
-                lists[names[i]] = normalised(docs, "bm25")
-            else:
-                vector = variant.get("embedding") or dense[i]
-                docs = self.document_store.query_dense(list(vector), top_k=self.vector_top_k, filters=filters)
-                lists[names[i]] = normalised(docs, "cosine")
+                docs = self.document_store.query_sparse(
+                    embedding, top_k=self.bm25_top_k, filters=filters, fields=self.meta_fields
+                )
+                lists[f"{names[i]}_bm25" if route == "both" else names[i]] = normalised(docs, "bm25")
+            if route in ("cosine", "both"):
+                vector = variant.get("embedding")
+                vector = dense[i] if vector is None else vector
+                docs = self.document_store.query_dense(
+                    list(vector), top_k=self.vector_top_k, filters=filters, fields=self.meta_fields
+                )
+                lists[f"{names[i]}_vector" if route == "both" else names[i]] = normalised(docs, "cosine")
         return {"lists": lists}

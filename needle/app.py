@@ -34,6 +34,31 @@ from needle.settings import Settings, load_settings
 INGEST = "ingest"
 
 
+# Components whose outputs a response reports besides its results, by name (see `reported_components`).
+REPORTED = ("label", "confidence", "decompose", "answer_confidence", "answer_label", "retry", "self_query")
+
+
+def reported_components(graph: Pipeline) -> set[str]:
+    """
+    The components of a graph whose outputs a response reports: the label, the confidence, the
+    sub-questions, the answer's retries, and every component with a `warnings` output.
+    """
+    names = set(graph.graph.nodes)
+    warned = {name for name in names if "warnings" in graph.graph.nodes[name].get("output_sockets", {})}
+    return (names & set(REPORTED)) | warned
+
+
+def warnings(output: Mapping[str, Any]) -> list[str]:
+    """Every warning the components of a run reported, in order, once each."""
+    found = [w for result in output.values() if isinstance(result, Mapping) for w in result.get("warnings") or []]
+    return list(dict.fromkeys(found))
+
+
+def sub_questions(output: Mapping[str, Any]) -> list[str]:
+    """The sub-questions a run's decomposition stage searched (none for a single-part query)."""
+    return [q["text"] for q in output.get("decompose", {}).get("variants") or []]
+
+
 def configured_graph(name: str, settings: Settings) -> dict[str, Any]:
     """
     A graph's dictionary with the configuration's `set` overrides that apply to it.
@@ -207,6 +232,7 @@ class Needle:
         overrides: Mapping[str, Any] | None = None,
         init_overrides: bool = True,
         filters: SearchFilters | None = None,
+        decompose: bool | None = None,
     ) -> SearchAnswer:
         """
         Run a query graph; when filters read from the question leave too few results, run it again without them.
@@ -224,41 +250,45 @@ class Needle:
             (a variant of the graph, built once).
         :param init_overrides: Accept init-parameter overrides (off for requests over the network).
         :param filters: Tags, path, fields, dates, recency and self-query switches (`SearchFilters`).
-        :returns: The trust label, the hits (best first, each with its context annotations), and, when the
-            question said anything to filter by or asked for the newest, what it said and whether the search
-            fell back to running without it (`self_query`, else `None`).
+        :param decompose: Split a multi-part query into sub-questions searched together (graphs that decompose);
+            the graph's default when `None`.
+        :returns: The trust label, the confidence, the hits (best first, each with its context annotations),
+            warnings, and, when the question said anything to filter by or asked for the newest, what it said
+            and whether the search fell back to running without it (`self_query`, else `None`).
         :raises ValueError: On invalid input (empty query, bad `top_k`, unknown collection, a bad filter).
         :raises IndexMismatchError: When the index was built with other embedding settings.
         """
-        request = self._request(query, top_k, collections, min_score, expand, rerank, chunks, filters)
+        request = self._request(query, top_k, collections, min_score, expand, rerank, chunks, filters, decompose)
         pool, run_data = self._with_overrides(pipeline, overrides, init_overrides)
         run_data = _with_languages(pool.first, run_data, self.query_languages(collections))
         output = self._run_search(pool, {**run_data, "request": request})
         results = [hit(doc, explain) for doc in output["snippets"]["documents"]]
-        label = output.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS")
         read = (output.get("self_query") or {}).get("self_query") or None
         if read and read.get("applied") and len(results) < read.get("min_results", 0):
             data = {**run_data, "request": request, "self_query": {**run_data.get("self_query", {}), "fallback": True}}
-            second = self._run_search(pool, data)
+            first, output = output, self._run_search(pool, data)
             seen = {(r.docid, r.start_line) for r in results}
-            wider = [hit(doc, explain) for doc in second["snippets"]["documents"]]
-            limit = max(len(second["snippets"]["documents"]), len(results))
+            wider = [hit(doc, explain) for doc in output["snippets"]["documents"]]
+            limit = max(len(output["snippets"]["documents"]), len(results))
             results = (results + [r for r in wider if (r.docid, r.start_line) not in seen])[:limit]
-            label = second.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS")
             read = {**read, "fallback": True, "fallback_reason": (
                 f"the question's filters left {len(seen)} result(s), fewer than min_results={read['min_results']}: "
                 "they stay first, followed by the search without those filters"
             )}
+        label = output.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS")
         said = read and (read["applied"] or read["recent"] or read["query"] != read["original"] or read.get("fallback"))
+        scored = output.get("confidence", {})
+        trace = {"confidence": scored.get("signals"), "sub_questions": sub_questions(output)} if explain else None
         return SearchAnswer(
-            label=label, results=self._annotated(results), self_query=SelfQuery(**read) if said else None,
+            label=label, results=self._annotated(results), confidence=scored.get("confidence"),
+            warnings=warnings(output), explain=trace, self_query=SelfQuery(**read) if said else None,
         )
 
     def _run_search(self, pool: GraphPool, data: dict[str, Any]) -> dict[str, Any]:
         """Run a query graph (one instance of its pool), its own `ValueError`s raised as they are (user mistakes)."""
         try:
             with pool.lend() as graph:
-                return graph.run(data, include_outputs_from={"self_query"} if "self_query" in graph.graph.nodes else None)
+                return graph.run(data, include_outputs_from=reported_components(graph))
         except PipelineRuntimeError as error:
             cause = root_cause(error)
             if isinstance(cause, ValueError):
@@ -283,6 +313,8 @@ class Needle:
         pipeline: str = "rag",
         overrides: Mapping[str, Any] | None = None,
         filters: SearchFilters | None = None,
+        decompose: bool | None = None,
+        retry: bool | None = None,
     ) -> Answer:
         """
         Answer a question from the notes with the configured LLM, citing chunks as `[path:start-end]`.
@@ -297,19 +329,27 @@ class Needle:
         :param overrides: `component.parameter` → value for this answer.
         :param filters: Tags, path, fields, dates, recency and self-query switches (`SearchFilters`); the
             question's own filters apply without a fallback (the model is asked once).
-        :returns: The answer, the chunks given to the LLM, the ones it cites and citations of chunks it was not given.
+        :param decompose: Split a multi-part question into sub-questions (on in `rag`); the graph's default when `None`.
+        :param retry: Search again for what the answer's citations do not cover, and answer again (the
+            `retry` stage); the graph's default (off) when `None`.
+        :returns: The answer, its confidence, label and claim coverage, the chunks given to the LLM, the ones it
+            cites, citations of chunks it was not given, retries and the claims left uncovered.
         :raises ValueError: On invalid input (empty question, bad `top_k`, unknown collection).
         :raises IndexMismatchError: When the index was built with other embedding settings.
         :raises LLMError: When no LLM answers at `llm.url`, or it refuses the request.
         """
         import openai
 
-        request = self._request(question, top_k, collections, min_score, expand, rerank, False, filters)
+        request = self._request(question, top_k, collections, min_score, expand, rerank, False, filters, decompose)
         try:
             pool, run_data = self._with_overrides(pipeline, overrides)
             run_data = _with_languages(pool.first, run_data, self.query_languages(collections))
             with pool.lend() as graph:
-                output = graph.run({**run_data, "request": request}, include_outputs_from={"snippets", "label"})
+                if retry is not None and "retry" in graph.graph.nodes:
+                    run_data.setdefault("retry", {})["enabled"] = retry
+                output = graph.run(
+                    {**run_data, "request": request}, include_outputs_from={"snippets", *reported_components(graph)}
+                )
         except openai.OpenAIError as error:  # the client refused to start, e.g. without a key
             raise llm_error(self.settings, error) from None
         except PipelineRuntimeError as error:
@@ -319,13 +359,22 @@ class Needle:
             if isinstance(cause, (ValueError, LLMError)):
                 raise cause from None
             raise
-        results = self._annotated([hit(doc) for doc in output["snippets"]["documents"]])
+        final = output.get("retry") or output["cite"]
+        given = final.get("final_documents", output["snippets"]["documents"])
+        results = self._annotated([hit(doc) for doc in given])
+        label = (output.get("answer_label") or output.get("label") or {}).get("label")
         return Answer(
-            answer=output["cite"]["answer"],
-            label=output.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS"),
+            answer=final["answer"],
+            label=label or ("PASS" if results else "NO_RESULTS"),
             results=results,
-            cited=[hit(doc) for doc in output["cite"]["cited"]],
-            unknown_citations=list(output["cite"]["unknown"]),
+            cited=[hit(doc) for doc in final["cited"]],
+            unknown_citations=list(final["unknown"]),
+            confidence=(output.get("answer_confidence") or output.get("confidence") or {}).get("confidence"),
+            coverage=final.get("coverage"),
+            retries=int(final.get("retries") or 0),
+            uncovered_claims=list(final.get("uncovered") or []),
+            sub_questions=sub_questions(output),
+            warnings=warnings(output),
         )
 
     def query_languages(self, collections: list[str] | None = None) -> list[str]:
@@ -352,12 +401,15 @@ class Needle:
         rerank: bool | None,
         chunks: bool,
         filters: SearchFilters | None = None,
+        decompose: bool | None = None,
     ) -> dict[str, Any]:
         """A query graph's request (unset values left to the graph), collections and index checked."""
         self.collections.select(collections)
         index_info.check(self.settings, self.ingest_graph())
         request: dict[str, Any] = {"query": query, "collections": collections or None, "chunks": chunks}
-        for key, value in (("top_k", top_k), ("min_score", min_score), ("expand", expand), ("rerank", rerank)):
+        for key, value in (
+            ("top_k", top_k), ("min_score", min_score), ("expand", expand), ("rerank", rerank), ("decompose", decompose)
+        ):
             if value is not None:
                 request[key] = value
         request.update((filters or SearchFilters()).request_inputs())

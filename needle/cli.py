@@ -75,6 +75,8 @@ def _parser() -> argparse.ArgumentParser:
                                 help="query expansion on or off (default: the graph's)")
             search.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
                                 help="reranking on or off (default: the graph's)")
+            search.add_argument("--decompose", action=argparse.BooleanOptionalAction, default=None,
+                                help="split a multi-part question into sub-questions searched together (default: off)")
 
     answer = sub.add_parser("answer", help="answer a question from the notes with the configured LLM, citing them")
     answer.add_argument("question", nargs="+")
@@ -84,6 +86,10 @@ def _parser() -> argparse.ArgumentParser:
     answer.add_argument("--json", action="store_true", help="print the answer and its sources as JSON")
     answer.add_argument("--pipeline", default="rag", metavar="NAME|FILE", help="another answer graph (default: rag)")
     answer.add_argument("--set", action="append", metavar="COMPONENT.PARAM=VALUE", help="override a parameter of the graph")
+    answer.add_argument("--decompose", action=argparse.BooleanOptionalAction, default=None,
+                        help="split a multi-part question into sub-questions (default: on)")
+    answer.add_argument("--retry", action=argparse.BooleanOptionalAction, default=None,
+                        help="search again for what the answer's citations do not cover, and answer again (default: off)")
     _add_filter_arguments(answer)
 
     context = sub.add_parser("context", help="describe what a collection or folder holds; shown with every result under it")
@@ -182,13 +188,14 @@ def _run(args: argparse.Namespace, needle: Any) -> int:
             " ".join(args.query), pipeline=args.pipeline, top_k=args.top_k, collections=args.collections,
             min_score=args.min_score, chunks=args.chunks, expand=getattr(args, "expand", None),
             rerank=getattr(args, "rerank", None), explain=args.explain,
-            overrides=_overrides(args.set), filters=_filters(args),
+            overrides=_overrides(args.set), filters=_filters(args), decompose=getattr(args, "decompose", None),
         )
         print(output.search_answer(answer, args.format, explain=args.explain))
     elif args.command == "answer":
         print(output.answer_text(needle.answer(
             " ".join(args.question), top_k=args.top_k, collections=args.collections, min_score=args.min_score,
-            pipeline=args.pipeline, overrides=_overrides(args.set), filters=_filters(args),
+            pipeline=args.pipeline, overrides=_overrides(args.set), filters=_filters(args), decompose=args.decompose,
+            retry=args.retry,
         ), args.json))
     elif args.command == "context":
         if args.action == "add":

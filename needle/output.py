@@ -16,7 +16,8 @@ from needle.results import Answer, SearchAnswer
 
 FORMATS = ("text", "json", "csv", "md", "files")
 _CSV_FIELDS = (
-    "docid", "score", "collection", "path", "start_line", "end_line", "title", "heading_path", "snippet", "page", "anchor"
+    "docid", "score", "collection", "path", "start_line", "end_line", "title", "heading_path", "snippet", "page", "anchor",
+    "confidence",
 )
 
 
@@ -40,6 +41,7 @@ def search_answer(answer: SearchAnswer, fmt: str = "text", explain: bool = False
             writer.writerow([
                 h.docid, f"{h.score:.4f}", h.collection, h.path, h.start_line, h.end_line, h.title,
                 " › ".join(h.heading_path), h.snippet, "" if h.page is None else h.page, h.anchor,
+                "" if answer.confidence is None else f"{answer.confidence:.4f}",
             ])
         return out.getvalue().rstrip("\n")
     if fmt == "files":
@@ -83,11 +85,28 @@ def _self_query_lines(answer: SearchAnswer, explain: bool) -> list[str]:
     return [*lines, ""]
 
 
+def _trust(label: str, confidence: float | None) -> str:
+    """`confidence 0.93 (PASS)`, or the label alone for a graph without a confidence."""
+    return label if confidence is None else f"confidence {confidence:.2f} ({label})"
+
+
+def _query_trace(answer: SearchAnswer) -> list[str]:
+    """The query-level part of `--explain`: the sub-questions searched and the confidence's signals."""
+    trace = answer.explain or {}
+    lines = []
+    if trace.get("sub_questions"):
+        lines.append("sub-questions: " + " | ".join(trace["sub_questions"]))
+    if trace.get("confidence"):
+        lines.append("confidence signals: " + json.dumps(trace["confidence"]))
+    return lines
+
+
 def _text(answer: SearchAnswer, explain: bool) -> str:
     header = _self_query_lines(answer, explain)
+    warnings = [f"warning: {w}" for w in answer.warnings]
     if not answer.results:
-        return "\n".join([*header, f"no results ({answer.label})"])
-    lines = header + ([] if answer.label == "PASS" else [f"label: {answer.label}", ""])
+        return "\n".join([*header, f"no results ({answer.label})", *warnings])
+    lines = header + [_trust(answer.label, answer.confidence), *warnings, *(_query_trace(answer) if explain else []), ""]
     for rank, h in enumerate(answer.results, 1):
         lines.append(f"{rank:>2}. {h.docid} {_place(h)}  score {h.score:.4f}")
         lines.append(f"    {_where(h)}")
@@ -109,7 +128,8 @@ def _text(answer: SearchAnswer, explain: bool) -> str:
 def _markdown(answer: SearchAnswer, explain: bool) -> str:
     if not answer.results:
         return f"_no results ({answer.label})_"
-    lines = [] if answer.label == "PASS" else [f"> label: **{answer.label}**", ""]
+    lines = [f"> {_trust(answer.label, answer.confidence)}", *[f"> warning: {w}" for w in answer.warnings]]
+    lines += [f"> {line}" for line in (_query_trace(answer) if explain else [])] + [""]
     for rank, h in enumerate(answer.results, 1):
         lines.append(f"{rank}. **{h.title}** — `{_place(h)}` "
                      f"({h.docid}, score {h.score:.4f})")
@@ -129,7 +149,15 @@ def answer_text(answer: Answer, as_json: bool) -> str:
     """Render an answer and its sources, the cited ones starred."""
     if as_json:
         return answer.model_dump_json(indent=2, exclude_none=True)
-    lines = [answer.answer or "(the LLM gave no answer)", "", "sources (* cited):"]
+    lines = [answer.answer or "(the LLM gave no answer)", "", _trust(answer.label, answer.confidence)]
+    if answer.coverage is not None:
+        retried = f", after {answer.retries} retr{'y' if answer.retries == 1 else 'ies'}" if answer.retries else ""
+        lines[-1] += f", claims covered {answer.coverage:.0%}{retried}"
+    lines += [f"warning: {w}" for w in answer.warnings]
+    lines += [f"uncovered: {claim}" for claim in answer.uncovered_claims]
+    if answer.sub_questions:
+        lines.append("sub-questions: " + " | ".join(answer.sub_questions))
+    lines += ["", "sources (* cited):"]
     cited = {(h.collection, h.path, h.start_line) for h in answer.cited}
     for h in answer.results:
         mark = "*" if (h.collection, h.path, h.start_line) in cited else " "

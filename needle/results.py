@@ -15,8 +15,11 @@ from pydantic import BaseModel, Field
 from needle.files import docid
 from needle.formats import format_of
 
-LABELS = "PASS, NO_RESULTS (nothing relevant enough), IRRELEVANT (no result judged relevant) or HALLUCINATION_RISK " \
-    "(similar-looking results judged irrelevant: do not answer from them)"
+LABELS = "PASS (confident enough), NO_RESULTS (nothing relevant enough), IRRELEVANT (no result judged relevant) or " \
+    "HALLUCINATION_RISK (similar-looking results judged irrelevant, or an answer its citations do not cover: do not " \
+    "trust it)"
+CONFIDENCE = "How likely the top result answers the query, 0..1 (a probability fitted on judged queries; 0 without " \
+    "results); the label is PASS at or above the graph's threshold (0.5), so the two always agree"
 
 
 class Hit(BaseModel):
@@ -74,6 +77,13 @@ class SearchAnswer(BaseModel):
 
     label: str = Field(description=LABELS)
     results: list[Hit]
+    confidence: float | None = Field(None, description=CONFIDENCE)
+    warnings: list[str] = Field(
+        default_factory=list, description="What went wrong but did not stop the search (a stage that fell back)"
+    )
+    explain: dict[str, Any] | None = Field(
+        None, description="When asked for: the confidence's signals and the sub-questions the query was split into"
+    )
     self_query: SelfQuery | None = Field(
         None, description="What the question itself said to filter by (null when it said nothing of the kind)"
     )
@@ -106,6 +116,17 @@ class Answer(BaseModel):
     results: list[Hit] = Field(description="Every chunk the LLM was given, best first")
     cited: list[Hit] = Field(description="The chunks the answer cites")
     unknown_citations: list[str] = Field(description="Citations of chunks the LLM was not given (path:start-end)")
+    confidence: float | None = Field(
+        None, description=CONFIDENCE.replace("top result answers the query", "answer is supported by the notes")
+        + "; an answer's claim coverage lowers it"
+    )
+    coverage: float | None = Field(
+        None, description="Share of the answer's claims (its sentences) that the chunks they cite support, 0..1"
+    )
+    retries: int = Field(0, description="How many times the answer was searched for again and rewritten to cover its claims")
+    uncovered_claims: list[str] = Field(default_factory=list, description="The answer's sentences its citations do not support")
+    sub_questions: list[str] = Field(default_factory=list, description="The parts a multi-part question was split into")
+    warnings: list[str] = Field(default_factory=list, description="What went wrong but did not stop the answer")
 
 
 def explain(meta: dict[str, Any], score: float) -> dict[str, Any]:
@@ -118,7 +139,7 @@ def explain(meta: dict[str, Any], score: float) -> dict[str, Any]:
         }
     if "raw_score" in meta:
         stages["raw_score"] = meta["raw_score"]
-    for key in ("bonus", "term_hits", "rerank", "blend", "fused_score", "recency"):
+    for key in ("bonus", "term_hits", "hybrid", "rerank", "blend", "fused_score", "recency"):
         if key in meta:
             stages[key] = meta[key]
     stages["final_score"] = score

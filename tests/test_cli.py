@@ -85,7 +85,8 @@ class TestCliFormats:
 
     def test_markdown_names_file_and_lines(self, cli):
         code, out, _ = cli("search", "certbot renew", "--format", "md", "-n", "1")
-        assert code == 0 and out.startswith("1. **") and "`notes/howto/certbot-tls-renewal.md:" in out and "```" in out
+        assert code == 0 and out.startswith("> confidence ") and "\n\n1. **" in out
+        assert "`notes/howto/certbot-tls-renewal.md:" in out and "```" in out
 
     def test_set_overrides_a_graph_parameter(self, cli):
         code, out, _ = cli("query", "certbot renew", "--json", "--set", "snippets.max_lines=2")

@@ -121,7 +121,7 @@ class TestOverlays:
     def test_query_llm_names_only_what_it_replaces(self):
         base, variant = read_graph("query"), read_graph("query-llm")
         changed = {n for n in variant["components"] if variant["components"][n] != base["components"].get(n)}
-        assert changed == {"self_query", "expander", "rerank", "blend"}
+        assert changed == {"self_query", "expander", "decompose", "rerank", "blend"}
         overlay = yaml.safe_load((PIPELINES_DIR / "query-llm.yml").read_text())
         assert overlay["extends"] == "query.yml" and set(overlay["components"]) == changed
         assert {"sender": "bm25_retriever.documents", "receiver": "expander.probe_documents"} in variant["connections"]

@@ -64,7 +64,7 @@ def test_collection_filter_applies_to_every_list(demo_needle, tmp_path):
 def test_gate_answers_no_results_instead_of_bad_hits(demo_needle):
     strict = {"gate.min_similarity": 0.95, "gate.min_bm25": 0.99}
     answer = demo_needle.search("quantum chromodynamics of lattice gluons", overrides=strict)
-    assert answer == SearchAnswer(results=[], label="NO_RESULTS")
+    assert answer == SearchAnswer(results=[], label="NO_RESULTS", confidence=0.0)
     assert demo_needle.search("sourdough starter feeding").label == "PASS"
 
 

@@ -46,6 +46,23 @@ def test_answer_comes_back_from_the_chunks_the_query_graph_found(demo_needle, ll
     assert answer.label in LABELS
 
 
+def test_retry_reports_coverage_retries_and_uncovered_claims(demo_needle, llm_server, local_key):  # noqa: F811
+    # The tiny model rarely cites as told, so its claims are mostly uncovered: what is tested is that the loop
+    # runs through the real client, that the answer stays within its chunks and that the numbers add up.
+    needle = with_llm(demo_needle, url=llm_server, model=MODEL_NAME, timeout=120.0)
+    answer = needle.answer(QUESTION, top_k=2, retry=True, overrides={**SHORT, "retry.max_seconds": 600.0})
+    searched = demo_needle.search(QUESTION, top_k=2).results
+    assert [(r.path, r.start_line) for r in answer.results[:2]] == [(r.path, r.start_line) for r in searched]
+    assert answer.retries in (0, 1) and len(answer.results) >= 2 + (answer.retries > 0)
+    if answer.coverage is None:
+        assert answer.uncovered_claims == [] and answer.retries == 0
+    else:
+        assert 0.0 <= answer.coverage <= 1.0
+        assert (answer.coverage < 0.8) == any(w.startswith("low coverage") for w in answer.warnings)
+    assert 0.0 <= answer.confidence <= demo_needle.search(QUESTION, top_k=2).confidence
+    assert (answer.label == "PASS") == (answer.confidence >= 0.5)
+
+
 def test_down_server_is_a_clear_error(demo_needle, local_key):
     needle = with_llm(demo_needle, url="http://127.0.0.1:9/v1", timeout=2.0)
     with pytest.raises(LLMError, match=r"no LLM answered at http://127\.0\.0\.1:9/v1 .*NEEDLE_LLM__URL"):
@@ -74,7 +91,11 @@ class TestCliAnswer:
         answer = json.loads(out)
         assert answer["answer"].strip()
         assert [r["path"] for r in answer["results"]][0].startswith("recipes/sourdough")
-        assert set(answer) == {"answer", "label", "unknown_citations", "cited", "results"}
+        assert set(answer) == {
+            "answer", "label", "unknown_citations", "cited", "results", "confidence", "retries",
+            "uncovered_claims", "sub_questions", "warnings",
+        } | ({"coverage"} if answer.get("coverage") is not None else set())
+        assert 0.0 <= answer["confidence"] <= 1.0 and answer["retries"] == 0
 
     def test_down_server_is_one_line_and_exit_1(self, cli, monkeypatch):
         monkeypatch.setenv("NEEDLE_LLM__URL", "http://127.0.0.1:9/v1")

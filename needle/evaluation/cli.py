@@ -4,6 +4,9 @@
     needle eval beir --dataset DIR --pipeline search --pipeline my.yml
     needle eval compare A.yml B.yml (--dataset DIR | --golden FILE) [--margin 0.0]
     needle eval ragas (--golden FILE | --dataset DIR) [--pipeline query] [--llm [--rag-pipeline rag]]
+    needle eval calibration [--dataset DIR] [--golden FILE] [--offtopic FILE] [--pipeline query] [--fit [--write]]
+    needle eval decompose [--golden FILE] [--pipeline query]
+    needle eval retry [--golden eval/golden/answers.yml] [--pipeline rag] [--set COMPONENT.PARAM=VALUE]
 
 Exit codes: 0 when thresholds pass, B is no regression and ragas' id metrics agree with ours; 1 when
 not; 2 on usage errors.
@@ -108,6 +111,49 @@ def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
                                 "context_recall"],
                        help="LLM metric to score (repeatable; default: all five)")
     _common(ragas)
+
+    calibration = esub.add_parser(
+        "calibration", help="how well the confidence separates relevant top results from wrong ones; fit its weights"
+    )
+    calibration.add_argument("--dataset", type=Path, help="BEIR folder")
+    calibration.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
+    calibration.add_argument("--golden", type=Path, help="golden file (its top results judged by `expected`)")
+    calibration.add_argument("--golden-as-index", action="store_true",
+                             help="run only the off-topic questions on the golden corpus, not its queries (fit without them)")
+    calibration.add_argument("--offtopic", type=Path, help="off-topic questions (eval/golden/offtopic.yml), run on every index")
+    calibration.add_argument("--offtopic-split", default=None, help="which off-topic questions (default: --split)")
+    calibration.add_argument("--pipeline", action="append", dest="pipelines", metavar="NAME|FILE",
+                             help="graph to score (repeatable; default: search, vsearch, query)")
+    calibration.add_argument("--limit", type=int, default=None, help="only the first N queries of each data set")
+    calibration.add_argument("--fit", action="store_true", help="fit each graph's weights on these queries and report with them")
+    calibration.add_argument("--write", action="store_true", help="with --fit: write the weights into the graphs' YAML")
+    calibration.add_argument("--l2", type=float, default=1.0, help="the fit's L2 penalty (default: 1.0)")
+    calibration.add_argument("--bins", type=int, default=10, help="reliability diagram bins (default: 10)")
+    calibration.add_argument("--plot", type=Path, default=None, help="where the reliability diagram goes (default: beside the report)")
+    _common(calibration)
+
+    decompose = esub.add_parser(
+        "decompose", help="multi-part questions made of two golden questions: are both parts found, with and without splitting"
+    )
+    decompose.add_argument("--golden", type=Path, default=DEFAULT_GOLDEN, help="golden file (default: eval/golden/demo.yml)")
+    decompose.add_argument("--pipeline", default="query", help="graph (default: query)")
+    decompose.add_argument("--pairs", type=int, default=60, help="how many question pairs (default: 60)")
+    decompose.add_argument("--seed", type=int, default=0, help="seed of the pairing (default: 0)")
+    decompose.add_argument("--joiner", action="append", dest="joiners", metavar="TEMPLATE",
+                           help="how two questions are joined, with {a} and {b} (repeatable; default: the rule forms)")
+    _common(decompose)
+
+    retry = esub.add_parser(
+        "retry", help="self-RAG: answer each golden question with the retry loop off and on (the `llm:` server)"
+    )
+    retry.add_argument("--golden", type=Path, default=Path("eval/golden/answers.yml"),
+                       help="golden file (default: eval/golden/answers.yml)")
+    retry.add_argument("--pipeline", default="rag", help="answer graph with a `retry` stage (default: rag)")
+    retry.add_argument("--contexts", type=int, default=3, help="chunks given to the LLM (default: 3)")
+    retry.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    retry.add_argument("--set", action="append", dest="overrides", metavar="COMPONENT.PARAM=VALUE",
+                       help="override a parameter of the graph for both runs (repeatable)")
+    _common(retry)
     return evaluation
 
 
@@ -267,6 +313,117 @@ def _ragas(args: argparse.Namespace) -> int:
     return 0 if report["retrieval"]["agree"] else 1
 
 
+def _calibration(args: argparse.Namespace) -> int:
+    from needle.evaluation import calibration
+    from needle.evaluation import golden as golden_eval
+    from needle.evaluation.beir import doc_id_from_path
+    from needle.evaluation.reports import label, without_nan, write_report
+    from needle.loader import pipeline_path
+
+    _positive(args.limit, "--limit")
+    _positive(args.bins, "--bins")
+    if args.l2 < 0:
+        raise ValueError(f"--l2 must be >= 0, got {args.l2}")
+    if args.write and not args.fit:
+        raise ValueError("--write needs --fit")
+    if args.dataset is None and args.golden is None:
+        raise ValueError("give --dataset, --golden or both")
+    pipelines = args.pipelines or ["search", "vsearch", "query"]
+    for pipeline in pipelines:
+        pipeline_path(pipeline)
+    offtopic = []
+    if args.offtopic is not None:
+        offtopic = calibration.offtopic_questions(_existing(args.offtopic, "off-topic file"), args.offtopic_split or args.split)
+        offtopic = offtopic[: args.limit or None]
+    runs = []
+    if args.dataset is not None:
+        from needle.evaluation import beir
+        from needle.settings import load_settings
+
+        dataset = beir.load_dataset(_existing(args.dataset, "dataset folder"), args.split)
+        needle, _ = beir.prepare_index(dataset, beir.eval_settings(load_settings(), dataset, args.cache or beir.DEFAULT_CACHE))
+        source = f"{dataset.name} {args.split}"
+        ids = sorted(dataset.queries)[: args.limit or None]
+        cases = [calibration.Case(q, dataset.queries[q], source, frozenset(d for d, g in dataset.qrels[q].items() if g > 0))
+                 for q in ids]
+        key = lambda h: doc_id_from_path(h.path)  # noqa: E731
+        runs.append((needle, cases, key))
+        if offtopic:
+            runs.append((needle, calibration.offtopic_cases(offtopic, f"off-topic on {dataset.name}"), key))
+    if args.golden is not None:
+        golden = golden_eval.load_golden(_existing(args.golden, "golden file"))
+        needle = golden_eval.prepare_index(golden, cache=args.cache)
+        if not args.golden_as_index:
+            cases = [calibration.Case(q.id, q.query, golden.name, frozenset(q.expected)) for q in golden.queries[: args.limit or None]]
+            runs.append((needle, cases, lambda h: h.path))
+        if offtopic:
+            runs.append((needle, calibration.offtopic_cases(offtopic, f"off-topic on {golden.name}"), lambda h: h.path))
+    report = calibration.evaluate(runs, pipelines, fit=args.fit, l2=args.l2, bins=args.bins, progress=sys.stderr.isatty())
+    markdown = calibration.format_report(report)
+    files = []
+    if args.write:
+        for pipeline, result in report["pipelines"].items():
+            try:
+                written = calibration.write_weights(pipeline, result["fit"]["weights"], result["fit"]["bias"])
+                markdown += f"\nwrote the weights into {written}"
+            except ValueError as error:
+                print(f"warning: {error}", file=sys.stderr)
+    names = "+".join(label(p) for p in pipelines)
+    stem = write_report(without_nan(report), markdown, args.reports, label(f"calibration-{names}", "+".join(report["data"])))
+    files += [stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".md")]
+    try:
+        files.append(calibration.plot_reliability(report, args.plot or stem.with_name(stem.name + ".png")))
+    except ImportError as error:
+        print(f"warning: no chart: {error}", file=sys.stderr)
+    _emit(report, markdown, args, files)
+    return 0
+
+
+def _decompose(args: argparse.Namespace) -> int:
+    from needle.evaluation import decomposition
+    from needle.evaluation import golden as golden_eval
+    from needle.evaluation.reports import label, write_report
+    from needle.loader import pipeline_path
+
+    _positive(args.pairs, "--pairs")
+    pipeline_path(args.pipeline)
+    golden = golden_eval.load_golden(_existing(args.golden, "golden file"))
+    needle = golden_eval.prepare_index(golden, cache=args.cache)
+    report = decomposition.evaluate(
+        needle, golden, args.pipeline, pairs=args.pairs, seed=args.seed,
+        joiners=args.joiners or list(decomposition.JOINERS), progress=sys.stderr.isatty(),
+    )
+    markdown = decomposition.format_report(report)
+    stem = write_report(report, markdown, args.reports, label(f"decompose-{label(args.pipeline)}", golden.name))
+    _emit(report, markdown, args, [stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".md")])
+    return 0
+
+
+def _retry(args: argparse.Namespace) -> int:
+    from needle.evaluation import golden as golden_eval
+    from needle.evaluation import selfrag
+    from needle.evaluation.reports import label, write_report
+    from needle.loader import pipeline_path
+    from needle.settings import parse_assignments
+
+    _positive(args.contexts, "--contexts")
+    _positive(args.limit, "--limit")
+    pipeline_path(args.pipeline)
+    overrides: dict[str, Any] = {}
+    for value in args.overrides or []:
+        overrides.update(parse_assignments(value))
+    golden = golden_eval.load_golden(_existing(args.golden, "golden file"))
+    needle = golden_eval.prepare_index(golden, cache=args.cache)
+    report = selfrag.evaluate(
+        needle, golden.queries[: args.limit or None], args.pipeline, args.contexts, overrides, progress=sys.stderr.isatty()
+    )
+    report["model"] = needle.settings.llm.model
+    markdown = selfrag.format_report(report, needle.settings.llm.model)
+    stem = write_report(report, markdown, args.reports, label(f"retry-{label(args.pipeline)}", golden.name))
+    _emit(report, markdown, args, [stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".md")])
+    return 0
+
+
 def run_eval(args: argparse.Namespace) -> int:
     """
     Run the `eval` subcommand `args.eval_command`.
@@ -274,5 +431,8 @@ def run_eval(args: argparse.Namespace) -> int:
     :returns: The exit code: 0 pass, 1 thresholds failed, B regressed or ragas disagreed with our metrics.
     :raises ValueError: On a usage mistake (missing file, bad number, invalid golden file).
     """
-    handlers = {"golden": _golden, "beir": _beir, "compare": _compare, "ragas": _ragas}
+    handlers = {
+        "golden": _golden, "beir": _beir, "compare": _compare, "ragas": _ragas,
+        "calibration": _calibration, "decompose": _decompose, "retry": _retry,
+    }
     return handlers[args.eval_command](args)

@@ -117,6 +117,17 @@ class TestCachedReranker:
         assert out[3].meta["rerank"] == {"input_rank": 4}
         assert [d.score for d in out] == [0.99, 0.98, 1.0, 0.97, 0.96]  # fused scores untouched
 
+    def test_metadata_the_ranker_adds_is_kept_on_fresh_scores(self):
+        @component
+        class TracingRanker:
+            @component.output_types(documents=list[Document])
+            def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict:
+                return {"documents": [replace(d, score=0.5, meta={**d.meta, "hybrid": {"bm25": 1.0}}) for d in documents]}
+
+        out = CachedReranker(ranker=TracingRanker(), candidates=2, top_k=2).run(query="q", documents=docs(0.1, 0.2, 0.3))["documents"]
+        assert [d.meta.get("hybrid") for d in out] == [{"bm25": 1.0}, {"bm25": 1.0}, None]
+        assert out[0].meta["checksum"] == "c0"
+
     def test_top_k_above_candidates_reranks_more(self):
         reranker = CachedReranker(ranker=FakeRanker(), candidates=2)
         out = reranker.run(query="q", documents=docs(0.1, 0.2, 0.3, 0.4), top_k=3)["documents"]

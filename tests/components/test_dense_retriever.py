@@ -104,6 +104,11 @@ class TestDenseRetriever:
             }
         ]
 
+    def test_no_query_vector_retrieves_nothing_without_asking_the_store(self):
+        store = RecordingStore()
+        assert DenseRetriever(document_store=store).run(query_embedding=None) == {"documents": []}
+        assert store.calls == []
+
     def test_runtime_top_k_overrides_and_is_validated(self):
         store = RecordingStore()
         retriever = DenseRetriever(document_store=store, top_k=4)

@@ -22,6 +22,29 @@ class TestFastembedDenseQueryEmbedder:
         assert data["init_parameters"]["prefix"] == "query: "
         assert FastembedDenseQueryEmbedder.from_dict(data).to_dict() == data
 
+    def test_an_onnx_runtime_failure_gives_no_vector_and_a_warning(self, params):
+        from onnxruntime.capi.onnxruntime_pybind11_state import Fail
+
+        class BrokenModel:
+            def embed(self, texts, parallel=None):
+                raise Fail("[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Gather node")
+
+        embedder = FastembedDenseQueryEmbedder(**params)
+        embedder.embedding_backend = type("Backend", (), {"model": BrokenModel()})()
+        out = embedder.run(text="postgres replication slot")
+        assert out["embedding"] is None
+        assert out["warnings"][0].startswith("vector search skipped: the embedding model failed (Fail: [ONNXRuntimeError]")
+
+    def test_other_errors_are_not_swallowed(self, params):
+        class BrokenModel:
+            def embed(self, texts, parallel=None):
+                raise MemoryError("out of memory")
+
+        embedder = FastembedDenseQueryEmbedder(**params)
+        embedder.embedding_backend = type("Backend", (), {"model": BrokenModel()})()
+        with pytest.raises(MemoryError):
+            embedder.run(text="x")
+
     def test_rejects_non_strings(self, params):
         with pytest.raises(TypeError, match="expects a string"):
             FastembedDenseQueryEmbedder(**params).run(text=["a list"])

@@ -107,6 +107,18 @@ class TestHybridScoreRanker:
         assert out[0].score < 0.5
         assert out[1].score == 0.0
 
+    def test_the_share_of_query_terms_no_document_has_is_traced(self, store):
+        ranker = HybridScoreRanker(document_store=store, bm25_weight=1.0)
+        half_unknown = SparseEmbedding(indices=[1, 99], values=[1.0, 1.0])
+        out = ranker.run(query="q", documents=candidates("b1"), query_sparse_embedding=half_unknown)["documents"]
+        assert out[0].meta["hybrid"]["bm25_unknown"] == 0.5
+        known = ranker.run(query="q", documents=candidates("b1"), query_sparse_embedding=TERMS)["documents"]
+        assert known[0].meta["hybrid"]["bm25_unknown"] == 0.0
+        assert out[0].score == pytest.approx(known[0].score)  # the ranking itself ignores unknown terms, as before
+
+    def test_no_candidates_need_no_embeddings(self, store):
+        assert HybridScoreRanker(document_store=store).run(query="q", documents=[]) == {"documents": []}
+
     def test_file_with_every_query_term_reaches_the_ceiling(self, store):
         ranker = HybridScoreRanker(document_store=store, bm25_weight=1.0)
         out = ranker.run(query="q", documents=candidates("b1"), query_embedding=QUERY,

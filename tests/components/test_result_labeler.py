@@ -36,3 +36,26 @@ class TestResultLabeler:
     )
     def test_labels(self, docs, status, label):
         assert ResultLabeler().run(docs, gate_status=status)["label"] == label
+
+    def test_new_thresholds_round_trip_and_are_checked(self):
+        data = ResultLabeler(min_confidence=0.7, min_coverage=0.4).to_dict()
+        assert data["init_parameters"]["min_confidence"] == 0.7 and data["init_parameters"]["min_coverage"] == 0.4
+        assert ResultLabeler.from_dict(data).to_dict() == data
+        with pytest.raises(ValueError, match="min_confidence"):
+            ResultLabeler(min_confidence=1.5)
+        with pytest.raises(ValueError, match="min_coverage"):
+            ResultLabeler(min_coverage=-0.1)
+
+    @pytest.mark.parametrize(
+        "docs, confidence, coverage, label",
+        [
+            ([candidate(0.3, None, rerank=0.1)], 0.8, None, "PASS"),
+            ([candidate(0.3, None, rerank=0.9)], 0.2, None, "IRRELEVANT"),
+            ([candidate(0.8, None, rerank=0.9)], 0.2, None, "HALLUCINATION_RISK"),
+            ([candidate(0.3, None)], 0.4, 0.2, "HALLUCINATION_RISK"),
+            ([candidate(0.3, None)], 0.4, 0.9, "IRRELEVANT"),
+            ([], 0.9, None, "NO_RESULTS"),
+        ],
+    )
+    def test_with_a_confidence_it_alone_decides_pass(self, docs, confidence, coverage, label):
+        assert ResultLabeler().run(docs, gate_status="PASS", confidence=confidence, coverage=coverage)["label"] == label

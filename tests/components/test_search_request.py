@@ -1,3 +1,4 @@
+import time
 import pytest
 
 from components.search_request import SearchRequest
@@ -31,7 +32,9 @@ class TestSearchRequest:
         assert SearchRequest.from_dict(data).to_dict() == data
 
     def test_collections_become_a_filter(self):
+        before = time.monotonic()
         out = SearchRequest().run(query="  slot  ", top_k=3, collections=["notes", "work"], min_score=0.5, now="2024-06-15")
+        assert before <= out.pop("started_at") <= time.monotonic()
         assert out == {
             "query": "slot",
             "top_k": 3,
@@ -40,10 +43,16 @@ class TestSearchRequest:
             "expand": None,
             "rerank": None,
             "chunks": False,
+            "decompose": None,
             "recent": None,
             "self_query": None,
             "now": "2024-06-15T00:00:00Z",
         }
+
+    def test_decompose_switch_passes_through_and_must_be_a_boolean(self):
+        assert SearchRequest().run(query="x", decompose=True)["decompose"] is True
+        with pytest.raises(ValueError, match="decompose must be true or false"):
+            SearchRequest().run(query="x", decompose="yes")
 
     def test_no_collections_means_no_filter(self):
         assert SearchRequest().run(query="x")["filters"] is None

@@ -67,3 +67,32 @@ class TestVariantRetriever:
         assert lists["vec_1"][0].id == "a" and lists["vec_1"][0].meta["score_kind"] == "cosine"
         assert lists["hyde"][0].id == "a"
         assert lists["prf_vec"][0].id == "b"  # a given embedding is searched as is
+
+    def test_meta_fields_round_trip(self, retriever):
+        retriever.meta_fields = ["path"]
+        data = retriever.to_dict()
+        assert data["init_parameters"]["meta_fields"] == ["path"]
+        assert VariantRetriever.from_dict(data).meta_fields == ["path"]
+
+    @pytest.mark.integration
+    def test_a_sub_question_is_searched_through_both_lists(self, retriever, model_dir):
+        from haystack_integrations.components.embedders.fastembed import (
+            FastembedDocumentEmbedder,
+            FastembedSparseDocumentEmbedder,
+        )
+
+        dense = dense_embedder_params(LOCAL_DENSE_MODEL, model_dir)
+        sparse = sparse_embedder_params(BM25_MODEL, model_dir)
+        docs = [
+            Document(id="a", content="Feed the sourdough starter twice a day", meta={"source_doc_id": "n:a", "path": "a.md"}),
+            Document(id="b", content="Renew TLS certificates with certbot", meta={"source_doc_id": "n:b", "path": "b.md"}),
+        ]
+        docs = FastembedDocumentEmbedder(**dense, progress_bar=False).run(docs)["documents"]
+        docs = FastembedSparseDocumentEmbedder(**sparse, progress_bar=False).run(docs)["documents"]
+        retriever.document_store.write_documents(docs)
+        retriever.meta_fields = ["path"]
+        lists = retriever.run(variants=[{"kind": "sub", "text": "renew certbot certificates", "name": "sub_1"}])["lists"]
+        assert set(lists) == {"sub_1_bm25", "sub_1_vector"}
+        assert lists["sub_1_bm25"][0].id == "b" and lists["sub_1_bm25"][0].meta["score_kind"] == "bm25"
+        assert lists["sub_1_vector"][0].id == "b" and lists["sub_1_vector"][0].meta["score_kind"] == "cosine"
+        assert set(lists["sub_1_vector"][0].meta) == {"path", "raw_score", "score_kind"}

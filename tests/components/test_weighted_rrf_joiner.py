@@ -152,3 +152,10 @@ class TestWeightedRRFJoiner:
         assert out[1].score == pytest.approx((2.0 / 62) / (3.0 / 61))
         plain = WeightedRRFJoiner(inputs=["x", "y"], weights={"x": 2.0}, k=60).run(x=docs("a", "b"), y=docs("a"))
         assert [d.id for d in plain["documents"]] == [d.id for d in out]
+
+    def test_a_single_result_set_comes_back_in_its_own_order(self):
+        # Nothing to fuse it with (no sub-question or expansion found anything): the one list is the result.
+        ranked = docs("c", "a", "b")
+        out = WeightedRRFJoiner().run(bm25=ranked, vector=[], lists={"sub_1_bm25": []})["documents"]
+        assert [d.id for d in out] == ["c", "a", "b"]
+        assert [d.meta["fusion"] for d in out] == [{"bm25": {"rank": r, "score": 10.0 - r, "kind": None}} for r in range(3)]

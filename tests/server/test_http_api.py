@@ -51,6 +51,22 @@ class TestSearchEndpoints:
             start = int(header.split()[1].split(",")[0][1:])
             assert header.endswith(f"@@ notes/{hit['path']}") and body[0] in lines[start - 1]
 
+    def test_every_result_list_carries_a_confidence_that_agrees_with_its_label(self, http):
+        for endpoint in ("search", "vsearch", "query"):
+            on = http.post(f"/{endpoint}/run", json={"query": "certbot renewal hook", "limit": 3}).json()["result"]
+            off = http.post(f"/{endpoint}/run", json={"query": "how do I tune a cello", "limit": 3}).json()["result"]
+            assert on["label"] == "PASS" and on["confidence"] >= 0.5, endpoint
+            assert off["label"] != "PASS" and off["confidence"] < 0.5, endpoint
+
+    def test_decompose_searches_each_part_of_a_multi_part_question(self, http):
+        question = "how do I renew the TLS certificate, and also why was my container OOMKilled"
+        body = {"query": question, "limit": 5, "decompose": True, "explain": True}
+        result = http.post("/query/run", json=body).json()["result"]
+        assert result["explain"]["sub_questions"] == ["how do I renew the TLS certificate", "why was my container OOMKilled"]
+        paths = [h["path"] for h in result["results"]]
+        assert "howto/certbot-tls-renewal.md" in paths and "runbooks/k8s-oomkilled-debugging.md" in paths
+        assert "sub_1_bm25" in result["results"][0]["explain"]["lists"]
+
     def test_limit_collections_and_defaults(self, http):
         assert len(hits(http, "search", query="backup", limit=2, collections=["notes"])) == 2
         assert 1 <= len(hits(http, "query", query="sqlite")) <= 10

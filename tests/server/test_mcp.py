@@ -34,7 +34,7 @@ async def exercise(client: Client) -> dict:
     """The checks every transport must pass; returns what they saw."""
     listed = (await client.list_tools()).tools
     answer = result_of(await client.call_tool("search", {"query": "certbot renew", "limit": 2}))
-    assert answer["label"] == "PASS"
+    assert answer["label"] == "PASS" and 0.5 <= answer["confidence"] <= 1.0
     hits = answer["results"]
     lines = result_of(await client.call_tool("get", {"ref": hits[0]["docid"], "from_line": 1, "max_lines": 2}))
     escape = await client.call_tool("get", {"ref": "../../etc/passwd"})
@@ -70,7 +70,7 @@ class TestStreamableHttp:
         assert "line" in tools["get"].description and "max_bytes" in tools["multi_get"].description
         assert set(tools["query"].input_schema["properties"]) == {
             "query", "collections", "limit", "min_score", "expand", "rerank", "chunks", "explain", "set",
-            "tags", "tags_any", "tags_none", "path", "where", "after", "before", "recent", "self_query",
+            "tags", "tags_any", "tags_none", "path", "where", "after", "before", "recent", "self_query", "decompose",
         }
         assert set(tools["search"].input_schema["properties"]) >= {"tags", "path", "where", "after", "before", "recent"}
         assert "#tag" in tools["query"].description or "tags" in tools["query"].input_schema["properties"]

@@ -40,6 +40,8 @@ class PipelineWrapper(BasePipelineWrapper):
         before: DateBound = None,
         recent: bool | None = None,
         self_query: bool | None = None,
+        decompose: bool | None = None,
+        retry: bool | None = None,
     ) -> Answer:
         """
         Answer a question from the notes, citing the chunks it uses as [path:start-end].
@@ -57,10 +59,17 @@ class PipelineWrapper(BasePipelineWrapper):
         :param recent: Rank newer notes higher (default: when the question asks for the newest).
         :param self_query: Read `#tag`, `in:folder/`, `field:value`, "phrases", `-terms` and dates out of the
             query (default on); what was read comes back in `self_query`.
-        :returns: The answer, the chunks it was given, the ones it cites and citations of chunks it was not given.
+        :param decompose: Split a multi-part question into sub-questions (default: on).
+        :param retry: Search again for what the answer's citations do not cover, and answer again (default: off).
+        :returns: The answer, its confidence, label and claim coverage, the chunks it was given, the ones it
+            cites, citations of chunks it was not given, retries and the claims left uncovered.
         """
         filters = search_filters(tags, tags_any, tags_none, path, where, after, before, recent, self_query)
-        return call(lambda needle: needle.answer(question, top_k=limit, collections=collections, filters=filters))
+        return call(
+            lambda needle: needle.answer(
+                question, top_k=limit, collections=collections, filters=filters, decompose=decompose, retry=retry
+            )
+        )
 
     def run_chat_completion(self, model: str, messages: list[dict], body: dict) -> str:
         """
@@ -69,13 +78,19 @@ class PipelineWrapper(BasePipelineWrapper):
         :param model: `answer`.
         :param messages: The conversation; the last user message is the question.
         :param body: The rest of the request (ignored).
-        :returns: The answer, then `Sources:` and each cited `collection/path:start-end`.
+        :returns: The answer, a note when its confidence is low (with the claims its citations do not
+            cover), then `Sources:` and each cited `collection/path:start-end`.
         """
         question = _last_user_text(messages)
         answer = self.run_api(question[:2000])
         cited = answer.cited or answer.results
         sources = "\n".join(f"- {h.collection}/{h.path}:{h.start_line}-{h.end_line}" for h in cited)
-        return f"{answer.answer.strip()}\n\nSources:\n{sources}" if sources else answer.answer.strip()
+        reply = answer.answer.strip()
+        if answer.label != "PASS":
+            trust = "" if answer.confidence is None else f", confidence {answer.confidence:.2f}"
+            notes = [f"Note: {answer.label}{trust}.", *(f"- {w}" for w in answer.warnings)]
+            reply += "\n\n" + "\n".join(notes)
+        return f"{reply}\n\nSources:\n{sources}" if sources else reply
 
 
 def _last_user_text(messages: list[dict]) -> str:

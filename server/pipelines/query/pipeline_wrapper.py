@@ -35,6 +35,7 @@ class PipelineWrapper(BasePipelineWrapper):
         recent: bool | None = None,
         self_query: bool | None = None,
         set: RunInputs = None,
+        decompose: bool | None = None,
     ) -> SearchAnswer:
         """
         Hybrid search: keyword and vector results fused; the best quality, a little slower.
@@ -61,13 +62,15 @@ class PipelineWrapper(BasePipelineWrapper):
         :param self_query: Read `#tag`, `in:folder/`, `field:value`, "phrases", `-terms` and dates out of the
             query (default on); what was read comes back in `self_query`.
         :param set: Run inputs of the graph's components for this request (`component.input`: value).
-        :returns: A label (PASS, NO_RESULTS, ...) and results, best first: file, lines, headings, score, a
-            line-anchored snippet and the matching chunk.
+        :param decompose: Split a question that asks several things into sub-questions searched together
+            (default: off).
+        :returns: A confidence (0..1) and label (PASS, NO_RESULTS, ...), warnings, and results, best first:
+            file, lines, headings, score, a line-anchored snippet and the matching chunk.
         """
         return call(
             lambda needle: needle.search(
                 query, "query", top_k=limit, collections=collections, min_score=min_score, expand=expand, rerank=rerank, chunks=chunks,
-                explain=explain, overrides=set, init_overrides=False,
+                explain=explain, overrides=set, init_overrides=False, decompose=decompose,
                 filters=search_filters(tags, tags_any, tags_none, path, where, after, before, recent, self_query),
             ),
         )

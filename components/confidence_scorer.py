@@ -1,0 +1,290 @@
+"""How likely the top result answers the query: a 0..1 confidence from signals the graph already computed."""
+
+import math
+import re
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+
+# The signals, each on 0..1; a weight per signal (and a bias) in the graph's YAML.
+FEATURES = ("rerank", "cosine", "bm25", "unknown", "exact", "exact_missing", "agreement", "support", "margin", "filter")
+
+# Exact terms of a query: quoted phrases, and identifiers (words with a digit, an underscore, an inner dot,
+# slash or colon, camelCase, a leading dash, or in capitals).
+_QUOTED = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”|`([^`]{2,80})`|(?<![\w])'([^']{2,80})'(?![\w])")
+_TOKEN = re.compile(r"(?<![\w-])-{0,2}[\w][\w.:/+#-]*[\w+#]|(?<![\w-])[\w]")
+_IDENTIFIER = re.compile(
+    r"\d.*[\w]|[\w].*\d|_|\w[.:/]\w|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]|^-{1,2}\w|^[A-Z]{3,}$"
+)
+
+
+def exact_terms(query: str) -> list[str]:
+    """
+    The parts of a query that must appear verbatim in an answer: quoted phrases and identifiers.
+
+    :param query: The query.
+    :returns: Distinct phrases and identifiers, in order (`pg_dump`, `ERR-401`, `--onto`, `TaskGroup`, `WAL`).
+    """
+    found: dict[str, None] = {}
+    rest = query
+    for match in _QUOTED.finditer(query):
+        phrase = next(g for g in match.groups() if g is not None).strip()
+        if phrase:
+            found.setdefault(phrase, None)
+        rest = rest.replace(match.group(0), " ")
+    for token in _TOKEN.findall(rest):
+        token = token.rstrip(".:/")
+        if len(token) >= 2 and _IDENTIFIER.search(token):
+            found.setdefault(token, None)
+    return list(found)
+
+
+def contains_term(text: str, term: str) -> bool:
+    """Whether `term` occurs in `text` as a whole word or phrase, ignoring case."""
+    return re.search(r"(?<![\w])" + re.escape(term) + r"(?![\w])", text, re.IGNORECASE) is not None
+
+
+def _cosine(doc: Document) -> float | None:
+    """The document's raw cosine with the query: the exact rescore (best chunk, whole file), else the fused lists'."""
+    hybrid = doc.meta.get("hybrid") or {}
+    levels = [hybrid[k] for k in ("cosine", "file_cosine") if hybrid.get(k) is not None]
+    if levels:
+        return min(max(max(levels), 0.0), 1.0)
+    kinds = [e.get("score") for e in (doc.meta.get("fusion") or {}).values() if e.get("kind") == "cosine"]
+    kinds = [s for s in kinds if s is not None]
+    if kinds:
+        return min(max(max(kinds), 0.0), 1.0)
+    if doc.meta.get("score_kind") == "cosine" and doc.score is not None:
+        return min(max(float(doc.score), 0.0), 1.0)
+    return None
+
+
+def _bm25(doc: Document) -> float | None:
+    """
+    The document's BM25 evidence: its score as a share of the best the query could reach (chunk and whole
+    file, the better one; scaled by the share of the query's terms the index has at all), where the graph
+    rescored it; else the fused lists' `s / (1 + s)`.
+    """
+    hybrid = doc.meta.get("hybrid") or {}
+    shares = []
+    for level in ("", "file_"):
+        score, ceiling = hybrid.get(f"{level}bm25"), hybrid.get(f"{level}bm25_ceiling")
+        if score is not None and ceiling is not None:
+            # Terms no document has cannot be matched: they count against the share, not out of it.
+            known = 1.0 - float(hybrid.get(f"{level}bm25_unknown") or 0.0)
+            shares.append(min(float(score) / float(ceiling), 1.0) * known if ceiling > 0 else 0.0)
+    if shares:
+        return max(shares)
+    kinds = [e.get("score") for e in (doc.meta.get("fusion") or {}).values() if e.get("kind") == "bm25"]
+    kinds = [s for s in kinds if s is not None]
+    if kinds:
+        return max(kinds)
+    if doc.meta.get("score_kind") == "bm25" and doc.score is not None:
+        return float(doc.score)
+    return None
+
+
+def _lexical_ranks(doc: Document) -> tuple[int | None, int | None]:
+    """The document's best rank in any BM25 list and in any vector list of the fusion (0-based)."""
+    best: dict[str, int] = {}
+    for entry in (doc.meta.get("fusion") or {}).values():
+        kind = entry.get("kind")
+        if kind in ("bm25", "cosine") and entry.get("rank") is not None:
+            best[kind] = min(best.get(kind, entry["rank"]), entry["rank"])
+    return best.get("bm25"), best.get("cosine")
+
+
+def _score(doc: Document) -> float:
+    rerank = (doc.meta.get("rerank") or {}).get("score")
+    return float(rerank if rerank is not None else doc.score or 0.0)
+
+
+def collect_signals(
+    documents: list[Document],
+    query: str,
+    candidates: list[Document] | None = None,
+    filters_engaged: bool = False,
+    agreement_depth: int = 5,
+    support_depth: int = 4,
+    support_min: float = 0.5,
+) -> dict[str, float]:
+    """
+    Every signal that can be read for the top result (a missing one is left out).
+
+    :param documents: The results returned, best first.
+    :param query: The query.
+    :param candidates: The ranked list before the cutoff (the results' own list when `None`), for the
+        signals that look past the top result: agreement, support and margin.
+    :param filters_engaged: Whether a metadata filter narrowed the search.
+    :returns: Signal name → value on 0..1.
+    """
+    if not documents:
+        return {}
+    pool = candidates if candidates else documents
+    top = documents[0]
+    signals: dict[str, float] = {}
+    rerank = (top.meta.get("rerank") or {}).get("score")
+    if rerank is not None:
+        signals["rerank"] = float(rerank)
+    for name, value in (("cosine", _cosine(top)), ("bm25", _bm25(top))):
+        if value is not None:
+            signals[name] = value
+    unknown = (top.meta.get("hybrid") or {}).get("bm25_unknown")
+    if unknown is not None:
+        signals["unknown"] = float(unknown)
+    terms = exact_terms(query)
+    if terms:
+        meta = top.meta
+        text = " ".join(
+            [top.content or "", str(meta.get("title", "")), " ".join(meta.get("heading_path") or []), str(meta.get("path", ""))]
+        )
+        hit = sum(contains_term(text, term) for term in terms) / len(terms)
+        signals["exact"] = hit
+        signals["exact_missing"] = 1.0 - hit
+    ranks = [_lexical_ranks(d) for d in pool[:agreement_depth]]
+    if any(b is not None for b, _ in ranks) and any(v is not None for _, v in ranks):
+        both = sum(1 for b, v in ranks if b is not None and v is not None and b < agreement_depth and v < agreement_depth)
+        signals["agreement"] = both / agreement_depth
+    others = pool[1 : 1 + support_depth]
+    evidence = [max(x for x in (_cosine(d), _bm25(d), 0.0) if x is not None) for d in others]
+    signals["support"] = sum(1 for e in evidence if e >= support_min) / support_depth
+    signals["margin"] = min(max(_score(pool[0]) - (_score(pool[1]) if len(pool) > 1 else 0.0), 0.0), 1.0)
+    signals["filter"] = 1.0 if filters_engaged else 0.0
+    return signals
+
+
+@component
+class ConfidenceScorer:
+    """
+    Gives a response a confidence in 0..1 that its top result answers the query.
+
+    A label says PASS or not; an agent deciding whether to answer, or to say "I don't know", needs a number
+    that means the same thing on every query. This component reads the signals the graph already computed
+    for the top result and its neighbours, each on 0..1: its rerank score, its cosine with the query, its
+    BM25 score as a share of the best the query could reach, the share of the query's terms no document has
+    (a query about something the notes never mention), how many of the query's identifiers and quoted
+    phrases it contains verbatim (and how many it lacks), how far the BM25 and vector lists agree on the top
+    files, how many other files carry evidence of their own, its lead over the second result, and whether a
+    metadata filter narrowed the search. It combines them by logistic regression,
+    `sigmoid(bias + sum(weight * signal))`, whose weights are fitted per graph on labelled queries
+    (`needle eval calibration --fit`), so the number reads as a probability. A missing signal adds nothing.
+    When an answer was generated, its claim coverage scales the result by
+    `1 - coverage_weight * (1 - coverage)`; an answer graph scores its search once and hands that confidence
+    to a second scorer after the answer (`confidence` input), which only applies the coverage. No result
+    means 0. Haystack has no confidence component.
+
+    Usage example:
+    ```python
+    scorer = ConfidenceScorer(weights={"rerank": 2.0, "cosine": 4.0, "bm25": 3.0, "exact": 1.5}, bias=-4.0)
+    scorer.run(documents=results, query="pg_dump custom format")["confidence"]  # e.g. 0.93
+    ```
+    """
+
+    def __init__(
+        self,
+        weights: dict[str, float] | None = None,
+        bias: float = 0.0,
+        coverage_weight: float = 0.5,
+        agreement_depth: int = 5,
+        support_depth: int = 4,
+        support_min: float = 0.5,
+    ) -> None:
+        """
+        Create the scorer.
+
+        :param weights: Weight per signal (`FEATURES`); signals not named weigh 0.
+        :param bias: The logistic regression's intercept.
+        :param coverage_weight: How much an answer's uncovered claims lower the confidence (0 ignores coverage,
+            1 scales it by the coverage itself).
+        :param agreement_depth: How many leading results the BM25 and vector lists must share to agree fully.
+        :param support_depth: How many results after the top one are checked for evidence of their own.
+        :param support_min: The cosine or BM25 share a result needs to count as support.
+        :raises ValueError: On an unknown signal, a weight or bias that is not a finite number, a
+            `coverage_weight` or `support_min` outside [0, 1], or a depth below 1.
+        """
+        weights = dict(weights or {})
+        unknown = set(weights) - set(FEATURES)
+        if unknown:
+            raise ValueError(f"weights name unknown signals {sorted(unknown)}; use some of {', '.join(FEATURES)}")
+        for name, value in [*weights.items(), ("bias", bias)]:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"weight {name} must be a finite number, got {value!r}")
+        for name, value in (("coverage_weight", coverage_weight), ("support_min", support_min)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be within [0, 1], got {value}")
+        for name, value in (("agreement_depth", agreement_depth), ("support_depth", support_depth)):
+            if value < 1:
+                raise ValueError(f"{name} must be > 0, got {value}")
+        self.weights = {name: float(value) for name, value in weights.items()}
+        self.bias = float(bias)
+        self.coverage_weight = coverage_weight
+        self.agreement_depth = agreement_depth
+        self.support_depth = support_depth
+        self.support_min = support_min
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the component."""
+        return default_to_dict(
+            self, weights=self.weights, bias=self.bias, coverage_weight=self.coverage_weight,
+            agreement_depth=self.agreement_depth, support_depth=self.support_depth, support_min=self.support_min,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ConfidenceScorer":
+        """Deserialise the component."""
+        return default_from_dict(cls, data)
+
+    def combine(self, signals: dict[str, float], coverage: float | None = None) -> float:
+        """
+        The confidence for a set of signals.
+
+        :param signals: Signal name → value (missing ones add nothing).
+        :param coverage: An answer's claim coverage in 0..1, if any.
+        :returns: The confidence in 0..1.
+        """
+        z = self.bias + sum(self.weights.get(name, 0.0) * value for name, value in signals.items())
+        confidence = 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+        if coverage is not None:
+            confidence *= 1.0 - self.coverage_weight * (1.0 - min(max(coverage, 0.0), 1.0))
+        return confidence
+
+    @component.output_types(confidence=float, signals=dict[str, float])
+    def run(
+        self,
+        documents: list[Document],
+        query: str,
+        candidates: list[Document] | None = None,
+        filters_engaged: bool | None = None,
+        coverage: float | None = None,
+        confidence: float | None = None,
+    ) -> dict[str, Any]:
+        """
+        Score the response.
+
+        :param documents: The results returned, best first.
+        :param query: The query.
+        :param candidates: The ranked list before the cutoff, so that the confidence does not depend on how
+            many results were asked for; the results themselves when `None`.
+        :param filters_engaged: Whether a metadata filter narrowed the search (`None`: no filter).
+        :param coverage: The share of an answer's claims its citations cover, when there is an answer.
+        :param confidence: The confidence another scorer already gave these results (an answer graph's search):
+            only the coverage is applied to it, so that the answer keeps the search's weights.
+        :returns: A dictionary with `confidence` (0..1, rounded to 4 places; 0 without results) and
+            `signals` (each signal read, on 0..1, plus `coverage` when given; only `search` and `coverage`
+            with `confidence`).
+        """
+        if not documents:
+            return {"confidence": 0.0, "signals": {}}
+        if confidence is not None:
+            signals = {"search": float(confidence)}
+            factor = 1.0 if coverage is None else 1.0 - self.coverage_weight * (1.0 - min(max(coverage, 0.0), 1.0))
+            confidence = float(confidence) * factor
+        else:
+            signals = collect_signals(
+                documents, query, candidates, bool(filters_engaged), self.agreement_depth, self.support_depth,
+                self.support_min,
+            )
+            confidence = self.combine(signals, coverage)
+        if coverage is not None:
+            signals = {**signals, "coverage": float(coverage)}
+        return {"confidence": round(confidence, 4), "signals": {k: round(v, 4) for k, v in signals.items()}}

@@ -1,0 +1,169 @@
+import math
+
+import pytest
+from haystack import Document
+
+from components.confidence_scorer import FEATURES, ConfidenceScorer, collect_signals, contains_term, exact_terms
+from components.result_labeler import ResultLabeler
+
+WEIGHTS = {"rerank": 1.6, "cosine": 3.6, "bm25": 2.8, "unknown": -2.5, "exact": 0.4, "exact_missing": -0.2,
+           "agreement": 0.1, "support": -0.5, "margin": 4.8, "filter": 0.0}
+
+
+def result(
+    path: str = "howto/pg.md", content: str = "", rerank: float | None = None, cosine: float | None = None,
+    bm25: float | None = None, ceiling: float = 10.0, unknown: float = 0.0, ranks: tuple[int | None, int | None] = (0, 0),
+) -> Document:
+    """A final result as the query graph leaves it: fusion trace, rerank score, the rescore's exact scores."""
+    fusion = {}
+    if ranks[0] is not None:
+        fusion["bm25"] = {"rank": ranks[0], "score": 0.9, "kind": "bm25"}
+    if ranks[1] is not None:
+        fusion["vector"] = {"rank": ranks[1], "score": cosine or 0.0, "kind": "cosine"}
+    hybrid = {}
+    if cosine is not None:
+        hybrid["cosine"] = cosine
+    if bm25 is not None:
+        hybrid.update({"bm25": bm25 * ceiling, "bm25_ceiling": ceiling, "bm25_unknown": unknown})
+    meta = {"path": path, "title": path, "fusion": fusion, "hybrid": hybrid}
+    if rerank is not None:
+        meta["rerank"] = {"score": rerank, "input_rank": 1}
+    return Document(content=content, score=rerank, meta=meta)
+
+
+class TestExactTerms:
+    @pytest.mark.parametrize(
+        "query, expected",
+        [
+            ("pg_dump custom format", ["pg_dump"]),
+            ("git rebase --onto main", ["--onto"]),
+            ("exit code 137 container memory", ["137"]),
+            ("asyncio TaskGroup CancelledError", ["TaskGroup", "CancelledError"]),
+            ('what is "logical replication" about', ["logical replication"]),
+            ("sqlite WAL mode", ["WAL"]),
+            ("how do I feed my sourdough starter", []),
+        ],
+    )
+    def test_identifiers_and_quoted_phrases(self, query, expected):
+        assert exact_terms(query) == expected
+
+    def test_a_term_matches_whole_words_only(self):
+        assert contains_term("Use pg_dump -Fc", "pg_dump")
+        assert not contains_term("Use pg_dumpall", "pg_dump")
+        assert contains_term("git rebase --onto main", "--onto")
+
+
+class TestConfidenceScorer:
+    def test_init_defaults(self):
+        scorer = ConfidenceScorer()
+        assert scorer.weights == {} and scorer.bias == 0.0 and scorer.coverage_weight == 0.5
+
+    def test_custom_params(self):
+        scorer = ConfidenceScorer(weights={"cosine": 2}, bias=-1, coverage_weight=1.0, support_depth=2)
+        assert scorer.weights == {"cosine": 2.0} and scorer.bias == -1.0 and scorer.support_depth == 2
+
+    @pytest.mark.parametrize(
+        "kwargs, message",
+        [
+            ({"weights": {"vibes": 1.0}}, "unknown signals"),
+            ({"weights": {"cosine": float("nan")}}, "finite"),
+            ({"weights": {"cosine": "high"}}, "finite"),
+            ({"bias": float("inf")}, "finite"),
+            ({"coverage_weight": 1.5}, "coverage_weight"),
+            ({"support_min": -0.1}, "support_min"),
+            ({"agreement_depth": 0}, "agreement_depth"),
+        ],
+    )
+    def test_bad_params_raise(self, kwargs, message):
+        with pytest.raises(ValueError, match=message):
+            ConfidenceScorer(**kwargs)
+
+    def test_to_dict_and_from_dict(self):
+        data = ConfidenceScorer(weights={"cosine": 2.0}, bias=-1.0).to_dict()
+        assert data == {
+            "type": "components.confidence_scorer.ConfidenceScorer",
+            "init_parameters": {"weights": {"cosine": 2.0}, "bias": -1.0, "coverage_weight": 0.5,
+                                "agreement_depth": 5, "support_depth": 4, "support_min": 0.5},
+        }
+        assert ConfidenceScorer.from_dict(data).to_dict() == data
+
+    def test_no_results_means_zero(self):
+        assert ConfidenceScorer(bias=5.0).run(documents=[], query="x") == {"confidence": 0.0, "signals": {}}
+
+    def test_is_the_logistic_of_the_weighted_signals(self):
+        out = ConfidenceScorer(weights={"cosine": 2.0, "rerank": 1.0}, bias=-1.0).run(
+            documents=[result(rerank=0.5, cosine=0.8)], query="x"
+        )
+        assert out["signals"]["cosine"] == 0.8 and out["signals"]["rerank"] == 0.5
+        assert out["confidence"] == pytest.approx(1 / (1 + math.exp(-(-1.0 + 1.6 + 0.5))), abs=1e-4)
+
+    def test_off_topic_scores_low_and_is_not_floored(self):
+        scorer = ConfidenceScorer(weights=WEIGHTS, bias=-4.8)
+        weak = [result(rerank=0.5, cosine=0.2, bm25=0.0, unknown=1.0, ranks=(None, 0)),
+                result(path="b.md", rerank=0.49, cosine=0.19, ranks=(None, 1))]
+        weaker = [result(rerank=0.5, cosine=0.05, bm25=0.0, unknown=1.0, ranks=(None, 0)),
+                  result(path="b.md", rerank=0.49, cosine=0.04, ranks=(None, 1))]
+        low, lower = scorer.run(documents=weak, query="tune a cello")["confidence"], scorer.run(documents=weaker, query="tune a cello")["confidence"]
+        assert low < 0.1 and lower < low
+
+    def test_an_exact_identifier_hit_scores_high_and_higher_than_a_miss(self):
+        scorer = ConfidenceScorer(weights=WEIGHTS, bias=-4.8)
+        hit = [result(content="pg_dump -Fc writes the custom format", rerank=0.98, cosine=0.47, bm25=0.99),
+               result(path="b.md", rerank=0.37, cosine=0.2, bm25=0.3, ranks=(1, 4))]
+        miss = [result(content="pg_restore reads archives", rerank=0.98, cosine=0.47, bm25=0.99),
+                result(path="b.md", rerank=0.37, cosine=0.2, bm25=0.3, ranks=(1, 4))]
+        hit_out = scorer.run(documents=hit, query="pg_dump custom format")
+        miss_out = scorer.run(documents=miss, query="pg_dump custom format")
+        assert hit_out["signals"]["exact"] == 1.0 and miss_out["signals"]["exact_missing"] == 1.0
+        assert hit_out["confidence"] > 0.9 and hit_out["confidence"] > miss_out["confidence"]
+
+    def test_unknown_query_terms_lower_the_bm25_share(self):
+        signals = collect_signals([result(bm25=1.0, unknown=0.5)], "cost of chameleons")
+        assert signals["bm25"] == 0.5 and signals["unknown"] == 0.5
+
+    def test_agreement_counts_files_leading_both_lists(self):
+        docs = [result(ranks=(0, 1)), result(ranks=(1, 0)), result(ranks=(2, None)), result(ranks=(None, 2)), result(ranks=(9, 9))]
+        assert collect_signals(docs, "x")["agreement"] == pytest.approx(2 / 5)
+
+    def test_agreement_needs_both_kinds_of_list(self):
+        assert "agreement" not in collect_signals([result(ranks=(0, None)), result(ranks=(1, None))], "x")
+
+    def test_support_and_margin_come_from_the_candidates_not_the_cut_results(self):
+        top = result(rerank=0.9, cosine=0.7)
+        candidates = [top, result(rerank=0.6, cosine=0.65, ranks=(None, 1)), result(rerank=0.5, cosine=0.1, bm25=0.7),
+                      result(rerank=0.4, cosine=0.1, ranks=(None, 3))]
+        signals = collect_signals([top], "x", candidates=candidates)
+        assert signals["support"] == pytest.approx(2 / 4)
+        assert signals["margin"] == pytest.approx(0.3)
+
+    def test_filter_engaged_is_a_signal_of_its_own(self):
+        scorer = ConfidenceScorer(weights={"filter": 1.0})
+        off = scorer.run(documents=[result()], query="x")
+        on = scorer.run(documents=[result()], query="x", filters_engaged=True)
+        assert off["signals"]["filter"] == 0.0 and on["signals"]["filter"] == 1.0
+        assert on["confidence"] > off["confidence"] == 0.5
+
+    def test_coverage_scales_the_confidence(self):
+        scorer = ConfidenceScorer(bias=10.0, coverage_weight=0.5)
+        full = scorer.run(documents=[result()], query="x", coverage=1.0)["confidence"]
+        none = scorer.run(documents=[result()], query="x", coverage=0.0)
+        assert full == pytest.approx(1.0, abs=1e-4) and none["confidence"] == pytest.approx(0.5, abs=1e-4)
+        assert none["signals"]["coverage"] == 0.0
+
+    def test_a_given_confidence_gets_only_the_coverage(self):
+        out = ConfidenceScorer(weights={"cosine": 9.0}, coverage_weight=0.5).run(
+            documents=[result(cosine=0.9)], query="x", confidence=0.8, coverage=0.5
+        )
+        assert out["confidence"] == pytest.approx(0.6) and out["signals"] == {"search": 0.8, "coverage": 0.5}
+
+    def test_every_signal_is_on_zero_to_one(self):
+        docs = [result(content="pg_dump", rerank=1.0, cosine=1.0, bm25=1.0)] + [result(rerank=0.0) for _ in range(5)]
+        signals = collect_signals(docs, "pg_dump", filters_engaged=True)
+        assert set(signals) <= set(FEATURES) and all(0.0 <= v <= 1.0 for v in signals.values())
+
+
+class TestLabelAgreesWithConfidence:
+    @pytest.mark.parametrize("confidence", [0.0, 0.2, 0.49, 0.5, 0.51, 0.93, 1.0])
+    def test_pass_exactly_at_or_above_the_threshold(self, confidence):
+        label = ResultLabeler(min_confidence=0.5).run(documents=[result(cosine=0.1)], confidence=confidence)["label"]
+        assert (label == "PASS") == (confidence >= 0.5)
