@@ -99,7 +99,7 @@ class TestSearch:
     def test_an_onnx_runtime_failure_leaves_bm25_to_answer_with_a_warning(self, demo_needle, monkeypatch):
         from onnxruntime.capi.onnxruntime_pybind11_state import Fail
 
-        query = "sourdough starter feeding ratio"
+        query = "how often to feed a sourdough starter at room temperature"
         healthy = demo_needle.search(query, top_k=3)
         backend = demo_needle.pipeline("query").get_component("dense_embedder").embedding_backend
 
