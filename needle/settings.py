@@ -97,6 +97,10 @@ class ServeSettings(_Section):
     # Warmed instances of each graph, so that this many requests to one graph run at once (they share the
     # models and the index). Each instance costs little memory; beyond the machine's cores they only queue.
     graph_instances: int = Field(4, ge=1)
+    # Largest request body, in bytes (413 above it). The largest real request is a chat of a few pages.
+    max_body_bytes: int = Field(1_048_576, ge=1)
+    # Web origins (scheme://host:port) whose pages may call the server besides its own; "*" for any.
+    allowed_origins: list[str] = Field(default_factory=list)
 
 
 class LLMSettings(_Section):

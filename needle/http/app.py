@@ -14,7 +14,8 @@ import os
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from needle.settings import PROJECT_ROOT
+from needle.http.guards import BodyLimitMiddleware, OriginMiddleware
+from needle.settings import PROJECT_ROOT, load_settings
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -63,12 +64,60 @@ def _validation_message(errors_: list[dict]) -> str:
     return "; ".join(parts)
 
 
+ERROR_SCHEMA = {
+    "title": "Error", "type": "object", "required": ["detail"],
+    "properties": {"detail": {"type": "string", "title": "Detail", "description": "What went wrong and how to fix it."}},
+}
+# Refusals any route can give before or instead of its result, with the one body shape they all share.
+ROUTE_ERRORS = {
+    "400": "Bad request (a refused reference, pattern or combination of fields)",
+    "401": "Missing or wrong token",
+    "403": "Origin not allowed",
+    "404": "No such note, collection or model",
+    "413": "Request body too large",
+    "422": "Invalid request: the field and the rule it broke",
+    "500": "Server error (the message says what failed)",
+    "502": "The LLM server could not be reached or failed",
+    "503": "The index is busy or unavailable (locked, being built, damaged)",
+}
+
+
+def documented_errors(app: Any) -> dict[str, Any]:
+    """
+    The OpenAPI document with every operation's error responses in the shape Needle sends: `{"detail": str}`.
+
+    FastAPI documents 422 as a list of pydantic errors, but Needle answers every refusal, 422 included, with
+    one readable sentence (`_validation_message`); clients and schema checkers should see what they get.
+
+    :param app: The FastAPI app (its generated schema is cached on it, as FastAPI does).
+    :returns: The OpenAPI document.
+    """
+    if app.openapi_schema:
+        return app.openapi_schema
+    from fastapi.openapi.utils import get_openapi
+
+    schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components["Error"] = ERROR_SCHEMA
+    for name in ("HTTPValidationError", "ValidationError"):
+        components.pop(name, None)
+    reference = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    for path in schema.get("paths", {}).values():
+        for operation in path.values():
+            responses = operation.setdefault("responses", {})
+            for status, description in ROUTE_ERRORS.items():
+                responses[status] = {"description": description, **reference}
+    app.openapi_schema = schema
+    return schema
+
+
 def create_app(host: str = DEFAULT_HOST, token: str | None = None) -> FastAPI:
     """
     Build the hayhooks app that serves `server/pipelines/`, with MCP at `/mcp` (streamable HTTP) and `/sse`.
 
-    Deploy, undeploy and draw routes are left out: the endpoint set is fixed at start-up. Cross-origin
-    browser requests get no CORS grant, and on a loopback host requests must name a local host.
+    Deploy, undeploy and draw routes are left out: the endpoint set is fixed at start-up. A web page on
+    another origin than the server's own (and those in `serve.allowed_origins`) is refused with 403, bodies
+    over `serve.max_body_bytes` with 413, and on a loopback host requests must name a local host.
 
     :param host: The address the server binds; a loopback one also turns on Host-header checking.
     :param token: When set, every route requires `Authorization: Bearer <token>`.
@@ -84,12 +133,14 @@ def create_app(host: str = DEFAULT_HOST, token: str | None = None) -> FastAPI:
 
     from needle.mcp import NeedleMCP, http_routes
 
+    serve_settings = load_settings().serve
     hayhooks_settings.pipelines_dir = str(SERVER_PIPELINES_DIR)
     hayhooks_settings.host = host
     hayhooks_settings.tracing_enabled = False
     hayhooks_settings.monitoring_enabled = False
     hayhooks_settings.startup_deploy_strategy = StartupDeployStrategy.SEQUENTIAL
-    hayhooks_settings.cors_allow_origins = []
+    # Pages on an allowed origin may also read the answers; every other origin is refused (OriginMiddleware).
+    hayhooks_settings.cors_allow_origins = list(serve_settings.allowed_origins)
     hayhooks_settings.cors_allow_methods = ["GET", "POST"]
     hayhooks_settings.cors_allow_headers = ["authorization", "content-type"]
 
@@ -121,6 +172,9 @@ def create_app(host: str = DEFAULT_HOST, token: str | None = None) -> FastAPI:
         return JSONResponse(status_code=422, content={"detail": _validation_message(error.errors())})
 
     app.add_exception_handler(RequestValidationError, invalid_request)
+    app.openapi = lambda: documented_errors(app)  # type: ignore[method-assign]
+    app.add_middleware(OriginMiddleware, allowed_origins=serve_settings.allowed_origins)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=serve_settings.max_body_bytes)
     if host in LOCAL_HOSTS:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost", "::1", "[::1]"])
     if token:

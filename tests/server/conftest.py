@@ -31,6 +31,7 @@ NOTES = [
 TOKEN = "test-token-3f9a"
 BIG_FILE_BYTES = 30_000
 SECRET = "TOP-SECRET-CONTENT\n"
+ALLOWED_ORIGIN = "https://notes.example.org"
 
 
 def free_port() -> int:
@@ -135,7 +136,7 @@ def servers(demo_index: dict[str, Path], model_dir: Path, closed_port: int):
         "open": start_server(copy_data(demo_index, "data-open"), model_dir, base / "open.log", **llm),
         "locked": start_server(
             copy_data(demo_index, "data-locked"), model_dir, base / "locked.log",
-            NEEDLE_API_TOKEN=TOKEN, OPENAI_API_KEY="sk-local", **llm,
+            NEEDLE_API_TOKEN=TOKEN, OPENAI_API_KEY="sk-local", NEEDLE_SERVE__ALLOWED_ORIGINS=f'["{ALLOWED_ORIGIN}"]', **llm,
         ),
     }
     try:
