@@ -1,10 +1,12 @@
 """Find the note files of each collection: include and exclude globs, hidden folders, symlinks."""
 
 import os
+import posixpath
 from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict, logging
 
+from needle.file_records import FileRecords, FileStat
 from needle.files import walk_collection
 from needle.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, CollectionRules
 
@@ -38,16 +40,23 @@ class CollectionScanner:
     ```
     """
 
-    def __init__(self, max_files: int = 100_000) -> None:
+    def __init__(self, max_files: int = 100_000, batch_files: int = 200, records_path: str | None = None) -> None:
         """
         Create the scanner.
 
         :param max_files: Most files listed per collection; the rest is reported in `skipped`.
-        :raises ValueError: When `max_files` is not a positive integer.
+        :param batch_files: Most files handed on to be read per run (a batch); an index run runs the graph
+            once per batch, each batch written and recorded before the next starts.
+        :param records_path: The stat record (`needle.file_records`, `files.sqlite` in the index folder):
+            files whose size, times and inode match it are not read again. `None` reads every file.
+        :raises ValueError: When `max_files` or `batch_files` is not a positive integer.
         """
-        if isinstance(max_files, bool) or not isinstance(max_files, int) or max_files <= 0:
-            raise ValueError(f"max_files must be an integer > 0, got {max_files!r}")
+        for name, value in (("max_files", max_files), ("batch_files", batch_files)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be an integer > 0, got {value!r}")
         self.max_files = max_files
+        self.batch_files = batch_files
+        self.records_path = records_path
 
     def to_dict(self) -> dict[str, Any]:
         """
@@ -55,7 +64,9 @@ class CollectionScanner:
 
         :returns: Dictionary with the init parameters.
         """
-        return default_to_dict(self, max_files=self.max_files)
+        return default_to_dict(
+            self, max_files=self.max_files, batch_files=self.batch_files, records_path=self.records_path
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CollectionScanner":
@@ -67,38 +78,109 @@ class CollectionScanner:
         """
         return default_from_dict(cls, data)
 
-    @component.output_types(sources=list[dict[str, Any]], skipped=list[dict[str, Any]])
-    def run(self, collections: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    @component.output_types(
+        sources=list[dict[str, Any]],
+        present=list[dict[str, Any]],
+        scope=list[str] | None,
+        file_stats=dict[str, dict[str, int]],
+        skipped=list[dict[str, Any]],
+        next=list[str] | None,
+        counts=dict[str, int],
+    )
+    def run(
+        self, collections: list[dict[str, Any]], paths: list[str] | None = None, after: list[str] | None = None
+    ) -> dict[str, Any]:
         """
-        Scan every collection.
+        Scan the collections (or only the given paths) and hand on the next batch of files to read.
 
         :param collections: Collection dicts with `name`, `root` and optionally `include` and `exclude`.
+        :param paths: Only these files: absolute, or relative to a collection root; a file deleted on disk
+            is named so that its chunks leave the index. Files the collection's globs leave out go to `skipped`.
+            They are read whatever the stat record says.
+        :param after: The `next` of the previous batch of this run: the batch starts after it.
         :returns: A dictionary with:
-            - `sources`: `{"collection", "root", "path"}` per file, sorted by collection then path; `root` is
-              absolute and `path` is relative to it, with `/` separators.
+            - `sources`: `{"collection", "root", "path"}` per file to read in this batch, sorted by collection
+              then path; `root` is absolute and `path` is relative to it, with `/` separators.
+            - `present`: the files the differs compare with the index: this batch's, or, on the last batch of
+              a whole-collection run, every file found (indexed files missing from it leave the index).
+            - `scope`: the `collection:path` of the indexed files this batch may change (deleted paths
+              included), or `None` on the last batch of a whole-collection run (every indexed file).
+            - `file_stats`: `collection:path` → the stat of each file of `sources` (for the stat record).
             - `skipped`: `{"collection", "path", "reason"}` per file or folder left out for a reason worth
               telling the user; `path` is `""` when the whole collection could not be scanned.
-        :raises ValueError: When a collection dict is malformed or two collections share a name.
+            - `next`: where the next batch starts (pass it as `after`), or `None` after the last batch.
+            - `counts`: `files_found`, `files_skipped_by_stat` (the stat record matched), `files_pending`
+              (still to read, this batch included) and `paths_deleted`.
+        :raises ValueError: When a collection dict is malformed, two collections share a name, or a path is
+            in no collection.
         """
         specs = [self._validate(index, collection) for index, collection in enumerate(collections)]
         names = [spec["name"] for spec in specs]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"collection names must be unique, repeated: {', '.join(duplicates)}")
-        sources: list[dict[str, Any]] = []
+        found: list[dict[str, Any]] = []
         skipped: list[dict[str, Any]] = []
-        for spec in specs:
-            self._scan(spec, sources, skipped)
-        sources.sort(key=lambda s: (s["collection"], s["path"]))
+        deleted: list[str] = []
+        if paths is None:
+            for spec in specs:
+                self._scan(spec, found, skipped)
+        else:
+            self._locate(specs, paths, found, skipped, deleted)
+        found.sort(key=lambda s: (s["collection"], s["path"]))
         skipped.sort(key=lambda s: (s["collection"], s["path"]))
-        for item in skipped:
-            logger.warning(
-                "Skipped {collection}:{path}: {reason}",
-                collection=item["collection"],
-                path=item["path"],
-                reason=item["reason"],
-            )
-        return {"sources": sources, "skipped": skipped}
+        if after is None:
+            for item in skipped:
+                logger.warning(
+                    "Skipped {collection}:{path}: {reason}",
+                    collection=item["collection"],
+                    path=item["path"],
+                    reason=item["reason"],
+                )
+        stats = {f"{s['collection']}:{s['path']}": s.pop("stat") for s in found}
+        pending = found if paths is not None else self._changed(found, stats)
+        unchanged = len(found) - len(pending)
+        if after is not None:
+            cursor = (after[0], after[1])
+            pending = [s for s in pending if (s["collection"], s["path"]) > cursor]
+        batch = pending[: self.batch_files]
+        last = len(pending) <= self.batch_files
+        keys = [f"{s['collection']}:{s['path']}" for s in batch]
+        if paths is None and last:
+            present, scope = found, None
+        else:
+            present, scope = batch, keys + (deleted if after is None else [])
+        return {
+            "sources": batch,
+            "present": present,
+            "scope": scope,
+            "file_stats": {key: stats[key] for key in keys if stats.get(key)},
+            "skipped": skipped,
+            "next": None if last else [batch[-1]["collection"], batch[-1]["path"]],
+            "counts": {
+                "files_found": len(found),
+                "files_skipped_by_stat": unchanged,
+                "files_pending": len(pending),
+                "paths_deleted": len(deleted),
+            },
+        }
+
+    def _changed(self, found: list[dict[str, Any]], stats: dict[str, dict[str, int] | None]) -> list[dict[str, Any]]:
+        """The files whose stat differs from the record (every file without a record)."""
+        if not self.records_path:
+            return found
+        records = FileRecords(self.records_path)
+        by_collection: dict[str, dict[str, Any]] = {}
+        changed = []
+        for source in found:
+            name = source["collection"]
+            if name not in by_collection:
+                by_collection[name] = records.load(name)
+            record = by_collection[name].get(source["path"])
+            stat = stats.get(f"{name}:{source['path']}")
+            if record is None or stat is None or tuple(record.stat) != tuple(FileStat(**stat)):
+                changed.append(source)
+        return changed
 
     @staticmethod
     def _validate(index: int, collection: Any) -> dict[str, Any]:
@@ -126,7 +208,7 @@ class CollectionScanner:
     def _scan(self, spec: dict[str, Any], sources: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> None:
         name, root = spec["name"], spec["root"]
         rules = CollectionRules(spec["include"], spec["exclude"])
-        found: list[str] = []
+        found: list[tuple[str, dict[str, int] | None]] = []
         for item in walk_collection(root, rules):
             if item.reason is not None:
                 skipped.append({"collection": name, "path": item.rel, "reason": item.reason})
@@ -135,5 +217,70 @@ class CollectionScanner:
                 reason = f"more than max_files={self.max_files} files: the rest of the collection was not listed"
                 skipped.append({"collection": name, "path": "", "reason": reason})
                 break
-            found.append(item.rel)
-        sources.extend({"collection": name, "root": root, "path": path} for path in found)
+            found.append((item.rel, _stat(item.path)))
+        sources.extend({"collection": name, "root": root, "path": path, "stat": stat} for path, stat in found)
+
+    @staticmethod
+    def _locate(
+        specs: list[dict[str, Any]],
+        paths: list[str],
+        sources: list[dict[str, Any]],
+        skipped: list[dict[str, Any]],
+        deleted: list[str],
+    ) -> None:
+        """Find the collection of each given path: files to read, paths deleted on disk, paths left out."""
+        if not isinstance(paths, (list, tuple)):
+            raise ValueError(f"paths must be a list of file paths, got {type(paths).__name__}")
+        seen: set[str] = set()
+        for raw in paths:
+            if not isinstance(raw, str) or not raw.strip() or "\x00" in raw:
+                raise ValueError(f"paths must be non-empty file paths, got {raw!r}")
+            hits = [(spec, rel) for spec in specs if (rel := collection_path(spec["root"], raw)) is not None]
+            if not os.path.isabs(os.path.expanduser(raw)):
+                on_disk = [(spec, rel) for spec, rel in hits if os.path.lexists(os.path.join(spec["root"], rel))]
+                hits = on_disk or hits
+            if not hits:
+                roots = ", ".join(f"{spec['name']} ({spec['root']})" for spec in specs) or "none"
+                raise ValueError(f"path {raw!r} is in no collection being indexed (collections: {roots})")
+            for spec, rel in hits:
+                key = f"{spec['name']}:{rel}"
+                if key in seen:
+                    continue
+                seen.add(key)
+                reason = CollectionRules(spec["include"], spec["exclude"]).why_not_served(rel)
+                full = os.path.join(spec["root"], *rel.split("/"))
+                if reason is not None:
+                    skipped.append({"collection": spec["name"], "path": rel, "reason": f"not indexed: {reason}"})
+                elif not os.path.lexists(full):
+                    deleted.append(key)
+                elif not os.path.isfile(full):
+                    skipped.append({"collection": spec["name"], "path": rel, "reason": "not a regular file"})
+                else:
+                    sources.append({"collection": spec["name"], "root": spec["root"], "path": rel, "stat": _stat(full)})
+
+
+def collection_path(root: str, path: str) -> str | None:
+    """
+    A path as the collection rooted at `root` names it (relative, `/` separators), or None when it is outside.
+
+    :param root: The collection root, absolute.
+    :param path: An absolute path (links resolved or not), or one relative to the root.
+    """
+    expanded = os.path.expanduser(path)
+    if os.path.isabs(expanded):
+        for base, full in ((root, os.path.abspath(expanded)), (os.path.realpath(root), os.path.realpath(expanded))):
+            if full != base and os.path.commonpath([base, full]) == base:
+                return os.path.relpath(full, base).replace(os.sep, "/")
+        return None
+    rel = posixpath.normpath(expanded.replace(os.sep, "/"))
+    if rel in (".", "..") or rel.startswith("../"):
+        return None
+    return rel
+
+
+def _stat(path: str) -> dict[str, int] | None:
+    """A file's stat as the record keeps it, or None when it cannot be read."""
+    try:
+        return FileStat.of(os.stat(path)).as_dict()
+    except OSError:
+        return None
