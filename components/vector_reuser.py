@@ -110,12 +110,18 @@ class VectorReuser:
         ]
         stored: dict[str, Document] = {}
         wanted = sorted({doc.meta["content_checksum"] for doc in stamped})
+        # A store that streams (`iter_documents`) is left as soon as every checksum has a match: a text
+        # stored many times is read once.
+        lookup = getattr(self.document_store, "iter_documents", None) or self.document_store.filter_documents
         for start in range(0, len(wanted), self.batch_size):
-            part = wanted[start : start + self.batch_size]
-            where = {"field": "meta.content_checksum", "operator": "in", "value": part}
-            for found in self.document_store.filter_documents(filters=where):
+            part = set(wanted[start : start + self.batch_size])
+            where = {"field": "meta.content_checksum", "operator": "in", "value": sorted(part)}
+            for found in lookup(filters=where):
                 if found.embedding is not None and found.sparse_embedding is not None:
                     stored.setdefault(found.meta["content_checksum"], found)
+                    part.discard(found.meta["content_checksum"])
+                    if not part:
+                        break
         to_embed: list[Document] = []
         reused: list[Document] = []
         for doc in stamped:
