@@ -83,6 +83,8 @@ class CollectionScanner:
         present=list[dict[str, Any]],
         scope=list[str] | None,
         file_stats=dict[str, dict[str, int]],
+        gone=list[str],
+        listed=list[str],
         skipped=list[dict[str, Any]],
         next=list[str] | None,
         counts=dict[str, int],
@@ -101,16 +103,21 @@ class CollectionScanner:
         :returns: A dictionary with:
             - `sources`: `{"collection", "root", "path"}` per file to read in this batch, sorted by collection
               then path; `root` is absolute and `path` is relative to it, with `/` separators.
-            - `present`: the files the differs compare with the index: this batch's, or, on the last batch of
-              a whole-collection run, every file found (indexed files missing from it leave the index).
-            - `scope`: the `collection:path` of the indexed files this batch may change (deleted paths
-              included), or `None` on the last batch of a whole-collection run (every indexed file).
+            - `present`: the files the differs compare with the index: this batch's, or, when `scope` is
+              `None`, every file found (indexed files missing from it leave the index).
+            - `scope`: the `collection:path` of the indexed files this batch may change (`gone` included), or
+              `None` when the differs must compare every indexed file (the last batch of a whole-collection
+              run, until the stat record knows every indexed file).
             - `file_stats`: `collection:path` → the stat of each file of `sources` (for the stat record).
+            - `gone`: `collection:path` of the files deleted on disk: the given paths that no longer exist, or,
+              on the last batch of a whole-collection run, the recorded files that were not found.
+            - `listed`: the collections whose indexed files the differs compare in full in this batch (`scope`
+              is `None`: the record does not know yet that it holds every indexed file).
             - `skipped`: `{"collection", "path", "reason"}` per file or folder left out for a reason worth
               telling the user; `path` is `""` when the whole collection could not be scanned.
             - `next`: where the next batch starts (pass it as `after`), or `None` after the last batch.
             - `counts`: `files_found`, `files_skipped_by_stat` (the stat record matched), `files_pending`
-              (still to read, this batch included) and `paths_deleted`.
+              (still to read, this batch included) and `files_gone`.
         :raises ValueError: When a collection dict is malformed, two collections share a name, or a path is
             in no collection.
         """
@@ -138,7 +145,9 @@ class CollectionScanner:
                     reason=item["reason"],
                 )
         stats = {f"{s['collection']}:{s['path']}": s.pop("stat") for s in found}
-        pending = found if paths is not None else self._changed(found, stats)
+        records = FileRecords(self.records_path) if self.records_path and paths is None else None
+        recorded = {spec["name"]: records.load(spec["name"]) for spec in specs} if records else {}
+        pending = found if records is None else [s for s in found if _changed(s, stats, recorded)]
         unchanged = len(found) - len(pending)
         if after is not None:
             cursor = (after[0], after[1])
@@ -146,41 +155,31 @@ class CollectionScanner:
         batch = pending[: self.batch_files]
         last = len(pending) <= self.batch_files
         keys = [f"{s['collection']}:{s['path']}" for s in batch]
+        gone = list(deleted) if after is None else []
+        present, scope, listed = batch, keys + gone, []
         if paths is None and last:
-            present, scope = found, None
-        else:
-            present, scope = batch, keys + (deleted if after is None else [])
+            on_disk = {f"{s['collection']}:{s['path']}" for s in found}
+            gone = sorted(f"{name}:{path}" for name, rows in recorded.items() for path in rows if f"{name}:{path}" not in on_disk)
+            if records is not None and all(records.listed(spec["name"]) for spec in specs):
+                scope = keys + gone  # the record knows every indexed file: the deleted ones are those it lacks
+            else:
+                present, scope, listed = found, None, [spec["name"] for spec in specs]
         return {
             "sources": batch,
             "present": present,
             "scope": scope,
             "file_stats": {key: stats[key] for key in keys if stats.get(key)},
+            "gone": gone,
+            "listed": listed,
             "skipped": skipped,
             "next": None if last else [batch[-1]["collection"], batch[-1]["path"]],
             "counts": {
                 "files_found": len(found),
                 "files_skipped_by_stat": unchanged,
                 "files_pending": len(pending),
-                "paths_deleted": len(deleted),
+                "files_gone": len(gone),
             },
         }
-
-    def _changed(self, found: list[dict[str, Any]], stats: dict[str, dict[str, int] | None]) -> list[dict[str, Any]]:
-        """The files whose stat differs from the record (every file without a record)."""
-        if not self.records_path:
-            return found
-        records = FileRecords(self.records_path)
-        by_collection: dict[str, dict[str, Any]] = {}
-        changed = []
-        for source in found:
-            name = source["collection"]
-            if name not in by_collection:
-                by_collection[name] = records.load(name)
-            record = by_collection[name].get(source["path"])
-            stat = stats.get(f"{name}:{source['path']}")
-            if record is None or stat is None or tuple(record.stat) != tuple(FileStat(**stat)):
-                changed.append(source)
-        return changed
 
     @staticmethod
     def _validate(index: int, collection: Any) -> dict[str, Any]:
@@ -276,6 +275,13 @@ def collection_path(root: str, path: str) -> str | None:
     if rel in (".", "..") or rel.startswith("../"):
         return None
     return rel
+
+
+def _changed(source: dict[str, Any], stats: dict[str, Any], recorded: dict[str, dict[str, Any]]) -> bool:
+    """Whether a found file's stat differs from its record (or it has none)."""
+    record = recorded.get(source["collection"], {}).get(source["path"])
+    stat = stats.get(f"{source['collection']}:{source['path']}")
+    return record is None or stat is None or tuple(record.stat) != tuple(FileStat(**stat))
 
 
 def _stat(path: str) -> dict[str, int] | None:

@@ -5,7 +5,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.core.component.types import Variadic
 
-from needle.file_records import FileRecords, FileStat, split_key
+from needle.file_records import UNREAD, FileRecords, FileStat, split_key
 
 logger = logging.getLogger(__name__)
 
@@ -19,13 +19,14 @@ class FileRecorder:
     written only once the file's chunks are stored: the `done` input takes the writers' counts, which
     Haystack delivers after the writers ran; a run killed before leaves the files unrecorded, to be read
     again. A file that could not be read gets no row (it is tried again next time); a file that left the
-    index loses its row. The row keeps the checksum of the text read, which tells a touched file from an
+    index loses its row. The collections compared in full with the index are marked, so that later runs
+    find deleted files by the record instead of listing the index. The row keeps the checksum of the text read, which tells a touched file from an
     edited one. Haystack's `CacheChecker` keys documents by one field and has no notion of a file's stat.
 
     Usage example:
     ```python
     recorder = FileRecorder(records_path="~/.needle/index/files.sqlite")
-    recorder.run(file_stats=scanner["file_stats"], files=read_files, removed=["notes:old.md"], done=[3, 1])
+    recorder.run(file_stats=scanner["file_stats"], files=read_files, gone=["notes:old.md"], done=[3, 1])
     # {"recorded": 12, "forgotten": 1}
     ```
     """
@@ -56,7 +57,8 @@ class FileRecorder:
         file_stats: dict[str, dict[str, int]],
         files: list[Document],
         done: Variadic[int],
-        removed: list[str] | None = None,
+        gone: list[str] | None = None,
+        listed: list[str] | None = None,
     ) -> dict[str, int]:
         """
         Record the files read and written, forget the files removed.
@@ -66,7 +68,9 @@ class FileRecorder:
         :param files: The files as read (meta `collection`, `path`, `content_hash`); a file in `file_stats`
             that is not among them was not read and gets no row.
         :param done: What the writers and refreshers report; only its arrival matters.
-        :param removed: `collection:path` of files that left the index.
+        :param gone: `collection:path` of files deleted on disk (their chunks left the index).
+        :param listed: Collections the differs compared in full in this batch: from now on the record knows
+            every indexed file of theirs (`FileRecords.mark_listed`).
         :returns: A dictionary with `recorded` (rows written) and `forgotten` (rows dropped).
         """
         del done  # the writers ran: their chunks are stored
@@ -80,5 +84,9 @@ class FileRecorder:
         ]
         records = FileRecords(self.records_path)
         recorded = records.put(rows)
-        forgotten = records.forget(split_key(key) for key in removed or [])
+        # A file that could not be read keeps its row; a new one gets a row that never matches, so that the
+        # record knows it (should it be indexed from before and leave) and it is tried again.
+        records.put([(*split_key(key), UNREAD, None) for key in file_stats if key not in checksums], keep=True)
+        forgotten = records.forget(split_key(key) for key in gone or [])
+        records.mark_listed(listed or [])
         return {"recorded": recorded, "forgotten": forgotten}

@@ -7,6 +7,7 @@ runs it, and shapes results into the schema of `needle.results`; it implements n
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import threading
 import time
@@ -460,6 +461,20 @@ class Needle:
         """The stat record of the indexed files (`needle.file_records`)."""
         return FileRecords(records_file(self.settings))
 
+    def _check_records(self, ingest: dict[str, Any], selected: list[Any], forget: bool) -> None:
+        """
+        Drop the stat record where it no longer tells what the index holds: nothing indexed (`forget`), another
+        ingest graph (chunking, readers...), or a collection whose root, globs or language changed.
+        """
+        records = self.records
+        if forget:
+            records.forget_collection()
+        graph = copy.deepcopy(ingest)
+        graph["components"].get("scanner", {}).get("init_parameters", {}).pop("batch_files", None)
+        records.check_signature("graph", _signature(graph))
+        for collection in selected:
+            records.check_signature(f"collection:{collection.name}", _signature(collection.as_source()), collection.name)
+
     def _index(
         self,
         names: list[str] | None,
@@ -473,10 +488,9 @@ class Needle:
             self.store.delete_all_documents()
             self.file_store.delete_all_documents()
             index_info.forget(self.settings)
-        if rebuild or self.store.count_documents() == 0:
-            self.records.forget_collection()  # nothing is indexed: every file is read
         ingest = apply_overrides(copy.deepcopy(self.ingest_graph()), overrides or {})
         index_info.check(self.settings, ingest)
+        self._check_records(ingest, selected, forget=rebuild or self.store.count_documents() == 0)
         sources = [c.as_source() for c in selected]
         started = time.perf_counter()
         graph = self.pipeline(INGEST, overrides)
@@ -630,6 +644,11 @@ class Needle:
             )
             entry["chunks"] += 1
         return [files[key] for key in sorted(files)]
+
+
+def _signature(value: Any) -> str:
+    """A stable hash of a JSON-like value."""
+    return hashlib.sha1(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
 class _IndexReport:

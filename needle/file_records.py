@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
@@ -26,7 +26,8 @@ CREATE TABLE IF NOT EXISTS files (
     inode INTEGER NOT NULL,
     checksum TEXT,
     PRIMARY KEY (collection, path)
-) WITHOUT ROWID
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS signatures (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 """
 # Rows per statement (SQLite binds at most 32766 variables).
 _CHUNK = 500
@@ -48,6 +49,11 @@ class FileStat(NamedTuple):
     def as_dict(self) -> dict[str, int]:
         """The stat as a JSON-friendly dict (how sources carry it through a graph)."""
         return self._asdict()
+
+
+# The stat of a file that was found but not read (unreadable): it never matches, so the file is tried again,
+# and the record still knows the file, should it leave the index.
+UNREAD = FileStat(-1, -1, -1, -1)
 
 
 class FileRecord(NamedTuple):
@@ -81,7 +87,7 @@ class FileRecords:
         with closing(sqlite3.connect(self.path, timeout=30)) as connection:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=NORMAL")
-            connection.execute(_SCHEMA)
+            connection.executescript(_SCHEMA)
             with connection:
                 yield connection
 
@@ -110,17 +116,19 @@ class FileRecords:
                 found.update((r[0], FileRecord(FileStat(*r[1:5]), r[5])) for r in rows)
         return found
 
-    def put(self, rows: Iterable[tuple[str, str, FileStat, str | None]]) -> int:
+    def put(self, rows: Iterable[tuple[str, str, FileStat, str | None]], keep: bool = False) -> int:
         """
-        Record files as indexed: `(collection, path, stat, checksum)` each, replacing earlier rows.
+        Record files as indexed: `(collection, path, stat, checksum)` each.
 
-        :returns: The number of rows written.
+        :param keep: Leave a file's row as it is when it has one (only add rows).
+        :returns: The number of rows given.
         """
         values = [(c, p, *stat, checksum) for c, p, stat, checksum in rows]
         if not values:
             return 0
+        verb = "INSERT OR IGNORE" if keep else "INSERT OR REPLACE"
         with self._connect() as db:
-            db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", values)
+            db.executemany(f"{verb} INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", values)
         return len(values)
 
     def forget(self, keys: Iterable[tuple[str, str]]) -> int:
@@ -143,8 +151,49 @@ class FileRecords:
         with self._connect() as db:
             if collection is None:
                 db.execute("DELETE FROM files")
+                db.execute("DELETE FROM signatures WHERE key LIKE 'listed:%'")
             else:
                 db.execute("DELETE FROM files WHERE collection = ?", (collection,))
+                db.execute("DELETE FROM signatures WHERE key = ?", (f"listed:{collection}",))
+
+    def mark_listed(self, collections: Iterable[str]) -> None:
+        """
+        Note that the index holds no file of these collections without a row here (a run compared the whole
+        collections with the index): later runs find deleted files by the record, not by listing the index.
+        """
+        names = list(collections)
+        if names:
+            with self._connect() as db:
+                db.executemany("INSERT OR REPLACE INTO signatures VALUES (?, '1')", [(f"listed:{n}",) for n in names])
+
+    def listed(self, collection: str) -> bool:
+        """Whether every indexed file of the collection has a row (see `mark_listed`)."""
+        if not self.path.exists():
+            return False
+        with self._connect() as db:
+            return db.execute("SELECT 1 FROM signatures WHERE key = ?", (f"listed:{collection}",)).fetchone() is not None
+
+    def check_signature(self, key: str, value: str, collection: str | None = None) -> bool:
+        """
+        Keep the rows only while what produced them stays the same (the ingest graph, a collection's rules).
+
+        :param key: What the signature is of, e.g. `graph` or `collection:notes`.
+        :param value: Its signature now.
+        :param collection: The collection whose rows a change invalidates; every row when `None`.
+        :returns: Whether it changed (the rows were dropped, their files are read again).
+        """
+        with self._connect() as db:
+            row = db.execute("SELECT value FROM signatures WHERE key = ?", (key,)).fetchone()
+            if row is not None and row[0] == value:
+                return False
+            if collection is None:
+                db.execute("DELETE FROM files")
+                db.execute("DELETE FROM signatures WHERE key LIKE 'listed:%'")
+            else:
+                db.execute("DELETE FROM files WHERE collection = ?", (collection,))
+                db.execute("DELETE FROM signatures WHERE key = ?", (f"listed:{collection}",))
+            db.execute("INSERT OR REPLACE INTO signatures VALUES (?, ?)", (key, value))
+            return row is not None
 
     def count(self) -> int:
         """How many files are recorded."""
@@ -160,10 +209,4 @@ def split_key(source_doc_id: str) -> tuple[str, str]:
     return collection, path
 
 
-def stat_of(source: dict[str, Any]) -> FileStat | None:
-    """The stat a scanned source carries (`source["stat"]`), or None."""
-    stat = source.get("stat")
-    return FileStat(**stat) if isinstance(stat, dict) else None
-
-
-__all__ = ["FileRecord", "FileRecords", "FileStat", "split_key", "stat_of"]
+__all__ = ["UNREAD", "FileRecord", "FileRecords", "FileStat", "split_key"]
