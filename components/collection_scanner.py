@@ -31,12 +31,19 @@ class CollectionScanner:
     router and converters take a list of paths but have no notion of a collection, of exclude rules or of
     symlink loops.
 
+    An index run runs the ingest graph once per batch: the scanner hands on at most `batch_files` files to
+    read, those after `after` (the previous batch's `next`), and only files whose stat (size, times, inode)
+    differs from the stat record (`needle.file_records`, written by `FileRecorder` once a batch is stored).
+    It also tells the differs which indexed files a batch may change (`scope`): the batch's files, plus, on
+    the last batch, the recorded files no longer found. Given `paths`, it looks at those files alone.
+
     Usage example:
     ```python
     scanner = CollectionScanner()
     out = scanner.run(collections=[{"name": "notes", "root": "~/notes", "exclude": [".obsidian/", "templates/"]}])
     out["sources"]  # [{"collection": "notes", "root": "/home/me/notes", "path": "ideas/needle.md"}, ...]
     out["skipped"]  # [{"collection": "notes", "path": "old", "reason": "broken symlink: target does not exist"}]
+    out["next"]     # None: this was the last batch
     ```
     """
 
