@@ -167,7 +167,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[5000, 20000], help="generated notes per run")
+    parser.add_argument("--sizes", type=int, nargs="*", default=[5000, 20000], help="generated notes per run (none: SciFact only)")
     parser.add_argument("--no-scifact", action="store_true", help="leave SciFact out")
     parser.add_argument("--scifact-docs", type=int, default=None, help="index only the first N SciFact abstracts")
     parser.add_argument("--out", default=str(ROOT / "eval" / "results" / "ingest.json"))
