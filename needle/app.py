@@ -17,6 +17,7 @@ from typing import Any
 
 from haystack import Pipeline
 from haystack.core.errors import PipelineRuntimeError
+from haystack.document_stores.errors import DocumentStoreError
 
 from needle import index_info
 from needle.collections import CollectionError, CollectionRegistry
@@ -29,6 +30,7 @@ from needle.languages import AUTO
 from needle.languages import DEFAULT as DEFAULT_LANGUAGE
 from needle.loader import apply_overrides, load_pipeline, overrides_apply_somewhere, read_graph
 from needle.contexts import ContextRegistry
+from needle.document_stores.protocol import IndexDamagedError
 from needle.pool import GraphPool
 from needle.results import Answer, Hit, SearchAnswer, SearchFilters, SelfQuery, hit
 from needle.settings import Settings, load_settings
@@ -484,15 +486,18 @@ class Needle:
         progress: Callable[[dict[str, Any]], None] | None,
     ) -> dict[str, Any]:
         selected = self.collections.select(names)
+        set_aside: list[str] = []
         if rebuild:
-            self.store.delete_all_documents()
-            self.file_store.delete_all_documents()
-            index_info.forget(self.settings)
+            set_aside = self._start_afresh()
         ingest = apply_overrides(copy.deepcopy(self.ingest_graph()), overrides or {})
         index_info.check(self.settings, ingest)
         self._check_records(ingest, selected, forget=rebuild or self.store.count_documents() == 0)
         sources = [c.as_source() for c in selected]
         started = time.perf_counter()
+        # A full run also drops what collections no longer listed left in the index.
+        orphans_deleted = (
+            self._delete_collections("not in", list(self.collections.load())) if not names and paths is None else 0
+        )
         graph = self.pipeline(INGEST, overrides)
         report = _IndexReport([c.name for c in selected])
         after: list[str] | None = None
@@ -524,7 +529,51 @@ class Needle:
                 if getattr(writer, "optimize", False) and hasattr(writer.document_store, "optimize"):
                     writer.document_store.optimize()
         index_info.record(self.settings, ingest, optimized=report.changed, languages=report.languages)
-        return report.as_dict(time.perf_counter() - started)
+        result = report.as_dict(time.perf_counter() - started)
+        result["chunks_deleted"] += orphans_deleted
+        result["deleted"] += orphans_deleted
+        return {**result, **({"set_aside": set_aside} if set_aside else {})}
+
+    def _start_afresh(self) -> list[str]:
+        """
+        Empty the index for a rebuild: both stores recreated with the configured layout (a damaged one moved
+        aside first), the provenance forgotten.
+
+        :returns: Where damaged stores were moved.
+        """
+        before = set(self.settings.index_dir.glob("*.damaged-*"))
+        for store in (self.store, self.file_store):
+            store.delete_all_documents(recreate_index=True)
+        index_info.forget(self.settings)
+        after = set(self.settings.index_dir.glob("*.damaged-*"))
+        return sorted(str(path) for path in after - before)
+
+    def check(self) -> dict[str, Any]:
+        """
+        Read the whole index: the provenance, every chunk and whole file with its vectors, one search per kind
+        of vector; report the damage a query would trip on before it does (`needle check`).
+
+        :returns: `problems` (empty for a sound index), what each store held and the seconds it took.
+        """
+        started = time.perf_counter()
+        problems: list[str] = []
+        try:
+            index_info.read(self.settings)
+        except IndexDamagedError as error:
+            problems.append(str(error))
+        stores: dict[str, dict[str, int]] = {}
+        for role, store in (("chunks", self.store), ("files", self.file_store)):
+            try:
+                found = stores[role] = store.verify()
+            except DocumentStoreError as error:
+                problems.append(f"{role}: {error}")
+                continue
+            if found["points"] != found["counted"]:
+                problems.append(f"{role}: {found['points']} points read but {found['counted']} counted")
+            for kind in ("dense", "sparse"):
+                if found[f"without_{kind}"]:
+                    problems.append(f"{role}: {found[f'without_{kind}']} points without a {kind} vector")
+        return {"problems": problems, "stores": stores, "seconds": round(time.perf_counter() - started, 2)}
 
     def optimize(self) -> dict[str, Any]:
         """
@@ -583,19 +632,41 @@ class Needle:
 
     def remove_collection(self, name: str) -> int:
         """
-        Forget a collection and delete its chunks from the index.
+        Delete a collection's chunks from the index, then forget the collection: the list changes only once
+        the index has, so a store another process holds (or any failure) leaves both as they were. Chunks
+        left by a collection no longer listed (`status` names them) go the same way.
 
         :returns: The number of chunks deleted.
-        :raises CollectionError: When no collection has that name.
+        :raises CollectionError: When no collection has that name and the index holds nothing of it.
         """
-        self.collections.remove(name)
-        self.records.forget_collection(name)
-        where = {"field": "meta.collection", "operator": "==", "value": name}
+        with self._index_lock:
+            listed = name in self.collections.load()
+            if not listed and not self._orphaned_chunks().get(name):
+                raise CollectionError(f"no collection named '{name}'")
+            deleted = self._delete_collections("==", name)
+            self.records.forget_collection(name)
+            if listed:
+                self.collections.remove(name)
+            return deleted
+
+    def _delete_collections(self, operator: str, value: Any) -> int:
+        """Delete the chunks and whole files whose `meta.collection` matches; both stores flushed."""
+        where = {"field": "meta.collection", "operator": operator, "value": value}
         deleted = self.store.delete_by_filter(where)
         self.file_store.delete_by_filter(where)
         for store in (self.store, self.file_store):
             store.flush()
         return int(deleted or 0)
+
+    def _orphaned_chunks(self) -> dict[str, int]:
+        """Chunk counts of collections the index holds but the list no longer names."""
+        listed = set(self.collections.load())
+        counts: dict[str, int] = {}
+        for row in self.store.list_documents_meta(fields=["collection"]):
+            collection = row["meta"].get("collection", "")
+            if collection not in listed:
+                counts[collection] = counts.get(collection, 0) + 1
+        return counts
 
     def status(self) -> dict[str, Any]:
         """Collections with file and chunk counts, the models, where the index lives and the context annotations."""
@@ -606,7 +677,8 @@ class Needle:
             entry["files"].add(row["meta"].get("source_doc_id"))
             entry["chunks"] += 1
         collections = []
-        for collection in self.collections.load().values():
+        listed = self.collections.load()
+        for collection in listed.values():
             entry = per_collection.get(collection.name, {"files": set(), "chunks": 0})
             collections.append(
                 {"name": collection.name, "root": collection.root, "files": len(entry["files"]), "chunks": entry["chunks"]}
@@ -614,6 +686,8 @@ class Needle:
         recorded = index_info.read(self.settings)
         return {
             "collections": collections,
+            # Chunks of collections no longer listed: the next `needle index` (or `collection remove`) drops them.
+            "orphaned": {name: entry["chunks"] for name, entry in per_collection.items() if name not in listed},
             "embedding_model": self.settings.embedding.model,
             "sparse_model": self.settings.sparse.model,
             "store": self.settings.store.url or str(self.settings.index_dir),

@@ -112,6 +112,8 @@ def _parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("ls", help="list the indexed files of a collection (all by default)")
     ls.add_argument("collection", nargs="?")
     ls.add_argument("--json", action="store_true")
+    check = sub.add_parser("check", help="read the whole index and report damage (exit 1) before a query trips on it")
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
     status = sub.add_parser("status", help="collections, counts, model and index location")
     status.add_argument("--json", action="store_true")
     optimize = sub.add_parser("optimize", help="lay the index out as the `index:` settings say (no re-embedding)")
@@ -225,6 +227,10 @@ def _run(args: argparse.Namespace, needle: Any) -> int:
     elif args.command in ("backup", "restore"):
         done = needle.backup(args.path) if args.command == "backup" else needle.restore(args.path)
         print(output.backup_report(done, args.command, args.json))
+    elif args.command == "check":
+        report = needle.check()
+        print(output.check_report(report, args.json))
+        return 1 if report["problems"] else 0
     elif args.command == "ls":
         print(output.file_list(needle.indexed_files(args.collection), args.json))
     else:
@@ -273,6 +279,9 @@ def _run_without_index(args: argparse.Namespace) -> int | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `needle` command."""
     args = _parser().parse_args(argv)
+    # A graph that fails makes Haystack snapshot its state and warn about every value it cannot serialise;
+    # the one line below says what failed.
+    logging.getLogger("haystack.utils.base_serialization").setLevel(logging.ERROR)
     needle = None
     try:
         code = _run_without_index(args)

@@ -47,6 +47,7 @@ def _table() -> list[tuple[type[BaseException], int, int]]:
     """(exception class, exit code, HTTP status), most specific first."""
     from needle.collections import CollectionError
     from needle.contexts import ContextError
+    from needle.document_stores.protocol import IndexDamagedError
     from needle.index_info import IndexMismatchError
     from needle.loader import PipelineError
     from needle.models import MissingModelError
@@ -67,6 +68,7 @@ def _table() -> list[tuple[type[BaseException], int, int]]:
         (ValueError, 2, 400),
         (TypeError, 2, 400),
         (IndexMismatchError, 1, 409),
+        (IndexDamagedError, 1, 503),
         (MissingModelError, 1, 503),
         (LLMError, 1, 502),
         (TimeoutError, 1, 504),

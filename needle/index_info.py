@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from needle.document_stores.protocol import IndexDamagedError
 from needle.models import embedding_dim
 from needle.settings import Settings
 
@@ -86,11 +87,21 @@ def info_path(settings: Settings) -> Path:
 
 
 def read(settings: Settings) -> dict[str, Any] | None:
-    """The recorded provenance, or `None` for an index never built."""
+    """
+    The recorded provenance, or `None` for an index never built.
+
+    :raises IndexDamagedError: When the file cannot be read as the JSON object Needle writes.
+    """
     path = info_path(settings)
     if not path.exists():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise IndexDamagedError(str(path), f"its provenance cannot be read: {error}") from error
+    if not isinstance(recorded, dict):
+        raise IndexDamagedError(str(path), "its provenance is not a JSON object")
+    return recorded
 
 
 def check(settings: Settings, ingest: dict[str, Any]) -> None:

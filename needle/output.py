@@ -195,6 +195,7 @@ def index_report(report: dict[str, Any], as_json: bool) -> str:
     ]
     lines += [f"  skipped {i.get('collection', '')}/{i.get('path', '')}: {i.get('reason', '')}" for i in report["skipped"]]
     lines += [f"  warning {i.get('collection', '')}/{i.get('path', '')}: {i.get('reason', '')}" for i in report["warnings"]]
+    lines += [f"  moved the damaged store aside to {path}" for path in report.get("set_aside", [])]
     return "\n".join(lines)
 
 
@@ -207,6 +208,9 @@ def status_text(status: dict[str, Any], as_json: bool) -> str:
     if not status["collections"]:
         lines.append("no collections yet: add one with `needle collection add PATH --name NAME`")
     lines += [f"  {c['name']}: {c['files']} files, {c['chunks']} chunks ({c['root']})" for c in status["collections"]]
+    for name, chunks in (status.get("orphaned") or {}).items():
+        lines.append(f"  {name or '(no collection)'}: {chunks} chunks of a collection no longer listed; "
+                     "`needle index` drops them")
     layout = status.get("index_layout")
     if layout:
         placed = [name for name in ("vectors", "hnsw", "sparse", "payload") if layout.get(f"{name}_on_disk")]
@@ -225,6 +229,19 @@ def status_text(status: dict[str, Any], as_json: bool) -> str:
     if status.get("contexts"):
         lines.append("contexts:")
         lines += [f"  {prefix}: {text}" for prefix, text in status["contexts"].items()]
+    return "\n".join(lines)
+
+
+def check_report(report: dict[str, Any], as_json: bool) -> str:
+    """Render `needle check`: what each store held, then every problem and the way out, or that all is sound."""
+    if as_json:
+        return json.dumps(report, indent=2)
+    lines = [f"{role}: {found['points']} points read with their vectors" for role, found in report["stores"].items()]
+    if report["problems"]:
+        lines += [f"damaged: {problem}" for problem in report["problems"]]
+        lines.append("run `needle index --rebuild` to rebuild the index from your notes (a damaged store is moved aside)")
+    else:
+        lines.append(f"the index is sound (read in {report['seconds']} s)")
     return "\n".join(lines)
 
 

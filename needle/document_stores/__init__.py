@@ -5,11 +5,12 @@ Pipeline YAML names a store by its module path (`needle.document_stores.edge.doc
 """
 
 from needle.document_stores.edge import EdgeDocumentStore, StoreLockedError
-from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
+from needle.document_stores.protocol import IndexDamagedError, NeedleDocumentStore, check_document_store
 from needle.document_stores.qdrant_server import QdrantServerDocumentStore
 
 __all__ = [
     "EdgeDocumentStore",
+    "IndexDamagedError",
     "NeedleDocumentStore",
     "QdrantServerDocumentStore",
     "StoreLockedError",

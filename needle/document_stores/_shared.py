@@ -186,6 +186,34 @@ class NeedleStoreMixin:
             rows.append({"id": payload.get("id", str(point_id)), "meta": meta})
         return rows
 
+    def verify(self) -> dict[str, int]:
+        """
+        Read every stored point with its payload and vectors, and search each kind of vector once.
+
+        :returns: `points` read, `counted` by the engine, `without_dense` and `without_sparse` vectors.
+        :raises IndexDamagedError: When the store's files cannot be read.
+        """
+        found = {"points": 0, "counted": 0, "without_dense": 0, "without_sparse": 0}
+        dense: list[float] | None = None
+        sparse: SparseEmbedding | None = None
+        for document in self.iter_documents():  # type: ignore[attr-defined]
+            found["points"] += 1
+            if document.embedding is None:
+                found["without_dense"] += 1
+            elif dense is None:
+                dense = list(document.embedding)
+            if self.use_sparse_embeddings:  # type: ignore[attr-defined]
+                if document.sparse_embedding is None:
+                    found["without_sparse"] += 1
+                elif sparse is None:
+                    sparse = document.sparse_embedding
+        found["counted"] = self.count_documents()  # type: ignore[attr-defined]
+        if dense is not None:
+            self.query_dense(dense, top_k=1)  # type: ignore[attr-defined]
+        if sparse is not None:
+            self.query_sparse(sparse, top_k=1)  # type: ignore[attr-defined]
+        return found
+
     def _dense_query(self, query_embedding: QueryVector) -> VectorQuery:
         """:raises ValueError: When the vector is not one-dimensional or has the wrong size."""
         return VectorQuery(DENSE_VECTORS_NAME, check_query_embedding(query_embedding, self.embedding_dim))

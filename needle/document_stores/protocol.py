@@ -4,9 +4,28 @@ from typing import Any, Protocol, runtime_checkable
 
 from haystack.dataclasses import Document
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
+from haystack.document_stores.errors import DocumentStoreError
 from haystack.document_stores.types import DuplicatePolicy
 
 from components._checks import QueryVector
+
+
+class IndexDamagedError(DocumentStoreError):
+    """The store's files cannot be read (truncated, emptied or garbled): the index must be rebuilt from the notes."""
+
+    def __init__(self, path: str | None, detail: str) -> None:
+        """
+        Say what is damaged and how to heal it.
+
+        :param path: The store's folder (or file), when known.
+        :param detail: What the engine or the reader said.
+        """
+        where = f"the index at {path}" if path else "the index"
+        super().__init__(
+            f"{where} is damaged ({detail}); `needle index --rebuild` rebuilds it from your notes, "
+            "moving the damaged copy aside"
+        )
+        self.path = path
 
 
 @runtime_checkable
@@ -21,7 +40,8 @@ class NeedleDocumentStore(Protocol):
 
     Errors follow one rule in both stores: a bad argument from the caller is a `ValueError`; asking a store
     for something its configuration lacks (sparse vectors, a text index) or an engine failure is a
-    Haystack `DocumentStoreError`; malformed filters are a `FilterError`.
+    Haystack `DocumentStoreError` (an `IndexDamagedError` when its files cannot be read); malformed filters
+    are a `FilterError`.
     """
 
     def to_dict(self) -> dict[str, Any]:
@@ -220,6 +240,18 @@ class NeedleDocumentStore(Protocol):
         """
         ...
 
+    def verify(self) -> dict[str, int]:
+        """
+        Read every stored point with its payload and vectors, and search each kind of vector once: the damage a
+        query would trip on, found before it does (`needle check`).
+
+        :returns: `points` read, `counted` by the engine, and how many lack a dense (`without_dense`) or, in a
+            store with sparse vectors, a sparse vector (`without_sparse`).
+        :raises IndexDamagedError: When the store's files cannot be read.
+        :raises DocumentStoreError: When the engine fails otherwise.
+        """
+        ...
+
     def close(self) -> None:
         """Release what the store holds (the embedded engine's folder, a server connection); it reopens on next use."""
         ...
@@ -253,4 +285,4 @@ def check_document_store(document_store: Any) -> None:
         )
 
 
-__all__ = ["NeedleDocumentStore", "STORE_METHODS", "check_document_store"]
+__all__ = ["IndexDamagedError", "NeedleDocumentStore", "STORE_METHODS", "check_document_store"]

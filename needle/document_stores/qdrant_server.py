@@ -277,6 +277,14 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
     def flush(self) -> None:
         """Nothing to do: the server makes every acknowledged write durable itself."""
 
+    def iter_documents(self, filters: dict[str, Any] | None = None) -> Iterator[Document]:
+        """
+        Stream the matching documents with their vectors, page by page (qdrant-haystack's scroll).
+
+        :param filters: Haystack filters; all documents when `None`.
+        """
+        yield from self._get_documents_generator(filters)
+
     def optimize(self) -> bool:
         """
         Apply this store's layout (HNSW, quantization, on-disk vectors, optimizer settings) to an existing

@@ -21,6 +21,7 @@ from haystack_integrations.document_stores.qdrant.converters import (
 )
 
 from needle.document_stores.edge import DEFAULT_PAYLOAD_INDEXES, LOCK_FILE_NAME, EdgeDocumentStore, StoreLockedError
+from needle.document_stores.protocol import IndexDamagedError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -478,6 +479,28 @@ class TestEdgeDocumentStore:
         assert reopened.count_documents() == 5
         assert [doc.id for doc in reopened.query_text("note 3", top_k=1)] == ["3"]
         reopened.close()
+
+    def test_verify_reads_every_point_with_its_vectors(self, store):
+        store.write_documents(
+            [Document(id=str(i), content=f"note {i}", embedding=[1.0, i, 0.0, 0.0],
+                      sparse_embedding=SparseEmbedding(indices=[i], values=[1.0])) for i in range(3)]
+            + [Document(id="bare", content="no vectors")]
+        )
+        assert store.verify() == {"points": 4, "counted": 4, "without_dense": 1, "without_sparse": 1}
+
+    def test_a_damaged_folder_says_so_and_recreating_moves_it_aside(self, tmp_path):
+        path = tmp_path / "edge"
+        store = EdgeDocumentStore(path=str(path), embedding_dim=4)
+        store.write_documents([Document(id="1", content="note", embedding=[1.0, 0.0, 0.0, 0.0])])
+        store.close()
+        (path / "edge_config.json").write_bytes(b"\xff\xfe garbled")
+        with pytest.raises(IndexDamagedError, match="damaged .*needle index --rebuild"):
+            store.count_documents()
+        store.delete_all_documents(recreate_index=True)
+        assert store.count_documents() == 0
+        aside = list(tmp_path.glob("edge.damaged-*"))
+        assert len(aside) == 1 and (aside[0] / "edge_config.json").read_bytes().startswith(b"\xff")
+        store.close()
 
     def test_lock_file_records_the_owner_pid(self, store):
         store.count_documents()

@@ -36,7 +36,8 @@ from needle.document_stores.edge.schema import (
     missing_indexes,
     search_params,
 )
-from needle.document_stores.edge.shards import OpenShard, copy_shard, open_shard
+from needle.document_stores.edge.shards import OpenShard, copy_shard, open_shard, set_aside
+from needle.document_stores.protocol import IndexDamagedError
 
 logger = logging.getLogger(__name__)
 
@@ -465,8 +466,17 @@ class EdgeDocumentStore(NeedleStoreMixin):
         Delete every document.
 
         :param recreate_index: Also drop the shard and create it afresh with this store's configuration
-            (vectors and indexes); a query running in another thread at that moment fails.
+            (vectors and indexes); a query running in another thread at that moment fails. A shard that
+            cannot be opened (damaged files) is moved aside (`<folder>.damaged-<time>`) and a new one created.
         """
+        if recreate_index:
+            try:
+                self._shard()
+            except IndexDamagedError:
+                set_aside(self.path)
+                self._shard()
+                logger.info("Created a new index at {path}", path=self.path)
+                return
         opened = self._shard()
         with opened.write_lock, _engine_errors("delete all documents"):
             if not recreate_index:
@@ -687,12 +697,26 @@ def _match(key: str, value: Any) -> Any:
     return qe.Filter(must=[qe.FieldCondition(key, match=qe.MatchValue(value))])
 
 
+# What the engine says when a file of the shard cannot be read: the index is damaged, not the request wrong.
+_DAMAGE_SIGNS = ("io error", "not readable", "out of bounds", "failed to load", "deserializ", "corrupt",
+                 "unexpected end", "checksum", "no such file", "mmap", "invalid utf-8")
+
+
 @contextmanager
 def _engine_errors(action: str) -> Iterator[None]:
-    """Turn the engine's bare `Exception`s into `DocumentStoreError`s that say what failed."""
+    """
+    Turn the engine's bare `Exception`s into `DocumentStoreError`s that say what failed, and failures to read
+    the shard's files (or the engine's panics on them) into `IndexDamagedError`s that say how to heal.
+    """
     try:
         yield
-    except Exception as error:
-        if type(error) is not Exception:
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:
+        panicked = type(error).__name__ == "PanicException"
+        if type(error) is not Exception and not panicked:
             raise
-        raise DocumentStoreError(f"Qdrant Edge failed to {action}: {error}") from error
+        detail = f"Qdrant Edge failed to {action}: {error}"
+        if panicked or any(sign in str(error).lower() for sign in _DAMAGE_SIGNS):
+            raise IndexDamagedError(None, detail) from error
+        raise DocumentStoreError(detail) from error

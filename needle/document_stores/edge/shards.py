@@ -18,12 +18,14 @@ import fcntl
 import os
 import shutil
 import threading
+import time
 from contextlib import suppress
 from typing import Any
 
 import qdrant_edge as qe
 from haystack import logging
-from haystack.document_stores.errors import DocumentStoreError
+
+from needle.document_stores.protocol import IndexDamagedError
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +86,12 @@ class OpenShard:
         :param config: The engine configuration of the new shard.
         """
         with self.write_lock:
-            self.shard.close()
+            try:
+                self.shard.close()
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as error:  # a damaged shard may fail to close; its files go anyway
+                logger.warning("Closing the index at {path} failed: {error}", path=self.path, error=error)
             for entry in os.listdir(self.path):
                 if entry == LOCK_FILE_NAME:
                     continue
@@ -130,7 +137,7 @@ def open_shard(path: str, config: Any) -> OpenShard:
     :returns: The open shard, owned by the caller.
     :raises StoreLockedError: When the folder is open in another process or by another store object.
     :raises ValueError: When the folder's shard was built with an incompatible configuration.
-    :raises DocumentStoreError: When the engine cannot open the shard.
+    :raises IndexDamagedError: When the engine cannot read the shard's files.
     """
     real = os.path.realpath(os.path.expanduser(path))
     os.makedirs(real, exist_ok=True)
@@ -200,13 +207,34 @@ def _open_or_create(path: str, config: Any) -> Any:
             shard = qe.EdgeShard.create(path, config)
             logger.info("Created an index at {path}", path=path)
         return shard
-    except Exception as error:
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:  # the engine's panics derive from BaseException
         message = str(error)
         if "WouldBlock" in message:
             raise StoreLockedError(path, None) from error
         if "incompatible" in message.lower():
             raise ValueError(f"the index at {path} was built with another configuration: {message}") from error
-        raise DocumentStoreError(f"cannot open the index at {path}: {message}") from error
+        raise IndexDamagedError(path, f"cannot open it: {message}") from error
+
+
+def set_aside(path: str) -> str:
+    """
+    Move a damaged shard's folder aside (`<folder>.damaged-<time>`), so that a new shard can take its place.
+
+    :param path: The store's folder, which no store may hold open.
+    :returns: Where the folder went.
+    :raises StoreLockedError: When the folder is open in this or another process.
+    """
+    real = os.path.realpath(os.path.expanduser(path))
+    lock_fd = _lock_folder(real)
+    target = f"{real}.damaged-{time.strftime('%Y%m%d-%H%M%S')}"
+    try:
+        os.rename(real, target)
+    finally:
+        _unlock_folder(lock_fd)
+    logger.info("Moved the damaged index at {path} aside to {target}", path=real, target=target)
+    return target
 
 
 def _lock_folder(path: str) -> int:

@@ -1,0 +1,150 @@
+"""A damaged index: every command says so in one line naming the way out, `needle check` finds the damage a
+query would trip on, and `needle index --rebuild` heals it from the notes.
+
+The corruption matrix damages one kind of index file at a time (truncated, emptied, garbled) in a copy of a
+small real index, then runs the commands in-process as a shell would.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from needle.cli import main
+
+NOTES = {
+    "sourdough.md": "# Sourdough starter\n\nFeed the starter twice a day at room temperature with equal flour and water.\n",
+    "kubernetes.md": "# Pod restarts\n\nA pod killed with OOMKilled exceeded its memory limit; raise the limit or fix the leak.\n",
+    "garden.md": "# Tomatoes\n\nWater tomatoes deeply twice a week and mulch to keep the soil moist in summer.\n",
+}
+
+# Each kind of file the index keeps, as a glob under the data folder.
+KINDS = {
+    "engine_config": "index/edge/edge_config.json",
+    "segment_state": "index/edge/segments/*/segment.json",
+    "segment_version": "index/edge/segments/*/version.info",
+    "id_tracker": "index/edge/segments/*/mutable_id_tracker.mappings",
+    "payload": "index/edge/segments/*/payload_storage/page_0.dat",
+    "dense_vectors": "index/edge/segments/*/vector_storage-text-dense/vectors/chunk_0.mmap",
+    "sparse_vectors": "index/edge/segments/*/vector_storage-text-sparse/store/page_0.dat",
+    "file_store_config": "index/edge_files/edge_config.json",
+    "provenance": "index/needle_index.json",
+}
+DAMAGES = ("truncated", "emptied", "garbled")
+
+
+def damage(path: str, how: str) -> None:
+    """Truncate to a few bytes, empty, or overwrite the start with bytes no writer produces."""
+    size = os.path.getsize(path)
+    if how == "truncated":
+        os.truncate(path, min(size // 2, 64))
+    elif how == "emptied":
+        os.truncate(path, 0)
+    else:
+        with open(path, "r+b") as handle:
+            handle.write(b"\xff\x00\xfe" * max(1, min(size, 4096) // 3))
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Path:
+    """A small real index, built once; each case damages a copy."""
+    root = tmp_path_factory.mktemp("damage")
+    notes = root / "notes"
+    notes.mkdir()
+    for name, text in NOTES.items():
+        (notes / name).write_text(text, encoding="utf-8")
+    data = root / "data"
+    env = {"NEEDLE_DATA_DIR": str(data), "NEEDLE_MODEL_DIR": str(model_dir)}
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        assert main(["collection", "add", str(notes), "--name", "notes"]) == 0
+        assert main(["index"]) == 0
+    return data
+
+
+@pytest.fixture
+def damaged_copy(pristine: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_dir: Path):
+    """A copy of the index with one file damaged; commands run against it, returning (code, stdout, stderr)."""
+
+    def make(kind: str, how: str):
+        data = tmp_path / "data"
+        shutil.copytree(pristine, data, symlinks=True)
+        damage(glob.glob(str(data / KINDS[kind]))[0], how)
+        monkeypatch.setenv("NEEDLE_DATA_DIR", str(data))
+        monkeypatch.setenv("NEEDLE_MODEL_DIR", str(model_dir))
+        return data
+
+    return make
+
+
+def run(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def one_clear_line(code: int, err: str) -> None:
+    """A failure is one line on stderr, no traceback, naming the way out when the index is damaged."""
+    if code == 0:
+        return
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ")
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("how", DAMAGES)
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_command_fails_in_one_line_and_check_finds_what_a_query_trips_on(kind, how, damaged_copy, capsys):
+    damaged_copy(kind, how)
+    status = run(capsys, "status")
+    search = run(capsys, "vsearch", "feeding a sourdough starter")
+    keyword = run(capsys, "search", "tomatoes mulch")
+    check_code, check_out, check_err = run(capsys, "check")
+    for code, _, err in (status, search, keyword):
+        one_clear_line(code, err)
+        if code != 0 and "damaged" in err:
+            assert "needle index --rebuild" in err
+    if any(code != 0 for code, _, _ in (status, search, keyword)):
+        assert check_code == 1, f"check passed an index on which a command failed: {search[2] or status[2]}"
+        assert "damaged" in check_out and "needle index --rebuild" in check_out
+    assert check_err == "" or check_code != 0
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("kind", "how"),
+    [("segment_state", "garbled"), ("dense_vectors", "emptied"), ("payload", "emptied"), ("provenance", "garbled"),
+     ("file_store_config", "truncated")],
+)
+def test_rebuild_heals_any_damage_and_moves_a_store_it_cannot_open_aside(kind, how, damaged_copy, capsys):
+    data = damaged_copy(kind, how)
+    assert run(capsys, "check")[0] == 1
+    code, out, err = run(capsys, "index", "--rebuild", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["files_new"] == len(NOTES) and report["chunks_embedded"] >= len(NOTES)
+    for moved in report.get("set_aside", []):
+        assert Path(moved).is_dir() and ".damaged-" in moved
+    assert run(capsys, "check")[0] == 0
+    code, out, _ = run(capsys, "vsearch", "feeding a sourdough starter", "--json")
+    assert code == 0 and json.loads(out)["results"][0]["path"] == "sourdough.md"
+    assert not list((data / "index").glob("*.damaged-*")) or kind in ("segment_state", "file_store_config")
+
+
+@pytest.mark.integration
+def test_check_passes_a_sound_index(pristine, monkeypatch, capsys, model_dir):
+    monkeypatch.setenv("NEEDLE_DATA_DIR", str(pristine))
+    monkeypatch.setenv("NEEDLE_MODEL_DIR", str(model_dir))
+    code, out, _ = run(capsys, "check", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["problems"] == []
+    assert report["stores"]["chunks"]["points"] == report["stores"]["chunks"]["counted"] >= len(NOTES)
+    assert report["stores"]["files"]["points"] == len(NOTES)
