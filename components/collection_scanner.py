@@ -166,7 +166,12 @@ class CollectionScanner:
         present, scope, listed = batch, keys + gone, []
         if paths is None and last:
             on_disk = {f"{s['collection']}:{s['path']}" for s in found}
-            gone = sorted(f"{name}:{path}" for name, rows in recorded.items() for path in rows if f"{name}:{path}" not in on_disk)
+            # A collection whose root is missing (an unmounted drive) keeps its files, as the differs do.
+            scanned = {spec["name"] for spec in specs if os.path.isdir(spec["root"])}
+            gone = sorted(
+                key for name, rows in recorded.items() if name in scanned for path in rows
+                if (key := f"{name}:{path}") not in on_disk
+            )
             if records is not None and all(records.listed(spec["name"]) for spec in specs):
                 scope = keys + gone  # the record knows every indexed file: the deleted ones are those it lacks
             else:

@@ -368,6 +368,8 @@ class TestStatRecord:
         (root / "b.md").unlink()
         after = scanner.run(collections=collections)
         assert after["gone"] == ["n:b.md"] and after["scope"] == ["n:b.md"] and after["present"] == []
+        root.rename(tmp_path / "unmounted")
+        assert scanner.run(collections=collections)["gone"] == []  # a missing root keeps its files
 
     def test_a_deleted_record_reads_everything_again(self, tmp_path):
         make_files(tmp_path / "notes", "a.md")
