@@ -1,0 +1,96 @@
+"""The owner record (`needle.owner`) and what a client makes of an owner's refusals (`needle.remote`)."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from needle import owner
+from needle.errors import EXIT_CODE_HEADER, RemoteFailure, classify
+from needle.remote import _failure
+from needle.settings import load_settings
+
+
+def settings_for(data_dir: Path, **env: str):
+    return load_settings(env={"NEEDLE_DATA_DIR": str(data_dir), **env})
+
+
+def dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+class TestRecord:
+    def test_written_atomically_for_its_user_only_and_read_back(self, tmp_path):
+        path = tmp_path / "data" / owner.OWNER_FILE
+        record = owner.new_record("http://127.0.0.1:5000", "secret", "watch")
+        owner.write(path, record)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert owner.read(path) == record
+        assert json.loads(path.read_text())["pid"] == os.getpid()
+        assert [p.name for p in path.parent.iterdir()] == [owner.OWNER_FILE]  # no temporary file left behind
+
+    def test_an_owner_removes_only_its_own_record(self, tmp_path):
+        path = tmp_path / owner.OWNER_FILE
+        owner.write(path, owner.new_record("http://127.0.0.1:5000", "t", "serve"))
+        owner.remove(path, pid=os.getpid() + 1)
+        assert path.exists()
+        owner.remove(path, pid=os.getpid())
+        assert not path.exists()
+
+    def test_a_malformed_record_is_removed(self, tmp_path):
+        path = tmp_path / owner.OWNER_FILE
+        path.write_text("{not json")
+        assert owner.read(path) is None and not path.exists()
+
+    def test_a_record_of_a_dead_process_is_stale_and_removed(self, tmp_path):
+        settings = settings_for(tmp_path)
+        path = owner.owner_path(settings)
+        record = owner.OwnerRecord(pid=dead_pid(), address="http://127.0.0.1:9", token="t", started="x")
+        owner.write(path, record)
+        assert owner.live_owner(settings) is None
+        assert not path.exists()
+
+    def test_a_live_process_that_does_not_answer_is_no_owner_but_keeps_its_record(self, tmp_path):
+        settings = settings_for(tmp_path)
+        path = owner.owner_path(settings)
+        with owner.loopback_socket() as closed:
+            port = closed.getsockname()[1]
+        sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        try:
+            owner.write(path, owner.OwnerRecord(pid=sleeper.pid, address=f"http://127.0.0.1:{port}", token="t", started="x"))
+            assert owner.live_owner(settings) is None
+            assert owner.wait_for_owner(settings, timeout=0.5) is None
+            assert path.exists()  # it may be an owner still loading its models
+        finally:
+            sleeper.kill()
+            sleeper.wait()
+
+    def test_a_qdrant_server_has_no_owner(self, tmp_path):
+        settings = settings_for(tmp_path, NEEDLE_STORE__URL="http://127.0.0.1:6333")
+        owner.write(owner.owner_path(settings), owner.new_record("http://127.0.0.1:1", "t", "serve"))
+        assert not owner.uses_owner(settings)
+        assert owner.live_owner(settings) is None
+
+
+class TestRefusals:
+    def request(self, status: int, detail: str, exit_code: str | None = None) -> httpx.Response:
+        headers = {EXIT_CODE_HEADER: exit_code} if exit_code else {}
+        return httpx.Response(status, json={"detail": detail}, headers=headers)
+
+    def test_the_owner_exit_code_and_message_are_kept(self):
+        failure = classify(_failure(self.request(500, "server misconfigured: bad key", "2")))
+        assert (failure.message, failure.exit_code, failure.http_status) == ("bad key", 2, 500)
+
+    def test_without_an_exit_code_client_errors_exit_2_and_server_errors_1(self):
+        assert classify(_failure(self.request(422, "limit: too small"))).exit_code == 2
+        assert classify(_failure(self.request(503, "busy"))).exit_code == 1
+
+    def test_a_remote_failure_is_classified_as_it_came(self):
+        assert classify(RemoteFailure("locked", 1, 503)).message == "locked"
