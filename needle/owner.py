@@ -25,6 +25,8 @@ logger = logging.getLogger(__name__)
 
 OWNER_FILE = "owner.json"
 TOKEN_HEADER = "Authorization"
+# An owner writes its record just after taking the lock: how long a locked-out reader waits for one to appear.
+RECORD_GRACE_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -168,12 +170,12 @@ def wait_for_owner(settings: Any, timeout: float) -> OwnerRecord | None:
 
     :param settings: Needle's settings.
     :param timeout: Seconds to wait at most.
-    :returns: The answering owner, or `None` when there is no live record or it did not answer in time.
+    :returns: The answering owner, or `None` when no live record appears or it did not answer in time.
     """
     if not uses_owner(settings):
         return None
     path = owner_path(settings)
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
     while True:
         record = read(path)
         if record is not None and record.pid != os.getpid() and not pid_alive(record.pid):
@@ -181,7 +183,9 @@ def wait_for_owner(settings: Any, timeout: float) -> OwnerRecord | None:
             record = None
         if record is not None and answers(record):
             return record
-        if time.monotonic() >= deadline:
+        waited = time.monotonic() - started
+        # No record: the lock's holder is no owner (a `needle index` under way), unless one is writing it now.
+        if waited >= timeout or (record is None and waited >= RECORD_GRACE_SECONDS):
             return None
         time.sleep(0.25)
 

@@ -94,3 +94,11 @@ class TestRefusals:
 
     def test_a_remote_failure_is_classified_as_it_came(self):
         assert classify(RemoteFailure("locked", 1, 503)).message == "locked"
+
+
+def test_without_a_record_a_locked_out_reader_does_not_wait(tmp_path):
+    import time
+
+    started = time.monotonic()
+    assert owner.wait_for_owner(settings_for(tmp_path), timeout=60) is None
+    assert time.monotonic() - started < owner.RECORD_GRACE_SECONDS + 1
