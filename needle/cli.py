@@ -266,11 +266,11 @@ def _run_without_index(args: argparse.Namespace) -> int | None:
 
         return serve(args.host, args.port, backups=_backup_schedule(args), watch=args.watch)
     if args.command == "mcp":
-        from needle.mcp import run_stdio
+        from needle.http.background import run_mcp
 
-        return run_stdio(watch=args.watch)
+        return run_mcp(watch=args.watch)
     if args.command == "watch":
-        from needle.watch import run_watch
+        from needle.http.background import run_watch
 
         return run_watch()
     if args.command == "models":

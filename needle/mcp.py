@@ -189,63 +189,13 @@ def http_routes(
     return [*streamable.routes, *sse.routes], lifespan
 
 
-def run_stdio(watch: bool = False) -> int:
-    """
-    Serve the tools over stdin/stdout until the client closes them (`needle mcp`).
-
-    With the embedded index, the first `needle mcp` owns it and serves its routes to other commands on a
-    loopback port (`needle.owner`); a second one finds that owner and serves its tools through it.
-
-    :param watch: Keep the index live while serving (`needle.watch`); an owner that does not watch is not changed.
-    """
+def run_stdio() -> int:
+    """Serve the tools over stdin/stdout until the client closes them (`needle mcp`, see `needle.http.background`)."""
     import anyio
 
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries the protocol; nothing else may write there
-        owner = _own_or_join(watch)
         wrappers = load_wrappers()
     mcp = NeedleMCP()
     mcp.add_tools(wrappers)
-    try:
-        anyio.run(mcp.server.run_stdio_async)
-    finally:
-        if owner is not None:
-            owner.stop()
+    anyio.run(mcp.server.run_stdio_async)
     return 0
-
-
-def _own_or_join(watch: bool) -> Any:
-    """
-    Own the index (start its routes, written in the owner record), or serve through the owner that answers.
-
-    :returns: The owner's background server when this process owns the index, else `None`.
-    """
-    from needle import owner as records
-    from needle.errors import is_lock_error
-    from needle.http.service import get_needle, use_needle
-    from needle.settings import load_settings
-
-    settings = load_settings()
-    if not records.uses_owner(settings):
-        if watch:
-            from needle.watch import Watcher
-
-            Watcher.from_settings(get_needle()).start()
-        return None
-    from needle.http.background import BackgroundServer
-    from needle.remote import RemoteNeedle
-
-    record = records.live_owner(settings)
-    if record is None:
-        server = BackgroundServer(command="mcp", watch=watch)
-        try:
-            server.start()
-            return server
-        except Exception as error:
-            if not is_lock_error(error):
-                raise
-            record = records.wait_for_owner(settings, 60.0)
-            if record is None:
-                raise
-    logger.info("The index is open in process %s: serving its tools through %s", record.pid, record.address)
-    use_needle(RemoteNeedle(settings, record))
-    return None

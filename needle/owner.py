@@ -190,6 +190,22 @@ def wait_for_owner(settings: Any, timeout: float) -> OwnerRecord | None:
         time.sleep(0.25)
 
 
+class IndexOwnedError(RuntimeError):
+    """Another process owns the embedded index and answers at its address: a second owner cannot start."""
+
+
+def refuse_second_owner(settings: Any) -> None:
+    """
+    :raises IndexOwnedError: When a live owner answers for this data folder.
+    """
+    existing = live_owner(settings)
+    if existing is not None:
+        raise IndexOwnedError(
+            f"the index is already open in process {existing.pid} (needle {existing.command or 'serve'}, "
+            f"{existing.address}): stop it first; other needle commands run through it meanwhile"
+        )
+
+
 def loopback_socket() -> socket.socket:
     """A socket bound to 127.0.0.1 on a free port, for an owner's routes."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -199,6 +215,6 @@ def loopback_socket() -> socket.socket:
 
 
 __all__ = [
-    "OWNER_FILE", "OwnerRecord", "answers", "live_owner", "loopback_socket", "new_record", "new_token", "owner_path",
+    "IndexOwnedError", "OWNER_FILE", "refuse_second_owner", "OwnerRecord", "answers", "live_owner", "loopback_socket", "new_record", "new_token", "owner_path",
     "pid_alive", "read", "remove", "uses_owner", "wait_for_owner", "write",
 ]

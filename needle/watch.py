@@ -6,14 +6,13 @@ collection serves (its include globs and excludes, `needle.globs.CollectionRules
 runs `Needle.index(names=[affected], paths=[changed])` for them, one run at a time, queued requests merged.
 At start a full index run catches up with whatever changed while nobody watched; collections added to or
 removed from `collections.yml` are picked up. A failing run is logged and shown by `status`; it never stops
-the watcher.
+the watcher. `needle watch` itself runs in `needle.http.background`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import sys
 import threading
 import time
 from datetime import datetime, timezone
@@ -276,54 +275,4 @@ def _served(path: str, collection: Collection, rules: CollectionRules) -> str | 
     return None
 
 
-def run_watch() -> int:
-    """
-    `needle watch`: own the index, serve its routes to other commands on a loopback port, and keep it live
-    until interrupted.
-
-    :returns: The exit code.
-    :raises IndexOwnedError: When another process already owns the index.
-    """
-    import signal
-
-    from needle import owner as records
-    from needle.settings import load_settings
-
-    settings = load_settings()
-    stopped = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
-    try:
-        if records.uses_owner(settings):
-            from needle.http.app import refuse_second_owner
-            from needle.http.background import BackgroundServer
-
-            refuse_second_owner(settings)
-            server = BackgroundServer(command="watch", watch=True)
-            record = server.start()
-            print(f"needle watch: watching the collections (pid {record.pid}); other needle commands reach the index "
-                  f"at {record.address}", file=sys.stderr, flush=True)
-            try:
-                while not stopped.wait(1.0):
-                    pass
-            except KeyboardInterrupt:
-                pass
-            finally:
-                server.stop()
-        else:
-            from needle.app import Needle
-
-            watcher = Watcher.from_settings(Needle(settings))
-            watcher.start()
-            try:
-                while not stopped.wait(1.0):
-                    pass
-            except KeyboardInterrupt:
-                pass
-            finally:
-                watcher.stop()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    return 0
-
-
-__all__ = ["Watcher", "run_watch"]
+__all__ = ["Watcher"]

@@ -252,7 +252,7 @@ def serve(
     owner = None
     settings = load_settings()
     if records.uses_owner(settings):
-        refuse_second_owner(settings)
+        records.refuse_second_owner(settings)
         reach = "127.0.0.1" if host in (*LOCAL_HOSTS, "0.0.0.0", "::", "") else host
         owner = records.new_record(f"http://{reach}:{port}", token or records.new_token(), "serve")
     scheduler = None
@@ -267,21 +267,3 @@ def serve(
         if scheduler is not None:
             scheduler.stop()
     return 0
-
-
-class IndexOwnedError(RuntimeError):
-    """Another process owns the embedded index and answers at its address: a second owner cannot start."""
-
-
-def refuse_second_owner(settings: Any) -> None:
-    """
-    :raises IndexOwnedError: When a live owner answers for this data folder.
-    """
-    from needle import owner as records
-
-    existing = records.live_owner(settings)
-    if existing is not None:
-        raise IndexOwnedError(
-            f"the index is already open in process {existing.pid} (needle {existing.command or 'serve'}, "
-            f"{existing.address}): stop it first; other needle commands run through it meanwhile"
-        )

@@ -1,13 +1,17 @@
-"""Needle's HTTP routes served from a thread on a loopback port, for processes whose main job is elsewhere.
+"""`needle mcp` and `needle watch`: processes that own the embedded index while their main job is elsewhere.
 
-`needle mcp` (stdio) and `needle watch` own the embedded index like `needle serve`: other `needle` commands
-reach them through the same routes (`needle.http.app.create_app`), on 127.0.0.1 at a port the system picks,
-with a token of their own, both named in the owner record.
+They own it like `needle serve`: other `needle` commands reach them through the same routes
+(`needle.http.app.create_app`), served from a thread on 127.0.0.1 at a port the system picks, with a token
+of their own, both named in the owner record (`needle.owner`). A second `needle mcp` finds the owner and
+serves its tools through it (`needle.remote.RemoteNeedle`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
+import sys
 import threading
 import time
 from typing import Any
@@ -92,4 +96,99 @@ class BackgroundServer:
             self._thread.join(timeout=30)
 
 
-__all__ = ["BackgroundServer"]
+def run_mcp(watch: bool = False) -> int:
+    """
+    `needle mcp`: own the index (its routes in the background) or join the owner that answers, then serve
+    the MCP tools over stdin/stdout until the client closes them.
+
+    :param watch: Keep the index live while owning it (`needle.watch`); an owner that does not watch is left so.
+    :returns: The exit code.
+    """
+    from needle.mcp import run_stdio
+
+    with contextlib.redirect_stdout(sys.stderr):  # stdout carries the protocol; nothing else may write there
+        server = _own_or_join(watch)
+    try:
+        return run_stdio()
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _own_or_join(watch: bool) -> BackgroundServer | None:
+    """
+    Own the index (start its routes, named in the owner record), or serve through the owner that answers.
+
+    :returns: The routes' server when this process owns the index, else `None`.
+    """
+    from needle.errors import is_lock_error
+    from needle.http.service import get_needle, use_needle
+    from needle.remote import RemoteNeedle
+    from needle.settings import load_settings
+
+    settings = load_settings()
+    if not records.uses_owner(settings):
+        if watch:
+            from needle.watch import Watcher
+
+            Watcher.from_settings(get_needle()).start()
+        return None
+    record = records.live_owner(settings)
+    if record is None:
+        server = BackgroundServer(command="mcp", watch=watch)
+        try:
+            server.start()
+            return server
+        except Exception as error:
+            if not is_lock_error(error):
+                raise
+            record = records.wait_for_owner(settings, OWNER_WAIT_SECONDS)
+            if record is None:
+                raise
+    logger.info("The index is open in process %s: serving its tools through %s", record.pid, record.address)
+    use_needle(RemoteNeedle(settings, record))
+    return None
+
+
+def run_watch() -> int:
+    """
+    `needle watch`: own the index, serve its routes to other commands, and keep it live until interrupted
+    (Ctrl-C or SIGTERM); with a Qdrant server, only keep it live.
+
+    :returns: The exit code.
+    :raises IndexOwnedError: When another process already owns the index.
+    """
+    from needle.settings import load_settings
+
+    settings = load_settings()
+    stopped = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    try:
+        if records.uses_owner(settings):
+            records.refuse_second_owner(settings)
+            running: Any = BackgroundServer(command="watch", watch=True)
+            record = running.start()
+            print(f"needle watch: watching the collections (pid {record.pid}); other needle commands reach the index "
+                  f"at {record.address}", file=sys.stderr, flush=True)
+        else:
+            from needle.app import Needle
+            from needle.watch import Watcher
+
+            running = Watcher.from_settings(Needle(settings))
+            running.start()
+        try:
+            while not stopped.wait(1.0):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            running.stop()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0
+
+
+# How long a `needle mcp` that finds the index locked waits for the owner's routes to answer.
+OWNER_WAIT_SECONDS = 60.0
+
+__all__ = ["BackgroundServer", "run_mcp", "run_watch"]
