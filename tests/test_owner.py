@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import httpx
-import pytest
 
 from needle import owner
 from needle.errors import EXIT_CODE_HEADER, RemoteFailure, classify
