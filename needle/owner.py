@@ -147,7 +147,8 @@ def live_owner(settings: Any) -> OwnerRecord | None:
     The owner that answers now, if any; a record whose process is gone is removed.
 
     :param settings: Needle's settings (the data folder, and the store: a Qdrant server has no owner).
-    :returns: The record of a live, answering owner, else `None`.
+    :returns: The record of a live, answering owner, else `None`. A record is removed when its process is
+        gone, or when it does not answer and nobody holds the index (its pid now names another program).
     """
     if not uses_owner(settings):
         return None
@@ -161,7 +162,34 @@ def live_owner(settings: Any) -> OwnerRecord | None:
         logger.info("Removing the stale owner record of process %s", record.pid)
         remove(path, record.pid)
         return None
-    return record if answers(record) else None
+    if answers(record):
+        return record
+    if not index_locked(settings):  # an owner holds the lock before it writes its record: this one is stale
+        logger.info("Removing the owner record of process %s, which holds no index", record.pid)
+        remove(path, record.pid)
+    return None
+
+
+def index_locked(settings: Any) -> bool:
+    """Whether some process holds the embedded index's lock now (probed without keeping it)."""
+    import fcntl
+
+    from needle.document_stores.edge import LOCK_FILE_NAME
+
+    lock = Path(settings.index_dir) / "edge" / LOCK_FILE_NAME
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def wait_for_owner(settings: Any, timeout: float) -> OwnerRecord | None:
@@ -215,6 +243,6 @@ def loopback_socket() -> socket.socket:
 
 
 __all__ = [
-    "IndexOwnedError", "OWNER_FILE", "refuse_second_owner", "OwnerRecord", "answers", "live_owner", "loopback_socket", "new_record", "new_token", "owner_path",
+    "IndexOwnedError", "OWNER_FILE", "index_locked", "refuse_second_owner", "OwnerRecord", "answers", "live_owner", "loopback_socket", "new_record", "new_token", "owner_path",
     "pid_alive", "read", "remove", "uses_owner", "wait_for_owner", "write",
 ]

@@ -56,13 +56,21 @@ class TestRecord:
         assert owner.live_owner(settings) is None
         assert not path.exists()
 
-    def test_a_live_process_that_does_not_answer_is_no_owner_but_keeps_its_record(self, tmp_path):
+    def test_a_live_process_that_holds_the_index_but_does_not_answer_yet_keeps_its_record(self, tmp_path):
         settings = settings_for(tmp_path)
         path = owner.owner_path(settings)
         with owner.loopback_socket() as closed:
             port = closed.getsockname()[1]
-        sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        lock = settings.index_dir / "edge" / ".edge_document_store.lock"
+        lock.parent.mkdir(parents=True)
+        holder = (
+            f"import fcntl, os, sys, time; fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(30)"
+        )
+        sleeper = subprocess.Popen([sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True)
         try:
+            assert sleeper.stdout.readline().strip() == "locked"
+            assert owner.index_locked(settings)
             owner.write(path, owner.OwnerRecord(pid=sleeper.pid, address=f"http://127.0.0.1:{port}", token="t", started="x"))
             assert owner.live_owner(settings) is None
             assert owner.wait_for_owner(settings, timeout=0.5) is None
@@ -101,3 +109,22 @@ def test_without_a_record_a_locked_out_reader_does_not_wait(tmp_path):
     started = time.monotonic()
     assert owner.wait_for_owner(settings_for(tmp_path), timeout=60) is None
     assert time.monotonic() - started < owner.RECORD_GRACE_SECONDS + 1
+
+
+def test_a_record_whose_process_holds_no_index_is_stale(tmp_path):
+    """A live pid that does not answer and holds no lock: the pid now names another program."""
+    settings = settings_for(tmp_path)
+    path = owner.owner_path(settings)
+    with owner.loopback_socket() as closed:
+        port = closed.getsockname()[1]
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        owner.write(path, owner.OwnerRecord(pid=sleeper.pid, address=f"http://127.0.0.1:{port}", token="t", started="x"))
+        (settings.index_dir / "edge").mkdir(parents=True)
+        (settings.index_dir / "edge" / ".edge_document_store.lock").write_text(str(sleeper.pid))
+        assert not owner.index_locked(settings)
+        assert owner.live_owner(settings) is None
+        assert not path.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -168,13 +168,15 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app_: Any) -> Any:
-        async with hayhooks_lifespan(app_):
-            missing = [name for name in expected if registry.get(name) is None]
-            if missing:
-                raise RuntimeError(f"endpoints {', '.join(missing)} failed to load; see the messages above")
-            with owned(owner), watching(watch):
-                async with mcp_lifespan():
-                    yield
+        # The record first: commands locked out while the endpoints load wait for its address to answer.
+        with owned(owner):
+            async with hayhooks_lifespan(app_):
+                missing = [name for name in expected if registry.get(name) is None]
+                if missing:
+                    raise RuntimeError(f"endpoints {', '.join(missing)} failed to load; see the messages above")
+                with watching(watch):
+                    async with mcp_lifespan():
+                        yield
 
     app.router.lifespan_context = lifespan
 
