@@ -547,7 +547,8 @@ class Needle:
         :returns: The number of chunks deleted.
         :raises CollectionError: When no collection has that name.
         """
-        self.collections.select([name])
+        if name not in self.collections.load():
+            raise CollectionError(f"no collection named '{name}'")
         deleted = self.delete_chunks(name)
         self.collections.remove(name)
         return deleted

@@ -159,6 +159,19 @@ class TestNeedleWatch:
         poll(lambda: watching.finds("laterword"), BOUND, "the note is not searchable")
         assert "image.png" not in watching.paths()
 
+    def test_a_collection_added_is_indexed_and_one_removed_through_the_owner_leaves(self, watching, folders):
+        extra = folders["base"] / "extra"
+        extra.mkdir()
+        (extra / "tide.md").write_text("# Tides\n\ntidewordzz rises twice a day.\n")
+        assert needle(folders["env"], "collection", "add", str(extra), "--name", "extra").returncode == 0
+        poll(lambda: watching.finds("tidewordzz"), BOUND, "the added collection was not indexed")
+        removed = needle(folders["env"], "collection", "remove", "extra")
+        assert removed.returncode == 0, removed.stderr
+        assert removed.stdout.startswith("removed collection 'extra' and ") and " 0 chunks" not in removed.stdout
+        assert not watching.finds("tidewordzz")
+        again = needle(folders["env"], "collection", "remove", "extra")
+        assert (again.returncode, again.stderr.strip()) == (2, "error: no collection named 'extra'")
+
     def test_after_kill_9_the_stale_record_is_cleaned_and_a_new_watcher_catches_up(self, watching, folders):
         watching.process.send_signal(signal.SIGKILL)
         watching.process.wait()
