@@ -2,8 +2,9 @@
 
 A thin shell over `needle.app.Needle`: it parses arguments, calls the facade and prints with
 `needle.output`. When another process owns the embedded index (`needle serve`, `mcp`, `watch`; see
-`needle.owner`), the same calls run there through `needle.remote.RemoteNeedle`, with the same output. Every failure is one line on stderr with the exit code of `needle.errors` (2 for a
-user mistake, 1 otherwise); no command prints a stack trace.
+`needle.owner`), the same calls run there through `needle.remote.RemoteNeedle`, with the same output.
+Every failure is one line on stderr with the exit code of `needle.errors` (2 for a user mistake, 1
+otherwise); no command prints a stack trace.
 """
 
 from __future__ import annotations
