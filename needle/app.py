@@ -433,8 +433,9 @@ class Needle:
         :param names: Collections to index.
         :param rebuild: Drop the whole index first (needed after changing the embedding model).
         :param overrides: `component.parameter` → value for the ingest graph (recorded in the provenance).
-        :param paths: Only these files (absolute, or relative to the working folder), changed or deleted: the
-            collections among `names` that hold them are indexed (unchanged files cost a hash each).
+        :param paths: Only these files (absolute, or relative to the working folder), changed or deleted. For
+            now the collections among `names` that hold them are indexed whole (their unchanged chunks are not
+            embedded again).
         :returns: The run's report: files seen, indexed, unchanged, removed, skipped with reasons, chunks, seconds.
         :raises CollectionError: When a name is unknown, there are no collections, or no collection holds `paths`.
         :raises IndexMismatchError: When the index was built with other settings and `rebuild` is off.
