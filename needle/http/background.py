@@ -108,11 +108,18 @@ def run_mcp(watch: bool = False) -> int:
 
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries the protocol; nothing else may write there
         server = _own_or_join(watch)
+    previous = signal.signal(signal.SIGTERM, _interrupt) if server is not None else None
     try:
         return run_stdio()
     finally:
         if server is not None:
+            signal.signal(signal.SIGTERM, previous)
             server.stop()
+
+
+def _interrupt(*_: Any) -> None:
+    """SIGTERM as Ctrl-C: the owner stops its routes and removes its record on the way out."""
+    raise KeyboardInterrupt
 
 
 def _own_or_join(watch: bool) -> BackgroundServer | None:
