@@ -234,6 +234,27 @@ def refuse_second_owner(settings: Any) -> None:
         )
 
 
+def hold_index(needle: Any, wait: float = 10.0) -> None:
+    """
+    Open the embedded index (and take its lock) for an owner; a short command holding it is waited for.
+
+    :param needle: The owner's `Needle`.
+    :param wait: Seconds to wait for another process to let go of the index.
+    :raises StoreLockedError: When the index is still held after `wait` seconds.
+    """
+    from needle.errors import is_lock_error
+
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            needle.store.count_documents()
+            return
+        except Exception as error:
+            if not is_lock_error(error) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
+
+
 def loopback_socket() -> socket.socket:
     """A socket bound to 127.0.0.1 on a free port, for an owner's routes."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -243,6 +264,6 @@ def loopback_socket() -> socket.socket:
 
 
 __all__ = [
-    "IndexOwnedError", "OWNER_FILE", "index_locked", "refuse_second_owner", "OwnerRecord", "answers", "live_owner", "loopback_socket", "new_record", "new_token", "owner_path",
+    "IndexOwnedError", "OWNER_FILE", "hold_index", "index_locked", "refuse_second_owner", "OwnerRecord", "answers", "live_owner", "loopback_socket", "new_record", "new_token", "owner_path",
     "pid_alive", "read", "remove", "uses_owner", "wait_for_owner", "write",
 ]

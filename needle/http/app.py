@@ -208,7 +208,7 @@ def owned(owner: OwnerRecord | None) -> Iterator[None]:
     from needle.http.service import get_needle
 
     path = records.owner_path(get_needle().settings)
-    get_needle().store.count_documents()  # the index is open (and locked) before anyone is told to come here
+    records.hold_index(get_needle())  # the index is open (and locked) before anyone is told to come here
     records.write(path, owner)
     try:
         yield

@@ -63,7 +63,7 @@ class BackgroundServer:
         from needle.http.app import create_app
         from needle.http.service import get_needle
 
-        get_needle().store.count_documents()  # take the index first: a locked one fails here, with its holder
+        records.hold_index(get_needle())  # take the index first: a locked one fails here, with its holder
         sock = records.loopback_socket()
         port = sock.getsockname()[1]
         self.record = records.new_record(f"http://127.0.0.1:{port}", records.new_token(), self.command)
