@@ -128,3 +128,41 @@ def test_a_record_whose_process_holds_no_index_is_stale(tmp_path):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+FAKE_OWNER = """
+import http.server, json, os, sys, time
+path, token = sys.argv[1], sys.argv[2]
+server = http.server.HTTPServer(("127.0.0.1", 0), None)
+record = {"pid": os.getpid(), "address": f"http://127.0.0.1:{server.server_port}", "token": token, "started": "x"}
+with open(path, "w") as out:
+    json.dump(record, out)
+time.sleep(2)  # loading its models: the port is bound but nobody answers yet
+
+
+class Status(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        ok = self.path == "/status" and self.headers.get("Authorization") == f"Bearer {token}"
+        self.send_response(200 if ok else 401)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+server.RequestHandlerClass = Status
+server.serve_forever()
+"""
+
+
+def test_a_locked_out_command_waits_for_a_starting_owner_to_answer(tmp_path):
+    settings = settings_for(tmp_path)
+    path = owner.owner_path(settings)
+    starting = subprocess.Popen([sys.executable, "-c", FAKE_OWNER, str(path), "the-token"])
+    try:
+        record = owner.wait_for_owner(settings, timeout=30)
+        assert record is not None and record.pid == starting.pid and record.token == "the-token"
+        assert owner.live_owner(settings) == record
+    finally:
+        starting.kill()
+        starting.wait()
