@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 from haystack import Pipeline
@@ -98,6 +100,8 @@ class Needle:
         self._index_lock = threading.RLock()
         self._ingest_graph: dict[str, Any] | None = None
         self._files: FileAccess | None = None
+        # The watcher keeping this Needle's index live (`needle.watch`), shown by `status`; none by default.
+        self.watcher: Any = None
 
     # ---- graphs -------------------------------------------------------------------------------------
     def pipeline(self, name: str, overrides: Mapping[str, Any] | None = None) -> Pipeline:
@@ -419,7 +423,11 @@ class Needle:
 
     # ---- the index ----------------------------------------------------------------------------------
     def index(
-        self, names: list[str] | None = None, rebuild: bool = False, overrides: Mapping[str, Any] | None = None
+        self,
+        names: list[str] | None = None,
+        rebuild: bool = False,
+        overrides: Mapping[str, Any] | None = None,
+        paths: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         Index collections (all when `names` is empty): new and changed chunks are embedded, removed files leave.
@@ -427,10 +435,18 @@ class Needle:
         :param names: Collections to index.
         :param rebuild: Drop the whole index first (needed after changing the embedding model).
         :param overrides: `component.parameter` → value for the ingest graph (recorded in the provenance).
+        :param paths: Only these files (absolute, or relative to the working folder), changed or deleted. For
+            now the collections among `names` that hold them are indexed whole (their unchanged chunks are not
+            embedded again).
         :returns: The run's report: files seen, indexed, unchanged, removed, skipped with reasons, chunks, seconds.
-        :raises CollectionError: When a name is unknown or there are no collections.
+        :raises CollectionError: When a name is unknown, there are no collections, or no collection holds `paths`.
         :raises IndexMismatchError: When the index was built with other settings and `rebuild` is off.
         """
+        if paths:
+            held = [c.name for c in self.collections.select(names) if any(_inside(p, c.root) for p in paths)]
+            if not held:
+                raise CollectionError(f"no collection holds {', '.join(paths)}")
+            names = held
         with self._index_lock:
             return self._index(names, rebuild, overrides)
 
@@ -583,18 +599,27 @@ class Needle:
             listed = name in self.collections.load()
             if not listed and not self._orphaned_chunks().get(name):
                 raise CollectionError(f"no collection named '{name}'")
-            deleted = self._delete_collections("==", name)
+            deleted = self.delete_chunks(name)
             if listed:
                 self.collections.remove(name)
             return deleted
 
+    def delete_chunks(self, name: str) -> int:
+        """
+        Delete a collection's chunks and whole files from the index (the collection list is left as it is).
+
+        :returns: The number of chunks deleted.
+        """
+        return self._delete_collections("==", name)
+
     def _delete_collections(self, operator: str, value: Any) -> int:
         """Delete the chunks and whole files whose `meta.collection` matches; both stores flushed."""
         where = {"field": "meta.collection", "operator": operator, "value": value}
-        deleted = self.store.delete_by_filter(where)
-        self.file_store.delete_by_filter(where)
-        for store in (self.store, self.file_store):
-            store.flush()
+        with self._index_lock:
+            deleted = self.store.delete_by_filter(where)
+            self.file_store.delete_by_filter(where)
+            for store in (self.store, self.file_store):
+                store.flush()
         return int(deleted or 0)
 
     def _orphaned_chunks(self) -> dict[str, int]:
@@ -636,6 +661,7 @@ class Needle:
             "last_backup": recorded.get("backup") if recorded else None,
             "contexts": self.contexts.load(),
             "data_dir": str(self.settings.data_dir),
+            **({"watcher": self.watcher.state()} if self.watcher is not None else {}),
         }
 
     def indexed_files(self, collection: str | None = None) -> list[dict[str, Any]]:
@@ -657,6 +683,12 @@ class Needle:
             )
             entry["chunks"] += 1
         return [files[key] for key in sorted(files)]
+
+
+def _inside(path: str, root: str) -> bool:
+    """Whether `path` is the folder `root` or lies under it."""
+    resolved = Path(os.path.abspath(Path(path).expanduser()))
+    return resolved == Path(root) or Path(root) in resolved.parents
 
 
 def _with_languages(graph: Pipeline, run_data: dict[str, Any], languages: Any) -> dict[str, Any]:
