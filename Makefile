@@ -9,7 +9,7 @@ WHEELS := build/wheels
 DEMO_DATA ?= .demo
 DATASET ?= ../shared/datasets/scifact
 
-.PHONY: install install-test llm models demo serve test test-unit test-haystack2 bench bench-filters eval-beir ablation lock clean
+.PHONY: install install-test llm models demo serve watch bench-live test test-unit test-haystack2 bench bench-filters eval-beir ablation lock clean
 
 # Installed without their declared dependencies (pyproject.toml's `ragas` extra lists the ones they use).
 RAGAS_NO_DEPS := ragas==0.4.3 ragas-haystack==5.0.0 instructor==1.17.0
@@ -57,6 +57,10 @@ demo: models
 serve: models
 	$(BIN)/needle serve
 
+# Keep the index live (and serve it to every other `needle` command) until interrupted.
+watch: models
+	$(BIN)/needle watch
+
 test: models install-test
 	$(BIN)/pytest -q
 
@@ -78,6 +82,10 @@ bench: models install-test
 
 bench-filters: models install-test
 	$(BIN)/python eval/filters_bench.py --dataset $(DATASET)
+
+# Edit-to-searchable latency while `needle watch` runs (eval/results/live.json).
+bench-live: models install-test
+	$(BIN)/python eval/live.py --edits 20
 
 eval-beir: models install-test
 	$(BIN)/python eval/beir.py --dataset $(DATASET) --pipeline search --pipeline search-native --pipeline vsearch \

@@ -141,6 +141,11 @@ class CollectionScanner:
                 self._scan(spec, found, skipped)
         else:
             self._locate(specs, paths, found, skipped, deleted)
+            if deleted and self.records_path:  # a deleted folder: the recorded files under it
+                records = FileRecords(self.records_path)
+                for key in list(deleted):
+                    name, rel = key.split(":", 1)
+                    deleted.extend(f"{name}:{path}" for path in records.load(name) if path.startswith(rel + "/"))
         found.sort(key=lambda s: (s["collection"], s["path"]))
         skipped.sort(key=lambda s: (s["collection"], s["path"]))
         if after is None:
@@ -258,16 +263,37 @@ class CollectionScanner:
                 if key in seen:
                     continue
                 seen.add(key)
-                reason = CollectionRules(spec["include"], spec["exclude"]).why_not_served(rel)
+                rules = CollectionRules(spec["include"], spec["exclude"])
                 full = os.path.join(spec["root"], *rel.split("/"))
-                if reason is not None:
+                if os.path.isdir(full):  # a folder: its notes, as the collection's walk finds them
+                    _folder(spec, rules, rel, sources, skipped)
+                    continue
+                reason = rules.why_not_served(rel)
+                if not os.path.lexists(full):
+                    deleted.append(key)  # a deleted note, or folder: what the index holds of it leaves
+                elif reason is not None:
                     skipped.append({"collection": spec["name"], "path": rel, "reason": f"not indexed: {reason}"})
-                elif not os.path.lexists(full):
-                    deleted.append(key)
                 elif not os.path.isfile(full):
                     skipped.append({"collection": spec["name"], "path": rel, "reason": "not a regular file"})
                 else:
                     sources.append({"collection": spec["name"], "root": spec["root"], "path": rel, "stat": _stat(full)})
+
+
+def _folder(
+    spec: dict[str, Any], rules: CollectionRules, folder: str, sources: list[dict[str, Any]], skipped: list[dict[str, Any]]
+) -> None:
+    """The notes under one folder of a collection, found by the collection's own walk."""
+
+    def on_the_way(rel: str) -> bool:
+        return rel == folder or rel.startswith(folder + "/") or folder.startswith(rel + "/")
+
+    for item in walk_collection(spec["root"], rules, descend=on_the_way):
+        if not item.rel.startswith(folder + "/"):
+            continue
+        if item.reason is not None:
+            skipped.append({"collection": spec["name"], "path": item.rel, "reason": item.reason})
+        else:
+            sources.append({"collection": spec["name"], "root": spec["root"], "path": item.rel, "stat": _stat(item.path)})
 
 
 def collection_path(root: str, path: str) -> str | None:

@@ -100,6 +100,8 @@ class Needle:
         self._index_lock = threading.RLock()
         self._ingest_graph: dict[str, Any] | None = None
         self._files: FileAccess | None = None
+        # The watcher keeping this Needle's index live (`needle.watch`), shown by `status`; none by default.
+        self.watcher: Any = None
 
     # ---- graphs -------------------------------------------------------------------------------------
     def pipeline(self, name: str, overrides: Mapping[str, Any] | None = None) -> Pipeline:
@@ -643,19 +645,29 @@ class Needle:
             listed = name in self.collections.load()
             if not listed and not self._orphaned_chunks().get(name):
                 raise CollectionError(f"no collection named '{name}'")
-            deleted = self._delete_collections("==", name)
-            self.records.forget_collection(name)
+            deleted = self.delete_chunks(name)
             if listed:
                 self.collections.remove(name)
             return deleted
 
+    def delete_chunks(self, name: str) -> int:
+        """
+        Delete a collection's chunks and whole files from the index (the collection list is left as it is).
+
+        :returns: The number of chunks deleted.
+        """
+        deleted = self._delete_collections("==", name)
+        self.records.forget_collection(name)  # its files are read again if it comes back
+        return deleted
+
     def _delete_collections(self, operator: str, value: Any) -> int:
         """Delete the chunks and whole files whose `meta.collection` matches; both stores flushed."""
         where = {"field": "meta.collection", "operator": operator, "value": value}
-        deleted = self.store.delete_by_filter(where)
-        self.file_store.delete_by_filter(where)
-        for store in (self.store, self.file_store):
-            store.flush()
+        with self._index_lock:
+            deleted = self.store.delete_by_filter(where)
+            self.file_store.delete_by_filter(where)
+            for store in (self.store, self.file_store):
+                store.flush()
         return int(deleted or 0)
 
     def _orphaned_chunks(self) -> dict[str, int]:
@@ -697,6 +709,7 @@ class Needle:
             "last_backup": recorded.get("backup") if recorded else None,
             "contexts": self.contexts.load(),
             "data_dir": str(self.settings.data_dir),
+            **({"watcher": self.watcher.state()} if self.watcher is not None else {}),
         }
 
     def indexed_files(self, collection: str | None = None) -> list[dict[str, Any]]:

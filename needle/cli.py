@@ -1,8 +1,10 @@
 """`needle`: collections, indexing, search, answers, files and status from a shell.
 
 A thin shell over `needle.app.Needle`: it parses arguments, calls the facade and prints with
-`needle.output`. Every failure is one line on stderr with the exit code of `needle.errors` (2 for a
-user mistake, 1 otherwise); no command prints a stack trace.
+`needle.output`. When another process owns the embedded index (`needle serve`, `mcp`, `watch`; see
+`needle.owner`), the same calls run there through `needle.remote.RemoteNeedle`, with the same output.
+Every failure is one line on stderr with the exit code of `needle.errors` (2 for a user mistake, 1
+otherwise); no command prints a stack trace.
 """
 
 from __future__ import annotations
@@ -14,14 +16,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from needle import output
-from needle.errors import classify
+from needle.errors import classify, is_lock_error
 from needle.evaluation.cli import add_eval_parser, run_eval
 from needle.files import parse_ref
 from needle.formats import DOCUMENT_INCLUDE
 from needle.globs import DEFAULT_INCLUDE
+from needle.owner import live_owner, uses_owner, wait_for_owner
 from needle.settings import load_settings, parse_assignments
 
 logger = logging.getLogger(__name__)
+# How long a command that finds the index locked waits for its owner's routes to answer (an owner that is
+# still loading its models); a lock held by a process without an owner record fails at once.
+OWNER_WAIT_SECONDS = 60.0
 SEARCH_COMMANDS = {"search": "keyword search (BM25)", "vsearch": "vector search", "query": "hybrid search"}
 
 
@@ -134,7 +140,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--every", metavar="INTERVAL", help="back the index up this often, e.g. 6h or 30m (default: never)")
     serve.add_argument("--keep", type=int, default=7, help="scheduled backups to keep (default 7)")
     serve.add_argument("--backup-dir", metavar="DIR", help="where scheduled backups go (default: DATA_DIR/backups)")
-    sub.add_parser("mcp", help="serve the MCP tools over stdin/stdout, for desktop agents")
+    serve.add_argument("--watch", action=argparse.BooleanOptionalAction, default=False,
+                       help="keep the index live: index changed notes as they are saved (default: off)")
+    mcp = sub.add_parser("mcp", help="serve the MCP tools over stdin/stdout, for desktop agents")
+    mcp.add_argument("--watch", action=argparse.BooleanOptionalAction, default=False,
+                     help="keep the index live: index changed notes as they are saved (default: off)")
+    sub.add_parser("watch", help="keep the index live: index changed notes as they are saved, until interrupted")
     add_eval_parser(sub)
     return parser
 
@@ -264,16 +275,42 @@ def _run_without_index(args: argparse.Namespace) -> int | None:
     if args.command == "serve":
         from needle.http.app import serve
 
-        return serve(args.host, args.port, backups=_backup_schedule(args))
+        return serve(args.host, args.port, backups=_backup_schedule(args), watch=args.watch)
     if args.command == "mcp":
-        from needle.mcp import run_stdio
+        from needle.http.background import run_mcp
 
-        return run_stdio()
+        return run_mcp(watch=args.watch)
+    if args.command == "watch":
+        from needle.http.background import run_watch
+
+        return run_watch()
     if args.command == "models":
         from needle.models import main as install_models
 
         return install_models([])
     return None
+
+
+def _open(settings: Any, args: argparse.Namespace) -> Any:
+    """The index's live owner (`needle serve`, `mcp`, `watch`) when one answers, else a local `Needle`."""
+    record = live_owner(settings)
+    if record is not None:
+        return _remote(settings, record)
+    from needle.app import Needle
+
+    return Needle(settings, progress_bar=args.command == "index" and sys.stderr.isatty())
+
+
+def _remote(settings: Any, record: Any) -> Any:
+    from needle.remote import RemoteNeedle
+
+    return RemoteNeedle(settings, record)
+
+
+def _is_remote(needle: Any) -> bool:
+    from needle.remote import RemoteNeedle
+
+    return isinstance(needle, RemoteNeedle)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -287,10 +324,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = _run_without_index(args)
         if code is not None:
             return code
-        from needle.app import Needle
-
-        needle = Needle(load_settings(), progress_bar=args.command == "index" and sys.stderr.isatty())
-        return _run(args, needle)
+        settings = load_settings()
+        needle = _open(settings, args)
+        try:
+            return _run(args, needle)
+        except Exception as error:
+            if not is_lock_error(error) or not uses_owner(settings) or _is_remote(needle):
+                raise
+            record = wait_for_owner(settings, OWNER_WAIT_SECONDS)
+            if record is None:
+                raise
+            needle.close()
+            needle = _remote(settings, record)
+            return _run(args, needle)
     except BaseException as error:  # noqa: BLE001 - the one place every failure becomes an exit code
         if isinstance(error, SystemExit):
             raise

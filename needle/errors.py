@@ -16,6 +16,24 @@ class LLMError(RuntimeError):
     """The configured LLM cannot answer: no server at its URL, or the server refuses the request."""
 
 
+# The header an HTTP refusal carries its CLI exit code in, so that a command run through the index's owner
+# exits as it would have locally.
+EXIT_CODE_HEADER = "X-Needle-Exit-Code"
+
+
+class RemoteFailure(RuntimeError):
+    """What the process that owns the index answered a command with (`needle.remote`): shown as if local."""
+
+    def __init__(self, message: str, exit_code: int, http_status: int) -> None:
+        """
+        :param message: The one-line message.
+        :param exit_code: The CLI exit code the owner's table gave.
+        :param http_status: The HTTP status the owner answered.
+        """
+        super().__init__(message)
+        self.message, self.exit_code, self.http_status = message, exit_code, http_status
+
+
 @dataclass(frozen=True)
 class Failure:
     """What a caller is told about an exception."""
@@ -89,6 +107,8 @@ def classify(error: BaseException) -> Failure:
         return Failure("the graph failed", 1, 500, "the graph failed; see the server log")
     if isinstance(error, KeyboardInterrupt):
         return Failure("interrupted", 130, 499)
+    if isinstance(error, RemoteFailure):
+        return Failure(error.message, error.exit_code, error.http_status)
     for cls, exit_code, status in _table():
         if isinstance(error, cls):
             message = str(error) or type(error).__name__
@@ -97,6 +117,11 @@ def classify(error: BaseException) -> Failure:
     if _is_lock_error(error):
         return Failure(str(error), 1, 503)
     return Failure(str(error) or type(error).__name__, 1, 500, "internal error; see the server log")
+
+
+def is_lock_error(error: BaseException) -> bool:
+    """Whether the embedded index was open in another process (its `StoreLockedError`, unwrapped from a graph's)."""
+    return _is_lock_error(root_cause(error))
 
 
 def _is_lock_error(error: BaseException) -> bool:
@@ -127,4 +152,4 @@ def llm_error(settings: object, error: BaseException) -> LLMError:
     )
 
 
-__all__ = ["Failure", "LLMError", "classify", "llm_error", "root_cause"]
+__all__ = ["EXIT_CODE_HEADER", "Failure", "LLMError", "RemoteFailure", "classify", "is_lock_error", "llm_error", "root_cause"]

@@ -190,7 +190,7 @@ def http_routes(
 
 
 def run_stdio() -> int:
-    """Serve the tools over stdin/stdout until the client closes them (`needle mcp`)."""
+    """Serve the tools over stdin/stdout until the client closes them (`needle mcp`, see `needle.http.background`)."""
     import anyio
 
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries the protocol; nothing else may write there

@@ -226,6 +226,9 @@ def status_text(status: dict[str, Any], as_json: bool) -> str:
     if backup:
         when = datetime.fromtimestamp(backup["time"]).isoformat(sep=" ", timespec="seconds")
         lines.append(f"last backup: {when}, {backup['chunks']} chunks → {backup['path']}")
+    watcher = status.get("watcher")
+    if watcher:
+        lines.append(_watcher_line(watcher))
     if status.get("contexts"):
         lines.append("contexts:")
         lines += [f"  {prefix}: {text}" for prefix, text in status["contexts"].items()]
@@ -243,6 +246,19 @@ def check_report(report: dict[str, Any], as_json: bool) -> str:
     else:
         lines.append(f"the index is sound (read in {report['seconds']} s)")
     return "\n".join(lines)
+
+
+def _watcher_line(watcher: dict[str, Any]) -> str:
+    """The watcher's state in one line (and its last error, when there is one)."""
+    state = "running" if watcher["running"] else "stopped"
+    busy = ", indexing" if watcher.get("indexing") else ""
+    line = f"watcher: {state}{busy}, {watcher['queue']} queued, last update {watcher['last_update'] or 'none yet'}"
+    if watcher.get("last_skipped"):
+        line += f", {len(watcher['last_skipped'])} skipped"
+    error = watcher.get("last_error")
+    if error:
+        line += f"\n  last error ({error['time']}): {error['message']}"
+    return line
 
 
 def backup_report(report: dict[str, Any], command: str, as_json: bool) -> str:

@@ -103,6 +103,16 @@ class ServeSettings(_Section):
     allowed_origins: list[str] = Field(default_factory=list)
 
 
+class WatchSettings(_Section):
+    """How `needle watch` (and `serve --watch`, `mcp --watch`) turns file changes into index runs."""
+
+    # Quiet time after the last change before the changes are indexed: a burst (a git checkout, a sync)
+    # becomes one run.
+    debounce_ms: int = Field(500, ge=10)
+    # Longest a continuing burst is held back before its changes are indexed anyway.
+    max_wait_ms: int = Field(5000, ge=10)
+
+
 class LLMSettings(_Section):
     """The OpenAI-compatible server that LLM stages (expansion, judging, answers) talk to."""
 
@@ -147,6 +157,7 @@ class Settings(BaseSettings):
     store: StoreSettings = StoreSettings()
     index: IndexSettings = IndexSettings()
     serve: ServeSettings = ServeSettings()
+    watch: WatchSettings = WatchSettings()
     llm: LLMSettings = LLMSettings()
     # Graph overrides by component and parameter, applied to every graph that has that component:
     # {"fuse.k": 30, "rerank.ranker.bm25_weight": 0.65}. From the environment: NEEDLE_SET="fuse.k=30".

@@ -11,7 +11,8 @@ import hmac
 import json
 import logging
 import os
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from needle.http.guards import BodyLimitMiddleware, OriginMiddleware
@@ -19,6 +20,8 @@ from needle.settings import PROJECT_ROOT, load_settings
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
+
+    from needle.owner import OwnerRecord
 
 logger = logging.getLogger(__name__)
 
@@ -32,19 +35,20 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 class BearerTokenMiddleware:
     """Requires `Authorization: Bearer <token>` on every HTTP request, MCP routes included (401 otherwise)."""
 
-    def __init__(self, app: Any, token: str) -> None:
+    def __init__(self, app: Any, token: str, owner_token: str | None = None) -> None:
         """
         :param app: The ASGI app to protect.
         :param token: The expected token.
+        :param owner_token: A second token accepted, the one the owner record gives other `needle` commands.
         """
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.expected = [f"Bearer {t}".encode() for t in (token, owner_token) if t]
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         """Pass authorised requests on; answer others with 401."""
         if scope["type"] in ("http", "websocket"):
             provided = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(provided, self.expected):
+            if not any(hmac.compare_digest(provided, expected) for expected in self.expected):
                 detail = f"missing or wrong token: send 'Authorization: Bearer <token>' with the value of {TOKEN_ENV}"
                 body = json.dumps({"detail": detail}).encode()
                 await send({
@@ -111,7 +115,9 @@ def documented_errors(app: Any) -> dict[str, Any]:
     return schema
 
 
-def create_app(host: str = DEFAULT_HOST, token: str | None = None) -> FastAPI:
+def create_app(
+    host: str = DEFAULT_HOST, token: str | None = None, owner: OwnerRecord | None = None, watch: bool = False
+) -> FastAPI:
     """
     Build the hayhooks app that serves `server/pipelines/`, with MCP at `/mcp` (streamable HTTP) and `/sse`.
 
@@ -121,6 +127,9 @@ def create_app(host: str = DEFAULT_HOST, token: str | None = None) -> FastAPI:
 
     :param host: The address the server binds; a loopback one also turns on Host-header checking.
     :param token: When set, every route requires `Authorization: Bearer <token>`.
+    :param owner: This process's owner record (`needle.owner`): written once the endpoints hold the index,
+        removed when the app stops; its token is accepted besides `token`.
+    :param watch: Keep the index up to date while the app runs (`needle.watch`).
     :returns: The ASGI app; its start-up loads and warms every endpoint's graph.
     """
     from fastapi.exceptions import RequestValidationError
@@ -159,12 +168,15 @@ def create_app(host: str = DEFAULT_HOST, token: str | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app_: Any) -> Any:
-        async with hayhooks_lifespan(app_):
-            missing = [name for name in expected if registry.get(name) is None]
-            if missing:
-                raise RuntimeError(f"endpoints {', '.join(missing)} failed to load; see the messages above")
-            async with mcp_lifespan():
-                yield
+        # The record first: commands locked out while the endpoints load wait for its address to answer.
+        with owned(owner):
+            async with hayhooks_lifespan(app_):
+                missing = [name for name in expected if registry.get(name) is None]
+                if missing:
+                    raise RuntimeError(f"endpoints {', '.join(missing)} failed to load; see the messages above")
+                with watching(watch):
+                    async with mcp_lifespan():
+                        yield
 
     app.router.lifespan_context = lifespan
 
@@ -178,22 +190,73 @@ def create_app(host: str = DEFAULT_HOST, token: str | None = None) -> FastAPI:
     if host in LOCAL_HOSTS:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost", "::1", "[::1]"])
     if token:
-        app.add_middleware(BearerTokenMiddleware, token=token)
+        app.add_middleware(BearerTokenMiddleware, token=token, owner_token=owner.token if owner else None)
     return app
 
 
-def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, backups: dict[str, Any] | None = None) -> int:
+@contextmanager
+def owned(owner: OwnerRecord | None) -> Iterator[None]:
     """
-    Run the server until interrupted (`needle serve`).
+    Hold the owner record while the block runs: written once this process holds the index, then removed.
+
+    :param owner: The record; `None` writes nothing.
+    """
+    if owner is None:
+        yield
+        return
+    from needle import owner as records
+    from needle.http.service import get_needle
+
+    path = records.owner_path(get_needle().settings)
+    records.hold_index(get_needle())  # the index is open (and locked) before anyone is told to come here
+    records.write(path, owner)
+    try:
+        yield
+    finally:
+        records.remove(path, owner.pid)
+
+
+@contextmanager
+def watching(watch: bool) -> Iterator[None]:
+    """Keep the process's index up to date with its collections' folders while the block runs."""
+    if not watch:
+        yield
+        return
+    from needle.http.service import get_needle
+    from needle.watch import Watcher
+
+    watcher = Watcher.from_settings(get_needle())
+    watcher.start()
+    try:
+        yield
+    finally:
+        watcher.stop()
+
+
+def serve(
+    host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, backups: dict[str, Any] | None = None, watch: bool = False
+) -> int:
+    """
+    Run the server until interrupted (`needle serve`); with the embedded index it is the index's owner.
 
     :param backups: Scheduled backups (`--every`): `every` seconds, `keep`, `directory`; `None` for none.
+    :param watch: Keep the index up to date with the collections' folders (`--watch`).
     :returns: The exit code.
+    :raises IndexOwnedError: When another process already owns the index.
     """
     from hayhooks.server.app import run_app
+
+    from needle import owner as records
 
     token = os.environ.get(TOKEN_ENV) or None
     if host not in LOCAL_HOSTS and not token:
         logger.warning("Serving on %s without %s: anyone who can reach this port can read your notes", host, TOKEN_ENV)
+    owner = None
+    settings = load_settings()
+    if records.uses_owner(settings):
+        records.refuse_second_owner(settings)
+        reach = "127.0.0.1" if host in (*LOCAL_HOSTS, "0.0.0.0", "::", "") else host
+        owner = records.new_record(f"http://{reach}:{port}", token or records.new_token(), "serve")
     scheduler = None
     if backups:
         from needle.http.service import backup_scheduler
@@ -201,7 +264,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, backups: dict[str,
         scheduler = backup_scheduler(**backups)
         scheduler.start()
     try:
-        run_app(create_app(host=host, token=token), host=host, port=port)
+        run_app(create_app(host=host, token=token, owner=owner, watch=watch), host=host, port=port)
     finally:
         if scheduler is not None:
             scheduler.stop()

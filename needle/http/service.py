@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from pydantic import Field
 
 from needle.app import Needle
-from needle.errors import classify
+from needle.errors import EXIT_CODE_HEADER, classify
 
 if TYPE_CHECKING:
     from needle.backups import BackupScheduler
@@ -53,7 +53,7 @@ DateBound = Annotated[str, Field(min_length=1, max_length=100, strict=True)] | N
 
 T = TypeVar("T")
 
-_needle: Needle | None = None
+_needle: Any = None
 _needle_lock = threading.Lock()
 
 
@@ -64,6 +64,16 @@ def get_needle() -> Needle:
         if _needle is None:
             _needle = Needle()
         return _needle
+
+
+def use_needle(needle: Any) -> None:
+    """
+    Serve the endpoints with this `Needle`, or with a `needle.remote.RemoteNeedle` (a second `needle mcp`
+    serves its tools through the process that owns the index); before any endpoint loads.
+    """
+    global _needle
+    with _needle_lock:
+        _needle = needle
 
 
 @contextmanager
@@ -83,7 +93,8 @@ def errors() -> Iterator[None]:
         failure = classify(error)
         if failure.http_status >= 500:
             logger.error("Request failed: %s", error, exc_info=error)
-        raise HTTPException(status_code=failure.http_status, detail=failure.http_message) from None
+        headers = {EXIT_CODE_HEADER: str(failure.exit_code)}
+        raise HTTPException(status_code=failure.http_status, detail=failure.http_message, headers=headers) from None
 
 
 def call(action: Callable[[Needle], T]) -> T:
@@ -150,6 +161,6 @@ def search_filters(
 
 __all__ = [
     "ByteCap", "CollectionNames", "DateBound", "LineCount", "LineNumber", "Limit", "MinScore", "PathFilter", "Query",
-    "Ref", "RunInputs", "Tags", "Where", "backup_scheduler", "call", "errors", "get_needle", "search_filters",
-    "user_error", "warm",
+    "Ref", "RunInputs", "Tags", "Where", "backup_scheduler", "call", "errors", "get_needle",
+    "search_filters", "use_needle", "user_error", "warm",
 ]

@@ -408,6 +408,23 @@ class TestPaths:
         with pytest.raises(ValueError, match="is in no collection being indexed"):
             CollectionScanner().run(collections=[{"name": "n", "root": str(tmp_path)}], paths=[bad])
 
+    def test_a_folder_stands_for_its_notes(self, tmp_path):
+        make_files(tmp_path, "a.md", "sub/b.md", "sub/deep/c.md", "sub/image.png", "subway.md")
+        result = CollectionScanner().run(collections=[{"name": "n", "root": str(tmp_path)}], paths=[str(tmp_path / "sub")])
+        assert paths(result) == ["sub/b.md", "sub/deep/c.md"]
+
+    def test_a_deleted_folder_stands_for_its_recorded_files(self, tmp_path):
+        import shutil
+
+        root = tmp_path / "notes"
+        make_files(root, "a.md", "sub/b.md", "sub/deep/c.md")
+        scanner = CollectionScanner(records_path=str(tmp_path / "files.sqlite"))
+        collections = [{"name": "n", "root": str(root)}]
+        record_all(scanner, scanner.run(collections=collections))
+        shutil.rmtree(root / "sub")
+        result = scanner.run(collections=collections, paths=[str(root / "sub")])
+        assert sorted(result["gone"]) == ["n:sub", "n:sub/b.md", "n:sub/deep/c.md"] and result["sources"] == []
+
     def test_a_relative_path_goes_to_the_collection_that_has_it(self, tmp_path):
         make_files(tmp_path / "one", "x.md")
         make_files(tmp_path / "two", "y.md")

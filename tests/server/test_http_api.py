@@ -1,5 +1,7 @@
 """The HTTP endpoints of `needle serve` end to end: a real server process, a real index, httpx."""
 
+import json
+import stat
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -220,6 +222,14 @@ class TestStatusIndexAndSchema:
         )["properties"]
         assert {"query", "collections", "limit", "min_score"} <= set(properties)
         assert properties["limit"]["maximum"] == 1000 and properties["query"]["description"]
+
+    def test_serve_owns_the_index_in_its_owner_record(self, server, http):
+        record_file = server.data_dir / "owner.json"
+        record = json.loads(record_file.read_text())
+        assert record["pid"] == server.process.pid and record["address"] == server.url and record["command"] == "serve"
+        assert stat.S_IMODE(record_file.stat().st_mode) == 0o600
+        listed = http.post("/ls/run", json={"collection": "notes"}).json()["result"]
+        assert sorted(f["path"] for f in listed) == sorted(NOTES)
 
     def test_deploy_undeploy_and_draw_routes_are_not_served(self, http):
         paths = http.get("/openapi.json").json()["paths"]

@@ -127,3 +127,18 @@ class TestStdio:
                 return await exercise(client)
 
         check(run(go, timeout=240))
+
+    def test_a_second_needle_mcp_serves_its_tools_through_the_owner(self, locked_server, model_dir):
+        """The token server owns its index; `needle mcp` on the same data folder finds it in the owner record."""
+        record = json.loads((locked_server.data_dir / "owner.json").read_text())
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "needle.cli", "mcp"], env=clean_env(locked_server.data_dir, model_dir),
+            cwd=str(REPO),
+        )
+
+        async def go():
+            async with Client(params) as client:
+                return await exercise(client)
+
+        check(run(go, timeout=240))
+        assert record["token"] == TOKEN and record["pid"] == locked_server.process.pid

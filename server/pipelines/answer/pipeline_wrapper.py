@@ -3,7 +3,7 @@
 from hayhooks import BasePipelineWrapper
 
 from needle.http.service import (
-    CollectionNames, DateBound, Limit, PathFilter, Query, Tags, Where, call, get_needle, search_filters, user_error,
+    CollectionNames, DateBound, Limit, MinScore, PathFilter, Query, Tags, Where, call, get_needle, search_filters, user_error,
 )
 from needle.results import Answer
 
@@ -42,6 +42,7 @@ class PipelineWrapper(BasePipelineWrapper):
         self_query: bool | None = None,
         decompose: bool | None = None,
         retry: bool | None = None,
+        min_score: MinScore | None = None,
     ) -> Answer:
         """
         Answer a question from the notes, citing the chunks it uses as [path:start-end].
@@ -61,13 +62,15 @@ class PipelineWrapper(BasePipelineWrapper):
             query (default on); what was read comes back in `self_query`.
         :param decompose: Split a multi-part question into sub-questions (default: on).
         :param retry: Search again for what the answer's citations do not cover, and answer again (default: off).
+        :param min_score: Give the LLM no chunk scoring below this (the graph's default when not given).
         :returns: The answer, its confidence, label and claim coverage, the chunks it was given, the ones it
             cites, citations of chunks it was not given, retries and the claims left uncovered.
         """
         filters = search_filters(tags, tags_any, tags_none, path, where, after, before, recent, self_query)
         return call(
             lambda needle: needle.answer(
-                question, top_k=limit, collections=collections, filters=filters, decompose=decompose, retry=retry
+                question, top_k=limit, collections=collections, filters=filters, decompose=decompose, retry=retry,
+                min_score=min_score,
             )
         )
 

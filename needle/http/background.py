@@ -1,0 +1,201 @@
+"""`needle mcp` and `needle watch`: processes that own the embedded index while their main job is elsewhere.
+
+They own it like `needle serve`: other `needle` commands reach them through the same routes
+(`needle.http.app.create_app`), served from a thread on 127.0.0.1 at a port the system picks, with a token
+of their own, both named in the owner record (`needle.owner`). A second `needle mcp` finds the owner and
+serves its tools through it (`needle.remote.RemoteNeedle`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from needle import owner as records
+
+logger = logging.getLogger(__name__)
+
+
+class BackgroundServer:
+    """
+    The routes of `create_app` in a uvicorn server on its own thread; the owner record lives as long as it.
+
+    Usage example:
+    ```python
+    server = BackgroundServer(command="watch")
+    server.start()   # returns once the endpoints are loaded and the owner record is written
+    ...
+    server.stop()
+    ```
+    """
+
+    def __init__(self, command: str, watch: bool = False, start_timeout: float = 600.0) -> None:
+        """
+        :param command: The command that owns the index (`mcp`, `watch`), written into the record.
+        :param watch: Keep the index up to date while serving (`needle.watch`).
+        :param start_timeout: Seconds the endpoints may take to load.
+        :raises ValueError: When `start_timeout` is not positive.
+        """
+        if start_timeout <= 0:
+            raise ValueError(f"start_timeout must be > 0, got {start_timeout}")
+        self.command = command
+        self.watch = watch
+        self.start_timeout = start_timeout
+        self.record: records.OwnerRecord | None = None
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+
+    def start(self) -> records.OwnerRecord:
+        """
+        Bind a loopback port, load the endpoints and write the owner record.
+
+        :returns: The record other commands read.
+        :raises RuntimeError: When the endpoints fail to load (the index is locked, a model is missing...).
+        """
+        import uvicorn
+
+        from needle.http.app import create_app
+        from needle.http.service import get_needle
+
+        records.hold_index(get_needle())  # take the index first: a locked one fails here, with its holder
+        sock = records.loopback_socket()
+        port = sock.getsockname()[1]
+        self.record = records.new_record(f"http://127.0.0.1:{port}", records.new_token(), self.command)
+        app = create_app(host="127.0.0.1", token=self.record.token, owner=self.record, watch=self.watch)
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._run, args=(sock,), name="needle-owner-http", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + self.start_timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the routes of needle {self.command} failed to start: {self._failure or 'see the messages above'}")
+            time.sleep(0.05)
+        return self.record
+
+    def _run(self, sock: Any) -> None:
+        try:
+            self._server.run(sockets=[sock])
+        except BaseException as error:  # noqa: BLE001 - reported by start()
+            self._failure = error
+        finally:
+            sock.close()
+
+    def stop(self) -> None:
+        """Stop serving; the owner record is removed as the app shuts down."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=30)
+
+
+def run_mcp(watch: bool = False) -> int:
+    """
+    `needle mcp`: own the index (its routes in the background) or join the owner that answers, then serve
+    the MCP tools over stdin/stdout until the client closes them.
+
+    :param watch: Keep the index live while owning it (`needle.watch`); an owner that does not watch is left so.
+    :returns: The exit code.
+    """
+    from needle.mcp import run_stdio
+
+    with contextlib.redirect_stdout(sys.stderr):  # stdout carries the protocol; nothing else may write there
+        server = _own_or_join(watch)
+    previous = signal.signal(signal.SIGTERM, _interrupt) if server is not None else None
+    try:
+        return run_stdio()
+    finally:
+        if server is not None:
+            signal.signal(signal.SIGTERM, previous)
+            server.stop()
+
+
+def _interrupt(*_: Any) -> None:
+    """SIGTERM as Ctrl-C: the owner stops its routes and removes its record on the way out."""
+    raise KeyboardInterrupt
+
+
+def _own_or_join(watch: bool) -> BackgroundServer | None:
+    """
+    Own the index (start its routes, named in the owner record), or serve through the owner that answers.
+
+    :returns: The routes' server when this process owns the index, else `None`.
+    """
+    from needle.errors import is_lock_error
+    from needle.http.service import get_needle, use_needle
+    from needle.remote import RemoteNeedle
+    from needle.settings import load_settings
+
+    settings = load_settings()
+    if not records.uses_owner(settings):
+        if watch:
+            from needle.watch import Watcher
+
+            Watcher.from_settings(get_needle()).start()
+        return None
+    record = records.live_owner(settings)
+    if record is None:
+        server = BackgroundServer(command="mcp", watch=watch)
+        try:
+            server.start()
+            return server
+        except Exception as error:
+            if not is_lock_error(error):
+                raise
+            record = records.wait_for_owner(settings, OWNER_WAIT_SECONDS)
+            if record is None:
+                raise
+    logger.info("The index is open in process %s: serving its tools through %s", record.pid, record.address)
+    use_needle(RemoteNeedle(settings, record))
+    return None
+
+
+def run_watch() -> int:
+    """
+    `needle watch`: own the index, serve its routes to other commands, and keep it live until interrupted
+    (Ctrl-C or SIGTERM); with a Qdrant server, only keep it live.
+
+    :returns: The exit code.
+    :raises IndexOwnedError: When another process already owns the index.
+    """
+    from needle.settings import load_settings
+
+    settings = load_settings()
+    stopped = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    try:
+        if records.uses_owner(settings):
+            records.refuse_second_owner(settings)
+            running: Any = BackgroundServer(command="watch", watch=True)
+            record = running.start()
+            print(f"needle watch: watching the collections (pid {record.pid}); other needle commands reach the index "
+                  f"at {record.address}", file=sys.stderr, flush=True)
+        else:
+            from needle.app import Needle
+            from needle.watch import Watcher
+
+            running = Watcher.from_settings(Needle(settings))
+            running.start()
+        try:
+            while not stopped.wait(1.0):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            running.stop()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0
+
+
+# How long a `needle mcp` that finds the index locked waits for the owner's routes to answer.
+OWNER_WAIT_SECONDS = 60.0
+
+__all__ = ["BackgroundServer", "run_mcp", "run_watch"]

@@ -1,0 +1,260 @@
+"""`RemoteNeedle`: what the CLI and a second `needle mcp` call on `Needle`, run by the process that owns the index.
+
+The embedded index serves one process at a time. When `needle serve`, `needle mcp` or `needle watch` holds
+it, its owner record (`needle.owner`) names the loopback address and token of its HTTP routes
+(`server/pipelines/`), and this client calls them: the same facade runs there, and the answers come back in
+the same schema (`needle.results`, `needle.files`), so a command prints exactly what it would have printed
+locally. A refusal comes back with the owner's message and exit code (`needle.errors.RemoteFailure`).
+Collections and contexts are plain files in the data folder: they are read and written here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from needle.collections import CollectionRegistry
+from needle.contexts import ContextRegistry
+from needle.errors import EXIT_CODE_HEADER, RemoteFailure
+from needle.files import FileBatch, FileText
+from needle.owner import OwnerRecord
+from needle.results import Answer, SearchAnswer, SearchFilters
+from needle.settings import Settings
+
+SEARCH_ROUTES = ("search", "vsearch", "query")
+MISCONFIGURED = "server misconfigured: "
+
+
+class RemoteFiles:
+    """`Needle.files` through the owner's `get` and `multi_get` routes."""
+
+    def __init__(self, remote: RemoteNeedle) -> None:
+        self.remote = remote
+
+    def read(self, ref: str, from_line: int = 1, max_lines: int | None = None) -> FileText:
+        """A file or a range of its lines (`needle.files.FileAccess.read`)."""
+        payload: dict[str, Any] = {"ref": ref, "from_line": from_line}
+        if max_lines is not None:
+            payload["max_lines"] = max_lines
+        return FileText.model_validate(self.remote.post("get", payload))
+
+    def read_many(
+        self, pattern: str | None = None, refs: list[str] | None = None, max_bytes: int = 20_000
+    ) -> FileBatch:
+        """The files a glob or a list of references names (`needle.files.FileAccess.read_many`)."""
+        payload: dict[str, Any] = {"max_bytes": max_bytes}
+        if pattern is not None:
+            payload["pattern"] = pattern
+        if refs is not None:
+            payload["refs"] = refs
+        return FileBatch.model_validate(self.remote.post("multi_get", payload))
+
+
+class RemoteNeedle:
+    """
+    The calls of `needle.app.Needle` that the CLI and the MCP tools make, through the index owner's routes.
+
+    Usage example:
+    ```python
+    record = owner.live_owner(settings)
+    if record is not None:
+        needle = RemoteNeedle(settings, record)
+        needle.search("certbot renew", pipeline="search")
+    ```
+    """
+
+    def __init__(self, settings: Settings, record: OwnerRecord, connect_timeout: float = 5.0) -> None:
+        """
+        :param settings: Needle's settings (the data folder's collections and contexts are read here).
+        :param record: The owner to call.
+        :param connect_timeout: Seconds to wait for a connection; a request itself may take as long as it needs
+            (an index run).
+        """
+        self.settings = settings
+        self.record = record
+        self.collections = CollectionRegistry(settings.collections_file)
+        self.contexts = ContextRegistry(Path(settings.data_dir) / "contexts.yml")
+        self.files = RemoteFiles(self)
+        timeout = httpx.Timeout(None, connect=connect_timeout)
+        self._client = httpx.Client(base_url=record.address, headers=record.headers, timeout=timeout)
+
+    # ---- transport ----------------------------------------------------------------------------------
+    def post(self, route: str, payload: Mapping[str, Any]) -> Any:
+        """
+        Call `POST /<route>/run` and return its result.
+
+        :raises RemoteFailure: With the owner's message and exit code when it refuses the request.
+        :raises ConnectionError: When the owner does not answer.
+        """
+        try:
+            response = self._client.post(f"/{route}/run", json=dict(payload))
+        except httpx.HTTPError as error:
+            raise ConnectionError(
+                f"the process that holds the index ({self._who()}) did not answer: {error or type(error).__name__}"
+            ) from None
+        if response.status_code >= 400:
+            raise _failure(response)
+        return response.json()["result"]
+
+    def _who(self) -> str:
+        return f"process {self.record.pid}, needle {self.record.command or 'serve'}, {self.record.address}"
+
+    def _needs_the_index(self, what: str) -> RemoteFailure:
+        return RemoteFailure(
+            f"{what} needs the index to itself, and it is open in {self._who()}: stop that process first", 1, 503
+        )
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._client.close()
+
+    # ---- what the shells call -----------------------------------------------------------------------
+    def warm(self, name: str) -> None:
+        """Nothing to warm here: the owner warmed its graphs."""
+        return None
+
+    def search(
+        self,
+        query: str,
+        pipeline: str = "query",
+        top_k: int | None = None,
+        collections: list[str] | None = None,
+        min_score: float | None = None,
+        expand: bool | None = None,
+        rerank: bool | None = None,
+        chunks: bool = False,
+        explain: bool = False,
+        overrides: Mapping[str, Any] | None = None,
+        init_overrides: bool = True,
+        filters: SearchFilters | None = None,
+        decompose: bool | None = None,
+    ) -> SearchAnswer:
+        """
+        `Needle.search` through the owner's `search`, `vsearch` or `query` route (`overrides` must be run inputs).
+
+        :raises RemoteFailure: For another graph than those three, and for whatever the owner refuses.
+        """
+        if pipeline not in SEARCH_ROUTES:
+            raise RemoteFailure(
+                f"graph {pipeline!r} runs only in the process that holds the index ({self._who()}), which serves "
+                f"{', '.join(SEARCH_ROUTES)}", 2, 400,
+            )
+        payload: dict[str, Any] = {"query": query, "chunks": chunks, "explain": explain}
+        optional = {"collections": collections, "limit": top_k, "min_score": min_score, "set": dict(overrides or {}) or None}
+        if pipeline == "query":
+            optional.update(expand=expand, rerank=rerank, decompose=decompose)
+        payload.update({k: v for k, v in optional.items() if v is not None})
+        payload.update((filters or SearchFilters()).request_inputs())
+        return SearchAnswer.model_validate(self.post(pipeline, payload))
+
+    def answer(
+        self,
+        question: str,
+        top_k: int | None = None,
+        collections: list[str] | None = None,
+        min_score: float | None = None,
+        expand: bool | None = None,
+        rerank: bool | None = None,
+        pipeline: str = "rag",
+        overrides: Mapping[str, Any] | None = None,
+        filters: SearchFilters | None = None,
+        decompose: bool | None = None,
+        retry: bool | None = None,
+    ) -> Answer:
+        """
+        `Needle.answer` through the owner's `answer` route (its graph, `rag`, with the owner's configuration).
+
+        :raises RemoteFailure: For another graph or parameter overrides, and for whatever the owner refuses.
+        """
+        if pipeline != "rag" or overrides or expand is not None or rerank is not None:
+            raise RemoteFailure(
+                f"another answer graph, --set, --expand or --rerank run only in the process that holds the index "
+                f"({self._who()}), which answers with rag as configured", 2, 400,
+            )
+        optional = {
+            "collections": collections, "limit": top_k, "min_score": min_score, "decompose": decompose, "retry": retry,
+        }
+        payload = {"question": question, **{k: v for k, v in optional.items() if v is not None}}
+        payload.update((filters or SearchFilters()).request_inputs())
+        return Answer.model_validate(self.post("answer", payload))
+
+    def index(
+        self,
+        names: list[str] | None = None,
+        rebuild: bool = False,
+        overrides: Mapping[str, Any] | None = None,
+        paths: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """
+        `Needle.index` through the owner's `index` route; `paths` narrow it to the collections holding them.
+
+        :raises RemoteFailure: For `rebuild` or overrides, and for whatever the owner refuses.
+        """
+        if rebuild:
+            raise self._needs_the_index("--rebuild")
+        if overrides:
+            raise self._needs_the_index("index --set")
+        if paths:
+            names = [c.name for c in self.collections.select(names) if any(_under(p, c.root) for p in paths)]
+            if not names:
+                raise RemoteFailure(f"no collection holds {', '.join(paths)}", 2, 400)
+        return self.post("index", {"collections": names or None})
+
+    def status(self) -> dict[str, Any]:
+        """`Needle.status` from the owner (with its watcher, when it watches)."""
+        return self.post("status", {})
+
+    def indexed_files(self, collection: str | None = None) -> list[dict[str, Any]]:
+        """`Needle.indexed_files` through the owner's `ls` route."""
+        return self.post("ls", {"collection": collection} if collection else {})
+
+    def remove_collection(self, name: str) -> int:
+        """`Needle.remove_collection` through the owner's `collection_remove` route."""
+        return int(self.post("collection_remove", {"name": name}))
+
+    @property
+    def store(self) -> Any:
+        """The index itself cannot be lent out."""
+        raise self._needs_the_index("this command")
+
+    def optimize(self) -> dict[str, Any]:
+        """Refused: the owner holds the index."""
+        raise self._needs_the_index("needle optimize")
+
+    def backup(self, path: str) -> dict[str, Any]:
+        """Refused: the owner holds the index."""
+        raise self._needs_the_index("needle backup")
+
+    def restore(self, path: str) -> dict[str, Any]:
+        """Refused: the owner holds the index."""
+        raise self._needs_the_index("needle restore")
+
+    def check(self) -> dict[str, Any]:
+        """Refused: reading the whole index is for a process that holds it."""
+        raise self._needs_the_index("needle check")
+
+
+def _under(path: str, root: str) -> bool:
+    """Whether `path` is `root` or inside it."""
+    resolved = Path(path).expanduser().resolve()
+    return resolved == Path(root) or Path(root) in resolved.parents
+
+
+def _failure(response: httpx.Response) -> RemoteFailure:
+    """The owner's refusal as the exception the CLI shows: its message and exit code."""
+    try:
+        detail = response.json().get("detail")
+    except ValueError:
+        detail = None
+    if not isinstance(detail, str):
+        detail = response.text.strip() or f"HTTP {response.status_code}"
+    status = response.status_code
+    code = response.headers.get(EXIT_CODE_HEADER)
+    exit_code = int(code) if code and code.isdigit() else (2 if status < 500 else 1)
+    return RemoteFailure(detail.removeprefix(MISCONFIGURED), exit_code, status)
+
+
+__all__ = ["RemoteFiles", "RemoteNeedle"]
