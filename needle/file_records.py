@@ -84,12 +84,29 @@ class FileRecords:
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with closing(sqlite3.connect(self.path, timeout=30)) as connection:
+        try:
+            connection = self._open()
+        except sqlite3.DatabaseError:  # damaged: the record is a cache of what a run can read again
+            self.reset()
+            connection = self._open()
+        with closing(connection), connection:
+            yield connection
+
+    def _open(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(self.path, timeout=30)
+        try:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=NORMAL")
             connection.executescript(_SCHEMA)
-            with connection:
-                yield connection
+        except sqlite3.DatabaseError:
+            connection.close()
+            raise
+        return connection
+
+    def reset(self) -> None:
+        """Delete the record (a damaged one too): the next run reads every file once and records it anew."""
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
     def load(self, collection: str, paths: Iterable[str] | None = None) -> dict[str, FileRecord]:
         """

@@ -57,3 +57,13 @@ class TestFileRecorder:
         out = FileRecorder().run(file_stats={"n:a.md": {"size": 1, "mtime_ns": 2, "ctime_ns": 3, "inode": 4}},
                                  files=[read("n", "a.md", "s")], done=[1])
         assert out == {"recorded": 0, "forgotten": 0}
+
+
+class TestFileRecords:
+    def test_a_damaged_record_is_started_afresh(self, tmp_path):
+        db = tmp_path / "files.sqlite"
+        db.write_bytes(b"this is not a database" * 100)
+        records = FileRecords(db)
+        assert records.load("n") == {}
+        records.put([("n", "a.md", FileStat(1, 2, 3, 4), "sum")])
+        assert records.count() == 1
