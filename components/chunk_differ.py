@@ -59,9 +59,15 @@ class ChunkDiffer:
         """Deserialise the component."""
         return cls(**with_document_store(data)["init_parameters"])
 
-    @component.output_types(documents=list[Document], stale_ids=list[str], refreshed=list[Document], stats=dict)
+    @component.output_types(
+        documents=list[Document], stale_ids=list[str], refreshed=list[Document], removed=list[str], stats=dict
+    )
     def run(
-        self, documents: list[Document], sources: list[dict[str, Any]], collections: list[dict[str, Any]]
+        self,
+        documents: list[Document],
+        sources: list[dict[str, Any]],
+        collections: list[dict[str, Any]],
+        scope: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         Diff the chunks of one index run against the store.
@@ -69,21 +75,28 @@ class ChunkDiffer:
         :param documents: Chunks of the files read in this run (meta `collection`, `source_doc_id`).
         :param sources: Every file found in the scanned collections, read or not (`collection`, `path`).
         :param collections: The collections scanned (`name`, `root`).
+        :param scope: Compare only the indexed chunks of these files (`collection:path`): a run over some
+            files, or one batch of a run. A file in scope but not in `sources` leaves the index; indexed
+            files outside it are left alone. `None` compares every indexed file of the collections.
         :returns: A dictionary with:
             - `documents`: chunks to embed and write (new ids), shortest first.
             - `stale_ids`: ids of indexed chunks to delete once the new ones are written.
             - `refreshed`: one chunk per indexed file whose file metadata changed (`meta_checksum`), whatever
               its chunks did.
+            - `removed`: `collection:path` of the indexed files that left the index (deleted on disk).
             - `stats`: counts of files and chunks (new, changed, unchanged, removed, metadata refreshed).
         """
         scanned = [c["name"] for c in collections if Path(str(c["root"])).expanduser().is_dir()]
         indexed: dict[str, set[str]] = {}
         checksums: dict[str, set[Any]] = {}
-        if scanned:
-            rows = self.document_store.list_documents_meta(
-                filters={"field": "meta.collection", "operator": "in", "value": scanned},
-                fields=["source_doc_id", "meta_checksum"],
-            )
+        if scope is not None:
+            scanned_names = set(scanned)
+            scope = sorted({s for s in scope if s.partition(":")[0] in scanned_names})
+        if scanned and (scope is None or scope):
+            where: dict[str, Any] = {"field": "meta.collection", "operator": "in", "value": scanned}
+            if scope is not None:
+                where = {"field": "meta.source_doc_id", "operator": "in", "value": scope}
+            rows = self.document_store.list_documents_meta(filters=where, fields=["source_doc_id", "meta_checksum"])
             for row in rows:
                 source_doc_id = row["meta"].get("source_doc_id", "")
                 indexed.setdefault(source_doc_id, set()).add(row["id"])
@@ -101,11 +114,11 @@ class ChunkDiffer:
         all_indexed = set().union(*indexed.values()) if indexed else set()
         new_chunks = [doc for doc in documents if doc.id not in all_indexed]
         stale: list[str] = []
-        removed_files = 0
+        removed: list[str] = []
         for source_doc_id, ids in indexed.items():
             if source_doc_id not in present:
                 stale.extend(sorted(ids))
-                removed_files += 1
+                removed.append(source_doc_id)
             elif source_doc_id in fresh:
                 stale.extend(sorted(ids - fresh[source_doc_id]))
         changed = sum(1 for s, ids in fresh.items() if s in indexed and ids != indexed[s])
@@ -113,7 +126,7 @@ class ChunkDiffer:
             "files_new": sum(1 for s in fresh if s not in indexed),
             "files_changed": changed,
             "files_unchanged": sum(1 for s, ids in fresh.items() if s in indexed and ids == indexed[s]),
-            "files_removed": removed_files,
+            "files_removed": len(removed),
             "chunks_total": len(documents),
             "chunks_new": len(new_chunks),
             "chunks_unchanged": len(documents) - len(new_chunks),
@@ -121,4 +134,10 @@ class ChunkDiffer:
             "files_refreshed": len(refreshed),
         }
         new_chunks.sort(key=lambda d: len(d.content or ""))
-        return {"documents": new_chunks, "stale_ids": stale, "refreshed": list(refreshed.values()), "stats": stats}
+        return {
+            "documents": new_chunks,
+            "stale_ids": stale,
+            "refreshed": list(refreshed.values()),
+            "removed": sorted(removed),
+            "stats": stats,
+        }

@@ -1,10 +1,12 @@
 """Find the note files of each collection: include and exclude globs, hidden folders, symlinks."""
 
 import os
+import posixpath
 from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict, logging
 
+from needle.file_records import FileRecords, FileStat
 from needle.files import walk_collection
 from needle.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, CollectionRules
 
@@ -29,25 +31,39 @@ class CollectionScanner:
     router and converters take a list of paths but have no notion of a collection, of exclude rules or of
     symlink loops.
 
+    An index run runs the ingest graph once per batch: the scanner hands on at most `batch_files` files to
+    read, those after `after` (the previous batch's `next`), and only files whose stat (size, times, inode)
+    differs from the stat record (`needle.file_records`, written by `FileRecorder` once a batch is stored).
+    It also tells the differs which indexed files a batch may change (`scope`): the batch's files, plus, on
+    the last batch, the recorded files no longer found. Given `paths`, it looks at those files alone.
+
     Usage example:
     ```python
     scanner = CollectionScanner()
     out = scanner.run(collections=[{"name": "notes", "root": "~/notes", "exclude": [".obsidian/", "templates/"]}])
     out["sources"]  # [{"collection": "notes", "root": "/home/me/notes", "path": "ideas/needle.md"}, ...]
     out["skipped"]  # [{"collection": "notes", "path": "old", "reason": "broken symlink: target does not exist"}]
+    out["next"]     # None: this was the last batch
     ```
     """
 
-    def __init__(self, max_files: int = 100_000) -> None:
+    def __init__(self, max_files: int = 100_000, batch_files: int = 200, records_path: str | None = None) -> None:
         """
         Create the scanner.
 
         :param max_files: Most files listed per collection; the rest is reported in `skipped`.
-        :raises ValueError: When `max_files` is not a positive integer.
+        :param batch_files: Most files handed on to be read per run (a batch); an index run runs the graph
+            once per batch, each batch written and recorded before the next starts.
+        :param records_path: The stat record (`needle.file_records`, `files.sqlite` in the index folder):
+            files whose size, times and inode match it are not read again. `None` reads every file.
+        :raises ValueError: When `max_files` or `batch_files` is not a positive integer.
         """
-        if isinstance(max_files, bool) or not isinstance(max_files, int) or max_files <= 0:
-            raise ValueError(f"max_files must be an integer > 0, got {max_files!r}")
+        for name, value in (("max_files", max_files), ("batch_files", batch_files)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be an integer > 0, got {value!r}")
         self.max_files = max_files
+        self.batch_files = batch_files
+        self.records_path = records_path
 
     def to_dict(self) -> dict[str, Any]:
         """
@@ -55,7 +71,9 @@ class CollectionScanner:
 
         :returns: Dictionary with the init parameters.
         """
-        return default_to_dict(self, max_files=self.max_files)
+        return default_to_dict(
+            self, max_files=self.max_files, batch_files=self.batch_files, records_path=self.records_path
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CollectionScanner":
@@ -67,38 +85,118 @@ class CollectionScanner:
         """
         return default_from_dict(cls, data)
 
-    @component.output_types(sources=list[dict[str, Any]], skipped=list[dict[str, Any]])
-    def run(self, collections: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    @component.output_types(
+        sources=list[dict[str, Any]],
+        present=list[dict[str, Any]],
+        scope=list[str] | None,
+        file_stats=dict[str, dict[str, int]],
+        gone=list[str],
+        listed=list[str],
+        skipped=list[dict[str, Any]],
+        next=list[str] | None,
+        counts=dict[str, int],
+    )
+    def run(
+        self, collections: list[dict[str, Any]], paths: list[str] | None = None, after: list[str] | None = None
+    ) -> dict[str, Any]:
         """
-        Scan every collection.
+        Scan the collections (or only the given paths) and hand on the next batch of files to read.
 
         :param collections: Collection dicts with `name`, `root` and optionally `include` and `exclude`.
+        :param paths: Only these files: absolute, or relative to a collection root; a file deleted on disk
+            is named so that its chunks leave the index. Files the collection's globs leave out go to `skipped`.
+            They are read whatever the stat record says.
+        :param after: The `next` of the previous batch of this run: the batch starts after it.
         :returns: A dictionary with:
-            - `sources`: `{"collection", "root", "path"}` per file, sorted by collection then path; `root` is
-              absolute and `path` is relative to it, with `/` separators.
+            - `sources`: `{"collection", "root", "path"}` per file to read in this batch, sorted by collection
+              then path; `root` is absolute and `path` is relative to it, with `/` separators.
+            - `present`: the files the differs compare with the index: this batch's, or, when `scope` is
+              `None`, every file found (indexed files missing from it leave the index).
+            - `scope`: the `collection:path` of the indexed files this batch may change (`gone` included), or
+              `None` when the differs must compare every indexed file (the last batch of a whole-collection
+              run, until the stat record knows every indexed file).
+            - `file_stats`: `collection:path` → the stat of each file of `sources` (for the stat record).
+            - `gone`: `collection:path` of the files deleted on disk: the given paths that no longer exist, or,
+              on the last batch of a whole-collection run, the recorded files that were not found.
+            - `listed`: the collections whose indexed files the differs compare in full in this batch (`scope`
+              is `None`: the record does not know yet that it holds every indexed file).
             - `skipped`: `{"collection", "path", "reason"}` per file or folder left out for a reason worth
               telling the user; `path` is `""` when the whole collection could not be scanned.
-        :raises ValueError: When a collection dict is malformed or two collections share a name.
+            - `next`: where the next batch starts (pass it as `after`), or `None` after the last batch.
+            - `counts`: `files_found`, `files_skipped_by_stat` (the stat record matched), `files_pending`
+              (still to read, this batch included) and `files_gone`.
+        :raises ValueError: When a collection dict is malformed, two collections share a name, or a path is
+            in no collection.
         """
         specs = [self._validate(index, collection) for index, collection in enumerate(collections)]
         names = [spec["name"] for spec in specs]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"collection names must be unique, repeated: {', '.join(duplicates)}")
-        sources: list[dict[str, Any]] = []
+        found: list[dict[str, Any]] = []
         skipped: list[dict[str, Any]] = []
-        for spec in specs:
-            self._scan(spec, sources, skipped)
-        sources.sort(key=lambda s: (s["collection"], s["path"]))
+        deleted: list[str] = []
+        if paths is None:
+            for spec in specs:
+                self._scan(spec, found, skipped)
+        else:
+            self._locate(specs, paths, found, skipped, deleted)
+            if deleted and self.records_path:  # a deleted folder: the recorded files under it
+                records = FileRecords(self.records_path)
+                for key in list(deleted):
+                    name, rel = key.split(":", 1)
+                    deleted.extend(f"{name}:{path}" for path in records.load(name) if path.startswith(rel + "/"))
+        found.sort(key=lambda s: (s["collection"], s["path"]))
         skipped.sort(key=lambda s: (s["collection"], s["path"]))
-        for item in skipped:
-            logger.warning(
-                "Skipped {collection}:{path}: {reason}",
-                collection=item["collection"],
-                path=item["path"],
-                reason=item["reason"],
+        if after is None:
+            for item in skipped:
+                logger.warning(
+                    "Skipped {collection}:{path}: {reason}",
+                    collection=item["collection"],
+                    path=item["path"],
+                    reason=item["reason"],
+                )
+        stats = {f"{s['collection']}:{s['path']}": s.pop("stat") for s in found}
+        records = FileRecords(self.records_path) if self.records_path and paths is None else None
+        recorded = {spec["name"]: records.load(spec["name"]) for spec in specs} if records else {}
+        pending = found if records is None else [s for s in found if _changed(s, stats, recorded)]
+        unchanged = len(found) - len(pending)
+        if after is not None:
+            cursor = (after[0], after[1])
+            pending = [s for s in pending if (s["collection"], s["path"]) > cursor]
+        batch = pending[: self.batch_files]
+        last = len(pending) <= self.batch_files
+        keys = [f"{s['collection']}:{s['path']}" for s in batch]
+        gone = list(deleted) if after is None else []
+        present, scope, listed = batch, keys + gone, []
+        if paths is None and last:
+            on_disk = {f"{s['collection']}:{s['path']}" for s in found}
+            # A collection whose root is missing (an unmounted drive) keeps its files, as the differs do.
+            scanned = {spec["name"] for spec in specs if os.path.isdir(spec["root"])}
+            gone = sorted(
+                key for name, rows in recorded.items() if name in scanned for path in rows
+                if (key := f"{name}:{path}") not in on_disk
             )
-        return {"sources": sources, "skipped": skipped}
+            if records is not None and all(records.listed(spec["name"]) for spec in specs):
+                scope = keys + gone  # the record knows every indexed file: the deleted ones are those it lacks
+            else:
+                present, scope, listed = found, None, [spec["name"] for spec in specs]
+        return {
+            "sources": batch,
+            "present": present,
+            "scope": scope,
+            "file_stats": {key: stats[key] for key in keys if stats.get(key)},
+            "gone": gone,
+            "listed": listed,
+            "skipped": skipped,
+            "next": None if last else [batch[-1]["collection"], batch[-1]["path"]],
+            "counts": {
+                "files_found": len(found),
+                "files_skipped_by_stat": unchanged,
+                "files_pending": len(pending),
+                "files_gone": len(gone),
+            },
+        }
 
     @staticmethod
     def _validate(index: int, collection: Any) -> dict[str, Any]:
@@ -126,7 +224,7 @@ class CollectionScanner:
     def _scan(self, spec: dict[str, Any], sources: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> None:
         name, root = spec["name"], spec["root"]
         rules = CollectionRules(spec["include"], spec["exclude"])
-        found: list[str] = []
+        found: list[tuple[str, dict[str, int] | None]] = []
         for item in walk_collection(root, rules):
             if item.reason is not None:
                 skipped.append({"collection": name, "path": item.rel, "reason": item.reason})
@@ -135,5 +233,98 @@ class CollectionScanner:
                 reason = f"more than max_files={self.max_files} files: the rest of the collection was not listed"
                 skipped.append({"collection": name, "path": "", "reason": reason})
                 break
-            found.append(item.rel)
-        sources.extend({"collection": name, "root": root, "path": path} for path in found)
+            found.append((item.rel, _stat(item.path)))
+        sources.extend({"collection": name, "root": root, "path": path, "stat": stat} for path, stat in found)
+
+    @staticmethod
+    def _locate(
+        specs: list[dict[str, Any]],
+        paths: list[str],
+        sources: list[dict[str, Any]],
+        skipped: list[dict[str, Any]],
+        deleted: list[str],
+    ) -> None:
+        """Find the collection of each given path: files to read, paths deleted on disk, paths left out."""
+        if not isinstance(paths, (list, tuple)):
+            raise ValueError(f"paths must be a list of file paths, got {type(paths).__name__}")
+        seen: set[str] = set()
+        for raw in paths:
+            if not isinstance(raw, str) or not raw.strip() or "\x00" in raw:
+                raise ValueError(f"paths must be non-empty file paths, got {raw!r}")
+            hits = [(spec, rel) for spec in specs if (rel := collection_path(spec["root"], raw)) is not None]
+            if not os.path.isabs(os.path.expanduser(raw)):
+                on_disk = [(spec, rel) for spec, rel in hits if os.path.lexists(os.path.join(spec["root"], rel))]
+                hits = on_disk or hits
+            if not hits:
+                roots = ", ".join(f"{spec['name']} ({spec['root']})" for spec in specs) or "none"
+                raise ValueError(f"path {raw!r} is in no collection being indexed (collections: {roots})")
+            for spec, rel in hits:
+                key = f"{spec['name']}:{rel}"
+                if key in seen:
+                    continue
+                seen.add(key)
+                rules = CollectionRules(spec["include"], spec["exclude"])
+                full = os.path.join(spec["root"], *rel.split("/"))
+                if os.path.isdir(full):  # a folder: its notes, as the collection's walk finds them
+                    _folder(spec, rules, rel, sources, skipped)
+                    continue
+                reason = rules.why_not_served(rel)
+                if not os.path.lexists(full):
+                    deleted.append(key)  # a deleted note, or folder: what the index holds of it leaves
+                elif reason is not None:
+                    skipped.append({"collection": spec["name"], "path": rel, "reason": f"not indexed: {reason}"})
+                elif not os.path.isfile(full):
+                    skipped.append({"collection": spec["name"], "path": rel, "reason": "not a regular file"})
+                else:
+                    sources.append({"collection": spec["name"], "root": spec["root"], "path": rel, "stat": _stat(full)})
+
+
+def _folder(
+    spec: dict[str, Any], rules: CollectionRules, folder: str, sources: list[dict[str, Any]], skipped: list[dict[str, Any]]
+) -> None:
+    """The notes under one folder of a collection, found by the collection's own walk."""
+
+    def on_the_way(rel: str) -> bool:
+        return rel == folder or rel.startswith(folder + "/") or folder.startswith(rel + "/")
+
+    for item in walk_collection(spec["root"], rules, descend=on_the_way):
+        if not item.rel.startswith(folder + "/"):
+            continue
+        if item.reason is not None:
+            skipped.append({"collection": spec["name"], "path": item.rel, "reason": item.reason})
+        else:
+            sources.append({"collection": spec["name"], "root": spec["root"], "path": item.rel, "stat": _stat(item.path)})
+
+
+def collection_path(root: str, path: str) -> str | None:
+    """
+    A path as the collection rooted at `root` names it (relative, `/` separators), or None when it is outside.
+
+    :param root: The collection root, absolute.
+    :param path: An absolute path (links resolved or not), or one relative to the root.
+    """
+    expanded = os.path.expanduser(path)
+    if os.path.isabs(expanded):
+        for base, full in ((root, os.path.abspath(expanded)), (os.path.realpath(root), os.path.realpath(expanded))):
+            if full != base and os.path.commonpath([base, full]) == base:
+                return os.path.relpath(full, base).replace(os.sep, "/")
+        return None
+    rel = posixpath.normpath(expanded.replace(os.sep, "/"))
+    if rel in (".", "..") or rel.startswith("../"):
+        return None
+    return rel
+
+
+def _changed(source: dict[str, Any], stats: dict[str, Any], recorded: dict[str, dict[str, Any]]) -> bool:
+    """Whether a found file's stat differs from its record (or it has none)."""
+    record = recorded.get(source["collection"], {}).get(source["path"])
+    stat = stats.get(f"{source['collection']}:{source['path']}")
+    return record is None or stat is None or tuple(record.stat) != tuple(FileStat(**stat))
+
+
+def _stat(path: str) -> dict[str, int] | None:
+    """A file's stat as the record keeps it, or None when it cannot be read."""
+    try:
+        return FileStat.of(os.stat(path)).as_dict()
+    except OSError:
+        return None

@@ -56,12 +56,16 @@ class IndexWriter:
         return cls(**with_document_store(data)["init_parameters"])
 
     @component.output_types(written=int, deleted=int)
-    def run(self, documents: list[Document], stale_ids: list[str] | None = None) -> dict[str, int]:
+    def run(
+        self, documents: list[Document], stale_ids: list[str] | None = None, optimize: bool | None = None
+    ) -> dict[str, int]:
         """
         Write and retire chunks.
 
         :param documents: Embedded chunks to upsert.
         :param stale_ids: Ids of chunks to delete after the write.
+        :param optimize: `False` leaves optimising to the caller (an index run of several batches optimises
+            once, after the last); `None` follows the init parameter.
         :returns: A dictionary with `written` and `deleted` counts.
         """
         written = 0
@@ -73,6 +77,6 @@ class IndexWriter:
             self.document_store.delete_documents(stale_ids)
         if hasattr(self.document_store, "flush"):
             self.document_store.flush()
-        if self.optimize and (written or stale_ids) and hasattr(self.document_store, "optimize"):
+        if self.optimize and optimize is not False and (written or stale_ids) and hasattr(self.document_store, "optimize"):
             self.document_store.optimize()
         return {"written": written, "deleted": len(stale_ids)}

@@ -7,13 +7,12 @@ runs it, and shapes results into the schema of `needle.results`; it implements n
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
-import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
 from typing import Any
 
 from haystack import Pipeline
@@ -22,7 +21,8 @@ from haystack.document_stores.errors import DocumentStoreError
 
 from needle import index_info
 from needle.collections import CollectionError, CollectionRegistry
-from needle.environment import Environment
+from needle.environment import Environment, records_file
+from needle.file_records import FileRecords
 from needle.errors import LLMError, llm_error, root_cause
 from needle.files import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES, FileAccess
 from needle.formats import Extractor, Limits
@@ -428,69 +428,113 @@ class Needle:
         rebuild: bool = False,
         overrides: Mapping[str, Any] | None = None,
         paths: list[str] | None = None,
+        progress: Callable[[dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
         """
         Index collections (all when `names` is empty): new and changed chunks are embedded, removed files leave.
 
+        The run goes batch by batch (`scanner.batch_files` files read each): a batch is embedded, written and
+        recorded before the next starts, so a run that is stopped keeps what it finished. Files whose stat
+        matches the record of the last run are not read; chunks whose text the store holds get its vectors.
+
         :param names: Collections to index.
         :param rebuild: Drop the whole index first (needed after changing the embedding model).
         :param overrides: `component.parameter` → value for the ingest graph (recorded in the provenance).
-        :param paths: Only these files (absolute, or relative to the working folder), changed or deleted. For
-            now the collections among `names` that hold them are indexed whole (their unchanged chunks are not
-            embedded again).
-        :returns: The run's report: files seen, indexed, unchanged, removed, skipped with reasons, chunks, seconds.
-        :raises CollectionError: When a name is unknown, there are no collections, or no collection holds `paths`.
+        :param paths: Only these files (absolute, or relative to a collection root; a file deleted on disk
+            leaves the index); every file of the collections when `None`.
+        :param progress: Called with the report so far after each batch.
+        :returns: The run's report: files seen, read, skipped by their stat, new, changed, unchanged, removed,
+            skipped with reasons, chunks embedded, reused and deleted, texts embedded, batches, seconds.
+        :raises CollectionError: When a name is unknown or there are no collections.
+        :raises ValueError: When a path is in none of the collections indexed.
         :raises IndexMismatchError: When the index was built with other settings and `rebuild` is off.
         """
-        if paths:
-            held = [c.name for c in self.collections.select(names) if any(_inside(p, c.root) for p in paths)]
-            if not held:
-                raise CollectionError(f"no collection holds {', '.join(paths)}")
-            names = held
+        if paths is not None and (not isinstance(paths, (list, tuple)) or not paths):
+            raise ValueError("paths must name at least one file")
         with self._index_lock:
-            return self._index(names, rebuild, overrides)
+            try:
+                return self._index(names, rebuild, overrides, list(paths) if paths is not None else None, progress)
+            except PipelineRuntimeError as error:
+                cause = root_cause(error)
+                if isinstance(cause, ValueError):
+                    raise cause from None
+                raise
 
-    def _index(self, names: list[str] | None, rebuild: bool, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    @property
+    def records(self) -> FileRecords:
+        """The stat record of the indexed files (`needle.file_records`)."""
+        return FileRecords(records_file(self.settings))
+
+    def _check_records(self, ingest: dict[str, Any], selected: list[Any], forget: bool) -> None:
+        """
+        Drop the stat record where it no longer tells what the index holds: nothing indexed (`forget`), another
+        ingest graph (chunking, readers...), or a collection whose root, globs or language changed.
+        """
+        records = self.records
+        if forget:
+            records.forget_collection()
+        graph = copy.deepcopy(ingest)
+        graph["components"].get("scanner", {}).get("init_parameters", {}).pop("batch_files", None)
+        records.check_signature("graph", _signature(graph))
+        for collection in selected:
+            records.check_signature(f"collection:{collection.name}", _signature(collection.as_source()), collection.name)
+
+    def _index(
+        self,
+        names: list[str] | None,
+        rebuild: bool,
+        overrides: Mapping[str, Any] | None,
+        paths: list[str] | None,
+        progress: Callable[[dict[str, Any]], None] | None,
+    ) -> dict[str, Any]:
         selected = self.collections.select(names)
         set_aside: list[str] = []
         if rebuild:
             set_aside = self._start_afresh()
         ingest = apply_overrides(copy.deepcopy(self.ingest_graph()), overrides or {})
         index_info.check(self.settings, ingest)
+        self._check_records(ingest, selected, forget=rebuild or self.store.count_documents() == 0)
         sources = [c.as_source() for c in selected]
         started = time.perf_counter()
         # A full run also drops what collections no longer listed left in the index.
-        orphans_deleted = self._delete_collections("not in", list(self.collections.load())) if not names else 0
-        graph = self.pipeline(INGEST, overrides)
-        run = {"scanner": {"collections": sources}, "differ": {"collections": sources}, "file_differ": {"collections": sources}}
-        output = graph.run(
-            _with_languages(graph, run, {c.name: c.language for c in selected}),
-            include_outputs_from={"scanner", "reader", "converter", "chunker", "differ"},
+        orphans_deleted = (
+            self._delete_collections("not in", list(self.collections.load())) if not names and paths is None else 0
         )
-        changed = any(output[writer][key] for writer in ("writer", "file_writer") for key in ("written", "deleted"))
-        found = [out["languages"] for out in output.values() if isinstance(out.get("languages"), dict)]
-        # The writers optimise after a change; the languages found tell the query side how to analyse queries.
-        index_info.record(self.settings, ingest, optimized=changed, languages=found)
-        stats = output["differ"]["stats"]
-        converted = output.get("converter", {"documents": [], "skipped": [], "warnings": [], "stats": {}})
-        return {
-            "collections": [c.name for c in selected],
-            "files_seen": len(output["scanner"]["sources"]),
-            "files_read": len(output["reader"]["documents"]) + len(converted["documents"]),
-            "files_new": stats["files_new"],
-            "files_changed": stats["files_changed"],
-            "files_unchanged": stats["files_unchanged"],
-            "files_removed": stats["files_removed"],
-            "skipped": output["scanner"]["skipped"] + output["reader"]["skipped"] + converted["skipped"],
-            "warnings": output["reader"].get("warnings", []) + converted["warnings"] + output["chunker"].get("warnings", []),
-            "documents": converted["stats"],
-            "chunks": stats["chunks_total"],
-            "chunks_embedded": output["writer"]["written"],
-            "chunks_deleted": output["writer"]["deleted"] + orphans_deleted,
-            "files_embedded": output["file_writer"]["written"],
-            "seconds": round(time.perf_counter() - started, 2),
-            **({"set_aside": set_aside} if set_aside else {}),
-        }
+        graph = self.pipeline(INGEST, overrides)
+        report = _IndexReport([c.name for c in selected])
+        after: list[str] | None = None
+        while True:
+            run = {
+                "scanner": {"collections": sources, "paths": paths, "after": after},
+                "differ": {"collections": sources},
+                "file_differ": {"collections": sources},
+                "writer": {"optimize": False},
+                "file_writer": {"optimize": False},
+            }
+            output = graph.run(
+                _with_languages(graph, run, {c.name: c.language for c in selected}),
+                include_outputs_from={
+                    "scanner", "reader", "converter", "chunker", "differ", "reuse", "file_reuse", "writer", "file_writer"
+                },
+            )
+            report.add(output)
+            after = output["scanner"]["next"]
+            if progress is not None:
+                progress(report.as_dict(time.perf_counter() - started))
+            if after is None:
+                break
+        # The writers optimise once, after the last batch; the languages found tell the query side how to
+        # analyse queries.
+        if report.changed:
+            for name in ("writer", "file_writer"):
+                writer = graph.get_component(name)
+                if getattr(writer, "optimize", False) and hasattr(writer.document_store, "optimize"):
+                    writer.document_store.optimize()
+        index_info.record(self.settings, ingest, optimized=report.changed, languages=report.languages)
+        result = report.as_dict(time.perf_counter() - started)
+        result["chunks_deleted"] += orphans_deleted
+        result["deleted"] += orphans_deleted
+        return {**result, **({"set_aside": set_aside} if set_aside else {})}
 
     def _start_afresh(self) -> list[str]:
         """
@@ -584,7 +628,9 @@ class Needle:
         from needle import backups
 
         with self._index_lock:
-            return backups.restore(self, path)
+            restored = backups.restore(self, path)
+            self.records.forget_collection()  # the restored index holds other versions of the files
+            return restored
 
     def remove_collection(self, name: str) -> int:
         """
@@ -610,7 +656,9 @@ class Needle:
 
         :returns: The number of chunks deleted.
         """
-        return self._delete_collections("==", name)
+        deleted = self._delete_collections("==", name)
+        self.records.forget_collection(name)  # its files are read again if it comes back
+        return deleted
 
     def _delete_collections(self, operator: str, value: Any) -> int:
         """Delete the chunks and whole files whose `meta.collection` matches; both stores flushed."""
@@ -685,10 +733,96 @@ class Needle:
         return [files[key] for key in sorted(files)]
 
 
-def _inside(path: str, root: str) -> bool:
-    """Whether `path` is the folder `root` or lies under it."""
-    resolved = Path(os.path.abspath(Path(path).expanduser()))
-    return resolved == Path(root) or Path(root) in resolved.parents
+def _signature(value: Any) -> str:
+    """A stable hash of a JSON-like value."""
+    return hashlib.sha1(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class _IndexReport:
+    """An index run's report, added up over its batches."""
+
+    def __init__(self, collections: list[str]) -> None:
+        self.collections = collections
+        self.first: dict[str, Any] | None = None
+        self.batches = 0
+        self.totals: dict[str, int] = {}
+        self.skipped: list[dict[str, Any]] = []
+        self.warnings: list[dict[str, Any]] = []
+        self.documents: dict[str, Any] = {}
+        self.languages: list[dict[str, list[str]]] = []
+
+    def _count(self, key: str, value: int) -> None:
+        self.totals[key] = self.totals.get(key, 0) + int(value)
+
+    def add(self, output: dict[str, Any]) -> None:
+        """Add one batch's outputs."""
+        if self.first is None:
+            self.first = output["scanner"]
+            self.skipped.extend(output["scanner"]["skipped"])
+        self.batches += 1
+        converted = output.get("converter", {"documents": [], "skipped": [], "warnings": [], "stats": {}})
+        stats = output["differ"]["stats"]
+        for key in ("files_new", "files_changed", "files_unchanged", "files_removed"):
+            self._count(key, stats[key])
+        self._count("files_read", len(output["reader"]["documents"]) + len(converted["documents"]))
+        self._count("chunks", stats["chunks_total"])
+        reused = len(output.get("reuse", {}).get("reused", []))
+        file_reused = len(output.get("file_reuse", {}).get("reused", []))
+        self._count("chunks_written", output["writer"]["written"])
+        self._count("chunks_reused", reused)
+        self._count("chunks_embedded", output["writer"]["written"] - reused)
+        self._count("files_embedded", output["file_writer"]["written"] - file_reused)
+        self._count("files_reused", file_reused)
+        self._count(
+            "texts_embedded",
+            len(output.get("reuse", {}).get("documents", [])) + len(output.get("file_reuse", {}).get("documents", [])),
+        )
+        self._count("chunks_deleted", output["writer"]["deleted"])
+        self._count("file_points_deleted", output["file_writer"]["deleted"])
+        self.skipped.extend(output["reader"]["skipped"] + converted["skipped"])
+        self.warnings.extend(output["reader"].get("warnings", []) + converted["warnings"] + output["chunker"].get("warnings", []))
+        for key, value in (converted.get("stats") or {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.documents[key] = self.documents.get(key, 0) + value
+            else:
+                self.documents.setdefault(key, value)
+        self.languages.extend(out["languages"] for out in output.values() if isinstance(out.get("languages"), dict))
+
+    @property
+    def changed(self) -> bool:
+        """Whether any batch wrote or deleted anything."""
+        return any(self.totals.get(k) for k in ("chunks_written", "chunks_deleted", "files_embedded", "files_reused", "file_points_deleted"))
+
+    def as_dict(self, seconds: float) -> dict[str, Any]:
+        """The report so far."""
+        counts = (self.first or {}).get("counts", {})
+        totals = self.totals
+        by_stat = int(counts.get("files_skipped_by_stat", 0))
+        return {
+            "collections": self.collections,
+            "files_seen": int(counts.get("files_found", 0)),
+            "files_read": totals.get("files_read", 0),
+            "files_skipped_by_stat": by_stat,
+            "files_pending": int(counts.get("files_pending", 0)),
+            "files_new": totals.get("files_new", 0),
+            "files_changed": totals.get("files_changed", 0),
+            "files_unchanged": totals.get("files_unchanged", 0) + by_stat,
+            "files_removed": totals.get("files_removed", 0),
+            "skipped": self.skipped,
+            "warnings": self.warnings,
+            "documents": self.documents,
+            "chunks": totals.get("chunks", 0),
+            "chunks_embedded": totals.get("chunks_embedded", 0),
+            "chunks_reused": totals.get("chunks_reused", 0),
+            "chunks_deleted": totals.get("chunks_deleted", 0),
+            "files_embedded": totals.get("files_embedded", 0),
+            "files_reused": totals.get("files_reused", 0),
+            "file_points_deleted": totals.get("file_points_deleted", 0),
+            "deleted": totals.get("chunks_deleted", 0) + totals.get("file_points_deleted", 0),
+            "texts_embedded": totals.get("texts_embedded", 0),
+            "batches": self.batches,
+            "seconds": round(seconds, 2),
+        }
 
 
 def _with_languages(graph: Pipeline, run_data: dict[str, Any], languages: Any) -> dict[str, Any]:

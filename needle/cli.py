@@ -60,6 +60,8 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument("--rebuild", action="store_true", help="drop the index first (after changing the model)")
     index.add_argument("--json", action="store_true", help="print the report as JSON")
     index.add_argument("--set", action="append", metavar="COMPONENT.PARAM=VALUE", help="override a parameter of ingest.yml")
+    index.add_argument("--path", action="append", dest="paths", metavar="PATH",
+                       help="index only this file (absolute or relative to a collection root; a deleted file leaves the index; repeatable)")
 
     for command, text in SEARCH_COMMANDS.items():
         search = sub.add_parser(command, help=text)
@@ -195,7 +197,9 @@ def _run(args: argparse.Namespace, needle: Any) -> int:
             deleted = needle.remove_collection(args.name)
             print(f"removed collection '{args.name}' and {deleted} chunks")
     elif args.command == "index":
-        print(output.index_report(needle.index(args.names, rebuild=args.rebuild, overrides=_overrides(args.set)), args.json))
+        shown = output.index_progress if sys.stderr.isatty() else None
+        report = needle.index(args.names, rebuild=args.rebuild, overrides=_overrides(args.set), paths=args.paths, progress=shown)
+        print(output.index_report(report, args.json))
     elif args.command in SEARCH_COMMANDS:
         answer = needle.search(
             " ".join(args.query), pipeline=args.pipeline, top_k=args.top_k, collections=args.collections,

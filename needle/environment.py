@@ -18,7 +18,8 @@ its constructor runs, filling only what the graph left out (a value in the YAML 
 - any other component taking `dense_model`/`sparse_model`-style parameters (`VariantRetriever`) gets the
   same, by parameter name;
 - OpenAI-compatible chat generators get the `llm:` server (URL, model, API key variable, timeout);
-- a `cache_path` parameter gets the data folder's cache file; fastembed rankers a model cache folder.
+- a `cache_path` parameter gets the data folder's cache file; fastembed rankers a model cache folder;
+- a `records_path` parameter gets the index folder's stat record of indexed files (`needle.file_records`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import importlib
 import inspect
 import threading
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from haystack.core.serialization import DeserializationCallbacks
@@ -34,6 +36,11 @@ from haystack.utils import Secret
 
 from needle.models import dense_embedder_params, embedding_dim, register_local_models, sparse_embedder_params
 from needle.settings import Settings
+
+def records_file(settings: Settings) -> Path:
+    """The stat record of the indexed files (`needle.file_records`), beside the index."""
+    return settings.index_dir / "files.sqlite"
+
 
 # Store roles a graph may name, and the suffix of each one's folder / server collection.
 STORE_ROLES = {"chunks": "", "files": "_files"}
@@ -199,6 +206,8 @@ class Environment:
             )
         if "cache_path" in accepted:
             values["cache_path"] = str(settings.cache_file)
+        if "records_path" in accepted:
+            values["records_path"] = str(records_file(settings))
         if accepted & _BY_NAME:
             dense = dense_embedder_params(settings.embedding.model, settings.model_dir)
             sparse = sparse_embedder_params(settings.sparse.model, settings.model_dir)
@@ -255,4 +264,4 @@ def _is_chat_generator(component_class: type) -> bool:
     return isinstance(component_class, type) and issubclass(component_class, OpenAIChatGenerator)
 
 
-__all__ = ["Environment", "STORE_ROLES"]
+__all__ = ["Environment", "STORE_ROLES", "records_file"]

@@ -169,16 +169,29 @@ def answer_text(answer: Answer, as_json: bool) -> str:
     return "\n".join(lines)
 
 
+def index_progress(report: dict[str, Any]) -> None:
+    """Show an index run's progress after a batch, one line on standard error."""
+    import sys
+
+    print(
+        f"batch {report['batches']}: {report['files_read']} of {report['files_pending']} files read, "
+        f"{report['texts_embedded']} texts embedded, {report['chunks_reused']} chunks reused, {report['seconds']} s",
+        file=sys.stderr, flush=True,
+    )
+
+
 def index_report(report: dict[str, Any], as_json: bool) -> str:
     """Render an index run's report."""
     if as_json:
         return json.dumps(report, indent=2)
     lines = [
         f"indexed {', '.join(report['collections'])} in {report['seconds']} s: "
-        f"{report['files_seen']} files seen, {report['files_new']} new, {report['files_changed']} changed, "
+        f"{report['files_seen']} files seen, {report['files_read']} read ({report['files_skipped_by_stat']} unchanged by "
+        f"their stat), {report['files_new']} new, {report['files_changed']} changed, "
         f"{report['files_unchanged']} unchanged, {report['files_removed']} removed, {len(report['skipped'])} skipped; "
-        f"{report['chunks']} chunks, {report['chunks_embedded']} embedded, {report['chunks_deleted']} deleted; "
-        f"{report['files_embedded']} whole files embedded"
+        f"{report['chunks']} chunks, {report['chunks_embedded']} embedded, {report['chunks_reused']} reused, "
+        f"{report['chunks_deleted']} deleted; {report['files_embedded']} whole files embedded; "
+        f"{report['texts_embedded']} texts embedded in {report['batches']} batches"
     ]
     lines += [f"  skipped {i.get('collection', '')}/{i.get('path', '')}: {i.get('reason', '')}" for i in report["skipped"]]
     lines += [f"  warning {i.get('collection', '')}/{i.get('path', '')}: {i.get('reason', '')}" for i in report["warnings"]]

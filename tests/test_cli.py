@@ -189,12 +189,18 @@ class TestCliErrors:
             (["collection", "add", "/no/such/folder", "--name", "x"], "not a folder"),
             (["collection", "remove", "nope"], "no collection named"),
             (["index", "nope"], "unknown collection"),
+            (["index", "--path", "/etc/passwd"], "path '/etc/passwd' is in no collection being indexed"),
         ],
     )
     def test_user_mistakes_are_one_line_with_exit_2(self, cli, args, message):
         code, _, err = cli(*args)
         assert code == 2
         assert message in err and "Traceback" not in err
+
+    def test_index_path_reads_only_that_file(self, cli):
+        code, out, _ = cli("index", "--path", "howto/sqlite-wal-mode.md", "--json")
+        report = json.loads(out)
+        assert code == 0 and (report["files_seen"], report["files_read"], report["texts_embedded"]) == (1, 1, 0)
 
     def test_missing_model_names_the_install_command(self, cli, monkeypatch, tmp_path):
         monkeypatch.setenv("NEEDLE_MODEL_DIR", str(tmp_path / "empty"))

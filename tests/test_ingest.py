@@ -145,6 +145,7 @@ class TestIngest:
 
         monkeypatch.setattr(markdown_file_reader, "open", failing_open, raising=False)
         monkeypatch.setattr("builtins.open", failing_open)
+        os.utime(notes / "sourdough.md", (1_700_000_000, 1_700_000_000))  # its stat changed: it is read again
         report = needle.index()
         monkeypatch.undo()
         assert any(s["path"] == "sourdough.md" for s in report["skipped"])
@@ -232,6 +233,160 @@ class TestIngest:
             assert other.count_documents() > 0
             other.close()
         assert needle.store.count_documents() > 0  # a closed Needle reopens on next use
+
+
+def points(needle: Needle) -> dict[str, dict[str, set[str]]]:
+    """Every stored point id by path, in both stores."""
+    return {"chunks": indexed(needle), "files": indexed(needle, files=True)}
+
+
+class TestIncrementalIngest:
+    def test_a_path_scoped_run_indexes_only_that_file_and_deletes_only_its_stale_chunks(self, needle, notes):
+        needle.index()
+        before = points(needle)
+        (notes / "sourdough.md").write_text(NOTE_B + "\nIn summer, feed it three times.\n")
+        (notes / "training.txt").write_text(NOTE_C + "Taper the last two weeks.\n")
+        report = needle.index(paths=[str(notes / "sourdough.md")])
+        after = points(needle)
+        assert (report["files_seen"], report["files_read"], report["files_changed"]) == (1, 1, 1)
+        assert after["chunks"]["sourdough.md"].isdisjoint(before["chunks"]["sourdough.md"])
+        assert after["files"]["sourdough.md"] != before["files"]["sourdough.md"]
+        assert report["chunks_deleted"] == len(before["chunks"]["sourdough.md"]) and report["file_points_deleted"] == 1
+        assert report["deleted"] == report["chunks_deleted"] + 1
+        for path in ("training.txt", "ops/replication.md"):  # not named: untouched, even the edited one
+            assert after["chunks"][path] == before["chunks"][path] and after["files"][path] == before["files"][path]
+        assert needle.index()["files_read"] == 1  # the full run then reads the other edited file only
+
+    def test_a_deleted_path_takes_its_chunks_out_of_both_stores(self, needle, notes):
+        needle.index()
+        (notes / "training.txt").unlink()
+        report = needle.index(paths=["training.txt"])
+        assert report["files_removed"] == 1 and report["files_read"] == 0
+        assert "training.txt" not in indexed(needle) and "training.txt" not in indexed(needle, files=True)
+        assert set(indexed(needle)) == {"ops/replication.md", "sourdough.md"}
+        assert needle.index()["files_removed"] == 0  # the record forgot it too
+
+    def test_a_path_in_no_collection_is_refused_and_changes_nothing(self, needle, notes, tmp_path):
+        needle.index()
+        before = points(needle)
+        outside = tmp_path / "elsewhere.md"
+        outside.write_text("# Elsewhere\n")
+        with pytest.raises(ValueError, match="is in no collection being indexed"):
+            needle.index(paths=[str(outside)])
+        with pytest.raises(ValueError, match="at least one file"):
+            needle.index(paths=[])
+        assert points(needle) == before
+
+    def test_a_file_whose_stat_matches_the_record_is_not_read(self, needle, notes):
+        first = needle.index()
+        assert first["files_read"] == 3 and first["files_skipped_by_stat"] == 0
+        again = needle.index()
+        assert (again["files_read"], again["files_skipped_by_stat"], again["texts_embedded"]) == (0, 3, 0)
+        assert again["files_unchanged"] == 3
+
+    def test_a_touched_file_is_read_and_hashed_but_nothing_is_embedded(self, needle, notes):
+        needle.index()
+        before = points(needle)
+        os.utime(notes / "sourdough.md", (1_700_000_000, 1_700_000_000))
+        report = needle.index()
+        assert (report["files_read"], report["files_skipped_by_stat"]) == (1, 2)
+        assert report["texts_embedded"] == 0 and report["deleted"] == 0 and points(needle) == before
+        assert needle.index()["files_read"] == 0  # recorded with its new stat
+
+    def test_a_deleted_record_is_rebuilt_by_reading_everything_once(self, needle, settings):
+        needle.index()
+        (settings.index_dir / "files.sqlite").unlink()
+        report = needle.index()
+        assert report["files_read"] == 3 and report["texts_embedded"] == 0
+        assert needle.index()["files_read"] == 0
+
+    def test_a_renamed_file_reuses_its_vectors(self, needle, notes):
+        needle.index()
+        old = needle.store.filter_documents({"field": "meta.path", "operator": "==", "value": "ops/replication.md"})
+        (notes / "archive").mkdir()
+        (notes / "ops" / "replication.md").rename(notes / "archive" / "replication.md")
+        report = needle.index()
+        assert report["texts_embedded"] == 0 and report["chunks_reused"] == len(old) > 0
+        assert report["files_reused"] == 1 and report["files_removed"] == 1
+        assert report["deleted"] == len(old) + 1
+        moved = needle.store.filter_documents({"field": "meta.path", "operator": "==", "value": "archive/replication.md"})
+        vectors = {d.meta["content_checksum"]: d.embedding for d in moved}
+        assert sorted(vectors) == sorted(d.meta["content_checksum"] for d in old)
+        for doc in old:
+            assert vectors[doc.meta["content_checksum"]] == pytest.approx(doc.embedding)
+        assert "ops/replication.md" not in indexed(needle) and "ops/replication.md" not in indexed(needle, files=True)
+        assert needle.search("replication slot keeps WAL").results[0].path == "archive/replication.md"
+
+    def test_a_section_moved_within_a_file_is_not_embedded_again(self, needle, notes):
+        first = "## Boilers\n\n" + "The boiler heats water for the radiators and keeps the pressure steady. " * 8
+        second = "## Gutters\n\n" + "Clear the gutters in autumn so that rain runs off instead of soaking the walls. " * 8
+        third = "## Locks\n\n" + "Oil the door locks once a year with graphite, never with a greasy oil. " * 8
+        (notes / "house.md").write_text(f"# House\n\n{first}\n\n{second}\n\n{third}\n")
+        needle.index()
+        (notes / "house.md").write_text(f"# House\n\n{first}\n\n{third}\n\n{second}\n")
+        report = needle.index()
+        assert report["files_changed"] == 1 and report["chunks_reused"] == 2
+        assert report["texts_embedded"] == 1  # the whole file's text changed; its chunks' texts did not
+
+    def test_batches_write_as_they_go_and_report_them(self, needle, notes):
+        for i in range(7):
+            (notes / f"extra-{i}.md").write_text(f"# Extra {i}\n\nA short extra note number {i} about gardening.\n")
+        seen = []
+        report = needle.index(overrides={"scanner.batch_files": 4}, progress=lambda r: seen.append(r["batches"]))
+        assert report["batches"] == 3 and seen == [1, 2, 3]
+        assert report["files_read"] == 10 and len(indexed(needle)) == 10 and len(indexed(needle, files=True)) == 10
+        assert needle.store.count_documents() == report["chunks"]
+
+
+KILLED_NOTES = 60
+
+
+def test_a_killed_run_keeps_its_finished_batches_and_the_next_run_converges(settings, tmp_path):
+    """`needle index` killed (SIGKILL) after its first batch is recorded; the rerun finishes the job."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from needle.file_records import FileRecords
+
+    root = tmp_path / "many"
+    root.mkdir()
+    for i in range(KILLED_NOTES):
+        (root / f"note-{i:03d}.md").write_text(f"# Note {i}\n\nNote {i} talks about subject {i * 37 % 101} and nothing else.\n")
+    needle = Needle(settings)
+    needle.collections.add(root, "many")
+    env = {**os.environ, "NEEDLE_DATA_DIR": str(settings.data_dir), "NEEDLE_MODEL_DIR": str(settings.model_dir)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "needle.cli", "index", "--set", "scanner.batch_files=5"],
+        env=env, cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    records = FileRecords(settings.index_dir / "files.sqlite")
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                if records.count() >= 5:
+                    break
+            except Exception:  # the record is being created
+                pass
+            time.sleep(0.02)
+        assert process.poll() is None, "the run ended before it could be killed"
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.wait(timeout=30)
+    killed_at = records.count()
+    assert 5 <= killed_at < KILLED_NOTES
+
+    report = needle.index(overrides={"scanner.batch_files": 5})
+    assert report["files_skipped_by_stat"] >= killed_at
+    assert report["texts_embedded"] < 2 * KILLED_NOTES  # a full run embeds a chunk and a whole file per note
+    ids = [row["id"] for row in needle.store.list_documents_meta(fields=["path"])]
+    assert len(ids) == len(set(ids)) == KILLED_NOTES  # one chunk per note, none twice
+    assert {row["meta"]["path"] for row in needle.file_store.list_documents_meta(fields=["path"])} == {
+        f"note-{i:03d}.md" for i in range(KILLED_NOTES)
+    }
+    assert needle.index()["files_read"] == 0 and records.count() == KILLED_NOTES
 
 
 class TestDocumentsIngest:

@@ -27,6 +27,7 @@ DEFAULT_PAYLOAD_FIELDS_TO_INDEX: list[dict[str, str]] = [
     {"field_name": "meta.collection", "field_schema": "keyword"},
     {"field_name": "meta.path", "field_schema": "keyword"},
     {"field_name": "meta.source_doc_id", "field_schema": "keyword"},
+    {"field_name": "meta.content_checksum", "field_schema": "keyword"},
     {"field_name": "meta.tags", "field_schema": "keyword"},
     {"field_name": "meta.folders", "field_schema": "keyword"},
     {"field_name": "meta.fields", "field_schema": "keyword"},

@@ -33,6 +33,10 @@ Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, strict=True)]
 MinScore = Annotated[float, Field(ge=0.0, strict=True)]
 CollectionNames = list[Annotated[str, Field(min_length=1, max_length=64, strict=True)]] | None
 Ref = Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS, strict=True)]
+IndexPaths = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS, strict=True)]] | None,
+    Field(min_length=1, max_length=MAX_LIMIT, description="Files to index: absolute, or relative to a collection root"),
+]
 LineNumber = Annotated[int, Field(ge=1, strict=True)]
 LineCount = Annotated[int, Field(ge=1, le=100_000, strict=True)]
 ByteCap = Annotated[int, Field(ge=1, le=1_000_000, strict=True)]

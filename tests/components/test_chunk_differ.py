@@ -75,3 +75,25 @@ class TestChunkDiffer:
         assert out["stale_ids"] == []
         out = ChunkDiffer(store).run(documents=[], sources=[], collections=[{"name": "c", "root": str(tmp_path)}])
         assert out["stale_ids"] == ["a1"]
+
+
+class TestChunkDifferScope:
+    def test_scope_compares_only_those_files_and_removes_a_deleted_one(self, store, tmp_path):
+        store.write_documents([chunk("a1", "a.md"), chunk("a2", "a.md"), chunk("b1", "b.md"), chunk("g1", "gone.md")])
+        out = ChunkDiffer(store).run(
+            documents=[chunk("a1", "a.md"), chunk("a3", "a.md", "new text")],
+            sources=[source("a.md")],
+            collections=[{"name": "c", "root": str(tmp_path)}],
+            scope=["c:a.md", "c:gone.md"],
+        )
+        assert [d.id for d in out["documents"]] == ["a3"]
+        assert sorted(out["stale_ids"]) == ["a2", "g1"]  # b.md is outside the scope: kept though not in sources
+        assert out["removed"] == ["c:gone.md"]
+        assert out["stats"]["files_removed"] == 1 and out["stats"]["files_changed"] == 1
+
+    def test_empty_scope_lists_nothing(self, store, tmp_path):
+        store.write_documents([chunk("a1", "a.md")])
+        out = ChunkDiffer(store).run(
+            documents=[], sources=[], collections=[{"name": "c", "root": str(tmp_path)}], scope=[]
+        )
+        assert out["stale_ids"] == [] and out["removed"] == []

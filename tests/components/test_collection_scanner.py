@@ -61,14 +61,19 @@ class TestCollectionScanner:
             CollectionScanner(max_files=bad)
 
     def test_to_dict(self):
-        assert CollectionScanner(max_files=7).to_dict() == {
+        assert CollectionScanner(max_files=7, batch_files=3, records_path="/r/files.sqlite").to_dict() == {
             "type": "components.collection_scanner.CollectionScanner",
-            "init_parameters": {"max_files": 7},
+            "init_parameters": {"max_files": 7, "batch_files": 3, "records_path": "/r/files.sqlite"},
         }
 
     def test_from_dict(self):
-        scanner = CollectionScanner.from_dict(CollectionScanner(max_files=7).to_dict())
-        assert scanner.max_files == 7
+        scanner = CollectionScanner.from_dict(CollectionScanner(max_files=7, batch_files=3).to_dict())
+        assert (scanner.max_files, scanner.batch_files, scanner.records_path) == (7, 3, None)
+
+    @pytest.mark.parametrize("bad", [0, -2, True, "10"])
+    def test_bad_batch_files_raises(self, bad):
+        with pytest.raises(ValueError, match="batch_files"):
+            CollectionScanner(batch_files=bad)
 
     def test_lists_default_note_types_sorted_with_absolute_root(self, tmp_path):
         make_files(tmp_path, "b.md", "a.markdown", "sub/c.txt", "sub/deeper/d.md", "image.png", "e.mdx")
@@ -294,3 +299,137 @@ class TestCollectionScanner:
         result = scan(tmp_path, include=["*a*a*a*a*a*a*a*a*a*b", "**/**/**/**/**/**/**/**/**/**/x.md"])
         assert time.perf_counter() - start < 1.0
         assert paths(result) == []
+
+
+def record_all(scanner: CollectionScanner, result: dict) -> None:
+    """What the recorder does after the writers: every file of the batch recorded."""
+    from needle.file_records import FileRecords, FileStat
+
+    FileRecords(scanner.records_path).put(
+        (*key.split(":", 1), FileStat(**stat), "sum") for key, stat in result["file_stats"].items()
+    )
+
+
+class TestBatches:
+    def test_batches_follow_each_other_and_the_last_sees_every_file(self, tmp_path):
+        make_files(tmp_path, "a.md", "b.md", "c.md", "d.md", "e.md")
+        scanner = CollectionScanner(batch_files=2)
+        collections = [{"name": "n", "root": str(tmp_path)}]
+        seen, after, results = [], None, []
+        while True:
+            result = scanner.run(collections=collections, after=after)
+            results.append(result)
+            seen.append(paths(result))
+            after = result["next"]
+            if after is None:
+                break
+        assert seen == [["a.md", "b.md"], ["c.md", "d.md"], ["e.md"]]
+        assert results[0]["scope"] == ["n:a.md", "n:b.md"] and [s["path"] for s in results[0]["present"]] == ["a.md", "b.md"]
+        assert results[-1]["scope"] is None and len(results[-1]["present"]) == 5
+        assert set(results[0]["file_stats"]) == {"n:a.md", "n:b.md"}
+        assert results[0]["file_stats"]["n:a.md"]["size"] == len("# a.md\n")
+
+
+class TestStatRecord:
+    def test_files_whose_stat_matches_the_record_are_not_handed_on(self, tmp_path):
+        root = tmp_path / "notes"
+        make_files(root, "a.md", "b.md", "c.md")
+        scanner = CollectionScanner(records_path=str(tmp_path / "files.sqlite"))
+        collections = [{"name": "n", "root": str(root)}]
+        first = scanner.run(collections=collections)
+        assert paths(first) == ["a.md", "b.md", "c.md"] and first["counts"]["files_skipped_by_stat"] == 0
+        record_all(scanner, first)
+
+        again = scanner.run(collections=collections)
+        assert paths(again) == [] and again["counts"] == {
+            "files_found": 3, "files_skipped_by_stat": 3, "files_pending": 0, "files_gone": 0,
+        }
+        assert again["scope"] is None and len(again["present"]) == 3  # the last batch still sees every file
+
+        (root / "b.md").write_text("# b.md changed\n")
+        later = time.time() + 5
+        os.utime(root / "c.md", (later, later))  # touched: same text, new time
+        assert paths(scanner.run(collections=collections)) == ["b.md", "c.md"]
+
+    def test_once_the_record_knows_every_indexed_file_deleted_ones_are_found_by_it(self, tmp_path):
+        from needle.file_records import FileRecords
+
+        root = tmp_path / "notes"
+        make_files(root, "a.md", "b.md")
+        scanner = CollectionScanner(records_path=str(tmp_path / "files.sqlite"))
+        collections = [{"name": "n", "root": str(root)}]
+        first = scanner.run(collections=collections)
+        assert first["listed"] == ["n"] and first["scope"] is None
+        record_all(scanner, first)
+        FileRecords(scanner.records_path).mark_listed(first["listed"])
+
+        noop = scanner.run(collections=collections)
+        assert (noop["sources"], noop["present"], noop["scope"], noop["listed"], noop["gone"]) == ([], [], [], [], [])
+        (root / "b.md").unlink()
+        after = scanner.run(collections=collections)
+        assert after["gone"] == ["n:b.md"] and after["scope"] == ["n:b.md"] and after["present"] == []
+        root.rename(tmp_path / "unmounted")
+        assert scanner.run(collections=collections)["gone"] == []  # a missing root keeps its files
+
+    def test_a_deleted_record_reads_everything_again(self, tmp_path):
+        make_files(tmp_path / "notes", "a.md")
+        scanner = CollectionScanner(records_path=str(tmp_path / "files.sqlite"))
+        collections = [{"name": "n", "root": str(tmp_path / "notes")}]
+        record_all(scanner, scanner.run(collections=collections))
+        (tmp_path / "files.sqlite").unlink()
+        assert paths(scanner.run(collections=collections)) == ["a.md"]
+
+
+class TestPaths:
+    def test_only_the_given_files_absolute_or_relative(self, tmp_path):
+        make_files(tmp_path, "a.md", "sub/b.md", "c.md")
+        result = CollectionScanner().run(
+            collections=[{"name": "n", "root": str(tmp_path)}], paths=[str(tmp_path / "sub" / "b.md"), "a.md"]
+        )
+        assert paths(result) == ["a.md", "sub/b.md"]
+        assert result["scope"] == ["n:a.md", "n:sub/b.md"] and result["next"] is None
+        assert [s["path"] for s in result["present"]] == ["a.md", "sub/b.md"]
+
+    def test_a_deleted_file_is_in_scope_but_not_present(self, tmp_path):
+        make_files(tmp_path, "a.md")
+        result = CollectionScanner().run(collections=[{"name": "n", "root": str(tmp_path)}], paths=["gone.md", "a.md"])
+        assert paths(result) == ["a.md"]
+        assert sorted(result["scope"]) == ["n:a.md", "n:gone.md"] and result["gone"] == ["n:gone.md"]
+
+    def test_a_file_the_globs_leave_out_is_skipped_with_the_reason(self, tmp_path):
+        make_files(tmp_path, "image.png", ".hidden.md")
+        result = CollectionScanner().run(collections=[{"name": "n", "root": str(tmp_path)}], paths=["image.png", ".hidden.md"])
+        assert paths(result) == [] and result["scope"] == []
+        assert reasons(result)["image.png"].startswith("not indexed: it matches none of the collection's include globs")
+        assert "hidden" in reasons(result)[".hidden.md"]
+
+    @pytest.mark.parametrize("bad", ["/etc/passwd", "../outside.md"])
+    def test_a_path_in_no_collection_raises(self, tmp_path, bad):
+        with pytest.raises(ValueError, match="is in no collection being indexed"):
+            CollectionScanner().run(collections=[{"name": "n", "root": str(tmp_path)}], paths=[bad])
+
+    def test_a_folder_stands_for_its_notes(self, tmp_path):
+        make_files(tmp_path, "a.md", "sub/b.md", "sub/deep/c.md", "sub/image.png", "subway.md")
+        result = CollectionScanner().run(collections=[{"name": "n", "root": str(tmp_path)}], paths=[str(tmp_path / "sub")])
+        assert paths(result) == ["sub/b.md", "sub/deep/c.md"]
+
+    def test_a_deleted_folder_stands_for_its_recorded_files(self, tmp_path):
+        import shutil
+
+        root = tmp_path / "notes"
+        make_files(root, "a.md", "sub/b.md", "sub/deep/c.md")
+        scanner = CollectionScanner(records_path=str(tmp_path / "files.sqlite"))
+        collections = [{"name": "n", "root": str(root)}]
+        record_all(scanner, scanner.run(collections=collections))
+        shutil.rmtree(root / "sub")
+        result = scanner.run(collections=collections, paths=[str(root / "sub")])
+        assert sorted(result["gone"]) == ["n:sub", "n:sub/b.md", "n:sub/deep/c.md"] and result["sources"] == []
+
+    def test_a_relative_path_goes_to_the_collection_that_has_it(self, tmp_path):
+        make_files(tmp_path / "one", "x.md")
+        make_files(tmp_path / "two", "y.md")
+        result = CollectionScanner().run(
+            collections=[{"name": "one", "root": str(tmp_path / "one")}, {"name": "two", "root": str(tmp_path / "two")}],
+            paths=["y.md"],
+        )
+        assert [(s["collection"], s["path"]) for s in result["sources"]] == [("two", "y.md")]

@@ -38,3 +38,14 @@ class TestIndexWriter:
         writer.run([doc("a")])
         writer.run([doc("a")])
         assert store.count_documents() == 1
+
+
+class TestIndexWriterOptimize:
+    def test_optimize_false_leaves_optimising_to_the_caller(self, store):
+        calls = []
+        store.optimize = lambda: calls.append(1) or True
+        writer = IndexWriter(store)
+        writer.run(documents=[Document(id="a", content="x", embedding=[1.0, 0.0])], optimize=False)
+        assert calls == []
+        writer.run(documents=[Document(id="b", content="y", embedding=[0.0, 1.0])])
+        assert calls == [1]

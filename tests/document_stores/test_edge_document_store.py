@@ -100,8 +100,8 @@ class TestEdgeDocumentStore:
         assert store.text_language == "english"
         assert store.payload_indexes == DEFAULT_PAYLOAD_INDEXES
         assert DEFAULT_PAYLOAD_INDEXES == {
-            "meta.collection": "keyword", "meta.path": "keyword", "meta.source_doc_id": "keyword", "meta.tags": "keyword",
-            "meta.folders": "keyword", "meta.fields": "keyword", "meta.identifiers": "keyword", "meta.date": "datetime",
+            "meta.collection": "keyword", "meta.path": "keyword", "meta.source_doc_id": "keyword",
+            "meta.content_checksum": "keyword", "meta.tags": "keyword", "meta.folders": "keyword", "meta.fields": "keyword", "meta.identifiers": "keyword", "meta.date": "datetime",
         }
         assert (store.hnsw_m, store.hnsw_ef_construct, store.indexing_threshold_kb) == (16, 100, None)
         assert store.durable_writes is True

@@ -113,6 +113,8 @@ class TestValidation:
             ("multi_get", {"pattern": "*.md", "refs": ["x"]}, 400, "give either 'pattern'"),
             ("multi_get", {"pattern": "**/*.md", "max_bytes": 0}, 422, "max_bytes"),
             ("index", {"collections": ["nope"]}, 400, "unknown collection(s): nope"),
+            ("index", {"paths": ["/etc/passwd"]}, 400, "path '/etc/passwd' is in no collection being indexed"),
+            ("index", {"paths": "howto/sqlite-wal-mode.md"}, 422, "paths"),
             ("query", {"query": "x", "where": ["status"]}, 400, "where must read field=value"),
             ("search", {"query": "x", "after": "someday"}, 400, "not a date"),
             ("vsearch", {"query": "x", "tags": "homelab"}, 422, "tags"),
@@ -203,6 +205,12 @@ class TestStatusIndexAndSchema:
         assert report["collections"] == ["notes"] and report["files_unchanged"] == len(NOTES)
         assert report["chunks_embedded"] == 0
         assert any(s["path"] == "howto/escape.md" for s in report["skipped"])
+        assert report["files_read"] == 0 and report["files_skipped_by_stat"] == len(NOTES)
+
+    def test_index_paths_reads_only_those_files(self, http):
+        report = http.post("/index/run", json={"paths": ["howto/sqlite-wal-mode.md"]}).json()["result"]
+        assert (report["files_seen"], report["files_read"], report["files_unchanged"]) == (1, 1, 1)
+        assert report["texts_embedded"] == 0 and report["deleted"] == 0
 
     def test_openapi_documents_every_endpoint(self, http):
         schema = http.get("/openapi.json").json()

@@ -82,11 +82,13 @@ class TestStreamableHttp:
             async with Client(f"{server.url}/mcp") as client:
                 status = result_of(await client.call_tool("status", {}))
                 report = result_of(await client.call_tool("index", {"collections": ["notes"]}))
-                return status, report
+                one = result_of(await client.call_tool("index", {"paths": ["howto/sqlite-wal-mode.md"]}))
+                return status, report, one
 
-        status, report = run(go)
+        status, report, one = run(go)
         assert status["collections"][0]["name"] == "notes"
         assert report["chunks_embedded"] == 0
+        assert (one["files_seen"], one["files_read"], one["texts_embedded"]) == (1, 1, 0)
 
     def test_the_token_guards_mcp_too(self, locked_server):
         async def without():

@@ -17,6 +17,7 @@ DEFAULT_PAYLOAD_INDEXES: dict[str, str] = {
     "meta.collection": "keyword",
     "meta.path": "keyword",
     "meta.source_doc_id": "keyword",
+    "meta.content_checksum": "keyword",
     "meta.tags": "keyword",
     "meta.folders": "keyword",
     "meta.fields": "keyword",

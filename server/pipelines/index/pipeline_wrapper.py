@@ -4,7 +4,7 @@ from typing import Any
 
 from hayhooks import BasePipelineWrapper
 
-from needle.http.service import CollectionNames, call, warm
+from needle.http.service import CollectionNames, IndexPaths, call, warm
 
 
 class PipelineWrapper(BasePipelineWrapper):
@@ -14,14 +14,17 @@ class PipelineWrapper(BasePipelineWrapper):
         """Load and warm the ingestion graph once, at start-up."""
         self.pipeline = warm("ingest")
 
-    def run_api(self, collections: CollectionNames = None) -> dict[str, Any]:
+    def run_api(self, collections: CollectionNames = None, paths: IndexPaths = None) -> dict[str, Any]:
         """
         Re-index collections after their notes changed; unchanged files are not re-embedded.
 
-        Searches see new, changed and deleted notes only after this. It reads every file of the collections,
-        so call it once after edits, not before each search.
+        Searches see new, changed and deleted notes only after this. Files whose size and times did not
+        change since the last run are not read again; with `paths`, only those files are read (a deleted
+        one leaves the index).
 
         :param collections: Collections to index (names from `status`); all when empty.
-        :returns: The run's report: files seen, new, changed, unchanged, removed, skipped (with reasons), chunks, seconds.
+        :param paths: Only these files: absolute, or relative to a collection root (a path in no collection is refused).
+        :returns: The run's report: files seen, read, new, changed, unchanged, removed, skipped (with reasons),
+            chunks embedded, reused and deleted, texts embedded, batches, seconds.
         """
-        return call(lambda needle: needle.index(collections or None))
+        return call(lambda needle: needle.index(collections or None, paths=paths))

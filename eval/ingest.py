@@ -1,0 +1,193 @@
+"""Ingest benchmark: how long an index run takes when nothing, some or everything changed.
+
+    python eval/ingest.py                      # 5k and 20k generated notes, then SciFact's corpus
+    python eval/ingest.py --sizes 5000 --no-scifact
+
+For each size N, generated notes (a title heading and two short paragraphs each, in 50 folders) are
+indexed into a fresh data folder by `Needle.index` in this process. The notes repeat 50 distinct texts,
+so that the first index embeds 100 texts (50 chunks, 50 whole files) and copies their vectors onto the
+other notes' chunks (`VectorReuser`): the index holds one chunk and one whole-file point per note, as a
+real one would, without an hour of embedding on a small machine; what the runs below time does not
+depend on the texts. Then:
+
+- `no-op`: the same run again with nothing changed (every file's stat matches the record: none is read);
+- `edit` (the first size only): 500 notes get a new paragraph; only they are read and their new chunks embedded;
+- `rename` (the first size only): 500 notes move to another folder; their vectors are reused, not embedded;
+- `touch` (the first size only): 500 notes get a new modification time; they are read, nothing is embedded.
+
+SciFact (`../shared/datasets/scifact/corpus.jsonl`, 5,183 abstracts; `--scifact-docs` takes the first N)
+is written as one markdown file per abstract and indexed once: the first-index throughput, every text
+embedded. Every row gives the run's wall time and its report's
+counters (files read, texts embedded, chunks reused, batches). A `needle index` process run (`cli no-op`)
+adds the start-up of a process (loading the models) to the no-op. Prints a markdown table and writes
+eval/results/ingest.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from needle.app import Needle  # noqa: E402
+from needle.settings import load_settings  # noqa: E402
+
+SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl"
+WORDS = (
+    "river stone lamp garden engine winter copper signal harbor maple orbit ledger canvas thunder meadow "
+    "circuit lantern falcon glacier pepper violin anchor compass ember quartz saddle tunnel velvet willow"
+).split()
+CHANGED = 500
+KEYS = ("files_seen", "files_read", "files_skipped_by_stat", "texts_embedded", "chunks_reused", "deleted", "batches")
+
+
+def note(i: int, rng: random.Random) -> str:
+    """A generated note: a title heading and two short paragraphs of pseudo-words."""
+    paragraphs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(25, 45))) for _ in range(2)]
+    return f"# Note {i}: {rng.choice(WORDS)} {rng.choice(WORDS)}\n\n" + "\n\n".join(paragraphs) + "\n"
+
+
+def generate(root: Path, count: int, distinct: int = 50) -> list[Path]:
+    """Write `count` notes into 50 folders under `root`, repeating `distinct` texts."""
+    rng = random.Random(count)
+    texts = [note(i, rng) for i in range(distinct)]
+    files = []
+    for i in range(count):
+        path = root / f"folder-{i % 50:02d}" / f"note-{i:06d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(texts[(i // 50) % distinct])
+        files.append(path)
+    return files
+
+
+def fresh_needle(base: Path, name: str, root: Path) -> Needle:
+    """A Needle with its own data folder and one collection."""
+    settings = load_settings(env={"NEEDLE_DATA_DIR": str(base / f"data-{name}")})
+    needle = Needle(settings)
+    needle.collections.add(root, "notes")
+    return needle
+
+
+def timed(rows: list[dict[str, Any]], scenario: str, size: int, needle: Needle) -> dict[str, Any]:
+    """Run an index run, time it and keep a row."""
+    started = time.perf_counter()
+    report = needle.index()
+    seconds = time.perf_counter() - started
+    row = {"scenario": scenario, "files": size, "seconds": round(seconds, 2), **{k: report[k] for k in KEYS}}
+    if scenario.startswith("first"):
+        row["files_per_s"] = round(size / seconds, 1)
+        row["texts_per_s"] = round(report["texts_embedded"] / seconds, 1)
+    rows.append(row)
+    print(json.dumps(row), flush=True)
+    return report
+
+
+def cli_noop(rows: list[dict[str, Any]], size: int, data_dir: Path) -> None:
+    """A no-op `needle index` in a new process: start-up, models and the run."""
+    env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "needle.cli", "index", "--json"], env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"needle index failed: {done.stderr.strip()}")
+    report = json.loads(done.stdout)
+    row = {"scenario": "cli no-op", "files": size, "seconds": round(seconds, 2), **{k: report[k] for k in KEYS}}
+    rows.append(row)
+    print(json.dumps(row), flush=True)
+
+
+def notes_benchmark(base: Path, size: int, changes: bool, rows: list[dict[str, Any]]) -> None:
+    """First index, no-op, and (with `changes`) edit, rename and touch 500 notes, at one size."""
+    root = base / f"notes-{size}"
+    files = generate(root, size)
+    needle = fresh_needle(base, str(size), root)
+    timed(rows, "first index", size, needle)
+    timed(rows, "no-op", size, needle)
+    if changes:
+        rng = random.Random(7)
+        for path in rng.sample(files, CHANGED):
+            path.write_text(path.read_text() + "\nAn added line: " + " ".join(rng.choice(WORDS) for _ in range(12)) + "\n")
+        timed(rows, f"edit {CHANGED}", size, needle)
+        moved = root / "moved"
+        moved.mkdir()
+        for path in rng.sample(files, CHANGED):
+            path.rename(moved / path.name)
+        timed(rows, f"rename {CHANGED}", size, needle)
+        now = time.time()
+        for path in sorted(moved.iterdir())[:CHANGED]:
+            os.utime(path, (now + 10, now + 10))
+        timed(rows, f"touch {CHANGED}", size, needle)
+        timed(rows, "no-op", size, needle)
+    needle.close()
+    cli_noop(rows, size, base / f"data-{size}")
+
+
+def scifact_benchmark(base: Path, rows: list[dict[str, Any]], limit: int | None) -> None:
+    """SciFact's corpus (its first `limit` abstracts) as markdown files, indexed once."""
+    root = base / "scifact"
+    root.mkdir()
+    count = 0
+    with SCIFACT.open() as corpus:
+        for line in corpus:
+            if limit is not None and count >= limit:
+                break
+            doc = json.loads(line)
+            (root / f"{doc['_id']}.md").write_text(f"# {doc.get('title') or doc['_id']}\n\n{doc['text']}\n")
+            count += 1
+    needle = fresh_needle(base, "scifact", root)
+    timed(rows, "first index (SciFact)", count, needle)
+    timed(rows, "no-op (SciFact)", count, needle)
+    needle.close()
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The rows as a markdown table."""
+    head = ["scenario", "files", "seconds", "files read", "skipped by stat", "texts embedded", "chunks reused",
+            "deleted", "batches", "files/s"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        lines.append(
+            f"| {r['scenario']} | {r['files']} | {r['seconds']} | {r['files_read']} | {r['files_skipped_by_stat']} | "
+            f"{r['texts_embedded']} | {r['chunks_reused']} | {r['deleted']} | {r['batches']} | {r.get('files_per_s', '')} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[5000, 20000], help="generated notes per run (none: SciFact only)")
+    parser.add_argument("--no-scifact", action="store_true", help="leave SciFact out")
+    parser.add_argument("--scifact-docs", type=int, default=None, help="index only the first N SciFact abstracts")
+    parser.add_argument("--out", default=str(ROOT / "eval" / "results" / "ingest.json"))
+    args = parser.parse_args()
+    rows: list[dict[str, Any]] = []
+    base = Path(tempfile.mkdtemp(prefix="needle-ingest-"))
+    try:
+        for i, size in enumerate(args.sizes):
+            notes_benchmark(base, size, changes=i == 0, rows=rows)
+        if not args.no_scifact:
+            scifact_benchmark(base, rows, args.scifact_docs)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    print(table(rows))
+    Path(args.out).write_text(json.dumps({
+        "command": "python eval/ingest.py " + " ".join(sys.argv[1:]),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "rows": rows,
+    }, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
