@@ -166,12 +166,7 @@ class FileRecords:
         if not self.path.exists():
             return
         with self._connect() as db:
-            if collection is None:
-                db.execute("DELETE FROM files")
-                db.execute("DELETE FROM signatures WHERE key LIKE 'listed:%'")
-            else:
-                db.execute("DELETE FROM files WHERE collection = ?", (collection,))
-                db.execute("DELETE FROM signatures WHERE key = ?", (f"listed:{collection}",))
+            _drop_rows(db, collection)
 
     def mark_listed(self, collections: Iterable[str]) -> None:
         """
@@ -203,12 +198,7 @@ class FileRecords:
             row = db.execute("SELECT value FROM signatures WHERE key = ?", (key,)).fetchone()
             if row is not None and row[0] == value:
                 return False
-            if collection is None:
-                db.execute("DELETE FROM files")
-                db.execute("DELETE FROM signatures WHERE key LIKE 'listed:%'")
-            else:
-                db.execute("DELETE FROM files WHERE collection = ?", (collection,))
-                db.execute("DELETE FROM signatures WHERE key = ?", (f"listed:{collection}",))
+            _drop_rows(db, collection)
             db.execute("INSERT OR REPLACE INTO signatures VALUES (?, ?)", (key, value))
             return row is not None
 
@@ -224,6 +214,16 @@ def split_key(source_doc_id: str) -> tuple[str, str]:
     """`collection:path` as `(collection, path)`."""
     collection, _, path = source_doc_id.partition(":")
     return collection, path
+
+
+def _drop_rows(db: sqlite3.Connection, collection: str | None) -> None:
+    """Drop a collection's rows and its `listed` mark (every collection's when `None`)."""
+    if collection is None:
+        db.execute("DELETE FROM files")
+        db.execute("DELETE FROM signatures WHERE key LIKE 'listed:%'")
+    else:
+        db.execute("DELETE FROM files WHERE collection = ?", (collection,))
+        db.execute("DELETE FROM signatures WHERE key = ?", (f"listed:{collection}",))
 
 
 __all__ = ["UNREAD", "FileRecord", "FileRecords", "FileStat", "split_key"]
