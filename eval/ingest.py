@@ -241,15 +241,7 @@ def floor_table(rows: list[dict[str, Any]]) -> str:
 def scifact_benchmark(base: Path, rows: list[dict[str, Any]], limit: int | None) -> None:
     """SciFact's corpus (its first `limit` abstracts) as markdown files, indexed once."""
     root = base / "scifact"
-    root.mkdir()
-    count = 0
-    with SCIFACT.open() as corpus:
-        for line in corpus:
-            if limit is not None and count >= limit:
-                break
-            doc = json.loads(line)
-            (root / f"{doc['_id']}.md").write_text(f"# {doc.get('title') or doc['_id']}\n\n{doc['text']}\n")
-            count += 1
+    count = write_scifact(root, limit)
     needle = fresh_needle(base, "scifact", root)
     timed(rows, "first index (SciFact)", count, needle)
     timed(rows, "no-op (SciFact)", count, needle)
