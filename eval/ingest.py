@@ -21,6 +21,15 @@ embedded. Every row gives the run's wall time and its report's
 counters (files read, texts embedded, chunks reused, batches). A `needle index` process run (`cli no-op`)
 adds the start-up of a process (loading the models) to the no-op. Prints a markdown table and writes
 eval/results/ingest.json.
+
+    python eval/ingest.py --floor              # throughput against the physical floor
+
+`--floor` compares Needle's first index with the floor: the same fastembed dense model and BM25 sparse
+model embedding each file's full text once, batched, in one process, models loaded beforehand. It runs on
+two file sets, the first `--floor-docs` SciFact abstracts (300) as markdown files and the bundled notes
+(needle/demo/notes), each `--repeats` times (2), and reports the medians: floor seconds, Needle seconds
+(ingest graph warmed beforehand, a fresh index each time), ratio = floor / Needle, and texts embedded per
+file. Writes eval/results/ingest-floor.json.
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ sys.path.insert(0, str(ROOT))
 from needle.app import Needle  # noqa: E402
 from needle.settings import load_settings  # noqa: E402
 
+DEMO_NOTES = ROOT / "needle" / "demo" / "notes"
 SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl"
 WORDS = (
     "river stone lamp garden engine winter copper signal harbor maple orbit ledger canvas thunder meadow "
@@ -134,10 +144,9 @@ def notes_benchmark(base: Path, size: int, changes: bool, rows: list[dict[str, A
     cli_noop(rows, size, base / f"data-{size}")
 
 
-def scifact_benchmark(base: Path, rows: list[dict[str, Any]], limit: int | None) -> None:
-    """SciFact's corpus (its first `limit` abstracts) as markdown files, indexed once."""
-    root = base / "scifact"
-    root.mkdir()
+def write_scifact(root: Path, limit: int | None) -> int:
+    """Write SciFact's first `limit` abstracts as markdown files under `root`; returns how many."""
+    root.mkdir(parents=True)
     count = 0
     with SCIFACT.open() as corpus:
         for line in corpus:
@@ -146,6 +155,93 @@ def scifact_benchmark(base: Path, rows: list[dict[str, Any]], limit: int | None)
             doc = json.loads(line)
             (root / f"{doc['_id']}.md").write_text(f"# {doc.get('title') or doc['_id']}\n\n{doc['text']}\n")
             count += 1
+    return count
+
+
+def floor_embedders(settings: Any) -> tuple[Any, Any]:
+    """The index's dense and BM25 sparse fastembed embedders, warmed (models loaded)."""
+    from haystack_integrations.components.embedders.fastembed import (
+        FastembedDocumentEmbedder,
+        FastembedSparseDocumentEmbedder,
+    )
+
+    from needle.models import dense_embedder_params, sparse_embedder_params
+
+    dense = FastembedDocumentEmbedder(
+        **dense_embedder_params(settings.embedding.model, settings.model_dir),
+        prefix=settings.embedding.document_prefix, batch_size=16, progress_bar=False,
+    )
+    sparse = FastembedSparseDocumentEmbedder(
+        **sparse_embedder_params(settings.sparse.model, settings.model_dir), batch_size=256, progress_bar=False,
+    )
+    dense.warm_up()
+    sparse.warm_up()
+    return dense, sparse
+
+
+def floor_seconds(files: list[Path], dense: Any, sparse: Any) -> float:
+    """Seconds to read `files` and embed each one's full text once with both models."""
+    from haystack import Document
+
+    started = time.perf_counter()
+    docs = [Document(content=path.read_text()) for path in files]
+    sparse.run(documents=dense.run(documents=docs)["documents"])
+    return time.perf_counter() - started
+
+
+def needle_seconds(base: Path, name: str, root: Path) -> tuple[float, dict[str, Any]]:
+    """Seconds of Needle's first index of `root` into a fresh index, the ingest graph warmed beforehand."""
+    needle = fresh_needle(base, name, root)
+    try:
+        needle.warm("ingest")
+        started = time.perf_counter()
+        report = needle.index()
+        return time.perf_counter() - started, report
+    finally:
+        needle.close()
+        shutil.rmtree(base / f"data-{name}", ignore_errors=True)
+
+
+def floor_benchmark(base: Path, docs: int, repeats: int) -> list[dict[str, Any]]:
+    """For each file set, the median floor and Needle seconds over `repeats` runs, and their ratio."""
+    import statistics
+
+    write_scifact(base / "scifact", docs)
+    sets = {f"SciFact {docs}": base / "scifact", "bundled notes": DEMO_NOTES}
+    dense, sparse = floor_embedders(load_settings(env={"NEEDLE_DATA_DIR": str(base / "data-floor")}))
+    rows = []
+    for label, root in sets.items():
+        files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".md", ".txt"))
+        floors, needles, report = [], [], {}
+        for run in range(repeats):
+            floors.append(floor_seconds(files, dense, sparse))
+            seconds, report = needle_seconds(base, f"floor-{run}", root)
+            needles.append(seconds)
+            print(json.dumps({"set": label, "run": run, "floor_s": round(floors[-1], 2), "needle_s": round(seconds, 2)}), flush=True)
+        floor_s, needle_s = statistics.median(floors), statistics.median(needles)
+        row = {
+            "set": label, "files": len(files), "floor_s": round(floor_s, 2), "needle_s": round(needle_s, 2),
+            "ratio": round(floor_s / needle_s, 3), "texts_per_file": round(report["texts_embedded"] / len(files), 2),
+            "floor_runs": [round(x, 2) for x in floors], "needle_runs": [round(x, 2) for x in needles],
+            **{k: report[k] for k in KEYS},
+        }
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def floor_table(rows: list[dict[str, Any]]) -> str:
+    """The floor rows as a markdown table."""
+    lines = ["| set | files | floor s | Needle s | ratio | texts per file |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['set']} | {r['files']} | {r['floor_s']} | {r['needle_s']} | {r['ratio']} | {r['texts_per_file']} |")
+    return "\n".join(lines)
+
+
+def scifact_benchmark(base: Path, rows: list[dict[str, Any]], limit: int | None) -> None:
+    """SciFact's corpus (its first `limit` abstracts) as markdown files, indexed once."""
+    root = base / "scifact"
+    count = write_scifact(root, limit)
     needle = fresh_needle(base, "scifact", root)
     timed(rows, "first index (SciFact)", count, needle)
     timed(rows, "no-op (SciFact)", count, needle)
@@ -170,8 +266,25 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[5000, 20000], help="generated notes per run (none: SciFact only)")
     parser.add_argument("--no-scifact", action="store_true", help="leave SciFact out")
     parser.add_argument("--scifact-docs", type=int, default=None, help="index only the first N SciFact abstracts")
-    parser.add_argument("--out", default=str(ROOT / "eval" / "results" / "ingest.json"))
+    parser.add_argument("--out", default=None, help="results file (default eval/results/ingest.json or ingest-floor.json)")
+    parser.add_argument("--floor", action="store_true", help="throughput against the floor (embedding each file once)")
+    parser.add_argument("--floor-docs", type=int, default=300, help="SciFact abstracts in the floor's file set")
+    parser.add_argument("--repeats", type=int, default=2, help="runs per file set in --floor (median reported)")
     args = parser.parse_args()
+    if args.floor:
+        base = Path(tempfile.mkdtemp(prefix="needle-floor-"))
+        try:
+            rows = floor_benchmark(base, args.floor_docs, args.repeats)
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+        print(floor_table(rows))
+        Path(args.out or ROOT / "eval" / "results" / "ingest-floor.json").write_text(json.dumps({
+            "command": "python eval/ingest.py " + " ".join(sys.argv[1:]),
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+            "rows": rows,
+        }, indent=2) + "\n")
+        return
+    args.out = args.out or str(ROOT / "eval" / "results" / "ingest.json")
     rows: list[dict[str, Any]] = []
     base = Path(tempfile.mkdtemp(prefix="needle-ingest-"))
     try:
