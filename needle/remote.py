@@ -10,7 +10,7 @@ Collections and contexts are plain files in the data folder: they are read and w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -187,9 +187,12 @@ class RemoteNeedle:
         rebuild: bool = False,
         overrides: Mapping[str, Any] | None = None,
         paths: list[str] | None = None,
+        progress: Callable[[dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
         """
-        `Needle.index` through the owner's `index` route; `paths` narrow it to the collections holding them.
+        `Needle.index` through the owner's `index` route, `paths` included (absolute, or relative to a collection
+        root, as the owner's scanner reads them). `progress` is not called: the owner answers with the whole
+        run's report once it ends.
 
         :raises RemoteFailure: For `rebuild` or overrides, and for whatever the owner refuses.
         """
@@ -197,11 +200,10 @@ class RemoteNeedle:
             raise self._needs_the_index("--rebuild")
         if overrides:
             raise self._needs_the_index("index --set")
-        if paths:
-            names = [c.name for c in self.collections.select(names) if any(_under(p, c.root) for p in paths)]
-            if not names:
-                raise RemoteFailure(f"no collection holds {', '.join(paths)}", 2, 400)
-        return self.post("index", {"collections": names or None})
+        payload: dict[str, Any] = {"collections": names or None}
+        if paths is not None:
+            payload["paths"] = list(paths)
+        return self.post("index", payload)
 
     def status(self) -> dict[str, Any]:
         """`Needle.status` from the owner (with its watcher, when it watches)."""
@@ -235,12 +237,6 @@ class RemoteNeedle:
     def check(self) -> dict[str, Any]:
         """Refused: reading the whole index is for a process that holds it."""
         raise self._needs_the_index("needle check")
-
-
-def _under(path: str, root: str) -> bool:
-    """Whether `path` is `root` or inside it."""
-    resolved = Path(path).expanduser().resolve()
-    return resolved == Path(root) or Path(root) in resolved.parents
 
 
 def _failure(response: httpx.Response) -> RemoteFailure:

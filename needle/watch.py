@@ -62,7 +62,7 @@ class Watcher:
         self.catch_up = catch_up
         self._stop = threading.Event()
         self._wake = threading.Condition()
-        # Collection name → changed paths, or None for a whole run; `None` key: collections to forget.
+        # Collection name → changed paths, or None for a whole run (collections to forget are in `_forget`).
         self._pending: dict[str, set[str] | None] = {}
         self._forget: set[str] = set()
         self._threads: list[threading.Thread] = []

@@ -137,6 +137,14 @@ class TestNeedleWatch:
         assert remote.stdout == local.stdout
         assert (local_missing.returncode, local_missing.stderr) == (missing.returncode, missing.stderr)
 
+    def test_index_of_one_path_runs_through_the_owner_and_reads_only_that_file(self, watching, folders):
+        ran = needle(folders["env"], "index", "--path", str(folders["notes"] / NOTES[1]), "--json")
+        assert ran.returncode == 0, ran.stderr
+        report = json.loads(ran.stdout)
+        assert report["files_seen"] == 1 and report["texts_embedded"] == 0
+        outside = needle(folders["env"], "index", "--path", "/no/such/place.md")
+        assert outside.returncode == 2 and "in no collection" in outside.stderr
+
     def test_an_edit_becomes_searchable_and_a_deleted_note_leaves(self, watching, folders):
         note = folders["notes"] / "zebra.md"
         note.write_text("# Zebra migrations\n\nThe quokkafrobnicator schedules zebra migrations every spring.\n")
