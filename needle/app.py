@@ -661,14 +661,17 @@ class Needle:
         return deleted
 
     def _delete_collections(self, operator: str, value: Any) -> int:
-        """Delete the chunks and whole files whose `meta.collection` matches; both stores flushed."""
+        """
+        Delete the chunks and whole files whose `meta.collection` matches; a store that deleted any is flushed
+        (a full index run asks on every run, and mostly finds nothing).
+        """
         where = {"field": "meta.collection", "operator": operator, "value": value}
         with self._index_lock:
-            deleted = self.store.delete_by_filter(where)
-            self.file_store.delete_by_filter(where)
-            for store in (self.store, self.file_store):
-                store.flush()
-        return int(deleted or 0)
+            deleted = [(store, int(store.delete_by_filter(where) or 0)) for store in (self.store, self.file_store)]
+            for store, count in deleted:
+                if count:
+                    store.flush()
+        return deleted[0][1]
 
     def _orphaned_chunks(self) -> dict[str, int]:
         """Chunk counts of collections the index holds but the list no longer names."""
