@@ -1,11 +1,10 @@
-"""Whole-file vectors pooled from the file's chunk vectors, instead of embedding the file's text again."""
+"""Whole-file dense vectors pooled from the file's chunk vectors, instead of embedding the file's text again."""
 
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from haystack import Document, component, default_to_dict
-from haystack.dataclasses import SparseEmbedding
 
 from components._document_store import with_document_store
 from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
@@ -14,19 +13,23 @@ from needle.document_stores.protocol import NeedleDocumentStore, check_document_
 @component
 class FileVectorPooler:
     """
-    Gives each whole-file document a dense vector pooled from its chunks (the normalised mean) and a sparse
-    vector that sums its chunks' BM25 vectors term by term.
+    Gives each whole-file document a dense vector pooled from its chunks' (their normalised mean).
 
-    The whole-file document (`FileDocumentBuilder`) repeats its chunks' text: embedding it again costs as much
-    as embedding the chunks. This component takes the file documents to vectorise, every chunk of the files
-    read (to know which chunks make each file: those of its `source_doc_id` within its character range) and
-    the chunks that have vectors now (just embedded, or reused); a chunk the run did not embed because it is
-    unchanged is read from the chunk store by id.
+    The whole-file document (`FileDocumentBuilder`) repeats its chunks' text: embedding it again with the
+    dense model costs as much as embedding the chunks, and the model reads only its first 256 tokens. The
+    mean of the chunks' vectors costs nothing and covers the whole text. This component takes the file
+    documents to vectorise, every chunk of the files read (to know which chunks make each file: those of its
+    `source_doc_id` within its character range) and the chunks that have dense vectors now (just embedded,
+    or reused); a chunk the run did not embed because it is unchanged is read from the chunk store by id.
+    BM25 is not pooled: a sum of the chunks' BM25 vectors would count overlaps twice and saturate term
+    frequencies per chunk, and embedding the file's text with the sparse model is cheap, so the file
+    documents go on to the sparse embedder.
 
     Usage example:
     ```python
     pooler = FileVectorPooler(document_store=chunks_store)
     files = pooler.run(files=file_docs, chunks=all_chunks, embedded=embedded_chunks)["documents"]
+    files[0].embedding  # the normalised mean of its chunks' dense vectors
     ```
     """
 
@@ -56,11 +59,11 @@ class FileVectorPooler:
 
         :param files: Whole-file documents (meta `source_doc_id`, `char_start`, `char_end`).
         :param chunks: Every chunk of the files read, with or without vectors.
-        :param embedded: Documents with vectors (chunks just embedded or reused; others are ignored).
-        :returns: A dictionary with `documents`: the file documents with `embedding` and `sparse_embedding`.
-        :raises ValueError: When a chunk of a file has no vectors, neither given nor stored.
+        :param embedded: Documents with dense vectors (chunks just embedded or reused; others are ignored).
+        :returns: A dictionary with `documents`: the file documents with `embedding` set.
+        :raises ValueError: When a chunk of a file has no dense vector, neither given nor stored.
         """
-        vectors = {d.id: d for d in embedded or [] if d.embedding is not None and d.sparse_embedding is not None}
+        vectors = {d.id: d for d in embedded or [] if d.embedding is not None}
         members: dict[str, list[str]] = {}
         by_source: dict[str, list[Document]] = {}
         for chunk in chunks:
@@ -74,14 +77,14 @@ class FileVectorPooler:
         missing = sorted({cid for ids in members.values() for cid in ids if cid not in vectors})
         if missing:
             for found in self.document_store.filter_documents(filters={"field": "id", "operator": "in", "value": missing}):
-                if found.embedding is not None and found.sparse_embedding is not None:
+                if found.embedding is not None:
                     vectors[found.id] = found
         out = []
         for file in files:
             parts = [vectors[cid] for cid in members[file.id] if cid in vectors]
             if not parts or len(parts) < len(members[file.id]):
                 raise ValueError(f"no vectors for every chunk of {file.meta.get('source_doc_id')}")
-            out.append(replace(file, embedding=_mean(parts), sparse_embedding=_sum(parts)))
+            out.append(replace(file, embedding=_mean(parts)))
         return {"documents": out}
 
 
@@ -91,12 +94,3 @@ def _mean(parts: list[Document]) -> list[float]:
     norm = float(np.linalg.norm(mean))
     return (mean / norm if norm > 0 else mean).tolist()
 
-
-def _sum(parts: list[Document]) -> SparseEmbedding:
-    """The term-by-term sum of the documents' sparse vectors."""
-    total: dict[int, float] = {}
-    for p in parts:
-        for index, value in zip(p.sparse_embedding.indices, p.sparse_embedding.values):
-            total[index] = total.get(index, 0.0) + value
-    indices = sorted(total)
-    return SparseEmbedding(indices=indices, values=[total[i] for i in indices])

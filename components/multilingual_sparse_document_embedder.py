@@ -24,7 +24,10 @@ class MultilingualSparseDocumentEmbedder(FastembedSparseDocumentEmbedder):
     document of a collection in `german` is stemmed in German, one in `chinese` is cut into character pairs,
     and one of an `auto` collection in the language `needle.languages.detect` finds. Documents in English,
     the default, are embedded exactly as the parent embeds them. Each document's `meta.language` says which
-    analysis it got; the `languages` output lists them per collection, for the query side.
+    analysis it got; the `languages` output lists them per collection, for the query side. The model loads on
+    the first run with documents, not in `warm_up()` (which a pipeline calls before every run): loading BM25
+    builds fastembed's table of every punctuation character, over half a second of a `needle index` that
+    has nothing to embed.
 
     Usage example:
     ```python
@@ -38,6 +41,13 @@ class MultilingualSparseDocumentEmbedder(FastembedSparseDocumentEmbedder):
     def from_dict(cls, data: dict[str, Any]) -> "MultilingualSparseDocumentEmbedder":
         """Deserialise the component (the parent's `to_dict` already records this class)."""
         return default_from_dict(cls, data)
+
+    def warm_up(self) -> None:
+        """Load nothing: the model loads on the first run with documents (`load`)."""
+
+    def load(self) -> None:
+        """Load the model now (a second call is a no-op)."""
+        FastembedSparseDocumentEmbedder.warm_up(self)
 
     @component.output_types(documents=list[Document], languages=dict[str, list[str]])
     def run(self, documents: list[Document], languages: dict[str, str] | None = None) -> dict[str, Any]:  # type: ignore[override]
@@ -56,6 +66,9 @@ class MultilingualSparseDocumentEmbedder(FastembedSparseDocumentEmbedder):
         if not isinstance(documents, list) or not all(isinstance(doc, Document) for doc in documents):
             raise TypeError("MultilingualSparseDocumentEmbedder expects a list of Documents")
         wanted = {name: check_language(language) for name, language in (languages or {}).items()}
+        if not documents:
+            return {"documents": [], "languages": {}}
+        self.load()
         chosen = [self._language(doc, wanted) for doc in documents]
         embedded: list[Document | None] = [None] * len(documents)
         for language in sorted(set(chosen)):

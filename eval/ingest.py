@@ -4,9 +4,10 @@
     python eval/ingest.py --sizes 5000 --no-scifact
 
 For each size N, generated notes (a title heading and two short paragraphs each, in 50 folders) are
-indexed into a fresh data folder by `Needle.index` in this process. The notes repeat 50 distinct texts,
-so that the first index embeds 100 texts (50 chunks, 50 whole files) and copies their vectors onto the
-other notes' chunks (`VectorReuser`): the index holds one chunk and one whole-file point per note, as a
+indexed into a fresh data folder by `Needle.index` in this process. The notes repeat a few distinct texts,
+so that the first index embeds only their first copies (200 chunk texts; whole files get vectors pooled
+from their chunks') and copies their vectors onto the other notes' chunks (`VectorReuser`): the index
+holds one chunk and one whole-file point per note, as a
 real one would, without an hour of embedding on a small machine; what the runs below time does not
 depend on the texts. Then:
 
@@ -19,13 +20,17 @@ SciFact (`../shared/datasets/scifact/corpus.jsonl`, 5,183 abstracts; `--scifact-
 is written as one markdown file per abstract and indexed once: the first-index throughput, every text
 embedded. Every row gives the run's wall time and its report's
 counters (files read, texts embedded, chunks reused, batches). A `needle index` process run (`cli no-op`)
-adds the start-up of a process (loading the models) to the no-op. Prints a markdown table and writes
+adds the start-up of a process to the no-op; `cli no-op through needle watch` is the same command while a
+`needle watch` owns the index (the command runs in the watcher's process). Prints a markdown table and writes
 eval/results/ingest.json.
 
     python eval/ingest.py --floor              # throughput against the physical floor
 
-`--floor` compares Needle's first index with the floor: the same fastembed dense model and BM25 sparse
-model embedding each file's full text once, batched, in one process, models loaded beforehand. It runs on
+`--floor` compares Needle's first index with two floors, both the same fastembed dense model and BM25 sparse
+model, batched, in one process, models loaded beforehand: `floor` embeds each file's text once as one text
+(the dense model reads only its first 256 tokens: the rest of a longer file is not in any vector), and
+`full-text floor` embeds every token of each file once (the text cut into consecutive pieces of 254 tokens
+by the dense model's own tokenizer, each embedded once). It runs on
 two file sets, the first `--floor-docs` SciFact abstracts (300) as markdown files and the bundled notes
 (needle/demo/notes), each `--repeats` times (2), and reports the medians: floor seconds, Needle seconds
 (ingest graph warmed beforehand, a fresh index each time), ratio = floor / Needle, and texts embedded per
@@ -118,6 +123,44 @@ def cli_noop(rows: list[dict[str, Any]], size: int, data_dir: Path) -> None:
     print(json.dumps(row), flush=True)
 
 
+def owner_noop(rows: list[dict[str, Any]], size: int, data_dir: Path) -> None:
+    """A no-op `needle index` in a new process while `needle watch` owns the index: the command runs through it."""
+    import httpx
+
+    env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
+    watcher = subprocess.Popen([sys.executable, "-m", "needle.cli", "watch"], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        record_file, deadline = data_dir / "owner.json", time.time() + 600
+        while True:
+            if time.time() > deadline or watcher.poll() is not None:
+                raise SystemExit("needle watch did not come up")
+            try:
+                record = json.loads(record_file.read_text())
+                status = httpx.post(f"{record['address']}/status/run", json={}, timeout=30,
+                                    headers={"Authorization": f"Bearer {record['token']}"}).json()["result"]
+                if status["watcher"]["last_update"] is not None:
+                    break
+            except (OSError, ValueError, KeyError, httpx.HTTPError):
+                pass
+            time.sleep(0.5)
+        for _ in range(2):  # the owner's first index run through the route warms it; the second is timed
+            started = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "needle.cli", "index", "--json"], env=env,
+                                  capture_output=True, text=True)
+            seconds = time.perf_counter() - started
+        if done.returncode != 0:
+            raise SystemExit(f"needle index through the owner failed: {done.stderr.strip()}")
+        report = json.loads(done.stdout)
+        row = {"scenario": "cli no-op through needle watch", "files": size, "seconds": round(seconds, 2),
+               **{k: report[k] for k in KEYS}}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    finally:
+        watcher.terminate()
+        watcher.wait(timeout=60)
+
+
 def notes_benchmark(base: Path, size: int, changes: bool, rows: list[dict[str, Any]]) -> None:
     """First index, no-op, and (with `changes`) edit, rename and touch 500 notes, at one size."""
     root = base / f"notes-{size}"
@@ -142,6 +185,7 @@ def notes_benchmark(base: Path, size: int, changes: bool, rows: list[dict[str, A
         timed(rows, "no-op", size, needle)
     needle.close()
     cli_noop(rows, size, base / f"data-{size}")
+    owner_noop(rows, size, base / f"data-{size}")
 
 
 def write_scifact(root: Path, limit: int | None) -> int:
@@ -180,13 +224,42 @@ def floor_embedders(settings: Any) -> tuple[Any, Any]:
 
 
 def floor_seconds(files: list[Path], dense: Any, sparse: Any) -> float:
-    """Seconds to read `files` and embed each one's full text once with both models."""
+    """Seconds to read `files` and embed each one's text once with both models (shortest first: least padding)."""
     from haystack import Document
 
     started = time.perf_counter()
-    docs = [Document(content=path.read_text()) for path in files]
+    docs = sorted((Document(content=path.read_text()) for path in files), key=lambda d: len(d.content))
     sparse.run(documents=dense.run(documents=docs)["documents"])
     return time.perf_counter() - started
+
+
+def token_windows(text: str, tokenizer: Any, size: int = 254) -> list[str]:
+    """`text` cut into consecutive pieces of at most `size` tokens (the model adds two of its own)."""
+    offsets = [o for o in tokenizer.encode(text, add_special_tokens=False).offsets]
+    if not offsets:
+        return [text]
+    pieces = []
+    for start in range(0, len(offsets), size):
+        window = offsets[start:start + size]
+        end = offsets[start + size][0] if start + size < len(offsets) else len(text)
+        pieces.append(text[(window[0][0] if start else 0):end])
+    return pieces
+
+
+def floor_full_seconds(files: list[Path], dense: Any, sparse: Any) -> tuple[float, int]:
+    """Seconds to read `files` and embed every token of each once (pieces of 254 tokens, shortest first), and
+    how many pieces."""
+    from haystack import Document
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_str(dense.embedding_backend.model.model.tokenizer.to_str())
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    started = time.perf_counter()
+    pieces = [piece for path in files for piece in token_windows(path.read_text(), tokenizer)]
+    docs = [Document(content=piece) for piece in sorted(pieces, key=len)]
+    sparse.run(documents=dense.run(documents=docs)["documents"])
+    return time.perf_counter() - started, len(docs)
 
 
 def needle_seconds(base: Path, name: str, root: Path) -> tuple[float, dict[str, Any]]:
@@ -212,18 +285,23 @@ def floor_benchmark(base: Path, docs: int, repeats: int) -> list[dict[str, Any]]
     rows = []
     for label, root in sets.items():
         files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".md", ".txt"))
-        floors, needles, report = [], [], {}
+        floors, fulls, needles, report, pieces = [], [], [], {}, 0
         for run in range(repeats):
             floors.append(floor_seconds(files, dense, sparse))
+            full, pieces = floor_full_seconds(files, dense, sparse)
+            fulls.append(full)
             seconds, report = needle_seconds(base, f"floor-{run}", root)
             needles.append(seconds)
-            print(json.dumps({"set": label, "run": run, "floor_s": round(floors[-1], 2), "needle_s": round(seconds, 2)}), flush=True)
-        floor_s, needle_s = statistics.median(floors), statistics.median(needles)
+            print(json.dumps({"set": label, "run": run, "floor_s": round(floors[-1], 2), "full_floor_s": round(full, 2),
+                              "needle_s": round(seconds, 2)}), flush=True)
+        floor_s, full_s, needle_s = statistics.median(floors), statistics.median(fulls), statistics.median(needles)
         row = {
-            "set": label, "files": len(files), "floor_s": round(floor_s, 2), "needle_s": round(needle_s, 2),
-            "ratio": round(floor_s / needle_s, 3), "texts_per_file": round(report["texts_embedded"] / len(files), 2),
-            "floor_runs": [round(x, 2) for x in floors], "needle_runs": [round(x, 2) for x in needles],
-            **{k: report[k] for k in KEYS},
+            "set": label, "files": len(files), "floor_s": round(floor_s, 2), "full_floor_s": round(full_s, 2),
+            "needle_s": round(needle_s, 2), "ratio": round(floor_s / needle_s, 3),
+            "full_ratio": round(full_s / needle_s, 3), "full_floor_texts_per_file": round(pieces / len(files), 2),
+            "texts_per_file": round(report["texts_embedded"] / len(files), 2),
+            "floor_runs": [round(x, 2) for x in floors], "full_floor_runs": [round(x, 2) for x in fulls],
+            "needle_runs": [round(x, 2) for x in needles], **{k: report[k] for k in KEYS},
         }
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -232,9 +310,11 @@ def floor_benchmark(base: Path, docs: int, repeats: int) -> list[dict[str, Any]]
 
 def floor_table(rows: list[dict[str, Any]]) -> str:
     """The floor rows as a markdown table."""
-    lines = ["| set | files | floor s | Needle s | ratio | texts per file |", "|---|---|---|---|---|---|"]
+    lines = ["| set | files | floor s | full-text floor s | Needle s | ratio to floor | ratio to full-text floor | "
+             "texts per file (full-text floor) | texts per file (Needle) |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['set']} | {r['files']} | {r['floor_s']} | {r['needle_s']} | {r['ratio']} | {r['texts_per_file']} |")
+        lines.append(f"| {r['set']} | {r['files']} | {r['floor_s']} | {r['full_floor_s']} | {r['needle_s']} | {r['ratio']} | "
+                     f"{r['full_ratio']} | {r['full_floor_texts_per_file']} | {r['texts_per_file']} |")
     return "\n".join(lines)
 
 

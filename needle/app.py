@@ -503,6 +503,8 @@ class Needle:
         graph = self.pipeline(INGEST, overrides)
         report = _IndexReport([c.name for c in selected])
         after: list[str] | None = None
+        reported = {"scanner", "reader", "converter", "chunker", "differ", "reuse", "file_reuse", "writer", "file_writer"}
+        reported |= {"file_pool"} & {name for name, _ in graph.walk()}
         while True:
             run = {
                 "scanner": {"collections": sources, "paths": paths, "after": after},
@@ -513,9 +515,7 @@ class Needle:
             }
             output = graph.run(
                 _with_languages(graph, run, {c.name: c.language for c in selected}),
-                include_outputs_from={
-                    "scanner", "reader", "converter", "chunker", "differ", "reuse", "file_reuse", "writer", "file_writer"
-                },
+                include_outputs_from=reported,
             )
             report.add(output)
             after = output["scanner"]["next"]
@@ -776,9 +776,11 @@ class _IndexReport:
         self._count("chunks_embedded", output["writer"]["written"] - reused)
         self._count("files_embedded", output["file_writer"]["written"] - file_reused)
         self._count("files_reused", file_reused)
+        pooled = len(output.get("file_pool", {}).get("documents", []))
+        self._count("files_pooled", pooled)
         self._count(
             "texts_embedded",
-            len(output.get("reuse", {}).get("documents", [])) + len(output.get("file_reuse", {}).get("documents", [])),
+            len(output.get("reuse", {}).get("documents", [])) + len(output.get("file_reuse", {}).get("documents", [])) - pooled,
         )
         self._count("chunks_deleted", output["writer"]["deleted"])
         self._count("file_points_deleted", output["file_writer"]["deleted"])
@@ -819,6 +821,7 @@ class _IndexReport:
             "chunks_reused": totals.get("chunks_reused", 0),
             "chunks_deleted": totals.get("chunks_deleted", 0),
             "files_embedded": totals.get("files_embedded", 0),
+            "files_pooled": totals.get("files_pooled", 0),
             "files_reused": totals.get("files_reused", 0),
             "file_points_deleted": totals.get("file_points_deleted", 0),
             "deleted": totals.get("chunks_deleted", 0) + totals.get("file_points_deleted", 0),

@@ -257,11 +257,16 @@ def _fastembed_kind(component_class: type) -> str | None:
     return None
 
 
+_CHAT_GENERATOR = "haystack.components.generators.chat.openai.OpenAIChatGenerator"
+
+
 @cache
 def _is_chat_generator(component_class: type) -> bool:
-    from haystack.components.generators.chat.openai import OpenAIChatGenerator
-
-    return isinstance(component_class, type) and issubclass(component_class, OpenAIChatGenerator)
+    """Whether the class is (or extends) Haystack's OpenAI chat generator, by name: importing it imports
+    `openai`, over half a second of every process's start-up, also for graphs that have no generator."""
+    return isinstance(component_class, type) and any(
+        f"{base.__module__}.{base.__qualname__}" == _CHAT_GENERATOR for base in component_class.__mro__
+    )
 
 
 __all__ = ["Environment", "STORE_ROLES", "records_file"]

@@ -61,7 +61,7 @@ def fingerprint(settings: Settings, ingest: dict[str, Any]) -> dict[str, Any]:
         params = component.get("init_parameters") or {}
         if component.get("type", "").endswith(_CHUNKER):
             chunking.update({key: params[key] for key in _CHUNKING_DEFAULTS if key in params})
-        if component.get("type", "").endswith(".FastembedDocumentEmbedder"):
+        if component.get("type", "").endswith((".FastembedDocumentEmbedder", ".DenseDocumentEmbedder")):
             embed_context = "context" in (params.get("meta_fields_to_embed") or [])
     return {
         "embedding_model": settings.embedding.model,

@@ -87,6 +87,18 @@ class TestIngest:
         assert report["files_unchanged"] == 3 and report["files_embedded"] == 0
         assert indexed(needle) == before
 
+    def test_a_run_with_nothing_to_embed_loads_no_embedding_model(self, needle, settings):
+        needle.index()
+        needle.close()
+        again = Needle(settings)
+        try:
+            assert again.index()["files_unchanged"] == 3
+            graph = again.pipeline("ingest")
+            assert graph.get_component("dense_embedder").embedding_backend is None
+            assert graph.get_component("sparse_embedder").embedding_backend is None
+        finally:
+            again.close()
+
     def test_an_edit_re_embeds_only_that_file(self, needle, notes):
         needle.index()
         before = indexed(needle)
@@ -326,7 +338,8 @@ class TestIncrementalIngest:
         (notes / "house.md").write_text(f"# House\n\n{first}\n\n{third}\n\n{second}\n")
         report = needle.index()
         assert report["files_changed"] == 1 and report["chunks_reused"] == 2
-        assert report["texts_embedded"] == 1  # the whole file's text changed; its chunks' texts did not
+        # The whole file's text changed, its chunks' texts did not: its vector is pooled from theirs.
+        assert report["texts_embedded"] == 0 and report["files_pooled"] == 1
 
     def test_batches_write_as_they_go_and_report_them(self, needle, notes):
         for i in range(7):

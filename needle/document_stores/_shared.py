@@ -13,7 +13,7 @@ from typing import Any
 
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError
-from haystack_integrations.document_stores.qdrant.converters import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
+from needle.document_stores.layout import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
 
 from components._checks import QueryVector, check_query_embedding
 

@@ -34,6 +34,16 @@ class TestMultilingualSparseDocumentEmbedder:
         with pytest.raises(ValueError, match="language must be auto or one of"):
             embedder.run(documents=[doc("x", "notes")], languages={"notes": "elvish"})
 
+    def test_the_model_loads_on_the_first_documents_not_on_warm_up(self, params):
+        embedder = MultilingualSparseDocumentEmbedder(**params)
+        embedder.warm_up()
+        assert embedder.run(documents=[], languages={"notes": "german"}) == {"documents": [], "languages": {}}
+        assert embedder.embedding_backend is None
+        with pytest.raises(ValueError, match="language must be auto or one of"):
+            embedder.run(documents=[], languages={"notes": "elvish"})
+        embedder.run(documents=[doc("Feed the starter", "notes")])
+        assert embedder.embedding_backend is not None
+
     @pytest.mark.integration
     def test_english_documents_are_embedded_as_the_parent_embeds_them(self, params):
         docs = [doc("Feed the starter twice a day", "notes"), doc("Restic backs the laptop up", "notes")]

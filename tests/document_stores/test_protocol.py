@@ -102,3 +102,21 @@ class TestOneErrorForOneCondition:
             store.query_dense([1.0, 0.0, 0.0, 0.0], top_k=0)
         assert store.best_scores_by("path", [], query_embedding=[1.0, 0.0, 0.0, 0.0]) == []
         store.close()
+
+
+def test_the_point_layout_is_qdrant_haystacks():
+    from haystack_integrations.document_stores.qdrant import converters
+
+    from needle.document_stores import layout
+
+    assert (layout.DENSE_VECTORS_NAME, layout.SPARSE_VECTORS_NAME) == (converters.DENSE_VECTORS_NAME, converters.SPARSE_VECTORS_NAME)
+    assert layout.convert_id("notes:a.md#0") == converters.convert_id("notes:a.md#0")
+
+
+def test_the_embedded_store_does_not_import_qdrant_client():
+    import subprocess
+    import sys
+
+    code = "import sys, needle.app, needle.cli; from needle.document_stores import EdgeDocumentStore; print('qdrant_client' in sys.modules, 'openai' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]

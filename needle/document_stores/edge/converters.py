@@ -11,7 +11,7 @@ from typing import Any
 import qdrant_edge as qe
 from haystack import logging
 from haystack.dataclasses import Document
-from haystack_integrations.document_stores.qdrant.converters import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME, convert_id
+from needle.document_stores.layout import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME, convert_id
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import qdrant_edge as qe
-from haystack_integrations.document_stores.qdrant.converters import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
+from needle.document_stores.layout import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
 
 DEFAULT_PAYLOAD_INDEXES: dict[str, str] = {
     "meta.collection": "keyword",

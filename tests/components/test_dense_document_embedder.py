@@ -1,0 +1,56 @@
+import numpy as np
+import pytest
+from haystack import Document
+from haystack_integrations.components.embedders.fastembed import FastembedDocumentEmbedder
+
+from components.dense_document_embedder import DenseDocumentEmbedder
+from needle.models import LOCAL_DENSE_MODEL, dense_embedder_params
+
+
+def docs() -> list[Document]:
+    return [
+        Document(id="long", content="Feed the sourdough starter twice a day with equal weights of flour and water, "
+                                    "keep it at room temperature and discard half before each feeding.",
+                 meta={"context": "Bread > Starter"}),
+        Document(id="short", content="Renew TLS certificates.", meta={"context": "Ops"}),
+        Document(id="mid", content="The garden needs water every second evening in July.", meta={}),
+    ]
+
+
+class TestDenseDocumentEmbedder:
+    def test_init_keeps_the_parents_parameters(self):
+        embedder = DenseDocumentEmbedder(model="m", batch_size=8, meta_fields_to_embed=["context"])
+        assert (embedder.model_name, embedder.batch_size, embedder.meta_fields_to_embed) == ("m", 8, ["context"])
+
+    def test_to_dict_names_this_class_and_from_dict_restores_it(self):
+        data = DenseDocumentEmbedder(model="m", batch_size=8).to_dict()
+        assert data["type"] == "components.dense_document_embedder.DenseDocumentEmbedder"
+        restored = DenseDocumentEmbedder.from_dict(data)
+        assert isinstance(restored, DenseDocumentEmbedder) and restored.batch_size == 8
+
+    def test_warm_up_loads_nothing_and_an_empty_run_loads_nothing(self):
+        embedder = DenseDocumentEmbedder(model="no-such/model-anywhere", local_files_only=True)
+        embedder.warm_up()
+        assert embedder.run(documents=[]) == {"documents": []}
+        assert embedder.embedding_backend is None
+
+    def test_a_run_with_text_loads_the_model_it_names(self):
+        embedder = DenseDocumentEmbedder(model="no-such/model-anywhere", local_files_only=True)
+        with pytest.raises(Exception):
+            embedder.run(documents=docs()[:1])
+
+    def test_refuses_what_is_not_a_list_of_documents(self):
+        with pytest.raises(TypeError):
+            DenseDocumentEmbedder(model="m").run(documents=["text"])
+
+    @pytest.mark.integration
+    def test_vectors_match_the_parents_and_come_back_in_the_order_given(self, model_dir):
+        params = dense_embedder_params(LOCAL_DENSE_MODEL, model_dir)
+        ours = DenseDocumentEmbedder(**params, batch_size=2, meta_fields_to_embed=["context"], progress_bar=False)
+        theirs = FastembedDocumentEmbedder(**params, batch_size=1, meta_fields_to_embed=["context"], progress_bar=False)
+        out = ours.run(documents=docs())["documents"]
+        expected = theirs.run(documents=docs())["documents"]
+        assert [d.id for d in out] == ["long", "short", "mid"]
+        assert ours.embedding_backend is not None
+        for got, want in zip(out, expected):
+            assert np.dot(got.embedding, want.embedding) == pytest.approx(1.0, abs=1e-3)
