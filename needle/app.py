@@ -132,13 +132,18 @@ class Needle:
     def warm(self, name: str) -> Pipeline:
         """
         Load and warm every instance of a graph that concurrent runs may need (a server at start-up); the
-        ingest graph needs one, since index runs take turns.
+        ingest graph needs one, since index runs take turns. Components that load their models on first use
+        (the ingest graph's embedders, so that an index run with nothing to embed loads none) load them now.
 
         :returns: The graph's first instance.
         """
         pool = self._pool(name)
         if name != INGEST:
             pool.fill()
+        for _, component in pool.first.walk():
+            load = getattr(component, "load", None)
+            if callable(load):
+                load()
         return pool.first
 
     def _with_overrides(

@@ -99,6 +99,11 @@ class TestIngest:
         finally:
             again.close()
 
+    def test_warming_the_ingest_graph_loads_its_models(self, needle):
+        graph = needle.warm("ingest")
+        assert graph.get_component("dense_embedder").embedding_backend is not None
+        assert graph.get_component("sparse_embedder").embedding_backend is not None
+
     def test_an_edit_re_embeds_only_that_file(self, needle, notes):
         needle.index()
         before = indexed(needle)
