@@ -22,7 +22,11 @@ class MultilingualSparseDocumentEmbedder(FastembedSparseDocumentEmbedder):
     Chinese or Japanese sentence as one term that no query matches. This embedder is the same component
     (same parameters, same shared model backend) that takes each collection's language as a run input: a
     document of a collection in `german` is stemmed in German, one in `chinese` is cut into character pairs,
-    and one of an `auto` collection in the language `needle.languages.detect` finds. Documents in English,
+    and one of an `auto` collection in the language `needle.languages.detect` finds in its file (the
+    whole-file document's text when the batch has it, else the file's chunks in the batch together): a
+    file's chunks share its language, since a short chunk (a list of Latin names, a quoted title) is easily
+    taken for another language, and one such chunk would make every query of the collection be analysed
+    in that language too. Documents in English,
     the default, are embedded exactly as the parent embeds them. Each document's `meta.language` says which
     analysis it got; the `languages` output lists them per collection, for the query side. The model loads on
     the first run with documents, not in `warm_up()` (which a pipeline calls before every run): loading BM25
@@ -69,7 +73,7 @@ class MultilingualSparseDocumentEmbedder(FastembedSparseDocumentEmbedder):
         if not documents:
             return {"documents": [], "languages": {}}
         self.load()
-        chosen = [self._language(doc, wanted) for doc in documents]
+        chosen = self._languages(documents, wanted)
         embedded: list[Document | None] = [None] * len(documents)
         for language in sorted(set(chosen)):
             positions = [i for i, found in enumerate(chosen) if found == language]
@@ -89,9 +93,26 @@ class MultilingualSparseDocumentEmbedder(FastembedSparseDocumentEmbedder):
             found.setdefault(str(doc.meta.get("collection", "")), set()).add(language)
         return {"documents": embedded, "languages": {name: sorted(langs) for name, langs in found.items()}}
 
-    def _language(self, doc: Document, wanted: dict[str, str]) -> str:
-        """A document's language: its collection's, detected for `auto`; English for models without one."""
+    def _languages(self, documents: list[Document], wanted: dict[str, str]) -> list[str]:
+        """Each document's language: its collection's, for `auto` its file's; English for models without one."""
         if not is_bm25(self.model_name):
-            return DEFAULT
-        language = wanted.get(str(doc.meta.get("collection", "")), DEFAULT)
-        return detect(doc.content or "") if language == AUTO else language
+            return [DEFAULT] * len(documents)
+        texts: dict[str, list[str]] = {}
+        whole: dict[str, str] = {}
+        for doc in documents:
+            if wanted.get(str(doc.meta.get("collection", "")), DEFAULT) == AUTO:
+                source = _source(doc)
+                if doc.meta.get("kind") == "file":
+                    whole[source] = doc.content or ""
+                texts.setdefault(source, []).append(doc.content or "")
+        found = {source: detect(whole.get(source, "\n\n".join(parts))) for source, parts in texts.items()}
+        chosen = []
+        for doc in documents:
+            language = wanted.get(str(doc.meta.get("collection", "")), DEFAULT)
+            chosen.append(found[_source(doc)] if language == AUTO else language)
+        return chosen
+
+
+def _source(doc: Document) -> str:
+    """The file a document belongs to (itself when it names none)."""
+    return str(doc.meta.get("source_doc_id") or doc.id)

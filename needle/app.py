@@ -528,14 +528,19 @@ class Needle:
                 progress(report.as_dict(time.perf_counter() - started))
             if after is None:
                 break
-        # The writers optimise once, after the last batch; the languages found tell the query side how to
-        # analyse queries.
+        # The writers optimise once, after the last batch; the languages the collections' chunks are in now
+        # tell the query side how to analyse queries.
+        languages = None
         if report.changed:
             for name in ("writer", "file_writer"):
                 writer = graph.get_component(name)
                 if getattr(writer, "optimize", False) and hasattr(writer.document_store, "optimize"):
                     writer.document_store.optimize()
-        index_info.record(self.settings, ingest, optimized=report.changed, languages=report.languages)
+            languages = {
+                c.name: sorted(self.store.count_values("language", {"field": "meta.collection", "operator": "==", "value": c.name}))
+                for c in selected
+            }
+        index_info.record(self.settings, ingest, optimized=report.changed, languages=languages)
         result = report.as_dict(time.perf_counter() - started)
         result["chunks_deleted"] += orphans_deleted
         result["deleted"] += orphans_deleted
@@ -690,24 +695,22 @@ class Needle:
 
     def status(self) -> dict[str, Any]:
         """Collections with file and chunk counts, the models, where the index lives and the context annotations."""
-        rows = self.store.list_documents_meta(fields=["collection", "source_doc_id"])
-        per_collection: dict[str, dict[str, Any]] = {}
-        for row in rows:
-            entry = per_collection.setdefault(row["meta"].get("collection", ""), {"files": set(), "chunks": 0})
-            entry["files"].add(row["meta"].get("source_doc_id"))
-            entry["chunks"] += 1
+        # Counted by the store (the engine's facets on indexed fields): status stays quick on a large index
+        # and while an index run writes.
+        chunks = self.store.count_values("collection")
         collections = []
         listed = self.collections.load()
         for collection in listed.values():
-            entry = per_collection.get(collection.name, {"files": set(), "chunks": 0})
+            in_collection = {"field": "meta.collection", "operator": "==", "value": collection.name}
+            files = len(self.store.count_values("source_doc_id", in_collection)) if chunks.get(collection.name) else 0
             collections.append(
-                {"name": collection.name, "root": collection.root, "files": len(entry["files"]), "chunks": entry["chunks"]}
+                {"name": collection.name, "root": collection.root, "files": files, "chunks": chunks.get(collection.name, 0)}
             )
         recorded = index_info.read(self.settings)
         return {
             "collections": collections,
             # Chunks of collections no longer listed: the next `needle index` (or `collection remove`) drops them.
-            "orphaned": {name: entry["chunks"] for name, entry in per_collection.items() if name not in listed},
+            "orphaned": {name: count for name, count in chunks.items() if name not in listed},
             "embedding_model": self.settings.embedding.model,
             "sparse_model": self.settings.sparse.model,
             "store": self.settings.store.url or str(self.settings.index_dir),
@@ -757,7 +760,6 @@ class _IndexReport:
         self.skipped: list[dict[str, Any]] = []
         self.warnings: list[dict[str, Any]] = []
         self.documents: dict[str, Any] = {}
-        self.languages: list[dict[str, list[str]]] = []
 
     def _count(self, key: str, value: int) -> None:
         self.totals[key] = self.totals.get(key, 0) + int(value)
@@ -796,7 +798,6 @@ class _IndexReport:
                 self.documents[key] = self.documents.get(key, 0) + value
             else:
                 self.documents.setdefault(key, value)
-        self.languages.extend(out["languages"] for out in output.values() if isinstance(out.get("languages"), dict))
 
     @property
     def changed(self) -> bool:

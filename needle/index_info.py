@@ -147,21 +147,19 @@ def pending_layout(settings: Settings) -> dict[str, dict[str, Any]]:
 
 
 def record(
-    settings: Settings, ingest: dict[str, Any], optimized: bool = True, languages: list[dict[str, list[str]]] | None = None
+    settings: Settings, ingest: dict[str, Any], optimized: bool = True, languages: dict[str, list[str]] | None = None
 ) -> None:
     """
     Write the provenance after a successful index run.
 
     :param optimized: Whether the run optimised the stores (which applies the configured layout); when it
         did not, the recorded layout stays as it was (`LEGACY_LAYOUT` for an index built before layouts).
-    :param languages: Collection → the languages its documents were embedded in during this run (one mapping
-        per embedder); added to those recorded before, for the query side of keyword search.
+    :param languages: Collection → the languages its chunks are in now, for the query side of keyword
+        search; replaces what was recorded for each collection named (the others keep theirs).
     """
     previous = read(settings) or {}
     known = {name: set(found) for name, found in (previous.get("languages") or {}).items()}
-    for mapping in languages or []:
-        for name, found in mapping.items():
-            known.setdefault(name, set()).update(found)
+    known.update({name: set(found) for name, found in (languages or {}).items()})
     _write(settings, {
         "fingerprint": fingerprint(settings, ingest),
         "layout": layout(settings) if optimized or not previous else previous.get("layout") or LEGACY_LAYOUT,

@@ -55,11 +55,12 @@ class TestProvenance:
         index_info.record(other, ingest, optimized=True)
         assert index_info.pending_layout(other) == {}
 
-    def test_languages_found_add_up_across_runs(self, tmp_path):
+    def test_languages_recorded_replace_a_collections_and_keep_the_others(self, tmp_path):
         settings = settings_with(tmp_path)
-        index_info.record(settings, {"components": {}}, languages=[{"notes": ["english"]}])
-        index_info.record(settings, {"components": {}}, languages=[{"notes": ["german"]}, {"wiki": ["chinese"]}])
-        assert index_info.read(settings)["languages"] == {"notes": ["english", "german"], "wiki": ["chinese"]}
+        index_info.record(settings, {"components": {}}, languages={"notes": ["english", "italian"], "wiki": ["chinese"]})
+        index_info.record(settings, {"components": {}}, languages={"notes": ["english"]})
+        index_info.record(settings, {"components": {}})
+        assert index_info.read(settings)["languages"] == {"notes": ["english"], "wiki": ["chinese"]}
 
 
 @pytest.mark.integration

@@ -76,6 +76,19 @@ class TestKeywordSearchInOtherLanguages:
         needle.index(["zh"], rebuild=True)
         assert self.paths(needle, "人工智能", collections=["zh"]) == []
 
+    def test_a_stray_chunk_in_another_language_leaves_queries_in_the_files_language(self, needle, tmp_path):
+        notes = tmp_path / "en"
+        notes.mkdir()
+        section = "The starter needs feeding twice a day and it should be kept in a warm place in the kitchen. " * 4
+        quote = "La casa della nonna è vicino al mare e il gatto dorme sul divano tutto il giorno."
+        (notes / "bread.md").write_text(f"# Bread\n\n## Feeding\n\n{section}\n\n## A quote\n\n{quote}\n\n## Baking\n\n{section}\n")
+        needle.collections.add(notes, "en")
+        needle.index(["en"])
+        assert needle.query_languages(["en"]) == ["english"]
+        (notes / "bread.md").write_text("# Pane\n\n" + quote * 3 + "\n")
+        needle.index(["en"])  # the collection's languages are what its chunks are in now
+        assert needle.query_languages(["en"]) == ["italian"]
+
     def test_an_unknown_language_is_refused(self, needle, tmp_path):
         with pytest.raises(CollectionError, match="language must be auto or one of"):
             needle.collections.add(tmp_path / "de", "de", language="klingon")

@@ -13,9 +13,9 @@ from typing import Any
 
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError
-from needle.document_stores.layout import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
 
 from components._checks import QueryVector, check_query_embedding
+from needle.document_stores.layout import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,23 @@ class NeedleStoreMixin:
     use_sparse_embeddings: bool
     # What a store without sparse vectors is called in the error that says so.
     sparse_holder = "store"
+
+    def count_values(self, field: str, filters: dict[str, Any] | None = None) -> dict[str, int]:
+        """
+        How many documents hold each value of a metadata field, counted over their listed metadata.
+
+        :param field: The field (`"collection"` or `"meta.collection"`); documents without it are not counted.
+        :param filters: Haystack filters; `None` counts every document.
+        :returns: value (as text) → number of documents.
+        :raises FilterError: When the filters are malformed.
+        """
+        name = meta_name(field)
+        counts: dict[str, int] = {}
+        for row in self.list_documents_meta(filters=filters, fields=[name]):  # type: ignore[attr-defined]
+            if name in row["meta"]:
+                value = str(row["meta"][name])
+                counts[value] = counts.get(value, 0) + 1
+        return counts
 
     def best_scores_by(
         self,

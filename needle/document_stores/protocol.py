@@ -119,6 +119,16 @@ class NeedleDocumentStore(Protocol):
         """
         ...
 
+    def count_values(self, field: str, filters: dict[str, Any] | None = None) -> dict[str, int]:
+        """
+        How many documents hold each value of a metadata field (`needle status` counts chunks and files with it).
+
+        :param field: The field (`"collection"` or `"meta.collection"`); documents without it are not counted.
+        :param filters: Haystack filters; `None` counts every document.
+        :returns: value (as text) → number of documents.
+        """
+        ...
+
     def list_documents_meta(
         self, filters: dict[str, Any] | None = None, fields: list[str] | None = None
     ) -> list[dict[str, Any]]:

@@ -32,6 +32,7 @@ DEFAULT_PAYLOAD_FIELDS_TO_INDEX: list[dict[str, str]] = [
     {"field_name": "meta.folders", "field_schema": "keyword"},
     {"field_name": "meta.fields", "field_schema": "keyword"},
     {"field_name": "meta.identifiers", "field_schema": "keyword"},
+    {"field_name": "meta.language", "field_schema": "keyword"},
     {"field_name": "meta.date", "field_schema": "datetime"},
 ]
 

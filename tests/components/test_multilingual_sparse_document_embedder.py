@@ -55,6 +55,21 @@ class TestMultilingualSparseDocumentEmbedder:
         assert all("language" not in d.meta for d in docs)  # the input is left as it was
 
     @pytest.mark.integration
+    def test_in_an_auto_collection_a_files_chunks_take_the_files_language(self, params):
+        english = "The starter needs feeding twice a day and it should be kept in a warm place in the kitchen. "
+        italian = "La casa della nonna è vicino al mare e il gatto dorme sul divano tutto il giorno."
+        docs = [
+            Document(content=english * 3, meta={"collection": "n", "source_doc_id": "n:a.md"}),
+            Document(content=italian, meta={"collection": "n", "source_doc_id": "n:a.md"}),
+            Document(content=(english * 3) + italian, meta={"collection": "n", "source_doc_id": "n:a.md", "kind": "file"}),
+            Document(content=italian * 2, meta={"collection": "n", "source_doc_id": "n:b.md"}),
+            Document(content=italian, meta={"collection": "fixed", "source_doc_id": "fixed:c.md"}),
+        ]
+        out = MultilingualSparseDocumentEmbedder(**params).run(documents=docs, languages={"n": "auto", "fixed": "german"})
+        assert [d.meta["language"] for d in out["documents"]] == ["english", "english", "english", "italian", "german"]
+        assert out["languages"] == {"n": ["english", "italian"], "fixed": ["german"]}
+
+    @pytest.mark.integration
     def test_each_collection_in_its_language_and_auto_per_document(self, params):
         docs = [
             doc("Das Haus am See ist im Winter nicht bewohnt", "de"),

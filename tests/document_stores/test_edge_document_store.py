@@ -101,7 +101,7 @@ class TestEdgeDocumentStore:
         assert store.payload_indexes == DEFAULT_PAYLOAD_INDEXES
         assert DEFAULT_PAYLOAD_INDEXES == {
             "meta.collection": "keyword", "meta.path": "keyword", "meta.source_doc_id": "keyword",
-            "meta.content_checksum": "keyword", "meta.tags": "keyword", "meta.folders": "keyword", "meta.fields": "keyword", "meta.identifiers": "keyword", "meta.date": "datetime",
+            "meta.content_checksum": "keyword", "meta.tags": "keyword", "meta.folders": "keyword", "meta.fields": "keyword", "meta.identifiers": "keyword", "meta.language": "keyword", "meta.date": "datetime",
         }
         assert (store.hnsw_m, store.hnsw_ef_construct, store.indexing_threshold_kb) == (16, 100, None)
         assert store.durable_writes is True
@@ -408,6 +408,22 @@ class TestEdgeDocumentStore:
         ]
         filtered = store.list_documents_meta(filters={"field": "meta.collection", "operator": "==", "value": "work"})
         assert filtered == [{"id": "2", "meta": {"collection": "work", "source_doc_id": "work:b.md"}}]
+
+    def test_count_values_counts_each_value_of_an_indexed_field_and_of_any_other(self, store, monkeypatch):
+        store.write_documents([
+            Document(id=str(i), content=str(i), meta={"collection": c, "source_doc_id": f"{c}:{f}", "n": i % 2})
+            for i, (c, f) in enumerate([("notes", "a.md"), ("notes", "a.md"), ("notes", "b.md"), ("work", "c.md")])
+        ] + [Document(id="bare", content="no collection")])
+        listed = []
+        original = store.list_documents_meta
+        monkeypatch.setattr(store, "list_documents_meta", lambda *a, **k: listed.append(k) or original(*a, **k))
+        assert store.count_values("collection") == {"notes": 3, "work": 1}
+        in_notes = {"field": "meta.collection", "operator": "==", "value": "notes"}
+        assert store.count_values("meta.source_doc_id", in_notes) == {"notes:a.md": 2, "notes:b.md": 1}
+        assert listed == []  # indexed keyword fields are counted by the engine's facets
+        assert store.count_values("n") == {"0": 2, "1": 2}
+        assert listed  # any other field over the listed metadata
+        assert store.count_values("collection", {"field": "meta.collection", "operator": "==", "value": "none"}) == {}
 
     def test_list_documents_meta_pages_through_every_document(self, store):
         store.write_documents([Document(id=str(i), content=str(i), meta={"n": i}) for i in range(30)])

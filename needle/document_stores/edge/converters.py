@@ -11,6 +11,7 @@ from typing import Any
 import qdrant_edge as qe
 from haystack import logging
 from haystack.dataclasses import Document
+
 from needle.document_stores.layout import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME, convert_id
 
 logger = logging.getLogger(__name__)

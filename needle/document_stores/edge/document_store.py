@@ -365,6 +365,32 @@ class EdgeDocumentStore(NeedleStoreMixin):
     # ----------------------------------------------------------------------------------------------------
     # Haystack's DocumentStore protocol
 
+    def count_values(self, field: str, filters: dict[str, Any] | None = None) -> dict[str, int]:
+        """
+        How many documents hold each value of a metadata field: the engine's exact facet count for a field
+        with a keyword index (`collection`, `source_doc_id`, `path`, ...), which reads the index instead of
+        every point's payload (the distinct files of SciFact's 12,464 chunks: 0.13 s against 0.5 s for listing
+        them); other fields
+        are counted over their listed metadata.
+
+        :param field: The field (`"collection"` or `"meta.collection"`); documents without it are not counted.
+        :param filters: Haystack filters; `None` counts every document.
+        :returns: value (as text) → number of documents.
+        :raises FilterError: When the filters are malformed.
+        :raises DocumentStoreError: When the engine fails.
+        """
+        key = f"meta.{meta_name(field)}"
+        if self.payload_indexes.get(key) != "keyword":
+            return super().count_values(field, filters)
+        condition = edge_filter(filters)
+        total = self.count_documents()
+        if total == 0:
+            return {}
+        with _engine_errors("count values"):
+            response = self._shard().shard.facet(qe.FacetRequest(key=key, limit=total, exact=True, filter=condition))
+        # A value whose points were all deleted can stay in the index with a count of 0.
+        return {str(hit.value): int(hit.count) for hit in response.hits if hit.count > 0}
+
     def count_documents(self) -> int:
         """
         Count the documents in the store.

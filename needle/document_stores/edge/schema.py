@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import qdrant_edge as qe
+
 from needle.document_stores.layout import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
 
 DEFAULT_PAYLOAD_INDEXES: dict[str, str] = {
@@ -22,6 +23,7 @@ DEFAULT_PAYLOAD_INDEXES: dict[str, str] = {
     "meta.folders": "keyword",
     "meta.fields": "keyword",
     "meta.identifiers": "keyword",
+    "meta.language": "keyword",
     "meta.date": "datetime",
 }
 DISTANCES = {"cosine": qe.Distance.Cosine, "dot_product": qe.Distance.Dot, "l2": qe.Distance.Euclid}
