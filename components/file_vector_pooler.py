@@ -7,6 +7,7 @@ import numpy as np
 from haystack import Document, component, default_to_dict
 
 from components._document_store import with_document_store
+from components._vectors import SharedVector
 from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
 
 
@@ -92,5 +93,5 @@ def _mean(parts: list[Document]) -> list[float]:
     """The normalised mean of the documents' dense vectors."""
     mean = np.mean(np.asarray([p.embedding for p in parts], dtype=np.float32), axis=0)
     norm = float(np.linalg.norm(mean))
-    return (mean / norm if norm > 0 else mean).tolist()
+    return SharedVector((mean / norm if norm > 0 else mean).tolist())
 

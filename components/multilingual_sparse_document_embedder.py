@@ -7,6 +7,7 @@ from haystack import Document, component, default_from_dict, logging
 from haystack_integrations.components.embedders.fastembed import FastembedSparseDocumentEmbedder
 
 from components._sparse_languages import is_bm25, language_backend
+from components._vectors import shared_sparse
 from needle.languages import AUTO, DEFAULT, check_language, detect, prepare
 
 logger = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ class MultilingualSparseDocumentEmbedder(FastembedSparseDocumentEmbedder):
                 )
                 group = [replace(doc, sparse_embedding=vector) for doc, vector in zip(group, vectors, strict=True)]
             for i, doc in zip(positions, group, strict=True):
-                embedded[i] = replace(doc, meta={**doc.meta, "language": language})
+                embedded[i] = replace(doc, sparse_embedding=shared_sparse(doc.sparse_embedding), meta={**doc.meta, "language": language})
         found: dict[str, set[str]] = {}
         for doc, language in zip(documents, chosen, strict=True):
             found.setdefault(str(doc.meta.get("collection", "")), set()).add(language)

@@ -52,5 +52,23 @@ class TestDenseDocumentEmbedder:
         expected = theirs.run(documents=docs())["documents"]
         assert [d.id for d in out] == ["long", "short", "mid"]
         assert ours.embedding_backend is not None
+        assert all(type(d.embedding).__name__ == "SharedVector" for d in out)  # not copied stage to stage
         for got, want in zip(out, expected):
             assert np.dot(got.embedding, want.embedding) == pytest.approx(1.0, abs=1e-3)
+
+
+class TestSharedVector:
+    def test_a_deep_copy_of_a_document_keeps_its_vector_and_everything_else_reads_a_list(self):
+        import copy
+        import json
+
+        from components._vectors import SharedVector, shared_sparse
+        from haystack.dataclasses import SparseEmbedding
+
+        vector = SharedVector([0.6, 0.8])
+        sparse = shared_sparse(SparseEmbedding(indices=[3], values=[1.5]))
+        doc = Document(content="x", embedding=vector, sparse_embedding=sparse, meta={"tags": ["a"]})
+        copied = copy.deepcopy(doc)
+        assert copied.embedding is vector and copied.sparse_embedding.values is sparse.values
+        assert copied.meta["tags"] is not doc.meta["tags"]  # the rest is copied as before
+        assert json.dumps(vector) == "[0.6, 0.8]" and Document.from_dict(doc.to_dict()).embedding == [0.6, 0.8]
