@@ -1,17 +1,17 @@
 """Dense embedding of documents for the index: the model loads on the first text, batches by length."""
 
-from typing import Any
-
 from dataclasses import replace
+from typing import Any
 
 from haystack import Document, component, default_from_dict
 from haystack_integrations.components.embedders.fastembed import FastembedDocumentEmbedder
 
+from components._lazy import LoadsOnFirstUse
 from components._vectors import SharedVector
 
 
 @component
-class DenseDocumentEmbedder(FastembedDocumentEmbedder):
+class DenseDocumentEmbedder(LoadsOnFirstUse, FastembedDocumentEmbedder):
     """
     fastembed-haystack's document embedder, loading its model only when there is text to embed and embedding
     texts in order of length.
@@ -37,13 +37,6 @@ class DenseDocumentEmbedder(FastembedDocumentEmbedder):
     def from_dict(cls, data: dict[str, Any]) -> "DenseDocumentEmbedder":
         """Deserialise the component (the parent's `to_dict` already records this class)."""
         return default_from_dict(cls, data)
-
-    def warm_up(self) -> None:
-        """Load nothing: the model loads on the first run with documents (`load`)."""
-
-    def load(self) -> None:
-        """Load the model now (a second call is a no-op)."""
-        FastembedDocumentEmbedder.warm_up(self)
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:

@@ -6,6 +6,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, logging
 from haystack_integrations.components.embedders.fastembed import FastembedSparseDocumentEmbedder
 
+from components._lazy import LoadsOnFirstUse
 from components._sparse_languages import is_bm25, language_backend
 from components._vectors import shared_sparse
 from needle.languages import AUTO, DEFAULT, check_language, detect, prepare
@@ -14,7 +15,7 @@ logger = logging.getLogger(__name__)
 
 
 @component
-class MultilingualSparseDocumentEmbedder(FastembedSparseDocumentEmbedder):
+class MultilingualSparseDocumentEmbedder(LoadsOnFirstUse, FastembedSparseDocumentEmbedder):
     """
     Embeds documents as BM25 sparse vectors analysed in each document's language.
 
@@ -46,13 +47,6 @@ class MultilingualSparseDocumentEmbedder(FastembedSparseDocumentEmbedder):
     def from_dict(cls, data: dict[str, Any]) -> "MultilingualSparseDocumentEmbedder":
         """Deserialise the component (the parent's `to_dict` already records this class)."""
         return default_from_dict(cls, data)
-
-    def warm_up(self) -> None:
-        """Load nothing: the model loads on the first run with documents (`load`)."""
-
-    def load(self) -> None:
-        """Load the model now (a second call is a no-op)."""
-        FastembedSparseDocumentEmbedder.warm_up(self)
 
     @component.output_types(documents=list[Document], languages=dict[str, list[str]])
     def run(self, documents: list[Document], languages: dict[str, str] | None = None) -> dict[str, Any]:  # type: ignore[override]
@@ -106,7 +100,7 @@ class MultilingualSparseDocumentEmbedder(FastembedSparseDocumentEmbedder):
                 if doc.meta.get("kind") == "file":
                     whole[source] = doc.content or ""
                 texts.setdefault(source, []).append(doc.content or "")
-        found = {source: detect(whole.get(source, "\n\n".join(parts))) for source, parts in texts.items()}
+        found = {source: detect(whole[source] if source in whole else "\n\n".join(parts)) for source, parts in texts.items()}
         chosen = []
         for doc in documents:
             language = wanted.get(str(doc.meta.get("collection", "")), DEFAULT)
