@@ -29,6 +29,9 @@ from needle.settings import Settings
 
 _FILE = "needle_index.json"
 _CHUNKER = "MarkdownChunker"
+# A whole file's dense vector is pooled from its chunks' when the ingest graph has this component, else
+# the model embeds the file's text.
+_POOLER = "FileVectorPooler"
 _CHUNKING_DEFAULTS = {"target_chars": 700, "overlap_chars": 100, "min_chars": 100, "max_chars": 1400}
 
 
@@ -37,7 +40,7 @@ class IndexMismatchError(RuntimeError):
 
 
 # Keys of the fingerprint that a run can change in place (the others need `needle index --rebuild`).
-_SOFT_KEYS = frozenset({"chunking"})
+_SOFT_KEYS = frozenset({"chunking", "file_vectors"})
 # Index settings that only take effect at search time: nothing to rebuild when they change.
 _SEARCH_TIME = frozenset({"hnsw_ef", "quantization_rescore", "quantization_oversampling"})
 # The layout every index had before the index settings existed (float vectors and graph in RAM, one build).
@@ -57,8 +60,10 @@ def fingerprint(settings: Settings, ingest: dict[str, Any]) -> dict[str, Any]:
     """
     chunking = dict(_CHUNKING_DEFAULTS)
     embed_context = False
+    pooled = False
     for component in ingest.get("components", {}).values():
         params = component.get("init_parameters") or {}
+        pooled = pooled or component.get("type", "").endswith(_POOLER)
         if component.get("type", "").endswith(_CHUNKER):
             chunking.update({key: params[key] for key in _CHUNKING_DEFAULTS if key in params})
         if component.get("type", "").endswith((".FastembedDocumentEmbedder", ".DenseDocumentEmbedder")):
@@ -71,6 +76,7 @@ def fingerprint(settings: Settings, ingest: dict[str, Any]) -> dict[str, Any]:
         "embed_context": embed_context,
         "sparse_model": settings.sparse.model,
         "chunking": chunking,
+        "file_vectors": "pooled" if pooled else "embedded",
     }
 
 

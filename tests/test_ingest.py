@@ -206,6 +206,14 @@ class TestIngest:
         with pytest.raises(index_info.IndexMismatchError, match="needle index --rebuild"):
             index_info.check(other, needle.ingest_graph())
 
+    def test_fingerprint_tells_pooled_file_vectors_from_embedded_ones(self, needle, settings):
+        needle.index()
+        assert index_info.read(settings)["fingerprint"]["file_vectors"] == "pooled"
+        rewired = copy.deepcopy(needle.ingest_graph())
+        del rewired["components"]["file_pool"]
+        assert index_info.fingerprint(settings, rewired)["file_vectors"] == "embedded"
+        index_info.check(settings, rewired)  # the next run embeds new files' texts: no rebuild needed
+
     def test_new_chunking_needs_no_rebuild_and_reembeds_only_changed_chunks(self, needle, settings, notes):
         paragraph = "Checkpoints flush dirty pages to disk and bound the time that crash recovery takes. " * 3
         (notes / "ops" / "checkpoints.md").write_text("# Checkpoints\n\n" + "\n\n".join([paragraph] * 6) + "\n")

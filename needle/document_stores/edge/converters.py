@@ -38,7 +38,7 @@ def to_point(doc: Document, embedding_dim: int, use_sparse_embeddings: bool) -> 
     payload.pop("embedding", None)
     payload.pop("sparse_embedding", None)
     dense = doc.embedding
-    sparse = doc.sparse_embedding.to_dict() if doc.sparse_embedding is not None else None
+    sparse = doc.sparse_embedding
     vector: dict[str, Any] = {}
     if dense is not None:
         if len(dense) != embedding_dim:
@@ -49,7 +49,7 @@ def to_point(doc: Document, embedding_dim: int, use_sparse_embeddings: bool) -> 
     if sparse is not None:
         if use_sparse_embeddings:
             vector[SPARSE_VECTORS_NAME] = qe.SparseVector(
-                [int(index) for index in sparse["indices"]], [float(value) for value in sparse["values"]]
+                [int(index) for index in sparse.indices], [float(value) for value in sparse.values]
             )
         else:
             logger.warning(
