@@ -565,8 +565,15 @@ class Needle:
         Read the whole index: the provenance, every chunk and whole file with its vectors, one search per kind
         of vector; report the damage a query would trip on before it does (`needle check`).
 
+        Index runs wait for it (and it for them): points written between counting and reading are not damage.
+
         :returns: `problems` (empty for a sound index), what each store held and the seconds it took.
         """
+        with self._index_lock:
+            return self._check()
+
+    def _check(self) -> dict[str, Any]:
+        """`check` with the index lock held."""
         started = time.perf_counter()
         problems: list[str] = []
         try:

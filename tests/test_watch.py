@@ -145,6 +145,16 @@ class TestNeedleWatch:
         outside = needle(folders["env"], "index", "--path", "/no/such/place.md")
         assert outside.returncode == 2 and "in no collection" in outside.stderr
 
+    def test_check_reads_the_whole_index_through_the_owner(self, watching, folders):
+        ran = needle(folders["env"], "check", "--json")
+        assert ran.returncode == 0, ran.stderr
+        report = json.loads(ran.stdout)
+        chunks = sum(c["chunks"] for c in watching.post("status", {})["collections"])
+        assert report["problems"] == [] and report["stores"]["chunks"]["points"] == chunks > 0
+        assert report["stores"]["files"]["points"] == len(watching.paths())
+        refused = needle(folders["env"], "optimize")
+        assert refused.returncode == 1 and "needs the index to itself" in refused.stderr
+
     def test_an_edit_becomes_searchable_and_a_deleted_note_leaves(self, watching, folders):
         note = folders["notes"] / "zebra.md"
         note.write_text("# Zebra migrations\n\nThe quokkafrobnicator schedules zebra migrations every spring.\n")
