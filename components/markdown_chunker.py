@@ -44,7 +44,8 @@ _CODE_LEVELS = ("line",)
 _LINE_START = re.compile(r"^(?=[ \t]*\S)", re.MULTILINE)
 # Metadata that describes the whole file (the same on each of its chunks and on its whole-file document).
 # A change here alone (a tag edited in the frontmatter, a file touched) keeps every chunk id: `meta_checksum`
-# tells the differ to refresh the stored metadata without embedding anything again.
+# tells the differ to refresh the stored metadata without embedding anything again. The title is the exception:
+# it is embedded with each chunk (`context`), so a new title gives new chunk ids and new vectors.
 FILE_META_KEYS = ("title", "tags", "frontmatter", "fields", "folder", "folders", "date", "date_source", "identifiers")
 
 
@@ -236,10 +237,11 @@ class MarkdownChunker:
                 content = text[char_start:char_end]
                 normalised = _normalise(content)
                 index = len(chunks)
-                chunk_id = hashlib.sha1(
-                    "\x1f".join([f"{collection}:{path}", "\x1f".join(heading_path), str(index), normalised]).encode()
-                ).hexdigest()
                 context_path = heading_path[1:] if heading_path and heading_path[0] == title else heading_path
+                context = " › ".join(part for part in [title, *context_path] if part)
+                # The id covers what is embedded (context and text): a new title re-embeds the file's chunks.
+                parts = [f"{collection}:{path}", "\x1f".join(heading_path), str(index), context, normalised]
+                chunk_id = hashlib.sha1("\x1f".join(parts).encode()).hexdigest()
                 meta = {
                     **copy.deepcopy(base_meta),
                     "heading_path": list(heading_path),
@@ -249,7 +251,7 @@ class MarkdownChunker:
                     "char_start": char_start,
                     "char_end": char_end,
                     "checksum": hashlib.sha1(normalised.encode()).hexdigest(),
-                    "context": " › ".join(part for part in [title, *context_path] if part),
+                    "context": context,
                 }
                 if page_starts:
                     meta.update(_page_anchor(page_starts, meta["start_line"], meta["end_line"]))

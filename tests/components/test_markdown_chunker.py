@@ -291,10 +291,10 @@ class TestMarkdownChunkerIds:
         text = "# A\n\n" + paragraphs(10) + "\n\n## B\n\ntext\n"
         assert [c.id for c in chunk(text)] == [c.id for c in chunk(text)]
 
-    def test_id_is_sha1_of_file_heading_path_index_and_normalised_text(self):
+    def test_id_is_sha1_of_file_heading_path_index_context_and_normalised_text(self):
         doc = chunk("# A\n\n## B\n\nSome text.   \n")[0]
         normalised = "# A\n\n## B\n\nSome text."
-        expected = hashlib.sha1("\x1f".join(["notes:folder/note.md", "A\x1fB", "0", normalised]).encode()).hexdigest()
+        expected = hashlib.sha1("\x1f".join(["notes:folder/note.md", "A\x1fB", "0", "A › B", normalised]).encode()).hexdigest()
         assert doc.id == expected
         assert doc.meta["checksum"] == hashlib.sha1(normalised.encode()).hexdigest()
 
@@ -412,6 +412,11 @@ class TestMarkdownChunkerMeta:
     def test_context_keeps_a_frontmatter_title_distinct_from_the_h1(self):
         doc = chunk("---\ntitle: Project X\n---\n# Needle\n\n## Index\n\nScan.\n")[0]
         assert doc.meta["context"] == "Project X › Needle › Index"
+
+    def test_a_new_title_changes_the_chunk_ids(self):
+        before = chunk("---\ntitle: Project X\n---\n# Needle\n\nScan.\n")[0]
+        after = chunk("---\ntitle: Project Y\n---\n# Needle\n\nScan.\n")[0]
+        assert before.meta["checksum"] == after.meta["checksum"] and before.id != after.id
 
     def test_input_documents_are_not_mutated(self):
         doc = note("# A\n\nbody\n", size_bytes=3)
