@@ -25,6 +25,7 @@ adds the start-up of a process to the no-op; `cli no-op through needle watch` is
 eval/results/ingest.json.
 
     python eval/ingest.py --floor              # throughput against the physical floor
+    python eval/ingest.py --tokens             # tokens the dense model runs over: floors and Needle
 
 `--floor` compares Needle's first index with two floors, both the same fastembed dense model and BM25 sparse
 model, batched, in one process, models loaded beforehand: `floor` embeds each file's text once as one text
@@ -34,7 +35,8 @@ by the dense model's own tokenizer, each embedded once). It runs on
 two file sets, the first `--floor-docs` SciFact abstracts (300) as markdown files and the bundled notes
 (needle/demo/notes), each `--repeats` times (2), and reports the medians: floor seconds, Needle seconds
 (ingest graph warmed beforehand, a fresh index each time), ratio = floor / Needle, and texts embedded per
-file. Writes eval/results/ingest-floor.json.
+file. Writes eval/results/ingest-floor.json. Needle's runs take graph overrides from NEEDLE_SET (e.g.
+NEEDLE_SET=chunker.overlap_chars=100 for the chunking before).
 """
 
 from __future__ import annotations
@@ -87,9 +89,14 @@ def generate(root: Path, count: int, distinct: int = 50) -> list[Path]:
     return files
 
 
+def _graph_overrides() -> dict[str, str]:
+    """`NEEDLE_SET` from the environment, for Needle's runs here (`load_settings(env=...)` reads no other)."""
+    return {"NEEDLE_SET": os.environ["NEEDLE_SET"]} if os.environ.get("NEEDLE_SET") else {}
+
+
 def fresh_needle(base: Path, name: str, root: Path) -> Needle:
-    """A Needle with its own data folder and one collection."""
-    settings = load_settings(env={"NEEDLE_DATA_DIR": str(base / f"data-{name}")})
+    """A Needle with its own data folder and one collection (graph overrides from `NEEDLE_SET`, if set)."""
+    settings = load_settings(env={"NEEDLE_DATA_DIR": str(base / f"data-{name}"), **_graph_overrides()})
     needle = Needle(settings)
     needle.collections.add(root, "notes")
     return needle
@@ -262,6 +269,43 @@ def floor_full_seconds(files: list[Path], dense: Any, sparse: Any) -> tuple[floa
     return time.perf_counter() - started, len(docs)
 
 
+def padded_tokens(lengths: list[int], batch: int = 16, window: int = 256) -> int:
+    """Tokens a model runs over for texts of these token lengths: shortest first, each batch padded to its longest."""
+    ordered = sorted(min(n, window) for n in lengths)
+    return sum(max(ordered[i:i + batch]) * len(ordered[i:i + batch]) for i in range(0, len(ordered), batch))
+
+
+def token_counts(files: list[Path], settings: Any, tokenizer: Any) -> dict[str, int]:
+    """
+    Tokens the dense model runs over for the floor (each file's text), the full-text floor (its 254-token
+    pieces) and Needle (the configured chunker's chunks, each with its context as the dense embedder joins
+    them), batched as `padded_tokens` counts them.
+    """
+    from haystack import Document
+
+    from components.markdown_chunker import MarkdownChunker
+    from needle.app import configured_graph
+
+    graph = configured_graph("ingest", settings)["components"]
+    chunker = MarkdownChunker(**graph["chunker"]["init_parameters"])
+    embedder = graph["dense_embedder"]["init_parameters"]
+    separator, fields = embedder.get("embedding_separator", "\n"), embedder.get("meta_fields_to_embed") or []
+    texts = [path.read_text() for path in files]
+    docs = [Document(content=text, meta={"collection": "notes", "path": path.name}) for path, text in zip(files, texts)]
+    chunks = chunker.run(documents=docs)["documents"]
+    embedded = [separator.join([*(str(c.meta[f]) for f in fields if c.meta.get(f) is not None), c.content]) for c in chunks]
+
+    def count(pieces: list[str]) -> int:
+        return padded_tokens([len(tokenizer.encode(piece).ids) + 2 for piece in pieces])
+
+    return {
+        "floor": count(texts),
+        "full_text_floor": count([piece for text in texts for piece in token_windows(text, tokenizer)]),
+        "needle": count(embedded),
+        "needle_texts": len(embedded),
+    }
+
+
 def needle_seconds(base: Path, name: str, root: Path) -> tuple[float, dict[str, Any]]:
     """Seconds of Needle's first index of `root` into a fresh index, the ingest graph warmed beforehand."""
     needle = fresh_needle(base, name, root)
@@ -273,6 +317,26 @@ def needle_seconds(base: Path, name: str, root: Path) -> tuple[float, dict[str, 
     finally:
         needle.close()
         shutil.rmtree(base / f"data-{name}", ignore_errors=True)
+
+
+def token_table(base: Path, docs: int) -> str:
+    """`token_counts` for the floor's two file sets, as a markdown table."""
+    from tokenizers import Tokenizer
+
+    write_scifact(base / "scifact", docs)
+    settings = load_settings(env={"NEEDLE_DATA_DIR": str(base / "data-tokens"), **_graph_overrides()})
+    dense, _ = floor_embedders(settings)
+    tokenizer = Tokenizer.from_str(dense.embedding_backend.model.model.tokenizer.to_str())
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    lines = ["| set | files | floor tokens | full-text floor tokens | Needle tokens | Needle texts | floor / Needle |",
+             "|---|---|---|---|---|---|---|"]
+    for label, root in {f"SciFact {docs}": base / "scifact", "bundled notes": DEMO_NOTES}.items():
+        files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".md", ".txt"))
+        c = token_counts(files, settings, tokenizer)
+        lines.append(f"| {label} | {len(files)} | {c['floor']} | {c['full_text_floor']} | {c['needle']} | "
+                     f"{c['needle_texts']} | {c['floor'] / c['needle']:.3f} |")
+    return "\n".join(lines)
 
 
 def floor_benchmark(base: Path, docs: int, repeats: int) -> list[dict[str, Any]]:
@@ -350,7 +414,15 @@ def main() -> None:
     parser.add_argument("--floor", action="store_true", help="throughput against the floor (embedding each file once)")
     parser.add_argument("--floor-docs", type=int, default=300, help="SciFact abstracts in the floor's file set")
     parser.add_argument("--repeats", type=int, default=2, help="runs per file set in --floor (median reported)")
+    parser.add_argument("--tokens", action="store_true", help="count the tokens the dense model runs over (no timing)")
     args = parser.parse_args()
+    if args.tokens:
+        base = Path(tempfile.mkdtemp(prefix="needle-tokens-"))
+        try:
+            print(token_table(base, args.floor_docs))
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+        return
     if args.floor:
         base = Path(tempfile.mkdtemp(prefix="needle-floor-"))
         try:
