@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -126,6 +127,8 @@ class TestNeedleWatch:
         assert "certbot-tls-renewal.md" in remote.stdout
         assert missing.returncode == 2 and missing.stderr.strip() == "error: no file 'no-such-note.md' in collection 'notes'"
         assert "watcher: running" in status.stdout
+        log = watching.log.read_text()
+        assert "renew the TLS certificate" not in log and "Running component" not in log  # requests stay quiet
         # The same commands on a copy of the index that nobody holds: the same output, the same failure.
         copy = tmp_path / "data"
         subprocess.run(["cp", "-r", str(folders["data"]), str(copy)], check=True)
@@ -207,6 +210,49 @@ class TestNeedleWatch:
         finally:
             if restarted.process.poll() is None:
                 restarted.process.kill()
+
+
+@pytest.mark.integration
+def test_serve_with_watch_serves_what_was_saved_after_it_started(tmp_path, model_dir):
+    notes, data = tmp_path / "notes", tmp_path / "data"
+    notes.mkdir()
+    (notes / NOTES[0]).write_text((DEMO / NOTES[0]).read_text())
+    env = env_for(data, model_dir)
+    assert needle(env, "collection", "add", str(notes), "--name", "notes").returncode == 0
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = tmp_path / "serve.log"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "needle.cli", "serve", "--watch", "--port", str(port)],
+        env=env, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def search(word: str) -> list[dict]:
+        if process.poll() is not None:
+            pytest.fail(f"needle serve exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            response = httpx.post(f"{url}/search/run", json={"query": word}, timeout=30)
+        except httpx.HTTPError:
+            return []
+        return response.json()["result"]["results"] if response.status_code == 200 else []
+
+    try:
+        poll(lambda: any("certbot" in hit["text"] for hit in search("certbot")), 240, "serve --watch did not catch up")
+        (notes / "saved-later.md").write_text("# Saved later\n\nservewatchword arrived while the server ran.\n")
+        poll(lambda: any("servewatchword" in hit["text"] for hit in search("servewatchword")), BOUND,
+             "a note saved while serving was not indexed")
+        status = httpx.post(f"{url}/status/run", json={}, timeout=30).json()["result"]
+        assert status["watcher"]["running"] is True
+        through_owner = needle(env, "search", "servewatchword")  # a shell command goes through the server
+        assert through_owner.returncode == 0 and "saved-later.md" in through_owner.stdout
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
 
 
 class TestServed:

@@ -21,6 +21,25 @@ from needle import owner as records
 logger = logging.getLogger(__name__)
 
 
+def quiet_request_logs() -> None:
+    """
+    Keep the requests that other `needle` commands send an owner out of its terminal: hayhooks logs each run
+    of an endpoint with its parameters (a user's queries) and Haystack each component it runs, at INFO, which
+    a `needle watch` (whose own lines are the index runs) or a `needle mcp` (an agent's child) should not
+    print. Warnings and errors still show; `HAYHOOKS_LOG_LEVEL` or `LOG`, when set, is left to rule.
+    """
+    import os
+
+    if os.getenv("HAYHOOKS_LOG_LEVEL") or os.getenv("LOG"):
+        return
+    from hayhooks.server.logger import formatter
+    from hayhooks.server.logger import log as hayhooks_log
+
+    hayhooks_log.remove()
+    hayhooks_log.add(sys.stderr, level="WARNING", format=formatter)
+    logging.getLogger("haystack").setLevel(logging.WARNING)
+
+
 class BackgroundServer:
     """
     The routes of `create_app` in a uvicorn server on its own thread; the owner record lives as long as it.
@@ -68,6 +87,7 @@ class BackgroundServer:
         port = sock.getsockname()[1]
         self.record = records.new_record(f"http://127.0.0.1:{port}", records.new_token(), self.command)
         app = create_app(host="127.0.0.1", token=self.record.token, owner=self.record, watch=self.watch)
+        quiet_request_logs()
         config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._run, args=(sock,), name="needle-owner-http", daemon=True)
