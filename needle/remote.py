@@ -227,8 +227,9 @@ class RemoteNeedle:
         raise self._needs_the_index("needle optimize")
 
     def backup(self, path: str) -> dict[str, Any]:
-        """Refused: the owner holds the index."""
-        raise self._needs_the_index("needle backup")
+        """`Needle.backup` through the owner's `backup` route, `path` made absolute here (the owner's working
+        folder is not this command's)."""
+        return self.post("backup", {"path": str(Path(path).expanduser().resolve())})
 
     def restore(self, path: str) -> dict[str, Any]:
         """Refused: the owner holds the index."""

@@ -158,6 +158,16 @@ class TestNeedleWatch:
         refused = needle(folders["env"], "optimize")
         assert refused.returncode == 1 and "needs the index to itself" in refused.stderr
 
+    def test_backup_runs_through_the_owner_into_a_folder_relative_to_the_shell(self, watching, folders, tmp_path):
+        ran = subprocess.run(
+            [sys.executable, "-m", "needle.cli", "backup", "nightly", "--json"],
+            env=folders["env"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        )
+        assert ran.returncode == 0, ran.stderr
+        assert (tmp_path / "nightly" / "needle_backup.json").is_file()
+        again = needle(folders["env"], "backup", str(tmp_path / "nightly"))
+        assert again.returncode == 2 and "nightly" in again.stderr  # a folder that is not new is refused
+
     def test_an_edit_becomes_searchable_and_a_deleted_note_leaves(self, watching, folders):
         note = folders["notes"] / "zebra.md"
         note.write_text("# Zebra migrations\n\nThe quokkafrobnicator schedules zebra migrations every spring.\n")

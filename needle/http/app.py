@@ -60,6 +60,40 @@ class BearerTokenMiddleware:
         await self.app(scope, receive, send)
 
 
+# Routes that only the owner record's token opens: they act on the server's disk where they are told.
+OWNER_ONLY_ROUTES = ("/backup/run",)
+
+
+class OwnerOnlyMiddleware:
+    """
+    Answers 403 on `OWNER_ONLY_ROUTES` unless the request bears the owner record's token, which only the
+    user who started the process can read (`needle.owner`): another local user, a browser page or an API
+    client holding `NEEDLE_API_TOKEN` cannot make the server write a backup where they choose.
+    """
+
+    def __init__(self, app: Any, owner_token: str | None, paths: tuple[str, ...] = OWNER_ONLY_ROUTES) -> None:
+        """
+        :param app: The ASGI app to protect.
+        :param owner_token: The owner record's token; None refuses the routes to everyone (no owner record).
+        :param paths: The routes to guard.
+        """
+        self.app = app
+        self.expected = f"Bearer {owner_token}".encode() if owner_token else None
+        self.paths = paths
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        """Pass other routes and the owner's requests on; answer the rest with 403."""
+        if scope["type"] == "http" and scope.get("path", "").rstrip("/") in self.paths:
+            provided = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if self.expected is None or not hmac.compare_digest(provided, self.expected):
+                detail = "this route serves only the needle commands of the user who started this process"
+                await send({"type": "http.response.start", "status": 403,
+                            "headers": [(b"content-type", b"application/json")]})
+                await send({"type": "http.response.body", "body": json.dumps({"detail": detail}).encode()})
+                return
+        await self.app(scope, receive, send)
+
+
 def _validation_message(errors_: list[dict]) -> str:
     parts = []
     for error in errors_:
@@ -189,6 +223,7 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, max_bytes=serve_settings.max_body_bytes)
     if host in LOCAL_HOSTS:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost", "::1", "[::1]"])
+    app.add_middleware(OwnerOnlyMiddleware, owner_token=owner.token if owner else None)
     if token:
         app.add_middleware(BearerTokenMiddleware, token=token, owner_token=owner.token if owner else None)
     return app
@@ -256,7 +291,8 @@ def serve(
     if records.uses_owner(settings):
         records.refuse_second_owner(settings)
         reach = "127.0.0.1" if host in (*LOCAL_HOSTS, "0.0.0.0", "::", "") else host
-        owner = records.new_record(f"http://{reach}:{port}", token or records.new_token(), "serve")
+        # Its own token, not NEEDLE_API_TOKEN: routes only the user's own commands may call need to tell them apart.
+        owner = records.new_record(f"http://{reach}:{port}", records.new_token(), "serve")
     scheduler = None
     if backups:
         from needle.http.service import backup_scheduler

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.server.conftest import NOTES
+from tests.server.conftest import NOTES, TOKEN
 
 pytestmark = pytest.mark.integration
 HIT_FIELDS = {
@@ -230,6 +230,20 @@ class TestStatusIndexAndSchema:
         assert stat.S_IMODE(record_file.stat().st_mode) == 0o600
         listed = http.post("/ls/run", json={"collection": "notes"}).json()["result"]
         assert sorted(f["path"] for f in listed) == sorted(NOTES)
+
+    def test_backup_serves_only_the_owner_token(self, server, locked_server, http, tmp_path):
+        target = tmp_path / "backup"
+        assert http.post("/backup/run", json={"path": str(target)}).status_code == 403  # no token at all
+        with locked_server.client(TOKEN) as api_client:  # the API token is not the owner's
+            assert api_client.post("/backup/run", json={"path": str(target)}).status_code == 403
+        assert not target.exists()
+        record = json.loads((server.data_dir / "owner.json").read_text())
+        owner = {"Authorization": f"Bearer {record['token']}"}
+        relative = http.post("/backup/run", json={"path": "backup"}, headers=owner)
+        assert relative.status_code == 400 and "absolute" in relative.json()["detail"]
+        done = http.post("/backup/run", json={"path": str(target)}, headers=owner)
+        assert done.status_code == 200, done.text
+        assert (target / "needle_backup.json").is_file()
 
     def test_deploy_undeploy_and_draw_routes_are_not_served(self, http):
         paths = http.get("/openapi.json").json()["paths"]

