@@ -275,28 +275,22 @@ def padded_tokens(lengths: list[int], batch: int = 16, window: int = 256) -> int
     return sum(max(ordered[i:i + batch]) * len(ordered[i:i + batch]) for i in range(0, len(ordered), batch))
 
 
-def token_counts(files: list[Path], settings: Any, tokenizer: Any) -> dict[str, int]:
+def token_counts(files: list[Path], needle: Needle, tokenizer: Any) -> dict[str, int]:
     """
     Tokens the dense model runs over for the floor (each file's text), the full-text floor (its 254-token
-    pieces) and Needle (the configured chunker's chunks, each with its context as the dense embedder joins
-    them), batched as `padded_tokens` counts them.
+    pieces) and Needle (the chunks of `needle`'s own ingest graph, each text as its dense embedder prepares
+    it), batched as `padded_tokens` counts them; the graph's models are not loaded.
     """
     from haystack import Document
 
-    from components.markdown_chunker import MarkdownChunker
-    from needle.app import configured_graph
-
-    graph = configured_graph("ingest", settings)["components"]
-    chunker = MarkdownChunker(**graph["chunker"]["init_parameters"])
-    embedder = graph["dense_embedder"]["init_parameters"]
-    separator, fields = embedder.get("embedding_separator", "\n"), embedder.get("meta_fields_to_embed") or []
+    ingest = needle.pipeline("ingest")
     texts = [path.read_text() for path in files]
     docs = [Document(content=text, meta={"collection": "notes", "path": path.name}) for path, text in zip(files, texts)]
-    chunks = chunker.run(documents=docs)["documents"]
-    embedded = [separator.join([*(str(c.meta[f]) for f in fields if c.meta.get(f) is not None), c.content]) for c in chunks]
+    chunks = ingest.get_component("chunker").run(documents=docs)["documents"]
+    embedded = ingest.get_component("dense_embedder")._prepare_texts_to_embed(chunks)
 
-    def count(pieces: list[str]) -> int:
-        return padded_tokens([len(tokenizer.encode(piece).ids) + 2 for piece in pieces])
+    def count(pieces: list[str]) -> int:  # the tokenizer adds the model's two special tokens
+        return padded_tokens([len(tokenizer.encode(piece).ids) for piece in pieces])
 
     return {
         "floor": count(texts),
@@ -319,23 +313,37 @@ def needle_seconds(base: Path, name: str, root: Path) -> tuple[float, dict[str, 
         shutil.rmtree(base / f"data-{name}", ignore_errors=True)
 
 
+def file_sets(base: Path, docs: int) -> dict[str, tuple[Path, list[Path]]]:
+    """
+    The floor's two file sets, each as its folder and its files: the first `docs` SciFact abstracts (written
+    under `base`) and the bundled notes.
+    """
+    write_scifact(base / "scifact", docs)
+    roots = {f"SciFact {docs}": base / "scifact", "bundled notes": DEMO_NOTES}
+    return {
+        label: (root, sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".md", ".txt")))
+        for label, root in roots.items()
+    }
+
+
 def token_table(base: Path, docs: int) -> str:
     """`token_counts` for the floor's two file sets, as a markdown table."""
     from tokenizers import Tokenizer
 
-    write_scifact(base / "scifact", docs)
-    settings = load_settings(env={"NEEDLE_DATA_DIR": str(base / "data-tokens"), **_graph_overrides()})
-    dense, _ = floor_embedders(settings)
+    needle = fresh_needle(base, "tokens", base)
+    dense, _ = floor_embedders(needle.settings)
     tokenizer = Tokenizer.from_str(dense.embedding_backend.model.model.tokenizer.to_str())
     tokenizer.no_truncation()
     tokenizer.no_padding()
     lines = ["| set | files | floor tokens | full-text floor tokens | Needle tokens | Needle texts | floor / Needle |",
              "|---|---|---|---|---|---|---|"]
-    for label, root in {f"SciFact {docs}": base / "scifact", "bundled notes": DEMO_NOTES}.items():
-        files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".md", ".txt"))
-        c = token_counts(files, settings, tokenizer)
-        lines.append(f"| {label} | {len(files)} | {c['floor']} | {c['full_text_floor']} | {c['needle']} | "
-                     f"{c['needle_texts']} | {c['floor'] / c['needle']:.3f} |")
+    try:
+        for label, (_, files) in file_sets(base, docs).items():
+            c = token_counts(files, needle, tokenizer)
+            lines.append(f"| {label} | {len(files)} | {c['floor']} | {c['full_text_floor']} | {c['needle']} | "
+                         f"{c['needle_texts']} | {c['floor'] / c['needle']:.3f} |")
+    finally:
+        needle.close()
     return "\n".join(lines)
 
 
@@ -343,12 +351,10 @@ def floor_benchmark(base: Path, docs: int, repeats: int) -> list[dict[str, Any]]
     """For each file set, the median floor and Needle seconds over `repeats` runs, and their ratio."""
     import statistics
 
-    write_scifact(base / "scifact", docs)
-    sets = {f"SciFact {docs}": base / "scifact", "bundled notes": DEMO_NOTES}
+    sets = file_sets(base, docs)
     dense, sparse = floor_embedders(load_settings(env={"NEEDLE_DATA_DIR": str(base / "data-floor")}))
     rows = []
-    for label, root in sets.items():
-        files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".md", ".txt"))
+    for label, (root, files) in sets.items():
         floors, fulls, needles, report, pieces = [], [], [], {}, 0
         for run in range(repeats):
             floors.append(floor_seconds(files, dense, sparse))
