@@ -8,14 +8,13 @@ app: security middleware, the MCP transports, validation errors in the documente
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import os
 from collections.abc import Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
-from needle.http.guards import BodyLimitMiddleware, OriginMiddleware
+from needle.http.guards import BodyLimitMiddleware, OriginMiddleware, refuse
 from needle.settings import PROJECT_ROOT, load_settings
 
 if TYPE_CHECKING:
@@ -30,6 +29,11 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 1416
 TOKEN_ENV = "NEEDLE_API_TOKEN"
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def _authorization(scope: dict) -> bytes:
+    """The request's `Authorization` header, empty when it has none."""
+    return dict(scope.get("headers") or []).get(b"authorization", b"")
 
 
 class BearerTokenMiddleware:
@@ -47,15 +51,10 @@ class BearerTokenMiddleware:
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         """Pass authorised requests on; answer others with 401."""
         if scope["type"] in ("http", "websocket"):
-            provided = dict(scope.get("headers") or []).get(b"authorization", b"")
+            provided = _authorization(scope)
             if not any(hmac.compare_digest(provided, expected) for expected in self.expected):
                 detail = f"missing or wrong token: send 'Authorization: Bearer <token>' with the value of {TOKEN_ENV}"
-                body = json.dumps({"detail": detail}).encode()
-                await send({
-                    "type": "http.response.start", "status": 401,
-                    "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
-                })
-                await send({"type": "http.response.body", "body": body})
+                await refuse(send, 401, detail, [(b"www-authenticate", b"Bearer")])
                 return
         await self.app(scope, receive, send)
 
@@ -84,12 +83,8 @@ class OwnerOnlyMiddleware:
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         """Pass other routes and the owner's requests on; answer the rest with 403."""
         if scope["type"] == "http" and scope.get("path", "").rstrip("/") in self.paths:
-            provided = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if self.expected is None or not hmac.compare_digest(provided, self.expected):
-                detail = "this route serves only the needle commands of the user who started this process"
-                await send({"type": "http.response.start", "status": 403,
-                            "headers": [(b"content-type", b"application/json")]})
-                await send({"type": "http.response.body", "body": json.dumps({"detail": detail}).encode()})
+            if self.expected is None or not hmac.compare_digest(_authorization(scope), self.expected):
+                await refuse(send, 403, "this route serves only the needle commands of the user who started this process")
                 return
         await self.app(scope, receive, send)
 

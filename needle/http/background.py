@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import sys
 import threading
@@ -28,8 +29,6 @@ def quiet_request_logs() -> None:
     a `needle watch` (whose own lines are the index runs) or a `needle mcp` (an agent's child) should not
     print. Warnings and errors still show; `HAYHOOKS_LOG_LEVEL` or `LOG`, when set, is left to rule.
     """
-    import os
-
     if os.getenv("HAYHOOKS_LOG_LEVEL") or os.getenv("LOG"):
         return
     from hayhooks.server.logger import formatter

@@ -17,11 +17,12 @@ from urllib.parse import urlsplit
 Scope = dict[str, Any]
 
 
-async def _refuse(send: Any, status: int, detail: str) -> None:
+async def refuse(send: Any, status: int, detail: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    """Answer a request with `status` and `{"detail": ...}` (plus `headers`) before any route sees it."""
     body = json.dumps({"detail": detail}).encode()
     await send({
         "type": "http.response.start", "status": status,
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
     })
     await send({"type": "http.response.body", "body": body})
 
@@ -59,10 +60,10 @@ class BodyLimitMiddleware:
             try:
                 too_large = int(declared) > self.max_bytes
             except ValueError:
-                await _refuse(send, 400, "Content-Length is not a number")
+                await refuse(send, 400, "Content-Length is not a number")
                 return
             if too_large:
-                await _refuse(send, 413, self._message())
+                await refuse(send, 413, self._message())
                 return
         state = {"received": 0, "refused": False, "started": False}
 
@@ -76,7 +77,7 @@ class BodyLimitMiddleware:
                     state["refused"] = True
                     if not state["started"]:
                         state["started"] = True
-                        await _refuse(send, 413, self._message())
+                        await refuse(send, 413, self._message())
                     return {"type": "http.disconnect"}
             return message
 
@@ -128,7 +129,7 @@ class OriginMiddleware:
                         f"origin {text[:200]!r} is not allowed: add it to serve.allowed_origins "
                         "(NEEDLE_SERVE__ALLOWED_ORIGINS) to let a web page on it use this server"
                     )
-                    await _refuse(send, 403, detail)
+                    await refuse(send, 403, detail)
                     return
         await self.app(scope, receive, send)
 
