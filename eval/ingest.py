@@ -230,12 +230,30 @@ def floor_embedders(settings: Any) -> tuple[Any, Any]:
     return dense, sparse
 
 
-def floor_seconds(files: list[Path], dense: Any, sparse: Any) -> float:
-    """Seconds to read `files` and embed each one's text once with both models (shortest first: least padding)."""
+def model_tokenizer(dense: Any, truncate: bool = True) -> Any:
+    """The warmed dense embedder's tokenizer, without padding (and without truncation unless `truncate`)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_str(dense.embedding_backend.model.model.tokenizer.to_str())
+    tokenizer.no_padding()
+    if not truncate:
+        tokenizer.no_truncation()
+    return tokenizer
+
+
+def shortest_first(texts: list[str], tokenizer: Any) -> list[Any]:
+    """`texts` as Documents, fewest model tokens first (the least padding, as Needle's dense embedder orders them)."""
     from haystack import Document
 
+    lengths = [len(encoding.ids) for encoding in tokenizer.encode_batch(texts)]
+    return [Document(content=texts[i]) for i in sorted(range(len(texts)), key=lambda i: lengths[i])]
+
+
+def floor_seconds(files: list[Path], dense: Any, sparse: Any) -> float:
+    """Seconds to read `files` and embed each one's text once with both models (shortest first: least padding)."""
+    tokenizer = model_tokenizer(dense)
     started = time.perf_counter()
-    docs = sorted((Document(content=path.read_text()) for path in files), key=lambda d: len(d.content))
+    docs = shortest_first([path.read_text() for path in files], tokenizer)
     sparse.run(documents=dense.run(documents=docs)["documents"])
     return time.perf_counter() - started
 
@@ -256,15 +274,10 @@ def token_windows(text: str, tokenizer: Any, size: int = 254) -> list[str]:
 def floor_full_seconds(files: list[Path], dense: Any, sparse: Any) -> tuple[float, int]:
     """Seconds to read `files` and embed every token of each once (pieces of 254 tokens, shortest first), and
     how many pieces."""
-    from haystack import Document
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_str(dense.embedding_backend.model.model.tokenizer.to_str())
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
+    tokenizer, counter = model_tokenizer(dense, truncate=False), model_tokenizer(dense)
     started = time.perf_counter()
     pieces = [piece for path in files for piece in token_windows(path.read_text(), tokenizer)]
-    docs = [Document(content=piece) for piece in sorted(pieces, key=len)]
+    docs = shortest_first(pieces, counter)
     sparse.run(documents=dense.run(documents=docs)["documents"])
     return time.perf_counter() - started, len(docs)
 
@@ -328,13 +341,9 @@ def file_sets(base: Path, docs: int) -> dict[str, tuple[Path, list[Path]]]:
 
 def token_table(base: Path, docs: int) -> str:
     """`token_counts` for the floor's two file sets, as a markdown table."""
-    from tokenizers import Tokenizer
-
     needle = fresh_needle(base, "tokens", base)
     dense, _ = floor_embedders(needle.settings)
-    tokenizer = Tokenizer.from_str(dense.embedding_backend.model.model.tokenizer.to_str())
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
+    tokenizer = model_tokenizer(dense, truncate=False)
     lines = ["| set | files | floor tokens | full-text floor tokens | Needle tokens | Needle texts | floor / Needle |",
              "|---|---|---|---|---|---|---|"]
     try:

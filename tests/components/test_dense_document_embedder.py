@@ -56,6 +56,34 @@ class TestDenseDocumentEmbedder:
         for got, want in zip(out, expected):
             assert np.dot(got.embedding, want.embedding) == pytest.approx(1.0, abs=1e-3)
 
+    @pytest.mark.integration
+    def test_texts_reach_the_model_fewest_tokens_first_not_fewest_characters(self, model_dir):
+        params = dense_embedder_params(LOCAL_DENSE_MODEL, model_dir)
+        embedder = DenseDocumentEmbedder(**params, batch_size=1, progress_bar=False)
+        given = [
+            Document(id="words", content="internationalization internationalization"),  # 41 characters, few tokens
+            Document(id="digits", content="7 3 9 1 4 8 2 6 5 0 7 3 9 1"),  # 27 characters, a token per digit
+            Document(id="tiny", content="ok"),
+        ]
+        embedder.load()
+        lengths = embedder._token_lengths([d.content for d in given])
+        assert lengths[0] < lengths[1] and len(given[0].content) > len(given[1].content)
+        seen: list[str] = []
+        embed = embedder.embedding_backend.embed
+
+        def recording(texts, **kwargs):
+            seen.extend(texts)
+            return embed(texts, **kwargs)
+
+        embedder.embedding_backend.embed = recording
+        out = embedder.run(documents=given)["documents"]
+        assert seen == [given[2].content, given[0].content, given[1].content]
+        assert [d.id for d in out] == ["words", "digits", "tiny"]
+
+    def test_without_a_tokenizer_texts_are_counted_in_characters(self):
+        embedder = DenseDocumentEmbedder(model="m")
+        assert embedder._token_lengths(["abc", "a"]) == [3, 1]
+
 
 class TestSharedVector:
     def test_a_deep_copy_of_a_document_keeps_its_vector_and_everything_else_reads_a_list(self):
