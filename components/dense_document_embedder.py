@@ -47,7 +47,7 @@ class DenseDocumentEmbedder(LoadsOnFirstUse, FastembedDocumentEmbedder):
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
         """
-        Embed documents, shortest text first, loading the model if there is anything to embed.
+        Embed documents, fewest tokens first, loading the model if there is anything to embed.
 
         :param documents: The documents to embed.
         :returns: A dictionary with `documents`: new documents with `embedding` set, in the order given.

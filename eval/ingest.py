@@ -25,7 +25,7 @@ adds the start-up of a process to the no-op; `cli no-op through needle watch` is
 eval/results/ingest.json.
 
     python eval/ingest.py --floor              # throughput against the physical floor
-    python eval/ingest.py --tokens             # tokens the dense model runs over: floors and Needle
+    python eval/ingest.py --tokens             # tokens the dense model runs over: floors and Needle (3 orders)
 
 `--floor` compares Needle's first index with two floors, both the same fastembed dense model and BM25 sparse
 model, batched, in one process, models loaded beforehand: `floor` embeds each file's text once as one text
@@ -35,8 +35,9 @@ by the dense model's own tokenizer, each embedded once). It runs on
 two file sets, the first `--floor-docs` SciFact abstracts (300) as markdown files and the bundled notes
 (needle/demo/notes), each `--repeats` times (2), and reports the medians: floor seconds, Needle seconds
 (ingest graph warmed beforehand, a fresh index each time), ratio = floor / Needle, and texts embedded per
-file. Writes eval/results/ingest-floor.json. Needle's runs take graph overrides from NEEDLE_SET (e.g.
-NEEDLE_SET=chunker.overlap_chars=100 for the chunking before).
+file. Writes eval/results/ingest-floor.json and draws eval/results/ingest-floor.png (the seconds as bars).
+Needle's runs take graph overrides from NEEDLE_SET (e.g. NEEDLE_SET=chunker.overlap_chars=100 for the
+chunking before).
 """
 
 from __future__ import annotations
@@ -282,9 +283,14 @@ def floor_full_seconds(files: list[Path], dense: Any, sparse: Any) -> tuple[floa
     return time.perf_counter() - started, len(docs)
 
 
-def padded_tokens(lengths: list[int], batch: int = 16, window: int = 256) -> int:
-    """Tokens a model runs over for texts of these token lengths: shortest first, each batch padded to its longest."""
-    ordered = sorted(min(n, window) for n in lengths)
+def padded_tokens(lengths: list[int], keys: list[int] | None = None, batch: int = 16, window: int = 256) -> int:
+    """
+    Tokens a model runs over for texts of these token lengths, batched in the order of `keys` (by default the
+    lengths: shortest first), each batch padded to its longest.
+    """
+    capped = [min(n, window) for n in lengths]
+    order = keys if keys is not None else capped
+    ordered = [capped[i] for i in sorted(range(len(capped)), key=lambda i: order[i])]
     return sum(max(ordered[i:i + batch]) * len(ordered[i:i + batch]) for i in range(0, len(ordered), batch))
 
 
@@ -292,7 +298,9 @@ def token_counts(files: list[Path], needle: Needle, tokenizer: Any) -> dict[str,
     """
     Tokens the dense model runs over for the floor (each file's text), the full-text floor (its 254-token
     pieces) and Needle (the chunks of `needle`'s own ingest graph, each text as its dense embedder prepares
-    it), batched as `padded_tokens` counts them; the graph's models are not loaded.
+    it), batched as `padded_tokens` counts them; for Needle's chunks also in the order the chunker gives them
+    and shortest in characters first, and how many of them, and how many of their tokens, the model's
+    256-token window cuts off. The graph's models are not loaded.
     """
     from haystack import Document
 
@@ -302,14 +310,20 @@ def token_counts(files: list[Path], needle: Needle, tokenizer: Any) -> dict[str,
     chunks = ingest.get_component("chunker").run(documents=docs)["documents"]
     embedded = ingest.get_component("dense_embedder")._prepare_texts_to_embed(chunks)
 
-    def count(pieces: list[str]) -> int:  # the tokenizer adds the model's two special tokens
-        return padded_tokens([len(tokenizer.encode(piece).ids) for piece in pieces])
+    def lengths(pieces: list[str]) -> list[int]:  # the tokenizer adds the model's two special tokens
+        return [len(tokenizer.encode(piece).ids) for piece in pieces]
 
+    needle_lengths = lengths(embedded)
+    pieces = [piece for text in texts for piece in token_windows(text, tokenizer)]
     return {
-        "floor": count(texts),
-        "full_text_floor": count([piece for text in texts for piece in token_windows(text, tokenizer)]),
-        "needle": count(embedded),
+        "floor": padded_tokens(lengths(texts)),
+        "full_text_floor": padded_tokens(lengths(pieces)),
+        "needle": padded_tokens(needle_lengths),
+        "needle_given_order": padded_tokens(needle_lengths, keys=list(range(len(embedded)))),
+        "needle_by_characters": padded_tokens(needle_lengths, keys=[len(text) for text in embedded]),
         "needle_texts": len(embedded),
+        "needle_texts_past_window": sum(1 for n in needle_lengths if n > 256),
+        "needle_tokens_past_window": sum(n - 256 for n in needle_lengths if n > 256),
     }
 
 
@@ -344,13 +358,17 @@ def token_table(base: Path, docs: int) -> str:
     needle = fresh_needle(base, "tokens", base)
     dense, _ = floor_embedders(needle.settings)
     tokenizer = model_tokenizer(dense, truncate=False)
-    lines = ["| set | files | floor tokens | full-text floor tokens | Needle tokens | Needle texts | floor / Needle |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| set | files | floor tokens | full-text floor tokens | Needle tokens | Needle texts | floor / Needle | "
+             "Needle tokens, chunks in the chunker's order | Needle tokens, shortest in characters first | "
+             "Needle texts past 256 tokens | their tokens past it |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     try:
         for label, (_, files) in file_sets(base, docs).items():
             c = token_counts(files, needle, tokenizer)
             lines.append(f"| {label} | {len(files)} | {c['floor']} | {c['full_text_floor']} | {c['needle']} | "
-                         f"{c['needle_texts']} | {c['floor'] / c['needle']:.3f} |")
+                         f"{c['needle_texts']} | {c['floor'] / c['needle']:.3f} | {c['needle_given_order']} | "
+                         f"{c['needle_by_characters']} | {c['needle_texts_past_window']} | "
+                         f"{c['needle_tokens_past_window']} |")
     finally:
         needle.close()
     return "\n".join(lines)
@@ -395,6 +413,28 @@ def floor_table(rows: list[dict[str, Any]]) -> str:
         lines.append(f"| {r['set']} | {r['files']} | {r['floor_s']} | {r['full_floor_s']} | {r['needle_s']} | {r['ratio']} | "
                      f"{r['full_ratio']} | {r['full_floor_texts_per_file']} | {r['texts_per_file']} |")
     return "\n".join(lines)
+
+
+def plot_floor(rows: list[dict[str, Any]], path: Path) -> None:
+    """Draw each set's floor, full-text floor and Needle seconds as bars, Needle's two ratios written beside."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(rows), figsize=(4.5 * len(rows), 3.6), squeeze=False)
+    for ax, row in zip(axes[0], rows):
+        seconds = [row["floor_s"], row["full_floor_s"], row["needle_s"]]
+        bars = ax.bar(["floor", "full-text\nfloor", "Needle"], seconds, color=["#9aa5b1", "#6b7785", "#2f6fb0"])
+        ax.bar_label(bars, fmt="%.2f s", fontsize=8)
+        ax.set_title(f"{row['set']} ({row['files']} files)\nfloor / Needle {row['ratio']}, "
+                     f"full-text floor / Needle {row['full_ratio']}", fontsize=9)
+        ax.set_ylabel("seconds, first index (median)")
+        ax.margins(y=0.15)
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
 
 
 def scifact_benchmark(base: Path, rows: list[dict[str, Any]], limit: int | None) -> None:
@@ -445,7 +485,9 @@ def main() -> None:
         finally:
             shutil.rmtree(base, ignore_errors=True)
         print(floor_table(rows))
-        Path(args.out or ROOT / "eval" / "results" / "ingest-floor.json").write_text(json.dumps({
+        out = Path(args.out or ROOT / "eval" / "results" / "ingest-floor.json")
+        plot_floor(rows, out.with_suffix(".png"))
+        out.write_text(json.dumps({
             "command": "python eval/ingest.py " + " ".join(sys.argv[1:]),
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
             "rows": rows,
