@@ -3,10 +3,9 @@
 from dataclasses import replace
 from typing import Any
 
-from tokenizers import Tokenizer
-
 from haystack import Document, component, default_from_dict
 from haystack_integrations.components.embedders.fastembed import FastembedDocumentEmbedder
+from tokenizers import Tokenizer
 
 from components._lazy import LoadsOnFirstUse
 from components._vectors import SharedVector
@@ -73,9 +72,10 @@ class DenseDocumentEmbedder(LoadsOnFirstUse, FastembedDocumentEmbedder):
         when the backend exposes no `tokenizers` tokenizer).
         """
         if self._counter is None:
-            model = getattr(getattr(getattr(self.embedding_backend, "model", None), "model", None), "tokenizer", None)
-            if not isinstance(model, Tokenizer):
+            backend = getattr(getattr(self.embedding_backend, "model", None), "model", None)
+            tokenizer = getattr(backend, "tokenizer", None)
+            if not isinstance(tokenizer, Tokenizer):
                 return [len(text) for text in texts]
-            self._counter = Tokenizer.from_str(model.to_str())
+            self._counter = Tokenizer.from_str(tokenizer.to_str())
             self._counter.no_padding()
         return [len(encoding.ids) for encoding in self._counter.encode_batch(texts)]
