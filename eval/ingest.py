@@ -26,6 +26,7 @@ eval/results/ingest.json.
 
     python eval/ingest.py --floor              # throughput against the physical floor
     python eval/ingest.py --tokens             # tokens the dense model runs over: floors and Needle (3 orders)
+    python eval/ingest.py --batch-sizes 4 8 16 32   # the dense model alone, per batch size
 
 `--floor` compares Needle's first index with two floors, both the same fastembed dense model and BM25 sparse
 model, batched, in one process, models loaded beforehand: `floor` embeds each file's text once as one text
@@ -48,6 +49,7 @@ import os
 import platform
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -374,10 +376,45 @@ def token_table(base: Path, docs: int) -> str:
     return "\n".join(lines)
 
 
+def batch_table(base: Path, docs: int, sizes: list[int], repeats: int) -> str:
+    """
+    Seconds the dense model alone takes over the floor's texts (the first `docs` SciFact abstracts, each
+    once) and over Needle's chunks of them (as its dense embedder prepares them), fewest tokens first, in
+    batches of each of `sizes` (median of `repeats`), as a markdown table.
+    """
+    from haystack import Document
+
+    needle = fresh_needle(base, "batches", base)
+    try:
+        dense, _ = floor_embedders(needle.settings)
+        counter = model_tokenizer(dense)
+        _, files = file_sets(base, docs)[f"SciFact {docs}"]
+        texts = [path.read_text() for path in files]
+        given = [Document(content=text, meta={"collection": "notes", "path": f.name}) for f, text in zip(files, texts)]
+        ingest = needle.pipeline("ingest")
+        chunks = ingest.get_component("chunker").run(documents=given)["documents"]
+        prepared = ingest.get_component("dense_embedder")._prepare_texts_to_embed(chunks)
+        sets = {"floor": shortest_first(texts, counter), "Needle's chunks": shortest_first(prepared, counter)}
+        lines = ["| batch | " + " | ".join(f"{name} s" for name in sets) + " |", "|---|" + "---|" * len(sets)]
+        for size in sizes:
+            dense.batch_size = size
+            cells = []
+            for documents in sets.values():
+                runs = []
+                for _ in range(repeats):
+                    started = time.perf_counter()
+                    dense.run(documents=documents)
+                    runs.append(time.perf_counter() - started)
+                cells.append(f"{statistics.median(runs):.2f}")
+            lines.append(f"| {size} | " + " | ".join(cells) + " |")
+            print(lines[-1], file=sys.stderr, flush=True)  # progress
+        return "\n".join(lines)
+    finally:
+        needle.close()
+
+
 def floor_benchmark(base: Path, docs: int, repeats: int) -> list[dict[str, Any]]:
     """For each file set, the median floor and Needle seconds over `repeats` runs, and their ratio."""
-    import statistics
-
     sets = file_sets(base, docs)
     dense, sparse = floor_embedders(load_settings(env={"NEEDLE_DATA_DIR": str(base / "data-floor")}))
     rows = []
@@ -468,9 +505,18 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="results file (default eval/results/ingest.json or ingest-floor.json)")
     parser.add_argument("--floor", action="store_true", help="throughput against the floor (embedding each file once)")
     parser.add_argument("--floor-docs", type=int, default=300, help="SciFact abstracts in the floor's file set")
-    parser.add_argument("--repeats", type=int, default=2, help="runs per file set in --floor (median reported)")
+    parser.add_argument("--repeats", type=int, default=2, help="runs per file set in --floor, per batch size in --batch-sizes (median)")
     parser.add_argument("--tokens", action="store_true", help="count the tokens the dense model runs over (no timing)")
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=None,
+                        help="time the dense model alone over the floor's texts and Needle's chunks per batch size")
     args = parser.parse_args()
+    if args.batch_sizes:
+        base = Path(tempfile.mkdtemp(prefix="needle-batches-"))
+        try:
+            print(batch_table(base, args.floor_docs, args.batch_sizes, args.repeats))
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+        return
     if args.tokens:
         base = Path(tempfile.mkdtemp(prefix="needle-tokens-"))
         try:
