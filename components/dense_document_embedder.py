@@ -72,10 +72,21 @@ class DenseDocumentEmbedder(LoadsOnFirstUse, FastembedDocumentEmbedder):
         when the backend exposes no `tokenizers` tokenizer).
         """
         if self._counter is None:
-            backend = getattr(getattr(self.embedding_backend, "model", None), "model", None)
-            tokenizer = getattr(backend, "tokenizer", None)
-            if not isinstance(tokenizer, Tokenizer):
+            self._counter = token_counter(self)
+            if self._counter is None:
                 return [len(text) for text in texts]
-            self._counter = Tokenizer.from_str(tokenizer.to_str())
-            self._counter.no_padding()
         return [len(encoding.ids) for encoding in self._counter.encode_batch(texts)]
+
+
+def token_counter(embedder: FastembedDocumentEmbedder) -> Tokenizer | None:
+    """
+    A copy of a loaded fastembed embedder's tokenizer that does not pad (it still cuts at the model's
+    window), or None when its backend exposes no `tokenizers` tokenizer.
+    """
+    backend = getattr(getattr(embedder.embedding_backend, "model", None), "model", None)
+    tokenizer = getattr(backend, "tokenizer", None)
+    if not isinstance(tokenizer, Tokenizer):
+        return None
+    counter = Tokenizer.from_str(tokenizer.to_str())
+    counter.no_padding()
+    return counter

@@ -235,10 +235,9 @@ def floor_embedders(settings: Any) -> tuple[Any, Any]:
 
 def model_tokenizer(dense: Any, truncate: bool = True) -> Any:
     """The warmed dense embedder's tokenizer, without padding (and without truncation unless `truncate`)."""
-    from tokenizers import Tokenizer
+    from components.dense_document_embedder import token_counter
 
-    tokenizer = Tokenizer.from_str(dense.embedding_backend.model.model.tokenizer.to_str())
-    tokenizer.no_padding()
+    tokenizer = token_counter(dense)
     if not truncate:
         tokenizer.no_truncation()
     return tokenizer
