@@ -295,6 +295,17 @@ def padded_tokens(lengths: list[int], keys: list[int] | None = None, batch: int 
     return sum(max(ordered[i:i + batch]) * len(ordered[i:i + batch]) for i in range(0, len(ordered), batch))
 
 
+def needle_texts(files: list[Path], texts: list[str], needle: Needle) -> list[str]:
+    """The texts of `files` (read as `texts`) that `needle`'s ingest graph gives its dense model: each chunk
+    with its context, as its dense embedder prepares it; the graph's models are not loaded."""
+    from haystack import Document
+
+    ingest = needle.pipeline("ingest")
+    docs = [Document(content=text, meta={"collection": "notes", "path": path.name}) for path, text in zip(files, texts)]
+    chunks = ingest.get_component("chunker").run(documents=docs)["documents"]
+    return ingest.get_component("dense_embedder")._prepare_texts_to_embed(chunks)
+
+
 def token_counts(files: list[Path], needle: Needle, tokenizer: Any) -> dict[str, int]:
     """
     Tokens the dense model runs over for the floor (each file's text), the full-text floor (its 254-token
@@ -303,13 +314,8 @@ def token_counts(files: list[Path], needle: Needle, tokenizer: Any) -> dict[str,
     and shortest in characters first, and how many of them, and how many of their tokens, the model's
     256-token window cuts off. The graph's models are not loaded.
     """
-    from haystack import Document
-
-    ingest = needle.pipeline("ingest")
     texts = [path.read_text() for path in files]
-    docs = [Document(content=text, meta={"collection": "notes", "path": path.name}) for path, text in zip(files, texts)]
-    chunks = ingest.get_component("chunker").run(documents=docs)["documents"]
-    embedded = ingest.get_component("dense_embedder")._prepare_texts_to_embed(chunks)
+    embedded = needle_texts(files, texts, needle)
 
     def lengths(pieces: list[str]) -> list[int]:  # the tokenizer adds the model's two special tokens
         return [len(tokenizer.encode(piece).ids) for piece in pieces]
@@ -381,18 +387,13 @@ def batch_table(base: Path, docs: int, sizes: list[int], repeats: int) -> str:
     once) and over Needle's chunks of them (as its dense embedder prepares them), fewest tokens first, in
     batches of each of `sizes` (median of `repeats`), as a markdown table.
     """
-    from haystack import Document
-
     needle = fresh_needle(base, "batches", base)
     try:
         dense, _ = floor_embedders(needle.settings)
         counter = model_tokenizer(dense)
         _, files = file_sets(base, docs)[f"SciFact {docs}"]
         texts = [path.read_text() for path in files]
-        given = [Document(content=text, meta={"collection": "notes", "path": f.name}) for f, text in zip(files, texts)]
-        ingest = needle.pipeline("ingest")
-        chunks = ingest.get_component("chunker").run(documents=given)["documents"]
-        prepared = ingest.get_component("dense_embedder")._prepare_texts_to_embed(chunks)
+        prepared = needle_texts(files, texts, needle)
         sets = {"floor": shortest_first(texts, counter), "Needle's chunks": shortest_first(prepared, counter)}
         lines = ["| batch | " + " | ".join(f"{name} s" for name in sets) + " |", "|---|" + "---|" * len(sets)]
         for size in sizes:
