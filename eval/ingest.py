@@ -44,6 +44,7 @@ chunking before).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -54,6 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -497,6 +499,22 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+@contextlib.contextmanager
+def scratch(prefix: str) -> Iterator[Path]:
+    """A temporary folder for a benchmark's files and indexes, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as folder:
+        yield Path(folder)
+
+
+def write_results(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Write a benchmark's rows as JSON, with the command that made them and the machine it ran on."""
+    path.write_text(json.dumps({
+        "command": "python eval/ingest.py " + " ".join(sys.argv[1:]),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "rows": rows,
+    }, indent=2) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[5000, 20000], help="generated notes per run (none: SciFact only)")
@@ -511,51 +529,29 @@ def main() -> None:
                         help="time the dense model alone over the floor's texts and Needle's chunks per batch size")
     args = parser.parse_args()
     if args.batch_sizes:
-        base = Path(tempfile.mkdtemp(prefix="needle-batches-"))
-        try:
+        with scratch("needle-batches-") as base:
             print(batch_table(base, args.floor_docs, args.batch_sizes, args.repeats))
-        finally:
-            shutil.rmtree(base, ignore_errors=True)
         return
     if args.tokens:
-        base = Path(tempfile.mkdtemp(prefix="needle-tokens-"))
-        try:
+        with scratch("needle-tokens-") as base:
             print(token_table(base, args.floor_docs))
-        finally:
-            shutil.rmtree(base, ignore_errors=True)
         return
     if args.floor:
-        base = Path(tempfile.mkdtemp(prefix="needle-floor-"))
-        try:
+        with scratch("needle-floor-") as base:
             rows = floor_benchmark(base, args.floor_docs, args.repeats)
-        finally:
-            shutil.rmtree(base, ignore_errors=True)
         print(floor_table(rows))
         out = Path(args.out or ROOT / "eval" / "results" / "ingest-floor.json")
         plot_floor(rows, out.with_suffix(".png"))
-        out.write_text(json.dumps({
-            "command": "python eval/ingest.py " + " ".join(sys.argv[1:]),
-            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-            "rows": rows,
-        }, indent=2) + "\n")
+        write_results(out, rows)
         return
-    args.out = args.out or str(ROOT / "eval" / "results" / "ingest.json")
     rows: list[dict[str, Any]] = []
-    base = Path(tempfile.mkdtemp(prefix="needle-ingest-"))
-    try:
+    with scratch("needle-ingest-") as base:
         for i, size in enumerate(args.sizes):
             notes_benchmark(base, size, changes=i == 0, rows=rows)
         if not args.no_scifact:
             scifact_benchmark(base, rows, args.scifact_docs)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
     print(table(rows))
-    Path(args.out).write_text(json.dumps({
-        "command": "python eval/ingest.py " + " ".join(sys.argv[1:]),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "rows": rows,
-    }, indent=2) + "\n")
-
+    write_results(Path(args.out or ROOT / "eval" / "results" / "ingest.json"), rows)
 
 if __name__ == "__main__":
     main()
