@@ -100,7 +100,8 @@ ablation: models install-test
 clean:
 	rm -rf $(DEMO_DATA) .pytest_cache
 
-# Pin what the current environment runs (after changing dependencies in pyproject.toml).
+# Pin what the current environment runs (after changing dependencies in pyproject.toml); --all keeps setuptools,
+# which the dev extra needs to build the wheel in tests/test_packaging.py.
 lock: install-test
 	{ echo "# Versions CI tested. Regenerate with \`make lock\` after changing dependencies."; \
-	  $(BIN)/pip freeze --exclude-editable | grep -v '^needle-search'; } > constraints.txt
+	  $(BIN)/pip freeze --all --exclude-editable | grep -v -e '^needle-search' -e '^pip=='; } > constraints.txt

@@ -24,9 +24,8 @@ from haystack.core.serialization import import_class_by_name
 
 from needle.environment import Environment
 from needle.models import MissingModelError
-from needle.settings import PROJECT_ROOT
+from needle.resources import PIPELINES_DIR
 
-PIPELINES_DIR = PROJECT_ROOT / "pipelines"
 ALLOWED_MODULES = ["components", "components.*", "needle", "needle.*", "haystack_integrations.*"]
 _OVERLAY_KEYS = {"extends", "components", "connections", "remove_connections", "set"}
 

@@ -15,7 +15,8 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from needle.http.guards import BodyLimitMiddleware, OriginMiddleware, refuse
-from needle.settings import PROJECT_ROOT, load_settings
+from needle.resources import SERVER_PIPELINES_DIR
+from needle.settings import load_settings
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SERVER_PIPELINES_DIR = PROJECT_ROOT / "server" / "pipelines"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 1416
 TOKEN_ENV = "NEEDLE_API_TOKEN"
