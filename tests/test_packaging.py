@@ -29,10 +29,16 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel of a copy of the working tree, built as `pip install .` builds it (no build isolation: offline)."""
-    source = tmp_path_factory.mktemp("clone") / "needle"
-    shutil.copytree(REPO, source, ignore=NOT_SOURCE)
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the working tree, as a user's clone would hold it."""
+    copy = tmp_path_factory.mktemp("clone") / "needle"
+    shutil.copytree(REPO, copy, ignore=NOT_SOURCE)
+    return copy
+
+
+@pytest.fixture(scope="module")
+def wheel(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel of the copy, built as `pip install .` builds it (no build isolation: offline)."""
     wheels = tmp_path_factory.mktemp("wheels")
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(source)],
@@ -99,12 +105,13 @@ def test_installed_needle_runs_from_outside_the_clone(installed: Path, elsewhere
 
     models = run(installed, elsewhere, "needle", "models")  # from the model packages, as the README's pip user does
     assert models.returncode == 0, models.stderr
-    status = run(installed, elsewhere, "needle", "status")
-    assert status.returncode == 0, status.stderr
     added = run(installed, elsewhere, "needle", "collection", "add", str(notes), "--name", "notes")
     assert added.returncode == 0, added.stderr
     indexed = run(installed, elsewhere, "needle", "index")
     assert indexed.returncode == 0, indexed.stderr
+    status = run(installed, elsewhere, "needle", "status")
+    assert status.returncode == 0, status.stderr
+    assert "notes: 2 files" in status.stdout, status.stdout
     found = run(installed, elsewhere, "needle", "search", "certbot", "--json")
     assert found.returncode == 0, found.stderr
     assert "tls.md" in found.stdout and "pods.md" not in found.stdout
@@ -130,10 +137,8 @@ def test_installed_needle_imports_every_endpoint_wrapper(installed: Path, elsewh
     assert loaded.stdout.split() == expected
 
 
-def test_source_distribution_carries_the_runtime_folders(tmp_path: Path) -> None:
+def test_source_distribution_carries_the_runtime_folders(source: Path, tmp_path: Path) -> None:
     """`python -m build` builds the wheel from the sdist: MANIFEST.in must bring the folders setup.py copies."""
-    source = tmp_path / "needle"
-    shutil.copytree(REPO, source, ignore=NOT_SOURCE)
     script = "import sys; from setuptools import build_meta; print(build_meta.build_sdist(sys.argv[1]))"
     built = subprocess.run([sys.executable, "-c", script, str(tmp_path / "dist")], cwd=source, capture_output=True,
                            text=True, timeout=300)
