@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from needle import output
+from needle.disk import ensure_space
 from needle.errors import classify, is_lock_error
 from needle.evaluation.cli import add_eval_parser, run_eval
 from needle.files import parse_ref
@@ -325,6 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if code is not None:
             return code
         settings = load_settings()
+        ensure_space(settings.data_dir)  # before anything writes through the engine's memory maps (SIGBUS)
         needle = _open(settings, args)
         try:
             return _run(args, needle)

@@ -22,6 +22,7 @@ from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumen
 from haystack.document_stores.types import DuplicatePolicy
 
 from components._checks import QueryVector, check_top_k
+from needle.disk import allocated_mb, ensure_space
 from needle.document_stores._shared import BestScoreRequest, NeedleStoreMixin, VectorQuery, meta_name
 from needle.document_stores.edge.converters import point_id, to_document, to_point
 from needle.document_stores.edge.filters import edge_filter
@@ -250,8 +251,8 @@ class EdgeDocumentStore(NeedleStoreMixin):
     # ----------------------------------------------------------------------------------------------------
     # Opening and closing
 
-    def _shard(self) -> OpenShard:
-        """This store's shard, opened (and its folder locked) on first use."""
+    def _shard(self, always_probe: bool = False) -> OpenShard:
+        """This store's shard, opened (and its folder locked) on first use; see `open_shard` for the probe."""
         opened = self._opened
         if opened is not None and not opened.inherited:
             return opened
@@ -261,7 +262,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
                 self._opened.close()
                 self._opened = None
             if self._opened is None:
-                opened = open_shard(self.path, self._edge_config())
+                opened = open_shard(self.path, self._edge_config(), always_probe)
                 try:
                     self._ensure_indexes(opened)
                 except Exception:
@@ -317,6 +318,8 @@ class EdgeDocumentStore(NeedleStoreMixin):
         :raises DocumentStoreError: When the engine fails to optimise.
         """
         opened = self._shard()
+        # The optimiser writes new segments beside the old ones before it drops them.
+        ensure_space(opened.path, allocated_mb(opened.path))
         with opened.write_lock, _engine_errors("optimize"):
             changed = bool(opened.shard.optimize())
             opened.shard.flush()
@@ -448,6 +451,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
                 for doc_id in clashes:
                     del points[doc_id]
             batch = list(points.values())
+            ensure_space(opened.path, len(batch) * (self.embedding_dim * 4 + 4096) / 2**20)
             with _engine_errors("write documents"):
                 for start in range(0, len(batch), _WRITE_BATCH_SIZE):
                     opened.shard.update(qe.UpdateOperation.upsert_points(batch[start : start + _WRITE_BATCH_SIZE]))
@@ -497,7 +501,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
         """
         if recreate_index:
             try:
-                self._shard()
+                self._shard(always_probe=True)  # a shard the engine would abort on is moved aside unopened
             except IndexDamagedError:
                 set_aside(self.path)
                 self._shard()
