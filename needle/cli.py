@@ -121,6 +121,8 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true")
     check = sub.add_parser("check", help="read the whole index and report damage (exit 1) before a query trips on it")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
+    check.add_argument("--repair", action="store_true",
+                       help="index the files whose data was lost again and delete orphaned data (no rebuild)")
     status = sub.add_parser("status", help="collections, counts, model and index location")
     status.add_argument("--json", action="store_true")
     optimize = sub.add_parser("optimize", help="lay the index out as the `index:` settings say (no re-embedding)")
@@ -240,7 +242,7 @@ def _run(args: argparse.Namespace, needle: Any) -> int:
         done = needle.backup(args.path) if args.command == "backup" else needle.restore(args.path)
         print(output.backup_report(done, args.command, args.json))
     elif args.command == "check":
-        report = needle.check()
+        report = needle.check(repair=args.repair)
         print(output.check_report(report, args.json))
         return 1 if report["problems"] else 0
     elif args.command == "ls":

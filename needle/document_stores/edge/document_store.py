@@ -251,7 +251,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
     # ----------------------------------------------------------------------------------------------------
     # Opening and closing
 
-    def _shard(self, always_probe: bool = False) -> OpenShard:
+    def _shard(self, probe_mode: str = "changed") -> OpenShard:
         """This store's shard, opened (and its folder locked) on first use; see `open_shard` for the probe."""
         opened = self._opened
         if opened is not None and not opened.inherited:
@@ -262,7 +262,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
                 self._opened.close()
                 self._opened = None
             if self._opened is None:
-                opened = open_shard(self.path, self._edge_config(), always_probe)
+                opened = open_shard(self.path, self._edge_config(), probe_mode)
                 try:
                     self._ensure_indexes(opened)
                 except Exception:
@@ -357,6 +357,18 @@ class EdgeDocumentStore(NeedleStoreMixin):
             copy_shard(self._shard().path, target)
         logger.info("Copied {count} documents from {path} to {target}", count=count, path=self.path, target=target)
         return count
+
+    def verify(self) -> dict[str, int]:
+        """
+        Read every stored point with its payload and vectors, and search each kind of vector once; a store not
+        open yet is first opened and read in a child process, where a crash of the engine cannot end this one.
+
+        :returns: `points` read, `counted` by the engine, `without_dense` and `without_sparse` vectors.
+        :raises IndexDamagedError: When the store's files cannot be read, or the engine crashed reading them.
+        """
+        if self._opened is None or self._opened.inherited:
+            self._shard(probe_mode="read")
+        return super().verify()
 
     def close(self) -> None:
         """Flush and close the shard and unlock the folder; the store reopens on next use."""
@@ -496,12 +508,13 @@ class EdgeDocumentStore(NeedleStoreMixin):
         Delete every document.
 
         :param recreate_index: Also drop the shard and create it afresh with this store's configuration
-            (vectors and indexes); a query running in another thread at that moment fails. A shard that
-            cannot be opened (damaged files) is moved aside (`<folder>.damaged-<time>`) and a new one created.
+            (vectors and indexes); a query running in another thread at that moment fails. A shard not open
+            yet is opened in a child process first; one that cannot be opened there (damaged files, or the
+            engine crashes on them) is moved aside unopened (`<folder>.damaged-<time>`) and a new one created.
         """
         if recreate_index:
             try:
-                self._shard(always_probe=True)  # a shard the engine would abort on is moved aside unopened
+                self._shard(probe_mode="open")  # a shard the engine would abort on is moved aside unopened
             except IndexDamagedError:
                 set_aside(self.path)
                 self._shard()

@@ -38,6 +38,8 @@ from needle.document_stores.protocol import IndexDamagedError
 logger = logging.getLogger(__name__)
 
 LOCK_FILE_NAME = ".edge_document_store.lock"
+# When `open_shard` opens a folder in a child process first (see there).
+PROBE_MODES = ("changed", "open", "read")
 # Files in a shard's folder that are Needle's, not the engine's.
 _NOT_THE_SHARDS = frozenset({LOCK_FILE_NAME})
 
@@ -140,16 +142,17 @@ class OpenShard:
         logger.info("Closed the index at {path}", path=self.path)
 
 
-def open_shard(path: str, config: Any, always_probe: bool = False) -> OpenShard:
+def open_shard(path: str, config: Any, probe_mode: str = "changed") -> OpenShard:
     """
     Open the shard in `path` (created with `config` when the folder holds none), locking the folder.
 
-    A folder that is not as its last clean close left it (or any, with `always_probe`) is opened in a child
-    process first, so that damage on which the engine aborts is reported instead of killing this process.
+    A folder that is not as its last clean close left it is opened in a child process first, so that damage
+    on which the engine aborts is reported instead of killing this process.
 
     :param path: The store folder; created when missing.
     :param config: The engine configuration (`qdrant_edge.EdgeConfig`).
-    :param always_probe: Probe in a child process even a folder closed cleanly.
+    :param probe_mode: When to open the folder in a child process first: `changed` (not as sealed at its last
+        clean close), `open` (always), `read` (always, and read every point there too).
     :returns: The open shard, owned by the caller.
     :raises StoreLockedError: When the folder is open in another process or by another store object.
     :raises DiskFullError: When the disk holding the folder is too full to open it safely.
@@ -162,9 +165,11 @@ def open_shard(path: str, config: Any, always_probe: bool = False) -> OpenShard:
     lock_fd = _lock_folder(real)
     try:
         sealed = unseal(real, _NOT_THE_SHARDS)
-        if _has_data(real) and (always_probe or not sealed):
-            logger.info("Opening {path} in a child process first (not closed cleanly, or changed since)", path=real)
-            failure = probe(real)
+        if probe_mode not in PROBE_MODES:
+            raise ValueError(f"probe_mode must be one of {', '.join(PROBE_MODES)}, got {probe_mode!r}")
+        if _has_data(real) and (probe_mode != "changed" or not sealed):
+            logger.info("Opening {path} in a child process first ({mode})", path=real, mode=probe_mode)
+            failure = probe(real, read_all=probe_mode == "read")
             if failure is not None:
                 raise IndexDamagedError(real, failure)
         shard = _open_or_create(real, config)
