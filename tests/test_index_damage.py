@@ -237,9 +237,3 @@ def test_check_repair_heals_lost_and_orphaned_data_without_a_rebuild(damaged_cop
     finally:
         gone.write_text(moved, encoding="utf-8")
 
-
-@pytest.mark.integration
-def test_check_reads_the_write_ahead_log(damaged_copy, capsys):
-    data = damaged_copy("provenance", "none")
-    code, out, _ = run(capsys, "check", "--json")
-    assert code == 0 and json.loads(out)["stores"]["chunks"]["wal_entries"] >= 1
