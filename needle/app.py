@@ -603,6 +603,11 @@ class Needle:
             for kind in ("dense", "sparse"):
                 if found[f"without_{kind}"]:
                     problems.append(f"{role}: {found[f'without_{kind}']} points without a {kind} vector")
+            if found.get("wal_unreadable"):
+                problems.append(
+                    f"{role}: {found['wal_unreadable']} entries of its write-ahead log lie past garbled bytes "
+                    "(the engine drops them without a word)"
+                )
         findings = consistency.Findings()
         if len(stores) == 2:
             roots = {c.name: c.root for c in self.collections.load().values()}

@@ -237,3 +237,19 @@ def test_check_repair_heals_lost_and_orphaned_data_without_a_rebuild(damaged_cop
     finally:
         gone.write_text(moved, encoding="utf-8")
 
+
+
+@pytest.mark.integration
+def test_check_finds_garbled_bytes_inside_the_write_ahead_log_and_rebuild_heals_them(damaged_copy, capsys):
+    data = damaged_copy("provenance", "none")
+    segment = data / "index" / "edge" / "wal" / "open-1"
+    raw = bytearray(segment.read_bytes())
+    length = int.from_bytes(raw[8:16], "little")
+    second = 8 + 8 + length + ((4 - length) & 7) + 4
+    for i in range(second + 16, second + 80):  # 64 flipped bytes
+        raw[i] ^= 0xFF
+    segment.write_bytes(bytes(raw))
+    code, out, _ = run(capsys, "check")
+    assert code == 1 and "write-ahead log" in out and "needle index --rebuild" in out
+    assert run(capsys, "index", "--rebuild")[0] == 0
+    assert run(capsys, "check")[0] == 0

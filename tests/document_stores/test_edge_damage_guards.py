@@ -1,4 +1,4 @@
-"""What guards an open of the embedded store: the clean-close seal, the child-process probe, the free-space check.
+"""What guards the embedded store: the clean-close seal, the child-process probe, free space, the log reader.
 
 Real Qdrant Edge shards in temporary folders, a few tiny documents, no models.
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import glob
 import os
+import struct
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from needle import disk
 from needle.document_stores.edge import shards
 from needle.document_stores.edge.document_store import EdgeDocumentStore
 from needle.document_stores.edge.seal import SEAL_FILE_NAME
+from needle.document_stores.edge.wal import read_wal
 from needle.document_stores.protocol import IndexDamagedError
 
 DIM = 4
@@ -144,3 +146,44 @@ class TestFreeSpace:
         assert disk.is_disk_full(OSError(errno.ENOSPC, "No space left on device"))
         assert disk.is_disk_full(sqlite3.OperationalError("database or disk is full"))
         assert not disk.is_disk_full(OSError(errno.EACCES, "Permission denied"))
+
+
+def garble_second_wal_entry(folder: Path) -> None:
+    """Flip 64 bytes from the data of the log's second entry on (its CRC and the next header may go too)."""
+    segment = folder / "wal" / "open-1"
+    data = bytearray(segment.read_bytes())
+    (length,) = struct.unpack_from("<Q", data, 8)
+    second = 8 + 8 + length + ((4 - length) & 7) + 4
+    for i in range(second + 16, second + 80):
+        data[i] ^= 0xFF
+    segment.write_bytes(bytes(data))
+
+
+class TestWriteAheadLog:
+    def test_a_sound_log_reads_to_its_end(self, tmp_path):
+        folder = _filled(tmp_path / "edge")
+        log = read_wal(str(folder))
+        assert log.entries >= 2 and log.unreadable == 0
+
+    def test_entries_past_garbled_bytes_are_found_though_the_engine_drops_them_silently(self, tmp_path):
+        folder = _filled(tmp_path / "edge")
+        store = _store(folder)
+        store.write_documents([Document(id="late", content="late", embedding=[0.0, 1.0, 0.0, 0.0])])
+        store.close()
+        garble_second_wal_entry(folder)
+        log = read_wal(str(folder))
+        assert log.unreadable >= 1 and log.damaged_segments == ("open-1",)
+        store = _store(folder)
+        assert store.verify()["wal_unreadable"] == log.unreadable
+        store.close()
+
+    def test_a_torn_last_write_is_not_damage(self, tmp_path):
+        folder = _filled(tmp_path / "edge")
+        segment = folder / "wal" / "open-1"
+        data = bytearray(segment.read_bytes())
+        offset, last = 8, 8
+        while (length := struct.unpack_from("<Q", data, offset)[0]) != 0:
+            last, offset = offset, offset + 8 + length + ((4 - length) & 7) + 4
+        data[last + 9] ^= 0xFF
+        segment.write_bytes(bytes(data))
+        assert read_wal(str(folder)).unreadable == 0

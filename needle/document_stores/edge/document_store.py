@@ -37,6 +37,7 @@ from needle.document_stores.edge.schema import (
     missing_indexes,
     search_params,
 )
+from needle.document_stores.edge.wal import read_wal
 from needle.document_stores.edge.shards import OpenShard, copy_shard, open_shard, set_aside
 from needle.document_stores.protocol import IndexDamagedError
 
@@ -363,12 +364,18 @@ class EdgeDocumentStore(NeedleStoreMixin):
         Read every stored point with its payload and vectors, and search each kind of vector once; a store not
         open yet is first opened and read in a child process, where a crash of the engine cannot end this one.
 
-        :returns: `points` read, `counted` by the engine, `without_dense` and `without_sparse` vectors.
+        The write-ahead log is read too (`wal.py`): entries past bytes garbled inside it, which the engine
+        would drop without a word, are counted in `wal_unreadable`.
+
+        :returns: `points` read, `counted` by the engine, `without_dense` and `without_sparse` vectors,
+            `wal_entries` read and `wal_unreadable`.
         :raises IndexDamagedError: When the store's files cannot be read, or the engine crashed reading them.
         """
         if self._opened is None or self._opened.inherited:
             self._shard(probe_mode="read")
-        return super().verify()
+        found = super().verify()
+        log = read_wal(self._shard().path)
+        return {**found, "wal_entries": log.entries, "wal_unreadable": log.unreadable}
 
     def close(self) -> None:
         """Flush and close the shard and unlock the folder; the store reopens on next use."""
