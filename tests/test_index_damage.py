@@ -2,7 +2,10 @@
 query would trip on, and `needle index --rebuild` heals it from the notes.
 
 The corruption matrix damages one kind of index file at a time (truncated, emptied, garbled) in a copy of a
-small real index, then runs the commands in-process as a shell would.
+small real index, then runs the commands in-process as a shell would. Beyond it: an id tracker the engine
+aborts on (the first command runs in a process of its own, so that a regression fails the test instead of
+ending the run), a chunk store whose segments and log are gone behind the stat record's back, orphaned
+data, and 64 garbled bytes inside the write-ahead log.
 """
 
 from __future__ import annotations
