@@ -24,13 +24,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from needle.disk import ensure_space  # noqa: E402
-from needle.document_stores.edge.document_store import EdgeDocumentStore  # noqa: E402
-from needle.document_stores.edge.probe import probe  # noqa: E402
-from needle.document_stores.edge.seal import SEAL_FILE_NAME, seal, unseal  # noqa: E402
-from needle.document_stores.edge.shards import LOCK_FILE_NAME  # noqa: E402
-from needle.models import embedding_dim  # noqa: E402
-from needle.settings import load_settings  # noqa: E402
+from needle.disk import ensure_space
+from needle.document_stores.edge.document_store import EdgeDocumentStore
+from needle.document_stores.edge.probe import probe
+from needle.document_stores.edge.seal import SEAL_FILE_NAME, seal, unseal
+from needle.document_stores.edge.shards import LOCK_FILE_NAME
+from needle.models import embedding_dim
+from needle.settings import load_settings
 
 SKIP = frozenset({LOCK_FILE_NAME})
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from needle.file_records import UNREAD, FileRecords, split_key
 
-_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n.*?\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n.*?\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 
 

@@ -37,8 +37,8 @@ from needle.document_stores.edge.schema import (
     missing_indexes,
     search_params,
 )
-from needle.document_stores.edge.wal import read_wal
 from needle.document_stores.edge.shards import OpenShard, copy_shard, open_shard, set_aside
+from needle.document_stores.edge.wal import read_wal
 from needle.document_stores.protocol import IndexDamagedError
 
 logger = logging.getLogger(__name__)
