@@ -73,7 +73,7 @@ class TestCompare:
         assert lost == {"notes:a.md": "all its chunks missing", "notes:b.md": "its whole-file document missing"}
 
     def test_a_frontmatter_only_note_without_chunks_is_not_loss_but_a_note_with_a_body_is(self, index):
-        chunk_store, file_store, records, notes = index
+        _, _, records, notes = index
         (notes / "empty.md").write_text("---\ntitle: only frontmatter\n---\n\n", encoding="utf-8")
         (notes / "body.md").write_text("---\ntitle: t\n---\nA body.\n", encoding="utf-8")
         records.put([("notes", "empty.md", STAT, "x"), ("notes", "body.md", STAT, "y")])
@@ -88,7 +88,7 @@ class TestCompare:
     def test_data_of_a_file_neither_recorded_nor_on_disk_is_orphaned(self, index):
         _indexed(index, "gone.md", 2)
         _indexed(index, "unrecorded.md", 1)
-        chunk_store, file_store, records, notes = index
+        _, _, records, notes = index
         (notes / "gone.md").unlink()
         records.forget([("notes", "gone.md"), ("notes", "unrecorded.md")])
         found = _compare(index)
@@ -97,7 +97,7 @@ class TestCompare:
     def test_forget_makes_the_next_run_read_lost_files_and_compare_orphans_in_full(self, index):
         _indexed(index, "a.md", 2)
         _indexed(index, "gone.md", 1)
-        chunk_store, file_store, records, notes = index
+        _, _, records, notes = index
         records.mark_listed(["notes"])
         index[0].delete_documents(["notes:a.md#0", "notes:a.md#1"])
         (notes / "gone.md").unlink()
