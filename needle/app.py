@@ -13,17 +13,18 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 from haystack import Pipeline
 from haystack.core.errors import PipelineRuntimeError
 from haystack.document_stores.errors import DocumentStoreError
 
-from needle import index_info
+from needle import consistency, index_info
 from needle.collections import CollectionError, CollectionRegistry
 from needle.environment import Environment, records_file
 from needle.readiness import unready_hints
-from needle.file_records import FileRecords
+from needle.file_records import FileRecords, split_key
 from needle.errors import LLMError, llm_error, root_cause
 from needle.files import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES, FileAccess
 from needle.formats import Extractor, Limits
@@ -569,17 +570,27 @@ class Needle:
         after = set(self.settings.index_dir.glob("*.damaged-*"))
         return sorted(str(path) for path in after - before)
 
-    def check(self) -> dict[str, Any]:
+    def check(self, repair: bool = False) -> dict[str, Any]:
         """
         Read the whole index: the provenance, every chunk and whole file with its vectors, one search per kind
-        of vector; report the damage a query would trip on before it does (`needle check`).
+        of vector; report the damage a query would trip on before it does (`needle check`). Compare the chunk
+        store, the file store and the stat record (`needle.consistency`): files whose data is lost are
+        forgotten by the record, so that the next `needle index` reads them again, and collections holding
+        orphaned data are compared in full by it.
 
         Index runs wait for it (and it for them): points written between counting and reading are not damage.
 
-        :returns: `problems` (empty for a sound index), what each store held and the seconds it took.
+        :param repair: Heal what can be healed without a rebuild: index the lost files again now and delete
+            the orphaned data, then check again (`repaired` says what was done).
+        :returns: `problems` (empty for a sound index), `lost` and `orphaned` files, what each store held and
+            the seconds it took.
         """
         with self._index_lock:
-            return self._check()
+            report = self._check()
+            if repair and (report["lost"] or report["orphaned"]) and not report["damaged"]:
+                repaired = self._repair(report["lost"], report["orphaned"])
+                report = {**self._check(), "repaired": repaired}
+            return report
 
     def _check(self) -> dict[str, Any]:
         """`check` with the index lock held."""
@@ -601,7 +612,39 @@ class Needle:
             for kind in ("dense", "sparse"):
                 if found[f"without_{kind}"]:
                     problems.append(f"{role}: {found[f'without_{kind}']} points without a {kind} vector")
-        return {"problems": problems, "stores": stores, "seconds": round(time.perf_counter() - started, 2)}
+            if found.get("wal_unreadable"):
+                problems.append(
+                    f"{role}: {found['wal_unreadable']} entries of its write-ahead log lie past garbled bytes "
+                    "(the engine drops them without a word)"
+                )
+        findings = consistency.Findings()
+        if len(stores) == 2:
+            roots = {c.name: c.root for c in self.collections.load().values()}
+            findings = consistency.compare(self.store, self.file_store, self.records, roots)
+            consistency.forget(findings, self.records)
+        return {
+            "problems": problems + findings.problems(),
+            "damaged": bool(problems),
+            "lost": sorted(findings.lost),
+            "orphaned": sorted(findings.orphaned),
+            "stores": stores,
+            "seconds": round(time.perf_counter() - started, 2),
+        }
+
+    def _repair(self, lost: list[str], orphaned: list[str]) -> dict[str, Any]:
+        """Delete the orphaned files' data and index the lost files again (only those)."""
+        roots = {c.name: c.root for c in self.collections.load().values()}
+        deleted = 0
+        if orphaned:
+            where = {"field": "meta.source_doc_id", "operator": "in", "value": orphaned}
+            deleted = sum(int(store.delete_by_filter(where) or 0) for store in (self.store, self.file_store))
+        paths = [str(Path(roots[name]).expanduser() / path) for name, path in map(split_key, lost)]
+        indexed = self._index(None, False, None, paths, None) if paths else None
+        return {
+            "reindexed": len(paths),
+            "chunks_embedded": indexed["chunks_embedded"] if indexed else 0,
+            "orphans_deleted": deleted,
+        }
 
     def optimize(self) -> dict[str, Any]:
         """

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from needle import output
+from needle.disk import ensure_space
 from needle.errors import classify, is_lock_error
 from needle.evaluation.cli import add_eval_parser, run_eval
 from needle.files import parse_ref
@@ -136,6 +137,8 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true")
     check = sub.add_parser("check", help="read the whole index and report damage (exit 1) before a query trips on it")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
+    check.add_argument("--repair", action="store_true",
+                       help="index the files whose data was lost again and delete orphaned data (no rebuild)")
     status = sub.add_parser("status", help="collections, counts, model and index location")
     status.add_argument("--json", action="store_true")
     optimize = sub.add_parser("optimize", help="lay the index out as the `index:` settings say (no re-embedding)")
@@ -257,7 +260,7 @@ def _run(args: argparse.Namespace, needle: Any) -> int:
         done = needle.backup(args.path) if args.command == "backup" else needle.restore(args.path)
         print(output.backup_report(done, args.command, args.json))
     elif args.command == "check":
-        report = needle.check()
+        report = needle.check(repair=args.repair)
         print(output.check_report(report, args.json))
         return 1 if report["problems"] else 0
     elif args.command == "ls":
@@ -343,6 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if code is not None:
             return code
         settings = load_settings()
+        ensure_space(settings.data_dir)  # before anything writes through the engine's memory maps (SIGBUS)
         needle = _open(settings, args)
         try:
             return _run(args, needle)

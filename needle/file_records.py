@@ -178,6 +178,13 @@ class FileRecords:
             with self._connect() as db:
                 db.executemany("INSERT OR REPLACE INTO signatures VALUES (?, '1')", [(f"listed:{n}",) for n in names])
 
+    def unmark_listed(self, collections: Iterable[str]) -> None:
+        """Undo `mark_listed`: the next full run compares these collections with the index in full again."""
+        names = list(collections)
+        if names and self.path.exists():
+            with self._connect() as db:
+                db.executemany("DELETE FROM signatures WHERE key = ?", [(f"listed:{n}",) for n in names])
+
     def listed(self, collection: str) -> bool:
         """Whether every indexed file of the collection has a row (see `mark_listed`)."""
         if not self.path.exists():
