@@ -388,19 +388,29 @@ class Needle:
             warnings=warnings(output),
         )
 
-    def query_languages(self, collections: list[str] | None = None) -> list[str]:
+    def query_languages(self, collections: list[str] | None = None) -> dict[str, int]:
         """
-        The languages a query is analysed in for keyword search: those of the collections searched (for an
-        `auto` collection, the languages its files were found in when indexed).
+        The languages of the chunks a query searches, for keyword search: language → how many chunks are in
+        it (an `auto` collection's as counted when it was last indexed; a declared one's all in its language).
+        The query embedder analyses a query in the main ones and the query's own (`FastembedSparseQueryEmbedder`).
         """
-        found = (index_info.read(self.settings) or {}).get("languages", {})
-        languages: set[str] = set()
+        found = index_info.languages(self.settings)
+        counts: dict[str, int] = {}
         for collection in self.collections.select(collections):
-            if collection.language == AUTO:
-                languages.update(found.get(collection.name) or [DEFAULT_LANGUAGE])
-            else:
-                languages.add(collection.language)
-        return sorted(languages)
+            held = found.get(collection.name) or {DEFAULT_LANGUAGE: 1}
+            if collection.language != AUTO:
+                held = {collection.language: sum(held.values())}
+            for language, n in held.items():
+                counts[language] = counts.get(language, 0) + n
+        return dict(sorted(counts.items()))
+
+    def main_languages(self) -> dict[str, str]:
+        """Collection → the language most of its chunks were in when last indexed (what unclear files take)."""
+        return {
+            name: max(sorted(held), key=held.__getitem__)
+            for name, held in index_info.languages(self.settings).items()
+            if held
+        }
 
     def _request(
         self,
@@ -506,6 +516,7 @@ class Needle:
             self._delete_collections("not in", list(self.collections.load())) if not names and paths is None else 0
         )
         graph = self.pipeline(INGEST, overrides)
+        main_languages = self.main_languages()
         report = _IndexReport([c.name for c in selected])
         after: list[str] | None = None
         reported = {"scanner", "reader", "converter", "chunker", "differ", "reuse", "file_reuse", "writer", "file_writer"}
@@ -518,8 +529,10 @@ class Needle:
                 "writer": {"optimize": False},
                 "file_writer": {"optimize": False},
             }
+            run = _with_languages(graph, run, {c.name: c.language for c in selected})
+            run = _with_languages(graph, run, main_languages, socket="main_languages")
             output = graph.run(
-                _with_languages(graph, run, {c.name: c.language for c in selected}),
+                run,
                 include_outputs_from=reported,
             )
             report.add(output)
@@ -537,7 +550,7 @@ class Needle:
                 if getattr(writer, "optimize", False) and hasattr(writer.document_store, "optimize"):
                     writer.document_store.optimize()
             languages = {
-                c.name: sorted(self.store.count_values("language", {"field": "meta.collection", "operator": "==", "value": c.name}))
+                c.name: self.store.count_values("language", {"field": "meta.collection", "operator": "==", "value": c.name})
                 for c in selected
             }
         index_info.record(self.settings, ingest, optimized=report.changed, languages=languages)
@@ -844,12 +857,12 @@ class _IndexReport:
         }
 
 
-def _with_languages(graph: Pipeline, run_data: dict[str, Any], languages: Any) -> dict[str, Any]:
-    """Run data with `languages` given to every component that takes it as a free input (the BM25 embedders)."""
-    takers = [name for name, sockets in graph.inputs().items() if "languages" in sockets]
+def _with_languages(graph: Pipeline, run_data: dict[str, Any], languages: Any, socket: str = "languages") -> dict[str, Any]:
+    """Run data with `languages` given to every component that takes it as a free input `socket` (the BM25 embedders)."""
+    takers = [name for name, sockets in graph.inputs().items() if socket in sockets]
     if not takers:
         return run_data
-    return {**run_data, **{name: {**run_data.get(name, {}), "languages": languages} for name in takers}}
+    return {**run_data, **{name: {**run_data.get(name, {}), socket: languages} for name in takers}}
 
 
 __all__ = ["Needle", "CollectionError", "LLMError"]
