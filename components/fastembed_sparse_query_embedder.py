@@ -38,7 +38,18 @@ class FastembedSparseQueryEmbedder(FastembedSparseTextEmbedder):
     ```
     """
 
-    def __init__(self, *args: Any, min_share: float = 0.1, compounds: str = "affixes", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        model: str = "prithivida/Splade_PP_en_v1",
+        cache_dir: str | None = None,
+        threads: int | None = None,
+        progress_bar: bool = True,
+        parallel: int | None = None,
+        local_files_only: bool = False,
+        model_kwargs: dict[str, Any] | None = None,
+        min_share: float = 0.1,
+        compounds: str = "affixes",
+    ) -> None:
         """
         Create the embedder: `FastembedSparseTextEmbedder`'s parameters, and
 
@@ -48,7 +59,10 @@ class FastembedSparseQueryEmbedder(FastembedSparseTextEmbedder):
             as the documents were embedded.
         :raises ValueError: When `min_share` is not in [0, 1] or `compounds` is unknown.
         """
-        super().__init__(*args, **kwargs)
+        FastembedSparseTextEmbedder.__init__(
+            self, model=model, cache_dir=cache_dir, threads=threads, progress_bar=progress_bar, parallel=parallel,
+            local_files_only=local_files_only, model_kwargs=model_kwargs,
+        )
         if not 0.0 <= min_share <= 1.0:
             raise ValueError(f"min_share must be between 0 and 1, got {min_share}")
         self.min_share = min_share
@@ -56,7 +70,7 @@ class FastembedSparseQueryEmbedder(FastembedSparseTextEmbedder):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component: the parent's parameters, `min_share` and `compounds`."""
-        data = super().to_dict()
+        data = FastembedSparseTextEmbedder.to_dict(self)
         data["init_parameters"].update(min_share=self.min_share, compounds=self.compounds)
         return data
 

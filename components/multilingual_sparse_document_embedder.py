@@ -9,7 +9,7 @@ from haystack_integrations.components.embedders.fastembed import FastembedSparse
 from components._lazy import LoadsOnFirstUse
 from components._sparse_languages import is_bm25, language_backend
 from components._vectors import shared_sparse
-from needle.languages import AUTO, CLEAR, DEFAULT, check_compounds, check_language, chunk_language, identify, prepare
+from needle.languages import AUTO, CHUNK_CLEAR, CLEAR, DEFAULT, check_compounds, check_language, chunk_language, identify, prepare
 
 logger = logging.getLogger(__name__)
 
@@ -45,19 +45,36 @@ class MultilingualSparseDocumentEmbedder(LoadsOnFirstUse, FastembedSparseDocumen
     ```
     """
 
-    def __init__(self, *args: Any, compounds: str = "affixes", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        model: str = "prithivida/Splade_PP_en_v1",
+        cache_dir: str | None = None,
+        threads: int | None = None,
+        batch_size: int = 32,
+        progress_bar: bool = True,
+        parallel: int | None = None,
+        local_files_only: bool = False,
+        meta_fields_to_embed: list[str] | None = None,
+        embedding_separator: str = "\n",
+        model_kwargs: dict[str, Any] | None = None,
+        compounds: str = "affixes",
+    ) -> None:
         """
         Create the embedder: `FastembedSparseDocumentEmbedder`'s parameters, and
 
         :param compounds: How German compounds are reached from their parts (`needle.languages.COMPOUNDS`).
         :raises ValueError: When `compounds` is unknown.
         """
-        super().__init__(*args, **kwargs)
+        FastembedSparseDocumentEmbedder.__init__(
+            self, model=model, cache_dir=cache_dir, threads=threads, batch_size=batch_size, progress_bar=progress_bar,
+            parallel=parallel, local_files_only=local_files_only, meta_fields_to_embed=meta_fields_to_embed,
+            embedding_separator=embedding_separator, model_kwargs=model_kwargs,
+        )
         self.compounds = check_compounds(compounds)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component: the parent's parameters and `compounds`."""
-        data = super().to_dict()
+        data = FastembedSparseDocumentEmbedder.to_dict(self)
         data["init_parameters"]["compounds"] = self.compounds
         return data
 
@@ -125,9 +142,12 @@ class MultilingualSparseDocumentEmbedder(LoadsOnFirstUse, FastembedSparseDocumen
                     whole[source] = doc.content or ""
                 texts.setdefault(source, []).append(doc.content or "")
         told: dict[str, str | None] = {}
+        mixed: set[str] = set()
         for source, parts in texts.items():
             language, p = identify(whole[source] if source in whole else "\n\n".join(parts))
             told[source] = language if p >= CLEAR else None
+            if p < CHUNK_CLEAR:
+                mixed.add(source)
         majority: dict[str, dict[str, int]] = {}
         for doc in documents:
             language = told.get(_source(doc)) if _source(doc) in told else None
@@ -142,7 +162,7 @@ class MultilingualSparseDocumentEmbedder(LoadsOnFirstUse, FastembedSparseDocumen
                 batch = majority.get(collection)
                 fallback = main.get(collection) or (max(sorted(batch), key=batch.__getitem__) if batch else DEFAULT)
                 language = told[_source(doc)] or fallback
-                if doc.meta.get("kind") != "file":
+                if doc.meta.get("kind") != "file" and _source(doc) in mixed:
                     language = chunk_language(doc.content or "", language)
             chosen.append(language)
         return chosen
