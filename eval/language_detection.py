@@ -35,7 +35,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from needle.languages import CLEAR, LANGUAGES, identify  # noqa: E402
+from needle.languages import CLEAR, LANGUAGES, identify, script_language  # noqa: E402
 
 RESULTS = ROOT / "eval" / "results" / "language_detection.json"
 SCIFACT = Path("/work/shared/datasets/scifact")
@@ -96,9 +96,9 @@ def lingua_detector() -> Callable[[str], tuple[str | None, float]]:
     detector = LanguageDetectorBuilder.from_languages(*back).with_preloaded_language_models().build()
 
     def detect(text: str) -> tuple[str | None, float]:
-        language, p = identify(text, among=("chinese", "japanese", "korean"))  # script rule only
+        language = script_language(text)
         if language is not None:
-            return language, p
+            return language, 1.0
         values = detector.compute_language_confidence_values(text)
         if not values:
             return None, 0.0

@@ -231,13 +231,21 @@ def _samples(text: str) -> list[str]:
     return [text[start : start + _SAMPLE] for start in starts]
 
 
+def script_language(text: str) -> str | None:
+    """Chinese, Japanese or Korean when a text is written mostly in their scripts (kana: Japanese, Hangul: Korean)."""
+    letters = len(_LETTER.findall(text))
+    if not letters or len(_CJK_CHAR.findall(text)) / letters < _CJK_SHARE:
+        return None
+    return "japanese" if _KANA_CHAR.search(text) else "korean" if _HANGUL_CHAR.search(text) else "chinese"
+
+
 def _distribution(sample: str) -> dict[str, float]:
     """Language → probability of one stretch of text (CJK by script)."""
-    letters = len(_LETTER.findall(sample))
-    if not letters:
+    if not _LETTER.search(sample):
         return {}
-    if len(_CJK_CHAR.findall(sample)) / letters >= _CJK_SHARE:
-        return {"japanese" if _KANA_CHAR.search(sample) else "korean" if _HANGUL_CHAR.search(sample) else "chinese": 1.0}
+    cjk = script_language(sample)
+    if cjk is not None:
+        return {cjk: 1.0}
     return {_BY_CODE[code]: p for code, p in _load().rank(sample) if code in _BY_CODE}
 
 
@@ -320,5 +328,5 @@ def main_languages(counts: Mapping[str, int], min_share: float) -> list[str]:
 __all__ = [
     "AUTO", "CJK", "CLEAR", "COMPOUNDS", "DEFAULT", "FOLDED", "ISO_CODES", "LANGUAGES", "SNOWBALL", "FoldingStemmer",
     "bm25_kwargs", "check_compounds", "check_language", "chunk_language", "cjk_pairs", "compound_parts", "detect",
-    "fold", "identify", "main_languages", "prepare",
+    "fold", "identify", "main_languages", "prepare", "script_language",
 ]
