@@ -111,11 +111,21 @@ def letters(text: str) -> int:
     return sum(c.isalpha() for c in text)
 
 
+THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
+
+
 def score(detect: Callable[[str], tuple[str | None, float]], texts: list[tuple[str, str]]) -> dict[str, Any]:
-    """Accuracy, clearly wrong share and speed of a detector over labelled texts."""
+    """Accuracy, clearly wrong share (at `CLEAR` and other thresholds) and speed of a detector over labelled texts."""
     started = time.perf_counter()
     told = [detect(text) for text, _ in texts]
     seconds = time.perf_counter() - started
+    thresholds = {
+        str(t): {
+            "clear": round(sum(p >= t for _, p in told) / max(len(texts), 1), 4),
+            "clear_and_wrong": round(sum(p >= t and lang != truth for (lang, p), (_, truth) in zip(told, texts, strict=True)) / max(len(texts), 1), 4),
+        }
+        for t in THRESHOLDS
+    }
     right = [language == truth for (language, _), (_, truth) in zip(told, texts, strict=True)]
     clear_wrong = [p >= CLEAR and language != truth for (language, p), (_, truth) in zip(told, texts, strict=True)]
     clear = [p >= CLEAR for _, p in told]
@@ -131,6 +141,7 @@ def score(detect: Callable[[str], tuple[str | None, float]], texts: list[tuple[s
         "clear_and_wrong": round(sum(clear_wrong) / max(len(texts), 1), 4),
         "clear_and_wrong_count": sum(clear_wrong),
         "ms_per_1000": round(1000 * seconds / max(len(texts), 1) * 1000, 1),
+        "thresholds": thresholds,
         "wrong_examples": wrong[:8],
     }
 
@@ -193,6 +204,11 @@ def main() -> int:
                 f"| {name} | {set_name} | {row['texts']} | {row['accuracy']:.3f} | {row['clear']:.3f} | "
                 f"{row['clear_and_wrong']:.4f} ({row['clear_and_wrong_count']}) | {row['ms_per_1000']:.0f} |"
             )
+    lines += ["", "py3langid by threshold (told clearly / clearly wrong):", "| set | " + " | ".join(map(str, THRESHOLDS)) + " |",
+              "|---|" + "---|" * len(THRESHOLDS)]
+    for set_name, row in results["detectors"].get("py3langid", {}).get("sets", {}).items():
+        cells = [f"{row['thresholds'][str(t)]['clear']:.3f} / {row['thresholds'][str(t)]['clear_and_wrong']:.4f}" for t in THRESHOLDS]
+        lines.append(f"| {set_name} | " + " | ".join(cells) + " |")
     loads = ", ".join(f"{name} {found['load_seconds']} s" for name, found in results["detectors"].items())
     cost = results["index_cost"]
     print("\n".join(lines))
