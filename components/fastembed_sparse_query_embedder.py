@@ -47,7 +47,7 @@ class FastembedSparseQueryEmbedder(FastembedSparseTextEmbedder):
         parallel: int | None = None,
         local_files_only: bool = False,
         model_kwargs: dict[str, Any] | None = None,
-        min_share: float = 0.1,
+        min_share: float = 0.2,
         compounds: str = "affixes",
     ) -> None:
         """

@@ -88,7 +88,10 @@ def py3langid_detector() -> Callable[[str], tuple[str | None, float]]:
 
 def lingua_detector() -> Callable[[str], tuple[str | None, float]]:
     """lingua-language-detector over the same languages (both Norwegian written forms), CJK by script too."""
-    from lingua import Language, LanguageDetectorBuilder
+    try:
+        from lingua import Language, LanguageDetectorBuilder
+    except ImportError:
+        raise SystemExit("--detector lingua needs lingua-language-detector: pip install -c constraints.txt lingua-language-detector") from None
 
     names = {language: [language.upper()] for language in LANGUAGES}
     names["norwegian"] = ["BOKMAL", "NYNORSK"]

@@ -541,14 +541,16 @@ class Needle:
                 progress(report.as_dict(time.perf_counter() - started))
             if after is None:
                 break
-        # The writers optimise once, after the last batch; the languages the collections' chunks are in now
-        # tell the query side how to analyse queries.
+        # The writers optimise once, after the last batch; how many of the collections' chunks are in each
+        # language now tells the query side how to analyse queries (counted again after every change, and
+        # once for an index that recorded only the languages' names).
         languages = None
         if report.changed:
             for name in ("writer", "file_writer"):
                 writer = graph.get_component(name)
                 if getattr(writer, "optimize", False) and hasattr(writer.document_store, "optimize"):
                     writer.document_store.optimize()
+        if report.changed or index_info.languages_uncounted(self.settings):
             languages = {
                 c.name: self.store.count_values("language", {"field": "meta.collection", "operator": "==", "value": c.name})
                 for c in selected

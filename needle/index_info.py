@@ -181,6 +181,11 @@ def languages(settings: Settings) -> dict[str, dict[str, int]]:
     return _counts((read(settings) or {}).get("languages"))
 
 
+def languages_uncounted(settings: Settings) -> bool:
+    """Whether the index recorded its collections' languages without their chunk counts (built before counts)."""
+    return any(isinstance(found, list) for found in ((read(settings) or {}).get("languages") or {}).values())
+
+
 def _counts(recorded: Any) -> dict[str, dict[str, int]]:
     """Recorded languages as counts; an index recorded before counts (a list per collection) counts each once."""
     counts: dict[str, dict[str, int]] = {}

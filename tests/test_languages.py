@@ -158,6 +158,15 @@ class TestKeywordSearchInOtherLanguages:
         needle.index(["en"])  # the collection's languages are what its chunks are in now
         assert set(needle.query_languages(["en"])) == {"italian"}
 
+    def test_an_index_that_recorded_only_language_names_is_counted_at_the_next_run(self, needle):
+        from needle import index_info
+
+        info = index_info.read(needle.settings)
+        index_info._write(needle.settings, {**info, "languages": {"de": ["german"], "zh": ["chinese", "italian"]}})
+        assert needle.query_languages(["zh"]) == {"chinese": 1, "italian": 1}
+        assert needle.index()["chunks_embedded"] == 0  # nothing changed, yet the chunks are counted
+        assert needle.query_languages() == {"chinese": 2, "german": 2}
+
     def test_an_unknown_language_is_refused(self, needle, tmp_path):
         with pytest.raises(CollectionError, match="language must be auto or one of"):
             needle.collections.add(tmp_path / "de", "de", language="klingon")

@@ -17,9 +17,9 @@ class TestFastembedSparseQueryEmbedder:
         assert data["type"] == "components.fastembed_sparse_query_embedder.FastembedSparseQueryEmbedder"
         assert FastembedSparseQueryEmbedder.from_dict(data).to_dict() == data
 
-    def test_init_keeps_a_language_holding_a_tenth_as_a_main_one(self, params):
+    def test_init_keeps_a_language_holding_a_fifth_as_a_main_one(self, params):
         data = FastembedSparseQueryEmbedder(**params).to_dict()["init_parameters"]
-        assert data["min_share"] == 0.1 and data["compounds"] == "affixes"
+        assert data["min_share"] == 0.2 and data["compounds"] == "affixes"
 
     def test_rejects_a_share_outside_zero_to_one(self, params):
         with pytest.raises(ValueError, match="min_share must be between 0 and 1, got 1.5"):
