@@ -49,7 +49,7 @@ ISO_CODES = {
 _BY_CODE = {code: language for language, code in ISO_CODES.items()}
 
 # A file's language counts when the detector gives it this probability (eval/language_detection.py).
-CLEAR = 0.5
+CLEAR = 0.7
 # A chunk leaves its file's language only for a long stretch told this surely.
 CHUNK_CLEAR = 0.99
 CHUNK_MIN_LETTERS = 200
