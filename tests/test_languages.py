@@ -65,8 +65,12 @@ class TestAnalysis:
         assert detect("backup", fallback="french") == "french"
 
     @pytest.mark.parametrize("text", ["Sicherung", "Notizen verknüpfen", GERMAN_NOTE])
-    def test_short_german_is_german(self, text):
-        assert detect(text) == "german"
+    def test_short_german_is_most_likely_german(self, text):
+        assert identify(text)[0] == "german"
+
+    def test_a_short_german_note_is_told_clearly(self):
+        assert detect(GERMAN_NOTE) == "german"
+        assert detect("# Notizen verknüpfen\n\nVerweise zwischen Notizen mit doppelten eckigen Klammern setzen.") == "german"
 
     def test_a_query_is_told_among_the_languages_searched(self):
         assert identify("Où est la sauvegarde ?")[0] == "french"
