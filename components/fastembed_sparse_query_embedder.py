@@ -4,10 +4,20 @@ from typing import Any
 
 from haystack import component, default_from_dict, logging
 from haystack.dataclasses import SparseEmbedding
-from haystack_integrations.components.embedders.fastembed import FastembedSparseTextEmbedder
+from haystack_integrations.components.embedders.fastembed import (
+    FastembedSparseTextEmbedder,
+)
 
 from components._sparse_languages import is_bm25, language_backend
-from needle.languages import AUTO, DEFAULT, check_compounds, check_language, identify, main_languages, prepare
+from needle.languages import (
+    AUTO,
+    DEFAULT,
+    check_compounds,
+    check_language,
+    identify,
+    main_languages,
+    prepare,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -4,12 +4,24 @@ from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, logging
-from haystack_integrations.components.embedders.fastembed import FastembedSparseDocumentEmbedder
+from haystack_integrations.components.embedders.fastembed import (
+    FastembedSparseDocumentEmbedder,
+)
 
 from components._lazy import LoadsOnFirstUse
 from components._sparse_languages import is_bm25, language_backend
 from components._vectors import shared_sparse
-from needle.languages import AUTO, CHUNK_CLEAR, CLEAR, DEFAULT, check_compounds, check_language, chunk_language, identify, prepare
+from needle.languages import (
+    AUTO,
+    CHUNK_CLEAR,
+    CLEAR,
+    DEFAULT,
+    check_compounds,
+    check_language,
+    chunk_language,
+    identify,
+    prepare,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -27,15 +27,16 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from needle.languages import CLEAR, LANGUAGES, identify, script_language  # noqa: E402
+from needle.languages import CLEAR, LANGUAGES, identify, script_language
 
 RESULTS = ROOT / "eval" / "results" / "language_detection.json"
 SCIFACT = Path("/work/shared/datasets/scifact")
@@ -154,7 +155,9 @@ def index_cost(limit: int | None) -> dict[str, Any]:
     from haystack import Document
 
     from components.markdown_chunker import MarkdownChunker
-    from components.multilingual_sparse_document_embedder import MultilingualSparseDocumentEmbedder
+    from components.multilingual_sparse_document_embedder import (
+        MultilingualSparseDocumentEmbedder,
+    )
 
     files = [Document(content=text, meta={"collection": "c", "kind": "file", "source_doc_id": f"c:{i}"})
              for i, (text, _) in enumerate(scifact_texts(limit))]

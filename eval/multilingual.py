@@ -37,7 +37,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.environ.get("NEEDLE_CODE", str(ROOT)))
 
-from needle.evaluation.metrics import hit_at_k, mean, mrr_at_k, ndcg_at_k, recall_at_k  # noqa: E402
+from needle.evaluation.metrics import hit_at_k, mean, mrr_at_k, ndcg_at_k, recall_at_k
 
 DATA = ROOT / "eval" / "data" / "multilingual.yml"
 RESULTS = ROOT / "eval" / "results"

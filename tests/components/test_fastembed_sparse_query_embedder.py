@@ -1,5 +1,7 @@
 import pytest
-from haystack_integrations.components.embedders.fastembed import FastembedSparseTextEmbedder
+from haystack_integrations.components.embedders.fastembed import (
+    FastembedSparseTextEmbedder,
+)
 
 from components.fastembed_sparse_query_embedder import FastembedSparseQueryEmbedder
 from needle.models import BM25_MODEL, sparse_embedder_params

@@ -1,9 +1,13 @@
 import pytest
 from haystack import Document
-from haystack_integrations.components.embedders.fastembed import FastembedSparseDocumentEmbedder
+from haystack_integrations.components.embedders.fastembed import (
+    FastembedSparseDocumentEmbedder,
+)
 
 from components.fastembed_sparse_query_embedder import FastembedSparseQueryEmbedder
-from components.multilingual_sparse_document_embedder import MultilingualSparseDocumentEmbedder
+from components.multilingual_sparse_document_embedder import (
+    MultilingualSparseDocumentEmbedder,
+)
 from needle.models import BM25_MODEL, sparse_embedder_params
 
 
