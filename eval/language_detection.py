@@ -208,6 +208,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--detector", action="append", choices=("py3langid", "lingua"), help="default both")
     parser.add_argument("--scifact-limit", type=int, default=None, help="first N SciFact abstracts (default all)")
+    parser.add_argument("--no-index-cost", action="store_true", help="skip the cost of Needle's rule at index time")
+    parser.add_argument("--out", type=Path, default=RESULTS, help=f"results file (default {RESULTS.relative_to(ROOT)})")
     args = parser.parse_args()
     detectors = args.detector or ["py3langid", "lingua"]
     chatter = chatterbot_texts()
@@ -217,7 +219,7 @@ def main() -> int:
         "scifact": scifact_texts(args.scifact_limit),
     }
     # Detectors not run now keep their rows from the last run.
-    previous = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else {}
+    previous = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
     results: dict[str, Any] = {"sets": {name: len(texts) for name, texts in sets.items()},
                                "detectors": {k: v for k, v in previous.get("detectors", {}).items() if k not in detectors}}
     for name in detectors:
@@ -229,8 +231,9 @@ def main() -> int:
             print(f"== {name}: {set_name} ({len(texts)} texts)", file=sys.stderr, flush=True)
             rows[set_name] = score(detect, texts)
         results["detectors"][name] = {"load_seconds": round(load, 2), "sets": rows}
-    print("== Needle's rule over SciFact's chunks", file=sys.stderr, flush=True)
-    results["index_cost"] = index_cost(args.scifact_limit)
+    if not args.no_index_cost:
+        print("== Needle's rule over SciFact's chunks", file=sys.stderr, flush=True)
+        results["index_cost"] = index_cost(args.scifact_limit)
     lines = ["| detector | set | texts | accuracy | told clearly | clearly wrong | ms per 1,000 texts |", "|---|---|---|---|---|---|---|"]
     for name, found in results["detectors"].items():
         for set_name, row in found["sets"].items():
@@ -244,17 +247,18 @@ def main() -> int:
         cells = [f"{row['thresholds'][str(t)]['clear']:.3f} / {row['thresholds'][str(t)]['clear_and_wrong']:.4f}" for t in THRESHOLDS]
         lines.append(f"| {set_name} | " + " | ".join(cells) + " |")
     loads = ", ".join(f"{name} {found['load_seconds']} s" for name, found in results["detectors"].items())
-    cost = results["index_cost"]
+    cost = results.get("index_cost")
     print("\n".join(lines))
     print(f"model load: {loads}")
-    print(
-        f"index time, Needle's rule: {cost['ms_per_1000_chunks']} ms per 1,000 chunks "
-        f"({cost['chunks']} SciFact chunks of {cost['files']} files; {cost['documents_not_english']} documents told other than English); "
-        f"the dense embedding of 1,000 chunks: {cost['dense_ms_per_1000_chunks']} ms (detection = {100 * cost['share_of_dense']:.1f}% of it)"
-    )
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    if cost:
+        print(
+            f"index time, Needle's rule: {cost['ms_per_1000_chunks']} ms per 1,000 chunks ({cost['chunks']} SciFact chunks "
+            f"of {cost['files']} files; {cost['documents_not_english']} documents told other than English); the dense "
+            f"embedding of 1,000 chunks: {cost['dense_ms_per_1000_chunks']} ms (detection = {100 * cost['share_of_dense']:.1f}% of it)"
+        )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    print(f"wrote {args.out}")
     return 0
 
 
