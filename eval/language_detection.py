@@ -63,10 +63,10 @@ def chatterbot_texts() -> list[tuple[str, str]]:
 
 
 def note_texts() -> list[tuple[str, str]]:
-    """(text, language) for the notes of eval/data/multilingual.yml (folder `english-only` is English)."""
+    """(text, language) for the notes of eval/data/multilingual.yml (`english-only` is English; `quoted` is left out)."""
     data = yaml.safe_load((ROOT / "eval" / "data" / "multilingual.yml").read_text(encoding="utf-8"))
     folders = {"en": "english", "english-only": "english", "de": "german", "fr": "french", "zh": "chinese", "ja": "japanese"}
-    return [(text, folders[path.split("/")[0]]) for path, text in data["notes"].items()]
+    return [(text, folders[path.split("/")[0]]) for path, text in data["notes"].items() if path.split("/")[0] in folders]
 
 
 def scifact_texts(limit: int | None) -> list[tuple[str, str]]:

@@ -15,7 +15,8 @@ a fresh folder by Needle's ingest graph:
 - `compounds`: `mixed` indexed with each way of reaching German compounds (`affixes`, `ngrams`, `none`):
   keyword hit@k per language.
 - `shares`: the query-language rule's `min_share` (the share of chunks a language needs to analyse every
-  query) on `mixed` and on `mostly-english` (the English notes and two short German ones).
+  query) on `mixed`, on `mostly-english` (the English notes and two short German ones) and on `quoted`
+  (the English notes and two files quoted whole in French and Italian).
 - `english-only`: English notes (a few with Latin names or an Italian menu), indexed as `auto` and as
   `english`: hit@k must match.
 
@@ -83,14 +84,17 @@ class Run:
 
 def score(run: Run, questions: list[dict[str, str]], pipeline: str, overrides: dict[str, Any] | None = None) -> dict[str, float]:
     """hit@1, hit@3 and MRR@10 of questions (each names its one note)."""
-    hits1, hits3, mrr = [], [], []
+    hits1, hits3, mrr, missed = [], [], [], []
     for q in questions:
         relevant = {q["note"]: 1}
         ranking = run.ranking(q["q"], pipeline, overrides)
         hits1.append(hit_at_k(ranking, relevant, 1))
         hits3.append(hit_at_k(ranking, relevant, 3))
         mrr.append(mrr_at_k(ranking, relevant, 10))
-    return {"questions": len(questions), "hit@1": round(mean(hits1), 3), "hit@3": round(mean(hits3), 3), "mrr@10": round(mean(mrr), 3)}
+        if not hits1[-1]:
+            missed.append({"q": q["q"], "note": q["note"], "top3": ranking[:3]})
+    return {"questions": len(questions), "hit@1": round(mean(hits1), 3), "hit@3": round(mean(hits3), 3),
+            "mrr@10": round(mean(mrr), 3), "missed_first": missed}
 
 
 def told_right(run: Run) -> dict[str, Any]:
@@ -128,7 +132,7 @@ def full(tmp: Path, data: dict[str, Any]) -> dict[str, Any]:
     # Detection on the mixed collection, and the rules measured on it.
     run = Run(tmp, "mixed-told", tmp / "mixed")
     out["told"] = told_right(run)
-    out["shares"] = {"mixed": {}, "mostly-english": {}}
+    out["shares"] = {"mixed": {}, "mostly-english": {}, "quoted": {}}
     for share in SHARES:
         over = {"bm25_embedder.min_share": share}
         out["shares"]["mixed"][str(share)] = {lang: score(run, questions[lang], "search", over) for lang in languages_of(questions)}
@@ -150,6 +154,13 @@ def full(tmp: Path, data: dict[str, Any]) -> dict[str, Any]:
         out["shares"]["mostly-english"][str(share)] = {
             "english": score(run, english, "search", over), "german": score(run, german, "search", over),
         }
+    run.close()
+    # English notes with two files quoted in other languages (a French poem, an Italian recipe).
+    write_notes(data, tmp / "quoted", lambda p: p.startswith(("en/", "english-only/", "quoted/")))
+    run = Run(tmp, "quoted-data", tmp / "quoted")
+    out["quoted"] = {"languages": run.needle.query_languages()}
+    for share in SHARES:
+        out["shares"]["quoted"][str(share)] = score(run, english, "search", {"bm25_embedder.min_share": share})
     run.close()
     # English alone: told per file against declared English.
     for language in ("auto", "english"):
@@ -219,12 +230,14 @@ def report(out: dict[str, Any]) -> str:
         for mode, rows in out["compounds"].items():
             lines.append(f"| {mode} | " + " | ".join(f"{rows[l]['hit@1']:.3f} / {rows[l]['hit@3']:.3f}" for l in languages_of_out(out)) + " |")
         lines += ["", "min_share (search), hit@1 / hit@3:", "| min_share | " + " | ".join(languages_of_out(out))
-                  + " | mostly-english: english | mostly-english: german |", "|---|" + "---|" * (len(languages_of_out(out)) + 2)]
+                  + " | mostly-english: english | mostly-english: german | quoted: english |", "|---|" + "---|" * (len(languages_of_out(out)) + 3)]
         for share, rows in out["shares"]["mixed"].items():
             mostly = out["shares"]["mostly-english"][share]
             lines.append(f"| {share} | " + " | ".join(f"{rows[l]['hit@1']:.3f} / {rows[l]['hit@3']:.3f}" for l in languages_of_out(out))
-                         + f" | {mostly['english']['hit@1']:.3f} / {mostly['english']['hit@3']:.3f} | {mostly['german']['hit@1']:.3f} / {mostly['german']['hit@3']:.3f} |")
-        lines += ["", f"mostly-english chunks per language: {out['mostly-english']['languages']}", "",
+                         + f" | {mostly['english']['hit@1']:.3f} / {mostly['english']['hit@3']:.3f} | {mostly['german']['hit@1']:.3f} / {mostly['german']['hit@3']:.3f}"
+                         + f" | {out['shares']['quoted'][share]['hit@1']:.3f} / {out['shares']['quoted'][share]['hit@3']:.3f} |")
+        lines += ["", f"mostly-english chunks per language: {out['mostly-english']['languages']}",
+                  f"quoted chunks per language: {out['quoted']['languages']}", "",
                   "English-only collection, told per file (auto) against declared English:",
                   "| collection language | search hit@1 | search hit@3 | query hit@1 | query hit@3 | chunks per language |", "|---|---|---|---|---|---|"]
         for language, r in out["english-analysis"].items():
