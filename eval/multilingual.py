@@ -112,7 +112,7 @@ def languages_of(questions: dict[str, list[dict[str, str]]]) -> list[str]:
 
 def baseline(tmp: Path, data: dict[str, Any]) -> dict[str, Any]:
     """`search` and `query` hit@k per language on `mixed` and `english-only`, with the graphs' defaults."""
-    write_notes(data, tmp / "mixed", lambda p: not p.startswith("english-only/"))
+    write_notes(data, tmp / "mixed", lambda p: p.split("/")[0] in FOLDERS)
     write_notes(data, tmp / "english", lambda p: p.startswith("english-only/"))
     out: dict[str, Any] = {"mixed": {}, "english-only": {}}
     run = Run(tmp, "mixed-data", tmp / "mixed")
