@@ -2,7 +2,9 @@
 
     python eval/plot_languages.py
 
-Reads eval/results/language_detection.json (eval/language_detection.py), eval/results/multilingual.json
+Reads eval/results/language_detection-both.json (`eval/language_detection.py --scifact-limit 1000
+--no-index-cost --out eval/results/language_detection-both.json`: both detectors in one run),
+eval/results/multilingual.json
 (eval/multilingual.py) and, when present, eval/results/multilingual-main.json (`eval/multilingual.py
 --baseline` run on the code before); writes eval/results/languages.png.
 """
@@ -23,7 +25,7 @@ def main() -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    detection = json.loads((RESULTS / "language_detection.json").read_text(encoding="utf-8"))
+    detection = json.loads((RESULTS / "language_detection-both.json").read_text(encoding="utf-8"))
     after = json.loads((RESULTS / "multilingual.json").read_text(encoding="utf-8"))
     before_file = RESULTS / "multilingual-main.json"
     before = json.loads(before_file.read_text(encoding="utf-8")) if before_file.exists() else None
@@ -41,7 +43,7 @@ def main() -> int:
     ax.set_xticks([j + width * (len(names) - 1) / 2 for j in range(len(sets))])
     ax.set_xticklabels([s.replace("chatterbot ", "chat ").replace(" letters", "") for s in sets], rotation=20, fontsize=8)
     ax.set_ylim(0, 1.05)
-    ax.set_title("Language told right (21 languages)")
+    ax.set_title("Language told right (21 languages; scifact: first 1,000)")
     ax.legend(fontsize=8, loc="lower right")
 
     # hit@3 per language: search and query, before (main) and after.
