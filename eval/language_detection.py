@@ -36,7 +36,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from needle.languages import CLEAR, LANGUAGES, identify, script_language
+from needle.languages import CLEAR, LANGUAGES, identify, script_language  # noqa: E402
 
 RESULTS = ROOT / "eval" / "results" / "language_detection.json"
 SCIFACT = Path("/work/shared/datasets/scifact")

@@ -3,7 +3,6 @@
     python eval/multilingual.py                 # every measurement below (a few minutes)
     python eval/multilingual.py --baseline      # only `search`/`query` hit@k with the graphs' defaults
     NEEDLE_CODE=/path/to/other/checkout python eval/multilingual.py --baseline   # the same on other code
-    python eval/multilingual.py --chatterbot    # German and Chinese questions of chatterbot-corpus
 
 The notes and questions are eval/data/multilingual.yml: short and long notes in English, German, French,
 Chinese and Japanese, with the questions a user of each language would ask (a German compound's part,
@@ -38,7 +37,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.environ.get("NEEDLE_CODE", str(ROOT)))
 
-from needle.evaluation.metrics import hit_at_k, mean, mrr_at_k, ndcg_at_k, recall_at_k
+from needle.evaluation.metrics import hit_at_k, mean, mrr_at_k  # noqa: E402
 
 DATA = ROOT / "eval" / "data" / "multilingual.yml"
 RESULTS = ROOT / "eval" / "results"
@@ -173,39 +172,6 @@ def full(tmp: Path, data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def chatterbot(tmp: Path) -> dict[str, Any]:
-    """German and Chinese questions of chatterbot-corpus against their answers, `search` (as before)."""
-    try:
-        import chatterbot_corpus
-    except ImportError:
-        raise SystemExit("needs chatterbot-corpus: pip install -c constraints.txt chatterbot-corpus") from None
-    out = {}
-    for language in ("german", "chinese"):
-        pairs = []
-        for path in sorted((Path(chatterbot_corpus.__file__).parent / "data" / language).glob("*.yml")):
-            for turns in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("conversations") or []:
-                if len(turns) >= 2 and all(isinstance(t, str) and t.strip() for t in turns[:2]):
-                    pairs.append((turns[0].strip(), turns[1].strip()))
-        folder = tmp / f"chatterbot-{language}"
-        folder.mkdir(parents=True)
-        notes: dict[str, str] = {}
-        for _, answer in pairs:
-            if answer not in notes:
-                notes[answer] = f"a{len(notes):04d}.md"
-                (folder / notes[answer]).write_text(answer + "\n", encoding="utf-8")
-        run = Run(tmp, f"chatterbot-{language}-data", folder)
-        scores: dict[str, list[float]] = {"ndcg@10": [], "recall@10": [], "mrr@10": []}
-        for question, answer in pairs:
-            ranking = run.ranking(question, "search")
-            scores["ndcg@10"].append(ndcg_at_k(ranking, {notes[answer]: 1}, 10))
-            scores["recall@10"].append(recall_at_k(ranking, {notes[answer]: 1}, 10))
-            scores["mrr@10"].append(mrr_at_k(ranking, {notes[answer]: 1}, 10))
-        out[language] = {"questions": len(pairs), "notes": len(notes), **{k: round(mean(v), 3) for k, v in scores.items()},
-                         "languages": run.needle.query_languages()}
-        run.close()
-    return out
-
-
 def table(rows: dict[str, dict[str, float]], label: str) -> list[str]:
     lines = [f"| {label} | questions | hit@1 | hit@3 | MRR@10 |", "|---|---|---|---|---|"]
     lines += [f"| {name} | {r['questions']} | {r['hit@1']:.3f} | {r['hit@3']:.3f} | {r['mrr@10']:.3f} |" for name, r in rows.items()]
@@ -214,11 +180,6 @@ def table(rows: dict[str, dict[str, float]], label: str) -> list[str]:
 
 def report(out: dict[str, Any]) -> str:
     lines: list[str] = []
-    if "chatterbot" in out:
-        lines += ["| language | questions | notes | nDCG@10 | Recall@10 | MRR@10 | analysed in |", "|---|---|---|---|---|---|---|"]
-        for language, r in out["chatterbot"].items():
-            lines.append(f"| {language} | {r['questions']} | {r['notes']} | {r['ndcg@10']:.3f} | {r['recall@10']:.3f} | {r['mrr@10']:.3f} | {r['languages']} |")
-        return "\n".join(lines)
     for pipeline in ("search", "query"):
         lines += ["", f"mixed collection, {pipeline}:"] + table(out["mixed"][pipeline], "language")
         lines.append(f"| english-only | {out['english-only'][pipeline]['questions']} | {out['english-only'][pipeline]['hit@1']:.3f} | "
@@ -228,12 +189,12 @@ def report(out: dict[str, Any]) -> str:
         lines += ["", "German compounds (search, mixed collection), hit@1 / hit@3:", "| mode | " + " | ".join(languages_of_out(out)) + " |",
                   "|---|" + "---|" * len(languages_of_out(out))]
         for mode, rows in out["compounds"].items():
-            lines.append(f"| {mode} | " + " | ".join(f"{rows[l]['hit@1']:.3f} / {rows[l]['hit@3']:.3f}" for l in languages_of_out(out)) + " |")
+            lines.append(f"| {mode} | " + " | ".join(f"{rows[lang]['hit@1']:.3f} / {rows[lang]['hit@3']:.3f}" for lang in languages_of_out(out)) + " |")
         lines += ["", "min_share (search), hit@1 / hit@3:", "| min_share | " + " | ".join(languages_of_out(out))
                   + " | mostly-english: english | mostly-english: german | quoted: english |", "|---|" + "---|" * (len(languages_of_out(out)) + 3)]
         for share, rows in out["shares"]["mixed"].items():
             mostly = out["shares"]["mostly-english"][share]
-            lines.append(f"| {share} | " + " | ".join(f"{rows[l]['hit@1']:.3f} / {rows[l]['hit@3']:.3f}" for l in languages_of_out(out))
+            lines.append(f"| {share} | " + " | ".join(f"{rows[lang]['hit@1']:.3f} / {rows[lang]['hit@3']:.3f}" for lang in languages_of_out(out))
                          + f" | {mostly['english']['hit@1']:.3f} / {mostly['english']['hit@3']:.3f} | {mostly['german']['hit@1']:.3f} / {mostly['german']['hit@3']:.3f}"
                          + f" | {out['shares']['quoted'][share]['hit@1']:.3f} / {out['shares']['quoted'][share]['hit@3']:.3f} |")
         lines += ["", f"mostly-english chunks per language: {out['mostly-english']['languages']}",
@@ -253,20 +214,17 @@ def languages_of_out(out: dict[str, Any]) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", action="store_true", help="only search/query hit@k with the graphs' defaults")
-    parser.add_argument("--chatterbot", action="store_true", help="German and Chinese chatterbot-corpus questions")
-    parser.add_argument("--out", type=Path, help="results file (default eval/results/multilingual[-baseline|-chatterbot].json)")
+    parser.add_argument("--out", type=Path, help="results file (default eval/results/multilingual[-baseline].json)")
     args = parser.parse_args()
     data = load()
     with tempfile.TemporaryDirectory(prefix="needle-multilingual-") as tmp:
-        if args.chatterbot:
-            out = {"chatterbot": chatterbot(Path(tmp))}
-        elif args.baseline:
+        if args.baseline:
             out = baseline(Path(tmp), data)
         else:
             out = full(Path(tmp), data)
     text = report(out)
     print(text)
-    suffix = "-chatterbot" if args.chatterbot else "-baseline" if args.baseline else ""
+    suffix = "-baseline" if args.baseline else ""
     target = args.out or RESULTS / f"multilingual{suffix}.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps({**out, "table": text}, indent=2, ensure_ascii=False) + "\n")

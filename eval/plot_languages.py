@@ -49,10 +49,10 @@ def main() -> int:
     # hit@3 per language: search and query, before (main) and after.
     for ax, pipeline in zip(axes[1:], ("search", "query"), strict=True):
         languages = list(after["mixed"][pipeline]) + ["english-only"]
-        values_after = [after["mixed"][pipeline][l]["hit@3"] for l in languages[:-1]] + [after["english-only"][pipeline]["hit@3"]]
+        values_after = [after["mixed"][pipeline][lang]["hit@3"] for lang in languages[:-1]] + [after["english-only"][pipeline]["hit@3"]]
         xs = list(range(len(languages)))
         if before is not None:
-            values_before = [before["mixed"][pipeline][l]["hit@3"] for l in languages[:-1]] + [before["english-only"][pipeline]["hit@3"]]
+            values_before = [before["mixed"][pipeline][lang]["hit@3"] for lang in languages[:-1]] + [before["english-only"][pipeline]["hit@3"]]
             ax.bar([x - 0.2 for x in xs], values_before, 0.4, label="before (main)", color="#bbbbbb")
             ax.bar([x + 0.2 for x in xs], values_after, 0.4, label="py3langid rule", color="#3a7dc9")
         else:
