@@ -398,19 +398,29 @@ class Needle:
             lambda name: records.signed(f"collection:{name}"),
         )
 
-    def query_languages(self, collections: list[str] | None = None) -> list[str]:
+    def query_languages(self, collections: list[str] | None = None) -> dict[str, int]:
         """
-        The languages a query is analysed in for keyword search: those of the collections searched (for an
-        `auto` collection, the languages its files were found in when indexed).
+        The languages of the chunks a query searches, for keyword search: language → how many chunks are in
+        it (an `auto` collection's as counted when it was last indexed; a declared one's all in its language).
+        The query embedder analyses a query in the main ones and the query's own (`FastembedSparseQueryEmbedder`).
         """
-        found = (index_info.read(self.settings) or {}).get("languages", {})
-        languages: set[str] = set()
+        found = index_info.languages(self.settings)
+        counts: dict[str, int] = {}
         for collection in self.collections.select(collections):
-            if collection.language == AUTO:
-                languages.update(found.get(collection.name) or [DEFAULT_LANGUAGE])
-            else:
-                languages.add(collection.language)
-        return sorted(languages)
+            held = found.get(collection.name) or {DEFAULT_LANGUAGE: 1}
+            if collection.language != AUTO:
+                held = {collection.language: sum(held.values())}
+            for language, n in held.items():
+                counts[language] = counts.get(language, 0) + n
+        return dict(sorted(counts.items()))
+
+    def main_languages(self) -> dict[str, str]:
+        """Collection → the language most of its chunks were in when last indexed (what unclear files take)."""
+        return {
+            name: max(sorted(held), key=held.__getitem__)
+            for name, held in index_info.languages(self.settings).items()
+            if held
+        }
 
     def _request(
         self,
@@ -516,6 +526,7 @@ class Needle:
             self._delete_collections("not in", list(self.collections.load())) if not names and paths is None else 0
         )
         graph = self.pipeline(INGEST, overrides)
+        main_languages = self.main_languages()
         report = _IndexReport([c.name for c in selected])
         after: list[str] | None = None
         reported = {"scanner", "reader", "converter", "chunker", "differ", "reuse", "file_reuse", "writer", "file_writer"}
@@ -528,8 +539,10 @@ class Needle:
                 "writer": {"optimize": False},
                 "file_writer": {"optimize": False},
             }
+            run = _with_languages(graph, run, {c.name: c.language for c in selected})
+            run = _with_languages(graph, run, main_languages, socket="main_languages")
             output = graph.run(
-                _with_languages(graph, run, {c.name: c.language for c in selected}),
+                run,
                 include_outputs_from=reported,
             )
             report.add(output)
@@ -538,16 +551,18 @@ class Needle:
                 progress(report.as_dict(time.perf_counter() - started))
             if after is None:
                 break
-        # The writers optimise once, after the last batch; the languages the collections' chunks are in now
-        # tell the query side how to analyse queries.
+        # The writers optimise once, after the last batch; how many of the collections' chunks are in each
+        # language now tells the query side how to analyse queries (counted again after every change, and
+        # once for an index that recorded only the languages' names).
         languages = None
         if report.changed:
             for name in ("writer", "file_writer"):
                 writer = graph.get_component(name)
                 if getattr(writer, "optimize", False) and hasattr(writer.document_store, "optimize"):
                     writer.document_store.optimize()
+        if report.changed or index_info.languages_uncounted(self.settings):
             languages = {
-                c.name: sorted(self.store.count_values("language", {"field": "meta.collection", "operator": "==", "value": c.name}))
+                c.name: self.store.count_values("language", {"field": "meta.collection", "operator": "==", "value": c.name})
                 for c in selected
             }
         index_info.record(self.settings, ingest, optimized=report.changed, languages=languages)
@@ -896,12 +911,12 @@ class _IndexReport:
         }
 
 
-def _with_languages(graph: Pipeline, run_data: dict[str, Any], languages: Any) -> dict[str, Any]:
-    """Run data with `languages` given to every component that takes it as a free input (the BM25 embedders)."""
-    takers = [name for name, sockets in graph.inputs().items() if "languages" in sockets]
+def _with_languages(graph: Pipeline, run_data: dict[str, Any], languages: Any, socket: str = "languages") -> dict[str, Any]:
+    """Run data with `languages` given to every component that takes it as a free input `socket` (the BM25 embedders)."""
+    takers = [name for name, sockets in graph.inputs().items() if socket in sockets]
     if not takers:
         return run_data
-    return {**run_data, **{name: {**run_data.get(name, {}), "languages": languages} for name in takers}}
+    return {**run_data, **{name: {**run_data.get(name, {}), socket: languages} for name in takers}}
 
 
 __all__ = ["Needle", "CollectionError", "LLMError"]
