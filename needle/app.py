@@ -201,7 +201,9 @@ class Needle:
                     reader = c.get("init_parameters") or {}
                 elif c.get("type", "").endswith(".DocumentConverter"):
                     converter = c.get("init_parameters") or {}
-            limits = Limits(**{k: converter[k] for k in ("max_pages", "max_unpacked_bytes") if k in converter})
+            limits = Limits(**{
+                k: converter[k] for k in ("max_pages", "max_unpacked_bytes", "max_seconds", "max_memory_mb") if k in converter
+            })
             self._files = FileAccess(
                 self.collections, self._indexed_source_ids, reader.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES),
                 converter.get("max_file_bytes", DEFAULT_MAX_DOCUMENT_BYTES), Extractor(limits),
