@@ -52,6 +52,9 @@ demo: models
 	NEEDLE_DATA_DIR=$(DEMO_DATA) $(BIN)/needle collection add needle/demo/notes --name notes
 	NEEDLE_DATA_DIR=$(DEMO_DATA) $(BIN)/needle index
 	NEEDLE_DATA_DIR=$(DEMO_DATA) $(BIN)/needle query "why does my pod keep getting killed" -n 5
+	@echo
+	@echo "The demo's index is in $(DEMO_DATA)/, not where your own notes go (~/.local/share/needle). Search it yourself:"
+	@echo "  NEEDLE_DATA_DIR=$(DEMO_DATA) $(BIN)/needle query \"renew the TLS certificate with certbot\""
 
 # HTTP endpoints and MCP tools on 127.0.0.1:1416 (`needle serve --host/--port` to change).
 serve: models
