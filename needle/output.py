@@ -13,9 +13,9 @@ tab are escaped too, so that one name stays one line.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
-import functools
 import re
 from collections.abc import Callable
 from datetime import datetime
