@@ -340,6 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A graph that fails makes Haystack snapshot its state and warn about every value it cannot serialise;
     # the one line below says what failed.
     logging.getLogger("haystack.utils.base_serialization").setLevel(logging.ERROR)
+    output.escape_logs()  # warnings name the user's files: no escape sequence reaches the terminal raw
     needle = None
     try:
         code = _run_without_index(args)

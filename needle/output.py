@@ -16,6 +16,7 @@ import csv
 import functools
 import io
 import json
+import logging
 import re
 from collections.abc import Callable
 from datetime import datetime
@@ -36,6 +37,26 @@ def terminal_safe(text: str) -> str:
     :returns: The text, safe to print on a terminal.
     """
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class TerminalSafeLogs(logging.Filter):
+    """A log filter that writes each record's message `terminal_safe` (warnings name the user's files)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Escape the message; every record passes."""
+        record.msg, record.args = terminal_safe(record.getMessage()), None
+        return True
+
+
+def escape_logs(handler: logging.Handler | None = None) -> None:
+    """
+    Make a log handler print messages `terminal_safe`, once.
+
+    :param handler: The handler; Python's last-resort one (stderr, what the CLI's warnings go through) when None.
+    """
+    target = handler or logging.lastResort
+    if target is not None and not any(isinstance(f, TerminalSafeLogs) for f in target.filters):
+        target.addFilter(TerminalSafeLogs())
 
 
 def _name(text: str) -> str:
@@ -360,5 +381,5 @@ def file_batch(batch: Any, as_json: bool) -> str:
 
 __all__ = [
     "FORMATS", "search_answer", "answer_text", "index_report", "status_text", "optimize_report", "backup_report",
-    "file_list", "file_batch", "terminal_safe",
+    "file_list", "file_batch", "terminal_safe", "escape_logs",
 ]

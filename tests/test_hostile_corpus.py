@@ -41,6 +41,7 @@ CORPUS: list[tuple[bytes, bytes, str | None]] = [
     # Names that would clear the screen or rewrite the line they are printed on.
     (b"esc\x1b[2Jclear.md", b"# Escape\n\nA name with an escape sequence, about manatees.\n", None),
     (b"cr\rover.md", b"# Return\n\nA name with a carriage return, about axolotls.\n", None),
+    (b"esc\x1b]0;empty.md", b"", "skip:empty"),
     # Frontmatter values that scan but cannot be built: each costs its field, never the run.
     (b"bad-date.md", b"---\ndate: 2024-13-45\n---\n# Bad date\n\nA note about otters.\n", "warn:month must be in 1..12"),
     (b"bad-int.md", b"---\nprio: !!int high\n---\n# Bad int\n\nA note about herons.\n", "warn:frontmatter field prio"),
@@ -166,6 +167,7 @@ def test_the_run_stays_within_its_memory_bound_and_accounts_for_every_file(hosti
     costly = next(item for item in json.loads(run.stdout)["skipped"] if item["path"] == "costly.docx")
     print(f"peak memory of the largest process of the hostile run: {peak_mb} MB; costly.docx: {costly['reason']}")
     assert peak_mb < PEAK_MB_BOUND
+    assert not any(c in run.stderr for c in ("\x1b", "\r")), run.stderr[-2000:]  # its warnings name files escaped
     report = json.loads(run.stdout)
     assert report["files_seen"] == (
         report["files_read"] + report["files_skipped_by_stat"] + report["files_not_read"] + report["files_vanished"]

@@ -95,3 +95,19 @@ def test_index_report_and_status_escape_the_names_they_list():
     printed = output.status_text(status, as_json=False)
     assert_safe(printed)
     assert "  skipped notes/csi\\u009b31m.md: binary file" in printed.splitlines()
+
+
+def test_log_messages_are_escaped_once_the_filter_is_on():
+    import logging
+
+    handler = logging.StreamHandler(stream := __import__("io").StringIO())
+    output.escape_logs(handler)
+    output.escape_logs(handler)
+    logger = logging.getLogger("needle.test_output")
+    logger.addHandler(handler)
+    try:
+        logger.warning("Skipped %s: %s", "notes/clear\x1b[2J.md", "empty file")
+    finally:
+        logger.removeHandler(handler)
+    assert stream.getvalue() == "Skipped notes/clear\\u001b[2J.md: empty file\n"
+    assert len(handler.filters) == 1
