@@ -365,7 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as error:  # noqa: BLE001 - the one place every failure becomes an exit code
         if isinstance(error, SystemExit):
             raise
-        if isinstance(error, BrokenPipeError):
+        if isinstance(error, BrokenPipeError) and _stdout_closed():
             return _closed_pipe()
         failure = classify(error)
         if failure.exit_code == 130:
@@ -376,6 +376,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if needle is not None:
             needle.close()
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader went away (not some other pipe or socket that broke)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), 0)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _closed_pipe() -> int:
