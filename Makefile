@@ -9,7 +9,7 @@ WHEELS := build/wheels
 DEMO_DATA ?= .demo
 DATASET ?= ../shared/datasets/scifact
 
-.PHONY: install install-test llm models demo serve watch bench-live test test-unit test-haystack2 bench bench-filters eval-beir ablation lock clean
+.PHONY: install install-test llm models demo serve watch bench-live lint test test-unit test-haystack2 bench bench-filters eval-beir ablation lock clean
 
 # Installed without their declared dependencies (pyproject.toml's `ragas` extra lists the ones they use).
 RAGAS_NO_DEPS := ragas==0.4.3 ragas-haystack==5.0.0 instructor==1.17.0
@@ -104,3 +104,8 @@ clean:
 lock: install-test
 	{ echo "# Versions CI tested. Regenerate with \`make lock\` after changing dependencies."; \
 	  $(BIN)/pip freeze --exclude-editable | grep -v '^needle-search'; } > constraints.txt
+
+# The linter and the type checker over Needle's code (CI runs both).
+lint: install-test
+	$(BIN)/ruff check needle components server
+	$(BIN)/mypy needle components server
