@@ -38,6 +38,8 @@ from needle.results import Answer, Hit, SearchAnswer, SearchFilters, SelfQuery, 
 from needle.settings import Settings, load_settings
 
 INGEST = "ingest"
+# Most skipped files `status` lists (the count says how many there are in all).
+STATUS_PROBLEMS = 50
 
 
 # Components whose outputs a response reports besides its results, by name (see `reported_components`).
@@ -201,7 +203,9 @@ class Needle:
                     reader = c.get("init_parameters") or {}
                 elif c.get("type", "").endswith(".DocumentConverter"):
                     converter = c.get("init_parameters") or {}
-            limits = Limits(**{k: converter[k] for k in ("max_pages", "max_unpacked_bytes") if k in converter})
+            limits = Limits(**{
+                k: converter[k] for k in ("max_pages", "max_unpacked_bytes", "max_seconds", "max_memory_mb") if k in converter
+            })
             self._files = FileAccess(
                 self.collections, self._indexed_source_ids, reader.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES),
                 converter.get("max_file_bytes", DEFAULT_MAX_DOCUMENT_BYTES), Extractor(limits),
@@ -546,6 +550,7 @@ class Needle:
                 include_outputs_from=reported,
             )
             report.add(output)
+            _note_problems(self.records, output, report.collections if paths is None and after is None else [])
             after = output["scanner"]["next"]
             if progress is not None:
                 progress(report.as_dict(time.perf_counter() - started))
@@ -781,6 +786,7 @@ class Needle:
                 {"name": collection.name, "root": collection.root, "files": files, "chunks": chunks.get(collection.name, 0)}
             )
         recorded = index_info.read(self.settings)
+        problems, problems_total = self.records.problems(limit=STATUS_PROBLEMS)
         return {
             "collections": collections,
             # Chunks of collections no longer listed: the next `needle index` (or `collection remove`) drops them.
@@ -794,6 +800,9 @@ class Needle:
             "last_backup": recorded.get("backup") if recorded else None,
             "contexts": self.contexts.load(),
             "data_dir": str(self.settings.data_dir),
+            # Files the runs skipped or indexed with a problem, until a run reads them without one.
+            "problems": problems,
+            "problems_total": problems_total,
             **({"watcher": self.watcher.state()} if self.watcher is not None else {}),
         }
 
@@ -834,6 +843,12 @@ class _IndexReport:
         self.skipped: list[dict[str, Any]] = []
         self.warnings: list[dict[str, Any]] = []
         self.documents: dict[str, Any] = {}
+        # Files the first batch found to read (a run of several batches), those no batch has handed on yet, and
+        # at the end those that vanished (never handed on) or appeared (handed on, unknown to the first batch).
+        self.expected: frozenset[str] = frozenset()
+        self.unread: set[str] = set()
+        self.vanished = 0
+        self.appeared = 0
 
     def _count(self, key: str, value: int) -> None:
         self.totals[key] = self.totals.get(key, 0) + int(value)
@@ -843,12 +858,22 @@ class _IndexReport:
         if self.first is None:
             self.first = output["scanner"]
             self.skipped.extend(output["scanner"]["skipped"])
+            self.expected = frozenset(output["scanner"].get("pending") or [])
+            self.unread = set(self.expected)
+        elif self.expected:
+            keys = {f"{s['collection']}:{s['path']}" for s in output["scanner"].get("sources") or []}
+            self.appeared += len(keys - self.expected)
         self.batches += 1
+        self.unread.difference_update(f"{s['collection']}:{s['path']}" for s in output["scanner"].get("sources") or [])
+        if output["scanner"].get("next") is None:
+            self.vanished = len(self.unread)
         converted = output.get("converter", {"documents": [], "skipped": [], "warnings": [], "stats": {}})
+        unchunked = output["chunker"].get("skipped", [])
         stats = output["differ"]["stats"]
         for key in ("files_new", "files_changed", "files_unchanged", "files_removed"):
             self._count(key, stats[key])
-        self._count("files_read", len(output["reader"]["documents"]) + len(converted["documents"]))
+        self._count("files_read", len(output["reader"]["documents"]) + len(converted["documents"]) - len(unchunked))
+        self._count("files_unread", len(output["reader"]["skipped"]) + len(converted["skipped"]) + len(unchunked))
         self._count("chunks", stats["chunks_total"])
         reused = len(output.get("reuse", {}).get("reused", []))
         file_reused = len(output.get("file_reuse", {}).get("reused", []))
@@ -865,7 +890,7 @@ class _IndexReport:
         )
         self._count("chunks_deleted", output["writer"]["deleted"])
         self._count("file_points_deleted", output["file_writer"]["deleted"])
-        self.skipped.extend(output["reader"]["skipped"] + converted["skipped"])
+        self.skipped.extend(output["reader"]["skipped"] + converted["skipped"] + unchunked)
         self.warnings.extend(output["reader"].get("warnings", []) + converted["warnings"] + output["chunker"].get("warnings", []))
         for key, value in (converted.get("stats") or {}).items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -885,9 +910,12 @@ class _IndexReport:
         by_stat = int(counts.get("files_skipped_by_stat", 0))
         return {
             "collections": self.collections,
-            "files_seen": int(counts.get("files_found", 0)),
+            # files_seen = files_read + files_skipped_by_stat + files_not_read + files_vanished
+            "files_seen": int(counts.get("files_found", 0)) + self.appeared,
             "files_read": totals.get("files_read", 0),
             "files_skipped_by_stat": by_stat,
+            "files_not_read": totals.get("files_unread", 0),
+            "files_vanished": self.vanished,
             "files_pending": int(counts.get("files_pending", 0)),
             "files_new": totals.get("files_new", 0),
             "files_changed": totals.get("files_changed", 0),
@@ -909,6 +937,25 @@ class _IndexReport:
             "batches": self.batches,
             "seconds": round(seconds, 2),
         }
+
+
+def _note_problems(records: FileRecords, output: dict[str, Any], listed: list[str]) -> None:
+    """
+    Keep, for `status`, why the files of a batch were skipped or indexed with a problem (their earlier
+    problems forgotten), and, given the collections a full run listed, what their listing left out.
+    """
+    scanner = output["scanner"]
+    handled = [(s["collection"], s["path"]) for s in scanner.get("sources") or []]
+    handled += [split_key(key) for key in scanner.get("gone") or []]
+    found = [
+        (item.get("collection", ""), item.get("path", ""), kind, str(item.get("reason", "")))
+        for name in ("reader", "converter", "chunker")
+        for kind, socket in (("skipped", "skipped"), ("warning", "warnings"))
+        for item in (output.get(name) or {}).get(socket) or []
+    ]
+    if listed:
+        found += [(i["collection"], i["path"], "listed", str(i["reason"])) for i in scanner["skipped"]]
+    records.note_problems(handled, found, listed)
 
 
 def _with_languages(graph: Pipeline, run_data: dict[str, Any], languages: Any, socket: str = "languages") -> dict[str, Any]:

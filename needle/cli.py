@@ -30,6 +30,8 @@ logger = logging.getLogger(__name__)
 # How long a command that finds the index locked waits for its owner's routes to answer (an owner that is
 # still loading its models); a lock held by a process without an owner record fails at once.
 OWNER_WAIT_SECONDS = 60.0
+# 128 + SIGPIPE: what a shell reports for a command whose reader closed the pipe.
+CLOSED_PIPE_EXIT = 141
 SEARCH_COMMANDS = {"search": "keyword search (BM25)", "vsearch": "vector search", "query": "hybrid search"}
 
 
@@ -251,7 +253,8 @@ def _run(args: argparse.Namespace, needle: Any) -> int:
             print(f"removed the context of '{args.prefix.strip('/')}'")
     elif args.command == "get":
         ref, line, count = parse_ref(args.ref)
-        print(needle.files.read(ref, from_line=line or 1, max_lines=count).text)
+        text = needle.files.read(ref, from_line=line or 1, max_lines=count).text
+        print(output.terminal_safe(text) if sys.stdout.isatty() else text)  # the exact text when piped
     elif args.command == "multi-get":
         print(output.file_batch(_multi_get(needle, args.refs, args.max_bytes), args.json))
     elif args.command == "optimize":
@@ -340,16 +343,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A graph that fails makes Haystack snapshot its state and warn about every value it cannot serialise;
     # the one line below says what failed.
     logging.getLogger("haystack.utils.base_serialization").setLevel(logging.ERROR)
+    output.escape_logs()  # warnings name the user's files: no escape sequence reaches the terminal raw
     needle = None
     try:
         code = _run_without_index(args)
         if code is not None:
+            sys.stdout.flush()
             return code
         settings = load_settings()
         ensure_space(settings.data_dir)  # before anything writes through the engine's memory maps (SIGBUS)
         needle = _open(settings, args)
         try:
-            return _run(args, needle)
+            code = _run(args, needle)
+            sys.stdout.flush()  # a reader that went away (`| head`) is met here, not at exit
+            return code
         except Exception as error:
             if not is_lock_error(error) or not uses_owner(settings) or _is_remote(needle):
                 raise
@@ -362,6 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as error:  # noqa: BLE001 - the one place every failure becomes an exit code
         if isinstance(error, SystemExit):
             raise
+        if isinstance(error, BrokenPipeError) and _stdout_closed():
+            return _closed_pipe()
         failure = classify(error)
         if failure.exit_code == 130:
             return 130
@@ -371,6 +380,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if needle is not None:
             needle.close()
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader went away (not some other pipe or socket that broke)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), 0)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _closed_pipe() -> int:
+    """
+    End quietly when the reader of standard output went away (`needle search ... | head`): what is left
+    unwritten goes nowhere, and the exit code is a process's killed by SIGPIPE, as `cat` or `grep` end.
+    """
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would fail and complain again
+    except (OSError, ValueError):
+        pass
+    return CLOSED_PIPE_EXIT
 
 
 if __name__ == "__main__":

@@ -89,6 +89,29 @@ class OwnerOnlyMiddleware:
         await self.app(scope, receive, send)
 
 
+# Routes hayhooks serves that Needle does not use (its OpenAI-compatible Responses API and file uploads):
+# not served, so that they are no surface to probe.
+UNUSED_ROUTES = ("/files", "/v1/files", "/responses", "/v1/responses")
+
+
+def _drop_routes(router: Any, paths: tuple[str, ...]) -> None:
+    """Remove the routes at `paths` from a router and the routers it includes (FastAPI nests them)."""
+    kept = []
+    for route in router.routes:
+        included = getattr(route, "original_router", None)
+        if included is not None:
+            _drop_routes(included, paths)
+            if not included.routes:
+                continue
+        elif getattr(route, "path", None) in paths:
+            continue
+        kept.append(route)
+    router.routes[:] = kept
+    mark = getattr(router, "_mark_routes_changed", None)
+    if callable(mark):
+        mark()  # FastAPI caches the routes an included router resolves to
+
+
 def _validation_message(errors_: list[dict]) -> str:
     parts = []
     for error in errors_:
@@ -187,6 +210,7 @@ def create_app(
     app = create_hayhooks_app()
     left_out = {id(deploy_router), id(undeploy_router), id(draw_router)}
     app.router.routes[:] = [r for r in app.router.routes if id(getattr(r, "original_router", r)) not in left_out]
+    _drop_routes(app.router, UNUSED_ROUTES)
     app.title, app.description = "Needle", "Hybrid search (BM25 + vectors) over your markdown notes."
 
     expected = sorted(p.name for p in SERVER_PIPELINES_DIR.iterdir() if (p / "pipeline_wrapper.py").is_file())
