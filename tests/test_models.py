@@ -23,9 +23,9 @@ class TestModels:
         assert models.provision(tmp_path)[models.LOCAL_DENSE_MODEL] is True
 
     def test_missing_model_names_the_install_command(self, tmp_path: Path):
-        with pytest.raises(models.MissingModelError, match="make models"):
+        with pytest.raises(models.MissingModelError, match="needle models"):
             models.dense_embedder_params(models.LOCAL_DENSE_MODEL, tmp_path)
-        with pytest.raises(models.MissingModelError, match="make models"):
+        with pytest.raises(models.MissingModelError, match="needle models"):
             models.sparse_embedder_params(models.BM25_MODEL, tmp_path)
 
     def test_hub_models_load_the_normal_way(self, tmp_path: Path):
