@@ -1,6 +1,7 @@
 """Line-anchored snippets with a diff-style header."""
 
 import json
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -16,9 +17,11 @@ class SnippetExtractor:
     `@@ -start,count +start,count @@ collection/path`, with line numbers of the file on disk.
 
     A chunk can be a dozen lines; people and agents want the few that matter and a citation they can open
-    at the right line (`needle get path:start:count`). The best line is the one with the most distinct
-    query terms (then occurrences; the chunk's first line when none match); the snippet takes
-    `context_lines` on each side, within the chunk, at most `max_lines` in all. Haystack has no such stage.
+    at the right line (`needle get path:start:count`). The best line is the one that says something (not
+    blank, not only a heading, a code fence or a rule) with the most distinct query terms (then word
+    stems, then occurrences; the chunk's first such line when none match); the snippet takes
+    `context_lines` on each side, within the chunk, at most `max_lines` in all, without blank, heading or
+    fence lines at either end. Haystack has no such stage.
 
     A chunk of a converted document names its anchor in the header: a PDF's page, with lines counted
     within the extracted page text (`@@ page 3 -12,5 +12,5 @@ papers/raft.pdf`, read back with
@@ -63,11 +66,13 @@ class SnippetExtractor:
             lines.pop()
         first_line = int(doc.meta.get("start_line", 1))
 
-        best = max(range(len(lines)), key=lambda i: (term_hits(lines[i], terms), -i)) if terms else 0
-        if terms and term_hits(lines[best], terms) == (0, 0):
-            best = 0
+        best = best_line(lines, terms)
         start = max(0, best - self.context_lines)
         end = min(len(lines), best + self.context_lines + 1, start + self.max_lines)
+        while start < best and not is_content(lines[start]):
+            start += 1
+        while end - 1 > best and not is_content(lines[end - 1]):
+            end -= 1
         count = end - start
         line = first_line + start
         where = f"{doc.meta.get('collection', '')}/{doc.meta.get('path', '')}".lstrip("/")
@@ -93,6 +98,40 @@ class SnippetExtractor:
             meta = {**doc.meta, "snippet": s["text"], "snippet_line": s["start_line"], "snippet_lines": s["lines"]}
             out.append(replace(doc, meta=meta))
         return {"documents": out}
+
+
+_HEADING = re.compile(r"\s{0,3}#{1,6}(\s.*)?")
+_FENCE = re.compile(r"\s*(```|~~~).*")
+_RULE = re.compile(r"\s*([-*_=]\s*){3,}")
+
+
+def is_content(line: str) -> bool:
+    """Whether a line says something: not blank, not only a heading, a code fence or a rule."""
+    return bool(line.strip()) and not (_HEADING.fullmatch(line) or _FENCE.fullmatch(line) or _RULE.fullmatch(line))
+
+
+def _stems(terms: list[str]) -> list[str]:
+    """The first five letters of the longer terms, so that `renewing` finds `renewal` and `backups` `backup`."""
+    return sorted({t[:5] for t in terms if len(t) >= 6})
+
+
+def best_line(lines: list[str], terms: list[str]) -> int:
+    """
+    The index of the line that best matches the query: among lines that say something (`is_content`), the
+    one with the most distinct terms, then stems, then occurrences, then the earliest; the first such line
+    when none matches, the first line when none says anything.
+    """
+    content = [i for i, line in enumerate(lines) if is_content(line)]
+    if not content:
+        return 0
+    stems = _stems(terms)
+
+    def rank(i: int) -> tuple[int, int, int, int]:
+        distinct, total = term_hits(lines[i], terms)
+        return distinct, term_hits(lines[i], stems)[0], total, -i
+
+    best = max(content, key=rank)
+    return best if rank(best)[:3] != (0, 0, 0) else content[0]
 
 
 def _section(meta: dict[str, Any]) -> str:

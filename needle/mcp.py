@@ -83,6 +83,10 @@ def _one_line(error: BaseException) -> str:
     return " ".join(classify(error).message.split())
 
 
+class Unavailable(RuntimeError):
+    """The endpoints did not load: the message says why and what to run."""
+
+
 class Endpoints:
     """
     The set-up endpoint wrappers, loaded once (for `needle mcp`, on a thread while the protocol is served).
@@ -122,10 +126,8 @@ class Endpoints:
         """
         The set-up wrapper of an endpoint, loading them first when nobody started to.
 
-        :raises ToolError: With the one line that says why they did not load.
+        :raises Unavailable: With the one line that says why they did not load.
         """
-        from mcp.server.mcpserver.exceptions import ToolError
-
         with self._lock:
             run_here = not self._started
             self._started = True
@@ -133,10 +135,10 @@ class Endpoints:
             self._run()
         self._done.wait()
         if self._failure is not None:
-            raise ToolError(self._failure)
+            raise Unavailable(self._failure)
         wrapper = self._wrappers.get(name)
         if wrapper is None:
-            raise ToolError(f"the {name} tool is not available: its endpoint did not load")
+            raise Unavailable(f"the {name} tool is not available: its endpoint did not load")
         return wrapper
 
 
@@ -169,21 +171,21 @@ def _signature(model: type[ToolArguments]) -> inspect.Signature:
 
 def _tool(name: str, endpoints: Endpoints) -> Any:
     """The SDK tool `name`: the endpoint's `run_api` behind the arguments model, answering compact JSON."""
-    from mcp.server.mcpserver.exceptions import ToolError
     from mcp.server.mcpserver.tools import Tool
     from mcp_types import ToolAnnotations
 
     model = TOOLS[name]
 
-    def call(**arguments: Any) -> str:
+    def call(**arguments: Any) -> Any:
         from fastapi import HTTPException
 
         shown = {key: arguments.pop(key) for key in PRESENTATION_ARGUMENTS & set(arguments)}
-        wrapper = endpoints.wrapper(name)
         try:
-            result = wrapper.run_api(**arguments)
+            result = endpoints.wrapper(name).run_api(**arguments)
         except HTTPException as error:
-            raise ToolError(str(error.detail)) from None
+            return refused(str(error.detail))
+        except Unavailable as error:
+            return refused(str(error))
         return _compact(result, full=bool(shown.get("full")))
 
     call.__name__ = name
@@ -195,6 +197,13 @@ def _tool(name: str, endpoints: Endpoints) -> Any:
     )
     tool.parameters = input_schema(model)
     return tool
+
+
+def refused(text: str) -> Any:
+    """A tool's error answer: the one line, as it is (no "Error executing tool" before it, no server log)."""
+    from mcp_types import CallToolResult, TextContent
+
+    return CallToolResult(content=[TextContent(text=text)], is_error=True)
 
 
 def _refusal(name: str, model: type[BaseModel], error: ValidationError) -> str:
@@ -231,31 +240,40 @@ class _CheckArguments:
                 raise TypeError(f"arguments must be an object, got {json.dumps(arguments, default=str)[:80]}")
             checked = model.model_validate(arguments).model_dump(exclude_unset=True)
         except (ValidationError, TypeError) as error:
-            from mcp_types import CallToolResult, TextContent
-
             text = _refusal(params["name"], model, error) if isinstance(error, ValidationError) else str(error)
-            return CallToolResult(content=[TextContent(text=text)], is_error=True).model_dump(
-                by_alias=True, exclude_none=True
-            )
+            return refused(text).model_dump(by_alias=True, exclude_none=True)
         return await call_next(dataclasses.replace(ctx, params={**params, "arguments": checked}))
+
+
+class _LoadAfterInitialize:
+    """MCP middleware: start loading the endpoints once `initialize` is answered, so that nothing delays it."""
+
+    def __init__(self, endpoints: Endpoints) -> None:
+        self.endpoints = endpoints
+
+    async def __call__(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        """Answer the request; after an `initialize`, begin loading."""
+        result = await call_next(ctx)
+        if ctx.method == "initialize":
+            self.endpoints.start()
+        return result
 
 
 class NeedleMCP:
     """The MCP server with every tool of `needle.arguments.TOOLS`, served by `endpoints` once they load."""
 
-    def __init__(self, endpoints: Endpoints, lifespan: Callable[[Any], Any] | None = None) -> None:
+    def __init__(self, endpoints: Endpoints, log_level: str = "INFO") -> None:
         """
-        :param endpoints: Where the tools' calls go.
-        :param lifespan: The SDK's lifespan hook (`needle mcp` starts loading the endpoints there).
+        :param endpoints: Where the tools' calls go; they start loading once a client initialized.
+        :param log_level: What the SDK logs (`needle mcp` keeps its stderr to warnings).
         """
         from mcp.server.mcpserver import MCPServer
 
         self.endpoints = endpoints
         self.tools = [_tool(name, endpoints) for name in TOOLS]
-        extra = {"lifespan": lifespan} if lifespan is not None else {}
         self.server = MCPServer(
-            "needle", version=_version(), instructions=instructions(), middleware=[_CheckArguments()],
-            tools=self.tools, **extra,
+            "needle", version=_version(), instructions=instructions(), tools=self.tools, log_level=log_level,
+            middleware=[_LoadAfterInitialize(endpoints), _CheckArguments()],
         )
 
 
@@ -319,8 +337,8 @@ def run_stdio(prepare: Callable[[], None] = lambda: None) -> int:
     """
     Serve the tools over stdin/stdout until the client closes them (`needle mcp`, see `needle.http.background`).
 
-    The protocol is answered at once; `prepare` (owning or joining the index) and the endpoints run on a
-    thread meanwhile, and what fails there becomes every call's one-line answer, not an exit.
+    The protocol is answered at once; once the client initialized, `prepare` (owning or joining the index) and
+    the endpoints load on a thread, and what fails there becomes every call's one-line answer, not an exit.
 
     :param prepare: Runs first on the loading thread.
     :returns: The exit code.
@@ -331,13 +349,7 @@ def run_stdio(prepare: Callable[[], None] = lambda: None) -> int:
         prepare()
         return load_wrappers()
 
-    endpoints = Endpoints(load)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(_server: Any) -> AsyncIterator[dict[str, Any]]:
-        endpoints.start()  # now that the SDK has claimed stdout: stray output of the loading lands on stderr
-        yield {}
-
-    mcp = NeedleMCP(endpoints, lifespan=lifespan)
+    # The loading starts once the client initialized, when the SDK has claimed stdout: stray output lands on stderr.
+    mcp = NeedleMCP(Endpoints(load), log_level="WARNING")
     anyio.run(mcp.server.run_stdio_async)
     return 0

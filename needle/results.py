@@ -7,13 +7,15 @@ and the MCP server derive their schemas from the same classes the CLI prints.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from haystack import Document
 from pydantic import BaseModel, Field
 
 from needle.files import docid
 from needle.formats import format_of
+
+if TYPE_CHECKING:
+    from haystack import Document
 
 LABELS = "PASS (confident enough), NO_RESULTS (nothing relevant enough), IRRELEVANT (no result judged relevant) or " \
     "HALLUCINATION_RISK (similar-looking results judged irrelevant, or an answer its citations do not cover: do not " \

@@ -1,0 +1,334 @@
+"""What an agent gets from Needle's MCP tools: the tool list's size, an answer's size, how far the label can be
+trusted, whether snippets show the answer, and how soon `needle mcp` answers.
+
+    python eval/agents.py                       # every part; writes eval/results/agents.md and agents.json
+    python eval/agents.py --part confidence     # one part (tools, start, confidence, snippets; repeatable)
+    python eval/agents.py --tune                # first set each graph's label threshold from training data
+
+Everything runs on the golden corpus (`needle/demo/notes`, indexed once into the eval cache):
+
+- **tools**: `needle mcp` started by the MCP SDK's stdio client, as a desktop agent starts it; the
+  `tools/list` answer's compact JSON size, and the size of `query`'s answer to 10 golden queries (10 hits
+  each; snippets only, and with `full`).
+- **start**: spawn → `initialize` answered, → `tools/list` answered, → first `query` answered, for a first
+  `needle mcp` (it owns the index) and a second one started while the first runs (it joins the first);
+  `--runs` times, medians.
+- **confidence**: in process, each search graph over the golden questions (`eval/golden/demo.yml`), the
+  multi-part questions made of two of them ("A, and also B", 60 pairs, seed 0; `query` with `decompose`,
+  counted per part) and the off-topic test questions (`eval/golden/offtopic.yml`). A question is answered
+  when a file expected for it is among the top 3 results. False alarm: the label is not PASS although a top-3
+  hit answers; miss: PASS although none does; off-topic PASS: PASS on a question nothing answers.
+- **snippets**: the snippets of `query`'s top 3 for each golden question: the share whose lines contain a
+  query term (or its stem), or the chunk's best-matching line; the share made only of heading, fence or
+  blank lines.
+
+`--tune` sets each graph's `label.min_confidence` to where 2.5% of the off-topic *training* questions
+(`train` in `eval/golden/offtopic.yml`) would pass, so that a label threshold is never read off the test
+questions above; the measurements then run with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+GOLDEN = REPO / "eval" / "golden" / "demo.yml"
+OFFTOPIC = REPO / "eval" / "golden" / "offtopic.yml"
+RESULTS = REPO / "eval" / "results"
+GRAPHS = ("search", "vsearch", "query")
+PARTS = ("tools", "start", "confidence", "snippets")
+TOP = 3
+OFFTOPIC_TRAIN_PASS = 0.025
+
+
+def _golden_needle() -> tuple[Any, Any]:
+    from needle.evaluation.golden import load_golden, prepare_index
+
+    golden = load_golden(GOLDEN)
+    return golden, prepare_index(golden)
+
+
+def _answered(results: list[Any], expected: Any) -> bool:
+    return any(hit.path in set(expected) for hit in results[:TOP])
+
+
+# --- confidence -------------------------------------------------------------------------------------------
+
+
+def _graph_path(graph: str) -> Path:
+    return REPO / "pipelines" / f"{graph}.yml"
+
+
+def tune(needle: Any) -> dict[str, float]:
+    """Set each graph's label threshold from the off-topic training questions; returns them."""
+    from needle.evaluation.calibration import offtopic_questions
+
+    questions = offtopic_questions(OFFTOPIC, "train")
+    chosen = {}
+    for graph in GRAPHS:
+        confidences = sorted(float(needle.search(q, pipeline=graph, top_k=10).confidence or 0.0) for q in questions)
+        quantile = confidences[min(len(confidences) - 1, math.ceil((1 - OFFTOPIC_TRAIN_PASS) * len(confidences)) - 1)]
+        threshold = round(math.floor(quantile * 100 + 1) / 100, 2)
+        path = _graph_path(graph)
+        text = path.read_text(encoding="utf-8")
+        text, count = re.subn(r"(min_confidence:\s*)[0-9.]+", rf"\g<1>{threshold}", text)
+        if count != 1:
+            raise SystemExit(f"{path}: expected one min_confidence, found {count}")
+        path.write_text(text, encoding="utf-8")
+        chosen[graph] = threshold
+        print(f"tune: {graph} min_confidence = {threshold} (off-topic train {quantile:.3f} at the "
+              f"{100 * (1 - OFFTOPIC_TRAIN_PASS):.1f}th percentile)", file=sys.stderr)
+    return chosen
+
+
+def confidence(needle: Any, golden: Any) -> dict[str, Any]:
+    """False alarms, misses and off-topic PASS per graph, single-part and per part of multi-part questions."""
+    from needle.evaluation.calibration import offtopic_questions
+    from needle.evaluation.decomposition import _join, pairs_of
+
+    offtopic = offtopic_questions(OFFTOPIC, "test")
+    pairs = pairs_of(list(golden.queries), 60, 0)
+    report: dict[str, Any] = {}
+    for graph in GRAPHS:
+        single = []
+        for q in golden.queries:
+            answer = needle.search(q.query, pipeline=graph, top_k=10)
+            single.append((answer.label == "PASS", _answered(answer.results, q.expected)))
+        parts = []
+        for a, b in pairs:
+            answer = needle.search(_join("{a}, and also {b}", a.query, b.query), pipeline=graph, top_k=10,
+                                   decompose=True if graph == "query" else None)
+            passed = answer.label == "PASS"
+            parts += [(passed, _answered(answer.results, a.expected)), (passed, _answered(answer.results, b.expected))]
+        off = [needle.search(q, pipeline=graph, top_k=10).label == "PASS" for q in offtopic]
+        report[graph] = {"single": _rates(single), "parts": _rates(parts),
+                         "offtopic_pass": sum(off), "offtopic": len(off)}
+    return report
+
+
+def _rates(rows: list[tuple[bool, bool]]) -> dict[str, Any]:
+    answered = [p for p, a in rows if a]
+    unanswered = [p for p, a in rows if not a]
+    return {
+        "questions": len(rows), "answered": len(answered),
+        "false_alarms": sum(1 for p in answered if not p), "misses": sum(1 for p in unanswered if p),
+        "unanswered": len(unanswered),
+    }
+
+
+# --- snippets ---------------------------------------------------------------------------------------------
+
+
+def snippets(needle: Any, golden: Any) -> dict[str, Any]:
+    """Do the snippets of `query`'s top 3 show a query term or the chunk's best line, and never only scaffolding?"""
+    from components._scores import query_terms, term_hits
+    from components.snippet_extractor import best_line, is_content
+
+    shown = empty = total = 0
+    starts_on_heading = 0
+    for q in golden.queries:
+        terms = query_terms(q.query)
+        stems = sorted({t[:5] for t in terms if len(t) >= 6})
+        for hit in needle.search(q.query, pipeline="query", top_k=TOP).results:
+            body = hit.snippet.split("\n")[1:]
+            lines = hit.text.split("\n")
+            best = lines[best_line(lines, terms)] if lines else ""
+            total += 1
+            has_term = term_hits("\n".join(body), terms + stems)[0] > 0
+            shown += has_term or (best.strip() != "" and best in body)
+            empty += not any(is_content(line) for line in body)
+            starts_on_heading += bool(body) and not is_content(body[0])
+    return {"snippets": total, "show_answer": shown, "only_scaffolding": empty, "start_on_scaffolding": starts_on_heading}
+
+
+# --- the MCP server ---------------------------------------------------------------------------------------
+
+
+def _params(data_dir: Path) -> Any:
+    from mcp.client.stdio import StdioServerParameters
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEEDLE_", "HAYHOOKS_"))}
+    env.update({"NEEDLE_DATA_DIR": str(data_dir), "PYTHONPATH": str(REPO)})
+    if os.environ.get("NEEDLE_MODEL_DIR"):
+        env["NEEDLE_MODEL_DIR"] = os.environ["NEEDLE_MODEL_DIR"]
+    return StdioServerParameters(command=sys.executable, args=["-m", "needle.cli", "mcp"], env=env, cwd=str(REPO))
+
+
+def tools(data_dir: Path, golden: Any) -> dict[str, Any]:
+    """The tool list's compact size, and `query`'s answer sizes over 10 golden questions."""
+    import anyio
+    from mcp import Client
+
+    async def go() -> dict[str, Any]:
+        async with Client(_params(data_dir)) as client:
+            listed = await client.list_tools()
+            sizes, full = [], []
+            for q in list(golden.queries)[:10]:
+                sizes.append(len((await client.call_tool("query", {"query": q.query})).content[0].text))
+                full.append(len((await client.call_tool("query", {"query": q.query, "full": True})).content[0].text))
+            return {
+                "tools": len(listed.tools),
+                "tools_list_chars": len(listed.model_dump_json(by_alias=True, exclude_none=True)),
+                "per_tool": {t.name: len(t.model_dump_json(by_alias=True, exclude_none=True)) for t in listed.tools},
+                "answer_chars_median": statistics.median(sizes), "answer_chars_max": max(sizes),
+                "full_answer_chars_median": statistics.median(full),
+            }
+
+    return anyio.run(go)
+
+
+def start(data_dir: Path, runs: int) -> dict[str, Any]:
+    """Spawn → initialize, → tools/list, → first query answered, for a first and a second `needle mcp`."""
+    import anyio
+    from mcp import Client
+
+    async def one(times: dict[str, list[float]], prefix: str, hold: anyio.Event | None, ready: anyio.Event | None) -> None:
+        began = time.perf_counter()
+        async with Client(_params(data_dir)) as client:
+            times[f"{prefix}initialize"].append(time.perf_counter() - began)
+            await client.list_tools()
+            times[f"{prefix}tools/list"].append(time.perf_counter() - began)
+            call = await client.call_tool("query", {"query": "certbot renew", "limit": 3})
+            if call.is_error:
+                raise RuntimeError(call.content[0].text)
+            times[f"{prefix}first query"].append(time.perf_counter() - began)
+            if ready is not None:
+                ready.set()
+            if hold is not None:
+                await hold.wait()
+
+    async def go() -> dict[str, list[float]]:
+        times: dict[str, list[float]] = {f"{who} {what}": [] for who in ("first", "second")
+                                         for what in ("initialize", "tools/list", "first query")}
+        for _ in range(runs):
+            hold, ready = anyio.Event(), anyio.Event()
+            async with anyio.create_task_group() as group:
+                group.start_soon(one, times, "first ", hold, ready)
+                await ready.wait()
+                await one(times, "second ", None, None)
+                hold.set()
+        return times
+
+    times = anyio.run(go)
+    report = {key: {"median_s": statistics.median(values), "runs": values} for key, values in times.items()}
+    cpu = [cpu_to_initialize(data_dir) for _ in range(runs)]
+    report["initialize, CPU seconds of the server"] = {"median_s": statistics.median(cpu), "runs": cpu}
+    return report
+
+
+def cpu_to_initialize(data_dir: Path) -> float:
+    """
+    CPU seconds `needle mcp` spends until it answers `initialize` (user + system, from /proc): what the
+    wall time would be on an idle core, whatever else the machine runs.
+    """
+    import subprocess
+
+    params = _params(data_dir)
+    process = subprocess.Popen([params.command, *params.args], env=params.env, cwd=params.cwd, text=True,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "eval", "version": "0"}}}
+        process.stdin.write(json.dumps(request) + "\n")
+        process.stdin.flush()
+        process.stdout.readline()
+        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    finally:
+        process.kill()
+        process.wait()
+
+
+# --- report -----------------------------------------------------------------------------------------------
+
+
+def _pct(n: int, d: int) -> str:
+    return f"{n} / {d} ({100 * n / d:.1f}%)" if d else "–"
+
+
+def table(results: dict[str, Any]) -> str:
+    out = []
+    if "tools" in results:
+        t = results["tools"]
+        out += ["| measure | value | target |", "|---|---|---|",
+                f"| `tools/list`, compact JSON, {t['tools']} tools | {t['tools_list_chars']:,} chars | ≤ 10,000 |",
+                f"| `query` answer, 10 hits (median / max of 10 golden questions) | {t['answer_chars_median']:,.0f} / "
+                f"{t['answer_chars_max']:,} chars | ≤ 4,000 |",
+                f"| the same with `full: true` (median) | {t['full_answer_chars_median']:,.0f} chars | |", ""]
+    if "confidence" in results:
+        out += ["| graph | questions | false alarms (not PASS, a top-3 hit answers) | misses (PASS, no top-3 hit answers) "
+                "| off-topic PASS |", "|---|---|---|---|---|"]
+        for graph, r in results["confidence"].items():
+            for kind, label in (("single", "golden"), ("parts", "multi-part, per part")):
+                x = r[kind]
+                off = _pct(r["offtopic_pass"], r["offtopic"]) if kind == "single" else ""
+                out.append(f"| {graph} | {label} ({x['questions']}) | {_pct(x['false_alarms'], x['answered'])} | "
+                           f"{_pct(x['misses'], x['unanswered'])} | {off} |")
+        if results.get("thresholds"):
+            out.append("")
+            out.append("Label thresholds (`label.min_confidence`): " + ", ".join(
+                f"{g} {v}" for g, v in results["thresholds"].items()))
+        out.append("")
+    if "snippets" in results:
+        s = results["snippets"]
+        out += ["| snippets of `query`'s top 3, golden questions | share | target |", "|---|---|---|",
+                f"| show a query term or the chunk's best line | {_pct(s['show_answer'], s['snippets'])} | ≥ 90% |",
+                f"| only heading, fence or blank lines | {_pct(s['only_scaffolding'], s['snippets'])} | 0 |",
+                f"| start on a heading, fence or blank line | {_pct(s['start_on_scaffolding'], s['snippets'])} | |", ""]
+    if "start" in results:
+        out += ["| `needle mcp`, spawn → | median s |", "|---|---|"]
+        for key, value in results["start"].items():
+            out.append(f"| {key} | {value['median_s']:.2f} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--part", action="append", choices=PARTS, help="what to measure (default: all)")
+    parser.add_argument("--runs", type=int, default=5, help="start-up runs (default 5)")
+    parser.add_argument("--tune", action="store_true", help="set the label thresholds from training data first")
+    parser.add_argument("--out", type=Path, default=RESULTS / "agents.md")
+    args = parser.parse_args(argv)
+    parts = args.part or list(PARTS)
+    golden, needle = _golden_needle()
+    results: dict[str, Any] = {}
+    if args.tune:
+        tune(needle)
+        needle.close()  # the graphs load again, with the thresholds just written
+        golden, needle = _golden_needle()
+    from needle.evaluation.calibration import threshold_of
+
+    results["thresholds"] = {graph: threshold_of(str(_graph_path(graph))) for graph in GRAPHS}
+    if "confidence" in parts:
+        results["confidence"] = confidence(needle, golden)
+    if "snippets" in parts:
+        results["snippets"] = snippets(needle, golden)
+    data_dir = needle.settings.data_dir
+    if "tools" in parts or "start" in parts:
+        needle.close()
+    if "tools" in parts:
+        results["tools"] = tools(data_dir, golden)
+    if "start" in parts:
+        results["start"] = start(data_dir, args.runs)
+    text = table(results)
+    print(text)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(f"`python eval/agents.py {' '.join(argv if argv is not None else sys.argv[1:])}`\n\n{text}\n")
+    args.out.with_suffix(".json").write_text(json.dumps(results, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
