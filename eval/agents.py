@@ -19,12 +19,16 @@ Everything runs on the golden corpus (`needle/demo/notes`, indexed once into the
   when a file expected for it is among the top 3 results. False alarm: the label is not PASS although a top-3
   hit answers; miss: PASS although none does; off-topic PASS: PASS on a question nothing answers.
 - **snippets**: the snippets of `query`'s top 3 for each golden question: the share whose lines contain a
-  query term (or its stem), or the chunk's best-matching line; the share made only of heading, fence or
-  blank lines.
+  query term (or its stem), or the chunk's sentence closest to the query in meaning (the bundled dense
+  model's cosine); the share made only of heading, fence or blank lines; with `--before CHECKOUT`, the same
+  chunks cut by that checkout's extractor beside.
 
-`--tune` sets each graph's `label.min_confidence` to where 2.5% of the off-topic *training* questions
-(`train` in `eval/golden/offtopic.yml`) would pass, so that a label threshold is never read off the test
-questions above; the measurements then run with it.
+`--tune` first refits each graph's confidence (`ConfidenceScorer` weights, by `needle.evaluation.calibration`)
+to "a top-3 hit answers" on training questions only: those of `eval/golden/filters.yml` (the same notes,
+other questions: filters, dates), pairs of them joined, and the
+off-topic `train` questions; then moves the bias so that the label's 0.5 is where 4% of those off-topic
+training questions would pass. Nothing is read off the test questions above; the measurements then run with
+the weights written into the graphs.
 """
 
 from __future__ import annotations
@@ -45,11 +49,19 @@ sys.path.insert(0, str(REPO))
 
 GOLDEN = REPO / "eval" / "golden" / "demo.yml"
 OFFTOPIC = REPO / "eval" / "golden" / "offtopic.yml"
+TRAIN = (REPO / "eval" / "golden" / "filters.yml",)
+L2 = 1.0
+# Whether the notes hold an answer at all: how close the best result is (cosine, the reranker), how much of the
+# query it covers (BM25's share) and how many query words the notes lack. Left out: signals of which result is
+# right among several (margin, support, agreement: two notes that both answer are no reason for doubt) and the
+# identifier ones (exact, exact_missing), which too few training questions carry to fit.
+LABEL_FEATURES = ("rerank", "cosine", "bm25", "unknown")
 RESULTS = REPO / "eval" / "results"
 GRAPHS = ("search", "vsearch", "query")
 PARTS = ("tools", "start", "confidence", "snippets")
 TOP = 3
-OFFTOPIC_TRAIN_PASS = 0.025
+BEFORE: Path | None = None  # --before: a checkout whose snippet extractor the snippets are compared with
+OFFTOPIC_TRAIN_PASS = 0.04
 
 
 def _golden_needle() -> tuple[Any, Any]:
@@ -70,25 +82,62 @@ def _graph_path(graph: str) -> Path:
     return REPO / "pipelines" / f"{graph}.yml"
 
 
-def tune(needle: Any) -> dict[str, float]:
-    """Set each graph's label threshold from the off-topic training questions; returns them."""
+def _train_rows(graph: str) -> list[dict[str, Any]]:
+    """
+    The training questions' signals and whether a top-3 hit answers: the questions of each `TRAIN` set (other
+    questions than the golden set's: filters and dates over the same notes, converted documents), pairs of
+    them joined into multi-part questions (answered when both parts are), and the off-topic training
+    questions over each of those indexes (never answered).
+    """
     from needle.evaluation.calibration import offtopic_questions
+    from needle.evaluation.decomposition import _join, pairs_of
+    from needle.evaluation.golden import load_golden, prepare_index
+    from needle.results import SearchFilters
 
-    questions = offtopic_questions(OFFTOPIC, "train")
+    rows = []
+    for path in TRAIN:
+        train = load_golden(path)
+        needle = prepare_index(train)
+        filters = SearchFilters(now=train.today) if train.today else None
+        asked: list[tuple[str, Any, SearchFilters | None, bool | None]] = []
+        asked += [(q.query, [q.expected], filters, None) for q in train.queries]
+        asked += [(_join("{a}, and also {b}", a.query, b.query), [a.expected, b.expected], None,
+                   True if graph == "query" else None) for a, b in pairs_of(list(train.queries), len(train.queries), 1)]
+        asked += [(q, [], None, None) for q in offtopic_questions(OFFTOPIC, "train")]
+        for text, parts, given, decompose in asked:
+            answer = needle.search(text, pipeline=graph, top_k=10, explain=True, filters=given, decompose=decompose)
+            if answer.label == "NO_RESULTS":
+                continue
+            relevant = bool(parts) and all(_answered(answer.results, expected) for expected in parts)
+            rows.append({"relevant": relevant, "offtopic": not parts, "label": answer.label,
+                         "signals": (answer.explain or {}).get("confidence") or {}})
+        needle.close()
+    return rows
+
+
+def tune() -> dict[str, Any]:
+    """
+    Fit each graph's confidence to "a top-3 hit answers" on the training questions (`_train_rows`), then move
+    its bias so that 0.5, where the label turns PASS, is where `OFFTOPIC_TRAIN_PASS` of the off-topic training
+    questions would pass; write the weights and bias into the graph.
+    """
+    from needle.evaluation.calibration import fit_logistic, fitted_features, rescore, write_weights
+
     chosen = {}
     for graph in GRAPHS:
-        confidences = sorted(float(needle.search(q, pipeline=graph, top_k=10).confidence or 0.0) for q in questions)
-        quantile = confidences[min(len(confidences) - 1, math.ceil((1 - OFFTOPIC_TRAIN_PASS) * len(confidences)) - 1)]
-        threshold = round(math.floor(quantile * 100 + 1) / 100, 2)
-        path = _graph_path(graph)
-        text = path.read_text(encoding="utf-8")
-        text, count = re.subn(r"(min_confidence:\s*)[0-9.]+", rf"\g<1>{threshold}", text)
-        if count != 1:
-            raise SystemExit(f"{path}: expected one min_confidence, found {count}")
-        path.write_text(text, encoding="utf-8")
-        chosen[graph] = threshold
-        print(f"tune: {graph} min_confidence = {threshold} (off-topic train {quantile:.3f} at the "
-              f"{100 * (1 - OFFTOPIC_TRAIN_PASS):.1f}th percentile)", file=sys.stderr)
+        rows = _train_rows(graph)
+        weights, bias = fit_logistic(rows, [f for f in fitted_features(rows) if f in LABEL_FEATURES], l2=L2)
+        scored = rescore(rows, weights, bias, 0.5)
+        off = sorted(r["confidence"] for r in scored if r["offtopic"])
+        quantile = off[min(len(off) - 1, math.ceil((1 - OFFTOPIC_TRAIN_PASS) * len(off)))]
+        quantile = min(max(quantile, 1e-6), 1 - 1e-6)
+        bias = round(bias - math.log(quantile / (1 - quantile)), 3)
+        write_weights(graph, weights, bias)
+        passed = [r for r in rescore(rows, weights, bias, 0.5) if not r["offtopic"]]
+        chosen[graph] = {"weights": weights, "bias": bias, "rows": len(rows),
+                         "train_false_alarms": sum(1 for r in passed if r["relevant"] and r["label"] != "PASS"),
+                         "train_answered": sum(1 for r in passed if r["relevant"])}
+        print(f"tune: {graph}: {chosen[graph]}", file=sys.stderr)
     return chosen
 
 
@@ -130,26 +179,67 @@ def _rates(rows: list[tuple[bool, bool]]) -> dict[str, Any]:
 # --- snippets ---------------------------------------------------------------------------------------------
 
 
-def snippets(needle: Any, golden: Any) -> dict[str, Any]:
-    """Do the snippets of `query`'s top 3 show a query term or the chunk's best line, and never only scaffolding?"""
-    from components._scores import query_terms, term_hits
-    from components.snippet_extractor import best_line, is_content
+def _sentence_embedder(needle: Any) -> Any:
+    """The bundled dense model through fastembed: what "meaning" is measured with (independent of the snippets)."""
+    from fastembed import TextEmbedding
 
-    shown = empty = total = 0
-    starts_on_heading = 0
+    from needle.models import LOCAL_DENSE_MODEL, dense_embedder_params
+
+    params = dense_embedder_params(LOCAL_DENSE_MODEL, needle.settings.model_dir)
+    return TextEmbedding(model_name=params["model"], local_files_only=True, **params["model_kwargs"])
+
+
+def _sentences(text: str) -> list[str]:
+    from components.snippet_extractor import is_content
+
+    return [part.strip() for line in text.split("\n") if is_content(line)
+            for part in re.split(r"(?<=[.!?])\s+", line) if len(part.strip()) > 3]
+
+
+def snippets(needle: Any, golden: Any) -> dict[str, Any]:
+    """
+    Do the snippets of `query`'s top 3 show the answer, and never only scaffolding? Measured for the snippets
+    Needle returns and, on the same chunks, for the extractor given with `--before` (an older checkout's).
+    """
+    import numpy as np
+    from haystack import Document
+
+    from components._scores import query_terms, term_hits
+    from components.snippet_extractor import SnippetExtractor, is_content
+
+    embedder = _sentence_embedder(needle)
+    extractors = {"now": SnippetExtractor(max_lines=10, context_lines=2)}
+    if BEFORE:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("before_snippets", BEFORE / "components" / "snippet_extractor.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        extractors["before"] = module.SnippetExtractor(max_lines=10, context_lines=2)
+    counts = {name: {"snippets": 0, "term": 0, "show_answer": 0, "only_scaffolding": 0, "start_on_scaffolding": 0}
+              for name in extractors}
     for q in golden.queries:
         terms = query_terms(q.query)
         stems = sorted({t[:5] for t in terms if len(t) >= 6})
+        query_vector = next(iter(embedder.query_embed([q.query])))
         for hit in needle.search(q.query, pipeline="query", top_k=TOP).results:
-            body = hit.snippet.split("\n")[1:]
-            lines = hit.text.split("\n")
-            best = lines[best_line(lines, terms)] if lines else ""
-            total += 1
-            has_term = term_hits("\n".join(body), terms + stems)[0] > 0
-            shown += has_term or (best.strip() != "" and best in body)
-            empty += not any(is_content(line) for line in body)
-            starts_on_heading += bool(body) and not is_content(body[0])
-    return {"snippets": total, "show_answer": shown, "only_scaffolding": empty, "start_on_scaffolding": starts_on_heading}
+            sentences = _sentences(hit.text or "")
+            best = ""
+            if sentences:
+                vectors = np.array(list(embedder.embed(sentences)))
+                best = sentences[int(np.argmax(vectors @ query_vector))]
+            doc = Document(content=hit.text, meta={"start_line": hit.start_line, "collection": hit.collection, "path": hit.path})
+            for name, extractor in extractors.items():
+                body = extractor.run([doc], query=q.query)["documents"][0].meta["snippet"].split("\n")[1:]
+                joined = "\n".join(body)
+                c = counts[name]
+                c["snippets"] += 1
+                has_term = term_hits(joined, terms + stems)[0] > 0
+                c["term"] += has_term
+                c["show_answer"] += has_term or (best != "" and best in joined)
+                c["only_scaffolding"] += not any(is_content(line) for line in body)
+                c["start_on_scaffolding"] += bool(body) and not is_content(body[0])
+    return counts
 
 
 # --- the MCP server ---------------------------------------------------------------------------------------
@@ -281,11 +371,18 @@ def table(results: dict[str, Any]) -> str:
                 f"{g} {v}" for g, v in results["thresholds"].items()))
         out.append("")
     if "snippets" in results:
-        s = results["snippets"]
-        out += ["| snippets of `query`'s top 3, golden questions | share | target |", "|---|---|---|",
-                f"| show a query term or the chunk's best line | {_pct(s['show_answer'], s['snippets'])} | ≥ 90% |",
-                f"| only heading, fence or blank lines | {_pct(s['only_scaffolding'], s['snippets'])} | 0 |",
-                f"| start on a heading, fence or blank line | {_pct(s['start_on_scaffolding'], s['snippets'])} | |", ""]
+        runs = results["snippets"]
+        names = list(runs)
+        out += ["| snippets of `query`'s top 3, golden questions | " + " | ".join(names) + " | target |",
+                "|---|" + "---|" * len(names) + "---|"]
+        for key, label, target in (
+            ("show_answer", "show a query term (or its stem) or the chunk's sentence closest in meaning", "≥ 90%"),
+            ("term", "show a query term (or its stem)", ""),
+            ("only_scaffolding", "only heading, fence or blank lines", "0"),
+            ("start_on_scaffolding", "start on a heading, fence or blank line", ""),
+        ):
+            out.append(f"| {label} | " + " | ".join(_pct(runs[n][key], runs[n]["snippets"]) for n in names) + f" | {target} |")
+        out.append("")
     if "start" in results:
         out += ["| `needle mcp`, spawn → | median s |", "|---|---|"]
         for key, value in results["start"].items():
@@ -300,14 +397,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="start-up runs (default 5)")
     parser.add_argument("--tune", action="store_true", help="set the label thresholds from training data first")
     parser.add_argument("--out", type=Path, default=RESULTS / "agents.md")
+    parser.add_argument("--before", type=Path, help="a checkout whose snippet extractor to compare with (e.g. main's)")
     args = parser.parse_args(argv)
+    global BEFORE
+    BEFORE = args.before
     parts = args.part or list(PARTS)
-    golden, needle = _golden_needle()
     results: dict[str, Any] = {}
     if args.tune:
-        tune(needle)
-        needle.close()  # the graphs load again, with the thresholds just written
-        golden, needle = _golden_needle()
+        results["fit"] = tune()
+    golden, needle = _golden_needle()
     from needle.evaluation.calibration import threshold_of
 
     results["thresholds"] = {graph: threshold_of(str(_graph_path(graph))) for graph in GRAPHS}

@@ -153,7 +153,7 @@ def _compact(result: Any, full: bool) -> str:
             if isinstance(hit, dict):
                 hit.pop("text", None)
     if isinstance(data, dict):
-        data = {key: value for key, value in data.items() if value != [] or key == "results"}
+        data = {key: value for key, value in data.items() if value is not None and (value != [] or key == "results")}
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 

@@ -169,6 +169,9 @@ def _own_or_join(watch: bool) -> BackgroundServer | None:
     if record is None:
         server = BackgroundServer(command="mcp", watch=watch)
         try:
+            # The models and the index first, outside the routes' start-up: a missing model or a damaged index
+            # fails here as Needle's one line (what to run), not as the start-up errors of every endpoint.
+            get_needle().warm("query")
             server.start()
             return server
         except Exception as error:
