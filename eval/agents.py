@@ -51,11 +51,6 @@ GOLDEN = REPO / "eval" / "golden" / "demo.yml"
 OFFTOPIC = REPO / "eval" / "golden" / "offtopic.yml"
 TRAIN = (REPO / "eval" / "golden" / "filters.yml",)
 L2 = 1.0
-# Whether the notes hold an answer at all: how close the best result is (cosine, the reranker), how much of the
-# query it covers (BM25's share) and how many query words the notes lack. Left out: signals of which result is
-# right among several (margin, support, agreement: two notes that both answer are no reason for doubt) and the
-# identifier ones (exact, exact_missing), which too few training questions carry to fit.
-LABEL_FEATURES = ("rerank", "cosine", "bm25", "unknown")
 RESULTS = REPO / "eval" / "results"
 GRAPHS = ("search", "vsearch", "query")
 PARTS = ("tools", "start", "confidence", "snippets")
@@ -126,7 +121,7 @@ def tune() -> dict[str, Any]:
     chosen = {}
     for graph in GRAPHS:
         rows = _train_rows(graph)
-        weights, bias = fit_logistic(rows, [f for f in fitted_features(rows) if f in LABEL_FEATURES], l2=L2)
+        weights, bias = fit_logistic(rows, fitted_features(rows), l2=L2)
         scored = rescore(rows, weights, bias, 0.5)
         off = sorted(r["confidence"] for r in scored if r["offtopic"])
         quantile = off[min(len(off) - 1, math.ceil((1 - OFFTOPIC_TRAIN_PASS) * len(off)))]

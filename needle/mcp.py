@@ -19,6 +19,7 @@ import importlib.util
 import inspect
 import json
 import logging
+import re
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -57,17 +58,19 @@ DESCRIPTIONS = {
 INSTRUCTIONS = (
     "Needle searches the user's notes. `query` (hybrid) is the best default; `search` for exact words, names and "
     "error codes; `vsearch` for questions in other words. Each answer has a `label` and a `confidence` (0..1): "
-    "{label_meaning} Each hit has a snippet (its best-matching lines) and its place: `path`, `start_line`, "
-    "`end_line`, `anchor`; read more with `get` (an anchor, path or #docid; from_line, max_lines) or several "
-    "files with `multi_get`; `full` adds each hit's whole chunk. Filter with tags, path, where (frontmatter "
+    "{label_meaning} Each hit has its place (`collection`, `path`, the chunk's `start_line`..`end_line`, `docid`) and "
+    "a `snippet`, its best-matching lines from `snippet_line` on; read more with `get` (path or #docid, from_line, "
+    "max_lines) or several files with `multi_get`; `full` adds each hit's whole chunk. Filter with tags, path, where (frontmatter "
     "field=value), after/before (dates), or in the query itself (#tag, in:folder/, field:value, \"phrase\", -word, "
     "'last week'). `status` lists collections and what the user wrote about them (each hit's `context`); `index` "
     "re-reads notes after they changed."
 )
 # What the label means, in the terms eval/agents.py measures it (docs/serving.md has the table).
 LABEL_MEANING = (
-    "PASS means a top-3 hit answers in most cases; a label other than PASS means the notes most likely do not "
-    "answer, though one in ten such answers still holds the answer in its top 3: look before saying so."
+    "PASS means a top-3 hit very likely answers: off-topic questions reached PASS in at most 7 of 100 (none with "
+    "`query`). A label other than PASS does not mean the notes lack the answer: a top-3 hit still answered about 1 "
+    "in 4 such questions (1 in 10 parts of a multi-part `query` with decompose), so read the top snippets before "
+    "saying so. A multi-part question's label speaks for the whole: check that each part has its hit."
 )
 
 
@@ -142,16 +145,44 @@ class Endpoints:
         return wrapper
 
 
+_PLAIN_HEADER = re.compile(r"@@ -[0-9]+,[0-9]+ \+([0-9]+),[0-9]+ @@ [^\n]*")
+
+
+def _compact_hit(hit: dict[str, Any], full: bool) -> dict[str, Any]:
+    """
+    A hit without what it repeats: its chunk text (unless `full`), a title its `heading_path` starts with, an
+    anchor that is just `collection/path:start:count`, the markdown format, a score's noise digits; a plain
+    snippet's header becomes `snippet_line`, the file line its first line is.
+    """
+    if not full:
+        hit.pop("text", None)
+    if hit.get("heading_path") and hit.get("title") == hit["heading_path"][0]:
+        hit.pop("title")
+    lines = f"{hit.get('start_line')}:{int(hit.get('end_line', 0)) - int(hit.get('start_line', 0)) + 1}"
+    if hit.get("anchor") == f"{hit.get('collection')}/{hit.get('path')}:{lines}":
+        hit.pop("anchor")
+    if hit.get("format") == "markdown":
+        hit.pop("format")
+    if isinstance(hit.get("score"), float):
+        hit["score"] = round(hit["score"], 3)
+    header, _, body = str(hit.get("snippet", "")).partition("\n")
+    plain = _PLAIN_HEADER.fullmatch(header)
+    if plain:
+        hit["snippet"], hit["snippet_line"] = body, int(plain.group(1))
+    return hit
+
+
 def _compact(result: Any, full: bool) -> str:
-    """A tool's answer as compact JSON: nulls and empty lists left out; a hit's chunk text only with `full`."""
+    """
+    A tool's answer as compact JSON: nulls and empty lists left out, each search hit as `_compact_hit` shapes
+    it (its whole chunk only with `full`).
+    """
     if isinstance(result, BaseModel):
         data = result.model_dump(mode="json", exclude_none=True)
     else:
         data = json.loads(json.dumps(result, default=str))
-    if isinstance(data, dict) and isinstance(data.get("results"), list) and not full:
-        for hit in data["results"]:
-            if isinstance(hit, dict):
-                hit.pop("text", None)
+    if isinstance(data, dict) and isinstance(data.get("results"), list):
+        data["results"] = [_compact_hit(hit, full) if isinstance(hit, dict) else hit for hit in data["results"]]
     if isinstance(data, dict):
         data = {key: value for key, value in data.items() if value is not None and (value != [] or key == "results")}
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))

@@ -85,11 +85,20 @@ class TestArguments:
 
 
 def test_an_answer_carries_snippets_and_the_chunk_only_when_asked():
-    answer = {"label": "PASS", "results": [{"path": "a.md", "snippet": "@@ -1,1 +1,1 @@ n/a.md\nx", "text": "x\ny"}],
-              "warnings": [], "explain": None}
-    assert json.loads(_compact(answer, full=False)) == {"label": "PASS", "results": [
-        {"path": "a.md", "snippet": "@@ -1,1 +1,1 @@ n/a.md\nx"}]}
-    assert json.loads(_compact(answer, full=True))["results"][0]["text"] == "x\ny"
+    hit = {"docid": "#a1b2c3", "collection": "n", "path": "a.md", "title": "A", "heading_path": ["A", "Setup"],
+           "start_line": 10, "end_line": 14, "score": 0.123456789, "snippet": "@@ -12,2 +12,2 @@ n/a.md\nx\ny",
+           "text": "chunk", "format": "markdown", "anchor": "n/a.md:10:5"}
+    answer = {"label": "PASS", "results": [hit], "warnings": [], "explain": None}
+    assert json.loads(_compact(json.loads(json.dumps(answer)), full=False)) == {"label": "PASS", "results": [
+        {"docid": "#a1b2c3", "collection": "n", "path": "a.md", "heading_path": ["A", "Setup"], "start_line": 10,
+         "end_line": 14, "score": 0.123, "snippet": "x\ny", "snippet_line": 12}]}
+    assert json.loads(_compact(answer, full=True))["results"][0]["text"] == "chunk"
+
+
+def test_a_pdf_hit_keeps_its_anchor_and_snippet_header():
+    hit = {"collection": "p", "path": "r.pdf", "start_line": 40, "end_line": 44, "format": "pdf", "page": 3,
+           "anchor": "p/r.pdf#page=3:12:5", "snippet": "@@ page 3 -12,5 +12,5 @@ p/r.pdf\nx"}
+    assert json.loads(_compact({"results": [dict(hit)]}, full=False))["results"][0] == hit
 
 
 def test_a_failed_start_becomes_every_calls_one_line():
