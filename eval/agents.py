@@ -15,7 +15,8 @@ Everything runs on the golden corpus (`needle/demo/notes`, indexed once into the
   `--runs` times, medians.
 - **confidence**: in process, each search graph over the golden questions (`eval/golden/demo.yml`), the
   multi-part questions made of two of them ("A, and also B", 60 pairs, seed 0; `query` with `decompose`,
-  counted per part) and the off-topic test questions (`eval/golden/offtopic.yml`). A question is answered
+  counted per part) and the off-topic test questions (`eval/golden/offtopic.yml`); with `--before CHECKOUT`,
+  that checkout's graphs too, and a plot (`eval/results/agents-confidence.png`). A question is answered
   when a file expected for it is among the top 3 results. False alarm: the label is not PASS although a top-3
   hit answers; miss: PASS although none does; off-topic PASS: PASS on a question nothing answers.
 - **snippets**: the snippets of `query`'s top 3 for each golden question: the share whose lines contain a
@@ -116,7 +117,12 @@ def tune() -> dict[str, Any]:
     its bias so that 0.5, where the label turns PASS, is where `OFFTOPIC_TRAIN_PASS` of the off-topic training
     questions would pass; write the weights and bias into the graph.
     """
-    from needle.evaluation.calibration import fit_logistic, fitted_features, rescore, write_weights
+    from needle.evaluation.calibration import (
+        fit_logistic,
+        fitted_features,
+        rescore,
+        write_weights,
+    )
 
     chosen = {}
     for graph in GRAPHS:
@@ -144,7 +150,10 @@ def confidence(needle: Any, golden: Any) -> dict[str, Any]:
     offtopic = offtopic_questions(OFFTOPIC, "test")
     pairs = pairs_of(list(golden.queries), 60, 0)
     report: dict[str, Any] = {}
-    for graph in GRAPHS:
+    graphs = [(graph, graph) for graph in GRAPHS]
+    if BEFORE:
+        graphs += [(f"{graph} (before)", str(BEFORE / "pipelines" / f"{graph}.yml")) for graph in GRAPHS]
+    for name, graph in graphs:
         single = []
         for q in golden.queries:
             answer = needle.search(q.query, pipeline=graph, top_k=10)
@@ -152,11 +161,11 @@ def confidence(needle: Any, golden: Any) -> dict[str, Any]:
         parts = []
         for a, b in pairs:
             answer = needle.search(_join("{a}, and also {b}", a.query, b.query), pipeline=graph, top_k=10,
-                                   decompose=True if graph == "query" else None)
+                                   decompose=True if name.startswith("query") else None)
             passed = answer.label == "PASS"
             parts += [(passed, _answered(answer.results, a.expected)), (passed, _answered(answer.results, b.expected))]
         off = [needle.search(q, pipeline=graph, top_k=10).label == "PASS" for q in offtopic]
-        report[graph] = {"single": _rates(single), "parts": _rates(parts),
+        report[name] = {"single": _rates(single), "parts": _rates(parts),
                          "offtopic_pass": sum(off), "offtopic": len(off)}
     return report
 
@@ -348,22 +357,18 @@ def table(results: dict[str, Any]) -> str:
         t = results["tools"]
         out += ["| measure | value | target |", "|---|---|---|",
                 f"| `tools/list`, compact JSON, {t['tools']} tools | {t['tools_list_chars']:,} chars | ≤ 10,000 |",
-                f"| `query` answer, 10 hits (median / max of 10 golden questions) | {t['answer_chars_median']:,.0f} / "
-                f"{t['answer_chars_max']:,} chars | ≤ 4,000 |",
+                (f"| `query` answer, 10 hits (median / max of 10 golden questions) | {t['answer_chars_median']:,.0f} / "
+                 f"{t['answer_chars_max']:,} chars | ≤ 4,000 |"),
                 f"| the same with `full: true` (median) | {t['full_answer_chars_median']:,.0f} chars | |", ""]
     if "confidence" in results:
-        out += ["| graph | questions | false alarms (not PASS, a top-3 hit answers) | misses (PASS, no top-3 hit answers) "
-                "| off-topic PASS |", "|---|---|---|---|---|"]
+        out += [("| graph | questions | false alarms (not PASS, a top-3 hit answers) | misses (PASS, no top-3 hit "
+                 "answers) | off-topic PASS |"), "|---|---|---|---|---|"]
         for graph, r in results["confidence"].items():
             for kind, label in (("single", "golden"), ("parts", "multi-part, per part")):
                 x = r[kind]
                 off = _pct(r["offtopic_pass"], r["offtopic"]) if kind == "single" else ""
                 out.append(f"| {graph} | {label} ({x['questions']}) | {_pct(x['false_alarms'], x['answered'])} | "
                            f"{_pct(x['misses'], x['unanswered'])} | {off} |")
-        if results.get("thresholds"):
-            out.append("")
-            out.append("Label thresholds (`label.min_confidence`): " + ", ".join(
-                f"{g} {v}" for g, v in results["thresholds"].items()))
         out.append("")
     if "snippets" in results:
         runs = results["snippets"]
@@ -386,6 +391,37 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def plot(results: dict[str, Any], path: Path) -> Path:
+    """Bars: false alarms (golden, multi-part parts) and off-topic PASS per graph, before and now."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = results["confidence"]
+    names = [g for g in GRAPHS if g in rows]
+    measures = [("false alarms, golden", lambda r: r["single"]["false_alarms"] / max(1, r["single"]["answered"])),
+                ("false alarms, multi-part (per part)", lambda r: r["parts"]["false_alarms"] / max(1, r["parts"]["answered"])),
+                ("off-topic PASS", lambda r: r["offtopic_pass"] / max(1, r["offtopic"]))]
+    figure, axes = plt.subplots(1, len(measures), figsize=(12, 3.6), sharey=True)
+    for axis, (title, value) in zip(axes, measures):
+        width = 0.38
+        for shift, suffix, colour in ((-width / 2, " (before)", "#bbbbbb"), (width / 2, "", "#3070b0")):
+            present = [n for n in names if n + suffix in rows]
+            axis.bar([names.index(n) + shift for n in present], [100 * value(rows[n + suffix]) for n in present],
+                     width, color=colour, label="before" if suffix else "now")
+        axis.axhline(10 if "false" in title else 5, color="#c04040", linestyle="--", linewidth=1)
+        axis.set_xticks(range(len(names)), names)
+        axis.set_title(title, fontsize=10)
+    axes[0].set_ylabel("% of questions")
+    axes[0].legend(fontsize=8)
+    figure.suptitle("The label on golden and off-topic test questions (dashed: the aim)", fontsize=11)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--part", action="append", choices=PARTS, help="what to measure (default: all)")
@@ -401,9 +437,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.tune:
         results["fit"] = tune()
     golden, needle = _golden_needle()
-    from needle.evaluation.calibration import threshold_of
-
-    results["thresholds"] = {graph: threshold_of(str(_graph_path(graph))) for graph in GRAPHS}
     if "confidence" in parts:
         results["confidence"] = confidence(needle, golden)
     if "snippets" in parts:
@@ -416,6 +449,8 @@ def main(argv: list[str] | None = None) -> int:
     if "start" in parts:
         results["start"] = start(data_dir, args.runs)
     text = table(results)
+    if "confidence" in results:
+        text += f"\n![the label before and now]({plot(results, RESULTS / 'agents-confidence.png').name})\n"
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(f"`python eval/agents.py {' '.join(argv if argv is not None else sys.argv[1:])}`\n\n{text}\n")

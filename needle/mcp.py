@@ -40,20 +40,27 @@ SEARCH_TOOLS = frozenset({"search", "vsearch", "query"})
 PRESENTATION_ARGUMENTS = frozenset({"full"})
 # Title and description of each tool; the server's instructions say how they work together.
 DESCRIPTIONS = {
-    "search": ("Keyword search", "Keyword search (BM25): notes containing the query's exact words. For names, "
-               "commands, config keys and error codes; for other wording use vsearch, when unsure query."),
-    "vsearch": ("Vector search", "Vector search: notes close in meaning to the query, even in other words "
-                "(questions, a paraphrase). Exact names or codes: search; the best of both: query."),
-    "query": ("Hybrid search", "Hybrid search, keywords and vectors fused: the best quality, use it by default. "
-              "decompose splits a question that asks several things."),
-    "get": ("Read a note", "Read a note, whole or a line range: ref is a result's path, #docid or anchor. To read "
-            "around a hit, pass its start_line as from_line with max_lines 40. PDF, DOCX, HTML as extracted text."),
-    "multi_get": ("Read several notes", "Read several notes: a glob (pattern) or paths and #docids (refs). Files "
-                  "over max_bytes are listed under skipped: read those with get and a line range."),
-    "status": ("Collections", "The collections (name, files, chunks, description), models and index location; "
-               "search, query and index take these collection names."),
-    "index": ("Re-index notes", "Re-index collections after notes changed (unchanged files are not re-read); "
-              "searches see changes only after it. Returns what was read, added, changed and removed."),
+    "search": ("Keyword search", (
+        "Keyword search (BM25): notes containing the query's exact words. For names, commands, config keys and "
+        "error codes; for other wording use vsearch, when unsure query.")),
+    "vsearch": ("Vector search", (
+        "Vector search: notes close in meaning to the query, even in other words (questions, a paraphrase). "
+        "Exact names or codes: search; the best of both: query.")),
+    "query": ("Hybrid search", (
+        "Hybrid search, keywords and vectors fused: the best quality, use it by default. decompose splits a "
+        "question that asks several things.")),
+    "get": ("Read a note", (
+        "Read a note, whole or a line range: ref is a result's path, #docid or anchor. To read around a hit, "
+        "pass its start_line as from_line with max_lines 40. PDF, DOCX, HTML as extracted text.")),
+    "multi_get": ("Read several notes", (
+        "Read several notes: a glob (pattern) or paths and #docids (refs). Files over max_bytes are listed "
+        "under skipped: read those with get and a line range.")),
+    "status": ("Collections", (
+        "The collections (name, files, chunks, description), models and index location; search, query and "
+        "index take these collection names.")),
+    "index": ("Re-index notes", (
+        "Re-index collections after notes changed (unchanged files are not re-read); searches see changes "
+        "only after it. Returns what was read, added, changed and removed.")),
 }
 INSTRUCTIONS = (
     "Needle searches the user's notes. `query` (hybrid) is the best default; `search` for exact words, names and "

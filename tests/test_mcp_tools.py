@@ -9,7 +9,14 @@ import pytest
 from pydantic import ValidationError
 
 from needle.arguments import TOOLS
-from needle.mcp import PRESENTATION_ARGUMENTS, SERVER_PIPELINES_DIR, Endpoints, NeedleMCP, _compact, _refusal
+from needle.mcp import (
+    PRESENTATION_ARGUMENTS,
+    SERVER_PIPELINES_DIR,
+    Endpoints,
+    NeedleMCP,
+    _compact,
+    _refusal,
+)
 
 MAX_TOOLS_LIST_CHARS = 10_000
 
@@ -18,7 +25,7 @@ MAX_TOOLS_LIST_CHARS = 10_000
 def listed():
     from mcp_types import ListToolsResult
 
-    mcp = NeedleMCP(Endpoints(lambda: {}))
+    mcp = NeedleMCP(Endpoints(dict))
     return ListToolsResult(tools=anyio.run(mcp.server.list_tools))
 
 

@@ -8,7 +8,6 @@ serves its tools through it (`needle.remote.RemoteNeedle`).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import signal
