@@ -35,24 +35,42 @@ class SnippetExtractor:
     ```
     """
 
-    def __init__(self, max_lines: int = 10, context_lines: int = 2) -> None:
+    def __init__(self, max_lines: int = 10, context_lines: int = 2, max_chars: int | None = None) -> None:
         """
         Create the extractor.
 
         :param max_lines: Longest snippet, in lines.
         :param context_lines: Lines kept before and after the best line.
-        :raises ValueError: When `max_lines` < 1 or `context_lines` < 0.
+        :param max_chars: Longest snippet in characters: context lines are added (after, then before, nearest
+            first) only while they fit; the best line is kept whole. `None` for no limit.
+        :raises ValueError: When `max_lines` < 1, `context_lines` < 0 or `max_chars` < 1.
         """
         if max_lines < 1:
             raise ValueError(f"max_lines must be > 0, got {max_lines}")
         if context_lines < 0:
             raise ValueError(f"context_lines must be >= 0, got {context_lines}")
+        if max_chars is not None and max_chars < 1:
+            raise ValueError(f"max_chars must be > 0, got {max_chars}")
         self.max_lines = max_lines
         self.context_lines = context_lines
+        self.max_chars = max_chars
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
-        return default_to_dict(self, max_lines=self.max_lines, context_lines=self.context_lines)
+        return default_to_dict(self, max_lines=self.max_lines, context_lines=self.context_lines, max_chars=self.max_chars)
+
+    def _window(self, lines: list[str], best: int) -> tuple[int, int]:
+        """The lines around `best` the snippet shows, as `[start, end)`."""
+        if self.max_chars is None:
+            start = max(0, best - min(self.context_lines, (self.max_lines - 1) // 2))  # the best line stays inside
+            return start, min(len(lines), best + self.context_lines + 1, start + self.max_lines)
+        start, end, used = best, best + 1, len(lines[best]) + 1
+        for step in range(1, self.context_lines + 1):
+            for index in (best + step, best - step):
+                fits = used + len(lines[index]) + 1 <= self.max_chars if 0 <= index < len(lines) else False
+                if fits and end - start < self.max_lines and index in (end, start - 1):
+                    start, end, used = min(start, index), max(end, index + 1), used + len(lines[index]) + 1
+        return start, end
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SnippetExtractor":
@@ -67,8 +85,7 @@ class SnippetExtractor:
         first_line = int(doc.meta.get("start_line", 1))
 
         best = best_line(lines, terms)
-        start = max(0, best - self.context_lines)
-        end = min(len(lines), best + self.context_lines + 1, start + self.max_lines)
+        start, end = self._window(lines, best)
         while start < best and not is_content(lines[start]):
             start += 1
         while end - 1 > best and not is_content(lines[end - 1]):

@@ -2,7 +2,8 @@
 trusted, whether snippets show the answer, and how soon `needle mcp` answers.
 
     python eval/agents.py                       # every part; writes eval/results/agents.md and agents.json
-    python eval/agents.py --part confidence     # one part (tools, start, confidence, snippets; repeatable)
+    python eval/agents.py --part confidence     # one part (tools, start, confidence, snippets; repeatable):
+                                                # the others stay as eval/results/agents.json has them
     python eval/agents.py --tune                # first set each graph's label threshold from training data
 
 Everything runs on the golden corpus (`needle/demo/notes`, indexed once into the eval cache):
@@ -448,13 +449,19 @@ def main(argv: list[str] | None = None) -> int:
         results["tools"] = tools(data_dir, golden)
     if "start" in parts:
         results["start"] = start(data_dir, args.runs)
+    command = "python eval/agents.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    stored = args.out.with_suffix(".json")
+    if args.part and stored.is_file():  # some parts again: the others stay as the file has them
+        results = {**json.loads(stored.read_text()), **results}
+    results.setdefault("commands", {}).update({part: command.strip() for part in parts})
     text = table(results)
     if "confidence" in results:
         text += f"\n![the label before and now]({plot(results, RESULTS / 'agents-confidence.png').name})\n"
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(f"`python eval/agents.py {' '.join(argv if argv is not None else sys.argv[1:])}`\n\n{text}\n")
-    args.out.with_suffix(".json").write_text(json.dumps(results, indent=2, default=str))
+    commands = sorted({c for c in results["commands"].values()})
+    args.out.write_text("Printed by " + ", ".join(f"`{c}`" for c in commands) + f"\n\n{text}\n")
+    stored.write_text(json.dumps(results, indent=2, default=str))
     return 0
 
 

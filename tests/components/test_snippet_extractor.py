@@ -41,6 +41,14 @@ class TestSnippetExtractor:
         header, *body = doc.meta["snippet"].split("\n")
         assert body == ["alertmanager --config.file=am.yml"] and header.startswith("@@ -13,1 +13,1 @@")
 
+    def test_max_chars_adds_context_only_while_it_fits(self):
+        text = "\n".join(["short before", "x" * 300, "the replication slot lags", "after", "y" * 300])
+        doc = SnippetExtractor(context_lines=2, max_chars=60).run([chunk(text)], query="replication")["documents"][0]
+        assert doc.meta["snippet"].split("\n")[1:] == ["the replication slot lags", "after"]
+        with pytest.raises(ValueError, match="max_chars"):
+            SnippetExtractor(max_chars=0)
+        assert SnippetExtractor.from_dict(SnippetExtractor(max_chars=400).to_dict()).max_chars == 400
+
     def test_a_word_stem_finds_the_line(self):
         text = "# Certificates\nThe cron job runs nightly.\nRenewal happens through certbot's timer."
         doc = SnippetExtractor(context_lines=0).run([chunk(text)], query="renewing")["documents"][0]
