@@ -210,10 +210,10 @@ def snippets(needle: Any, golden: Any) -> dict[str, Any]:
     from haystack import Document
 
     from components._scores import query_terms, term_hits
-    from components.snippet_extractor import SnippetExtractor, is_content
+    from components.snippet_extractor import is_content
 
     embedder = _sentence_embedder(needle)
-    extractors = {"now": SnippetExtractor(max_lines=10, context_lines=2)}
+    extractors: dict[str, Any] = {"now": None}  # the graph's own snippet
     if BEFORE:
         import importlib.util
 
@@ -235,7 +235,8 @@ def snippets(needle: Any, golden: Any) -> dict[str, Any]:
                 best = sentences[int(np.argmax(vectors @ query_vector))]
             doc = Document(content=hit.text, meta={"start_line": hit.start_line, "collection": hit.collection, "path": hit.path})
             for name, extractor in extractors.items():
-                body = extractor.run([doc], query=q.query)["documents"][0].meta["snippet"].split("\n")[1:]
+                snippet = hit.snippet if extractor is None else extractor.run([doc], query=q.query)["documents"][0].meta["snippet"]
+                body = snippet.split("\n")[1:]
                 joined = "\n".join(body)
                 c = counts[name]
                 c["snippets"] += 1

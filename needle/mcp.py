@@ -157,14 +157,14 @@ _PLAIN_HEADER = re.compile(r"@@ -[0-9]+,[0-9]+ \+([0-9]+),[0-9]+ @@ [^\n]*")
 
 def _compact_hit(hit: dict[str, Any], full: bool) -> dict[str, Any]:
     """
-    A hit without what it repeats: its chunk text (unless `full`), a title its `heading_path` starts with, an
+    A hit without what it repeats: its chunk text (unless `full`), its title when a `heading_path` names it, an
     anchor that is just `collection/path:start:count`, the markdown format, a score's noise digits; a plain
     snippet's header becomes `snippet_line`, the file line its first line is.
     """
     if not full:
         hit.pop("text", None)
-    if hit.get("heading_path") and hit.get("title") == hit["heading_path"][0]:
-        hit.pop("title")
+    if hit.get("heading_path"):  # it starts with the note's own heading, which names it as well as its title
+        hit.pop("title", None)
     lines = f"{hit.get('start_line')}:{int(hit.get('end_line', 0)) - int(hit.get('start_line', 0)) + 1}"
     if hit.get("anchor") == f"{hit.get('collection')}/{hit.get('path')}:{lines}":
         hit.pop("anchor")
