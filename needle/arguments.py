@@ -22,24 +22,23 @@ MAX_BYTES = 1_000_000
 DEFAULT_MAX_BYTES = 20_000
 
 
-def _text(max_length: int, min_length: int = 1) -> Any:
-    return Annotated[str, Field(min_length=min_length, max_length=max_length, strict=True)]
-
-
-Query = _text(MAX_QUERY_CHARS)
+Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, strict=True)]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT)]
 MinScore = Annotated[float, Field(ge=0.0)]
-Ref = _text(MAX_REF_CHARS)
+Ref = Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS, strict=True)]
 LineNumber = Annotated[int, Field(ge=1)]
 LineCount = Annotated[int, Field(ge=1, le=MAX_LINES)]
 ByteCap = Annotated[int, Field(ge=1, le=MAX_BYTES)]
-CollectionNames = list[_text(64)] | None
-Tags = list[_text(100)] | None
-PathFilter = _text(MAX_REF_CHARS) | None
-Where = list[_text(300, 3)] | None
-DateBound = _text(100) | None
-IndexPaths = Annotated[list[_text(MAX_REF_CHARS)] | None, Field(min_length=1, max_length=MAX_LIMIT)]
-RunInputs = dict[_text(200, 0), Any] | None
+CollectionNames = list[Annotated[str, Field(min_length=1, max_length=64, strict=True)]] | None
+Tags = list[Annotated[str, Field(min_length=1, max_length=100, strict=True)]] | None
+PathFilter = Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS, strict=True)] | None
+Where = list[Annotated[str, Field(min_length=3, max_length=300, strict=True)]] | None
+DateBound = Annotated[str, Field(min_length=1, max_length=100, strict=True)] | None
+IndexPaths = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS, strict=True)]] | None,
+    Field(min_length=1, max_length=MAX_LIMIT),
+]
+RunInputs = dict[Annotated[str, Field(max_length=200)], Any] | None
 
 
 def strict(kind: Any) -> Any:

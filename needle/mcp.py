@@ -24,7 +24,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -269,7 +269,7 @@ class _CheckArguments:
     async def __call__(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
         """Refuse invalid arguments with a tool error; pass valid ones on, converted."""
         params = ctx.params if isinstance(ctx.params, dict) else {}
-        model = TOOLS.get(params.get("name")) if ctx.method == "tools/call" else None
+        model = TOOLS.get(str(params.get("name"))) if ctx.method == "tools/call" else None
         if model is None:
             return await call_next(ctx)
         arguments = params.get("arguments") or {}
@@ -300,7 +300,7 @@ class _LoadAfterInitialize:
 class NeedleMCP:
     """The MCP server with every tool of `needle.arguments.TOOLS`, served by `endpoints` once they load."""
 
-    def __init__(self, endpoints: Endpoints, log_level: str = "INFO") -> None:
+    def __init__(self, endpoints: Endpoints, log_level: Literal["INFO", "WARNING"] = "INFO") -> None:
         """
         :param endpoints: Where the tools' calls go; they start loading once a client initialized.
         :param log_level: What the SDK logs (`needle mcp` keeps its stderr to warnings).
@@ -338,6 +338,7 @@ def load_wrappers(directory: Path = SERVER_PIPELINES_DIR) -> dict[str, Any]:
         if folder.name not in TOOLS:
             continue
         spec = importlib.util.spec_from_file_location(f"needle_endpoint_{folder.name}", folder / "pipeline_wrapper.py")
+        assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         wrapper = module.PipelineWrapper()

@@ -16,8 +16,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from needle import arguments
 from needle.app import Needle
 from needle.arguments import (
-    MAX_LIMIT, MAX_QUERY_CHARS, MAX_REF_CHARS, CollectionNames, DateBound, IndexPaths, PathFilter, Query, Ref, RunInputs,
-    Tags, Where, strict,
+    MAX_LIMIT,
+    MAX_QUERY_CHARS,
+    MAX_REF_CHARS,
+    CollectionNames,
+    DateBound,
+    IndexPaths,
+    PathFilter,
+    Query,
+    Ref,
+    RunInputs,
+    Tags,
+    Where,
+    strict,
 )
 from needle.errors import EXIT_CODE_HEADER, classify
 
