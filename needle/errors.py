@@ -8,9 +8,8 @@ the server's side is exit 1 / 5xx; nothing shows a stack trace (5xx causes go to
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
-
-from haystack.core.errors import PipelineRuntimeError
 
 from needle.disk import DiskFullError, free_mb, is_disk_full
 
@@ -57,9 +56,18 @@ class Failure:
         return self.http_status < 500
 
 
+def _is_graph_error(error: BaseException) -> bool:
+    """
+    Whether `error` is Haystack's `PipelineRuntimeError`; asked without importing Haystack (which costs a
+    second), since no such error exists in a process that has not imported it (a thin `needle` command).
+    """
+    errors = sys.modules.get("haystack.core.errors")
+    return errors is not None and isinstance(error, errors.PipelineRuntimeError)
+
+
 def root_cause(error: BaseException) -> BaseException:
     """The first error that is not a `PipelineRuntimeError` in a chain of them (graphs nested as stages)."""
-    while isinstance(error, PipelineRuntimeError) and error.__cause__ is not None:
+    while _is_graph_error(error) and error.__cause__ is not None:
         error = error.__cause__
     return error
 
@@ -107,7 +115,7 @@ def classify(error: BaseException) -> Failure:
     :returns: The message, exit code and HTTP status; unknown errors are exit 1 / 500 with a generic message.
     """
     error = root_cause(error)
-    if isinstance(error, PipelineRuntimeError):
+    if _is_graph_error(error):
         return Failure("the graph failed", 1, 500, "the graph failed; see the server log")
     if isinstance(error, KeyboardInterrupt):
         return Failure("interrupted", 130, 499)

@@ -175,7 +175,7 @@ def _text(answer: SearchAnswer, explain: bool) -> str:
             lines.append(f"    {snippet[0]}")
             body = snippet[1:]
         else:
-            body = h.text.strip().splitlines()[:3]
+            body = (h.text or "").strip().splitlines()[:3]
         lines.extend(f"    | {line[:110]}" for line in body)
         if explain and h.explain:
             lines.extend(f"    · {stage}: {json.dumps(value, default=str)}" for stage, value in h.explain.items())

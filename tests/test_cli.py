@@ -205,7 +205,7 @@ class TestCliErrors:
     def test_missing_model_names_the_install_command(self, cli, monkeypatch, tmp_path):
         monkeypatch.setenv("NEEDLE_MODEL_DIR", str(tmp_path / "empty"))
         code, _, err = cli("vsearch", "anything")
-        assert code == 1 and "make models" in err
+        assert code == 1 and "needle models" in err
 
     def test_no_stack_trace_from_a_fresh_process(self, demo_needle, tmp_path):
         env = {**os.environ, "NEEDLE_DATA_DIR": str(tmp_path / "fresh")}

@@ -192,7 +192,7 @@ def create_app(
     from hayhooks.settings import settings as hayhooks_settings
     from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-    from needle.mcp import NeedleMCP, http_routes
+    from needle.mcp import http_routes
 
     serve_settings = load_settings().serve
     hayhooks_settings.pipelines_dir = str(SERVER_PIPELINES_DIR)
@@ -215,7 +215,7 @@ def create_app(
 
     expected = sorted(p.name for p in SERVER_PIPELINES_DIR.iterdir() if (p / "pipeline_wrapper.py").is_file())
     wrappers = lambda: {name: registry.get(name) for name in registry.get_names()}  # noqa: E731
-    routes, mcp_lifespan = http_routes(NeedleMCP(), wrappers, host)
+    routes, mcp_lifespan = http_routes(wrappers, host)
     app.router.routes.extend(routes)
     hayhooks_lifespan = app.router.lifespan_context
 

@@ -8,7 +8,6 @@ serves its tools through it (`needle.remote.RemoteNeedle`).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import signal
@@ -117,22 +116,28 @@ class BackgroundServer:
 
 def run_mcp(watch: bool = False) -> int:
     """
-    `needle mcp`: own the index (its routes in the background) or join the owner that answers, then serve
-    the MCP tools over stdin/stdout until the client closes them.
+    `needle mcp`: serve the MCP tools over stdin/stdout until the client closes them, answering the protocol at
+    once; meanwhile, on a thread, own the index (its routes in the background) or join the owner that answers.
+    When that fails (a missing model, a damaged index), every tool call says so in one line.
 
     :param watch: Keep the index live while owning it (`needle.watch`); an owner that does not watch is left so.
     :returns: The exit code.
     """
     from needle.mcp import run_stdio
 
-    with contextlib.redirect_stdout(sys.stderr):  # stdout carries the protocol; nothing else may write there
+    servers: list[BackgroundServer] = []
+
+    def prepare() -> None:
         server = _own_or_join(watch)
-    previous = signal.signal(signal.SIGTERM, _interrupt) if server is not None else None
-    try:
-        return run_stdio()
-    finally:
         if server is not None:
-            signal.signal(signal.SIGTERM, previous)
+            servers.append(server)
+
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return run_stdio(prepare)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        for server in servers:
             server.stop()
 
 
@@ -163,6 +168,9 @@ def _own_or_join(watch: bool) -> BackgroundServer | None:
     if record is None:
         server = BackgroundServer(command="mcp", watch=watch)
         try:
+            # The models and the index first, outside the routes' start-up: a missing model or a damaged index
+            # fails here as Needle's one line (what to run), not as the start-up errors of every endpoint.
+            get_needle().warm("query")
             server.start()
             return server
         except Exception as error:

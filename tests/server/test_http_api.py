@@ -109,7 +109,7 @@ class TestValidation:
             ("get", {"ref": "notes/howto/sqlite-wal-mode.md", "from_line": 100000}, 400, "past the end"),
             ("get", {"ref": "notes/howto/no-such-note.md"}, 404, "no file"),
             ("get", {"ref": "#ffffff"}, 404, "no indexed file has docid"),
-            ("multi_get", {}, 400, "give either 'pattern'"),
+            ("multi_get", {}, 400, "neither was sent"),
             ("multi_get", {"pattern": "*.md", "refs": ["x"]}, 400, "give either 'pattern'"),
             ("multi_get", {"pattern": "**/*.md", "max_bytes": 0}, 422, "max_bytes"),
             ("index", {"collections": ["nope"]}, 400, "unknown collection(s): nope"),
