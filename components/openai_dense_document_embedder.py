@@ -91,6 +91,7 @@ class OpenAIDenseDocumentEmbedder(OpenAIServed, OpenAIDocumentEmbedder):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "OpenAIDenseDocumentEmbedder":
         """Deserialise the component."""
+        data = {**data, "init_parameters": dict(data.get("init_parameters", {}))}
         deserialize_secrets_inplace(data["init_parameters"], keys=["api_key"])
         return default_from_dict(cls, data)
 

@@ -84,6 +84,7 @@ class OpenAIDenseQueryEmbedder(OpenAIServed, OpenAITextEmbedder):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "OpenAIDenseQueryEmbedder":
         """Deserialise the component."""
+        data = {**data, "init_parameters": dict(data.get("init_parameters", {}))}
         deserialize_secrets_inplace(data["init_parameters"], keys=["api_key"])
         return default_from_dict(cls, data)
 
