@@ -130,21 +130,20 @@ _probed: dict[tuple[str, str, str], int] = {}
 _probe_lock = threading.Lock()
 
 
-def dimension(settings: Settings) -> int:
+def dimension(settings: Settings, recorded: dict[str, Any] | None = None) -> int:
     """
-    The size of the index's dense vectors under these settings.
+    The size of the index's dense vectors under these settings (`index_info.dense_dimension` reads `recorded`).
 
     fastembed models: from fastembed's list. A served model: the index's recorded size when it was built by
     the same provider and model, else the size of the server's first answer (asked once per process).
 
+    :param recorded: The index's recorded fingerprint, if any.
     :raises ValueError: For a fastembed model fastembed does not list.
     :raises EmbeddingServerError: When the server cannot be asked.
     """
     if not is_served(settings):
         return embedding_dim(settings.embedding.model)
-    from needle import index_info
-
-    recorded = (index_info.read(settings) or {}).get("fingerprint", {})
+    recorded = recorded or {}
     if (
         recorded.get("embedding_provider") == settings.embedding.provider
         and recorded.get("embedding_model") == settings.embedding.model

@@ -39,7 +39,7 @@ from typing import Any
 from haystack.core.serialization import DeserializationCallbacks
 from haystack.utils import Secret
 
-from needle import embedders
+from needle import embedders, index_info
 from needle.models import dense_embedder_params, register_local_models, sparse_embedder_params
 from needle.settings import Settings
 
@@ -100,7 +100,7 @@ class Environment:
             raise ValueError(f"unknown store {role!r}; graphs name one of: {', '.join(STORE_ROLES)}")
         suffix = STORE_ROLES[role]
         settings = self.settings
-        dim = embedders.dimension(settings)
+        dim = index_info.dense_dimension(settings)
         if settings.store.url:
             from needle.document_stores.qdrant_server import layout_parameters
 
@@ -217,7 +217,7 @@ class Environment:
         query_prefix, document_prefix = embedders.prefixes(settings)
         served = _served_kind(component_class)
         if served is not None:
-            values.update(embedders.served_params(settings, served, embedders.dimension(settings)))
+            values.update(embedders.served_params(settings, served, index_info.dense_dimension(settings)))
             if served == "document":
                 values["progress_bar"] = self.progress_bar
         if kind in ("dense_query", "dense_document"):
@@ -252,7 +252,7 @@ class Environment:
             values["query_prefix"] = query_prefix
             values["document_prefix"] = document_prefix
             if embedders.is_served(settings) and "dense_embedder" in accepted:
-                values["dense_embedder"] = embedders.served_embedder(settings, "query", embedders.dimension(settings))
+                values["dense_embedder"] = embedders.served_embedder(settings, "query", index_info.dense_dimension(settings))
         return values
 
 

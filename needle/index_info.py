@@ -75,7 +75,7 @@ def fingerprint(settings: Settings, ingest: dict[str, Any]) -> dict[str, Any]:
     return {
         "embedding_provider": settings.embedding.provider,
         "embedding_model": settings.embedding.model,
-        "embedding_dim": embedders.dimension(settings),
+        "embedding_dim": dense_dimension(settings),
         "embedding_url": embedders.server_url(settings) if embedders.is_served(settings) else None,
         "query_prefix": query_prefix,
         "document_prefix": document_prefix,
@@ -84,6 +84,13 @@ def fingerprint(settings: Settings, ingest: dict[str, Any]) -> dict[str, Any]:
         "chunking": chunking,
         "file_vectors": "pooled" if pooled else "embedded",
     }
+
+
+def dense_dimension(settings: Settings) -> int:
+    """The size of the index's dense vectors: the model's, or for a served model the recorded or first answer's."""
+    if not embedders.is_served(settings):
+        return embedders.dimension(settings)  # fastembed's list: the provenance is not read
+    return embedders.dimension(settings, (read(settings) or {}).get("fingerprint"))
 
 
 def differences(recorded: dict[str, Any], expected: dict[str, Any]) -> list[str]:
