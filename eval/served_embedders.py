@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -121,6 +122,7 @@ def main() -> int:
     args = parser.parse_args()
     queries = [q.query for q in load_golden(REPO / "eval" / "golden" / "demo.yml", check_files=False).queries][: args.queries]
     server = start_server(args.port)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out
     root = f"http://127.0.0.1:{args.port}"
     rounds: dict[str, list[dict[str, Any]]] = {p: [] for p in PROVIDERS}
     try:
