@@ -48,7 +48,8 @@ class OllamaServed(ServedEmbedding):
         :raises BatchTooLarge: On HTTP 413.
         :raises EmbeddingServerError: When the server does not answer or refuses (after the retries).
         """
-        self.warm_up()  # type: ignore[attr-defined]
+        if getattr(self, "_client", None) is None:
+            self.warm_up()  # type: ignore[attr-defined]  (ollama-haystack 7; 6.x makes its client in __init__)
         retrying = Retrying(
             stop=stop_after_attempt(self.max_retries + 1),
             wait=wait_exponential_jitter(initial=0.5, max=_MAX_WAIT),

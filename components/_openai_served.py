@@ -12,11 +12,20 @@ from __future__ import annotations
 from typing import Any
 
 import openai
+from haystack.utils import Secret
 
 from components._served import BatchTooLarge, EmbeddingServerError, ServedEmbedding, one_line, redact
 
 # Sent when the key's environment variable is unset: local servers accept any key, and the client needs one.
 NO_KEY = "unset"
+
+
+def usable_key(api_key: Secret) -> Secret:
+    """The key, or a placeholder when its variable is unset (Haystack 2.x makes the OpenAI client in `__init__`)."""
+    try:
+        return api_key if api_key.resolve_value() else Secret.from_token(NO_KEY)
+    except ValueError:  # a strict variable that is unset
+        return Secret.from_token(NO_KEY)
 
 
 class OpenAIServed(ServedEmbedding):

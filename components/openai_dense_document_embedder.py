@@ -8,7 +8,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.components.embedders import OpenAIDocumentEmbedder
 from haystack.utils import Secret, deserialize_secrets_inplace
 
-from components._openai_served import OpenAIServed
+from components._openai_served import OpenAIServed, usable_key
 from components._vectors import SharedVector
 
 
@@ -73,10 +73,11 @@ class OpenAIDenseDocumentEmbedder(OpenAIServed, OpenAIDocumentEmbedder):
             raise ValueError(f"embedding_dim must be >= 1, got {embedding_dim}")
         OpenAIDocumentEmbedder.__init__(
             self,
-            api_key=api_key, model=model, api_base_url=api_base_url, prefix=prefix, suffix=suffix,
+            api_key=usable_key(api_key), model=model, api_base_url=api_base_url, prefix=prefix, suffix=suffix,
             batch_size=batch_size, progress_bar=progress_bar, meta_fields_to_embed=meta_fields_to_embed,
             embedding_separator=embedding_separator, timeout=timeout, max_retries=max_retries, raise_on_failure=True,
         )
+        self.api_key = api_key  # the variable, serialised; the client got a placeholder if it is unset
         self.embedding_dim = embedding_dim
 
     def to_dict(self) -> dict[str, Any]:

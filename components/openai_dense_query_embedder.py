@@ -8,7 +8,7 @@ from haystack import component, default_from_dict, default_to_dict
 from haystack.components.embedders import OpenAITextEmbedder
 from haystack.utils import Secret, deserialize_secrets_inplace
 
-from components._openai_served import OpenAIServed
+from components._openai_served import OpenAIServed, usable_key
 from components._served import query_result
 
 
@@ -67,9 +67,10 @@ class OpenAIDenseQueryEmbedder(OpenAIServed, OpenAITextEmbedder):
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         OpenAITextEmbedder.__init__(
             self,
-            api_key=api_key, model=model, api_base_url=api_base_url, prefix=prefix, suffix=suffix,
+            api_key=usable_key(api_key), model=model, api_base_url=api_base_url, prefix=prefix, suffix=suffix,
             timeout=timeout, max_retries=max_retries,
         )
+        self.api_key = api_key  # the variable, serialised; the client got a placeholder if it is unset
         self.embedding_dim = embedding_dim
         self.batch_size = batch_size
 
