@@ -12,9 +12,19 @@ from typing import Any
 
 import httpx
 import ollama
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import (
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
 
-from components._served import BatchTooLarge, EmbeddingServerError, ServedEmbedding, one_line
+from components._served import (
+    BatchTooLarge,
+    EmbeddingServerError,
+    ServedEmbedding,
+    one_line,
+)
 
 # Backoff between attempts: 0.5 s, 1 s, 2 s... (with jitter), at most this many seconds.
 _MAX_WAIT = 8.0

@@ -14,10 +14,18 @@ from typing import Any
 import openai
 from haystack.utils import Secret
 
-from components._served import BatchTooLarge, EmbeddingServerError, ServedEmbedding, one_line, redact
+from components._served import (
+    BatchTooLarge,
+    EmbeddingServerError,
+    ServedEmbedding,
+    one_line,
+    redact,
+)
 
 # Sent when the key's environment variable is unset: local servers accept any key, and the client needs one.
 NO_KEY = "unset"
+# The key by default: OpenAI's variable, not required (a local server needs none).
+DEFAULT_KEY = Secret.from_env_var("OPENAI_API_KEY", strict=False)
 
 
 def usable_key(api_key: Secret) -> Secret:
@@ -39,7 +47,7 @@ class OpenAIServed(ServedEmbedding):
 
     def _client_kwargs(self) -> dict[str, Any]:
         """The parent's client arguments, with a placeholder key when none is set."""
-        kwargs = super(OpenAIServed, self)._client_kwargs()  # type: ignore[misc]
+        kwargs = super()._client_kwargs()  # type: ignore[misc]
         kwargs["api_key"] = kwargs.get("api_key") or NO_KEY
         return kwargs
 
@@ -49,7 +57,7 @@ class OpenAIServed(ServedEmbedding):
     def _secret(self) -> str | None:
         try:
             return self.api_key.resolve_value()
-        except Exception:  # an unset strict variable: nothing to hide
+        except ValueError:  # an unset strict variable: nothing to hide
             return None
 
     def _request(self, batch: list[str]) -> list[list[float]]:

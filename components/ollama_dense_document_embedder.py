@@ -33,7 +33,7 @@ class OllamaDenseDocumentEmbedder(OllamaServed, OllamaDocumentEmbedder):
     ```
     """
 
-    def __init__(  # noqa: PLR0913
+    def __init__(
         self,
         model: str = "nomic-embed-text",
         url: str = "http://127.0.0.1:11434",

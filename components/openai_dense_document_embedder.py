@@ -8,7 +8,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.components.embedders import OpenAIDocumentEmbedder
 from haystack.utils import Secret, deserialize_secrets_inplace
 
-from components._openai_served import OpenAIServed, usable_key
+from components._openai_served import DEFAULT_KEY, OpenAIServed, usable_key
 from components._vectors import SharedVector
 
 
@@ -33,9 +33,9 @@ class OpenAIDenseDocumentEmbedder(OpenAIServed, OpenAIDocumentEmbedder):
     ```
     """
 
-    def __init__(  # noqa: PLR0913
+    def __init__(
         self,
-        api_key: Secret = Secret.from_env_var("OPENAI_API_KEY", strict=False),
+        api_key: Secret = DEFAULT_KEY,
         model: str = "text-embedding-3-small",
         api_base_url: str | None = None,
         prefix: str = "",

@@ -8,7 +8,7 @@ from haystack import component, default_from_dict, default_to_dict
 from haystack.components.embedders import OpenAITextEmbedder
 from haystack.utils import Secret, deserialize_secrets_inplace
 
-from components._openai_served import OpenAIServed, usable_key
+from components._openai_served import DEFAULT_KEY, OpenAIServed, usable_key
 from components._served import query_result
 
 
@@ -35,7 +35,7 @@ class OpenAIDenseQueryEmbedder(OpenAIServed, OpenAITextEmbedder):
 
     def __init__(
         self,
-        api_key: Secret = Secret.from_env_var("OPENAI_API_KEY", strict=False),
+        api_key: Secret = DEFAULT_KEY,
         model: str = "text-embedding-3-small",
         api_base_url: str | None = None,
         prefix: str = "",

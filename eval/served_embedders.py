@@ -29,9 +29,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from needle.app import Needle  # noqa: E402
-from needle.evaluation.golden import load_golden  # noqa: E402
-from needle.settings import load_settings  # noqa: E402
+from needle.app import Needle
+from needle.evaluation.golden import load_golden
+from needle.settings import load_settings
 
 PROVIDERS = ("fastembed", "openai", "ollama")
 MODEL = "minilm"

@@ -8,8 +8,9 @@ those in through Haystack's own hook, `DeserializationCallbacks(component_pre_in
     Pipeline.loads(Path("pipelines/query.yml").read_text(), callbacks=Environment(settings).callbacks())
 
 builds the same graph Needle runs with the in-process (fastembed) dense model; with a served one, pass the
-graph through `env.resolve` first (`needle.loader.build_pipeline` does both). Rules, applied to every component (nested ones included) just before
-its constructor runs, filling only what the graph left out (a value in the YAML always wins):
+graph through `env.resolve` first (`needle.loader.build_pipeline` does both). Rules, applied to every
+component (nested ones included) just before its constructor runs, filling only what the graph left out
+(a value in the YAML always wins):
 
 - a parameter ending in `document_store` whose value is a role name gets the one store object of that
   role (one object per location, shared by every component and graph of this environment); a store

@@ -70,7 +70,7 @@ def _start() -> EmbeddingServer:
     port = free_port()
     command = [sys.executable, str(REPO / "eval" / "embedding_server.py"), "--port", str(port), "--model", MODEL, "--model", NOMIC]
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-    log = tempfile.TemporaryFile()
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - the server writes to it until it stops
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     server = EmbeddingServer(f"http://127.0.0.1:{port}")
     deadline = time.monotonic() + STARTUP_TIMEOUT

@@ -16,7 +16,7 @@ from needle.errors import classify
 from needle.index_info import IndexMismatchError
 from needle.loader import loads_pipeline
 from tests.conftest import make_settings
-from tests.embedding_server import MODEL, NOMIC, closed_port_url, embedding_server, served  # noqa: F401
+from tests.embedding_server import MODEL, NOMIC, closed_port_url
 
 pytestmark = pytest.mark.integration
 

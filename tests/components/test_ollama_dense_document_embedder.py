@@ -6,7 +6,7 @@ from haystack import Document
 
 from components._served import EmbeddingDimensionError, EmbeddingServerError
 from components.ollama_dense_document_embedder import OllamaDenseDocumentEmbedder
-from tests.embedding_server import MODEL, closed_port_url, embedding_server, served  # noqa: F401
+from tests.embedding_server import MODEL, closed_port_url
 
 DOCS = [Document(content=f"note {i} about replication slots and wal_level {i}") for i in range(5)]
 

@@ -5,7 +5,7 @@ import pytest
 
 from components._served import EmbeddingServerError
 from components.ollama_dense_query_embedder import OllamaDenseQueryEmbedder
-from tests.embedding_server import MODEL, closed_port_url, embedding_server, served  # noqa: F401
+from tests.embedding_server import MODEL, closed_port_url
 
 
 class TestOllamaDenseQueryEmbedder:

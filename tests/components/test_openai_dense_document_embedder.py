@@ -3,12 +3,14 @@
 import numpy as np
 import pytest
 from haystack import Document
-from haystack_integrations.components.embedders.fastembed import FastembedDocumentEmbedder
+from haystack_integrations.components.embedders.fastembed import (
+    FastembedDocumentEmbedder,
+)
 
 from components._served import EmbeddingDimensionError, EmbeddingServerError
 from components.openai_dense_document_embedder import OpenAIDenseDocumentEmbedder
 from needle.models import LOCAL_DENSE_MODEL, dense_embedder_params
-from tests.embedding_server import MODEL, closed_port_url, embedding_server, served  # noqa: F401
+from tests.embedding_server import MODEL, closed_port_url
 
 KEY_ENV = "NEEDLE_TEST_EMBEDDING_KEY"
 DOCS = [

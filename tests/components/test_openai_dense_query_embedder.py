@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from components._served import EmbeddingDimensionError, EmbeddingServerError
-from components.openai_dense_query_embedder import OpenAIDenseQueryEmbedder
 from components.fastembed_dense_query_embedder import FastembedDenseQueryEmbedder
+from components.openai_dense_query_embedder import OpenAIDenseQueryEmbedder
 from needle.models import LOCAL_DENSE_MODEL, dense_embedder_params
-from tests.embedding_server import MODEL, closed_port_url, embedding_server, served  # noqa: F401
+from tests.embedding_server import MODEL, closed_port_url
 
 
 def embedder(url: str, **kwargs) -> OpenAIDenseQueryEmbedder:
