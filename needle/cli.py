@@ -10,12 +10,14 @@ otherwise); no command prints a stack trace.
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from needle import output
+from needle.disk import ensure_space
 from needle.errors import classify, is_lock_error
 from needle.evaluation.cli import add_eval_parser, run_eval
 from needle.files import parse_ref
@@ -28,6 +30,8 @@ logger = logging.getLogger(__name__)
 # How long a command that finds the index locked waits for its owner's routes to answer (an owner that is
 # still loading its models); a lock held by a process without an owner record fails at once.
 OWNER_WAIT_SECONDS = 60.0
+# 128 + SIGPIPE: what a shell reports for a command whose reader closed the pipe.
+CLOSED_PIPE_EXIT = 141
 SEARCH_COMMANDS = {"search": "keyword search (BM25)", "vsearch": "vector search", "query": "hybrid search"}
 
 
@@ -38,8 +42,21 @@ def _overrides(values: list[str] | None) -> dict[str, Any]:
     return pairs
 
 
+class SuggestingParser(argparse.ArgumentParser):
+    """An argument parser whose refusal of a mistyped command or choice names the closest valid one."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is not None and isinstance(value, str) and value not in choices:
+            close = difflib.get_close_matches(value, [str(c) for c in choices], n=1)
+            if close:
+                valid = ", ".join(map(str, choices))
+                raise argparse.ArgumentError(action, f"invalid choice: {value!r}; did you mean {close[0]!r}? (choose from {valid})")
+        super()._check_value(action, value)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="needle", description="Hybrid search over your markdown notes and documents.")
+    parser = SuggestingParser(prog="needle", description="Hybrid search over your markdown notes and documents.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     collection = sub.add_parser("collection", help="add, list or remove collections of notes")
@@ -51,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--documents", action="store_true",
                      help="also include PDF, Word (.docx) and HTML files (**/*.pdf, **/*.docx, **/*.html, **/*.htm)")
     add.add_argument("--language", help="language of its notes for keyword search, e.g. german or chinese (default auto: per file)")
+    add.add_argument("--allow-overlap", action="store_true",
+                     help="accept a folder another collection already covers (same, inside or containing it): its notes are found twice")
     csub.add_parser("list", help="list collections")
     remove = csub.add_parser("remove", help="remove a collection and its chunks from the index")
     remove.add_argument("name")
@@ -120,6 +139,8 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true")
     check = sub.add_parser("check", help="read the whole index and report damage (exit 1) before a query trips on it")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
+    check.add_argument("--repair", action="store_true",
+                       help="index the files whose data was lost again and delete orphaned data (no rebuild)")
     status = sub.add_parser("status", help="collections, counts, model and index location")
     status.add_argument("--json", action="store_true")
     optimize = sub.add_parser("optimize", help="lay the index out as the `index:` settings say (no re-embedding)")
@@ -185,7 +206,9 @@ def _run(args: argparse.Namespace, needle: Any) -> int:
     elif args.command == "collection":
         if args.action == "add":
             include = list(args.mask or DEFAULT_INCLUDE) + (DOCUMENT_INCLUDE if args.documents else [])
-            c = needle.collections.add(args.path, args.name, include=include, language=args.language)
+            c = needle.collections.add(
+                args.path, args.name, include=include, language=args.language, allow_overlap=args.allow_overlap
+            )
             print(f"collection '{c.name}' → {c.root} ({', '.join(c.include)}; language {c.language}); run `needle index` to index it")
         elif args.action == "list":
             collections = needle.collections.load()
@@ -230,7 +253,8 @@ def _run(args: argparse.Namespace, needle: Any) -> int:
             print(f"removed the context of '{args.prefix.strip('/')}'")
     elif args.command == "get":
         ref, line, count = parse_ref(args.ref)
-        print(needle.files.read(ref, from_line=line or 1, max_lines=count).text)
+        text = needle.files.read(ref, from_line=line or 1, max_lines=count).text
+        print(output.terminal_safe(text) if sys.stdout.isatty() else text)  # the exact text when piped
     elif args.command == "multi-get":
         print(output.file_batch(_multi_get(needle, args.refs, args.max_bytes), args.json))
     elif args.command == "optimize":
@@ -239,7 +263,7 @@ def _run(args: argparse.Namespace, needle: Any) -> int:
         done = needle.backup(args.path) if args.command == "backup" else needle.restore(args.path)
         print(output.backup_report(done, args.command, args.json))
     elif args.command == "check":
-        report = needle.check()
+        report = needle.check(repair=args.repair)
         print(output.check_report(report, args.json))
         return 1 if report["problems"] else 0
     elif args.command == "ls":
@@ -319,15 +343,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A graph that fails makes Haystack snapshot its state and warn about every value it cannot serialise;
     # the one line below says what failed.
     logging.getLogger("haystack.utils.base_serialization").setLevel(logging.ERROR)
+    output.escape_logs()  # warnings name the user's files: no escape sequence reaches the terminal raw
     needle = None
     try:
         code = _run_without_index(args)
         if code is not None:
+            sys.stdout.flush()
             return code
         settings = load_settings()
+        ensure_space(settings.data_dir)  # before anything writes through the engine's memory maps (SIGBUS)
         needle = _open(settings, args)
         try:
-            return _run(args, needle)
+            code = _run(args, needle)
+            sys.stdout.flush()  # a reader that went away (`| head`) is met here, not at exit
+            return code
         except Exception as error:
             if not is_lock_error(error) or not uses_owner(settings) or _is_remote(needle):
                 raise
@@ -340,6 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as error:  # noqa: BLE001 - the one place every failure becomes an exit code
         if isinstance(error, SystemExit):
             raise
+        if isinstance(error, BrokenPipeError) and _stdout_closed():
+            return _closed_pipe()
         failure = classify(error)
         if failure.exit_code == 130:
             return 130
@@ -349,6 +380,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if needle is not None:
             needle.close()
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader went away (not some other pipe or socket that broke)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), 0)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _closed_pipe() -> int:
+    """
+    End quietly when the reader of standard output went away (`needle search ... | head`): what is left
+    unwritten goes nowhere, and the exit code is a process's killed by SIGPIPE, as `cat` or `grep` end.
+    """
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would fail and complain again
+    except (OSError, ValueError):
+        pass
+    return CLOSED_PIPE_EXIT
 
 
 if __name__ == "__main__":

@@ -217,6 +217,20 @@ class TestCliErrors:
         assert "Traceback" not in proc.stderr
 
 
+class TestCliClosedPipe:
+    @pytest.mark.parametrize("args", [["search", "sqlite", "--format", "files"], ["ls"]])
+    def test_a_reader_that_went_away_ends_the_command_quietly(self, demo_needle, args):
+        demo_needle.close()  # the command opens the index itself
+        env = {**os.environ, "NEEDLE_DATA_DIR": str(demo_needle.settings.data_dir),
+               "NEEDLE_MODEL_DIR": str(demo_needle.settings.model_dir)}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "needle.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
+        proc.stdout.close()  # `| head` that already exited: every write meets a closed pipe
+        _, err = proc.communicate(timeout=120)
+        assert (proc.returncode, err.decode()) == (141, "")
+
+
 class TestCliGetAndStatus:
     def test_get_whole_file_and_line_range(self, cli):
         path = REPO / "needle" / "demo" / "notes" / "howto" / "sqlite-wal-mode.md"

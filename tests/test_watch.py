@@ -176,6 +176,17 @@ class TestNeedleWatch:
         poll(lambda: not watching.finds("quokkafrobnicator"), BOUND, "the deleted note is still found")
         assert watching.post("status", {})["watcher"]["last_error"] is None
 
+    def test_a_bad_frontmatter_value_saved_with_a_good_edit_costs_only_its_field(self, watching, folders):
+        (folders["notes"] / "bad-date.md").write_text("---\ndate: 2024-13-45\n---\n# Otters\n\nottersbadword sleep.\n")
+        (folders["notes"] / "good.md").write_text("# Herons\n\nheronsgoodword fish.\n")
+        poll(lambda: watching.finds("heronsgoodword") and watching.finds("ottersbadword"), BOUND, "not both indexed")
+        status = watching.post("status", {})
+        assert status["watcher"]["last_error"] is None
+        assert {"collection": "notes", "path": "bad-date.md", "kind": "warning",
+                "reason": "frontmatter field date left out: month must be in 1..12"} in status["problems"]
+        shown = needle(folders["env"], "status")
+        assert "warning notes/bad-date.md: frontmatter field date left out: month must be in 1..12" in shown.stdout
+
     def test_a_burst_of_fifty_files_is_all_indexed(self, watching, folders):
         burst = folders["notes"] / "burst"
         burst.mkdir()

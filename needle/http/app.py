@@ -15,7 +15,8 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from needle.http.guards import BodyLimitMiddleware, OriginMiddleware, refuse
-from needle.settings import PROJECT_ROOT, load_settings
+from needle.resources import SERVER_PIPELINES_DIR
+from needle.settings import load_settings
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SERVER_PIPELINES_DIR = PROJECT_ROOT / "server" / "pipelines"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 1416
 TOKEN_ENV = "NEEDLE_API_TOKEN"
@@ -87,6 +87,29 @@ class OwnerOnlyMiddleware:
                 await refuse(send, 403, "this route serves only the needle commands of the user who started this process")
                 return
         await self.app(scope, receive, send)
+
+
+# Routes hayhooks serves that Needle does not use (its OpenAI-compatible Responses API and file uploads):
+# not served, so that they are no surface to probe.
+UNUSED_ROUTES = ("/files", "/v1/files", "/responses", "/v1/responses")
+
+
+def _drop_routes(router: Any, paths: tuple[str, ...]) -> None:
+    """Remove the routes at `paths` from a router and the routers it includes (FastAPI nests them)."""
+    kept = []
+    for route in router.routes:
+        included = getattr(route, "original_router", None)
+        if included is not None:
+            _drop_routes(included, paths)
+            if not included.routes:
+                continue
+        elif getattr(route, "path", None) in paths:
+            continue
+        kept.append(route)
+    router.routes[:] = kept
+    mark = getattr(router, "_mark_routes_changed", None)
+    if callable(mark):
+        mark()  # FastAPI caches the routes an included router resolves to
 
 
 def _validation_message(errors_: list[dict]) -> str:
@@ -187,6 +210,7 @@ def create_app(
     app = create_hayhooks_app()
     left_out = {id(deploy_router), id(undeploy_router), id(draw_router)}
     app.router.routes[:] = [r for r in app.router.routes if id(getattr(r, "original_router", r)) not in left_out]
+    _drop_routes(app.router, UNUSED_ROUTES)
     app.title, app.description = "Needle", "Hybrid search (BM25 + vectors) over your markdown notes."
 
     expected = sorted(p.name for p in SERVER_PIPELINES_DIR.iterdir() if (p / "pipeline_wrapper.py").is_file())

@@ -250,6 +250,13 @@ class TestStatusIndexAndSchema:
         assert not [p for p in paths if p.startswith(("/deploy", "/undeploy", "/draw"))]
         assert http.post("/deploy_files", json={"name": "x", "files": {}}).status_code in (404, 405)
 
+    def test_openai_routes_needle_does_not_use_are_not_served(self, http):
+        paths = http.get("/openapi.json").json()["paths"]
+        assert not [p for p in paths if p.rstrip("/").endswith(("/files", "/responses"))]
+        for path in ("/files", "/v1/files", "/responses", "/v1/responses"):
+            assert http.post(path, json={"model": "answer", "input": "hi"}).status_code in (404, 405), path
+        assert "/v1/chat/completions" in paths and "/v1/models" in paths
+
 
 class TestChat:
     def test_without_an_llm_the_chat_says_how_to_configure_one(self, http):

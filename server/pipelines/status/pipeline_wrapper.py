@@ -21,6 +21,7 @@ class PipelineWrapper(BasePipelineWrapper):
 
         Use it to learn the collection names that `search`, `vsearch`, `query` and `index` accept.
 
-        :returns: `collections` (name, root, files, chunks), `embedding_model`, `sparse_model`, `store`.
+        :returns: `collections` (name, root, files, chunks), `embedding_model`, `sparse_model`, `store`, and
+            `problems`: the files skipped or indexed with a problem (a frontmatter field left out), with the reason.
         """
         return call(lambda needle: needle.status())
