@@ -42,7 +42,7 @@ class OllamaServed(ServedEmbedding):
 
     _client: Any
     url: str
-    timeout: float
+    timeout: Any  # int in ollama-haystack, float here
     keep_alive: Any
     dimensions: int | None
     generation_kwargs: dict[str, Any]
@@ -58,8 +58,8 @@ class OllamaServed(ServedEmbedding):
         :raises BatchTooLarge: On HTTP 413.
         :raises EmbeddingServerError: When the server does not answer or refuses (after the retries).
         """
-        if getattr(self, "_client", None) is None:
-            self.warm_up()  # type: ignore[attr-defined]  (ollama-haystack 7; 6.x makes its client in __init__)
+        if getattr(self, "_client", None) is None:  # ollama-haystack 7 makes it in warm_up, 6.x in __init__
+            self.warm_up()  # type: ignore[attr-defined]
         retrying = Retrying(
             stop=stop_after_attempt(self.max_retries + 1),
             wait=wait_exponential_jitter(initial=0.5, max=_MAX_WAIT),

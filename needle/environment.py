@@ -45,6 +45,7 @@ from needle import embedders, index_info
 from needle.models import dense_embedder_params, register_local_models, sparse_embedder_params
 from needle.settings import Settings
 
+
 def records_file(settings: Settings) -> Path:
     """The stat record of the indexed files (`needle.file_records`), beside the index."""
     return settings.index_dir / "files.sqlite"
