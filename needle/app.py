@@ -792,6 +792,7 @@ class Needle:
             # Chunks of collections no longer listed: the next `needle index` (or `collection remove`) drops them.
             "orphaned": {name: count for name, count in chunks.items() if name not in listed},
             "embedding_model": self.settings.embedding.model,
+            "embedding_provider": self.settings.embedding.provider,
             "sparse_model": self.settings.sparse.model,
             "store": self.settings.store.url or str(self.settings.index_dir),
             "index_built_with": recorded["fingerprint"] if recorded else None,

@@ -74,6 +74,7 @@ def root_cause(error: BaseException) -> BaseException:
 
 def _table() -> list[tuple[type[BaseException], int, int]]:
     """(exception class, exit code, HTTP status), most specific first."""
+    from components._served import EmbeddingDimensionError
     from needle.collections import CollectionError
     from needle.contexts import ContextError
     from needle.document_stores.protocol import IndexDamagedError
@@ -98,6 +99,7 @@ def _table() -> list[tuple[type[BaseException], int, int]]:
         (ValueError, 2, 400),
         (TypeError, 2, 400),
         (IndexMismatchError, 1, 409),
+        (EmbeddingDimensionError, 1, 409),
         (IndexDamagedError, 1, 503),
         (MissingModelError, 1, 503),
         (LLMError, 1, 502),

@@ -235,12 +235,14 @@ def build_pipeline(data: dict[str, Any], environment: Environment | None = None)
     Build a graph from its dictionary form, with Needle's modules allowed and its environment injected.
 
     :param data: A pipeline dictionary (`Pipeline.to_dict()` form).
-    :param environment: Injected into the components; without one, stores named by role are not resolved.
+    :param environment: Injected into the components (its provider's dense embedders in place of the graph's
+        fastembed ones, see `Environment.resolve`); without one, stores named by role are not resolved.
     :returns: The pipeline, not yet warmed up.
     """
     kwargs: dict[str, Any] = {}
     if environment is not None:
         kwargs["callbacks"] = environment.callbacks()
+        data = environment.resolve(data)
     if "allowed_modules" in inspect.signature(Pipeline.from_dict).parameters:
         kwargs["allowed_modules"] = ALLOWED_MODULES
     return Pipeline.from_dict(data, **kwargs)
@@ -254,6 +256,12 @@ def loads_pipeline(text: str, environment: Environment | None = None) -> Pipelin
     :param environment: Injected into the components.
     :returns: The pipeline.
     """
+    if environment is not None:
+        from haystack.marshal import YamlMarshaller
+
+        data = YamlMarshaller().unmarshal(text)
+        if isinstance(data, dict):
+            return build_pipeline(data, environment)
     kwargs: dict[str, Any] = {}
     if environment is not None:
         kwargs["callbacks"] = environment.callbacks()

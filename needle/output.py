@@ -268,7 +268,9 @@ def status_text(status: dict[str, Any], as_json: bool) -> str:
     """Render `needle status`."""
     if as_json:
         return json.dumps(status, indent=2)
-    lines = [f"store: {status['store']}", f"embedding model: {status['embedding_model']}",
+    provider = status.get("embedding_provider", "fastembed")
+    served = "" if provider == "fastembed" else f" (served by {provider})"
+    lines = [f"store: {status['store']}", f"embedding model: {status['embedding_model']}{served}",
              f"sparse model: {status['sparse_model']}"]
     if not status["collections"]:
         lines.append("no collections yet: add one with `needle collection add PATH --name NAME`")

@@ -41,11 +41,28 @@ class _Section(BaseModel):
 
 
 class EmbeddingSettings(_Section):
-    """The dense model that builds and reads the index (its vectors mean nothing to another model)."""
+    """
+    The dense model that builds and reads the index (its vectors mean nothing to another model), and where it runs.
 
+    `provider: fastembed` runs the model in-process (offline for the bundled model); `openai` sends the texts
+    to any OpenAI-compatible `/v1/embeddings` server at `url` (llama.cpp's server, vLLM, LM Studio, TEI,
+    OpenAI), `ollama` to an Ollama server's `/api/embed` (see `needle.embedders`).
+    """
+
+    provider: Literal["fastembed", "openai", "ollama"] = "fastembed"
     model: str = "local/all-MiniLM-L6-v2-int8"
-    query_prefix: str = ""
-    document_prefix: str = ""
+    # null: the model's own prefixes when Needle knows them (nomic, e5, mxbai... on a server), else none.
+    query_prefix: str | None = None
+    document_prefix: str | None = None
+    # A served model's server (null: Ollama's http://127.0.0.1:11434, llama.cpp's http://127.0.0.1:8080/v1).
+    url: str | None = None
+    # The environment variable holding the server's API key (never written to logs or errors).
+    api_key_env: str = "OPENAI_API_KEY"
+    # Seconds one request may take, texts per request (halved when the server answers 413), and retries
+    # with backoff on 429, 5xx, timeouts and refused connections.
+    timeout: float = Field(60.0, gt=0)
+    batch_size: int = Field(32, ge=1)
+    max_retries: int = Field(4, ge=0)
 
 
 class SparseSettings(_Section):

@@ -9,6 +9,7 @@ import pytest
 import needle.loader  # noqa: F401  (Needle's deserialisation allowlist, as in every process)
 from needle.models import provision
 from needle.settings import Settings, load_settings
+from tests.embedding_server import embedding_server, served  # noqa: F401  (fixtures: the embedding server)
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_NOTES = REPO / "needle" / "demo" / "notes"

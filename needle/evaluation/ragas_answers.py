@@ -97,7 +97,7 @@ def offline_embedding(settings: Any) -> HaystackTextEmbedding:
     from needle.models import dense_embedder_params
 
     params = dense_embedder_params(settings.embedding.model, settings.model_dir)
-    embedder = FastembedTextEmbedder(**params, prefix=settings.embedding.query_prefix, threads=1, progress_bar=False)
+    embedder = FastembedTextEmbedder(**params, prefix=settings.embedding.query_prefix or "", threads=1, progress_bar=False)
     return HaystackTextEmbedding(embedder, settings.embedding.model)
 
 
