@@ -300,7 +300,7 @@ def document_date(frontmatter: dict[str, Any], path: str, mtime: Any) -> tuple[s
     match = _FILE_NAME_DATE.search(PurePosixPath(path).name)
     if match:
         try:
-            return _rfc3339(datetime.datetime(*(int(g) for g in match.groups()))), "file name"
+            return _rfc3339(datetime.datetime(int(match.group(1)), int(match.group(2)), int(match.group(3)))), "file name"
         except ValueError:
             pass
     if isinstance(mtime, (int, float)) and not isinstance(mtime, bool) and math.isfinite(mtime):

@@ -145,10 +145,10 @@ class CollectionScanner:
         else:
             self._locate(specs, paths, found, skipped, deleted)
             if deleted and self.records_path:  # a deleted folder: the recorded files under it
-                records = FileRecords(self.records_path)
+                below = FileRecords(self.records_path)
                 for key in list(deleted):
                     name, rel = key.split(":", 1)
-                    deleted.extend(f"{name}:{path}" for path in records.load(name) if path.startswith(rel + "/"))
+                    deleted.extend(f"{name}:{path}" for path in below.load(name) if path.startswith(rel + "/"))
         found.sort(key=lambda s: (s["collection"], s["path"]))
         skipped.sort(key=lambda s: (s["collection"], s["path"]))
         if after is None:
@@ -171,6 +171,7 @@ class CollectionScanner:
         last = len(pending) <= self.batch_files
         keys = [f"{s['collection']}:{s['path']}" for s in batch]
         gone = list(deleted) if after is None else []
+        scope: list[str] | None
         present, scope, listed = batch, keys + gone, []
         if paths is None and last:
             on_disk = {f"{s['collection']}:{s['path']}" for s in found}

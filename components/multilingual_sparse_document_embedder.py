@@ -134,7 +134,7 @@ class MultilingualSparseDocumentEmbedder(LoadsOnFirstUse, FastembedSparseDocumen
                 )
                 group = [replace(doc, sparse_embedding=vector) for doc, vector in zip(group, vectors, strict=True)]
             for i, doc in zip(positions, group, strict=True):
-                embedded[i] = replace(doc, sparse_embedding=shared_sparse(doc.sparse_embedding), meta={**doc.meta, "language": language})
+                embedded[i] = replace(doc, sparse_embedding=shared_sparse(doc.sparse_embedding) if doc.sparse_embedding else None, meta={**doc.meta, "language": language})
         found: dict[str, dict[str, int]] = {}
         for doc, language in zip(documents, chosen, strict=True):
             counts = found.setdefault(str(doc.meta.get("collection", "")), {})

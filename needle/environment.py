@@ -77,7 +77,7 @@ class Environment:
         self._stores: dict[str, Any] = {}
         self._lock = threading.RLock()
 
-    def derive(self, settings: Settings) -> "Environment":
+    def derive(self, settings: Settings) -> Environment:
         """
         An environment with other settings (another LLM server, say) that shares this one's stores.
 
@@ -268,7 +268,8 @@ _BY_NAME = frozenset(
 @cache
 def _init_parameters(component_class: type) -> frozenset[str]:
     try:
-        return frozenset(inspect.signature(component_class.__init__).parameters) - {"self"}
+        init = vars(component_class).get("__init__") or component_class.__init__  # type: ignore[misc]
+        return frozenset(inspect.signature(init).parameters) - {"self"}
     except (TypeError, ValueError):
         return frozenset()
 

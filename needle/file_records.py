@@ -52,7 +52,7 @@ class FileStat(NamedTuple):
     inode: int
 
     @classmethod
-    def of(cls, info: os.stat_result) -> "FileStat":
+    def of(cls, info: os.stat_result) -> FileStat:
         """The stat of an `os.stat` result."""
         return cls(info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
 

@@ -24,7 +24,8 @@ import asyncio
 import math
 import os
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from needle.evaluation import metrics
 from needle.evaluation._ragas import BaseRagasEmbedding, InstructorLLM, RagasEvaluator, llm_metrics

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hmac
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -112,7 +112,7 @@ def _drop_routes(router: Any, paths: tuple[str, ...]) -> None:
         mark()  # FastAPI caches the routes an included router resolves to
 
 
-def _validation_message(errors_: list[dict]) -> str:
+def _validation_message(errors_: Sequence[Any]) -> str:
     parts = []
     for error in errors_:
         loc = ".".join(str(p) for p in error.get("loc", ()) if p not in ("body", "run_req"))
