@@ -1,10 +1,11 @@
 """`needle`: collections, indexing, search, answers, files and status from a shell.
 
 A thin shell over `needle.app.Needle`: it parses arguments, calls the facade and prints with
-`needle.output`. When another process owns the embedded index (`needle serve`, `mcp`, `watch`; see
-`needle.owner`), the same calls run there through `needle.remote.RemoteNeedle`, with the same output.
-Every failure is one line on stderr with the exit code of `needle.errors` (2 for a user mistake, 1
-otherwise); no command prints a stack trace.
+`needle.output`. When another process owns the embedded index (`needle serve`, `mcp`, `watch`, or the
+background owner a command starts; see `needle.owner`), the command runs there: `needle.client` sends it
+without importing Haystack and prints what the owner printed. Every failure is one line on stderr with the
+exit code of `needle.errors` (2 for a user mistake, 1 otherwise); no command prints a stack trace.
+Module-level imports stay light (the parser is built on every call, thin or not).
 """
 
 from __future__ import annotations
@@ -13,16 +14,13 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
+from functools import partial
+from typing import IO, Any
 
 from needle import output
-from needle.errors import classify, is_lock_error
 from needle.evaluation.cli import add_eval_parser, run_eval
-from needle.files import parse_ref
 from needle.formats import DOCUMENT_INCLUDE
 from needle.globs import DEFAULT_INCLUDE
-from needle.owner import live_owner, uses_owner, wait_for_owner
-from needle.settings import load_settings, parse_assignments
 
 logger = logging.getLogger(__name__)
 # How long a command that finds the index locked waits for its owner's routes to answer (an owner that is
@@ -32,6 +30,8 @@ SEARCH_COMMANDS = {"search": "keyword search (BM25)", "vsearch": "vector search"
 
 
 def _overrides(values: list[str] | None) -> dict[str, Any]:
+    from needle.settings import parse_assignments
+
     pairs: dict[str, Any] = {}
     for value in values or []:
         pairs.update(parse_assignments(value))
@@ -146,6 +146,12 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument("--watch", action=argparse.BooleanOptionalAction, default=False,
                      help="keep the index live: index changed notes as they are saved (default: off)")
     sub.add_parser("watch", help="keep the index live: index changed notes as they are saved, until interrupted")
+    owner = sub.add_parser("owner", help="see, start or stop the background process that holds the index for every command")
+    osub = owner.add_subparsers(dest="action", metavar="ACTION")
+    osub.add_parser("status", help="which process holds the index, and where (the default)")
+    osub.add_parser("start", help="start a background owner now (commands start one when they need it)")
+    osub.add_parser("stop", help="stop the process that holds the index")
+    osub.add_parser("run", help="hold the index in this terminal until idle (what `start` runs in the background)")
     add_eval_parser(sub)
     return parser
 
@@ -175,7 +181,19 @@ def _filters(args: argparse.Namespace) -> Any:
     )
 
 
-def _run(args: argparse.Namespace, needle: Any) -> int:
+def _run(
+    args: argparse.Namespace, needle: Any, out: IO[str] | None = None, progress: Any = None
+) -> int:
+    """
+    Run a parsed command on a facade and print its output.
+
+    :param args: The parsed command line.
+    :param needle: `Needle`, or `RemoteNeedle`.
+    :param out: Where the output goes (standard output when `None`; the owner passes each client's buffer).
+    :param progress: Called with an index run's report after each batch, or `None`.
+    :returns: The exit code.
+    """
+    print = partial(_print, file=out)  # noqa: A001 - every line of a command goes to `out`
     if args.command == "migrate":
         from needle.migrate import migrate
 
@@ -197,8 +215,7 @@ def _run(args: argparse.Namespace, needle: Any) -> int:
             deleted = needle.remove_collection(args.name)
             print(f"removed collection '{args.name}' and {deleted} chunks")
     elif args.command == "index":
-        shown = output.index_progress if sys.stderr.isatty() else None
-        report = needle.index(args.names, rebuild=args.rebuild, overrides=_overrides(args.set), paths=args.paths, progress=shown)
+        report = needle.index(args.names, rebuild=args.rebuild, overrides=_overrides(args.set), paths=args.paths, progress=progress)
         print(output.index_report(report, args.json))
     elif args.command in SEARCH_COMMANDS:
         answer = needle.search(
@@ -229,6 +246,8 @@ def _run(args: argparse.Namespace, needle: Any) -> int:
             needle.contexts.remove(args.prefix)
             print(f"removed the context of '{args.prefix.strip('/')}'")
     elif args.command == "get":
+        from needle.files import parse_ref
+
         ref, line, count = parse_ref(args.ref)
         print(needle.files.read(ref, from_line=line or 1, max_lines=count).text)
     elif args.command == "multi-get":
@@ -249,6 +268,9 @@ def _run(args: argparse.Namespace, needle: Any) -> int:
     return 0
 
 
+_print = print
+
+
 def _multi_get(needle: Any, refs: list[str], max_bytes: int) -> Any:
     """One glob (any of `*?[`), or references."""
     if len(refs) == 1 and any(c in refs[0] for c in "*?["):
@@ -261,6 +283,7 @@ def _backup_schedule(args: argparse.Namespace) -> dict[str, Any] | None:
     if args.every is None:
         return None
     from needle.backups import parse_interval
+    from needle.settings import load_settings
 
     if args.keep < 1:
         raise ValueError(f"--keep must be >= 1, got {args.keep}")
@@ -284,6 +307,14 @@ def _run_without_index(args: argparse.Namespace) -> int | None:
         from needle.http.background import run_watch
 
         return run_watch()
+    if args.command == "owner":
+        if args.action == "run":
+            from needle.http.background import run_owner
+
+            return run_owner()
+        from needle.client import owner_command
+
+        return owner_command(args.action or "status")
     if args.command == "models":
         from needle.models import main as install_models
 
@@ -293,6 +324,8 @@ def _run_without_index(args: argparse.Namespace) -> int | None:
 
 def _open(settings: Any, args: argparse.Namespace) -> Any:
     """The index's live owner (`needle serve`, `mcp`, `watch`) when one answers, else a local `Needle`."""
+    from needle.owner import live_owner
+
     record = live_owner(settings)
     if record is not None:
         return _remote(settings, record)
@@ -313,21 +346,21 @@ def _is_remote(needle: Any) -> bool:
     return isinstance(needle, RemoteNeedle)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `needle` command."""
-    args = _parser().parse_args(argv)
+def _run_here(args: argparse.Namespace) -> int:
+    """Open the index in this process (or reach a starting owner through `RemoteNeedle`) and run the command."""
+    from needle.errors import is_lock_error
+    from needle.owner import uses_owner, wait_for_owner
+    from needle.settings import load_settings
+
     # A graph that fails makes Haystack snapshot its state and warn about every value it cannot serialise;
     # the one line below says what failed.
     logging.getLogger("haystack.utils.base_serialization").setLevel(logging.ERROR)
-    needle = None
+    settings = load_settings()
+    needle = _open(settings, args)
+    progress = output.index_progress if sys.stderr.isatty() else None
     try:
-        code = _run_without_index(args)
-        if code is not None:
-            return code
-        settings = load_settings()
-        needle = _open(settings, args)
         try:
-            return _run(args, needle)
+            return _run(args, needle, progress=progress)
         except Exception as error:
             if not is_lock_error(error) or not uses_owner(settings) or _is_remote(needle):
                 raise
@@ -336,19 +369,44 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise
             needle.close()
             needle = _remote(settings, record)
-            return _run(args, needle)
+            return _run(args, needle, progress=progress)
+    finally:
+        needle.close()
+
+
+def failed(args: argparse.Namespace, error: BaseException, err: IO[str] | None = None) -> int:
+    """
+    Report a command's failure as one line and give its exit code (`needle.errors`).
+
+    :param args: The parsed command line.
+    :param error: What the command raised.
+    :param err: Where the line goes (standard error when `None`).
+    :returns: The exit code.
+    """
+    from needle.errors import classify
+
+    failure = classify(error)
+    if failure.exit_code == 130:
+        return 130
+    logger.debug("needle %s failed", args.command, exc_info=error)
+    print(f"error: {' '.join(failure.message.split())}", file=err or sys.stderr)
+    return failure.exit_code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `needle` command."""
+    args = _parser().parse_args(argv)
+    try:
+        code = _run_without_index(args)
+        if code is None:
+            from needle.client import through_owner
+
+            code = through_owner(args, list(sys.argv[1:] if argv is None else argv))
+        return _run_here(args) if code is None else code
     except BaseException as error:  # noqa: BLE001 - the one place every failure becomes an exit code
         if isinstance(error, SystemExit):
             raise
-        failure = classify(error)
-        if failure.exit_code == 130:
-            return 130
-        logger.debug("needle %s failed", args.command, exc_info=error)
-        print(f"error: {failure.message}", file=sys.stderr)
-        return failure.exit_code
-    finally:
-        if needle is not None:
-            needle.close()
+        return failed(args, error)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,10 @@ import csv
 import io
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from needle.results import Answer, SearchAnswer
+if TYPE_CHECKING:  # the thin client prints without importing the result models (and Haystack behind them)
+    from needle.results import Answer, SearchAnswer
 
 FORMATS = ("text", "json", "csv", "md", "files")
 _CSV_FIELDS = (
@@ -173,10 +174,14 @@ def index_progress(report: dict[str, Any]) -> None:
     """Show an index run's progress after a batch, one line on standard error."""
     import sys
 
-    print(
+    print(index_progress_line(report), file=sys.stderr, flush=True)
+
+
+def index_progress_line(report: dict[str, Any]) -> str:
+    """An index run's progress after a batch, as one line."""
+    return (
         f"batch {report['batches']}: {report['files_read']} of {report['files_pending']} files read, "
-        f"{report['texts_embedded']} texts embedded, {report['chunks_reused']} chunks reused, {report['seconds']} s",
-        file=sys.stderr, flush=True,
+        f"{report['texts_embedded']} texts embedded, {report['chunks_reused']} chunks reused, {report['seconds']} s"
     )
 
 

@@ -160,6 +160,8 @@ def _own_or_join(watch: bool) -> BackgroundServer | None:
             Watcher.from_settings(get_needle()).start()
         return None
     record = records.live_owner(settings)
+    if record is not None and record.command == records.BACKGROUND and records.stop_owner(record):
+        record = None  # a background owner makes way: this process holds the index for as long as it runs
     if record is None:
         server = BackgroundServer(command="mcp", watch=watch)
         try:
@@ -214,7 +216,46 @@ def run_watch() -> int:
     return 0
 
 
+def run_owner() -> int:
+    """
+    `needle owner run`: hold the index and serve other commands' requests until idle for `owner.idle_minutes`
+    (or SIGTERM, `needle owner stop`, or a `needle serve`, `mcp` or `watch` that takes over). This is what a
+    command starts in the background when no owner runs (`needle.client.start_owner`).
+
+    :returns: The exit code.
+    :raises IndexOwnedError: When another process already owns the index.
+    """
+    from needle.http.owner_routes import ACTIVITY
+    from needle.settings import load_settings
+
+    settings = load_settings()
+    if not records.uses_owner(settings):
+        print("needle owner: the index is on a Qdrant server, which needs no owner", file=sys.stderr)
+        return 2
+    records.refuse_second_owner(settings)
+    stopped = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    idle = settings.owner.idle_minutes * 60
+    try:
+        server = BackgroundServer(command=records.BACKGROUND)
+        record = server.start()
+        print(f"needle owner: holding the index (pid {record.pid}) at {record.address}; exits after "
+              f"{settings.owner.idle_minutes:g} min without a request", file=sys.stderr, flush=True)
+        try:
+            while not stopped.wait(1.0):
+                if ACTIVITY.idle_seconds() >= idle:
+                    print(f"needle owner: no request for {settings.owner.idle_minutes:g} min, exiting", file=sys.stderr, flush=True)
+                    break
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.stop()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0
+
+
 # How long a `needle mcp` that finds the index locked waits for the owner's routes to answer.
 OWNER_WAIT_SECONDS = 60.0
 
-__all__ = ["BackgroundServer", "run_mcp", "run_watch"]
+__all__ = ["BackgroundServer", "run_mcp", "run_owner", "run_watch"]
