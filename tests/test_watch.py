@@ -29,7 +29,7 @@ BOUND = 60.0  # seconds an edit may take to become searchable on a loaded test m
 
 
 def env_for(data: Path, model_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEEDLE_", "HAYHOOKS_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEEDLE_", "HAYHOOKS_")) or k == "NEEDLE_OWNER__AUTOSTART"}
     return {**env, "NEEDLE_DATA_DIR": str(data), "NEEDLE_MODEL_DIR": str(model_dir), "NEEDLE_WATCH__DEBOUNCE_MS": "200"}
 
 

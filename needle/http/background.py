@@ -127,13 +127,14 @@ def run_mcp(watch: bool = False) -> int:
 
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries the protocol; nothing else may write there
         server = _own_or_join(watch)
-    previous = signal.signal(signal.SIGTERM, _interrupt) if server is not None else None
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         return run_stdio()
     finally:
-        if server is not None:
-            signal.signal(signal.SIGTERM, previous)
-            server.stop()
+        signal.signal(signal.SIGTERM, previous)
+        for running in [server, *_TAKEN_OVER]:
+            if running is not None:
+                running.stop()
 
 
 def _interrupt(*_: Any) -> None:
@@ -174,8 +175,58 @@ def _own_or_join(watch: bool) -> BackgroundServer | None:
             if record is None:
                 raise
     logger.info("The index is open in process %s: serving its tools through %s", record.pid, record.address)
-    use_needle(RemoteNeedle(settings, record))
+    use_needle(RemoteNeedle(settings, record, on_gone=lambda: _take_over(settings, watch)))
     return None
+
+
+# The routes this process started when it took the index over from an owner that went away.
+_TAKEN_OVER: list[BackgroundServer] = []
+_TAKE_OVER_LOCK = threading.Lock()
+
+
+def _take_over(settings: Any, watch: bool) -> records.OwnerRecord | None:
+    """
+    The owner went away: use the one that took its place, or become the owner (this process's own routes).
+
+    :returns: The owner to send requests to from now on, or `None` when none could be found or started.
+    """
+    from needle.app import Needle
+    from needle.errors import is_lock_error
+    from needle.http.service import use_needle
+
+    with _TAKE_OVER_LOCK:
+        if _TAKEN_OVER and _TAKEN_OVER[-1].record is not None:
+            return _TAKEN_OVER[-1].record
+        try:
+            record = records.live_owner(settings)
+        except ConnectionError:
+            record = None
+        if record is not None:
+            return record
+        local = Needle(settings)
+        server = BackgroundServer(command="mcp", watch=watch)
+        previous = _swap_needle(local)
+        try:
+            record = server.start()
+        except Exception as error:
+            use_needle(previous)
+            local.close()
+            if not is_lock_error(error):
+                logger.error("Could not take the index over: %s", error)
+                return None
+            return records.wait_for_owner(settings, OWNER_WAIT_SECONDS)
+        _TAKEN_OVER.append(server)
+        logger.info("The owner went away: this process holds the index now (%s)", record.address)
+        return record
+
+
+def _swap_needle(needle: Any) -> Any:
+    """Serve this process's endpoints with `needle`; returns the one served before."""
+    from needle.http import service
+
+    previous = service._needle
+    service.use_needle(needle)
+    return previous
 
 
 def run_watch() -> int:
