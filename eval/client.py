@@ -194,7 +194,7 @@ async def _handover(data: Path) -> dict[str, Any]:
     failed_before, failed_after, recovered = 0, 0, None
     while time.perf_counter() - closed < 120:
         result = await second.call_tool("search", arguments)
-        if result.isError:
+        if result.is_error:
             if recovered is None:
                 failed_before += 1
             else:
@@ -202,13 +202,13 @@ async def _handover(data: Path) -> dict[str, Any]:
         elif recovered is None:
             recovered = time.perf_counter() - closed
             for _ in range(20):
-                if (await second.call_tool("search", arguments)).isError:
+                if (await second.call_tool("search", arguments)).is_error:
                     failed_after += 1
             break
         await asyncio.sleep(0.1)
     await second_stack.aclose()
     return {
-        "answered_before": not before.isError, "seconds_to_answer_again": None if recovered is None else round(recovered, 2),
+        "answered_before": not before.is_error, "seconds_to_answer_again": None if recovered is None else round(recovered, 2),
         "failed_calls_until_then": failed_before, "failed_calls_after (of 20)": failed_after,
     }
 

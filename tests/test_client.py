@@ -230,3 +230,24 @@ def test_the_lock_file_name_is_the_stores(tmp_path):
     from needle.document_stores.edge.shards import LOCK_FILE_NAME
 
     assert owner.LOCK_FILE == LOCK_FILE_NAME
+
+
+def test_an_owner_is_idle_only_while_no_request_runs():
+    from needle.http.owner_routes import Activity
+
+    activity = Activity()
+    activity.last -= 100
+    assert activity.idle_seconds() >= 100
+    with activity:
+        assert activity.idle_seconds() == 0.0
+    assert activity.idle_seconds() < 100
+
+
+def test_without_an_owner_and_autostart_off_the_command_runs_in_its_own_process(data):
+    from argparse import Namespace
+
+    from needle.client import through_owner
+
+    location = Location(data, None, autostart=False, idle_minutes=1.0, answer_timeout=1.0)
+    assert through_owner(Namespace(command="search"), ["search", "x"], location) is None
+    assert not (data / owner.OWNER_FILE).exists() and not (data / "owner.log").exists()

@@ -207,7 +207,8 @@ def _take_over(settings: Any, watch: bool) -> records.OwnerRecord | None:
         server = BackgroundServer(command="mcp", watch=watch)
         previous = _swap_needle(local)
         try:
-            record = server.start()
+            with contextlib.redirect_stdout(sys.stderr):  # stdout carries the MCP protocol
+                record = server.start()
         except Exception as error:
             use_needle(previous)
             local.close()
