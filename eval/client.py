@@ -172,44 +172,61 @@ def handover(data: Path) -> dict[str, Any]:
     return asyncio.run(_handover(data))
 
 
-async def _handover(data: Path) -> dict[str, Any]:
-    from contextlib import AsyncExitStack
+class Agent:
+    """One agent window: a `needle mcp` driven by the MCP SDK's stdio client on a task of its own."""
 
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
+    def __init__(self, params: Any) -> None:
+        self.params = params
+        self.calls: asyncio.Queue = asyncio.Queue()
+        self.results: asyncio.Queue = asyncio.Queue()
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        from mcp import ClientSession
+        from mcp.client.stdio import stdio_client
+
+        async with stdio_client(self.params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            while (arguments := await self.calls.get()) is not None:
+                await self.results.put(await session.call_tool("search", arguments))
+
+    async def search(self, arguments: dict[str, Any]) -> Any:
+        await self.calls.put(arguments)
+        return await self.results.get()
+
+    async def close(self) -> None:
+        await self.calls.put(None)
+        await self.task
+
+
+async def _handover(data: Path) -> dict[str, Any]:
+    from mcp import StdioServerParameters
 
     stop_owner(data)
     params = StdioServerParameters(command=sys.executable, args=["-m", "needle.cli", "mcp"], cwd=str(REPO),
-                                   env=environment(data, autostart=True))
+                                   env=environment(data, autostart=False))
     arguments = {"query": "rsync copy directory remote", "limit": 3}
-    first_stack, second_stack = AsyncExitStack(), AsyncExitStack()
-    first = await first_stack.enter_async_context(ClientSession(*await first_stack.enter_async_context(stdio_client(params))))
-    await first.initialize()
-    await first.call_tool("search", arguments)  # the first one owns the index once it answers
-    second = await second_stack.enter_async_context(ClientSession(*await second_stack.enter_async_context(stdio_client(params))))
-    await second.initialize()
-    before = await second.call_tool("search", arguments)
-    await first_stack.aclose()  # the owner's agent window closes
+    first = Agent(params)
+    await first.search(arguments)  # the first one owns the index once it answers
+    second = Agent(params)
+    before = await second.search(arguments)
+    await first.close()  # the owner's agent window closes
     closed = time.perf_counter()
     failed_before, failed_after, recovered = 0, 0, None
-    while time.perf_counter() - closed < 120:
-        result = await second.call_tool("search", arguments)
+    while time.perf_counter() - closed < 300:
+        result = await second.search(arguments)
         if result.is_error:
-            if recovered is None:
-                failed_before += 1
-            else:
-                failed_after += 1
-        elif recovered is None:
-            recovered = time.perf_counter() - closed
-            for _ in range(20):
-                if (await second.call_tool("search", arguments)).is_error:
-                    failed_after += 1
-            break
-        await asyncio.sleep(0.1)
-    await second_stack.aclose()
+            failed_before += 1
+            await asyncio.sleep(0.1)
+            continue
+        recovered = time.perf_counter() - closed
+        for _ in range(20):
+            failed_after += (await second.search(arguments)).is_error
+        break
+    await second.close()
     return {
         "answered_before": not before.is_error, "seconds_to_answer_again": None if recovered is None else round(recovered, 2),
-        "failed_calls_until_then": failed_before, "failed_calls_after (of 20)": failed_after,
+        "failed_calls_until_then": failed_before, "failed_calls_of_20_after": failed_after,
     }
 
 

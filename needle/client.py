@@ -119,6 +119,8 @@ def send(record: records.OwnerRecord, argv: list[str], location: Location) -> in
                     sys.stdout.write(done["stdout"])
                     sys.stderr.write(done["stderr"])
                     return int(done["code"])
+        except (records.UntrustedOwnerError, OwnerGoneError):
+            raise
         except (TimeoutError, socket.timeout):
             stopped = " (it is stopped: `kill -CONT {0}` resumes it)".format(record.pid) if records.pid_stopped(record.pid) else ""
             raise records.OwnerSilentError(

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import sys
-from contextlib import AsyncExitStack
 from pathlib import Path
 
 import pytest
@@ -17,30 +16,57 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parent.parent
 
 
+class Agent:
+    """One agent window: a `needle mcp` driven by the SDK's stdio client on a task of its own."""
+
+    def __init__(self, params: object) -> None:
+        self.params = params
+        self.calls: asyncio.Queue = asyncio.Queue()
+        self.results: asyncio.Queue = asyncio.Queue()
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        from mcp import ClientSession
+        from mcp.client.stdio import stdio_client
+
+        async with stdio_client(self.params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            while (arguments := await self.calls.get()) is not None:
+                await self.results.put(await session.call_tool("search", arguments))
+
+    async def search(self, arguments: dict) -> object:
+        await self.calls.put(arguments)
+        getter = asyncio.ensure_future(self.results.get())
+        done, _ = await asyncio.wait({getter, self.task}, timeout=600, return_when=asyncio.FIRST_COMPLETED)
+        if getter not in done:
+            getter.cancel()
+            raise AssertionError(f"the agent's needle mcp ended: {self.task.exception() if self.task.done() else 'timeout'}")
+        return getter.result()
+
+    async def close(self) -> None:
+        await self.calls.put(None)
+        await self.task
+
+
 async def _handover(data: Path, model_dir: Path) -> dict:
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
+    from mcp import StdioServerParameters
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
     env.update(NEEDLE_DATA_DIR=str(data), NEEDLE_MODEL_DIR=str(model_dir), NEEDLE_OWNER__AUTOSTART="false")
     params = StdioServerParameters(command=sys.executable, args=["-m", "needle.cli", "mcp"], cwd=str(REPO), env=env)
     arguments = {"query": "certbot renew", "limit": 2}
-    first_stack, second_stack = AsyncExitStack(), AsyncExitStack()
+    first = Agent(params)
+    first_answer = await first.search(arguments)
+    owner = json.loads((data / "owner.json").read_text())
+    second = Agent(params)
     try:
-        first = await first_stack.enter_async_context(ClientSession(*await first_stack.enter_async_context(stdio_client(params))))
-        await first.initialize()
-        assert not (await first.call_tool("search", arguments)).is_error
-        owner = json.loads((data / "owner.json").read_text())
-        second = await second_stack.enter_async_context(ClientSession(*await second_stack.enter_async_context(stdio_client(params))))
-        await second.initialize()
-        before = await second.call_tool("search", arguments)
-        await first_stack.aclose()  # the owner's agent window closes
-        after = [await second.call_tool("search", arguments) for _ in range(3)]
+        before = await second.search(arguments)
+        await first.close()  # the owner's agent window closes
+        after = [await second.search(arguments) for _ in range(3)]
         record = json.loads((data / "owner.json").read_text())
-        return {"owner": owner, "record": record, "before": before, "after": after}
     finally:
-        await second_stack.aclose()
-        await first_stack.aclose()
+        await second.close()
+    return {"first": first_answer, "owner": owner, "record": record, "before": before, "after": after}
 
 
 def test_the_second_mcp_takes_the_index_over_when_the_owner_closes(demo_needle, tmp_path):
