@@ -1,8 +1,8 @@
 """The thin client: a `needle` command sent whole to the process that owns the index, without Haystack.
 
 A command that an owner can run (`THIN_COMMANDS`) finds the owner (`needle.owner`, which checks the record
-and the listener before anything is sent), posts its argument list to `POST /needle/cli` and prints what
-comes back: the owner runs the very code the command would have run here (`needle.cli._run`), so the
+and the listener before anything is sent), posts its parsed arguments to `POST /needle/cli` and prints what
+comes back: the owner runs the very code the command would have run here (`needle.commands.run`), so the
 output and the exit code are byte for byte the same. While the owner works it sends a line every second
 (and an index run's progress); a client that hears nothing for `owner.answer_timeout` seconds says so and
 exits 1 instead of waiting on a stopped owner. When no owner runs and `owner.autostart` is on, a command that
@@ -50,12 +50,11 @@ def eligible(args: Any) -> bool:
     return True
 
 
-def through_owner(args: Any, argv: list[str], location: Location | None = None) -> int | None:
+def through_owner(args: Any, location: Location | None = None) -> int | None:
     """
     Run the command through the owner, starting a background one when none runs and the setting allows it.
 
-    :param args: The parsed command line.
-    :param argv: The arguments as given (sent to the owner, which parses them the same way).
+    :param args: The parsed command line (sent as it is: the owner runs `needle.commands.run` on it).
     :param location: Where the index lives; read from the environment when `None`.
     :returns: The exit code, or `None` when the command should run in this process (no owner, autostart off,
         a Qdrant server, a configuration only the full settings can read).
@@ -72,20 +71,20 @@ def through_owner(args: Any, argv: list[str], location: Location | None = None) 
         if record is None:
             return None
         try:
-            return send(record, argv, location)
+            return send(record, vars(args), location)
         except OwnerGoneError:
             if args.command not in RETRIED:
                 raise
             record = records.live_owner(location) or (start_owner(location) if location.autostart else None)
             if record is None:
                 raise
-            return send(record, argv, location)
+            return send(record, vars(args), location)
     except ConnectionError as error:
         print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
         return 1
 
 
-def send(record: records.OwnerRecord, argv: list[str], location: Location) -> int:
+def send(record: records.OwnerRecord, arguments: dict[str, Any], location: Location) -> int:
     """
     Post the command to the verified owner and print its output as it comes.
 
@@ -95,7 +94,7 @@ def send(record: records.OwnerRecord, argv: list[str], location: Location) -> in
     """
     wait = location.answer_timeout
     connection = records.connect(record, read_timeout=wait)
-    body = json.dumps({"argv": argv, "cwd": os.getcwd(), "tty": sys.stderr.isatty()})
+    body = json.dumps({"args": arguments, "cwd": os.getcwd(), "tty": sys.stderr.isatty()})
     try:
         try:
             connection.request(

@@ -249,5 +249,5 @@ def test_without_an_owner_and_autostart_off_the_command_runs_in_its_own_process(
     from needle.client import through_owner
 
     location = Location(data, None, autostart=False, idle_minutes=1.0, answer_timeout=1.0)
-    assert through_owner(Namespace(command="search"), ["search", "x"], location) is None
+    assert through_owner(Namespace(command="search"), location) is None
     assert not (data / owner.OWNER_FILE).exists() and not (data / "owner.log").exists()

@@ -2,8 +2,8 @@
 
 `GET /needle/hello?nonce=N` answers `{"pid", "proof"}`, an HMAC of the nonce and the pid under the owner
 record's token (`needle.owner.proof`): it needs no token, gives none away, and only the process that wrote
-the record can answer it. `POST /needle/cli` (the record's token only) runs a command line as the command
-would have run it (`needle.cli._run` on this process's `Needle`) and streams JSON lines: `{"alive": 1}`
+the record can answer it. `POST /needle/cli` (the record's token only) runs a parsed command as the command
+would have run it (`needle.commands.run` on this process's `Needle`) and streams JSON lines: `{"alive": 1}`
 every second while it works, `{"progress": LINE}` after each index batch, then
 `{"done": {"code", "stdout", "stderr"}}`. `Activity` counts requests, so that a background owner knows
 when it has been idle.
@@ -11,6 +11,7 @@ when it has been idle.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import hmac
 import io
@@ -96,17 +97,17 @@ def owner_routes(owner: OwnerRecord) -> list[Any]:
             return JSONResponse({"detail": "this route serves only the needle commands of the user who started this process"}, status_code=403)
         try:
             body = await request.json()
-            argv, cwd, tty = body["argv"], str(body["cwd"]), bool(body.get("tty"))
-            if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
-                raise TypeError("argv")
+            arguments, cwd, tty = body["args"], str(body["cwd"]), bool(body.get("tty"))
+            if not isinstance(arguments, dict) or not isinstance(arguments.get("command"), str):
+                raise TypeError("args")
         except (ValueError, KeyError, TypeError):
-            return JSONResponse({"detail": "expected {\"argv\": [str], \"cwd\": str, \"tty\": bool}"}, status_code=400)
-        return StreamingResponse(_stream(argv, cwd, tty), media_type="application/x-ndjson")
+            return JSONResponse({"detail": 'expected {"args": {"command": str, ...}, "cwd": str, "tty": bool}'}, status_code=400)
+        return StreamingResponse(_stream(arguments, cwd, tty), media_type="application/x-ndjson")
 
     return [Route(HELLO_PATH, hello, methods=["GET"]), Route(CLI_PATH, cli, methods=["POST"])]
 
 
-async def _stream(argv: list[str], cwd: str, tty: bool) -> AsyncIterator[bytes]:
+async def _stream(arguments: dict[str, Any], cwd: str, tty: bool) -> AsyncIterator[bytes]:
     """Run the command on a worker thread; a line a second while it runs, its progress, then its result."""
     loop = asyncio.get_running_loop()
     lines: asyncio.Queue[str] = asyncio.Queue()
@@ -116,7 +117,7 @@ async def _stream(argv: list[str], cwd: str, tty: bool) -> AsyncIterator[bytes]:
 
         loop.call_soon_threadsafe(lines.put_nowait, index_progress_line(report))
 
-    task = loop.run_in_executor(None, execute, argv, cwd, progress if tty else None)
+    task = loop.run_in_executor(None, execute, arguments, cwd, progress if tty else None)
     while True:
         getter = asyncio.ensure_future(lines.get())
         finished, _ = await asyncio.wait({task, getter}, timeout=HEARTBEAT_SECONDS, return_when=asyncio.FIRST_COMPLETED)
@@ -136,23 +137,20 @@ def _line(message: dict[str, Any]) -> bytes:
     return (json.dumps(message) + "\n").encode()
 
 
-def execute(argv: list[str], cwd: str, progress: Any = None) -> dict[str, Any]:
+def execute(arguments: dict[str, Any], cwd: str, progress: Any = None) -> dict[str, Any]:
     """
-    Run a command line on this process's `Needle`, as `needle` would have run it in the client's folder.
+    Run a parsed command on this process's `Needle`, as `needle` would have run it in the client's folder.
 
-    :param argv: The client's arguments.
+    :param arguments: The client's parsed arguments (`vars` of its `argparse.Namespace`).
     :param cwd: The client's working folder (relative paths in the command are read from there).
     :param progress: Called with an index run's report after each batch, or `None`.
     :returns: `code`, `stdout` and `stderr`, exactly what the command prints.
     """
-    from needle import cli
+    from needle.commands import failed, run
     from needle.http.service import get_needle
 
+    args = argparse.Namespace(**arguments)
     out, err = io.StringIO(), io.StringIO()
-    try:
-        args = cli._parser().parse_args(argv)
-    except SystemExit:
-        return {"code": 2, "stdout": "", "stderr": "error: the index owner cannot read this command line (another needle version?)\n"}
     for name in ("pipeline", "path"):  # a graph file, a backup folder: the client's relative paths
         value = getattr(args, name, None)
         if name == "path" and args.command not in ("backup", "restore"):
@@ -160,9 +158,9 @@ def execute(argv: list[str], cwd: str, progress: Any = None) -> dict[str, Any]:
         if isinstance(value, str) and not os.path.isabs(value) and (name == "path" or os.path.exists(os.path.join(cwd, value))):
             setattr(args, name, os.path.join(cwd, os.path.expanduser(value)))
     try:
-        code = cli._run(args, get_needle(), out=out, progress=progress)
+        code = run(args, get_needle(), out=out, progress=progress)
     except BaseException as error:  # noqa: BLE001 - shown to the client as the CLI shows it
-        code = cli.failed(args, error, err)
+        code = failed(args, error, err)
     return {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
 
