@@ -117,18 +117,21 @@ def stop_owner(data: Path) -> None:
     needle(["owner", "stop"], environment(data, autostart=False), check=False)
 
 
-def commands(data: Path, repeat: int) -> dict[str, list[dict[str, Any]]]:
-    rows: dict[str, list[dict[str, Any]]] = {"no owner": [], "owner running": [], "first call": []}
+MODES = ("no owner", "owner running", "first call")
+
+
+def commands(data: Path, repeat: int, modes: tuple[str, ...] = MODES) -> dict[str, list[dict[str, Any]]]:
+    rows: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
     stop_owner(data)
     local = environment(data, autostart=False)
-    for name, args in COMMANDS.items():
+    for name, args in COMMANDS.items() if "no owner" in modes else ():
         rows["no owner"].append(median_row(name, [timed(args, local) for _ in range(repeat)]))
     needle(["owner", "start"], local)
     through = environment(data, autostart=True)
-    for name, args in COMMANDS.items():
+    for name, args in COMMANDS.items() if "owner running" in modes else ():
         timed(args, through)  # the owner's first run of a graph warms it
         rows["owner running"].append(median_row(name, [timed(args, through) for _ in range(repeat)]))
-    for name in ("search", "query"):
+    for name in ("search", "query") if "first call" in modes else ():
         runs = []
         for _ in range(repeat):
             stop_owner(data)
@@ -276,6 +279,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--during-notes", type=int, default=1500)
     parser.add_argument("--only", choices=("commands", "during", "handover"), action="append")
+    parser.add_argument("--mode", choices=MODES, action="append", help="commands: only these columns (default all)")
     args = parser.parse_args()
     if args.build:
         build(args.dir, args.notes)
@@ -286,7 +290,8 @@ def main() -> int:
     results["notes"] = args.notes
     try:
         if "commands" in parts:
-            results["commands"] = commands(data, args.repeat)
+            found = commands(data, args.repeat, tuple(args.mode or MODES))
+            results["commands"] = {**results.get("commands", {}), **found}
             print(table(results["commands"]))
             plot(results["commands"], RESULTS / "client.png")
         if "during" in parts:
