@@ -13,16 +13,18 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 from haystack import Pipeline
 from haystack.core.errors import PipelineRuntimeError
 from haystack.document_stores.errors import DocumentStoreError
 
-from needle import index_info
+from needle import consistency, index_info
 from needle.collections import CollectionError, CollectionRegistry
 from needle.environment import Environment, records_file
-from needle.file_records import FileRecords
+from needle.readiness import unready_hints
+from needle.file_records import FileRecords, split_key
 from needle.errors import LLMError, llm_error, root_cause
 from needle.files import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES, FileAccess
 from needle.formats import Extractor, Limits
@@ -292,7 +294,7 @@ class Needle:
         trace = {"confidence": scored.get("signals"), "sub_questions": sub_questions(output)} if explain else None
         return SearchAnswer(
             label=label, results=self._annotated(results), confidence=scored.get("confidence"),
-            warnings=warnings(output), explain=trace, self_query=SelfQuery(**read) if said else None,
+            warnings=warnings(output) + (self._unready_hints(collections) if not results else []), explain=trace, self_query=SelfQuery(**read) if said else None,
         )
 
     def _run_search(self, pool: GraphPool, data: dict[str, Any]) -> dict[str, Any]:
@@ -385,22 +387,40 @@ class Needle:
             retries=int(final.get("retries") or 0),
             uncovered_claims=list(final.get("uncovered") or []),
             sub_questions=sub_questions(output),
-            warnings=warnings(output),
+            warnings=warnings(output) + (self._unready_hints(collections) if not results else []),
         )
 
-    def query_languages(self, collections: list[str] | None = None) -> list[str]:
+    def _unready_hints(self, collections: list[str] | None) -> list[str]:
+        """When nothing was found: the searched collections never indexed or holding no file, with the command to run."""
+        records = self.records
+        return unready_hints(
+            self.collections.select(collections), self.store.count_values("collection"),
+            lambda name: records.signed(f"collection:{name}"),
+        )
+
+    def query_languages(self, collections: list[str] | None = None) -> dict[str, int]:
         """
-        The languages a query is analysed in for keyword search: those of the collections searched (for an
-        `auto` collection, the languages its files were found in when indexed).
+        The languages of the chunks a query searches, for keyword search: language → how many chunks are in
+        it (an `auto` collection's as counted when it was last indexed; a declared one's all in its language).
+        The query embedder analyses a query in the main ones and the query's own (`FastembedSparseQueryEmbedder`).
         """
-        found = (index_info.read(self.settings) or {}).get("languages", {})
-        languages: set[str] = set()
+        found = index_info.languages(self.settings)
+        counts: dict[str, int] = {}
         for collection in self.collections.select(collections):
-            if collection.language == AUTO:
-                languages.update(found.get(collection.name) or [DEFAULT_LANGUAGE])
-            else:
-                languages.add(collection.language)
-        return sorted(languages)
+            held = found.get(collection.name) or {DEFAULT_LANGUAGE: 1}
+            if collection.language != AUTO:
+                held = {collection.language: sum(held.values())}
+            for language, n in held.items():
+                counts[language] = counts.get(language, 0) + n
+        return dict(sorted(counts.items()))
+
+    def main_languages(self) -> dict[str, str]:
+        """Collection → the language most of its chunks were in when last indexed (what unclear files take)."""
+        return {
+            name: max(sorted(held), key=held.__getitem__)
+            for name, held in index_info.languages(self.settings).items()
+            if held
+        }
 
     def _request(
         self,
@@ -506,6 +526,7 @@ class Needle:
             self._delete_collections("not in", list(self.collections.load())) if not names and paths is None else 0
         )
         graph = self.pipeline(INGEST, overrides)
+        main_languages = self.main_languages()
         report = _IndexReport([c.name for c in selected])
         after: list[str] | None = None
         reported = {"scanner", "reader", "converter", "chunker", "differ", "reuse", "file_reuse", "writer", "file_writer"}
@@ -518,8 +539,10 @@ class Needle:
                 "writer": {"optimize": False},
                 "file_writer": {"optimize": False},
             }
+            run = _with_languages(graph, run, {c.name: c.language for c in selected})
+            run = _with_languages(graph, run, main_languages, socket="main_languages")
             output = graph.run(
-                _with_languages(graph, run, {c.name: c.language for c in selected}),
+                run,
                 include_outputs_from=reported,
             )
             report.add(output)
@@ -528,16 +551,18 @@ class Needle:
                 progress(report.as_dict(time.perf_counter() - started))
             if after is None:
                 break
-        # The writers optimise once, after the last batch; the languages the collections' chunks are in now
-        # tell the query side how to analyse queries.
+        # The writers optimise once, after the last batch; how many of the collections' chunks are in each
+        # language now tells the query side how to analyse queries (counted again after every change, and
+        # once for an index that recorded only the languages' names).
         languages = None
         if report.changed:
             for name in ("writer", "file_writer"):
                 writer = graph.get_component(name)
                 if getattr(writer, "optimize", False) and hasattr(writer.document_store, "optimize"):
                     writer.document_store.optimize()
+        if report.changed or index_info.languages_uncounted(self.settings):
             languages = {
-                c.name: sorted(self.store.count_values("language", {"field": "meta.collection", "operator": "==", "value": c.name}))
+                c.name: self.store.count_values("language", {"field": "meta.collection", "operator": "==", "value": c.name})
                 for c in selected
             }
         index_info.record(self.settings, ingest, optimized=report.changed, languages=languages)
@@ -560,17 +585,27 @@ class Needle:
         after = set(self.settings.index_dir.glob("*.damaged-*"))
         return sorted(str(path) for path in after - before)
 
-    def check(self) -> dict[str, Any]:
+    def check(self, repair: bool = False) -> dict[str, Any]:
         """
         Read the whole index: the provenance, every chunk and whole file with its vectors, one search per kind
-        of vector; report the damage a query would trip on before it does (`needle check`).
+        of vector; report the damage a query would trip on before it does (`needle check`). Compare the chunk
+        store, the file store and the stat record (`needle.consistency`): files whose data is lost are
+        forgotten by the record, so that the next `needle index` reads them again, and collections holding
+        orphaned data are compared in full by it.
 
         Index runs wait for it (and it for them): points written between counting and reading are not damage.
 
-        :returns: `problems` (empty for a sound index), what each store held and the seconds it took.
+        :param repair: Heal what can be healed without a rebuild: index the lost files again now and delete
+            the orphaned data, then check again (`repaired` says what was done).
+        :returns: `problems` (empty for a sound index), `lost` and `orphaned` files, what each store held and
+            the seconds it took.
         """
         with self._index_lock:
-            return self._check()
+            report = self._check()
+            if repair and (report["lost"] or report["orphaned"]) and not report["damaged"]:
+                repaired = self._repair(report["lost"], report["orphaned"])
+                report = {**self._check(), "repaired": repaired}
+            return report
 
     def _check(self) -> dict[str, Any]:
         """`check` with the index lock held."""
@@ -592,7 +627,39 @@ class Needle:
             for kind in ("dense", "sparse"):
                 if found[f"without_{kind}"]:
                     problems.append(f"{role}: {found[f'without_{kind}']} points without a {kind} vector")
-        return {"problems": problems, "stores": stores, "seconds": round(time.perf_counter() - started, 2)}
+            if found.get("wal_unreadable"):
+                problems.append(
+                    f"{role}: {found['wal_unreadable']} entries of its write-ahead log lie past garbled bytes "
+                    "(the engine drops them without a word)"
+                )
+        findings = consistency.Findings()
+        if len(stores) == 2:
+            roots = {c.name: c.root for c in self.collections.load().values()}
+            findings = consistency.compare(self.store, self.file_store, self.records, roots)
+            consistency.forget(findings, self.records)
+        return {
+            "problems": problems + findings.problems(),
+            "damaged": bool(problems),
+            "lost": sorted(findings.lost),
+            "orphaned": sorted(findings.orphaned),
+            "stores": stores,
+            "seconds": round(time.perf_counter() - started, 2),
+        }
+
+    def _repair(self, lost: list[str], orphaned: list[str]) -> dict[str, Any]:
+        """Delete the orphaned files' data and index the lost files again (only those)."""
+        roots = {c.name: c.root for c in self.collections.load().values()}
+        deleted = 0
+        if orphaned:
+            where = {"field": "meta.source_doc_id", "operator": "in", "value": orphaned}
+            deleted = sum(int(store.delete_by_filter(where) or 0) for store in (self.store, self.file_store))
+        paths = [str(Path(roots[name]).expanduser() / path) for name, path in map(split_key, lost)]
+        indexed = self._index(None, False, None, paths, None) if paths else None
+        return {
+            "reindexed": len(paths),
+            "chunks_embedded": indexed["chunks_embedded"] if indexed else 0,
+            "orphans_deleted": deleted,
+        }
 
     def optimize(self) -> dict[str, Any]:
         """
@@ -844,12 +911,12 @@ class _IndexReport:
         }
 
 
-def _with_languages(graph: Pipeline, run_data: dict[str, Any], languages: Any) -> dict[str, Any]:
-    """Run data with `languages` given to every component that takes it as a free input (the BM25 embedders)."""
-    takers = [name for name, sockets in graph.inputs().items() if "languages" in sockets]
+def _with_languages(graph: Pipeline, run_data: dict[str, Any], languages: Any, socket: str = "languages") -> dict[str, Any]:
+    """Run data with `languages` given to every component that takes it as a free input `socket` (the BM25 embedders)."""
+    takers = [name for name, sockets in graph.inputs().items() if socket in sockets]
     if not takers:
         return run_data
-    return {**run_data, **{name: {**run_data.get(name, {}), "languages": languages} for name in takers}}
+    return {**run_data, **{name: {**run_data.get(name, {}), socket: languages} for name in takers}}
 
 
 __all__ = ["Needle", "CollectionError", "LLMError"]

@@ -11,6 +11,7 @@ Module-level imports stay light (the parser is built on every call, thin or not)
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import sys
 from collections.abc import Sequence
@@ -26,8 +27,21 @@ logger = logging.getLogger(__name__)
 OWNER_WAIT_SECONDS = 60.0
 
 
+class SuggestingParser(argparse.ArgumentParser):
+    """An argument parser whose refusal of a mistyped command or choice names the closest valid one."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is not None and isinstance(value, str) and value not in choices:
+            close = difflib.get_close_matches(value, [str(c) for c in choices], n=1)
+            if close:
+                valid = ", ".join(map(str, choices))
+                raise argparse.ArgumentError(action, f"invalid choice: {value!r}; did you mean {close[0]!r}? (choose from {valid})")
+        super()._check_value(action, value)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="needle", description="Hybrid search over your markdown notes and documents.")
+    parser = SuggestingParser(prog="needle", description="Hybrid search over your markdown notes and documents.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     collection = sub.add_parser("collection", help="add, list or remove collections of notes")
@@ -39,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--documents", action="store_true",
                      help="also include PDF, Word (.docx) and HTML files (**/*.pdf, **/*.docx, **/*.html, **/*.htm)")
     add.add_argument("--language", help="language of its notes for keyword search, e.g. german or chinese (default auto: per file)")
+    add.add_argument("--allow-overlap", action="store_true",
+                     help="accept a folder another collection already covers (same, inside or containing it): its notes are found twice")
     csub.add_parser("list", help="list collections")
     remove = csub.add_parser("remove", help="remove a collection and its chunks from the index")
     remove.add_argument("name")
@@ -108,6 +124,8 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true")
     check = sub.add_parser("check", help="read the whole index and report damage (exit 1) before a query trips on it")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
+    check.add_argument("--repair", action="store_true",
+                       help="index the files whose data was lost again and delete orphaned data (no rebuild)")
     status = sub.add_parser("status", help="collections, counts, model and index location")
     status.add_argument("--json", action="store_true")
     optimize = sub.add_parser("optimize", help="lay the index out as the `index:` settings say (no re-embedding)")
@@ -230,6 +248,7 @@ def _is_remote(needle: Any) -> bool:
 
 def _run_here(args: argparse.Namespace) -> int:
     """Open the index in this process (or reach a starting owner through `RemoteNeedle`) and run the command."""
+    from needle.disk import ensure_space
     from needle.errors import is_lock_error
     from needle.owner import uses_owner, wait_for_owner
     from needle.settings import load_settings
@@ -238,6 +257,7 @@ def _run_here(args: argparse.Namespace) -> int:
     # the one line below says what failed.
     logging.getLogger("haystack.utils.base_serialization").setLevel(logging.ERROR)
     settings = load_settings()
+    ensure_space(settings.data_dir)  # before anything writes through the engine's memory maps (SIGBUS)
     needle = _open(settings, args)
     progress = output.index_progress if sys.stderr.isatty() else None
     try:

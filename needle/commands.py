@@ -63,7 +63,9 @@ def run(
     elif args.command == "collection":
         if args.action == "add":
             include = list(args.mask or DEFAULT_INCLUDE) + (DOCUMENT_INCLUDE if args.documents else [])
-            c = needle.collections.add(args.path, args.name, include=include, language=args.language)
+            c = needle.collections.add(
+                args.path, args.name, include=include, language=args.language, allow_overlap=args.allow_overlap
+            )
             print(f"collection '{c.name}' → {c.root} ({', '.join(c.include)}; language {c.language}); run `needle index` to index it")
         elif args.action == "list":
             collections = needle.collections.load()
@@ -118,7 +120,7 @@ def run(
         done = needle.backup(args.path) if args.command == "backup" else needle.restore(args.path)
         print(output.backup_report(done, args.command, args.json))
     elif args.command == "check":
-        report = needle.check()
+        report = needle.check(repair=args.repair)
         print(output.check_report(report, args.json))
         return 1 if report["problems"] else 0
     elif args.command == "ls":

@@ -7,9 +7,12 @@ the server's side is exit 1 / 5xx; nothing shows a stack trace (5xx causes go to
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from haystack.core.errors import PipelineRuntimeError
+
+from needle.disk import DiskFullError, free_mb, is_disk_full
 
 
 class LLMError(RuntimeError):
@@ -79,6 +82,7 @@ def _table() -> list[tuple[type[BaseException], int, int]]:
     except ImportError:  # pragma: no cover - files module not present
         pass
     table += [
+        (DiskFullError, 1, 507),
         (CollectionError, 2, 400),
         (ContextError, 2, 400),
         (ConfigError, 2, 500),
@@ -109,6 +113,8 @@ def classify(error: BaseException) -> Failure:
         return Failure("interrupted", 130, 499)
     if isinstance(error, RemoteFailure):
         return Failure(error.message, error.exit_code, error.http_status)
+    if is_disk_full(error) and not isinstance(error, DiskFullError):
+        error = _disk_full(error)
     for cls, exit_code, status in _table():
         if isinstance(error, cls):
             message = str(error) or type(error).__name__
@@ -117,6 +123,13 @@ def classify(error: BaseException) -> Failure:
     if _is_lock_error(error):
         return Failure(str(error), 1, 503)
     return Failure(str(error) or type(error).__name__, 1, 500, "internal error; see the server log")
+
+
+def _disk_full(error: BaseException) -> DiskFullError:
+    """A write that failed for lack of space (ENOSPC, SQLite's "disk is full"), told like Needle's own refusal."""
+    filename = getattr(error, "filename", None)
+    folder = os.path.dirname(os.path.abspath(filename)) if isinstance(filename, str) and filename else os.getcwd()
+    return DiskFullError(folder, free_mb(folder))
 
 
 def is_lock_error(error: BaseException) -> bool:

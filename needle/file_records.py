@@ -178,12 +178,26 @@ class FileRecords:
             with self._connect() as db:
                 db.executemany("INSERT OR REPLACE INTO signatures VALUES (?, '1')", [(f"listed:{n}",) for n in names])
 
+    def unmark_listed(self, collections: Iterable[str]) -> None:
+        """Undo `mark_listed`: the next full run compares these collections with the index in full again."""
+        names = list(collections)
+        if names and self.path.exists():
+            with self._connect() as db:
+                db.executemany("DELETE FROM signatures WHERE key = ?", [(f"listed:{n}",) for n in names])
+
     def listed(self, collection: str) -> bool:
         """Whether every indexed file of the collection has a row (see `mark_listed`)."""
         if not self.path.exists():
             return False
         with self._connect() as db:
             return db.execute("SELECT 1 FROM signatures WHERE key = ?", (f"listed:{collection}",)).fetchone() is not None
+
+    def signed(self, key: str) -> bool:
+        """Whether a signature is recorded under `key` (e.g. `collection:notes`: an index run took that collection)."""
+        if not self.path.exists():
+            return False
+        with self._connect() as db:
+            return db.execute("SELECT 1 FROM signatures WHERE key = ?", (key,)).fetchone() is not None
 
     def check_signature(self, key: str, value: str, collection: str | None = None) -> bool:
         """

@@ -153,27 +153,48 @@ def pending_layout(settings: Settings) -> dict[str, dict[str, Any]]:
 
 
 def record(
-    settings: Settings, ingest: dict[str, Any], optimized: bool = True, languages: dict[str, list[str]] | None = None
+    settings: Settings, ingest: dict[str, Any], optimized: bool = True, languages: dict[str, dict[str, int]] | None = None
 ) -> None:
     """
     Write the provenance after a successful index run.
 
     :param optimized: Whether the run optimised the stores (which applies the configured layout); when it
         did not, the recorded layout stays as it was (`LEGACY_LAYOUT` for an index built before layouts).
-    :param languages: Collection → the languages its chunks are in now, for the query side of keyword
-        search; replaces what was recorded for each collection named (the others keep theirs).
+    :param languages: Collection → language → how many of its chunks are in it now, for the query side of
+        keyword search; replaces what was recorded for each collection named (the others keep theirs).
     """
     previous = read(settings) or {}
-    known = {name: set(found) for name, found in (previous.get("languages") or {}).items()}
-    known.update({name: set(found) for name, found in (languages or {}).items()})
+    known = _counts(previous.get("languages"))
+    known.update(_counts(languages))
     _write(settings, {
         "fingerprint": fingerprint(settings, ingest),
         "layout": layout(settings) if optimized or not previous else previous.get("layout") or LEGACY_LAYOUT,
-        "languages": {name: sorted(found) for name, found in sorted(known.items())},
+        "languages": {name: dict(sorted(found.items())) for name, found in sorted(known.items())},
         "created": previous.get("created", time.time()),
         "updated": time.time(),
         **({"backup": previous["backup"]} if "backup" in previous else {}),
     })
+
+
+def languages(settings: Settings) -> dict[str, dict[str, int]]:
+    """Collection → language → how many of its chunks are in it, as recorded by the last index runs."""
+    return _counts((read(settings) or {}).get("languages"))
+
+
+def languages_uncounted(settings: Settings) -> bool:
+    """Whether the index recorded its collections' languages without their chunk counts (built before counts)."""
+    return any(isinstance(found, list) for found in ((read(settings) or {}).get("languages") or {}).values())
+
+
+def _counts(recorded: Any) -> dict[str, dict[str, int]]:
+    """Recorded languages as counts; an index recorded before counts (a list per collection) counts each once."""
+    counts: dict[str, dict[str, int]] = {}
+    for name, found in (recorded or {}).items():
+        if isinstance(found, dict):
+            counts[name] = {str(language): int(n) for language, n in found.items() if int(n) > 0}
+        elif isinstance(found, list):
+            counts[name] = {str(language): 1 for language in found}
+    return counts
 
 
 def record_layout(settings: Settings) -> None:

@@ -24,9 +24,8 @@ from haystack.core.serialization import import_class_by_name
 
 from needle.environment import Environment
 from needle.models import MissingModelError
-from needle.settings import PROJECT_ROOT
+from needle.resources import PIPELINES_DIR
 
-PIPELINES_DIR = PROJECT_ROOT / "pipelines"
 ALLOWED_MODULES = ["components", "components.*", "needle", "needle.*", "haystack_integrations.*"]
 _OVERLAY_KEYS = {"extends", "components", "connections", "remove_connections", "set"}
 
@@ -56,14 +55,16 @@ class PipelineError(ValueError):
 
 def pipeline_path(name_or_path: str | Path) -> Path:
     """
-    Find a pipeline file: a path, or the name of a graph in `pipelines/` (`query` → `pipelines/query.yml`).
+    Find a pipeline file: a path, or a graph of Needle's `pipelines/` by name or file name (`query`, `query.yml`).
 
     :raises PipelineError: When no such file exists.
     """
     candidate = Path(name_or_path)
-    if candidate.suffix in {".yml", ".yaml"} and candidate.is_file():
+    is_yaml = candidate.suffix in {".yml", ".yaml"}
+    if is_yaml and candidate.is_file():
         return candidate
-    named = PIPELINES_DIR / f"{name_or_path}.yml"
+    # `extends: query.yml` in an overlay of the user's, far from `pipelines/` (an installed Needle has it in the package)
+    named = PIPELINES_DIR / (candidate.name if is_yaml and len(candidate.parts) == 1 else f"{name_or_path}.yml")
     if named.is_file():
         return named
     raise PipelineError(f"no pipeline named '{name_or_path}' (looked for {candidate} and {named})")

@@ -20,11 +20,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from needle.settings import PROJECT_ROOT
+from needle.resources import SERVER_PIPELINES_DIR
 
 logger = logging.getLogger(__name__)
 
-SERVER_PIPELINES_DIR = PROJECT_ROOT / "server" / "pipelines"
 Wrappers = Callable[[], Mapping[str, Any]]
 TOOL_ORDER = ("search", "vsearch", "query", "get", "multi_get", "status", "index")
 READ_WRITE_TOOLS = frozenset({"index"})

@@ -245,9 +245,22 @@ def check_report(report: dict[str, Any], as_json: bool) -> str:
     if as_json:
         return json.dumps(report, indent=2)
     lines = [f"{role}: {found['points']} points read with their vectors" for role, found in report["stores"].items()]
+    repaired = report.get("repaired")
+    if repaired:
+        lines.append(
+            f"repaired: {repaired['reindexed']} lost files indexed again ({repaired['chunks_embedded']} chunks embedded), "
+            f"{repaired['orphans_deleted']} orphaned points deleted"
+        )
     if report["problems"]:
-        lines += [f"damaged: {problem}" for problem in report["problems"]]
-        lines.append("run `needle index --rebuild` to rebuild the index from your notes (a damaged store is moved aside)")
+        damaged = report.get("damaged", True)
+        lines += [problem if problem.startswith(("lost: ", "orphaned: ")) else f"damaged: {problem}" for problem in report["problems"]]
+        if damaged:
+            lines.append("run `needle index --rebuild` to rebuild the index from your notes (a damaged store is moved aside)")
+        else:
+            lines.append(
+                f"{len(report.get('lost', []))} files lost data, {len(report.get('orphaned', []))} files left orphaned data: "
+                "the next `needle index` reads the lost files again and drops the orphans; `needle check --repair` does it now"
+            )
     else:
         lines.append(f"the index is sound (read in {report['seconds']} s)")
     return "\n".join(lines)

@@ -305,9 +305,9 @@ class RemoteNeedle:
         """Refused: the owner holds the index."""
         raise self._needs_the_index("needle restore")
 
-    def check(self) -> dict[str, Any]:
+    def check(self, repair: bool = False) -> dict[str, Any]:
         """`Needle.check` through the owner's `check` route (it waits for an index run the owner is in)."""
-        return self.post("check", {})
+        return self.post("check", {"repair": repair})
 
 
 def _failure(response: httpx.Response) -> RemoteFailure:

@@ -3,7 +3,7 @@
 Settings hold what a graph needs from the machine it runs on, never a ranking knob: those are literal
 values in the YAML graphs of `pipelines/`, changed per graph with `set` (below) or `--set`.
 
-Sources, lowest precedence first: the defaults below, the repository's `config/needle.yml`, the file
+Sources, lowest precedence first: the defaults below, Needle's `config/needle.yml` (`needle.resources`), the file
 named by `NEEDLE_CONFIG`, environment variables `NEEDLE_<SECTION>__<KEY>` (pydantic-settings: `NEEDLE_`
 prefix, `__` nesting), then values given in code. A bad value raises `ConfigError` naming the key.
 """
@@ -23,8 +23,11 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from pydantic_settings.sources import EnvSettingsSource, YamlConfigSettingsSource
 from pydantic_settings.sources.utils import parse_env_vars
 
+from needle.resources import DEFAULT_CONFIG_FILE
+
+# The clone's top level: `needle eval` reads its golden files under eval/ there (an installed wheel has none).
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CONFIG_FILE = PROJECT_ROOT / "config" / "needle.yml"
+
 ENV_PREFIX = "NEEDLE_"
 CONFIG_ENV = "NEEDLE_CONFIG"
 
@@ -252,7 +255,7 @@ class _YamlFiles(YamlConfigSettingsSource):
     def __init__(self, settings_cls: type[BaseSettings], files: list[Path]) -> None:
         super().__init__(settings_cls, yaml_file=files, deep_merge=True)
 
-    def _read_file(self, file_path: Path) -> dict[str, Any]:
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
         try:
             data = yaml.safe_load(Path(file_path).read_text(encoding="utf-8")) or {}
         except (OSError, yaml.YAMLError) as error:

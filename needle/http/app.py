@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from needle.http.guards import BodyLimitMiddleware, OriginMiddleware, refuse
 from needle.owner import HELLO_PATH
-from needle.settings import PROJECT_ROOT, load_settings
+from needle.resources import SERVER_PIPELINES_DIR
+from needle.settings import load_settings
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SERVER_PIPELINES_DIR = PROJECT_ROOT / "server" / "pipelines"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 1416
 TOKEN_ENV = "NEEDLE_API_TOKEN"
