@@ -20,9 +20,10 @@ import logging
 import re
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from needle.results import Answer, SearchAnswer
+if TYPE_CHECKING:  # the thin client prints without importing the result models (and Haystack behind them)
+    from needle.results import Answer, SearchAnswer
 
 FORMATS = ("text", "json", "csv", "md", "files")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -232,10 +233,14 @@ def index_progress(report: dict[str, Any]) -> None:
     """Show an index run's progress after a batch, one line on standard error."""
     import sys
 
-    print(
+    print(index_progress_line(report), file=sys.stderr, flush=True)
+
+
+def index_progress_line(report: dict[str, Any]) -> str:
+    """An index run's progress after a batch, as one line."""
+    return (
         f"batch {report['batches']}: {report['files_read']} of {report['files_pending']} files read, "
-        f"{report['texts_embedded']} texts embedded, {report['chunks_reused']} chunks reused, {report['seconds']} s",
-        file=sys.stderr, flush=True,
+        f"{report['texts_embedded']} texts embedded, {report['chunks_reused']} chunks reused, {report['seconds']} s"
     )
 
 

@@ -133,6 +133,18 @@ class WatchSettings(_Section):
     max_wait_ms: int = Field(5000, ge=10)
 
 
+class OwnerSettings(_Section):
+    """The background process that holds the embedded index for every `needle` command (`needle.owner`)."""
+
+    # A command that needs the index while no process holds it starts a background owner and goes through it;
+    # false: each command opens the index itself (and waits for, or is refused by, another that holds it).
+    autostart: bool = True
+    # A background owner exits after this many minutes without a request (never while it watches or serves).
+    idle_minutes: float = Field(15.0, gt=0)
+    # Seconds a command waits for the owner's answer to go on (it sends a line every second while it works).
+    answer_timeout: float = Field(10.0, gt=0)
+
+
 class LLMSettings(_Section):
     """The OpenAI-compatible server that LLM stages (expansion, judging, answers) talk to."""
 
@@ -179,6 +191,7 @@ class Settings(BaseSettings):
     serve: ServeSettings = ServeSettings()
     watch: WatchSettings = WatchSettings()
     llm: LLMSettings = LLMSettings()
+    owner: OwnerSettings = OwnerSettings()
     # Graph overrides by component and parameter, applied to every graph that has that component:
     # {"fuse.k": 30, "rerank.ranker.bm25_weight": 0.65}. From the environment: NEEDLE_SET="fuse.k=30".
     set: dict[str, Any] = Field(default_factory=dict)

@@ -29,7 +29,7 @@ BOUND = 60.0  # seconds an edit may take to become searchable on a loaded test m
 
 
 def env_for(data: Path, model_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEEDLE_", "HAYHOOKS_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEEDLE_", "HAYHOOKS_")) or k == "NEEDLE_OWNER__AUTOSTART"}
     return {**env, "NEEDLE_DATA_DIR": str(data), "NEEDLE_MODEL_DIR": str(model_dir), "NEEDLE_WATCH__DEBOUNCE_MS": "200"}
 
 
@@ -155,7 +155,9 @@ class TestNeedleWatch:
         chunks = sum(c["chunks"] for c in watching.post("status", {})["collections"])
         assert report["problems"] == [] and report["stores"]["chunks"]["points"] == chunks > 0
         assert report["stores"]["files"]["points"] == len(watching.paths())
-        refused = needle(folders["env"], "optimize")
+        optimized = needle(folders["env"], "optimize")  # runs inside the owner, which keeps serving
+        assert optimized.returncode == 0, optimized.stderr
+        refused = needle(folders["env"], "restore", "/no/such/backup")
         assert refused.returncode == 1 and "needs the index to itself" in refused.stderr
 
     def test_backup_runs_through_the_owner_into_a_folder_relative_to_the_shell(self, watching, folders, tmp_path):

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from needle.http.guards import BodyLimitMiddleware, OriginMiddleware, refuse
+from needle.owner import HELLO_PATH
 from needle.resources import SERVER_PIPELINES_DIR
 from needle.settings import load_settings
 
@@ -50,7 +51,7 @@ class BearerTokenMiddleware:
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         """Pass authorised requests on; answer others with 401."""
-        if scope["type"] in ("http", "websocket"):
+        if scope["type"] in ("http", "websocket") and scope.get("path") != HELLO_PATH:  # the challenge needs no token
             provided = _authorization(scope)
             if not any(hmac.compare_digest(provided, expected) for expected in self.expected):
                 detail = f"missing or wrong token: send 'Authorization: Bearer <token>' with the value of {TOKEN_ENV}"
@@ -217,6 +218,10 @@ def create_app(
     wrappers = lambda: {name: registry.get(name) for name in registry.get_names()}  # noqa: E731
     routes, mcp_lifespan = http_routes(wrappers, host)
     app.router.routes.extend(routes)
+    if owner is not None:  # the challenge other needle commands check this owner with, and their CLI route
+        from needle.http.owner_routes import owner_routes
+
+        app.router.routes.extend(owner_routes(owner))
     hayhooks_lifespan = app.router.lifespan_context
 
     @asynccontextmanager
@@ -245,6 +250,9 @@ def create_app(
     app.add_middleware(OwnerOnlyMiddleware, owner_token=owner.token if owner else None)
     if token:
         app.add_middleware(BearerTokenMiddleware, token=token, owner_token=owner.token if owner else None)
+    from needle.http.owner_routes import ActivityMiddleware
+
+    app.add_middleware(ActivityMiddleware)
     return app
 
 

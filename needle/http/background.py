@@ -137,8 +137,8 @@ def run_mcp(watch: bool = False) -> int:
         return run_stdio(prepare)
     finally:
         signal.signal(signal.SIGTERM, previous)
-        for server in servers:
-            server.stop()
+        for running in [*servers, *_TAKEN_OVER]:
+            running.stop()
 
 
 def _interrupt(*_: Any) -> None:
@@ -165,6 +165,8 @@ def _own_or_join(watch: bool) -> BackgroundServer | None:
             Watcher.from_settings(get_needle()).start()
         return None
     record = records.live_owner(settings)
+    if record is not None and record.command == records.BACKGROUND and records.stop_owner(record):
+        record = None  # a background owner makes way: this process holds the index for as long as it runs
     if record is None:
         server = BackgroundServer(command="mcp", watch=watch)
         try:
@@ -180,8 +182,59 @@ def _own_or_join(watch: bool) -> BackgroundServer | None:
             if record is None:
                 raise
     logger.info("The index is open in process %s: serving its tools through %s", record.pid, record.address)
-    use_needle(RemoteNeedle(settings, record))
+    use_needle(RemoteNeedle(settings, record, on_gone=lambda: _take_over(settings, watch)))
     return None
+
+
+# The routes this process started when it took the index over from an owner that went away.
+_TAKEN_OVER: list[BackgroundServer] = []
+_TAKE_OVER_LOCK = threading.Lock()
+
+
+def _take_over(settings: Any, watch: bool) -> records.OwnerRecord | None:
+    """
+    The owner went away: use the one that took its place, or become the owner (this process's own routes).
+
+    :returns: The owner to send requests to from now on, or `None` when none could be found or started.
+    """
+    from needle.app import Needle
+    from needle.errors import is_lock_error
+    from needle.http.service import use_needle
+
+    with _TAKE_OVER_LOCK:
+        if _TAKEN_OVER and _TAKEN_OVER[-1].record is not None:
+            return _TAKEN_OVER[-1].record
+        try:
+            record = records.live_owner(settings)
+        except ConnectionError:
+            record = None
+        if record is not None:
+            return record
+        local = Needle(settings)
+        server = BackgroundServer(command="mcp", watch=watch)
+        previous = _swap_needle(local)
+        try:
+            with contextlib.redirect_stdout(sys.stderr):  # stdout carries the MCP protocol
+                record = server.start()
+        except Exception as error:
+            use_needle(previous)
+            local.close()
+            if not is_lock_error(error):
+                logger.error("Could not take the index over: %s", error)
+                return None
+            return records.wait_for_owner(settings, OWNER_WAIT_SECONDS)
+        _TAKEN_OVER.append(server)
+        logger.info("The owner went away: this process holds the index now (%s)", record.address)
+        return record
+
+
+def _swap_needle(needle: Any) -> Any:
+    """Serve this process's endpoints with `needle`; returns the one served before."""
+    from needle.http import service
+
+    previous = service._needle
+    service.use_needle(needle)
+    return previous
 
 
 def run_watch() -> int:
@@ -222,7 +275,46 @@ def run_watch() -> int:
     return 0
 
 
+def run_owner() -> int:
+    """
+    `needle owner run`: hold the index and serve other commands' requests until idle for `owner.idle_minutes`
+    (or SIGTERM, `needle owner stop`, or a `needle serve`, `mcp` or `watch` that takes over). This is what a
+    command starts in the background when no owner runs (`needle.client.start_owner`).
+
+    :returns: The exit code.
+    :raises IndexOwnedError: When another process already owns the index.
+    """
+    from needle.http.owner_routes import ACTIVITY
+    from needle.settings import load_settings
+
+    settings = load_settings()
+    if not records.uses_owner(settings):
+        print("needle owner: the index is on a Qdrant server, which needs no owner", file=sys.stderr)
+        return 2
+    records.refuse_second_owner(settings)
+    stopped = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    idle = settings.owner.idle_minutes * 60
+    try:
+        server = BackgroundServer(command=records.BACKGROUND)
+        record = server.start()
+        print(f"needle owner: holding the index (pid {record.pid}) at {record.address}; exits after "
+              f"{settings.owner.idle_minutes:g} min without a request", file=sys.stderr, flush=True)
+        try:
+            while not stopped.wait(1.0):
+                if ACTIVITY.idle_seconds() >= idle:
+                    print(f"needle owner: no request for {settings.owner.idle_minutes:g} min, exiting", file=sys.stderr, flush=True)
+                    break
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.stop()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0
+
+
 # How long a `needle mcp` that finds the index locked waits for the owner's routes to answer.
 OWNER_WAIT_SECONDS = 60.0
 
-__all__ = ["BackgroundServer", "run_mcp", "run_watch"]
+__all__ = ["BackgroundServer", "run_mcp", "run_owner", "run_watch"]
