@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -122,8 +121,8 @@ def send(record: records.OwnerRecord, arguments: dict[str, Any], location: Locat
                     return int(done["code"])
         except (records.UntrustedOwnerError, OwnerGoneError):
             raise
-        except (TimeoutError, socket.timeout):
-            stopped = " (it is stopped: `kill -CONT {0}` resumes it)".format(record.pid) if records.pid_stopped(record.pid) else ""
+        except TimeoutError:
+            stopped = f" (it is stopped: `kill -CONT {record.pid}` resumes it)" if records.pid_stopped(record.pid) else ""
             raise records.OwnerSilentError(
                 f"the owner (pid {record.pid}) has not answered for {wait:g} s: it may be stopped{stopped}"
             ) from None

@@ -16,11 +16,11 @@ from typing import Any
 
 import httpx
 
+from needle import owner as records
 from needle.collections import CollectionRegistry
 from needle.contexts import ContextRegistry
 from needle.errors import EXIT_CODE_HEADER, RemoteFailure
 from needle.files import FileBatch, FileText
-from needle import owner as records
 from needle.owner import OwnerRecord
 from needle.results import Answer, SearchAnswer, SearchFilters
 from needle.settings import Settings

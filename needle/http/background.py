@@ -8,6 +8,7 @@ serves its tools through it (`needle.remote.RemoteNeedle`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
