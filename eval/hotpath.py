@@ -151,7 +151,9 @@ def read_queries(data_dir: Path) -> list[str]:
         found = Path(collection.root).parent / "queries.json"
         if found.exists():
             return json.loads(found.read_text())
-    return ["return the indices", "compute the inverse of a matrix", "read a file line by line", "parse a date"]
+    from load import QUERIES
+
+    return QUERIES
 
 
 def rss_mb(pid: int) -> dict[str, float]:
@@ -184,10 +186,12 @@ class StageTracer:
 
     def __init__(self) -> None:
         self.components: dict[str, float] = {}
+        self.copies: dict[str, float] = {}
         self.pipeline = 0.0
+        self.current = ""
 
     def reset(self) -> None:
-        self.components, self.pipeline = {}, 0.0
+        self.components, self.copies, self.pipeline = {}, {}, 0.0
 
     def tracer(self) -> Any:
         import contextlib
@@ -204,10 +208,13 @@ class StageTracer:
             @contextlib.contextmanager
             def trace(self, operation_name: str, tags: dict[str, Any] | None = None, parent_span: Any = None) -> Any:
                 started = time.perf_counter()
+                if operation_name == "haystack.component.run" and tags:
+                    owner.current = tags.get("haystack.component.name", "?")
                 try:
                     yield _Span()
                 finally:
                     elapsed = time.perf_counter() - started
+                    owner.current = ""
                     if operation_name == "haystack.component.run" and tags:
                         name = tags.get("haystack.component.name", "?")
                         owner.components[name] = owner.components.get(name, 0.0) + elapsed
@@ -248,7 +255,7 @@ class _EngineProxy:
         return self._timed.wrap(f"engine.{name}", value) if callable(value) else value
 
 
-def instrument(needle: Any) -> Timed:
+def instrument(needle: Any, timer: StageTracer) -> Timed:
     """Time the engine's calls (both stores) and Haystack's deep copies of stage inputs in this process."""
     import haystack.core.pipeline.base as base
     import haystack.core.pipeline.pipeline as pipeline_module
@@ -258,9 +265,20 @@ def instrument(needle: Any) -> Timed:
         opened = store._shard()
         if not isinstance(opened.shard, _EngineProxy):
             opened.shard = _EngineProxy(opened.shard, timed, role)
-    copier = pipeline_module._deepcopy_with_exceptions
-    pipeline_module._deepcopy_with_exceptions = timed.wrap("haystack.deepcopy", copier)
-    base._deepcopy_with_exceptions = timed.wrap("haystack.deepcopy", base._deepcopy_with_exceptions)
+    def copies(function: Callable[..., Any]) -> Callable[..., Any]:
+        def timed_copy(value: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(value)
+            finally:
+                elapsed = time.perf_counter() - started
+                timed.seconds["haystack.deepcopy"] = timed.seconds.get("haystack.deepcopy", 0.0) + elapsed
+                timer.copies[timer.current] = timer.copies.get(timer.current, 0.0) + elapsed
+
+        return timed_copy
+
+    pipeline_module._deepcopy_with_exceptions = copies(pipeline_module._deepcopy_with_exceptions)
+    base._deepcopy_with_exceptions = copies(base._deepcopy_with_exceptions)
     return timed
 
 
@@ -281,19 +299,20 @@ def time_graphs(needle: Any, queries: list[str], graphs: tuple[str, ...], rounds
 
 def stage_breakdown(needle: Any, queries: list[str], graphs: tuple[str, ...]) -> dict[str, Any]:
     """
-    Mean ms per query of each stage, of the engine's calls, of Haystack's deep copies and scheduling, and of
+    Mean ms per query of each stage (its own work, without Haystack's copy of its inputs), of the engine's calls, of Haystack's deep copies and scheduling, and of
     Needle's facade around the graph, per graph (one traced pass over the queries).
     """
     from haystack import tracing
 
     timer = StageTracer()
-    timed = instrument(needle)
+    timed = instrument(needle, timer)
     out: dict[str, Any] = {}
     tracing.enable_tracing(timer.tracer())
     try:
         for graph in graphs:
             needle.search(queries[0], graph)
             stages: dict[str, float] = {}
+            copied: dict[str, float] = {}
             pipeline = total = 0.0
             timed.seconds.clear()
             for query in queries:
@@ -303,7 +322,9 @@ def stage_breakdown(needle: Any, queries: list[str], graphs: tuple[str, ...]) ->
                 total += time.perf_counter() - started
                 pipeline += timer.pipeline
                 for name, seconds in timer.components.items():
-                    stages[name] = stages.get(name, 0.0) + seconds
+                    stages[name] = stages.get(name, 0.0) + seconds - timer.copies.get(name, 0.0)
+                for name, seconds in timer.copies.items():
+                    copied[name] = copied.get(name, 0.0) + seconds
             n = len(queries)
             copies = timed.seconds.get("haystack.deepcopy", 0.0)
             engine = sum(v for k, v in timed.seconds.items() if k.startswith("engine."))
@@ -314,6 +335,7 @@ def stage_breakdown(needle: Any, queries: list[str], graphs: tuple[str, ...]) ->
                 "engine": 1000 * engine / n,
                 "engine_calls": {k: 1000 * v / n for k, v in timed.seconds.items() if k.startswith("engine.")},
                 "haystack_copies": 1000 * copies / n,
+                "copies_by_stage": {name: 1000 * seconds / n for name, seconds in copied.items()},
                 "haystack_other": 1000 * (pipeline - sum(stages.values())) / n - 1000 * copies / n,
                 "facade": 1000 * (total - pipeline) / n,
             }
@@ -334,7 +356,8 @@ def run_stages(args: argparse.Namespace) -> dict[str, Any]:
         b = breakdown[graph]
         print(f"\n{graph}: p50 {timing[graph]['p50']:.1f} ms, p95 {timing[graph]['p95']:.1f} ms (untraced, median of {args.repeat})")
         print(f"  traced mean {b['total']:.1f} ms = facade {b['facade']:.1f} + graph {b['graph']:.1f} "
-              f"(stages {sum(b['stages'].values()):.1f}, Haystack copies {b['haystack_copies']:.1f}, Haystack other {b['haystack_other']:.1f})")
+              f"(stages {sum(b['stages'].values()):.1f}, Haystack's input copies {b['haystack_copies']:.1f}, "
+              f"Haystack's scheduling {b['haystack_other']:.1f})")
         print(f"  engine calls {b['engine']:.1f} ms: " + ", ".join(f"{k[7:]} {v:.2f}" for k, v in b["engine_calls"].items()))
         for name, ms in b["stages"].items():
             print(f"    {name:<18} {ms:7.2f} ms")
@@ -444,6 +467,32 @@ def run_load(args: argparse.Namespace) -> dict[str, Any]:
     return rows
 
 
+def dump_results(data_dir: Path, out: Path, compare: Path | None) -> int:
+    """
+    Every graph's answer to every query (files, lines, scores, label, confidence, snippets) in a JSON file;
+    with `compare`, the first difference from an earlier dump (the same code path must give the same answers).
+    """
+    needle = needle_for(data_dir)
+    answers: dict[str, Any] = {}
+    for graph in GRAPHS:
+        for query in read_queries(data_dir):
+            answer = needle.search(query, graph, explain=True)
+            answers[f"{graph}: {query}"] = {
+                "label": answer.label, "confidence": answer.confidence, "explain": answer.explain,
+                "results": [[r.docid, r.start_line, r.end_line, r.score, r.snippet, r.explain] for r in answer.results],
+            }
+    out.write_text(json.dumps(answers, indent=0))
+    if compare is None:
+        print(f"{len(answers)} answers written to {out}")
+        return 0
+    earlier = json.loads(compare.read_text())
+    differing = [key for key in answers if answers[key] != earlier.get(key)]
+    for key in differing[:5]:
+        print(f"differs: {key}\n  before {earlier.get(key)}\n  now    {answers[key]}")
+    print(f"{len(answers) - len(differing)} of {len(answers)} answers identical to {compare}")
+    return 1 if differing else 0
+
+
 def build_index(data_dir: Path, notes: Path) -> int:
     """Add the notes as collection `lib` and index them (the CLI's own commands)."""
     env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
@@ -488,7 +537,13 @@ def main(argv: list[str] | None = None) -> int:
         if name == "load":
             command.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
             command.add_argument("--seconds", type=float, default=15)
+    dump = sub.add_parser("results", help="write every graph's answers; --compare checks them against a dump")
+    dump.add_argument("--data-dir", type=Path, required=True)
+    dump.add_argument("--out", type=Path, required=True)
+    dump.add_argument("--compare", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.command == "results":
+        return dump_results(args.data_dir, args.out, args.compare)
     if args.command in ("stages", "http", "load"):
         result = {"stages": run_stages, "http": run_http, "load": run_load}[args.command](args)
         save(args.command, args.label, result)

@@ -23,6 +23,7 @@ from haystack.core import errors as haystack_errors
 from haystack.core.serialization import import_class_by_name
 
 from needle.environment import Environment
+from needle.graph import NeedlePipeline
 from needle.models import MissingModelError
 from needle.settings import PROJECT_ROOT
 
@@ -242,7 +243,7 @@ def build_pipeline(data: dict[str, Any], environment: Environment | None = None)
         kwargs["callbacks"] = environment.callbacks()
     if "allowed_modules" in inspect.signature(Pipeline.from_dict).parameters:
         kwargs["allowed_modules"] = ALLOWED_MODULES
-    return Pipeline.from_dict(data, **kwargs)
+    return NeedlePipeline.from_dict(data, **kwargs)
 
 
 def loads_pipeline(text: str, environment: Environment | None = None) -> Pipeline:
@@ -258,7 +259,7 @@ def loads_pipeline(text: str, environment: Environment | None = None) -> Pipelin
         kwargs["callbacks"] = environment.callbacks()
     if "allowed_modules" in inspect.signature(Pipeline.loads).parameters:
         kwargs["allowed_modules"] = ALLOWED_MODULES
-    return Pipeline.loads(text, **kwargs)
+    return NeedlePipeline.loads(text, **kwargs)
 
 
 def load_pipeline(
