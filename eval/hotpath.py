@@ -493,6 +493,70 @@ def dump_results(data_dir: Path, out: Path, compare: Path | None) -> int:
     return 1 if differing else 0
 
 
+def record_big(needle: Any) -> None:
+    """Record the provenance an index run would, with the collection's languages, fields and tags."""
+    from needle import index_info, index_summary
+
+    index_info.record(needle.settings, needle.ingest_graph(), languages={"scale": ["en"]},
+                      summaries={"scale": index_summary.summarise(needle.file_store, "scale")})
+
+
+def build_big(data_dir: Path, chunks: int, per_file: int = 20, batch: int = 1000) -> int:
+    """
+    A large index with cheap vectors: eval/scale.py's synthetic chunks (MiniLM-like low-rank dense vectors,
+    BM25-like sparse vectors, Zipf pseudo-words), `per_file` chunks a file, written through Needle's own
+    stores with the metadata an index run gives them (collection, path, tags, frontmatter fields, language),
+    one whole-file document per file, then laid out as the configuration says. No model runs.
+    """
+    from dataclasses import replace
+
+    from haystack import Document
+    from scale import Synthetic
+
+    from needle.collections import Collection
+
+    needle = needle_for(data_dir)
+    notes = data_dir / "notes"
+    notes.mkdir(parents=True, exist_ok=True)
+    needle.collections.save({"scale": Collection(name="scale", root=str(notes), include=["**/*.md"])})
+    from haystack.document_stores.types import DuplicatePolicy
+
+    synthetic = Synthetic(seed=13)
+    for store in (needle.store, needle.file_store):
+        store.durable_writes = False  # a bulk load: flushed once at the end, as eval/scale.py does
+    started = time.perf_counter()
+    for start in range(0, chunks, batch):
+        docs, files = [], []
+        for doc in synthetic.documents(start, min(batch, chunks - start)):
+            number = int(doc.id.rsplit("-", 1)[1])
+            file, part = divmod(number, per_file)
+            stamp = _stamp(str(file))
+            path = f"area-{file % 50:02d}/note-{file:06d}.md"
+            frontmatter = {"status": STATUSES[stamp % len(STATUSES)], "priority": 1 + stamp % 3,
+                           "owner": f"person-{stamp % 40}"}
+            meta = {
+                "collection": "scale", "path": path, "source_doc_id": f"scale:{path}", "title": f"note {file}",
+                "tags": [f"topic-{stamp % 30}", "scale"], "frontmatter": frontmatter,
+                "fields": [f"{k}={v}" for k, v in frontmatter.items()], "folders": [f"area-{file % 50:02d}"],
+                "language": "en", "start_line": 1 + part * 10, "end_line": 10 + part * 10, "chunk": part,
+            }
+            docs.append(replace(doc, meta=meta))
+            if part == 0:
+                files.append(Document(id=f"file-{file:06d}", content=doc.content, embedding=doc.embedding,
+                                      sparse_embedding=doc.sparse_embedding, meta={**meta, "kind": "file"}))
+        needle.store.write_documents(docs, DuplicatePolicy.OVERWRITE)
+        if files:
+            needle.file_store.write_documents(files, DuplicatePolicy.OVERWRITE)
+        if start % 50_000 == 0:
+            print(f"{start + len(docs)} chunks written, {time.perf_counter() - started:.0f} s", flush=True)
+    for store in (needle.store, needle.file_store):
+        store.flush()
+        store.optimize()
+    record_big(needle)
+    print(f"{chunks} chunks, {chunks // per_file} files in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
 def build_index(data_dir: Path, notes: Path) -> int:
     """Add the notes as collection `lib` and index them (the CLI's own commands)."""
     env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
@@ -537,11 +601,16 @@ def main(argv: list[str] | None = None) -> int:
         if name == "load":
             command.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
             command.add_argument("--seconds", type=float, default=15)
+    big = sub.add_parser("big", help="a large index with synthetic vectors (no model runs)")
+    big.add_argument("--data-dir", type=Path, required=True)
+    big.add_argument("--chunks", type=int, default=300_000)
     dump = sub.add_parser("results", help="write every graph's answers; --compare checks them against a dump")
     dump.add_argument("--data-dir", type=Path, required=True)
     dump.add_argument("--out", type=Path, required=True)
     dump.add_argument("--compare", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.command == "big":
+        return build_big(args.data_dir, args.chunks)
     if args.command == "results":
         return dump_results(args.data_dir, args.out, args.compare)
     if args.command in ("stages", "http", "load"):

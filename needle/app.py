@@ -19,7 +19,7 @@ from haystack import Pipeline
 from haystack.core.errors import PipelineRuntimeError
 from haystack.document_stores.errors import DocumentStoreError
 
-from needle import index_info
+from needle import index_info, index_summary
 from needle.collections import CollectionError, CollectionRegistry
 from needle.environment import Environment, records_file
 from needle.file_records import FileRecords
@@ -99,6 +99,7 @@ class Needle:
         # Index runs, optimising and backups take turns (a backup is a state no index run is halfway through).
         self._index_lock = threading.RLock()
         self._ingest_graph: dict[str, Any] | None = None
+        self._expected_fingerprint: dict[str, Any] | None = None
         self._files: FileAccess | None = None
         # The watcher keeping this Needle's index live (`needle.watch`), shown by `status`; none by default.
         self.watcher: Any = None
@@ -181,6 +182,12 @@ class Needle:
             return {}
         components = read_graph(name)["components"]
         return {k: v for k, v in self.settings.set.items() if str(k).split(".", 1)[0] in components}
+
+    def _fingerprint(self) -> dict[str, Any]:
+        """The fingerprint an index built with this configuration has (every query compares it), computed once."""
+        if self._expected_fingerprint is None:
+            self._expected_fingerprint = index_info.fingerprint(self.settings, self.ingest_graph())
+        return self._expected_fingerprint
 
     def ingest_graph(self) -> dict[str, Any]:
         """The ingest graph's dictionary with the configuration's overrides (for the index's provenance)."""
@@ -416,7 +423,7 @@ class Needle:
     ) -> dict[str, Any]:
         """A query graph's request (unset values left to the graph), collections and index checked."""
         self.collections.select(collections)
-        index_info.check(self.settings, self.ingest_graph())
+        index_info.check(self.settings, self.ingest_graph(), self._fingerprint())
         request: dict[str, Any] = {"query": query, "collections": collections or None, "chunks": chunks}
         for key, value in (
             ("top_k", top_k), ("min_score", min_score), ("expand", expand), ("rerank", rerank), ("decompose", decompose)
@@ -540,7 +547,13 @@ class Needle:
                 c.name: sorted(self.store.count_values("language", {"field": "meta.collection", "operator": "==", "value": c.name}))
                 for c in selected
             }
-        index_info.record(self.settings, ingest, optimized=report.changed, languages=languages)
+        # What each collection's notes hold to filter by, for `status` (counted once here, read there).
+        summarised = (index_info.read(self.settings) or {}).get("summaries") or {}
+        summaries = {
+            c.name: index_summary.summarise(self.file_store, c.name)
+            for c in selected if report.changed or c.name not in summarised
+        }
+        index_info.record(self.settings, ingest, optimized=report.changed, languages=languages, summaries=summaries)
         result = report.as_dict(time.perf_counter() - started)
         result["chunks_deleted"] += orphans_deleted
         result["deleted"] += orphans_deleted
@@ -675,6 +688,7 @@ class Needle:
         """
         deleted = self._delete_collections("==", name)
         self.records.forget_collection(name)  # its files are read again if it comes back
+        index_info.forget_collection(self.settings, name)
         return deleted
 
     def _delete_collections(self, operator: str, value: Any) -> int:
@@ -701,19 +715,32 @@ class Needle:
         return counts
 
     def status(self) -> dict[str, Any]:
-        """Collections with file and chunk counts, the models, where the index lives and the context annotations."""
-        # Counted by the store (the engine's facets on indexed fields): status stays quick on a large index
-        # and while an index run writes.
+        """
+        Collections with file and chunk counts, languages, frontmatter fields and tags; the models, where the
+        index lives and the context annotations.
+
+        Its cost does not grow with the index: chunks and files are counted by two facets over the
+        collection keyword (the engine counts its index, a handful of values), and the languages, fields and
+        tags are what the last index run recorded (`needle.index_summary`).
+        """
         chunks = self.store.count_values("collection")
+        files = self.file_store.count_values("collection") if chunks else {}
+        recorded = index_info.read(self.settings)
+        summaries = (recorded or {}).get("summaries") or {}
+        languages = (recorded or {}).get("languages") or {}
         collections = []
         listed = self.collections.load()
         for collection in listed.values():
-            in_collection = {"field": "meta.collection", "operator": "==", "value": collection.name}
-            files = len(self.store.count_values("source_doc_id", in_collection)) if chunks.get(collection.name) else 0
-            collections.append(
-                {"name": collection.name, "root": collection.root, "files": files, "chunks": chunks.get(collection.name, 0)}
-            )
-        recorded = index_info.read(self.settings)
+            name = collection.name
+            counted = files.get(name, 0)
+            if chunks.get(name) and not counted:  # an index without whole-file documents: count its files' ids
+                in_collection = {"field": "meta.collection", "operator": "==", "value": name}
+                counted = len(self.store.count_values("source_doc_id", in_collection))
+            summary = summaries.get(name) or {}
+            collections.append({
+                "name": name, "root": collection.root, "files": counted, "chunks": chunks.get(name, 0),
+                "languages": languages.get(name, []), "fields": summary.get("fields", {}), "tags": summary.get("tags", []),
+            })
         return {
             "collections": collections,
             # Chunks of collections no longer listed: the next `needle index` (or `collection remove`) drops them.
@@ -844,9 +871,16 @@ class _IndexReport:
         }
 
 
+# id(graph) → (graph, the components taking `languages` as a free input): looked up once per graph.
+_LANGUAGE_TAKERS: dict[int, tuple[Pipeline, list[str]]] = {}
+
+
 def _with_languages(graph: Pipeline, run_data: dict[str, Any], languages: Any) -> dict[str, Any]:
     """Run data with `languages` given to every component that takes it as a free input (the BM25 embedders)."""
-    takers = [name for name, sockets in graph.inputs().items() if "languages" in sockets]
+    known = _LANGUAGE_TAKERS.get(id(graph))
+    if known is None or known[0] is not graph:
+        known = _LANGUAGE_TAKERS[id(graph)] = (graph, [name for name, sockets in graph.inputs().items() if "languages" in sockets])
+    takers = known[1]
     if not takers:
         return run_data
     return {**run_data, **{name: {**run_data.get(name, {}), "languages": languages} for name in takers}}
