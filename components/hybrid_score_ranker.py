@@ -28,7 +28,7 @@ class HybridScoreRanker:
     paraphrased question scores low instead of being stretched to 1 by min-max scaling. It needs no model of
     its own (the query's embeddings come from the graph) and is the offline default of the rerank stage: no
     cross-encoder installs offline, and this rescoring is what lifts the hybrid graph on SciFact and on the
-    golden set (see the README's ablation). Haystack's rankers either run a model (cross-encoders, LLMs) or
+    golden set (see docs/evaluation.md, Ablation). Haystack's rankers either run a model (cross-encoders, LLMs) or
     sort by metadata; none rescores with the store's scores.
 
     With a `file_document_store` (whole-file documents, see `FileDocumentBuilder`) each signal is read

@@ -25,7 +25,7 @@ class RecencyRanker:
     relevance score; results are sorted again. Off unless switched on (`enabled`, per request: `--recent`,
     or `SelfQueryExtractor` when the question asks for the newest); off, it returns its input untouched.
     Both Qdrant engines have decay functions in their score formulas, but in these graphs the final order
-    comes from the rerank stage after retrieval, so the signal is mixed in here (see README, Recency).
+    comes from the rerank stage after retrieval, so the signal is mixed in here (see docs/filters.md).
     Haystack's `MetaFieldRanker` ranks by a metadata value but reads dates as plain values, not ages.
 
     Usage example:

@@ -216,7 +216,7 @@ class _MappingEnvSource(EnvSettingsSource):
                 raise ConfigError(
                     f"{name}: {section.lower()} is not a section of the configuration (it has "
                     f"{', '.join(settings_cls.model_fields)}); ranking and chunking knobs live in the graphs: "
-                    "set them with NEEDLE_SET='component.parameter=value' or --set (see README, Configuration)"
+                    "set them with NEEDLE_SET='component.parameter=value' or --set (see docs/configuration.md)"
                 )
         super().__init__(settings_cls)
 

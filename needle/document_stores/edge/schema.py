@@ -168,7 +168,7 @@ def text_index_params(language: str) -> Any:
     `enable_hnsw=False`: with it on, the engine adds HNSW links for every word that occurs in more chunks
     than the full-scan threshold, one extra graph per frequent word. Needle never filters vector search
     by a word, and with those graphs the HNSW build of 100,000 synthetic chunks did not finish within
-    600 s, against 82 s without (`eval/scale.py`, README).
+    600 s, against 82 s without (`eval/scale.py`, docs/performance.md).
 
     :param language: A key of `STEMMERS` (any case).
     :returns: A `qdrant_edge.TextIndexParams`.
