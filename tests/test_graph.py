@@ -29,6 +29,15 @@ class NeedleRecorder(Recorder):
 
 NeedleRecorder.__module__ = "components.needle_recorder"
 
+
+@component
+class Source:
+    """Hands on the same documents on every run."""
+
+    @component.output_types(documents=list[Document])
+    def run(self) -> dict[str, list[Document]]:
+        return {"documents": DOCS}
+
 DOCS = [
     Document(id=str(i), content=f"text {i}", score=1.0 - i / 10, meta={"path": f"{i}.md", "hybrid": {"bm25": i}})
     for i in range(3)
@@ -48,18 +57,21 @@ class TestNeedlePipeline:
         assert leaves_inputs_unchanged(ResultCutoff()) and leaves_inputs_unchanged(NeedleRecorder())
         assert not leaves_inputs_unchanged(Recorder())
 
-    def test_a_needle_stage_gets_the_documents_its_sender_returned(self):
-        recorder = NeedleRecorder()
+    @staticmethod
+    def _fed(recorder: Recorder) -> Recorder:
         graph = NeedlePipeline()
+        graph.add_component("source", Source())
         graph.add_component("recorder", recorder)
-        graph.run({"recorder": {"documents": DOCS}})
+        graph.connect("source.documents", "recorder.documents")
+        graph.run({})
+        return recorder
+
+    def test_a_needle_stage_gets_the_documents_its_sender_returned(self):
+        recorder = self._fed(NeedleRecorder())
         assert recorder.seen == DOCS and all(a is b for a, b in zip(recorder.seen, DOCS))
 
     def test_other_components_still_get_copies(self):
-        recorder = Recorder()
-        graph = NeedlePipeline()
-        graph.add_component("recorder", recorder)
-        graph.run({"recorder": {"documents": DOCS}})
+        recorder = self._fed(Recorder())
         assert recorder.seen == DOCS and all(a is not b for a, b in zip(recorder.seen, DOCS))
 
     def test_runs_as_haystacks_pipeline_does(self):

@@ -20,7 +20,7 @@ class TestSummariseFields:
         fields = summarise_fields({"status=draft": 4, "status=done": 7, "priority=1": 2, "priority=2.5": 1, "pinned=true": 3})
         assert fields["status"] == {"type": "string", "values": 2, "top": [["done", 7], ["draft", 4]]}
         assert fields["priority"]["type"] == "number" and fields["pinned"]["type"] == "boolean"
-        assert list(fields) == ["status", "priority", "pinned"]  # the most widespread first
+        assert list(fields) == ["status", "pinned", "priority"]  # the most widespread first, ties by name
 
     def test_keeps_only_the_most_frequent_values(self):
         fields = summarise_fields({f"owner=person {i}": i + 1 for i in range(30)})
