@@ -568,9 +568,39 @@ def build_index(data_dir: Path, notes: Path) -> int:
     return 0
 
 
-def save(command: str, label: str, result: dict[str, Any]) -> None:
-    """Append this run to eval/results/hotpath.json under `label` (what the docs' table and plot read)."""
-    path = ROOT / "eval" / "results" / "hotpath.json"
+def plot(before: str, after: str, out: Path) -> None:
+    """Bars of p50 per route over HTTP and of query throughput per client count, before and after."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    saved = json.loads((ROOT / "eval" / "results" / "hotpath.json").read_text())
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    width = 0.38
+    routes = [r for r in ROUTES if r in saved[before].get("http", {}).get("routes", {})]
+    for offset, label in ((-width / 2, before), (width / 2, after)):
+        table = saved[label]["http"]["routes"]
+        left.bar([i + offset for i in range(len(routes))], [table[r]["p50"] for r in routes], width, label=label)
+    left.set_xticks(range(len(routes)), routes)
+    left.set_ylabel("p50 ms over HTTP, one client")
+    left.set_title("latency per route")
+    left.legend()
+    clients = [c for c in saved[before].get("load", {}) if c.isdigit()]
+    for offset, label in ((-width / 2, before), (width / 2, after)):
+        rows = saved[label]["load"]
+        right.bar([i + offset for i in range(len(clients))], [rows[c]["qps"] for c in clients], width, label=label)
+    right.set_xticks(range(len(clients)), [f"{c} clients" for c in clients])
+    right.set_ylabel("query requests per second")
+    right.set_title("query throughput")
+    right.legend()
+    figure.tight_layout()
+    figure.savefig(out, dpi=110)
+    print(f"wrote {out}")
+
+
+def save(command: str, label: str, result: dict[str, Any], path: Path) -> None:
+    """Add this run to the results file (eval/results/hotpath.json) under `label`: what the docs' table and plot read."""
     saved = json.loads(path.read_text()) if path.exists() else {}
     saved.setdefault(label or "unlabelled", {})[command] = {**result, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     path.write_text(json.dumps(saved, indent=1, default=float) + "\n")
@@ -596,6 +626,8 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--data-dir", type=Path, required=True)
         command.add_argument("--repeat", type=int, default=3, help="runs; medians are reported")
         command.add_argument("--label", default="", help="a name for this run in the JSON report")
+        command.add_argument("--save", type=Path, default=ROOT / "eval" / "results" / "hotpath.json",
+                             help="the results file this run is added to")
         if name == "stages":
             command.add_argument("--graphs", nargs="+", default=list(GRAPHS))
         if name == "load":
@@ -604,18 +636,25 @@ def main(argv: list[str] | None = None) -> int:
     big = sub.add_parser("big", help="a large index with synthetic vectors (no model runs)")
     big.add_argument("--data-dir", type=Path, required=True)
     big.add_argument("--chunks", type=int, default=300_000)
+    drawn = sub.add_parser("plot", help="draw two labelled runs from eval/results/hotpath.json")
+    drawn.add_argument("--before", default="before")
+    drawn.add_argument("--after", default="after")
+    drawn.add_argument("--out", type=Path, default=ROOT / "eval" / "results" / "hotpath.png")
     dump = sub.add_parser("results", help="write every graph's answers; --compare checks them against a dump")
     dump.add_argument("--data-dir", type=Path, required=True)
     dump.add_argument("--out", type=Path, required=True)
     dump.add_argument("--compare", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.command == "plot":
+        plot(args.before, args.after, args.out)
+        return 0
     if args.command == "big":
         return build_big(args.data_dir, args.chunks)
     if args.command == "results":
         return dump_results(args.data_dir, args.out, args.compare)
     if args.command in ("stages", "http", "load"):
         result = {"stages": run_stages, "http": run_http, "load": run_load}[args.command](args)
-        save(args.command, args.label, result)
+        save(args.command, args.label, result, args.save)
         return 0
     if args.command == "build":
         return build_index(args.data_dir, args.notes)
