@@ -436,6 +436,39 @@ def run_http(args: argparse.Namespace) -> dict[str, Any]:
     return {"routes": table, "memory": memory}
 
 
+def run_status(args: argparse.Namespace) -> dict[str, Any]:
+    """`status` in-process and over HTTP (median ms of `--calls` each), with the serving process's RSS."""
+    import httpx
+
+    from load import _auth
+
+    needle = needle_for(args.data_dir)
+    needle.status()
+    inproc = []
+    for _ in range(args.calls):
+        started = time.perf_counter()
+        answer = needle.status()
+        inproc.append((time.perf_counter() - started) * 1000)
+    chunks = sum(c["chunks"] for c in answer["collections"])
+    needle.close()
+    proc, url = serve(args.data_dir)
+    try:
+        over_http = []
+        with httpx.Client(base_url=url, timeout=120, headers=_auth()) as http:
+            for _ in range(args.calls):
+                started = time.perf_counter()
+                http.post("/status/run", json={}).raise_for_status()
+                over_http.append((time.perf_counter() - started) * 1000)
+        memory = rss_mb(proc.pid)
+    finally:
+        stop(proc)
+    result = {"chunks": chunks, "in_process_ms": statistics.median(inproc), "http_ms": statistics.median(over_http),
+              "rss": memory}
+    print(f"status at {chunks} chunks: {result['in_process_ms']:.1f} ms in-process, {result['http_ms']:.1f} ms over HTTP "
+          f"(medians of {args.calls}); serving RSS {memory} MB")
+    return result
+
+
 def run_load(args: argparse.Namespace) -> dict[str, Any]:
     """`query` throughput at each client count, over HTTP (eval/load.py's clients)."""
     from load import run_load as load
@@ -621,7 +654,8 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--notes", type=Path, required=True)
     for name, helps in (("stages", "in-process timing per graph with the stage breakdown"),
                         ("http", "p50/p95 per route over HTTP and the server's RSS"),
-                        ("load", "query throughput at several client counts")):
+                        ("load", "query throughput at several client counts"),
+                        ("status", "status in-process and over HTTP, and the serving RSS")):
         command = sub.add_parser(name, help=helps)
         command.add_argument("--data-dir", type=Path, required=True)
         command.add_argument("--repeat", type=int, default=3, help="runs; medians are reported")
@@ -630,6 +664,8 @@ def main(argv: list[str] | None = None) -> int:
                              help="the results file this run is added to")
         if name == "stages":
             command.add_argument("--graphs", nargs="+", default=list(GRAPHS))
+        if name == "status":
+            command.add_argument("--calls", type=int, default=20)
         if name == "load":
             command.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
             command.add_argument("--seconds", type=float, default=15)
@@ -652,8 +688,8 @@ def main(argv: list[str] | None = None) -> int:
         return build_big(args.data_dir, args.chunks)
     if args.command == "results":
         return dump_results(args.data_dir, args.out, args.compare)
-    if args.command in ("stages", "http", "load"):
-        result = {"stages": run_stages, "http": run_http, "load": run_load}[args.command](args)
+    if args.command in ("stages", "http", "load", "status"):
+        result = {"stages": run_stages, "http": run_http, "load": run_load, "status": run_status}[args.command](args)
         save(args.command, args.label, result, args.save)
         return 0
     if args.command == "build":
