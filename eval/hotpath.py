@@ -602,29 +602,41 @@ def build_index(data_dir: Path, notes: Path) -> int:
 
 
 def plot(before: str, after: str, out: Path) -> None:
-    """Bars of p50 per route over HTTP and of query throughput per client count, before and after."""
+    """
+    Bars of in-process p50 per graph and of `status`, and of query throughput per client count, before and
+    after: medians over every run whose label starts with `before` / `after` (`before-1`, `before-2`...).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     saved = json.loads((ROOT / "eval" / "results" / "hotpath.json").read_text())
+
+    def median(prefix: str, pick: Callable[[dict[str, Any]], float | None]) -> float:
+        values = [v for label, run in saved.items() if label.startswith(prefix) for v in [pick(run)] if v is not None]
+        return statistics.median(values) if values else float("nan")
+
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     width = 0.38
-    routes = [r for r in ROUTES if r in saved[before].get("http", {}).get("routes", {})]
+    names = [*GRAPHS, "status"]
     for offset, label in ((-width / 2, before), (width / 2, after)):
-        table = saved[label]["http"]["routes"]
-        left.bar([i + offset for i in range(len(routes))], [table[r]["p50"] for r in routes], width, label=label)
-    left.set_xticks(range(len(routes)), routes)
-    left.set_ylabel("p50 ms over HTTP, one client")
-    left.set_title("latency per route")
+        heights = [
+            median(label, lambda run, g=g: run.get("stages", {}).get("timing", {}).get(g, {}).get("p50")) for g in GRAPHS
+        ] + [median(label, lambda run: run.get("status", {}).get("in_process_ms") if run.get("status", {}).get("chunks", 0) < 100_000 else None)]
+        bars = left.bar([i + offset for i in range(len(names))], heights, width, label=label)
+        left.bar_label(bars, fmt="%.0f", fontsize=8)
+    left.set_xticks(range(len(names)), names)
+    left.set_ylabel("p50 ms, in-process (shared, loaded machine)")
+    left.set_title("latency per graph, and status")
     left.legend()
-    clients = [c for c in saved[before].get("load", {}) if c.isdigit()]
+    clients = ["1", "4", "16"]
     for offset, label in ((-width / 2, before), (width / 2, after)):
-        rows = saved[label]["load"]
-        right.bar([i + offset for i in range(len(clients))], [rows[c]["qps"] for c in clients], width, label=label)
+        heights = [median(label, lambda run, c=c: run.get("load", {}).get(c, {}).get("qps")) for c in clients]
+        bars = right.bar([i + offset for i in range(len(clients))], heights, width, label=label)
+        right.bar_label(bars, fmt="%.1f", fontsize=8)
     right.set_xticks(range(len(clients)), [f"{c} clients" for c in clients])
-    right.set_ylabel("query requests per second")
+    right.set_ylabel("query requests per second over HTTP")
     right.set_title("query throughput")
     right.legend()
     figure.tight_layout()
