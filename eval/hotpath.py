@@ -26,12 +26,11 @@ import statistics
 import subprocess
 import sys
 import sysconfig
-import tempfile
-import threading
 import time
+from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -140,7 +139,7 @@ def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def read_queries(data_dir: Path) -> list[str]:
@@ -257,8 +256,8 @@ class _EngineProxy:
 
 def instrument(needle: Any, timer: StageTracer) -> Timed:
     """Time the engine's calls (both stores) and Haystack's deep copies of stage inputs in this process."""
-    import haystack.core.pipeline.base as base
     import haystack.core.pipeline.pipeline as pipeline_module
+    from haystack.core.pipeline import base
 
     timed = Timed()
     for role, store in (("chunks", needle.store), ("files", needle.file_store)):
@@ -386,7 +385,6 @@ def stop(proc: subprocess.Popen) -> None:
 def time_routes(url: str, queries: list[str], rounds: int, status_calls: int = 20) -> dict[str, list[float]]:
     """Latencies (ms) per route, one client: `get` of the first hits' files, the searches, `status`."""
     import httpx
-
     from load import _auth
 
     latencies: dict[str, list[float]] = {route: [] for route in ROUTES}
@@ -439,7 +437,6 @@ def run_http(args: argparse.Namespace) -> dict[str, Any]:
 def run_status(args: argparse.Namespace) -> dict[str, Any]:
     """`status` in-process and over HTTP (median ms of `--calls` each), with the serving process's RSS."""
     import httpx
-
     from load import _auth
 
     needle = needle_for(args.data_dir)
