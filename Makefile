@@ -9,7 +9,7 @@ WHEELS := build/wheels
 DEMO_DATA ?= .demo
 DATASET ?= ../shared/datasets/scifact
 
-.PHONY: install install-test llm models demo serve watch bench-live test test-unit test-haystack2 bench bench-filters eval-beir ablation lock clean
+.PHONY: install install-test llm models demo serve watch bench-live lint test test-unit test-haystack2 bench bench-filters eval-beir ablation lock clean
 
 # Installed without their declared dependencies (pyproject.toml's `ragas` extra lists the ones they use).
 RAGAS_NO_DEPS := ragas==0.4.3 ragas-haystack==5.0.0 instructor==1.17.0
@@ -52,6 +52,9 @@ demo: models
 	NEEDLE_DATA_DIR=$(DEMO_DATA) $(BIN)/needle collection add needle/demo/notes --name notes
 	NEEDLE_DATA_DIR=$(DEMO_DATA) $(BIN)/needle index
 	NEEDLE_DATA_DIR=$(DEMO_DATA) $(BIN)/needle query "why does my pod keep getting killed" -n 5
+	@echo
+	@echo "The demo's index is in $(DEMO_DATA)/, not where your own notes go (~/.local/share/needle). Search it yourself:"
+	@echo "  NEEDLE_DATA_DIR=$(DEMO_DATA) $(BIN)/needle query \"renew the TLS certificate with certbot\""
 
 # HTTP endpoints and MCP tools on 127.0.0.1:1416 (`needle serve --host/--port` to change).
 serve: models
@@ -101,3 +104,8 @@ clean:
 lock: install-test
 	{ echo "# Versions CI tested. Regenerate with \`make lock\` after changing dependencies."; \
 	  $(BIN)/pip freeze --exclude-editable | grep -v '^needle-search'; } > constraints.txt
+
+# The linter and the type checker over Needle's code (CI runs both).
+lint: install-test
+	$(BIN)/ruff check needle components server
+	$(BIN)/mypy needle components server

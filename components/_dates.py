@@ -62,11 +62,11 @@ def period_range(text: str, now: datetime.datetime) -> tuple[datetime.datetime, 
         start = datetime.datetime(int(year), 3 * int(q) - 2, 1)
         return start, _shift(start, "month", 3)
     if _ISO_DAY.match(text):
-        start = _iso(text)
-        return (start, start + datetime.timedelta(days=1)) if start else None
+        day = _iso(text)
+        return (day, day + datetime.timedelta(days=1)) if day else None
     if _ISO_MONTH.match(text):
-        start = _iso(text + "-01")
-        return (start, _shift(start, "month", 1)) if start else None
+        first = _iso(text + "-01")
+        return (first, _shift(first, "month", 1)) if first else None
     if _YEAR.match(text):
         start = datetime.datetime(int(text), 1, 1)
         return start, _shift(start, "year", 1)

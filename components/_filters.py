@@ -62,9 +62,9 @@ class IndexedFiles:
                 files = [(row["meta"].get("source_doc_id", ""), row["meta"].get("path", "")) for row in rows]
                 self._listed, self._matches = (time.monotonic(), count, files), {}
             if pattern not in self._matches:
-                glob = Glob(pattern)
+                glob, listed_files = Glob(pattern), self._listed[2] if self._listed is not None else []
                 self._matches = {**dict(list(self._matches.items())[-63:]), pattern: sorted(
-                    {doc_id for doc_id, path in self._listed[2] if glob.matches(path)}
+                    {doc_id for doc_id, path in listed_files if glob.matches(path)}
                 )}
             return self._matches[pattern]
 

@@ -264,7 +264,7 @@ class ClaimCoverage:
                 "similarity": round(sim, 4), "judged": judged,
                 "citations": [f"{d.meta.get('path', '')}:{d.meta.get('start_line', '')}-{d.meta.get('end_line', '')}" for d in docs],
             })
-        coverage = sum(r["covered"] for r in rows) / len(rows)
+        coverage = sum(bool(r["covered"]) for r in rows) / len(rows)
         return {
             "coverage": round(coverage, 4), "claims": rows,
             "uncovered": [r["text"] for r in rows if not r["covered"]], "warnings": list(dict.fromkeys(warnings)),

@@ -124,5 +124,5 @@ def _opens_with_heading(body: str, title: str) -> bool:
     for line in body.split("\n"):
         if line.strip():
             match = _HEADING.match(line)
-            return bool(match) and match.group(1).strip() == title.strip()
+            return match is not None and match.group(1).strip() == title.strip()
     return False

@@ -64,9 +64,10 @@ class MetadataRefresher:
         updated = 0
         # The embedded store flushes after every update when `durable_writes` is on (about 250 ms on SciFact's
         # index): the updates are written first, then made durable with one flush.
-        deferred = getattr(self.document_store, "durable_writes", False) is True
+        store: Any = self.document_store  # `durable_writes` is the embedded store's own switch
+        deferred = getattr(store, "durable_writes", False) is True
         if deferred:
-            self.document_store.durable_writes = False
+            store.durable_writes = False
         try:
             for doc in documents:
                 meta = {key: doc.meta[key] for key in (*FILE_META_KEYS, "meta_checksum") if key in doc.meta}
@@ -74,7 +75,7 @@ class MetadataRefresher:
                 updated += int(self.document_store.update_by_filter(where, meta) or 0)
         finally:
             if deferred:
-                self.document_store.durable_writes = True
+                store.durable_writes = True
                 self.document_store.flush()
         logger.info("Refreshed the metadata of {files} files", files=len(documents))
         return {"refreshed": updated}

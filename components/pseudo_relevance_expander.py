@@ -143,7 +143,7 @@ class PseudoRelevanceExpander:
     def expansion_terms(self, query: str, documents: list[Document]) -> list[str]:
         """The RM3-style expansion words for `query` from feedback `documents` (best first)."""
         exclude = set(query_terms(query, 1)) | STOPWORDS
-        weights: Counter[str] = Counter()
+        weights: dict[str, float] = {}
         for doc in self._top_files(documents):
             tokens = [t for t in _TOKEN.findall((doc.content or "").lower()) if len(t) > 2 and not t.isdigit()]
             if not tokens:
@@ -151,8 +151,8 @@ class PseudoRelevanceExpander:
             relevance = max(float(doc.score or 0.0), 1e-6)
             for term, tf in Counter(tokens).items():
                 if term not in exclude:
-                    weights[term] += relevance * tf / len(tokens)
-        return [term for term, _ in weights.most_common(self.lex_terms)]
+                    weights[term] = weights.get(term, 0.0) + relevance * tf / len(tokens)
+        return [term for term, _ in sorted(weights.items(), key=lambda item: -item[1])[: self.lex_terms]]
 
     def rocchio(self, query_embedding: QueryVector, documents: list[Document]) -> list[float] | None:
         """The query vector moved towards the centroid of the feedback documents' embeddings."""

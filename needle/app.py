@@ -22,6 +22,7 @@ from haystack.document_stores.errors import DocumentStoreError
 from needle import index_info, index_summary
 from needle.collections import CollectionError, CollectionRegistry
 from needle.environment import Environment, records_file
+from needle.readiness import unready_hints
 from needle.file_records import FileRecords
 from needle.errors import LLMError, llm_error, root_cause
 from needle.files import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES, FileAccess
@@ -313,7 +314,7 @@ class Needle:
         trace = {"confidence": scored.get("signals"), "sub_questions": sub_questions(output)} if explain else None
         return SearchAnswer(
             label=label, results=self._annotated(results), confidence=scored.get("confidence"),
-            warnings=warnings(output), explain=trace, self_query=SelfQuery(**read) if said else None,
+            warnings=warnings(output) + (self._unready_hints(collections) if not results else []), explain=trace, self_query=SelfQuery(**read) if said else None,
         )
 
     def _run_search(self, pool: GraphPool, data: dict[str, Any]) -> dict[str, Any]:
@@ -406,7 +407,15 @@ class Needle:
             retries=int(final.get("retries") or 0),
             uncovered_claims=list(final.get("uncovered") or []),
             sub_questions=sub_questions(output),
-            warnings=warnings(output),
+            warnings=warnings(output) + (self._unready_hints(collections) if not results else []),
+        )
+
+    def _unready_hints(self, collections: list[str] | None) -> list[str]:
+        """When nothing was found: the searched collections never indexed or holding no file, with the command to run."""
+        records = self.records
+        return unready_hints(
+            self.collections.select(collections), self.store.count_values("collection"),
+            lambda name: records.signed(f"collection:{name}"),
         )
 
     def query_languages(self, collections: list[str] | None = None) -> list[str]:

@@ -10,6 +10,7 @@ otherwise); no command prints a stack trace.
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import sys
 from collections.abc import Sequence
@@ -38,8 +39,21 @@ def _overrides(values: list[str] | None) -> dict[str, Any]:
     return pairs
 
 
+class SuggestingParser(argparse.ArgumentParser):
+    """An argument parser whose refusal of a mistyped command or choice names the closest valid one."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is not None and isinstance(value, str) and value not in choices:
+            close = difflib.get_close_matches(value, [str(c) for c in choices], n=1)
+            if close:
+                valid = ", ".join(map(str, choices))
+                raise argparse.ArgumentError(action, f"invalid choice: {value!r}; did you mean {close[0]!r}? (choose from {valid})")
+        super()._check_value(action, value)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="needle", description="Hybrid search over your markdown notes and documents.")
+    parser = SuggestingParser(prog="needle", description="Hybrid search over your markdown notes and documents.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     collection = sub.add_parser("collection", help="add, list or remove collections of notes")
@@ -51,6 +65,8 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--documents", action="store_true",
                      help="also include PDF, Word (.docx) and HTML files (**/*.pdf, **/*.docx, **/*.html, **/*.htm)")
     add.add_argument("--language", help="language of its notes for keyword search, e.g. german or chinese (default auto: per file)")
+    add.add_argument("--allow-overlap", action="store_true",
+                     help="accept a folder another collection already covers (same, inside or containing it): its notes are found twice")
     csub.add_parser("list", help="list collections")
     remove = csub.add_parser("remove", help="remove a collection and its chunks from the index")
     remove.add_argument("name")
@@ -185,7 +201,9 @@ def _run(args: argparse.Namespace, needle: Any) -> int:
     elif args.command == "collection":
         if args.action == "add":
             include = list(args.mask or DEFAULT_INCLUDE) + (DOCUMENT_INCLUDE if args.documents else [])
-            c = needle.collections.add(args.path, args.name, include=include, language=args.language)
+            c = needle.collections.add(
+                args.path, args.name, include=include, language=args.language, allow_overlap=args.allow_overlap
+            )
             print(f"collection '{c.name}' → {c.root} ({', '.join(c.include)}; language {c.language}); run `needle index` to index it")
         elif args.action == "list":
             collections = needle.collections.load()

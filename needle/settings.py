@@ -239,7 +239,7 @@ class _YamlFiles(YamlConfigSettingsSource):
     def __init__(self, settings_cls: type[BaseSettings], files: list[Path]) -> None:
         super().__init__(settings_cls, yaml_file=files, deep_merge=True)
 
-    def _read_file(self, file_path: Path) -> dict[str, Any]:
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
         try:
             data = yaml.safe_load(Path(file_path).read_text(encoding="utf-8")) or {}
         except (OSError, yaml.YAMLError) as error:

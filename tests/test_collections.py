@@ -65,3 +65,35 @@ class TestCollectionRegistry:
         assert reader.load()["a"].include == DEFAULT_INCLUDE
         writer.remove("a")
         assert list(reader.load()) == ["b"]
+
+
+class TestOverlappingFolders:
+    """A folder another collection covers would index, and find, every common note twice."""
+
+    @pytest.fixture
+    def registry(self, tmp_path: Path) -> CollectionRegistry:
+        (tmp_path / "notes" / "work").mkdir(parents=True)
+        registry = CollectionRegistry(tmp_path / "data" / "collections.yml")
+        registry.add(tmp_path / "notes", "notes")
+        return registry
+
+    @pytest.mark.parametrize("folder, how", [("notes", "is already"), ("notes/work", "is inside"), (".", "contains")])
+    def test_a_covered_folder_is_refused_naming_the_collection(self, registry, tmp_path, folder, how):
+        with pytest.raises(CollectionError, match=f"{how} collection 'notes'.*--allow-overlap"):
+            registry.add(tmp_path / folder, "other")
+        assert list(registry.load()) == ["notes"]
+
+    def test_the_same_folder_through_a_symlink_is_refused(self, registry, tmp_path):
+        (tmp_path / "link").symlink_to(tmp_path / "notes", target_is_directory=True)
+        with pytest.raises(CollectionError, match="collection 'notes'"):
+            registry.add(tmp_path / "link", "other")
+
+    def test_allow_overlap_adds_it_deliberately(self, registry, tmp_path):
+        registry.add(tmp_path / "notes" / "work", "work", allow_overlap=True)
+        assert list(registry.load()) == ["notes", "work"]
+
+    def test_the_same_collection_again_and_a_sibling_folder_are_accepted(self, registry, tmp_path):
+        registry.add(tmp_path / "notes", "notes", include=["**/*.txt"])
+        (tmp_path / "notes-archive").mkdir()
+        registry.add(tmp_path / "notes-archive", "archive")
+        assert registry.load()["notes"].include == ["**/*.txt"] and "archive" in registry.load()

@@ -111,6 +111,16 @@ class NeedleDocumentStore(Protocol):
         """
         ...
 
+    def update_by_filter(self, filters: dict[str, Any], meta: dict[str, Any]) -> int:
+        """
+        Merge `meta` into the metadata of the documents matching Haystack filters; vectors stay untouched.
+
+        :param filters: Haystack filters.
+        :param meta: Metadata fields to set.
+        :returns: The number of documents updated.
+        """
+        ...
+
     def delete_all_documents(self, recreate_index: bool = False) -> None:
         """
         Delete every document.

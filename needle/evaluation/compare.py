@@ -53,7 +53,7 @@ def permutation_test(a: Sequence[float], b: Sequence[float], permutations: int =
 
 
 def bootstrap_ci(
-    differences: Sequence[float], resamples: int = RESAMPLES, confidence: float = 0.95, seed: int = 0
+    differences: Sequence[float] | np.ndarray, resamples: int = RESAMPLES, confidence: float = 0.95, seed: int = 0
 ) -> tuple[float, float]:
     """
     Percentile bootstrap confidence interval of a mean (resampling queries with replacement).
@@ -126,7 +126,7 @@ def compare_per_query(
         ]
     if primary not in metric_names:
         raise ValueError(f"primary metric {primary!r} is not among the compared metrics {list(metric_names)}")
-    table = {}
+    table: dict[str, dict[str, Any]] = {}
     for name in metric_names:
         a = [float(per_query_a[q][name]) for q in ids]
         b = [float(per_query_b[q][name]) for q in ids]

@@ -63,7 +63,7 @@ def evaluate(
     for template in joiners:
         result: dict[str, Any] = {}
         for switch in (False, True):
-            rows = []
+            rows: list[dict[str, Any]] = []
             for a, b in tqdm(drawn, desc=f"{template} decompose={switch}", unit="q", disable=not progress):
                 text = _join(template, a.query, b.query)
                 started = time.perf_counter()

@@ -381,7 +381,7 @@ def evaluate_golden(
     :param progress: Whether to show progress bars.
     :returns: The report: golden file, per mode its summary and per-query rows, and the threshold checks.
     """
-    results = {}
+    results: dict[str, dict[str, Any]] = {}
     for mode in modes:
         queries = golden.for_mode(mode)
         rows = run_queries(needle, queries, mode, candidates, progress, golden.today)

@@ -16,8 +16,7 @@ def _relevant(qrels: Mapping[str, int]) -> set[str]:
 
 
 def _dedupe(ranking: Sequence[str]) -> list[str]:
-    seen: set[str] = set()
-    return [d for d in ranking if not (d in seen or seen.add(d))]
+    return list(dict.fromkeys(ranking))
 
 
 def ndcg_at_k(ranking: Sequence[str], qrels: Mapping[str, int], k: int = 10) -> float:

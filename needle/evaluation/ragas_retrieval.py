@@ -107,7 +107,7 @@ def haystack_scores(runs: Sequence[JudgedRanking], k: int) -> list[dict[str, flo
         [Document(id=doc, score=float(grade)) for doc, grade in run.qrels.items() if grade > 0] for run in runs
     ]
     retrieved = [[Document(id=doc) for doc in run.ranking[:k]] for run in runs]
-    columns = {
+    columns: dict[str, Any] = {
         "ndcg": DocumentNDCGEvaluator(document_comparison_field="id"),
         "mrr": DocumentMRREvaluator(document_comparison_field="id"),
         "recall_multi_hit": DocumentRecallEvaluator(mode="multi_hit", document_comparison_field="id"),
@@ -211,16 +211,18 @@ def summarise(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, dict
     :returns: Per source (`ours`, `ragas`, `haystack`) and score: `mean` (NaN when never defined) and
         `undefined` (queries where it was NaN).
     """
-    summary: dict[str, dict[str, dict[str, float]]] = {}
+    collected: dict[str, dict[str, list[float]]] = {}
     for row in rows.values():
         for source in ("ours", "ragas", "haystack"):
             for name, value in row[source].items():
-                summary.setdefault(source, {}).setdefault(name, {"values": []})["values"].append(value)
-    for scores in summary.values():
-        for name, entry in scores.items():
-            values = entry.pop("values")
+                collected.setdefault(source, {}).setdefault(name, []).append(value)
+    summary: dict[str, dict[str, dict[str, float]]] = {}
+    for source, scores in collected.items():
+        for name, values in scores.items():
             defined = [v for v in values if not math.isnan(v)]
-            scores[name] = {"mean": metrics.mean(defined) if defined else math.nan, "undefined": len(values) - len(defined)}
+            summary.setdefault(source, {})[name] = {
+                "mean": metrics.mean(defined) if defined else math.nan, "undefined": len(values) - len(defined),
+            }
     return summary
 
 

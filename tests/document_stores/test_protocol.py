@@ -50,7 +50,7 @@ class TestNeedleDocumentStore:
     def test_the_protocol_lists_what_needle_calls(self):
         assert set(STORE_METHODS) == {
             "to_dict", "from_dict", "count_documents", "filter_documents", "write_documents", "delete_documents",
-            "delete_by_filter", "delete_all_documents", "list_documents_meta", "count_values", "query_dense", "query_sparse",
+            "delete_by_filter", "update_by_filter", "delete_all_documents", "list_documents_meta", "count_values", "query_dense", "query_sparse",
             "query_text", "best_scores_by", "best_term_scores", "flush", "optimize", "verify", "close",
         }
 
