@@ -7,9 +7,10 @@
     python eval/hotpath.py load --data-dir /tmp/hp/data             # query throughput at 1, 4, 16 clients
     python eval/hotpath.py big --data-dir /tmp/hp/big --chunks 300000   # status and RSS at 300k chunks
 
-The corpus: one markdown note per documented function or class of the Python standard library (its
-docstring as the note's text, with frontmatter: title, tags, date, status, priority), read from source with
-`ast` (nothing imported), so it is the same on every machine with the same Python; technical prose with code,
+The corpus: one markdown note per documented function or class of the Python standard library and of the
+libraries in `LIBRARIES` (its docstring as the note's text, with frontmatter: title, tags, date, status,
+priority), read from source with `ast` (nothing imported), so it is the same on every machine with the same
+Python and constraints.txt; technical prose with code,
 like a developer's notes or tldr-pages. Queries are 80 of the notes' first sentences, shortened to a few
 words, as a user would type them. Every number is a median over `--repeat` runs; the machine may be shared.
 """
