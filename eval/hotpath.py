@@ -529,7 +529,7 @@ def record_big(needle: Any) -> None:
     from needle import index_info, index_summary
 
     index_info.record(needle.settings, needle.ingest_graph(), languages={"scale": ["en"]},
-                      summaries={"scale": index_summary.summarise(needle.file_store, "scale")})
+                      summaries=index_summary.summaries(needle.store, needle.file_store, ["scale"]))
 
 
 def build_big(data_dir: Path, chunks: int, per_file: int = 20, batch: int = 1000) -> int:

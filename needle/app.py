@@ -572,11 +572,12 @@ class Needle:
             }
         # What each collection's notes hold to filter by, for `status` (counted once here, read there).
         summarised = (index_info.read(self.settings) or {}).get("summaries") or {}
-        summaries = {
-            c.name: index_summary.summarise(self.file_store, c.name)
-            for c in selected if report.changed or c.name not in summarised
-        }
+        stale = [c.name for c in selected if report.changed or orphans_deleted or c.name not in summarised]
+        summaries = index_summary.summaries(self.store, self.file_store, stale)
         index_info.record(self.settings, ingest, optimized=report.changed, languages=languages, summaries=summaries)
+        if not names and paths is None:  # a full run dropped what collections no longer listed left
+            for name in set(summarised) - set(self.collections.load()):
+                index_info.forget_collection(self.settings, name)
         result = report.as_dict(time.perf_counter() - started)
         result["chunks_deleted"] += orphans_deleted
         result["deleted"] += orphans_deleted
@@ -742,32 +743,44 @@ class Needle:
         Collections with file and chunk counts, languages, frontmatter fields and tags; the models, where the
         index lives and the context annotations.
 
-        Its cost does not grow with the index: chunks and files are counted by two facets over the
-        collection keyword (the engine counts its index, a handful of values), and the languages, fields and
-        tags are what the last index run recorded (`needle.index_summary`).
+        Its cost does not grow with the index: the counts, languages, fields and tags are what the last index
+        run recorded (`needle.index_summary`), as that run left them; a collection without a record (an index
+        run that did not finish, an index built before records) is counted by the engine's facets instead.
         """
-        chunks = self.store.count_values("collection")
-        files = self.file_store.count_values("collection") if chunks else {}
         recorded = index_info.read(self.settings)
         summaries = (recorded or {}).get("summaries") or {}
         languages = (recorded or {}).get("languages") or {}
-        collections = []
         listed = self.collections.load()
+        counted: dict[str, dict[str, int]] | None = None  # the engine's counts, when a record lacks them
+
+        def engine_counts() -> dict[str, dict[str, int]]:
+            chunks = self.store.count_values("collection")
+            return {"chunks": chunks, "files": self.file_store.count_values("collection") if chunks else {}}
+
+        collections = []
         for collection in listed.values():
             name = collection.name
-            counted = files.get(name, 0)
-            if chunks.get(name) and not counted:  # an index without whole-file documents: count its files' ids
-                in_collection = {"field": "meta.collection", "operator": "==", "value": name}
-                counted = len(self.store.count_values("source_doc_id", in_collection))
             summary = summaries.get(name) or {}
+            if "chunks" in summary:
+                chunks, files = int(summary["chunks"]), int(summary.get("files", 0))
+            else:
+                counted = counted or engine_counts()
+                chunks, files = counted["chunks"].get(name, 0), counted["files"].get(name, 0)
+            if chunks and not files:  # an index without whole-file documents: count its files' ids
+                in_collection = {"field": "meta.collection", "operator": "==", "value": name}
+                files = len(self.store.count_values("source_doc_id", in_collection))
             collections.append({
-                "name": name, "root": collection.root, "files": counted, "chunks": chunks.get(name, 0),
+                "name": name, "root": collection.root, "files": files, "chunks": chunks,
                 "languages": languages.get(name, []), "fields": summary.get("fields", {}), "tags": summary.get("tags", []),
             })
+        if counted is not None:
+            orphaned = {name: count for name, count in counted["chunks"].items() if name not in listed}
+        else:
+            orphaned = {name: int(s.get("chunks", 0)) for name, s in summaries.items() if name not in listed and s.get("chunks")}
         return {
             "collections": collections,
             # Chunks of collections no longer listed: the next `needle index` (or `collection remove`) drops them.
-            "orphaned": {name: count for name, count in chunks.items() if name not in listed},
+            "orphaned": orphaned,
             "embedding_model": self.settings.embedding.model,
             "sparse_model": self.settings.sparse.model,
             "store": self.settings.store.url or str(self.settings.index_dir),

@@ -82,3 +82,23 @@ def summarise(file_store: Any, collection: str) -> dict[str, Any]:
         "fields": summarise_fields(file_store.count_values("fields", in_collection)),
         "tags": _top(file_store.count_values("tags", in_collection)),
     }
+
+
+def summaries(store: Any, file_store: Any, names: list[str]) -> dict[str, dict[str, Any]]:
+    """
+    What an index run records of each collection named: its chunk and file counts (two facets over the
+    collection keyword) with its fields and tags (`summarise`), so that `status` reads instead of counting.
+
+    :param store: The chunk store.
+    :param file_store: The whole-file store.
+    :param names: The collections to summarise.
+    :returns: Collection → `chunks`, `files`, `fields`, `tags`.
+    """
+    if not names:
+        return {}
+    chunk_counts = store.count_values("collection")
+    file_counts = file_store.count_values("collection")
+    return {
+        name: {"chunks": chunk_counts.get(name, 0), "files": file_counts.get(name, 0), **summarise(file_store, name)}
+        for name in names
+    }
