@@ -55,3 +55,12 @@ class TestStatusFields:
     def test_status_text_shows_the_fields(self, cli):
         code, out, _ = cli("status")
         assert code == 0 and "    fields: " in out and "status (string: active 4" in out and "    tags: " in out
+
+    def test_status_counts_from_the_record_without_asking_the_engine(self, demo_needle, monkeypatch):
+        def refuse(*args, **kwargs):
+            raise AssertionError("status counted with the engine")
+
+        monkeypatch.setattr(demo_needle.store, "count_values", refuse)
+        monkeypatch.setattr(demo_needle.file_store, "count_values", refuse)
+        notes = demo_needle.status()["collections"][0]
+        assert notes["files"] == demo_needle.first_report["files_read"] and notes["chunks"] == demo_needle.first_report["chunks"]
