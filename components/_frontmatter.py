@@ -27,6 +27,9 @@ MAX_EXPANDED_NODES = 10_000
 MAX_IDENTIFIERS = 200
 MAX_FIELD_VALUES = 200
 MAX_FIELD_VALUE_CHARS = 200
+_MAX_NAME_CHARS = 60
+# Integers a payload index holds (64-bit); larger ones are kept as text.
+_INT64 = 2**63
 
 # Obsidian's tag syntax: `#` after a space or line start, letters, digits, `_`, `-` and `/` (nested tags), not
 # only digits. `(`, `[`, `&` and word characters before `#` mean a link anchor, an entity or a URL fragment.
@@ -65,7 +68,8 @@ def parse_frontmatter(lines: list[str]) -> Frontmatter:
     Read the YAML frontmatter between a first line `---` and the next `---` or `...`, within bounds.
 
     Invalid YAML is read as text (the block stays in the body, with a warning). YAML past a bound is left
-    out: its lines are skipped, the body after them is indexed, and the warning says which bound.
+    out: its lines are skipped, the body after them is indexed, and the warning says which bound. A field
+    whose value cannot be built (`date: 2024-13-45`) is left out alone, and the warning names it.
 
     :param lines: The file's lines.
     :returns: The mapping (empty when there is none), the index of the first body line and a warning.
@@ -82,37 +86,70 @@ def parse_frontmatter(lines: list[str]) -> Frontmatter:
     else:
         return Frontmatter({}, 0)
     try:
-        data = safe_load_bounded("\n".join(lines[1:i]))
+        data, left_out = load_fields_bounded("\n".join(lines[1:i]))
     except FrontmatterLimitError as error:
         return Frontmatter({}, i + 1, f"frontmatter left out: {error}")
     except (yaml.YAMLError, RecursionError) as error:
-        problem = str(error).splitlines()[0] if str(error) else type(error).__name__
-        return Frontmatter({}, 0, f"invalid YAML frontmatter, read as text: {problem}")
+        return Frontmatter({}, 0, f"invalid YAML frontmatter, read as text: {_first_line(error)}")
     if data is None:
         return Frontmatter({}, i + 1)
     if not isinstance(data, dict):
-        return Frontmatter({}, 0)  # a thematic break rather than frontmatter
-    return Frontmatter(json_safe(data), i + 1)
+        return Frontmatter({}, 0)  # a thematic break (or a lone value) rather than frontmatter
+    warning = "; ".join(f"frontmatter field {name} left out: {reason}" for name, reason in left_out)
+    return Frontmatter(json_safe(data), i + 1, warning)
 
 
-def safe_load_bounded(text: str) -> Any:
+def load_fields_bounded(text: str) -> tuple[Any, list[tuple[str, str]]]:
     """
-    `yaml.safe_load` that refuses, before building anything, YAML past the aliases, nesting or expanded-size bounds.
+    `yaml.safe_load` that refuses, before building anything, YAML past the aliases, nesting or expanded-size
+    bounds, and leaves out a top-level field whose value cannot be built instead of failing.
+
+    PyYAML checks a value only when it builds it: `date: 2024-13-45` scans as a timestamp and then fails in
+    `datetime.date`, `!!int high` in `int()`, a 5,000-digit integer on Python's digit limit. Each such error
+    costs its field alone; the other fields are kept.
 
     :param text: One YAML document.
-    :returns: The value, as `yaml.safe_load` gives it.
+    :returns: The value (a mapping, another value, or None) and `(field, reason)` per field left out.
     :raises FrontmatterLimitError: Naming the bound that was passed.
-    :raises yaml.YAMLError: When the text is not valid YAML.
+    :raises yaml.YAMLError: When the text is not valid YAML, or a root that is not a mapping cannot be built.
     """
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
         if node is None:
-            return None
+            return None, []
         _check_node(node)
-        return loader.construct_document(node)
+        try:
+            return loader.construct_document(node), []
+        except Exception as error:  # noqa: BLE001 - any value error: find the fields it came from
+            if not isinstance(node, yaml.MappingNode):
+                raise yaml.YAMLError(_first_line(error)) from error
     finally:
         loader.dispose()
+    return _construct_fields(node)
+
+
+def _construct_fields(node: yaml.MappingNode) -> tuple[dict[Any, Any], list[tuple[str, str]]]:
+    """Build a mapping node field by field, each with a constructor of its own; the fields that fail are left out."""
+    yaml.SafeLoader("").flatten_mapping(node)  # merge keys (`<<: *base`) become ordinary fields
+    data: dict[Any, Any] = {}
+    left_out: list[tuple[str, str]] = []
+    for key_node, value_node in node.value:
+        name = key_node.value if isinstance(key_node, yaml.ScalarNode) else f"on line {key_node.start_mark.line + 1}"
+        constructor = yaml.SafeLoader("")
+        try:
+            key = constructor.construct_object(key_node, deep=True)
+            hash(key)
+            data[key] = constructor.construct_object(value_node, deep=True)
+        except Exception as error:  # noqa: BLE001 - a value error costs its field
+            left_out.append((str(name)[:_MAX_NAME_CHARS], _first_line(error)))
+    return data, left_out
+
+
+def _first_line(error: BaseException) -> str:
+    """An error's first line, at most 200 characters (its type when it has no message)."""
+    lines = str(error).strip().splitlines()
+    return (lines[0] if lines else type(error).__name__)[:MAX_FIELD_VALUE_CHARS]
 
 
 def _check_node(root: yaml.Node) -> None:
@@ -162,6 +199,8 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, (datetime.date, datetime.time)):
         return value.isoformat()
     if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, int) and not isinstance(value, bool) and not -_INT64 <= value < _INT64:
         return str(value)
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
@@ -254,11 +293,14 @@ def document_date(frontmatter: dict[str, Any], path: str, mtime: Any) -> tuple[s
     for key in _DATE_KEYS:
         parsed = _parse_date(frontmatter.get(key))
         if parsed is not None:
-            return _rfc3339(parsed), "frontmatter"
+            try:
+                return _rfc3339(parsed), "frontmatter"
+            except (OverflowError, ValueError):  # a moment past year 1 or 9999 once in UTC
+                continue
     match = _FILE_NAME_DATE.search(PurePosixPath(path).name)
     if match:
         try:
-            return _rfc3339(datetime.datetime(*(int(g) for g in match.groups()))), "file name"
+            return _rfc3339(datetime.datetime(int(match.group(1)), int(match.group(2)), int(match.group(3)))), "file name"
         except ValueError:
             pass
     if isinstance(mtime, (int, float)) and not isinstance(mtime, bool) and math.isfinite(mtime):

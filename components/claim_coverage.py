@@ -114,6 +114,7 @@ class ClaimCoverage:
         dense_cache_dir: str | None = None,
         threads: int | None = None,
         chat_generator: Any = None,
+        dense_embedder: Any = None,
     ) -> None:
         """
         Create the coverage check.
@@ -129,6 +130,8 @@ class ClaimCoverage:
         :param dense_cache_dir: fastembed cache folder.
         :param threads: ONNX threads.
         :param chat_generator: A Haystack chat generator (or its serialised mapping) that judges each claim.
+        :param dense_embedder: A served query embedder (or its mapping) that embeds in place of the fastembed
+            model, when the index's model runs on a server (`needle.embedders`).
         :raises ValueError: On `min_term_overlap` outside [0, 1], a negative `min_similarity`, or
             `min_claim_terms` / `max_sentences` below 1.
         """
@@ -149,6 +152,7 @@ class ClaimCoverage:
         self.dense_cache_dir = dense_cache_dir
         self.threads = threads
         self.chat_generator = load_component(chat_generator, "chat_generator") if chat_generator is not None else None
+        self.dense_embedder = load_component(dense_embedder, "dense_embedder") if dense_embedder is not None else None
         self._dense: Any = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -165,19 +169,22 @@ class ClaimCoverage:
             dense_cache_dir=self.dense_cache_dir,
             threads=self.threads,
             chat_generator=component_to_dict(self.chat_generator, "chat_generator") if self.chat_generator else None,
+            dense_embedder=component_to_dict(self.dense_embedder, "dense_embedder") if self.dense_embedder else None,
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ClaimCoverage":
         """Deserialise the component, the nested judge first (so that the environment reaches it)."""
-        params = data.get("init_parameters", {})
-        if params.get("chat_generator") is not None:
-            nested = load_component(params["chat_generator"], "chat_generator")
-            data = {**data, "init_parameters": {**params, "chat_generator": nested}}
-        return default_from_dict(cls, data)
+        params = dict(data.get("init_parameters", {}))
+        for key in ("chat_generator", "dense_embedder"):
+            if params.get(key) is not None:
+                params[key] = load_component(params[key], key)
+        return default_from_dict(cls, {**data, "init_parameters": params})
 
     def warm_up(self) -> None:
         """Load (or share) the embedding model when the embedding check is on; a second call does nothing."""
+        if self._dense is None and self.min_similarity < 1.0 and self.dense_embedder is not None:
+            self._dense = self.dense_embedder  # a served embedder: `embed(texts)` like fastembed's backend
         if self._dense is None and self.min_similarity < 1.0:
             self._dense = _FastembedEmbeddingBackendFactory.get_embedding_backend(
                 model_name=self.dense_model, cache_dir=self.dense_cache_dir, threads=self.threads,

@@ -95,6 +95,7 @@ class CollectionScanner:
         skipped=list[dict[str, Any]],
         next=list[str] | None,
         counts=dict[str, int],
+        pending=list[str],
     )
     def run(
         self, collections: list[dict[str, Any]], paths: list[str] | None = None, after: list[str] | None = None
@@ -125,6 +126,8 @@ class CollectionScanner:
             - `next`: where the next batch starts (pass it as `after`), or `None` after the last batch.
             - `counts`: `files_found`, `files_skipped_by_stat` (the stat record matched), `files_pending`
               (still to read, this batch included) and `files_gone`.
+            - `pending`: on the first batch of a run of several, the `collection:path` of every file to read
+              (a file among them that no later batch hands on vanished during the run); `[]` otherwise.
         :raises ValueError: When a collection dict is malformed, two collections share a name, or a path is
             in no collection.
         """
@@ -142,10 +145,10 @@ class CollectionScanner:
         else:
             self._locate(specs, paths, found, skipped, deleted)
             if deleted and self.records_path:  # a deleted folder: the recorded files under it
-                records = FileRecords(self.records_path)
+                below = FileRecords(self.records_path)
                 for key in list(deleted):
                     name, rel = key.split(":", 1)
-                    deleted.extend(f"{name}:{path}" for path in records.load(name) if path.startswith(rel + "/"))
+                    deleted.extend(f"{name}:{path}" for path in below.load(name) if path.startswith(rel + "/"))
         found.sort(key=lambda s: (s["collection"], s["path"]))
         skipped.sort(key=lambda s: (s["collection"], s["path"]))
         if after is None:
@@ -168,6 +171,7 @@ class CollectionScanner:
         last = len(pending) <= self.batch_files
         keys = [f"{s['collection']}:{s['path']}" for s in batch]
         gone = list(deleted) if after is None else []
+        scope: list[str] | None
         present, scope, listed = batch, keys + gone, []
         if paths is None and last:
             on_disk = {f"{s['collection']}:{s['path']}" for s in found}
@@ -196,6 +200,7 @@ class CollectionScanner:
                 "files_pending": len(pending),
                 "files_gone": len(gone),
             },
+            "pending": [f"{s['collection']}:{s['path']}" for s in pending] if after is None and not last else [],
         }
 
     @staticmethod

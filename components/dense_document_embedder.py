@@ -63,7 +63,7 @@ class DenseDocumentEmbedder(LoadsOnFirstUse, FastembedDocumentEmbedder):
         embedded = FastembedDocumentEmbedder.run(self, documents=[documents[i] for i in order])["documents"]
         out: list[Document] = [documents[0]] * len(documents)
         for position, doc in zip(order, embedded, strict=True):
-            out[position] = replace(doc, embedding=SharedVector(doc.embedding))
+            out[position] = replace(doc, embedding=SharedVector(doc.embedding or []))
         return {"documents": out}
 
     def _token_lengths(self, texts: list[str]) -> list[int]:

@@ -24,8 +24,9 @@ class DocumentConverter:
     normalised as markdown: DOCX heading styles and HTML `h1`..`h6` become headings, and a PDF's pages are
     listed in `meta["page_starts"]` (the line where each page starts) so that every chunk learns its page.
     An encrypted PDF, a PDF without a text layer (scanned; OCR is not done), a malformed file, a PDF of more
-    than `max_pages` pages or a DOCX that would unpack to more than `max_unpacked_bytes` (a zip bomb) goes
-    to `skipped` with the reason, and nothing of it is returned, so no half document reaches the index.
+    than `max_pages` pages, a DOCX that would unpack to more than `max_unpacked_bytes` (a zip bomb), or a
+    document whose extraction would take more than `max_seconds` or `max_memory_mb` (each runs in a child
+    process stopped there: what a file costs is not told by its size) goes to `skipped` with the reason, and nothing of it is returned, so no half document reaches the index.
     Haystack's converters log such files and move on, keep neither the collection nor the relative path the
     index is keyed on, and drop the headings of a Word file. Markdown and text files are left to
     `MarkdownFileReader`, which reads the same sources.
@@ -41,7 +42,12 @@ class DocumentConverter:
     """
 
     def __init__(
-        self, max_file_bytes: int = 50_000_000, max_pages: int = 2000, max_unpacked_bytes: int = 200_000_000
+        self,
+        max_file_bytes: int = 50_000_000,
+        max_pages: int = 2000,
+        max_unpacked_bytes: int = 200_000_000,
+        max_seconds: float = 60.0,
+        max_memory_mb: int = 1024,
     ) -> None:
         """
         Create the converter.
@@ -49,17 +55,28 @@ class DocumentConverter:
         :param max_file_bytes: Largest document read, in bytes; larger files are skipped.
         :param max_pages: Most pages of a PDF; longer ones are skipped.
         :param max_unpacked_bytes: Most bytes a DOCX may unpack to; larger ones are skipped as zip bombs.
-        :raises ValueError: When a limit is not a positive integer.
+        :param max_seconds: Longest one document's extraction may take; a slower one is stopped and skipped.
+        :param max_memory_mb: Most memory one document's extraction may take (above what its process starts
+            with); one that needs more is stopped and skipped.
+        :raises ValueError: When a limit is not a positive integer (`max_seconds`: a positive number).
         """
         for name, value in (
-            ("max_file_bytes", max_file_bytes), ("max_pages", max_pages), ("max_unpacked_bytes", max_unpacked_bytes)
+            ("max_file_bytes", max_file_bytes), ("max_pages", max_pages), ("max_unpacked_bytes", max_unpacked_bytes),
+            ("max_memory_mb", max_memory_mb),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{name} must be an integer > 0, got {value!r}")
+        if isinstance(max_seconds, bool) or not isinstance(max_seconds, (int, float)) or not max_seconds > 0:
+            raise ValueError(f"max_seconds must be a number > 0, got {max_seconds!r}")
         self.max_file_bytes = max_file_bytes
         self.max_pages = max_pages
         self.max_unpacked_bytes = max_unpacked_bytes
-        self._extractor = Extractor(Limits(max_pages=max_pages, max_unpacked_bytes=max_unpacked_bytes))
+        self.max_seconds = max_seconds
+        self.max_memory_mb = max_memory_mb
+        self._extractor = Extractor(
+            Limits(max_pages=max_pages, max_unpacked_bytes=max_unpacked_bytes, max_seconds=max_seconds,
+                   max_memory_mb=max_memory_mb)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """
@@ -68,7 +85,8 @@ class DocumentConverter:
         :returns: Dictionary with the init parameters.
         """
         return default_to_dict(
-            self, max_file_bytes=self.max_file_bytes, max_pages=self.max_pages, max_unpacked_bytes=self.max_unpacked_bytes
+            self, max_file_bytes=self.max_file_bytes, max_pages=self.max_pages, max_unpacked_bytes=self.max_unpacked_bytes,
+            max_seconds=self.max_seconds, max_memory_mb=self.max_memory_mb,
         )
 
     @classmethod

@@ -11,7 +11,6 @@ from components._checks import OptionalQueryVector, QueryVector, check_top_k
 from components._document_store import with_document_store
 from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
 
-
 _COSINE_SCALES = ("best", "raw")
 
 

@@ -119,7 +119,7 @@ class LLMSelfQueryExtractor(SelfQueryExtractor):
         )
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "LLMSelfQueryExtractor":
+    def from_dict(cls, data: dict[str, Any]) -> LLMSelfQueryExtractor:
         """Deserialise the component, the nested chat generator and store first."""
         from components._document_store import with_document_store
 

@@ -155,7 +155,7 @@ class MarkdownChunker:
         """
         return default_from_dict(cls, data)
 
-    @component.output_types(documents=list[Document], warnings=list[dict[str, Any]])
+    @component.output_types(documents=list[Document], warnings=list[dict[str, Any]], skipped=list[dict[str, Any]])
     def run(self, documents: list[Document]) -> dict[str, Any]:
         """
         Chunk whole-file Documents.
@@ -174,16 +174,28 @@ class MarkdownChunker:
               chunks add `page`, `page_end`, `page_line` and `page_end_line` (1-based, lines counted within
               the page) instead of its `page_starts`.
             - `warnings`: `{"collection", "path", "reason"}` per file whose frontmatter was not used (invalid
-              YAML, read as text; or past a bound, left out).
+              YAML, read as text; or past a bound, left out) or lost a field whose value cannot be built.
+            - `skipped`: `{"collection", "path", "reason"}` per file that could not be chunked at all (an
+              error no rule above foresaw): it costs that file, never the run.
         """
         chunks: list[Document] = []
         warnings: list[dict[str, Any]] = []
+        skipped: list[dict[str, Any]] = []
         for doc in documents:
             if not doc.content or not doc.content.strip():
                 logger.warning("Document {doc_id} has no text to chunk", doc_id=doc.id)
                 continue
-            chunks.extend(self._chunk_document(doc, warnings))
-        return {"documents": chunks, "warnings": warnings}
+            found: list[dict[str, Any]] = []
+            try:
+                chunks.extend(self._chunk_document(doc, found))
+            except Exception as error:  # noqa: BLE001 - one file's unforeseen value costs that file alone
+                collection, path = str(doc.meta.get("collection", "")), str(doc.meta.get("path") or doc.id)
+                reason = f"cannot be chunked: {str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__}"
+                logger.warning("Skipped {collection}:{path}: {reason}", collection=collection, path=path, reason=reason)
+                skipped.append({"collection": collection, "path": path, "reason": reason[:300]})
+                continue
+            warnings.extend(found)
+        return {"documents": chunks, "warnings": warnings, "skipped": skipped}
 
     def _chunk_document(self, doc: Document, warnings: list[dict[str, Any]]) -> list[Document]:
         text = (doc.content or "").replace("\r\n", "\n").replace("\r", "\n")

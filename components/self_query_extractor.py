@@ -168,7 +168,7 @@ class SelfQueryExtractor:
         )
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SelfQueryExtractor":
+    def from_dict(cls, data: dict[str, Any]) -> SelfQueryExtractor:
         """Deserialise the component."""
         return default_from_dict(cls, with_document_store(data, optional=True))
 

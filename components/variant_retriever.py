@@ -3,6 +3,7 @@
 from typing import Any
 
 from haystack import Document, component, default_to_dict, logging
+from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import SparseEmbedding
 from haystack_integrations.components.embedders.fastembed.embedding_backend.fastembed_backend import (
     _FastembedEmbeddingBackendFactory,
@@ -11,6 +12,7 @@ from haystack_integrations.components.embedders.fastembed.embedding_backend.fast
 
 from components._document_store import with_document_store
 from components._scores import normalised
+from components.llm_cache import load_component
 from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
 
 logger = logging.getLogger(__name__)
@@ -55,6 +57,7 @@ class VariantRetriever:
         bm25_top_k: int = 40,
         vector_top_k: int = 40,
         meta_fields: list[str] | None = None,
+        dense_embedder: Any = None,
     ) -> None:
         """
         Create the retriever.
@@ -74,6 +77,8 @@ class VariantRetriever:
         :param bm25_top_k: Results per lexical variant.
         :param vector_top_k: Results per semantic variant.
         :param meta_fields: Metadata fields the documents carry; `None` carries all (see `StoreRetriever`).
+        :param dense_embedder: A served query embedder (or its mapping) that embeds semantic variants in place of
+            the fastembed model, when the index's model runs on a server (`needle.embedders`); it adds no prefix.
         :raises ValueError: On a top_k below 1, or a store that is not a `NeedleDocumentStore`.
         """
         if bm25_top_k < 1 or vector_top_k < 1:
@@ -94,6 +99,7 @@ class VariantRetriever:
         self.bm25_top_k = bm25_top_k
         self.vector_top_k = vector_top_k
         self.meta_fields = meta_fields
+        self.dense_embedder = load_component(dense_embedder, "dense_embedder") if dense_embedder is not None else None
         self._sparse: Any = None
         self._dense: Any = None
 
@@ -116,6 +122,7 @@ class VariantRetriever:
             bm25_top_k=self.bm25_top_k,
             vector_top_k=self.vector_top_k,
             meta_fields=self.meta_fields,
+            dense_embedder=component_to_dict(self.dense_embedder, "dense_embedder") if self.dense_embedder else None,
         )
 
     @classmethod
@@ -130,6 +137,8 @@ class VariantRetriever:
                 model_name=self.sparse_model, cache_dir=self.sparse_cache_dir, threads=self.threads,
                 local_files_only=self.sparse_local_files_only, model_kwargs=self.sparse_model_kwargs,
             )
+        if self._dense is None and self.dense_embedder is not None:
+            self._dense = self.dense_embedder  # a served embedder: `embed(texts)` like fastembed's backend
         if self._dense is None:
             self._dense = _FastembedEmbeddingBackendFactory.get_embedding_backend(
                 model_name=self.dense_model, cache_dir=self.dense_cache_dir, threads=self.threads,

@@ -225,7 +225,7 @@ def floor_embedders(settings: Any) -> tuple[Any, Any]:
 
     dense = FastembedDocumentEmbedder(
         **dense_embedder_params(settings.embedding.model, settings.model_dir),
-        prefix=settings.embedding.document_prefix, batch_size=16, progress_bar=False,
+        prefix=settings.embedding.document_prefix or "", batch_size=16, progress_bar=False,
     )
     sparse = FastembedSparseDocumentEmbedder(
         **sparse_embedder_params(settings.sparse.model, settings.model_dir), batch_size=256, progress_bar=False,

@@ -1,136 +1,234 @@
-"""Keyword search in German and Chinese: questions against the answers of a public dialogue corpus.
+"""Search in several languages: mixed-language notes, their questions, and what each language rule does.
 
-    python eval/multilingual.py                       # german and chinese, English analysis against per-language
-    python eval/multilingual.py --language japanese --language french
+    python eval/multilingual.py                 # every measurement below (a few minutes)
+    python eval/multilingual.py --baseline      # only `search`/`query` hit@k with the graphs' defaults
+    NEEDLE_CODE=/path/to/other/checkout python eval/multilingual.py --baseline   # the same on other code
 
-The data is chatterbot-corpus (BSD licence, the `eval` extra: `pip install chatterbot-corpus`), whose YAML
-files pair questions with answers in 28 languages. Each distinct answer becomes a note; each question is a
-query whose one relevant note is its answer. Many answers share no word with their question ("Wer hat die
-Glühbirne erfunden?" → "Thomas Edison."), so no keyword search finds every answer: what matters is the
-difference between analyses on the same pairs. Every language is indexed three times by Needle's ingest
-graph, each time in a fresh folder: with the collection's language `english` (the analysis every collection
-had before languages existed), `auto` (told per file) and the language itself (`--language german`). `search` (BM25) answers every question; the table
-gives nDCG@10, Recall@10, MRR@10 and the share of questions with any result at all. Writes
-eval/reports/multilingual-<time>.json.
+The notes and questions are eval/data/multilingual.yml: short and long notes in English, German, French,
+Chinese and Japanese, with the questions a user of each language would ask (a German compound's part,
+French without accents, a Japanese or Chinese phrase inside a sentence). Three collections, each indexed in
+a fresh folder by Needle's ingest graph:
+
+- `mixed`: every language's notes together (`auto`), searched with `search` (BM25) and `query` (hybrid):
+  hit@1 and hit@3 per language; the share of its files told in their language.
+- `compounds`: `mixed` indexed with each way of reaching German compounds (`affixes`, `ngrams`, `none`):
+  keyword hit@k per language.
+- `shares`: the query-language rule's `min_share` (the share of chunks a language needs to analyse every
+  query) on `mixed`, on `mostly-english` (the English notes and two short German ones) and on `quoted`
+  (the English notes and two files quoted whole in French and Italian).
+- `english-only`: English notes (a few with Latin names or an Italian menu), indexed as `auto` and as
+  `english`: hit@k must match.
+
+Writes eval/results/multilingual.json (and eval/results/multilingual-baseline.json with --baseline).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, os.environ.get("NEEDLE_CODE", str(ROOT)))
 
-from needle.evaluation.metrics import mean, mrr_at_k, ndcg_at_k, recall_at_k  # noqa: E402
-from needle.languages import check_language  # noqa: E402
+from needle.evaluation.metrics import hit_at_k, mean, mrr_at_k  # noqa: E402
 
-REPORTS = ROOT / "eval" / "reports"
-ANALYSES = ("english", "auto", "declared")
-
-
-def load_pairs(language: str) -> list[tuple[str, str]]:
-    """The (question, answer) pairs of one language of chatterbot-corpus."""
-    try:
-        import chatterbot_corpus
-    except ImportError:
-        raise SystemExit("eval/multilingual.py needs chatterbot-corpus: pip install -c constraints.txt chatterbot-corpus") from None
-    folder = Path(chatterbot_corpus.__file__).parent / "data" / language
-    if not folder.is_dir():
-        raise SystemExit(f"chatterbot-corpus has no {language} data")
-    pairs = []
-    for path in sorted(folder.glob("*.yml")):
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        for turns in data.get("conversations") or []:
-            if len(turns) >= 2 and all(isinstance(t, str) and t.strip() for t in turns[:2]):
-                pairs.append((turns[0].strip(), turns[1].strip()))
-    return pairs
+DATA = ROOT / "eval" / "data" / "multilingual.yml"
+RESULTS = ROOT / "eval" / "results"
+FOLDERS = {"en": "english", "de": "german", "fr": "french", "zh": "chinese", "ja": "japanese"}
+SHARES = (0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 1.0)
 
 
-def build_set(pairs: list[tuple[str, str]], folder: Path) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
-    """Write each distinct answer as a note; returns the queries and their relevant note."""
-    folder.mkdir(parents=True, exist_ok=True)
-    notes: dict[str, str] = {}
-    queries: dict[str, str] = {}
-    qrels: dict[str, dict[str, int]] = {}
-    for question, answer in pairs:
-        if answer not in notes:
-            notes[answer] = f"a{len(notes):04d}.md"
-            (folder / notes[answer]).write_text(answer + "\n", encoding="utf-8")
-        qid = f"q{len(queries):04d}"
-        queries[qid] = question
-        qrels[qid] = {notes[answer]: 1}
-    return queries, qrels
+def load() -> dict[str, Any]:
+    return yaml.safe_load(DATA.read_text(encoding="utf-8"))
 
 
-def evaluate(language: str, analysis: str, data_root: Path, model_dir: Path) -> dict[str, Any]:
-    """Index one language's answers with one analysis and score its questions with `search`."""
-    from needle.app import Needle
-    from needle.settings import load_settings
+def write_notes(data: dict[str, Any], folder: Path, keep: Any) -> None:
+    """Write the notes whose path `keep` accepts under `folder`."""
+    for path, text in data["notes"].items():
+        if keep(path):
+            target = folder / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
 
-    pairs = load_pairs(language)
-    data_dir = data_root / f"{language}-{analysis}"
-    declared = language if analysis == "declared" else analysis
-    queries, qrels = build_set(pairs, data_dir / "notes")
-    settings = load_settings(env={"NEEDLE_DATA_DIR": str(data_dir / "data"), "NEEDLE_MODEL_DIR": str(model_dir)})
-    needle = Needle(settings)
-    try:
-        needle.collections.add(data_dir / "notes", language, language=declared)
-        report = needle.index()
-        scores: dict[str, list[float]] = {"ndcg@10": [], "recall@10": [], "mrr@10": [], "answered": []}
-        for qid, text in queries.items():
-            ranking = [hit.path for hit in needle.search(text, pipeline="search", top_k=10).results]
-            scores["ndcg@10"].append(ndcg_at_k(ranking, qrels[qid], 10))
-            scores["recall@10"].append(recall_at_k(ranking, qrels[qid], 10))
-            scores["mrr@10"].append(mrr_at_k(ranking, qrels[qid], 10))
-            scores["answered"].append(1.0 if ranking else 0.0)
-        found = needle.query_languages()
-    finally:
-        needle.close()
-    return {
-        "language": language, "analysis": declared, "queries": len(queries), "notes": report["files_seen"],
-        "analysed_as": found, **{name: mean(values) for name, values in scores.items()},
-    }
+
+class Run:
+    """One Needle data folder with one collection of notes."""
+
+    def __init__(self, root: Path, name: str, notes: Path, language: str = "auto", overrides: dict[str, Any] | None = None):
+        from needle.app import Needle
+        from needle.models import provision
+        from needle.settings import load_settings
+
+        model_dir = load_settings().model_dir
+        provision(model_dir)
+        settings = load_settings(env={"NEEDLE_DATA_DIR": str(root / name), "NEEDLE_MODEL_DIR": str(model_dir)})
+        self.needle = Needle(settings)
+        self.needle.collections.add(notes, "notes", language=language)
+        self.report = self.needle.index(overrides=overrides) if overrides else self.needle.index()
+
+    def ranking(self, query: str, pipeline: str, overrides: dict[str, Any] | None = None) -> list[str]:
+        answer = self.needle.search(query, pipeline=pipeline, top_k=10, overrides=overrides or None)
+        return [hit.path for hit in answer.results]
+
+    def close(self) -> None:
+        self.needle.close()
+
+
+def score(run: Run, questions: list[dict[str, str]], pipeline: str, overrides: dict[str, Any] | None = None) -> dict[str, float]:
+    """hit@1, hit@3 and MRR@10 of questions (each names its one note)."""
+    hits1, hits3, mrr, missed = [], [], [], []
+    for q in questions:
+        relevant = {q["note"]: 1}
+        ranking = run.ranking(q["q"], pipeline, overrides)
+        hits1.append(hit_at_k(ranking, relevant, 1))
+        hits3.append(hit_at_k(ranking, relevant, 3))
+        mrr.append(mrr_at_k(ranking, relevant, 10))
+        if not hits1[-1]:
+            missed.append({"q": q["q"], "note": q["note"], "top3": ranking[:3]})
+    return {"questions": len(questions), "hit@1": round(mean(hits1), 3), "hit@3": round(mean(hits3), 3),
+            "mrr@10": round(mean(mrr), 3), "missed_first": missed}
+
+
+def told_right(run: Run) -> dict[str, Any]:
+    """The share of files whose chunks were all analysed in their folder's language."""
+    by_file: dict[str, set[str]] = {}
+    for doc in run.needle.store.filter_documents():
+        by_file.setdefault(doc.meta["path"], set()).add(str(doc.meta.get("language")))
+    wrong = {path: sorted(langs) for path, langs in by_file.items() if langs != {FOLDERS[path.split("/")[0]]}}
+    return {"files": len(by_file), "right": round(1 - len(wrong) / max(len(by_file), 1), 3), "wrong": wrong}
+
+
+def languages_of(questions: dict[str, list[dict[str, str]]]) -> list[str]:
+    return [language for language in questions if language != "english-only"]
+
+
+def baseline(tmp: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """`search` and `query` hit@k per language on `mixed` and `english-only`, with the graphs' defaults."""
+    write_notes(data, tmp / "mixed", lambda p: p.split("/")[0] in FOLDERS)
+    write_notes(data, tmp / "english", lambda p: p.startswith("english-only/"))
+    out: dict[str, Any] = {"mixed": {}, "english-only": {}}
+    run = Run(tmp, "mixed-data", tmp / "mixed")
+    for pipeline in ("search", "query"):
+        out["mixed"][pipeline] = {lang: score(run, data["questions"][lang], pipeline) for lang in languages_of(data["questions"])}
+    run.close()
+    run = Run(tmp, "english-data", tmp / "english")
+    for pipeline in ("search", "query"):
+        out["english-only"][pipeline] = score(run, data["questions"]["english-only"], pipeline)
+    run.close()
+    return out
+
+
+def full(tmp: Path, data: dict[str, Any]) -> dict[str, Any]:
+    questions = data["questions"]
+    out = baseline(tmp, data)
+    # Detection on the mixed collection, and the rules measured on it.
+    run = Run(tmp, "mixed-told", tmp / "mixed")
+    out["told"] = told_right(run)
+    out["shares"] = {"mixed": {}, "mostly-english": {}, "quoted": {}}
+    for share in SHARES:
+        over = {"bm25_embedder.min_share": share}
+        out["shares"]["mixed"][str(share)] = {lang: score(run, questions[lang], "search", over) for lang in languages_of(questions)}
+    run.close()
+    for mode in ("affixes", "ngrams", "none"):
+        run = Run(tmp, f"mixed-{mode}", tmp / "mixed", overrides={"sparse_embedder.compounds": mode})
+        over = {"bm25_embedder.compounds": mode}
+        out.setdefault("compounds", {})[mode] = {lang: score(run, questions[lang], "search", over) for lang in languages_of(questions)}
+        run.close()
+    # A mostly English collection with two short German notes.
+    keep = ("en/", "english-only/", "de/datenbank.md", "de/notizen.md")
+    write_notes(data, tmp / "mostly", lambda p: p.startswith(keep))
+    run = Run(tmp, "mostly-data", tmp / "mostly")
+    german = [q for q in questions["german"] if q["note"] in keep]
+    english = questions["english"] + questions["english-only"]
+    out["mostly-english"] = {"languages": run.needle.query_languages()}
+    for share in SHARES:
+        over = {"bm25_embedder.min_share": share}
+        out["shares"]["mostly-english"][str(share)] = {
+            "english": score(run, english, "search", over), "german": score(run, german, "search", over),
+        }
+    run.close()
+    # English notes with two files quoted in other languages (a French poem, an Italian recipe).
+    write_notes(data, tmp / "quoted", lambda p: p.startswith(("en/", "english-only/", "quoted/")))
+    run = Run(tmp, "quoted-data", tmp / "quoted")
+    out["quoted"] = {"languages": run.needle.query_languages()}
+    for share in SHARES:
+        out["shares"]["quoted"][str(share)] = score(run, english, "search", {"bm25_embedder.min_share": share})
+    run.close()
+    # English alone: told per file against declared English.
+    for language in ("auto", "english"):
+        run = Run(tmp, f"english-{language}", tmp / "english", language=language)
+        out.setdefault("english-analysis", {})[language] = {
+            pipeline: score(run, questions["english-only"], pipeline) for pipeline in ("search", "query")
+        }
+        out["english-analysis"][language]["languages"] = run.needle.query_languages()
+        run.close()
+    return out
+
+
+def table(rows: dict[str, dict[str, float]], label: str) -> list[str]:
+    lines = [f"| {label} | questions | hit@1 | hit@3 | MRR@10 |", "|---|---|---|---|---|"]
+    lines += [f"| {name} | {r['questions']} | {r['hit@1']:.3f} | {r['hit@3']:.3f} | {r['mrr@10']:.3f} |" for name, r in rows.items()]
+    return lines
+
+
+def report(out: dict[str, Any]) -> str:
+    lines: list[str] = []
+    for pipeline in ("search", "query"):
+        lines += ["", f"mixed collection, {pipeline}:"] + table(out["mixed"][pipeline], "language")
+        lines.append(f"| english-only | {out['english-only'][pipeline]['questions']} | {out['english-only'][pipeline]['hit@1']:.3f} | "
+                     f"{out['english-only'][pipeline]['hit@3']:.3f} | {out['english-only'][pipeline]['mrr@10']:.3f} |")
+    if "told" in out:
+        lines += ["", f"files told in their language: {out['told']['right']:.3f} of {out['told']['files']} (wrong: {out['told']['wrong']})"]
+        lines += ["", "German compounds (search, mixed collection), hit@1 / hit@3:", "| mode | " + " | ".join(languages_of_out(out)) + " |",
+                  "|---|" + "---|" * len(languages_of_out(out))]
+        for mode, rows in out["compounds"].items():
+            lines.append(f"| {mode} | " + " | ".join(f"{rows[lang]['hit@1']:.3f} / {rows[lang]['hit@3']:.3f}" for lang in languages_of_out(out)) + " |")
+        lines += ["", "min_share (search), hit@1 / hit@3:", "| min_share | " + " | ".join(languages_of_out(out))
+                  + " | mostly-english: english | mostly-english: german | quoted: english |", "|---|" + "---|" * (len(languages_of_out(out)) + 3)]
+        for share, rows in out["shares"]["mixed"].items():
+            mostly = out["shares"]["mostly-english"][share]
+            lines.append(f"| {share} | " + " | ".join(f"{rows[lang]['hit@1']:.3f} / {rows[lang]['hit@3']:.3f}" for lang in languages_of_out(out))
+                         + f" | {mostly['english']['hit@1']:.3f} / {mostly['english']['hit@3']:.3f} | {mostly['german']['hit@1']:.3f} / {mostly['german']['hit@3']:.3f}"
+                         + f" | {out['shares']['quoted'][share]['hit@1']:.3f} / {out['shares']['quoted'][share]['hit@3']:.3f} |")
+        lines += ["", f"mostly-english chunks per language: {out['mostly-english']['languages']}",
+                  f"quoted chunks per language: {out['quoted']['languages']}", "",
+                  "English-only collection, told per file (auto) against declared English:",
+                  "| collection language | search hit@1 | search hit@3 | query hit@1 | query hit@3 | chunks per language |", "|---|---|---|---|---|---|"]
+        for language, r in out["english-analysis"].items():
+            lines.append(f"| {language} | {r['search']['hit@1']:.3f} | {r['search']['hit@3']:.3f} | {r['query']['hit@1']:.3f} | "
+                         f"{r['query']['hit@3']:.3f} | {r['languages']} |")
+    return "\n".join(lines)
+
+
+def languages_of_out(out: dict[str, Any]) -> list[str]:
+    return list(out["mixed"]["search"])
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--language", action="append", dest="languages", help="chatterbot-corpus languages (default german, chinese)")
+    parser.add_argument("--baseline", action="store_true", help="only search/query hit@k with the graphs' defaults")
+    parser.add_argument("--out", type=Path, help="results file (default eval/results/multilingual[-baseline].json)")
     args = parser.parse_args()
-    from needle.settings import load_settings
-
-    languages = args.languages or ["german", "chinese"]
-    for language in languages:
-        check_language(language)
-    model_dir = load_settings().model_dir
-    rows = []
+    data = load()
     with tempfile.TemporaryDirectory(prefix="needle-multilingual-") as tmp:
-        for language in languages:
-            for analysis in ANALYSES:
-                print(f"== {language}, collection language {analysis}", file=sys.stderr, flush=True)
-                rows.append(evaluate(language, analysis, Path(tmp), model_dir))
-    lines = [
-        "| language | collection language | analysed as | questions | notes | nDCG@10 | Recall@10 | MRR@10 | with a result |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for row in rows:
-        lines.append(
-            f"| {row['language']} | {row['analysis']} | {', '.join(row['analysed_as'])} | {row['queries']} | {row['notes']} | "
-            f"{row['ndcg@10']:.3f} | {row['recall@10']:.3f} | {row['mrr@10']:.3f} | {row['answered']:.2f} |"
-        )
-    table = "\n".join(lines)
-    print(table)
-    REPORTS.mkdir(parents=True, exist_ok=True)
-    out = REPORTS / f"multilingual-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
-    out.write_text(json.dumps({"rows": rows, "table": table}, indent=2, ensure_ascii=False))
-    print(f"wrote {out.relative_to(ROOT)}")
+        if args.baseline:
+            out = baseline(Path(tmp), data)
+        else:
+            out = full(Path(tmp), data)
+    text = report(out)
+    print(text)
+    suffix = "-baseline" if args.baseline else ""
+    target = args.out or RESULTS / f"multilingual{suffix}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps({**out, "table": text}, indent=2, ensure_ascii=False) + "\n")
+    print(f"wrote {target}")
     return 0
 
 

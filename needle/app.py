@@ -13,30 +13,33 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 from haystack import Pipeline
 from haystack.core.errors import PipelineRuntimeError
 from haystack.document_stores.errors import DocumentStoreError
 
-from needle import index_info, index_summary
+from needle import consistency, index_info, index_summary
 from needle.collections import CollectionError, CollectionRegistry
+from needle.contexts import ContextRegistry
+from needle.document_stores.protocol import IndexDamagedError
 from needle.environment import Environment, records_file
-from needle.readiness import unready_hints
-from needle.file_records import FileRecords
 from needle.errors import LLMError, llm_error, root_cause
+from needle.file_records import FileRecords, split_key
 from needle.files import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES, FileAccess
 from needle.formats import Extractor, Limits
 from needle.languages import AUTO
 from needle.languages import DEFAULT as DEFAULT_LANGUAGE
 from needle.loader import apply_overrides, load_pipeline, overrides_apply_somewhere, read_graph
-from needle.contexts import ContextRegistry
-from needle.document_stores.protocol import IndexDamagedError
 from needle.pool import GraphPool
+from needle.readiness import unready_hints
 from needle.results import Answer, Hit, SearchAnswer, SearchFilters, SelfQuery, hit
 from needle.settings import Settings, load_settings
 
 INGEST = "ingest"
+# Most skipped files `status` lists (the count says how many there are in all).
+STATUS_PROBLEMS = 50
 
 
 # Components whose outputs a response reports besides its results, by name (see `reported_components`).
@@ -208,7 +211,9 @@ class Needle:
                     reader = c.get("init_parameters") or {}
                 elif c.get("type", "").endswith(".DocumentConverter"):
                     converter = c.get("init_parameters") or {}
-            limits = Limits(**{k: converter[k] for k in ("max_pages", "max_unpacked_bytes") if k in converter})
+            limits = Limits(**{
+                k: converter[k] for k in ("max_pages", "max_unpacked_bytes", "max_seconds", "max_memory_mb") if k in converter
+            })
             self._files = FileAccess(
                 self.collections, self._indexed_source_ids, reader.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES),
                 converter.get("max_file_bytes", DEFAULT_MAX_DOCUMENT_BYTES), Extractor(limits),
@@ -418,19 +423,29 @@ class Needle:
             lambda name: records.signed(f"collection:{name}"),
         )
 
-    def query_languages(self, collections: list[str] | None = None) -> list[str]:
+    def query_languages(self, collections: list[str] | None = None) -> dict[str, int]:
         """
-        The languages a query is analysed in for keyword search: those of the collections searched (for an
-        `auto` collection, the languages its files were found in when indexed).
+        The languages of the chunks a query searches, for keyword search: language → how many chunks are in
+        it (an `auto` collection's as counted when it was last indexed; a declared one's all in its language).
+        The query embedder analyses a query in the main ones and the query's own (`FastembedSparseQueryEmbedder`).
         """
-        found = (index_info.read(self.settings) or {}).get("languages", {})
-        languages: set[str] = set()
+        found = index_info.languages(self.settings)
+        counts: dict[str, int] = {}
         for collection in self.collections.select(collections):
-            if collection.language == AUTO:
-                languages.update(found.get(collection.name) or [DEFAULT_LANGUAGE])
-            else:
-                languages.add(collection.language)
-        return sorted(languages)
+            held = found.get(collection.name) or {DEFAULT_LANGUAGE: 1}
+            if collection.language != AUTO:
+                held = {collection.language: sum(held.values())}
+            for language, n in held.items():
+                counts[language] = counts.get(language, 0) + n
+        return dict(sorted(counts.items()))
+
+    def main_languages(self) -> dict[str, str]:
+        """Collection → the language most of its chunks were in when last indexed (what unclear files take)."""
+        return {
+            name: max(sorted(held), key=held.__getitem__)
+            for name, held in index_info.languages(self.settings).items()
+            if held
+        }
 
     def _request(
         self,
@@ -536,6 +551,7 @@ class Needle:
             self._delete_collections("not in", list(self.collections.load())) if not names and paths is None else 0
         )
         graph = self.pipeline(INGEST, overrides)
+        main_languages = self.main_languages()
         report = _IndexReport([c.name for c in selected])
         after: list[str] | None = None
         reported = {"scanner", "reader", "converter", "chunker", "differ", "reuse", "file_reuse", "writer", "file_writer"}
@@ -548,26 +564,31 @@ class Needle:
                 "writer": {"optimize": False},
                 "file_writer": {"optimize": False},
             }
+            run = _with_languages(graph, run, {c.name: c.language for c in selected})
+            run = _with_languages(graph, run, main_languages, socket="main_languages")
             output = graph.run(
-                _with_languages(graph, run, {c.name: c.language for c in selected}),
+                run,
                 include_outputs_from=reported,
             )
             report.add(output)
+            _note_problems(self.records, output, report.collections if paths is None and after is None else [])
             after = output["scanner"]["next"]
             if progress is not None:
                 progress(report.as_dict(time.perf_counter() - started))
             if after is None:
                 break
-        # The writers optimise once, after the last batch; the languages the collections' chunks are in now
-        # tell the query side how to analyse queries.
+        # The writers optimise once, after the last batch; how many of the collections' chunks are in each
+        # language now tells the query side how to analyse queries (counted again after every change, and
+        # once for an index that recorded only the languages' names).
         languages = None
         if report.changed:
             for name in ("writer", "file_writer"):
                 writer = graph.get_component(name)
                 if getattr(writer, "optimize", False) and hasattr(writer.document_store, "optimize"):
                     writer.document_store.optimize()
+        if report.changed or index_info.languages_uncounted(self.settings):
             languages = {
-                c.name: sorted(self.store.count_values("language", {"field": "meta.collection", "operator": "==", "value": c.name}))
+                c.name: self.store.count_values("language", {"field": "meta.collection", "operator": "==", "value": c.name})
                 for c in selected
             }
         # What each collection's notes hold to filter by, for `status` (counted once here, read there).
@@ -597,17 +618,27 @@ class Needle:
         after = set(self.settings.index_dir.glob("*.damaged-*"))
         return sorted(str(path) for path in after - before)
 
-    def check(self) -> dict[str, Any]:
+    def check(self, repair: bool = False) -> dict[str, Any]:
         """
         Read the whole index: the provenance, every chunk and whole file with its vectors, one search per kind
-        of vector; report the damage a query would trip on before it does (`needle check`).
+        of vector; report the damage a query would trip on before it does (`needle check`). Compare the chunk
+        store, the file store and the stat record (`needle.consistency`): files whose data is lost are
+        forgotten by the record, so that the next `needle index` reads them again, and collections holding
+        orphaned data are compared in full by it.
 
         Index runs wait for it (and it for them): points written between counting and reading are not damage.
 
-        :returns: `problems` (empty for a sound index), what each store held and the seconds it took.
+        :param repair: Heal what can be healed without a rebuild: index the lost files again now and delete
+            the orphaned data, then check again (`repaired` says what was done).
+        :returns: `problems` (empty for a sound index), `lost` and `orphaned` files, what each store held and
+            the seconds it took.
         """
         with self._index_lock:
-            return self._check()
+            report = self._check()
+            if repair and (report["lost"] or report["orphaned"]) and not report["damaged"]:
+                repaired = self._repair(report["lost"], report["orphaned"])
+                report = {**self._check(), "repaired": repaired}
+            return report
 
     def _check(self) -> dict[str, Any]:
         """`check` with the index lock held."""
@@ -629,7 +660,39 @@ class Needle:
             for kind in ("dense", "sparse"):
                 if found[f"without_{kind}"]:
                     problems.append(f"{role}: {found[f'without_{kind}']} points without a {kind} vector")
-        return {"problems": problems, "stores": stores, "seconds": round(time.perf_counter() - started, 2)}
+            if found.get("wal_unreadable"):
+                problems.append(
+                    f"{role}: {found['wal_unreadable']} entries of its write-ahead log lie past garbled bytes "
+                    "(the engine drops them without a word)"
+                )
+        findings = consistency.Findings()
+        if len(stores) == 2:
+            roots = {c.name: c.root for c in self.collections.load().values()}
+            findings = consistency.compare(self.store, self.file_store, self.records, roots)
+            consistency.forget(findings, self.records)
+        return {
+            "problems": problems + findings.problems(),
+            "damaged": bool(problems),
+            "lost": sorted(findings.lost),
+            "orphaned": sorted(findings.orphaned),
+            "stores": stores,
+            "seconds": round(time.perf_counter() - started, 2),
+        }
+
+    def _repair(self, lost: list[str], orphaned: list[str]) -> dict[str, Any]:
+        """Delete the orphaned files' data and index the lost files again (only those)."""
+        roots = {c.name: c.root for c in self.collections.load().values()}
+        deleted = 0
+        if orphaned:
+            where = {"field": "meta.source_doc_id", "operator": "in", "value": orphaned}
+            deleted = sum(int(store.delete_by_filter(where) or 0) for store in (self.store, self.file_store))
+        paths = [str(Path(roots[name]).expanduser() / path) for name, path in map(split_key, lost)]
+        indexed = self._index(None, False, None, paths, None) if paths else None
+        return {
+            "reindexed": len(paths),
+            "chunks_embedded": indexed["chunks_embedded"] if indexed else 0,
+            "orphans_deleted": deleted,
+        }
 
     def optimize(self) -> dict[str, Any]:
         """
@@ -771,17 +834,19 @@ class Needle:
                 files = len(self.store.count_values("source_doc_id", in_collection))
             collections.append({
                 "name": name, "root": collection.root, "files": files, "chunks": chunks,
-                "languages": languages.get(name, []), "fields": summary.get("fields", {}), "tags": summary.get("tags", []),
+                "languages": sorted(languages.get(name) or []), "fields": summary.get("fields", {}), "tags": summary.get("tags", []),
             })
         if counted is not None:
             orphaned = {name: count for name, count in counted["chunks"].items() if name not in listed}
         else:
             orphaned = {name: int(s.get("chunks", 0)) for name, s in summaries.items() if name not in listed and s.get("chunks")}
+        problems, problems_total = self.records.problems(limit=STATUS_PROBLEMS)
         return {
             "collections": collections,
             # Chunks of collections no longer listed: the next `needle index` (or `collection remove`) drops them.
             "orphaned": orphaned,
             "embedding_model": self.settings.embedding.model,
+            "embedding_provider": self.settings.embedding.provider,
             "sparse_model": self.settings.sparse.model,
             "store": self.settings.store.url or str(self.settings.index_dir),
             "index_built_with": recorded["fingerprint"] if recorded else None,
@@ -790,6 +855,9 @@ class Needle:
             "last_backup": recorded.get("backup") if recorded else None,
             "contexts": self.contexts.load(),
             "data_dir": str(self.settings.data_dir),
+            # Files the runs skipped or indexed with a problem, until a run reads them without one.
+            "problems": problems,
+            "problems_total": problems_total,
             **({"watcher": self.watcher.state()} if self.watcher is not None else {}),
         }
 
@@ -830,6 +898,12 @@ class _IndexReport:
         self.skipped: list[dict[str, Any]] = []
         self.warnings: list[dict[str, Any]] = []
         self.documents: dict[str, Any] = {}
+        # Files the first batch found to read (a run of several batches), those no batch has handed on yet, and
+        # at the end those that vanished (never handed on) or appeared (handed on, unknown to the first batch).
+        self.expected: frozenset[str] = frozenset()
+        self.unread: set[str] = set()
+        self.vanished = 0
+        self.appeared = 0
 
     def _count(self, key: str, value: int) -> None:
         self.totals[key] = self.totals.get(key, 0) + int(value)
@@ -839,12 +913,22 @@ class _IndexReport:
         if self.first is None:
             self.first = output["scanner"]
             self.skipped.extend(output["scanner"]["skipped"])
+            self.expected = frozenset(output["scanner"].get("pending") or [])
+            self.unread = set(self.expected)
+        elif self.expected:
+            keys = {f"{s['collection']}:{s['path']}" for s in output["scanner"].get("sources") or []}
+            self.appeared += len(keys - self.expected)
         self.batches += 1
+        self.unread.difference_update(f"{s['collection']}:{s['path']}" for s in output["scanner"].get("sources") or [])
+        if output["scanner"].get("next") is None:
+            self.vanished = len(self.unread)
         converted = output.get("converter", {"documents": [], "skipped": [], "warnings": [], "stats": {}})
+        unchunked = output["chunker"].get("skipped", [])
         stats = output["differ"]["stats"]
         for key in ("files_new", "files_changed", "files_unchanged", "files_removed"):
             self._count(key, stats[key])
-        self._count("files_read", len(output["reader"]["documents"]) + len(converted["documents"]))
+        self._count("files_read", len(output["reader"]["documents"]) + len(converted["documents"]) - len(unchunked))
+        self._count("files_unread", len(output["reader"]["skipped"]) + len(converted["skipped"]) + len(unchunked))
         self._count("chunks", stats["chunks_total"])
         reused = len(output.get("reuse", {}).get("reused", []))
         file_reused = len(output.get("file_reuse", {}).get("reused", []))
@@ -861,7 +945,7 @@ class _IndexReport:
         )
         self._count("chunks_deleted", output["writer"]["deleted"])
         self._count("file_points_deleted", output["file_writer"]["deleted"])
-        self.skipped.extend(output["reader"]["skipped"] + converted["skipped"])
+        self.skipped.extend(output["reader"]["skipped"] + converted["skipped"] + unchunked)
         self.warnings.extend(output["reader"].get("warnings", []) + converted["warnings"] + output["chunker"].get("warnings", []))
         for key, value in (converted.get("stats") or {}).items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -881,9 +965,12 @@ class _IndexReport:
         by_stat = int(counts.get("files_skipped_by_stat", 0))
         return {
             "collections": self.collections,
-            "files_seen": int(counts.get("files_found", 0)),
+            # files_seen = files_read + files_skipped_by_stat + files_not_read + files_vanished
+            "files_seen": int(counts.get("files_found", 0)) + self.appeared,
             "files_read": totals.get("files_read", 0),
             "files_skipped_by_stat": by_stat,
+            "files_not_read": totals.get("files_unread", 0),
+            "files_vanished": self.vanished,
             "files_pending": int(counts.get("files_pending", 0)),
             "files_new": totals.get("files_new", 0),
             "files_changed": totals.get("files_changed", 0),
@@ -907,19 +994,39 @@ class _IndexReport:
         }
 
 
-# id(graph) → (graph, the components taking `languages` as a free input): looked up once per graph.
-_LANGUAGE_TAKERS: dict[int, tuple[Pipeline, list[str]]] = {}
+def _note_problems(records: FileRecords, output: dict[str, Any], listed: list[str]) -> None:
+    """
+    Keep, for `status`, why the files of a batch were skipped or indexed with a problem (their earlier
+    problems forgotten), and, given the collections a full run listed, what their listing left out.
+    """
+    scanner = output["scanner"]
+    handled = [(s["collection"], s["path"]) for s in scanner.get("sources") or []]
+    handled += [split_key(key) for key in scanner.get("gone") or []]
+    found = [
+        (item.get("collection", ""), item.get("path", ""), kind, str(item.get("reason", "")))
+        for name in ("reader", "converter", "chunker")
+        for kind, socket in (("skipped", "skipped"), ("warning", "warnings"))
+        for item in (output.get(name) or {}).get(socket) or []
+    ]
+    if listed:
+        found += [(i["collection"], i["path"], "listed", str(i["reason"])) for i in scanner["skipped"]]
+    records.note_problems(handled, found, listed)
 
 
-def _with_languages(graph: Pipeline, run_data: dict[str, Any], languages: Any) -> dict[str, Any]:
-    """Run data with `languages` given to every component that takes it as a free input (the BM25 embedders)."""
-    known = _LANGUAGE_TAKERS.get(id(graph))
+# (id(graph), socket) → (graph, the components taking `socket` as a free input): looked up once per graph.
+_LANGUAGE_TAKERS: dict[tuple[int, str], tuple[Pipeline, list[str]]] = {}
+
+
+def _with_languages(graph: Pipeline, run_data: dict[str, Any], languages: Any, socket: str = "languages") -> dict[str, Any]:
+    """Run data with `languages` given to every component that takes it as a free input `socket` (the BM25 embedders)."""
+    known = _LANGUAGE_TAKERS.get((id(graph), socket))
     if known is None or known[0] is not graph:
-        known = _LANGUAGE_TAKERS[id(graph)] = (graph, [name for name, sockets in graph.inputs().items() if "languages" in sockets])
+        found = [name for name, sockets in graph.inputs().items() if socket in sockets]
+        known = _LANGUAGE_TAKERS[(id(graph), socket)] = (graph, found)
     takers = known[1]
     if not takers:
         return run_data
-    return {**run_data, **{name: {**run_data.get(name, {}), "languages": languages} for name in takers}}
+    return {**run_data, **{name: {**run_data.get(name, {}), socket: languages} for name in takers}}
 
 
 __all__ = ["Needle", "CollectionError", "LLMError"]

@@ -1,10 +1,11 @@
 """`needle`: collections, indexing, search, answers, files and status from a shell.
 
 A thin shell over `needle.app.Needle`: it parses arguments, calls the facade and prints with
-`needle.output`. When another process owns the embedded index (`needle serve`, `mcp`, `watch`; see
-`needle.owner`), the same calls run there through `needle.remote.RemoteNeedle`, with the same output.
-Every failure is one line on stderr with the exit code of `needle.errors` (2 for a user mistake, 1
-otherwise); no command prints a stack trace.
+`needle.output`. When another process owns the embedded index (`needle serve`, `mcp`, `watch`, or the
+background owner a command starts; see `needle.owner`), the command runs there: `needle.client` sends it
+without importing Haystack and prints what the owner printed. Every failure is one line on stderr with the
+exit code of `needle.errors` (2 for a user mistake, 1 otherwise); no command prints a stack trace.
+Module-level imports stay light (the parser is built on every call, thin or not).
 """
 
 from __future__ import annotations
@@ -17,26 +18,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from needle import output
-from needle.errors import classify, is_lock_error
+from needle.commands import SEARCH_COMMANDS, failed, run
 from needle.evaluation.cli import add_eval_parser, run_eval
-from needle.files import parse_ref
-from needle.formats import DOCUMENT_INCLUDE
-from needle.globs import DEFAULT_INCLUDE
-from needle.owner import live_owner, uses_owner, wait_for_owner
-from needle.settings import load_settings, parse_assignments
 
 logger = logging.getLogger(__name__)
 # How long a command that finds the index locked waits for its owner's routes to answer (an owner that is
 # still loading its models); a lock held by a process without an owner record fails at once.
 OWNER_WAIT_SECONDS = 60.0
-SEARCH_COMMANDS = {"search": "keyword search (BM25)", "vsearch": "vector search", "query": "hybrid search"}
-
-
-def _overrides(values: list[str] | None) -> dict[str, Any]:
-    pairs: dict[str, Any] = {}
-    for value in values or []:
-        pairs.update(parse_assignments(value))
-    return pairs
+# 128 + SIGPIPE: what a shell reports for a command whose reader closed the pipe.
+CLOSED_PIPE_EXIT = 141
 
 
 class SuggestingParser(argparse.ArgumentParser):
@@ -136,6 +126,8 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true")
     check = sub.add_parser("check", help="read the whole index and report damage (exit 1) before a query trips on it")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
+    check.add_argument("--repair", action="store_true",
+                       help="index the files whose data was lost again and delete orphaned data (no rebuild)")
     status = sub.add_parser("status", help="collections, counts, model and index location")
     status.add_argument("--json", action="store_true")
     optimize = sub.add_parser("optimize", help="lay the index out as the `index:` settings say (no re-embedding)")
@@ -162,6 +154,12 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument("--watch", action=argparse.BooleanOptionalAction, default=False,
                      help="keep the index live: index changed notes as they are saved (default: off)")
     sub.add_parser("watch", help="keep the index live: index changed notes as they are saved, until interrupted")
+    owner = sub.add_parser("owner", help="see, start or stop the background process that holds the index for every command")
+    osub = owner.add_subparsers(dest="action", metavar="ACTION")
+    osub.add_parser("status", help="which process holds the index, and where (the default)")
+    osub.add_parser("start", help="start a background owner now (commands start one when they need it)")
+    osub.add_parser("stop", help="stop the process that holds the index")
+    osub.add_parser("run", help="hold the index in this terminal until idle (what `start` runs in the background)")
     add_eval_parser(sub)
     return parser
 
@@ -182,103 +180,12 @@ def _add_filter_arguments(parser: argparse.ArgumentParser) -> None:
                         help="read #tags, in:folder/, field:value, \"phrases\", -terms and dates out of the question (default on)")
 
 
-def _filters(args: argparse.Namespace) -> Any:
-    from needle.results import SearchFilters
-
-    return SearchFilters(
-        tags=args.tags, tags_any=args.tags_any, tags_none=args.tags_none, path=args.path, where=args.where,
-        after=args.after, before=args.before, recent=args.recent, self_query=args.self_query,
-    )
-
-
-def _run(args: argparse.Namespace, needle: Any) -> int:
-    if args.command == "migrate":
-        from needle.migrate import migrate
-
-        done = migrate(needle, args.to, args.collection, progress=sys.stderr.isatty())
-        print(f"copied {done['copied']} chunks to {done['url']} (collection {done['collection']}); "
-              f"use it with NEEDLE_STORE__URL={done['url']} NEEDLE_STORE__COLLECTION={done['collection']}")
-    elif args.command == "collection":
-        if args.action == "add":
-            include = list(args.mask or DEFAULT_INCLUDE) + (DOCUMENT_INCLUDE if args.documents else [])
-            c = needle.collections.add(
-                args.path, args.name, include=include, language=args.language, allow_overlap=args.allow_overlap
-            )
-            print(f"collection '{c.name}' → {c.root} ({', '.join(c.include)}; language {c.language}); run `needle index` to index it")
-        elif args.action == "list":
-            collections = needle.collections.load()
-            if not collections:
-                print("no collections yet: add one with `needle collection add PATH --name NAME`")
-            for c in collections.values():
-                print(f"{c.name}\t{c.root}\t{', '.join(c.include)}")
-        else:
-            deleted = needle.remove_collection(args.name)
-            print(f"removed collection '{args.name}' and {deleted} chunks")
-    elif args.command == "index":
-        shown = output.index_progress if sys.stderr.isatty() else None
-        report = needle.index(args.names, rebuild=args.rebuild, overrides=_overrides(args.set), paths=args.paths, progress=shown)
-        print(output.index_report(report, args.json))
-    elif args.command in SEARCH_COMMANDS:
-        answer = needle.search(
-            " ".join(args.query), pipeline=args.pipeline, top_k=args.top_k, collections=args.collections,
-            min_score=args.min_score, chunks=args.chunks, expand=getattr(args, "expand", None),
-            rerank=getattr(args, "rerank", None), explain=args.explain,
-            overrides=_overrides(args.set), filters=_filters(args), decompose=getattr(args, "decompose", None),
-        )
-        print(output.search_answer(answer, args.format, explain=args.explain))
-    elif args.command == "answer":
-        print(output.answer_text(needle.answer(
-            " ".join(args.question), top_k=args.top_k, collections=args.collections, min_score=args.min_score,
-            pipeline=args.pipeline, overrides=_overrides(args.set), filters=_filters(args), decompose=args.decompose,
-            retry=args.retry,
-        ), args.json))
-    elif args.command == "context":
-        if args.action == "add":
-            needle.collections.select([args.prefix.strip().strip("/").split("/")[0]])
-            prefix = needle.contexts.add(args.prefix, args.text)
-            print(f"context for '{prefix}': {needle.contexts.load()[prefix]}")
-        elif args.action == "list":
-            contexts = needle.contexts.load()
-            if not contexts:
-                print('no contexts yet: add one with `needle context add COLLECTION[/FOLDER] "what it holds"`')
-            for prefix, text in contexts.items():
-                print(f"{prefix}\t{text}")
-        else:
-            needle.contexts.remove(args.prefix)
-            print(f"removed the context of '{args.prefix.strip('/')}'")
-    elif args.command == "get":
-        ref, line, count = parse_ref(args.ref)
-        print(needle.files.read(ref, from_line=line or 1, max_lines=count).text)
-    elif args.command == "multi-get":
-        print(output.file_batch(_multi_get(needle, args.refs, args.max_bytes), args.json))
-    elif args.command == "optimize":
-        print(output.optimize_report(needle.optimize(), args.json))
-    elif args.command in ("backup", "restore"):
-        done = needle.backup(args.path) if args.command == "backup" else needle.restore(args.path)
-        print(output.backup_report(done, args.command, args.json))
-    elif args.command == "check":
-        report = needle.check()
-        print(output.check_report(report, args.json))
-        return 1 if report["problems"] else 0
-    elif args.command == "ls":
-        print(output.file_list(needle.indexed_files(args.collection), args.json))
-    else:
-        print(output.status_text(needle.status(), args.json))
-    return 0
-
-
-def _multi_get(needle: Any, refs: list[str], max_bytes: int) -> Any:
-    """One glob (any of `*?[`), or references."""
-    if len(refs) == 1 and any(c in refs[0] for c in "*?["):
-        return needle.files.read_many(pattern=refs[0], max_bytes=max_bytes)
-    return needle.files.read_many(refs=refs, max_bytes=max_bytes)
-
-
 def _backup_schedule(args: argparse.Namespace) -> dict[str, Any] | None:
     """`serve --every`: the interval in seconds, how many to keep and where (checked before the server starts)."""
     if args.every is None:
         return None
     from needle.backups import parse_interval
+    from needle.settings import load_settings
 
     if args.keep < 1:
         raise ValueError(f"--keep must be >= 1, got {args.keep}")
@@ -302,6 +209,14 @@ def _run_without_index(args: argparse.Namespace) -> int | None:
         from needle.http.background import run_watch
 
         return run_watch()
+    if args.command == "owner":
+        if args.action == "run":
+            from needle.http.background import run_owner
+
+            return run_owner()
+        from needle.client import owner_command
+
+        return owner_command(args.action or "status")
     if args.command == "models":
         from needle.models import main as install_models
 
@@ -311,6 +226,8 @@ def _run_without_index(args: argparse.Namespace) -> int | None:
 
 def _open(settings: Any, args: argparse.Namespace) -> Any:
     """The index's live owner (`needle serve`, `mcp`, `watch`) when one answers, else a local `Needle`."""
+    from needle.owner import live_owner
+
     record = live_owner(settings)
     if record is not None:
         return _remote(settings, record)
@@ -331,21 +248,23 @@ def _is_remote(needle: Any) -> bool:
     return isinstance(needle, RemoteNeedle)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `needle` command."""
-    args = _parser().parse_args(argv)
+def _run_here(args: argparse.Namespace) -> int:
+    """Open the index in this process (or reach a starting owner through `RemoteNeedle`) and run the command."""
+    from needle.disk import ensure_space
+    from needle.errors import is_lock_error
+    from needle.owner import uses_owner, wait_for_owner
+    from needle.settings import load_settings
+
     # A graph that fails makes Haystack snapshot its state and warn about every value it cannot serialise;
     # the one line below says what failed.
     logging.getLogger("haystack.utils.base_serialization").setLevel(logging.ERROR)
-    needle = None
+    settings = load_settings()
+    ensure_space(settings.data_dir)  # before anything writes through the engine's memory maps (SIGBUS)
+    needle = _open(settings, args)
+    progress = output.index_progress if sys.stderr.isatty() else None
     try:
-        code = _run_without_index(args)
-        if code is not None:
-            return code
-        settings = load_settings()
-        needle = _open(settings, args)
         try:
-            return _run(args, needle)
+            return run(args, needle, progress=progress)
         except Exception as error:
             if not is_lock_error(error) or not uses_owner(settings) or _is_remote(needle):
                 raise
@@ -354,19 +273,57 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise
             needle.close()
             needle = _remote(settings, record)
-            return _run(args, needle)
+            return run(args, needle, progress=progress)
+    finally:
+        needle.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `needle` command."""
+    args = _parser().parse_args(argv)
+    output.escape_logs()  # warnings name the user's files: no escape sequence reaches the terminal raw
+    try:
+        code = _run_without_index(args)
+        if code is None:
+            from needle.client import through_owner
+
+            code = through_owner(args)
+        code = _run_here(args) if code is None else code
+        sys.stdout.flush()  # a reader that went away (`| head`) is met here, not at exit
+        return code
     except BaseException as error:  # noqa: BLE001 - the one place every failure becomes an exit code
         if isinstance(error, SystemExit):
             raise
-        failure = classify(error)
-        if failure.exit_code == 130:
-            return 130
-        logger.debug("needle %s failed", args.command, exc_info=error)
-        print(f"error: {failure.message}", file=sys.stderr)
-        return failure.exit_code
-    finally:
-        if needle is not None:
-            needle.close()
+        if isinstance(error, BrokenPipeError) and _stdout_closed():
+            return _closed_pipe()
+        return failed(args, error)
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader went away (not some other pipe or socket that broke)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), 0)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _closed_pipe() -> int:
+    """
+    End quietly when the reader of standard output went away (`needle search ... | head`): what is left
+    unwritten goes nowhere, and the exit code is a process's killed by SIGPIPE, as `cat` or `grep` end.
+    """
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would fail and complain again
+    except (OSError, ValueError):
+        pass
+    return CLOSED_PIPE_EXIT
 
 
 if __name__ == "__main__":

@@ -7,14 +7,21 @@ those in through Haystack's own hook, `DeserializationCallbacks(component_pre_in
 
     Pipeline.loads(Path("pipelines/query.yml").read_text(), callbacks=Environment(settings).callbacks())
 
-builds the same graph Needle runs. Rules, applied to every component (nested ones included) just before
-its constructor runs, filling only what the graph left out (a value in the YAML always wins):
+builds the same graph Needle runs with the in-process (fastembed) dense model; with a served one, pass the
+graph through `env.resolve` first (`needle.loader.build_pipeline` does both). Rules, applied to every
+component (nested ones included) just before its constructor runs, filling only what the graph left out
+(a value in the YAML always wins):
 
 - a parameter ending in `document_store` whose value is a role name gets the one store object of that
   role (one object per location, shared by every component and graph of this environment); a store
   object equal to one of the environment's (a graph loaded back from `Pipeline.dumps()`) is swapped for it;
 - fastembed embedders get the index's dense or sparse model (name, folder, offline flag) and its query or
   document prefix; document embedders also get the progress-bar preference;
+- with a served dense model (`embedding.provider: openai | ollama`, see `needle.embedders`), `resolve` first
+  puts the provider's embedders in place of the graph's dense fastembed ones (before Haystack builds it:
+  a callback cannot change a class), and they get the server, model, key variable, timeout, retries, batch
+  size, prefix and the index's dimension; components embedding by name get that query embedder as
+  `dense_embedder`;
 - any other component taking `dense_model`/`sparse_model`-style parameters (`VariantRetriever`) gets the
   same, by parameter name;
 - OpenAI-compatible chat generators get the `llm:` server (URL, model, API key variable, timeout);
@@ -34,8 +41,10 @@ from typing import Any
 from haystack.core.serialization import DeserializationCallbacks
 from haystack.utils import Secret
 
-from needle.models import dense_embedder_params, embedding_dim, register_local_models, sparse_embedder_params
+from needle import embedders, index_info
+from needle.models import dense_embedder_params, register_local_models, sparse_embedder_params
 from needle.settings import Settings
+
 
 def records_file(settings: Settings) -> Path:
     """The stat record of the indexed files (`needle.file_records`), beside the index."""
@@ -68,7 +77,7 @@ class Environment:
         self._stores: dict[str, Any] = {}
         self._lock = threading.RLock()
 
-    def derive(self, settings: Settings) -> "Environment":
+    def derive(self, settings: Settings) -> Environment:
         """
         An environment with other settings (another LLM server, say) that shares this one's stores.
 
@@ -94,7 +103,7 @@ class Environment:
             raise ValueError(f"unknown store {role!r}; graphs name one of: {', '.join(STORE_ROLES)}")
         suffix = STORE_ROLES[role]
         settings = self.settings
-        dim = embedding_dim(settings.embedding.model)
+        dim = index_info.dense_dimension(settings)
         if settings.store.url:
             from needle.document_stores.qdrant_server import layout_parameters
 
@@ -160,6 +169,27 @@ class Environment:
         return value
 
     # ---- injection ----------------------------------------------------------------------------------
+    def resolve(self, graph: dict[str, Any]) -> dict[str, Any]:
+        """
+        A graph's dictionary with the configured provider's dense embedders in place of its fastembed ones.
+
+        :param graph: A pipeline dictionary (`Pipeline.to_dict()` form); not changed.
+        :returns: The same dictionary for fastembed, else a copy with the swapped components (their
+            `meta_fields_to_embed`, `embedding_separator` and `suffix` kept; the rest comes from `inject`).
+        """
+        if not embedders.is_served(self.settings):
+            return graph
+        components = dict(graph.get("components") or {})
+        for name, definition in components.items():
+            kind = _fastembed_kind(_class_named(definition.get("type"))) if isinstance(definition, dict) else None
+            if kind not in ("dense_query", "dense_document"):
+                continue
+            side = "query" if kind == "dense_query" else "document"
+            params = definition.get("init_parameters") or {}
+            kept = {key: params[key] for key in embedders.CARRIED if key in params} if side == "document" else {}
+            components[name] = {"type": embedders.served_type(self.settings, side), "init_parameters": kept}
+        return {**graph, "components": components}
+
     def callbacks(self) -> DeserializationCallbacks:
         """Haystack's deserialisation hook that injects this environment (pass to `Pipeline.from_dict`/`loads`)."""
         return DeserializationCallbacks(component_pre_init=self.inject)
@@ -187,9 +217,15 @@ class Environment:
         kind = _fastembed_kind(component_class)
         settings = self.settings
         values: dict[str, Any] = {}
+        query_prefix, document_prefix = embedders.prefixes(settings)
+        served = _served_kind(component_class)
+        if served is not None:
+            values.update(embedders.served_params(settings, served, index_info.dense_dimension(settings)))
+            if served == "document":
+                values["progress_bar"] = self.progress_bar
         if kind in ("dense_query", "dense_document"):
             values.update(dense_embedder_params(settings.embedding.model, settings.model_dir))
-            values["prefix"] = settings.embedding.query_prefix if kind == "dense_query" else settings.embedding.document_prefix
+            values["prefix"] = query_prefix if kind == "dense_query" else document_prefix
         elif kind in ("sparse_query", "sparse_document"):
             values.update(sparse_embedder_params(settings.sparse.model, settings.model_dir))
         elif kind == "ranker":
@@ -216,8 +252,10 @@ class Environment:
                 values[f"{prefix}_model_kwargs"] = params.get("model_kwargs")
                 values[f"{prefix}_local_files_only"] = params["local_files_only"]
                 values[f"{prefix}_cache_dir"] = params.get("cache_dir")
-            values["query_prefix"] = settings.embedding.query_prefix
-            values["document_prefix"] = settings.embedding.document_prefix
+            values["query_prefix"] = query_prefix
+            values["document_prefix"] = document_prefix
+            if embedders.is_served(settings) and "dense_embedder" in accepted:
+                values["dense_embedder"] = embedders.served_embedder(settings, "query", index_info.dense_dimension(settings))
         return values
 
 
@@ -230,7 +268,8 @@ _BY_NAME = frozenset(
 @cache
 def _init_parameters(component_class: type) -> frozenset[str]:
     try:
-        return frozenset(inspect.signature(component_class.__init__).parameters) - {"self"}
+        init = vars(component_class).get("__init__") or component_class.__init__  # type: ignore[misc]
+        return frozenset(inspect.signature(init).parameters) - {"self"}
     except (TypeError, ValueError):
         return frozenset()
 
@@ -255,6 +294,32 @@ def _fastembed_kind(component_class: type) -> str | None:
         if isinstance(component_class, type) and issubclass(component_class, base):
             return kind
     return None
+
+
+@cache
+def _served_kind(component_class: type) -> str | None:
+    """"query" or "document" for Needle's served dense embedders (by name: no provider's client is imported)."""
+    if not isinstance(component_class, type):
+        return None
+    names = {f"{base.__module__}.{base.__qualname__}" for base in component_class.__mro__}
+    for query, document in embedders.SERVED_TYPES.values():
+        if query in names:
+            return "query"
+        if document in names:
+            return "document"
+    return None
+
+
+def _class_named(type_name: Any) -> type | None:
+    """The class a graph's `type` names, or None when it cannot be imported (Haystack reports that itself)."""
+    from haystack.core.serialization import import_class_by_name
+
+    if not isinstance(type_name, str):
+        return None
+    try:
+        return import_class_by_name(type_name)
+    except Exception:  # noqa: BLE001 - building the graph raises the real error
+        return None
 
 
 _CHAT_GENERATOR = "haystack.components.generators.chat.openai.OpenAIChatGenerator"

@@ -7,9 +7,11 @@ the server's side is exit 1 / 5xx; nothing shows a stack trace (5xx causes go to
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 
-from haystack.core.errors import PipelineRuntimeError
+from needle.disk import DiskFullError, free_mb, is_disk_full
 
 
 class LLMError(RuntimeError):
@@ -54,15 +56,25 @@ class Failure:
         return self.http_status < 500
 
 
+def _is_graph_error(error: BaseException) -> bool:
+    """
+    Whether `error` is Haystack's `PipelineRuntimeError`; asked without importing Haystack (which costs a
+    second), since no such error exists in a process that has not imported it (a thin `needle` command).
+    """
+    errors = sys.modules.get("haystack.core.errors")
+    return errors is not None and isinstance(error, errors.PipelineRuntimeError)
+
+
 def root_cause(error: BaseException) -> BaseException:
     """The first error that is not a `PipelineRuntimeError` in a chain of them (graphs nested as stages)."""
-    while isinstance(error, PipelineRuntimeError) and error.__cause__ is not None:
+    while _is_graph_error(error) and error.__cause__ is not None:
         error = error.__cause__
     return error
 
 
 def _table() -> list[tuple[type[BaseException], int, int]]:
     """(exception class, exit code, HTTP status), most specific first."""
+    from components._served import EmbeddingDimensionError
     from needle.collections import CollectionError
     from needle.contexts import ContextError
     from needle.document_stores.protocol import IndexDamagedError
@@ -79,6 +91,7 @@ def _table() -> list[tuple[type[BaseException], int, int]]:
     except ImportError:  # pragma: no cover - files module not present
         pass
     table += [
+        (DiskFullError, 1, 507),
         (CollectionError, 2, 400),
         (ContextError, 2, 400),
         (ConfigError, 2, 500),
@@ -86,6 +99,7 @@ def _table() -> list[tuple[type[BaseException], int, int]]:
         (ValueError, 2, 400),
         (TypeError, 2, 400),
         (IndexMismatchError, 1, 409),
+        (EmbeddingDimensionError, 1, 409),
         (IndexDamagedError, 1, 503),
         (MissingModelError, 1, 503),
         (LLMError, 1, 502),
@@ -103,12 +117,14 @@ def classify(error: BaseException) -> Failure:
     :returns: The message, exit code and HTTP status; unknown errors are exit 1 / 500 with a generic message.
     """
     error = root_cause(error)
-    if isinstance(error, PipelineRuntimeError):
+    if _is_graph_error(error):
         return Failure("the graph failed", 1, 500, "the graph failed; see the server log")
     if isinstance(error, KeyboardInterrupt):
         return Failure("interrupted", 130, 499)
     if isinstance(error, RemoteFailure):
         return Failure(error.message, error.exit_code, error.http_status)
+    if is_disk_full(error) and not isinstance(error, DiskFullError):
+        error = _disk_full(error)
     for cls, exit_code, status in _table():
         if isinstance(error, cls):
             message = str(error) or type(error).__name__
@@ -117,6 +133,13 @@ def classify(error: BaseException) -> Failure:
     if _is_lock_error(error):
         return Failure(str(error), 1, 503)
     return Failure(str(error) or type(error).__name__, 1, 500, "internal error; see the server log")
+
+
+def _disk_full(error: BaseException) -> DiskFullError:
+    """A write that failed for lack of space (ENOSPC, SQLite's "disk is full"), told like Needle's own refusal."""
+    filename = getattr(error, "filename", None)
+    folder = os.path.dirname(os.path.abspath(filename)) if isinstance(filename, str) and filename else os.getcwd()
+    return DiskFullError(folder, free_mb(folder))
 
 
 def is_lock_error(error: BaseException) -> bool:

@@ -5,6 +5,9 @@ and reads only the files whose stat differs, so that a run after a few edits rea
 written only after the file's chunks are in the store, so a run that stops half-way leaves at worst files
 to read again; a missing or deleted record is rebuilt by reading everything once. The record is one
 SQLite file in the index folder (`files.sqlite`, write-ahead log), opened for each call.
+
+Beside the stat, the record keeps why a file was skipped or indexed with a problem (a frontmatter field left
+out, invalid UTF-8): `status` lists them until the file is read again without one.
 """
 
 from __future__ import annotations
@@ -28,6 +31,13 @@ CREATE TABLE IF NOT EXISTS files (
     PRIMARY KEY (collection, path)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS signatures (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS problems (
+    collection TEXT NOT NULL,
+    path TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    PRIMARY KEY (collection, path, kind, reason)
+) WITHOUT ROWID;
 """
 # Rows per statement (SQLite binds at most 32766 variables).
 _CHUNK = 500
@@ -42,7 +52,7 @@ class FileStat(NamedTuple):
     inode: int
 
     @classmethod
-    def of(cls, info: os.stat_result) -> "FileStat":
+    def of(cls, info: os.stat_result) -> FileStat:
         """The stat of an `os.stat` result."""
         return cls(info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
 
@@ -178,6 +188,13 @@ class FileRecords:
             with self._connect() as db:
                 db.executemany("INSERT OR REPLACE INTO signatures VALUES (?, '1')", [(f"listed:{n}",) for n in names])
 
+    def unmark_listed(self, collections: Iterable[str]) -> None:
+        """Undo `mark_listed`: the next full run compares these collections with the index in full again."""
+        names = list(collections)
+        if names and self.path.exists():
+            with self._connect() as db:
+                db.executemany("DELETE FROM signatures WHERE key = ?", [(f"listed:{n}",) for n in names])
+
     def listed(self, collection: str) -> bool:
         """Whether every indexed file of the collection has a row (see `mark_listed`)."""
         if not self.path.exists():
@@ -209,6 +226,40 @@ class FileRecords:
             db.execute("INSERT OR REPLACE INTO signatures VALUES (?, ?)", (key, value))
             return row is not None
 
+    def note_problems(
+        self, handled: Iterable[tuple[str, str]], problems: Iterable[tuple[str, str, str, str]], listing: Iterable[str] = ()
+    ) -> None:
+        """
+        Replace what is known of the problems of the files a batch handled.
+
+        :param handled: `(collection, path)` of the files read, or gone, in the batch: their problems are forgotten first.
+        :param problems: `(collection, path, kind, reason)` per problem found (`kind`: `skipped` or `warning`).
+        :param listing: Collections listed in full: what their listing reported (kind `listed`) is forgotten first.
+        """
+        keys, rows, listed = list(handled), list(problems), list(listing)
+        if not (keys or rows or listed):
+            return
+        with self._connect() as db:
+            db.executemany("DELETE FROM problems WHERE collection = ? AND kind = 'listed'", [(n,) for n in listed])
+            db.executemany("DELETE FROM problems WHERE collection = ? AND path = ?", keys)
+            db.executemany("INSERT OR REPLACE INTO problems VALUES (?, ?, ?, ?)", rows)
+
+    def problems(self, limit: int = 100) -> tuple[list[dict[str, str]], int]:
+        """
+        The files skipped, or indexed with a problem, by the runs so far (until a run reads them without one).
+
+        :param limit: Most rows returned.
+        :returns: `{"collection", "path", "kind", "reason"}` rows, sorted, and how many there are in all.
+        """
+        if not self.path.exists():
+            return [], 0
+        with self._connect() as db:
+            total = int(db.execute("SELECT COUNT(*) FROM problems").fetchone()[0])
+            rows = db.execute(
+                "SELECT collection, path, kind, reason FROM problems ORDER BY collection, path LIMIT ?", (limit,)
+            ).fetchall()
+        return [dict(zip(("collection", "path", "kind", "reason"), row)) for row in rows], total
+
     def count(self) -> int:
         """How many files are recorded."""
         if not self.path.exists():
@@ -227,9 +278,11 @@ def _drop_rows(db: sqlite3.Connection, collection: str | None) -> None:
     """Drop a collection's rows and its `listed` mark (every collection's when `None`)."""
     if collection is None:
         db.execute("DELETE FROM files")
+        db.execute("DELETE FROM problems")
         db.execute("DELETE FROM signatures WHERE key LIKE 'listed:%'")
     else:
         db.execute("DELETE FROM files WHERE collection = ?", (collection,))
+        db.execute("DELETE FROM problems WHERE collection = ?", (collection,))
         db.execute("DELETE FROM signatures WHERE key = ?", (f"listed:{collection}",))
 
 

@@ -52,10 +52,12 @@ DEFAULT_MAX_DOCUMENT_BYTES = 50_000_000
 EXTRACTED_CACHE_SIZE = 8
 DEFAULT_DEADLINE_SECONDS = 5.0
 OUTSIDE_ROOT = "symlink leads outside the collection root"
+NEITHER_PATTERN_NOR_REFS = "give 'pattern' (a glob such as notes/howto/*.md) or 'refs' (paths or #docids): neither was sent"
 
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _DOCID = re.compile(r"#([0-9A-Fa-f]+)")
+_NOT_A_DOCID = re.compile(r"#[^/.:]*")
 _LINE_NUMBER = re.compile(r"[0-9]{1,9}")
 _FRAGMENT = re.compile(r"(?s)(.+?)#(?:page=([0-9]{1,6})(?:-([0-9]{1,6}))?|section=(.+))")
 _BOM = "\ufeff"
@@ -413,6 +415,10 @@ class FileAccess:
         collections = self.collections.load()
         if _DOCID.fullmatch(ref):
             return self._by_docid(ref, collections)
+        if _NOT_A_DOCID.fullmatch(ref):
+            raise CollectionError(
+                f"{_quote(ref)} is not a docid: a docid is a result's 6 hexadecimal characters (0-9, a-f), e.g. #a1b2c3"
+            )
         for sep in (":", "/"):
             name, found, rel = ref.partition(sep)
             if found and name in collections:
@@ -559,8 +565,10 @@ class FileAccess:
             range, the pattern or a reference is malformed or leaves its collection.
         :raises FileNotServed: When a reference names no file the collection serves.
         """
-        if (pattern is None) == (refs is None):
-            raise CollectionError("give either 'pattern' (a glob such as notes/howto/*.md) or 'refs', not both")
+        if pattern is None and refs is None:
+            raise CollectionError(NEITHER_PATTERN_NOR_REFS)
+        if pattern is not None and refs is not None:
+            raise CollectionError("give either 'pattern' or 'refs', not both")
         _check_count("max_bytes", max_bytes)
         number = isinstance(deadline_seconds, (int, float)) and not isinstance(deadline_seconds, bool)
         if not number or not deadline_seconds > 0:
@@ -708,6 +716,14 @@ class FileAccess:
                 )
             if stop:
                 break
+        if not matched and not skipped:
+            head = re.split(r"[/:]", pattern, maxsplit=1)[0]
+            if head != pattern and head not in collections and not any(c in head for c in "*?[{"):
+                raise FileNotServed(
+                    f"no file matches {_quote(pattern)}",
+                    f"no collection is named '{head}' ({', '.join(collections) or 'there are none'}), and no "
+                    "collection has files that match it",
+                )
         return matched
 
     def _list(

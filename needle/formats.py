@@ -16,7 +16,8 @@ trafilatura), and their output is normalised into the structure the markdown chu
 A file that cannot be indexed whole raises `Unreadable` with the reason a person reads in the run report:
 encrypted (a password is needed), no text layer (a scanned PDF: OCR is not done), malformed, more pages
 than `max_pages`, a DOCX that unpacks to more than `max_unpacked_bytes` or compresses suspiciously well (a
-zip bomb). Nothing is returned for such a file, so no part of it reaches the index. The converters are built
+zip bomb), a document whose extraction would take more than `max_seconds` or `max_memory_mb` (it runs in a
+child process, `needle.bounded`, stopped at those bounds). Nothing is returned for such a file, so no part of it reaches the index. The converters are built
 on first use, so that markdown users need none of their libraries (the `documents` extra).
 """
 
@@ -32,6 +33,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 import yaml
+
+from needle.bounded import Bounds, OutOfBounds, run_bounded
 
 MARKDOWN, TEXT, PDF, DOCX, HTML = "markdown", "text", "pdf", "docx", "html"
 DOCUMENT_FORMATS = (PDF, DOCX, HTML)
@@ -94,11 +97,14 @@ class Extracted:
 
 @dataclass(frozen=True)
 class Limits:
-    """What a document may cost before it is skipped."""
+    """What a document may cost before it is skipped: pages, unpacked bytes, and the seconds and memory its
+    extraction may take (`needle.bounded`: the converter runs in a child process that is stopped there)."""
 
     max_pages: int = 2000
     max_unpacked_bytes: int = 200_000_000
     max_compression_ratio: int = 200
+    max_seconds: float = 60.0
+    max_memory_mb: int = 1024
 
 
 class Extractor:
@@ -125,9 +131,21 @@ class Extractor:
         :param data: The file's bytes.
         :param fmt: `pdf`, `docx` or `html`.
         :returns: The normalised text, its pages (PDF) and warnings.
-        :raises Unreadable: When the file cannot be indexed whole, with the reason.
+        :raises Unreadable: When the file cannot be indexed whole, with the reason (its extraction passing
+            `max_seconds` or `max_memory_mb` included).
         :raises ValueError: On an unknown format.
         """
+        if fmt not in DOCUMENT_FORMATS:
+            raise ValueError(f"not a document format: {fmt!r}; use one of {', '.join(DOCUMENT_FORMATS)}")
+        self._converter(fmt)  # here: says what to install when the format's library is missing
+        bounds = Bounds(max_seconds=self.limits.max_seconds, max_memory_mb=self.limits.max_memory_mb)
+        try:
+            return run_bounded(_extract_here, data, fmt, self.limits, bounds=bounds)
+        except OutOfBounds as error:
+            raise Unreadable(f"its text was not extracted: it {error}") from None
+
+    def extract_here(self, data: bytes, fmt: str) -> Extracted:
+        """`extract` in this process, without its time and memory bounds (what the child process runs)."""
         if fmt == PDF:
             return self._pdf(data)
         if fmt == DOCX:
@@ -240,6 +258,11 @@ class Extractor:
         if not text.strip():
             raise Unreadable("no text could be extracted from the HTML page")
         return Extracted(text + "\n", HTML)
+
+
+def _extract_here(data: bytes, fmt: str, limits: Limits) -> Extracted:
+    """A document's text, extracted in this process (the child `Extractor.extract` starts)."""
+    return Extractor(limits).extract_here(data, fmt)
 
 
 def _decrypted(reader: Any) -> bool:

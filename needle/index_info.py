@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from needle import embedders
 from needle.document_stores.protocol import IndexDamagedError
-from needle.models import embedding_dim
 from needle.settings import Settings
 
 _FILE = "needle_index.json"
@@ -39,8 +39,11 @@ class IndexMismatchError(RuntimeError):
     """The index was built with other embedding settings than the configured ones."""
 
 
-# Keys of the fingerprint that a run can change in place (the others need `needle index --rebuild`).
-_SOFT_KEYS = frozenset({"chunking", "file_vectors"})
+# Keys of the fingerprint that a run can change in place or that do not change the vectors (the same model on
+# another server); the others need `needle index --rebuild`.
+_SOFT_KEYS = frozenset({"chunking", "file_vectors", "embedding_url"})
+# What an index recorded before a key existed (every index before served models was embedded by fastembed).
+_RECORDED_BEFORE = {"embedding_provider": "fastembed"}
 # Index settings that only take effect at search time: nothing to rebuild when they change.
 _SEARCH_TIME = frozenset({"hnsw_ef", "quantization_rescore", "quantization_oversampling"})
 # The layout every index had before the index settings existed (float vectors and graph in RAM, one build).
@@ -68,11 +71,14 @@ def fingerprint(settings: Settings, ingest: dict[str, Any]) -> dict[str, Any]:
             chunking.update({key: params[key] for key in _CHUNKING_DEFAULTS if key in params})
         if component.get("type", "").endswith((".FastembedDocumentEmbedder", ".DenseDocumentEmbedder")):
             embed_context = "context" in (params.get("meta_fields_to_embed") or [])
+    query_prefix, document_prefix = embedders.prefixes(settings)
     return {
+        "embedding_provider": settings.embedding.provider,
         "embedding_model": settings.embedding.model,
-        "embedding_dim": embedding_dim(settings.embedding.model),
-        "query_prefix": settings.embedding.query_prefix,
-        "document_prefix": settings.embedding.document_prefix,
+        "embedding_dim": dense_dimension(settings),
+        "embedding_url": embedders.server_url(settings) if embedders.is_served(settings) else None,
+        "query_prefix": query_prefix,
+        "document_prefix": document_prefix,
         "embed_context": embed_context,
         "sparse_model": settings.sparse.model,
         "chunking": chunking,
@@ -80,9 +86,19 @@ def fingerprint(settings: Settings, ingest: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def dense_dimension(settings: Settings) -> int:
+    """The size of the index's dense vectors: the model's, or for a served model the recorded or first answer's."""
+    if not embedders.is_served(settings):
+        return embedders.dimension(settings)  # fastembed's list: the provenance is not read
+    return embedders.dimension(settings, (read(settings) or {}).get("fingerprint"))
+
+
 def differences(recorded: dict[str, Any], expected: dict[str, Any]) -> list[str]:
     """The keys of two fingerprints that differ and that no index run can change in place (models, prefixes)."""
-    return [key for key, value in expected.items() if key not in _SOFT_KEYS and recorded.get(key) != value]
+    return [
+        key for key, value in expected.items()
+        if key not in _SOFT_KEYS and recorded.get(key, _RECORDED_BEFORE.get(key)) != value
+    ]
 
 
 def info_path(settings: Settings) -> Path:
@@ -135,7 +151,8 @@ def check(settings: Settings, ingest: dict[str, Any], expected: dict[str, Any] |
     expected = expected if expected is not None else fingerprint(settings, ingest)
     differing = differences(recorded.get("fingerprint", {}), expected)
     if differing:
-        details = ", ".join(f"{k}: index has {recorded['fingerprint'].get(k)!r}, config has {expected[k]!r}" for k in differing)
+        had = recorded["fingerprint"]
+        details = ", ".join(f"{k}: index has {had.get(k, _RECORDED_BEFORE.get(k))!r}, config has {expected[k]!r}" for k in differing)
         raise IndexMismatchError(
             f"the index at {info_path(settings).parent} was built with other settings ({details}); "
             "rebuild it with `needle index --rebuild`"
@@ -169,7 +186,7 @@ def record(
     settings: Settings,
     ingest: dict[str, Any],
     optimized: bool = True,
-    languages: dict[str, list[str]] | None = None,
+    languages: dict[str, dict[str, int]] | None = None,
     summaries: dict[str, dict[str, Any]] | None = None,
 ) -> None:
     """
@@ -177,19 +194,19 @@ def record(
 
     :param optimized: Whether the run optimised the stores (which applies the configured layout); when it
         did not, the recorded layout stays as it was (`LEGACY_LAYOUT` for an index built before layouts).
-    :param languages: Collection → the languages its chunks are in now, for the query side of keyword
-        search; replaces what was recorded for each collection named (the others keep theirs).
-    :param summaries: Collection → its fields and tags (`needle.index_summary`), for `status`; replaces
-        what was recorded for each collection named (the others keep theirs).
+    :param languages: Collection → language → how many of its chunks are in it now, for the query side of
+        keyword search; replaces what was recorded for each collection named (the others keep theirs).
+    :param summaries: Collection → its counts, fields and tags (`needle.index_summary`), for `status`;
+        replaces what was recorded for each collection named (the others keep theirs).
     """
     previous = read(settings) or {}
-    known = {name: set(found) for name, found in (previous.get("languages") or {}).items()}
-    known.update({name: set(found) for name, found in (languages or {}).items()})
+    known = _counts(previous.get("languages"))
+    known.update(_counts(languages))
     summarised = {**(previous.get("summaries") or {}), **(summaries or {})}
     _write(settings, {
         "fingerprint": fingerprint(settings, ingest),
         "layout": layout(settings) if optimized or not previous else previous.get("layout") or LEGACY_LAYOUT,
-        "languages": {name: sorted(found) for name, found in sorted(known.items())},
+        "languages": {name: dict(sorted(found.items())) for name, found in sorted(known.items())},
         "summaries": dict(sorted(summarised.items())),
         "created": previous.get("created", time.time()),
         "updated": time.time(),
@@ -206,6 +223,27 @@ def forget_collection(settings: Settings, name: str) -> None:
             "languages": {k: v for k, v in (previous.get("languages") or {}).items() if k != name},
             "summaries": {k: v for k, v in (previous.get("summaries") or {}).items() if k != name},
         })
+
+
+def languages(settings: Settings) -> dict[str, dict[str, int]]:
+    """Collection → language → how many of its chunks are in it, as recorded by the last index runs."""
+    return _counts((read(settings) or {}).get("languages"))
+
+
+def languages_uncounted(settings: Settings) -> bool:
+    """Whether the index recorded its collections' languages without their chunk counts (built before counts)."""
+    return any(isinstance(found, list) for found in ((read(settings) or {}).get("languages") or {}).values())
+
+
+def _counts(recorded: Any) -> dict[str, dict[str, int]]:
+    """Recorded languages as counts; an index recorded before counts (a list per collection) counts each once."""
+    counts: dict[str, dict[str, int]] = {}
+    for name, found in (recorded or {}).items():
+        if isinstance(found, dict):
+            counts[name] = {str(language): int(n) for language, n in found.items() if int(n) > 0}
+        elif isinstance(found, list):
+            counts[name] = {str(language): 1 for language in found}
+    return counts
 
 
 def record_layout(settings: Settings) -> None:

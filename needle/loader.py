@@ -25,9 +25,8 @@ from haystack.core.serialization import import_class_by_name
 from needle.environment import Environment
 from needle.graph import NeedlePipeline
 from needle.models import MissingModelError
-from needle.settings import PROJECT_ROOT
+from needle.resources import PIPELINES_DIR
 
-PIPELINES_DIR = PROJECT_ROOT / "pipelines"
 ALLOWED_MODULES = ["components", "components.*", "needle", "needle.*", "haystack_integrations.*"]
 _OVERLAY_KEYS = {"extends", "components", "connections", "remove_connections", "set"}
 
@@ -57,14 +56,16 @@ class PipelineError(ValueError):
 
 def pipeline_path(name_or_path: str | Path) -> Path:
     """
-    Find a pipeline file: a path, or the name of a graph in `pipelines/` (`query` → `pipelines/query.yml`).
+    Find a pipeline file: a path, or a graph of Needle's `pipelines/` by name or file name (`query`, `query.yml`).
 
     :raises PipelineError: When no such file exists.
     """
     candidate = Path(name_or_path)
-    if candidate.suffix in {".yml", ".yaml"} and candidate.is_file():
+    is_yaml = candidate.suffix in {".yml", ".yaml"}
+    if is_yaml and candidate.is_file():
         return candidate
-    named = PIPELINES_DIR / f"{name_or_path}.yml"
+    # `extends: query.yml` in an overlay of the user's, far from `pipelines/` (an installed Needle has it in the package)
+    named = PIPELINES_DIR / (candidate.name if is_yaml and len(candidate.parts) == 1 else f"{name_or_path}.yml")
     if named.is_file():
         return named
     raise PipelineError(f"no pipeline named '{name_or_path}' (looked for {candidate} and {named})")
@@ -235,12 +236,14 @@ def build_pipeline(data: dict[str, Any], environment: Environment | None = None)
     Build a graph from its dictionary form, with Needle's modules allowed and its environment injected.
 
     :param data: A pipeline dictionary (`Pipeline.to_dict()` form).
-    :param environment: Injected into the components; without one, stores named by role are not resolved.
+    :param environment: Injected into the components (its provider's dense embedders in place of the graph's
+        fastembed ones, see `Environment.resolve`); without one, stores named by role are not resolved.
     :returns: The pipeline, not yet warmed up.
     """
     kwargs: dict[str, Any] = {}
     if environment is not None:
         kwargs["callbacks"] = environment.callbacks()
+        data = environment.resolve(data)
     if "allowed_modules" in inspect.signature(Pipeline.from_dict).parameters:
         kwargs["allowed_modules"] = ALLOWED_MODULES
     return NeedlePipeline.from_dict(data, **kwargs)
@@ -254,6 +257,12 @@ def loads_pipeline(text: str, environment: Environment | None = None) -> Pipelin
     :param environment: Injected into the components.
     :returns: The pipeline.
     """
+    if environment is not None:
+        from haystack.marshal import YamlMarshaller
+
+        data = YamlMarshaller().unmarshal(text)
+        if isinstance(data, dict):
+            return build_pipeline(data, environment)
     kwargs: dict[str, Any] = {}
     if environment is not None:
         kwargs["callbacks"] = environment.callbacks()

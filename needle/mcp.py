@@ -1,137 +1,318 @@
 """Needle's MCP tools: the endpoint wrappers of `server/pipelines/`, offered to agents over stdio or HTTP.
 
-Built on the MCP SDK's high-level server (`MCPServer.add_tool`): each wrapper with a `run_api` becomes one
-tool whose description is its docstring and whose input schema comes from its signature, exactly as the
-HTTP route's. A refusal (`HTTPException` from `needle.http.service`) becomes a tool error with the same
-message; arguments that do not validate are refused with the field and the rule, as over HTTP.
+Built on the MCP SDK's high-level server: each tool is an `mcp.server.mcpserver.tools.Tool` whose input
+schema is its arguments model in `needle.arguments` (compact: no `null` alternatives, no repeated
+titles) and whose call runs the endpoint wrapper of the same name, the HTTP route's. The tool list needs
+nothing but pydantic, so a client gets `initialize` and `tools/list` answered while Haystack, the models
+and the index load in the background (`Endpoints`); a call waits for them, and when they failed to load,
+every call answers the one line that says why and what to run. Arguments are checked first by the same
+models (`_CheckArguments`): an unknown name is refused with the valid ones, a number or boolean sent as
+a string is taken, and every refusal quotes the value it refuses. Answers are compact JSON; a search
+hit carries its snippet and place, its whole chunk only with `full`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
+import dataclasses
 import importlib.util
 import inspect
+import json
 import logging
+import re
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from needle.settings import PROJECT_ROOT
+from needle.arguments import TOOLS, ToolArguments, input_schema
+from needle.resources import SERVER_PIPELINES_DIR
 
 logger = logging.getLogger(__name__)
 
-SERVER_PIPELINES_DIR = PROJECT_ROOT / "server" / "pipelines"
 Wrappers = Callable[[], Mapping[str, Any]]
-TOOL_ORDER = ("search", "vsearch", "query", "get", "multi_get", "status", "index")
 READ_WRITE_TOOLS = frozenset({"index"})
-
+SEARCH_TOOLS = frozenset({"search", "vsearch", "query"})
+# Arguments a tool handles itself rather than its endpoint: how much of each hit to send.
+PRESENTATION_ARGUMENTS = frozenset({"full"})
+# Title and description of each tool; the server's instructions say how they work together.
+DESCRIPTIONS = {
+    "search": ("Keyword search", (
+        "Keyword search (BM25): notes containing the query's exact words. For names, commands, config keys and "
+        "error codes; for other wording use vsearch, when unsure query.")),
+    "vsearch": ("Vector search", (
+        "Vector search: notes close in meaning to the query, even in other words (questions, a paraphrase). "
+        "Exact names or codes: search; the best of both: query.")),
+    "query": ("Hybrid search", (
+        "Hybrid search, keywords and vectors fused: the best quality, use it by default. decompose splits a "
+        "question that asks several things.")),
+    "get": ("Read a note", (
+        "Read a note, whole or a line range: ref is a result's path, #docid or anchor. To read around a hit, "
+        "pass its start_line as from_line with max_lines 40. PDF, DOCX, HTML as extracted text.")),
+    "multi_get": ("Read several notes", (
+        "Read several notes: a glob (pattern) or paths and #docids (refs). Files over max_bytes are listed "
+        "under skipped: read those with get and a line range.")),
+    "status": ("Collections", (
+        "The collections (name, files, chunks, description), models and index location; search, query and "
+        "index take these collection names.")),
+    "index": ("Re-index notes", (
+        "Re-index collections after notes changed (unchanged files are not re-read); searches see changes "
+        "only after it. Returns what was read, added, changed and removed.")),
+}
 INSTRUCTIONS = (
-    "Needle searches the user's markdown notes. Use `search` for exact words, names, commands and error codes; "
-    "`vsearch` when the words may differ from the notes' (questions, paraphrases); `query` for the best results "
-    "when unsure (it combines both; `decompose` splits a question that asks several things). Every answer carries "
-    "a `confidence` (0..1) and a `label`: below 0.5 (label not PASS) the notes most likely do not answer the "
-    "question, so say so rather than answer from the results. Results name a file and its lines: read more with "
-    "`get` (a path or #docid, with from_line and max_lines) or several files with `multi_get`. `status` lists "
-    "collections; `index` re-reads them after the notes changed. "
-    "Narrow a search with tags, tags_any, tags_none, path (a folder or glob), where (frontmatter field=value), after "
-    "and before (dates), or write them in the query (#tag, in:folder/, status:draft, \"exact phrase\", -excluded, "
-    "'last week'); recent ranks newer notes higher. Each result's `context` says what the user wrote about its "
-    "collection or folder; `status` lists those descriptions."
+    "Needle searches the user's notes. `query` (hybrid) is the best default; `search` for exact words, names and "
+    "error codes; `vsearch` for questions in other words. Each answer has a `label` and a `confidence` (0..1): "
+    "{label_meaning} Each hit has its place (`collection`, `path`, the chunk's `start_line`..`end_line`, `docid`) and "
+    "a `snippet`, its best-matching lines from `snippet_line` on; read more with `get` (path or #docid, from_line, "
+    "max_lines) or several files with `multi_get`; `full` adds each hit's whole chunk. Filter with tags, path, where (frontmatter "
+    "field=value), after/before (dates), or in the query itself (#tag, in:folder/, field:value, \"phrase\", -word, "
+    "'last week'). `status` lists collections and what the user wrote about them (each hit's `context`); `index` "
+    "re-reads notes after they changed."
+)
+# What the label means, in the terms eval/agents.py measures it (docs/serving.md has the table).
+LABEL_MEANING = (
+    "PASS means a top-3 hit very likely answers: off-topic questions reached PASS in at most 7 of 100 (none with "
+    "`query`). A label other than PASS does not mean the notes lack the answer: a top-3 hit still answered about 1 "
+    "in 4 such questions (1 in 10 parts of a multi-part `query` with decompose), so read the top snippets before "
+    "saying so. A multi-part question's label speaks for the whole: check that each part has its hit."
 )
 
 
-def _offered(wrapper: Any) -> bool:
-    from hayhooks.server.utils.base_pipeline_wrapper import BasePipelineWrapper
+def instructions() -> str:
+    """The server's instructions, with the label's measured meaning."""
+    return INSTRUCTIONS.format(label_meaning=LABEL_MEANING)
 
-    return type(wrapper).run_api is not BasePipelineWrapper.run_api and not getattr(wrapper, "skip_mcp", False)
+
+def _one_line(error: BaseException) -> str:
+    """What a failed start-up tells every tool call: Needle's one-line message for the error."""
+    from needle.errors import classify
+
+    return " ".join(classify(error).message.split())
 
 
-def _tool_function(wrapper: Any) -> Callable[..., Any]:
-    """The wrapper's `run_api` with `HTTPException`s turned into tool errors (same signature and docstring)."""
-    from fastapi import HTTPException
-    from mcp.server.mcpserver.exceptions import ToolError
+class Unavailable(RuntimeError):
+    """The endpoints did not load: the message says why and what to run."""
 
-    @functools.wraps(wrapper.run_api)
-    def tool(**arguments: Any) -> Any:
+
+class Endpoints:
+    """
+    The set-up endpoint wrappers, loaded once (for `needle mcp`, on a thread while the protocol is served).
+
+    Until they are loaded a call waits; when loading failed (a missing model, a damaged index, a bad
+    configuration) every call gets the same one-line message, and the process keeps serving.
+    """
+
+    def __init__(self, load: Wrappers) -> None:
+        """:param load: Loads and sets up the wrappers by endpoint name; runs once."""
+        self._load = load
+        self._lock = threading.Lock()
+        self._started = False
+        self._done = threading.Event()
+        self._wrappers: Mapping[str, Any] = {}
+        self._failure: str | None = None
+
+    def start(self) -> None:
+        """Begin loading on a daemon thread; a second call does nothing."""
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        threading.Thread(target=self._run, name="needle-mcp-load", daemon=True).start()
+
+    def _run(self) -> None:
         try:
-            return wrapper.run_api(**arguments)
-        except HTTPException as error:
-            raise ToolError(str(error.detail)) from None
+            with contextlib.redirect_stdout(sys.stderr):  # stdout carries the protocol; nothing else may write there
+                self._wrappers = self._load()
+        except BaseException as error:  # noqa: BLE001 - every call reports it
+            self._failure = _one_line(error)
+            print(f"needle mcp: {self._failure}", file=sys.stderr, flush=True)
+        finally:
+            self._done.set()
 
+    def wrapper(self, name: str) -> Any:
+        """
+        The set-up wrapper of an endpoint, loading them first when nobody started to.
+
+        :raises Unavailable: With the one line that says why they did not load.
+        """
+        with self._lock:
+            run_here = not self._started
+            self._started = True
+        if run_here:
+            self._run()
+        self._done.wait()
+        if self._failure is not None:
+            raise Unavailable(self._failure)
+        wrapper = self._wrappers.get(name)
+        if wrapper is None:
+            raise Unavailable(f"the {name} tool is not available: its endpoint did not load")
+        return wrapper
+
+
+_PLAIN_HEADER = re.compile(r"@@ -[0-9]+,[0-9]+ \+([0-9]+),[0-9]+ @@ [^\n]*")
+
+
+def _compact_hit(hit: dict[str, Any], full: bool) -> dict[str, Any]:
+    """
+    A hit without what it repeats: its chunk text (unless `full`), its title when a `heading_path` names it, an
+    anchor that is just `collection/path:start:count`, the markdown format, a score's noise digits; a plain
+    snippet's header becomes `snippet_line`, the file line its first line is.
+    """
+    if not full:
+        hit.pop("text", None)
+    if hit.get("heading_path"):  # it starts with the note's own heading, which names it as well as its title
+        hit.pop("title", None)
+    lines = f"{hit.get('start_line')}:{int(hit.get('end_line', 0)) - int(hit.get('start_line', 0)) + 1}"
+    if hit.get("anchor") == f"{hit.get('collection')}/{hit.get('path')}:{lines}":
+        hit.pop("anchor")
+    if hit.get("format") == "markdown":
+        hit.pop("format")
+    if isinstance(hit.get("score"), float):
+        hit["score"] = round(hit["score"], 3)
+    header, _, body = str(hit.get("snippet", "")).partition("\n")
+    plain = _PLAIN_HEADER.fullmatch(header)
+    if plain:
+        hit["snippet"], hit["snippet_line"] = body, int(plain.group(1))
+    return hit
+
+
+def _compact(result: Any, full: bool) -> str:
+    """
+    A tool's answer as compact JSON: nulls and empty lists left out, each search hit as `_compact_hit` shapes
+    it (its whole chunk only with `full`).
+    """
+    if isinstance(result, BaseModel):
+        data = result.model_dump(mode="json", exclude_none=True)
+    else:
+        data = json.loads(json.dumps(result, default=str))
+    if isinstance(data, dict) and isinstance(data.get("results"), list):
+        data["results"] = [_compact_hit(hit, full) if isinstance(hit, dict) else hit for hit in data["results"]]
+    if isinstance(data, dict):
+        data = {key: value for key, value in data.items() if value is not None and (value != [] or key == "results")}
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def _signature(model: type[ToolArguments]) -> inspect.Signature:
+    """A keyword-only signature with the model's fields, types and defaults (what the SDK builds a tool from)."""
+    parameters = [
+        inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, annotation=field.rebuild_annotation(),
+            default=inspect.Parameter.empty if field.is_required() else field.default,
+        )
+        for name, field in model.model_fields.items()
+    ]
+    return inspect.Signature(parameters)
+
+
+def _tool(name: str, endpoints: Endpoints) -> Any:
+    """The SDK tool `name`: the endpoint's `run_api` behind the arguments model, answering compact JSON."""
+    from mcp.server.mcpserver.tools import Tool
+    from mcp_types import ToolAnnotations
+
+    model = TOOLS[name]
+
+    def call(**arguments: Any) -> Any:
+        from fastapi import HTTPException
+
+        shown = {key: arguments.pop(key) for key in PRESENTATION_ARGUMENTS & set(arguments)}
+        try:
+            result = endpoints.wrapper(name).run_api(**arguments)
+        except HTTPException as error:
+            return refused(str(error.detail))
+        except Unavailable as error:
+            return refused(str(error))
+        return _compact(result, full=bool(shown.get("full")))
+
+    call.__name__ = name
+    call.__signature__ = _signature(model)  # type: ignore[attr-defined]
+    title, description = DESCRIPTIONS[name]
+    tool = Tool.from_function(
+        call, name=name, title=title, description=description, structured_output=False,
+        annotations=ToolAnnotations(read_only_hint=name not in READ_WRITE_TOOLS, destructive_hint=False, open_world_hint=False),
+    )
+    tool.parameters = input_schema(model)
     return tool
 
 
-def _invalid(error: ValidationError) -> str:
-    parts = [f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in error.errors()]
+def refused(text: str) -> Any:
+    """A tool's error answer: the one line, as it is (no "Error executing tool" before it, no server log)."""
+    from mcp_types import CallToolResult, TextContent
+
+    return CallToolResult(content=[TextContent(text=text)], is_error=True)
+
+
+def _refusal(name: str, model: type[BaseModel], error: ValidationError) -> str:
+    """One line saying what is wrong with each value sent, or which names the tool takes."""
+    unknown = [str(e["loc"][0]) for e in error.errors() if e["type"] == "extra_forbidden"]
+    if unknown:
+        names = ", ".join(model.model_fields) or "no arguments"
+        quoted = ", ".join(f"'{u}'" for u in unknown)
+        return f"unknown argument{'s' if len(unknown) > 1 else ''} {quoted}: {name} takes {names}"
+    parts = []
+    for e in error.errors():
+        where = ".".join(str(p) for p in e["loc"]) or "arguments"
+        sent = "" if e["type"] == "missing" else f" (got {json.dumps(e.get('input'), default=str)[:80]})"
+        parts.append(f"{where}: {e['msg']}{sent}")
     return "invalid arguments: " + "; ".join(parts)
 
 
 class _CheckArguments:
     """
-    MCP middleware: validate a tool call's arguments with the tool's own request model first, so that a bad
-    one is refused as `limit: Input should be ...` (the HTTP routes' wording) rather than a pydantic dump.
+    MCP middleware: validate a tool call's arguments with the tool's model before the SDK does, so a bad one
+    is refused in one line naming the field, the rule and the value sent, and strings such as `"3"` or
+    `"true"` reach the tool as the number or boolean they stand for.
     """
 
-    def __init__(self) -> None:
-        self.models: dict[str, type[BaseModel]] = {}
+    async def __call__(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        """Refuse invalid arguments with a tool error; pass valid ones on, converted."""
+        params = ctx.params if isinstance(ctx.params, dict) else {}
+        model = TOOLS.get(str(params.get("name"))) if ctx.method == "tools/call" else None
+        if model is None:
+            return await call_next(ctx)
+        arguments = params.get("arguments") or {}
+        try:
+            if not isinstance(arguments, dict):
+                raise TypeError(f"arguments must be an object, got {json.dumps(arguments, default=str)[:80]}")
+            checked = model.model_validate(arguments).model_dump(exclude_unset=True)
+        except (ValidationError, TypeError) as error:
+            text = _refusal(params["name"], model, error) if isinstance(error, ValidationError) else str(error)
+            return refused(text).model_dump(by_alias=True, exclude_none=True)
+        return await call_next(dataclasses.replace(ctx, params={**params, "arguments": checked}))
+
+
+class _LoadAfterInitialize:
+    """MCP middleware: start loading the endpoints once `initialize` is answered, so that nothing delays it."""
+
+    def __init__(self, endpoints: Endpoints) -> None:
+        self.endpoints = endpoints
 
     async def __call__(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
-        """Refuse invalid arguments with a tool error; pass everything else on."""
-        params = ctx.params if isinstance(ctx.params, dict) else {}
-        model = self.models.get(params.get("name")) if ctx.method == "tools/call" else None
-        if model is not None:
-            try:
-                model.model_validate(params.get("arguments") or {})
-            except ValidationError as error:
-                from mcp_types import CallToolResult, TextContent
-
-                return CallToolResult(content=[TextContent(text=_invalid(error))], is_error=True).model_dump(
-                    by_alias=True, exclude_none=True
-                )
-        return await call_next(ctx)
+        """Answer the request; after an `initialize`, begin loading."""
+        result = await call_next(ctx)
+        if ctx.method == "initialize":
+            self.endpoints.start()
+        return result
 
 
 class NeedleMCP:
-    """The MCP server and the tools it offers, added once the endpoint wrappers are set up."""
+    """The MCP server with every tool of `needle.arguments.TOOLS`, served by `endpoints` once they load."""
 
-    def __init__(self) -> None:
+    def __init__(self, endpoints: Endpoints, log_level: Literal["INFO", "WARNING"] = "INFO") -> None:
+        """
+        :param endpoints: Where the tools' calls go; they start loading once a client initialized.
+        :param log_level: What the SDK logs (`needle mcp` keeps its stderr to warnings).
+        """
         from mcp.server.mcpserver import MCPServer
 
-        self.check = _CheckArguments()
-        self.server = MCPServer("needle", version=_version(), instructions=INSTRUCTIONS, middleware=[self.check])
-        self.tools: list[str] = []
-
-    def add_tools(self, wrappers: Mapping[str, Any]) -> None:
-        """
-        Offer every wrapper with a `run_api` (and no `skip_mcp`) as a tool, in `TOOL_ORDER`; a second call adds none.
-
-        :param wrappers: Set-up wrappers by endpoint name.
-        """
-        import docstring_parser
-        from hayhooks.server.pipelines.models import create_request_model_from_callable
-        from mcp_types import ToolAnnotations
-
-        if self.tools:
-            return
-        order = sorted(wrappers, key=lambda n: (TOOL_ORDER.index(n) if n in TOOL_ORDER else len(TOOL_ORDER), n))
-        for name in order:
-            wrapper = wrappers[name]
-            if wrapper is None or not _offered(wrapper):
-                continue
-            description = inspect.cleandoc(inspect.getdoc(wrapper.run_api) or "").split("\n:param")[0].strip()
-            self.server.add_tool(
-                _tool_function(wrapper), name=name, description=description,
-                annotations=ToolAnnotations(
-                    read_only_hint=name not in READ_WRITE_TOOLS, destructive_hint=False, open_world_hint=False
-                ),
-            )
-            doc = docstring_parser.parse(inspect.getdoc(wrapper.run_api) or "")
-            self.check.models[name] = create_request_model_from_callable(wrapper.run_api, f"{name}Tool", doc)
-            self.tools.append(name)
+        self.endpoints = endpoints
+        self.tools = [_tool(name, endpoints) for name in TOOLS]
+        self.server = MCPServer(
+            "needle", version=_version(), instructions=instructions(), tools=self.tools, log_level=log_level,
+            middleware=[_LoadAfterInitialize(endpoints), _CheckArguments()],
+        )
 
 
 def _version() -> str:
@@ -145,7 +326,7 @@ def _version() -> str:
 
 def load_wrappers(directory: Path = SERVER_PIPELINES_DIR) -> dict[str, Any]:
     """
-    Import and set up every `<directory>/<name>/pipeline_wrapper.py`, as hayhooks does at start-up.
+    Import and set up every `<directory>/<name>/pipeline_wrapper.py` that is a tool, as hayhooks does at start-up.
 
     :returns: Wrappers by endpoint name.
     :raises RuntimeError: When one fails to set up (e.g. a model is missing), with its message.
@@ -154,48 +335,60 @@ def load_wrappers(directory: Path = SERVER_PIPELINES_DIR) -> dict[str, Any]:
 
     loaded = {}
     for folder in sorted(p for p in directory.iterdir() if (p / "pipeline_wrapper.py").is_file()):
+        if folder.name not in TOOLS:
+            continue
         spec = importlib.util.spec_from_file_location(f"needle_endpoint_{folder.name}", folder / "pipeline_wrapper.py")
+        assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         wrapper = module.PipelineWrapper()
         try:
             wrapper.setup()
         except HTTPException as error:
-            raise RuntimeError(f"endpoint '{folder.name}' failed to load: {error.detail}") from None
+            raise RuntimeError(f"the {folder.name} tool failed to load: {error.detail}") from None
         loaded[folder.name] = wrapper
     return loaded
 
 
 def http_routes(
-    mcp: NeedleMCP, wrappers: Wrappers, host: str
+    wrappers: Wrappers, host: str
 ) -> tuple[list[Any], Callable[[], contextlib.AbstractAsyncContextManager[None]]]:
     """
     Starlette routes serving the tools over streamable HTTP (`/mcp`) and SSE (`/sse`, `/messages/`).
 
-    :param mcp: The server.
-    :param wrappers: Returns the set-up wrappers by name; read when the app starts (after hayhooks set them up).
+    :param wrappers: Returns the set-up wrappers by name; read at the first call (after hayhooks set them up).
     :param host: The address the app binds (the SDK checks Host and Origin headers on loopback).
-    :returns: The routes, and a lifespan context the app must enter (it adds the tools and runs the sessions).
+    :returns: The routes, and a lifespan context the app must enter (it runs the sessions).
     """
+    mcp = NeedleMCP(Endpoints(wrappers))
     streamable = mcp.server.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, host=host)
     sse = mcp.server.sse_app(sse_path="/sse", message_path="/messages/", host=host)
 
     @contextlib.asynccontextmanager
     async def lifespan() -> AsyncIterator[None]:
-        mcp.add_tools(wrappers())
         async with mcp.server.session_manager.run():
             yield
 
     return [*streamable.routes, *sse.routes], lifespan
 
 
-def run_stdio() -> int:
-    """Serve the tools over stdin/stdout until the client closes them (`needle mcp`, see `needle.http.background`)."""
+def run_stdio(prepare: Callable[[], None] = lambda: None) -> int:
+    """
+    Serve the tools over stdin/stdout until the client closes them (`needle mcp`, see `needle.http.background`).
+
+    The protocol is answered at once; once the client initialized, `prepare` (owning or joining the index) and
+    the endpoints load on a thread, and what fails there becomes every call's one-line answer, not an exit.
+
+    :param prepare: Runs first on the loading thread.
+    :returns: The exit code.
+    """
     import anyio
 
-    with contextlib.redirect_stdout(sys.stderr):  # stdout carries the protocol; nothing else may write there
-        wrappers = load_wrappers()
-    mcp = NeedleMCP()
-    mcp.add_tools(wrappers)
+    def load() -> Mapping[str, Any]:
+        prepare()
+        return load_wrappers()
+
+    # The loading starts once the client initialized, when the SDK has claimed stdout: stray output lands on stderr.
+    mcp = NeedleMCP(Endpoints(load), log_level="WARNING")
     anyio.run(mcp.server.run_stdio_async)
     return 0

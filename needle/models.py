@@ -8,7 +8,7 @@ folder is already complete. BM25 (`Qdrant/bm25`) needs no weights, only a folder
 Any other fastembed model name (e.g. `BAAI/bge-small-en-v1.5`) loads through fastembed's own download
 path, which needs internet.
 
-Run `python -m needle.models` (or `make models`) to provision.
+Run `needle models` (or `python -m needle.models`, `make models`) to provision.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ LOCAL_DENSE_MODEL = "local/all-MiniLM-L6-v2-int8"
 LOCAL_DENSE_FOLDER = "all-MiniLM-L6-v2-int8"
 BM25_MODEL = "Qdrant/bm25"
 BM25_FOLDER = "bm25"
-INSTALL_COMMAND = "make models"
+INSTALL_COMMAND = "needle models"
 
 # sha256 of every file of the assembled dense model folder (tokenizer_config.json is written by us).
 _ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"

@@ -2,25 +2,84 @@
 
 `text` for people; `json` is exactly what the HTTP endpoints and MCP tools return; `csv` and `md` for
 spreadsheets and notes; `files` lists `collection/path` once per file, for `xargs` or `needle get`.
+
+Names and texts come from the user's files, and a file name or note holding an escape sequence must not
+rewrite the terminal it is printed on: every renderer's output has its control characters (C0 but tab and
+line feed, DEL, C1) written as `\u001b`-style escapes (`terminal_safe`), which keeps JSON valid (the JSON
+encoders escape C0 themselves; a C1 character can only sit inside a string); in names a line feed and a
+tab are escaped too, so that one name stays one line.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
+import logging
+import re
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from needle.results import Answer, SearchAnswer
+if TYPE_CHECKING:  # the thin client prints without importing the result models (and Haystack behind them)
+    from needle.results import Answer, SearchAnswer
 
 FORMATS = ("text", "json", "csv", "md", "files")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_NAME_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """
+    Text with its control characters (C0 but tab and line feed, DEL, C1) as `\\u001b`-style escapes.
+
+    :param text: What is about to be printed (plain text, or JSON: it stays valid and decodes the same).
+    :returns: The text, safe to print on a terminal.
+    """
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class TerminalSafeLogs(logging.Filter):
+    """A log filter that writes each record's message `terminal_safe` (warnings name the user's files)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Escape the message; every record passes."""
+        record.msg, record.args = terminal_safe(record.getMessage()), None
+        return True
+
+
+def escape_logs(handler: logging.Handler | None = None) -> None:
+    """
+    Make a log handler print messages `terminal_safe`, once.
+
+    :param handler: The handler; Python's last-resort one (stderr, what the CLI's warnings go through) when None.
+    """
+    target = handler or logging.lastResort
+    if target is not None and not any(isinstance(f, TerminalSafeLogs) for f in target.filters):
+        target.addFilter(TerminalSafeLogs())
+
+
+def _name(text: str) -> str:
+    """A file name (or title) on one line: every control character escaped, line feed and tab included."""
+    return _NAME_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", str(text))
+
+
+def _safe(render: Callable[..., str]) -> Callable[..., str]:
+    """A renderer whose output is `terminal_safe`."""
+
+    @functools.wraps(render)
+    def wrapper(*args: Any, **kwargs: Any) -> str:
+        return terminal_safe(render(*args, **kwargs))
+
+    return wrapper
 _CSV_FIELDS = (
     "docid", "score", "collection", "path", "start_line", "end_line", "title", "heading_path", "snippet", "page", "anchor",
     "confidence",
 )
 
 
+@_safe
 def search_answer(answer: SearchAnswer, fmt: str = "text", explain: bool = False) -> str:
     """
     Render search results.
@@ -45,7 +104,7 @@ def search_answer(answer: SearchAnswer, fmt: str = "text", explain: bool = False
             ])
         return out.getvalue().rstrip("\n")
     if fmt == "files":
-        return "\n".join(dict.fromkeys(f"{h.collection}/{h.path}" for h in answer.results))
+        return "\n".join(dict.fromkeys(_name(f"{h.collection}/{h.path}") for h in answer.results))
     if fmt == "md":
         return _markdown(answer, explain)
     if fmt == "text":
@@ -57,11 +116,11 @@ def _place(h: Any) -> str:
     """Where a hit is: its lines, or for a PDF, DOCX or HTML file the anchor `get` reads it with."""
     if h.anchor and h.format in ("pdf", "docx", "html"):
         return h.anchor
-    return f"{h.collection}/{h.path}:{h.start_line}-{h.end_line}"
+    return _name(f"{h.collection}/{h.path}:{h.start_line}-{h.end_line}")
 
 
 def _where(h: Any) -> str:
-    return " › ".join([h.title, *[x for x in h.heading_path if x != h.title]])
+    return _name(" › ".join([h.title, *[x for x in h.heading_path if x != h.title]]))
 
 
 def _self_query_lines(answer: SearchAnswer, explain: bool) -> list[str]:
@@ -117,7 +176,7 @@ def _text(answer: SearchAnswer, explain: bool) -> str:
             lines.append(f"    {snippet[0]}")
             body = snippet[1:]
         else:
-            body = h.text.strip().splitlines()[:3]
+            body = (h.text or "").strip().splitlines()[:3]
         lines.extend(f"    | {line[:110]}" for line in body)
         if explain and h.explain:
             lines.extend(f"    · {stage}: {json.dumps(value, default=str)}" for stage, value in h.explain.items())
@@ -145,6 +204,7 @@ def _markdown(answer: SearchAnswer, explain: bool) -> str:
     return "\n".join(lines).rstrip("\n")
 
 
+@_safe
 def answer_text(answer: Answer, as_json: bool) -> str:
     """Render an answer and its sources, the cited ones starred."""
     if as_json:
@@ -161,7 +221,7 @@ def answer_text(answer: Answer, as_json: bool) -> str:
     cited = {(h.collection, h.path, h.start_line) for h in answer.cited}
     for h in answer.results:
         mark = "*" if (h.collection, h.path, h.start_line) in cited else " "
-        lines.append(f" {mark} {h.docid} {h.collection}/{h.path}:{h.start_line}-{h.end_line}")
+        lines.append(f" {mark} {h.docid} {_name(h.collection + '/' + h.path)}:{h.start_line}-{h.end_line}")
     if not answer.results:
         lines.append(f"   none ({answer.label})")
     if answer.unknown_citations:
@@ -173,28 +233,37 @@ def index_progress(report: dict[str, Any]) -> None:
     """Show an index run's progress after a batch, one line on standard error."""
     import sys
 
-    print(
+    print(index_progress_line(report), file=sys.stderr, flush=True)
+
+
+def index_progress_line(report: dict[str, Any]) -> str:
+    """An index run's progress after a batch, as one line."""
+    return (
         f"batch {report['batches']}: {report['files_read']} of {report['files_pending']} files read, "
-        f"{report['texts_embedded']} texts embedded, {report['chunks_reused']} chunks reused, {report['seconds']} s",
-        file=sys.stderr, flush=True,
+        f"{report['texts_embedded']} texts embedded, {report['chunks_reused']} chunks reused, {report['seconds']} s"
     )
 
 
+@_safe
 def index_report(report: dict[str, Any], as_json: bool) -> str:
     """Render an index run's report."""
     if as_json:
         return json.dumps(report, indent=2)
+    not_read = report.get("files_not_read", 0)
+    listing = len(report["skipped"]) - not_read
     lines = [
         f"indexed {', '.join(report['collections'])} in {report['seconds']} s: "
-        f"{report['files_seen']} files seen, {report['files_read']} read ({report['files_skipped_by_stat']} unchanged by "
-        f"their stat), {report['files_new']} new, {report['files_changed']} changed, "
-        f"{report['files_unchanged']} unchanged, {report['files_removed']} removed, {len(report['skipped'])} skipped; "
+        f"{report['files_seen']} files seen: {report['files_read']} read, {report['files_skipped_by_stat']} unchanged by "
+        f"their stat, {not_read} skipped, {report.get('files_vanished', 0)} vanished during the run"
+        f"{f' ({listing} more left out while listing)' if listing else ''}; "
+        f"{report['files_new']} new, {report['files_changed']} changed, "
+        f"{report['files_unchanged']} unchanged, {report['files_removed']} removed; "
         f"{report['chunks']} chunks, {report['chunks_embedded']} embedded, {report['chunks_reused']} reused, "
         f"{report['chunks_deleted']} deleted; {report['files_embedded']} whole files embedded; "
         f"{report['texts_embedded']} texts embedded in {report['batches']} batches"
     ]
-    lines += [f"  skipped {i.get('collection', '')}/{i.get('path', '')}: {i.get('reason', '')}" for i in report["skipped"]]
-    lines += [f"  warning {i.get('collection', '')}/{i.get('path', '')}: {i.get('reason', '')}" for i in report["warnings"]]
+    lines += [f"  {kind} {_name(i.get('collection', '') + '/' + i.get('path', ''))}: {_name(i.get('reason', ''))}"
+              for kind, key in (("skipped", "skipped"), ("warning", "warnings")) for i in report[key]]
     lines += [f"  moved the damaged store aside to {path}" for path in report.get("set_aside", [])]
     return "\n".join(lines)
 
@@ -217,11 +286,14 @@ def _filterable_lines(collection: dict[str, Any], fields_shown: int = 8, values_
     return lines
 
 
+@_safe
 def status_text(status: dict[str, Any], as_json: bool) -> str:
     """Render `needle status`."""
     if as_json:
         return json.dumps(status, indent=2)
-    lines = [f"store: {status['store']}", f"embedding model: {status['embedding_model']}",
+    provider = status.get("embedding_provider", "fastembed")
+    served = "" if provider == "fastembed" else f" (served by {provider})"
+    lines = [f"store: {status['store']}", f"embedding model: {status['embedding_model']}{served}",
              f"sparse model: {status['sparse_model']}"]
     if not status["collections"]:
         lines.append("no collections yet: add one with `needle collection add PATH --name NAME`")
@@ -246,6 +318,12 @@ def status_text(status: dict[str, Any], as_json: bool) -> str:
     if backup:
         when = datetime.fromtimestamp(backup["time"]).isoformat(sep=" ", timespec="seconds")
         lines.append(f"last backup: {when}, {backup['chunks']} chunks → {backup['path']}")
+    problems = status.get("problems") or []
+    if problems:
+        lines.append(f"files skipped or indexed with a problem ({status.get('problems_total', len(problems))}):")
+        lines += [f"  {p['kind']} {_name(p['collection'] + '/' + p['path'])}: {_name(p['reason'])}" for p in problems]
+        if status.get("problems_total", 0) > len(problems):
+            lines.append(f"  and {status['problems_total'] - len(problems)} more")
     watcher = status.get("watcher")
     if watcher:
         lines.append(_watcher_line(watcher))
@@ -255,14 +333,28 @@ def status_text(status: dict[str, Any], as_json: bool) -> str:
     return "\n".join(lines)
 
 
+@_safe
 def check_report(report: dict[str, Any], as_json: bool) -> str:
     """Render `needle check`: what each store held, then every problem and the way out, or that all is sound."""
     if as_json:
         return json.dumps(report, indent=2)
     lines = [f"{role}: {found['points']} points read with their vectors" for role, found in report["stores"].items()]
+    repaired = report.get("repaired")
+    if repaired:
+        lines.append(
+            f"repaired: {repaired['reindexed']} lost files indexed again ({repaired['chunks_embedded']} chunks embedded), "
+            f"{repaired['orphans_deleted']} orphaned points deleted"
+        )
     if report["problems"]:
-        lines += [f"damaged: {problem}" for problem in report["problems"]]
-        lines.append("run `needle index --rebuild` to rebuild the index from your notes (a damaged store is moved aside)")
+        damaged = report.get("damaged", True)
+        lines += [problem if problem.startswith(("lost: ", "orphaned: ")) else f"damaged: {problem}" for problem in report["problems"]]
+        if damaged:
+            lines.append("run `needle index --rebuild` to rebuild the index from your notes (a damaged store is moved aside)")
+        else:
+            lines.append(
+                f"{len(report.get('lost', []))} files lost data, {len(report.get('orphaned', []))} files left orphaned data: "
+                "the next `needle index` reads the lost files again and drops the orphans; `needle check --repair` does it now"
+            )
     else:
         lines.append(f"the index is sound (read in {report['seconds']} s)")
     return "\n".join(lines)
@@ -281,6 +373,7 @@ def _watcher_line(watcher: dict[str, Any]) -> str:
     return line
 
 
+@_safe
 def backup_report(report: dict[str, Any], command: str, as_json: bool) -> str:
     """Render `needle backup` and `needle restore`."""
     if as_json:
@@ -295,6 +388,7 @@ def backup_report(report: dict[str, Any], command: str, as_json: bool) -> str:
     return f"restored {counts} from {where}"
 
 
+@_safe
 def optimize_report(report: dict[str, Any], as_json: bool) -> str:
     """Render `needle optimize`."""
     if as_json:
@@ -305,25 +399,27 @@ def optimize_report(report: dict[str, Any], as_json: bool) -> str:
     return f"index optimised in {report['seconds']} s" + (f": {applied}" if applied else "")
 
 
+@_safe
 def file_list(files: list[dict[str, Any]], as_json: bool) -> str:
     """Render `needle ls`: one indexed file per line."""
     if as_json:
         return json.dumps(files, indent=2, ensure_ascii=False)
     if not files:
         return "no indexed files (run `needle index`)"
-    return "\n".join(f"{f['collection']}/{f['path']}\t{f['chunks']} chunks\t{f['title']}" for f in files)
+    return "\n".join(f"{_name(f['collection'] + '/' + f['path'])}\t{f['chunks']} chunks\t{_name(f['title'])}" for f in files)
 
 
+@_safe
 def file_batch(batch: Any, as_json: bool) -> str:
     """Render `needle multi-get`: each file under a `==> collection/path <==` header, then what was skipped."""
     if as_json:
         return batch.model_dump_json(indent=2)
-    parts = [f"==> {f.collection}/{f.path} <==\n{f.text}" for f in batch.files]
-    parts += [f"skipped {s.path}: {s.reason}" for s in batch.skipped]
+    parts = [f"==> {_name(f.collection + '/' + f.path)} <==\n{f.text}" for f in batch.files]
+    parts += [f"skipped {_name(s.path)}: {_name(s.reason)}" for s in batch.skipped]
     return "\n\n".join(parts) if parts else "no file matched"
 
 
 __all__ = [
     "FORMATS", "search_answer", "answer_text", "index_report", "status_text", "optimize_report", "backup_report",
-    "file_list", "file_batch",
+    "file_list", "file_batch", "terminal_safe", "escape_logs",
 ]

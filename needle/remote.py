@@ -20,11 +20,15 @@ from needle.collections import CollectionRegistry
 from needle.contexts import ContextRegistry
 from needle.errors import EXIT_CODE_HEADER, RemoteFailure
 from needle.files import FileBatch, FileText
+from needle import owner as records
 from needle.owner import OwnerRecord
 from needle.results import Answer, SearchAnswer, SearchFilters
 from needle.settings import Settings
 
 SEARCH_ROUTES = ("search", "vsearch", "query")
+# Routes whose work may take minutes (an index run, an LLM's answer, reading the whole index): they wait
+# as long as the owner's process runs and is not stopped, checked every `answer_timeout` seconds.
+LONG_ROUTES = ("index", "answer", "check", "backup", "collection_remove")
 MISCONFIGURED = "server misconfigured: "
 
 
@@ -66,19 +70,40 @@ class RemoteNeedle:
     ```
     """
 
-    def __init__(self, settings: Settings, record: OwnerRecord, connect_timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        record: OwnerRecord,
+        connect_timeout: float = records.CONNECT_TIMEOUT,
+        on_gone: Callable[[], OwnerRecord | None] | None = None,
+    ) -> None:
         """
         :param settings: Needle's settings (the data folder's collections and contexts are read here).
-        :param record: The owner to call.
-        :param connect_timeout: Seconds to wait for a connection; a request itself may take as long as it needs
-            (an index run).
+        :param record: The owner to call; it must prove itself first (`needle.owner.connect`).
+        :param connect_timeout: Seconds to wait for a connection.
+        :param on_gone: Called when the owner went away (connection refused or closed mid-request): the owner
+            to use from then on (another process's, or this process's own after it took the index over), or
+            `None`. The request is then sent again, once.
+        :raises UntrustedOwnerError: When the record or the listener fails the owner's checks.
+        :raises OwnerSilentError: When the owner does not answer its challenge.
         """
         self.settings = settings
-        self.record = record
         self.collections = CollectionRegistry(settings.collections_file)
         self.contexts = ContextRegistry(Path(settings.data_dir) / "contexts.yml")
         self.files = RemoteFiles(self)
-        timeout = httpx.Timeout(None, connect=connect_timeout)
+        self.connect_timeout = connect_timeout
+        self.answer_timeout = float(getattr(getattr(settings, "owner", None), "answer_timeout", 10.0))
+        self.on_gone = on_gone
+        self._client: httpx.Client | None = None
+        self._use(record)
+
+    def _use(self, record: OwnerRecord) -> None:
+        """Talk to this owner from now on, once it has proved itself."""
+        records.connect(record, self.connect_timeout).close()
+        if self._client is not None:
+            self._client.close()
+        self.record = record
+        timeout = httpx.Timeout(self.answer_timeout, connect=self.connect_timeout)
         self._client = httpx.Client(base_url=record.address, headers=record.headers, timeout=timeout)
 
     # ---- transport ----------------------------------------------------------------------------------
@@ -87,17 +112,61 @@ class RemoteNeedle:
         Call `POST /<route>/run` and return its result.
 
         :raises RemoteFailure: With the owner's message and exit code when it refuses the request.
-        :raises ConnectionError: When the owner does not answer.
+        :raises ConnectionError: When the owner does not answer (`OwnerSilentError` when it stopped answering).
         """
         try:
-            response = self._client.post(f"/{route}/run", json=dict(payload))
-        except httpx.HTTPError as error:
-            raise ConnectionError(
-                f"the process that holds the index ({self._who()}) did not answer: {error or type(error).__name__}"
-            ) from None
+            response = self._send(route, payload)
+        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError) as error:
+            record = self.on_gone() if self.on_gone is not None else None
+            if record is None:
+                raise ConnectionError(
+                    f"the process that holds the index ({self._who()}) did not answer: {error or type(error).__name__}"
+                ) from None
+            self._use(record)
+            response = self._send(route, payload)
         if response.status_code >= 400:
             raise _failure(response)
         return response.json()["result"]
+
+    def _send(self, route: str, payload: Mapping[str, Any]) -> httpx.Response:
+        """One request; a long route waits while the owner runs and is not stopped."""
+        assert self._client is not None
+        if route not in LONG_ROUTES:
+            return self._timed(lambda: self._client.post(f"/{route}/run", json=dict(payload)))  # type: ignore[union-attr]
+        timeout = httpx.Timeout(None, connect=self.connect_timeout)
+        import threading
+
+        done: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                done["response"] = self._client.post(f"/{route}/run", json=dict(payload), timeout=timeout)  # type: ignore[union-attr]
+            except BaseException as error:  # noqa: BLE001 - raised below, on the caller's thread
+                done["error"] = error
+
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        while True:
+            worker.join(self.answer_timeout)
+            if not worker.is_alive():
+                break
+            if records.pid_stopped(self.record.pid):
+                raise records.OwnerSilentError(self._silent())
+        if "error" in done:
+            raise done["error"]
+        return done["response"]
+
+    def _timed(self, request: Callable[[], httpx.Response]) -> httpx.Response:
+        try:
+            return request()
+        except httpx.TimeoutException as error:
+            if isinstance(error, httpx.ConnectTimeout):
+                raise records.OwnerSilentError(f"the owner ({self._who()}) took no connection within {self.connect_timeout:g} s") from None
+            raise records.OwnerSilentError(self._silent()) from None
+
+    def _silent(self) -> str:
+        stopped = f" (it is stopped: `kill -CONT {self.record.pid}` resumes it)" if records.pid_stopped(self.record.pid) else ""
+        return f"the owner (pid {self.record.pid}) has not answered for {self.answer_timeout:g} s: it may be stopped{stopped}"
 
     def _who(self) -> str:
         return f"process {self.record.pid}, needle {self.record.command or 'serve'}, {self.record.address}"
@@ -109,7 +178,8 @@ class RemoteNeedle:
 
     def close(self) -> None:
         """Close the connection."""
-        self._client.close()
+        if self._client is not None:
+            self._client.close()
 
     # ---- what the shells call -----------------------------------------------------------------------
     def warm(self, name: str) -> None:
@@ -235,9 +305,9 @@ class RemoteNeedle:
         """Refused: the owner holds the index."""
         raise self._needs_the_index("needle restore")
 
-    def check(self) -> dict[str, Any]:
+    def check(self, repair: bool = False) -> dict[str, Any]:
         """`Needle.check` through the owner's `check` route (it waits for an index run the owner is in)."""
-        return self.post("check", {})
+        return self.post("check", {"repair": repair})
 
 
 def _failure(response: httpx.Response) -> RemoteFailure:
@@ -248,6 +318,7 @@ def _failure(response: httpx.Response) -> RemoteFailure:
         detail = None
     if not isinstance(detail, str):
         detail = response.text.strip() or f"HTTP {response.status_code}"
+    detail = " ".join(detail.split())  # relayed as one line, whatever the owner sent
     status = response.status_code
     code = response.headers.get(EXIT_CODE_HEADER)
     exit_code = int(code) if code and code.isdigit() else (2 if status < 500 else 1)

@@ -7,19 +7,21 @@ and the MCP server derive their schemas from the same classes the CLI prints.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from haystack import Document
 from pydantic import BaseModel, Field
 
 from needle.files import docid
 from needle.formats import format_of
 
+if TYPE_CHECKING:
+    from haystack import Document
+
 LABELS = "PASS (confident enough), NO_RESULTS (nothing relevant enough), IRRELEVANT (no result judged relevant) or " \
     "HALLUCINATION_RISK (similar-looking results judged irrelevant, or an answer its citations do not cover: do not " \
     "trust it)"
 CONFIDENCE = "How likely the top result answers the query, 0..1 (a probability fitted on judged queries; 0 without " \
-    "results); the label is PASS at or above the graph's threshold (0.5), so the two always agree"
+    "results); the label is PASS at or above the graph's threshold (`label.min_confidence`), so the two always agree"
 
 
 class Hit(BaseModel):
@@ -37,7 +39,7 @@ class Hit(BaseModel):
         description="Lines around the best match, headed `@@ -start,count +start,count @@ collection/path` "
         "(the chunk's text when the graph makes no snippets)"
     )
-    text: str = Field(description="The whole matching chunk")
+    text: str | None = Field(None, description="The whole matching chunk (MCP: only with `full`)")
     format: str = Field("markdown", description="markdown, text, pdf, docx or html (PDF, DOCX and HTML as extracted text)")
     page: int | None = Field(None, description="PDF: the page the chunk starts on (1-based)")
     page_end: int | None = Field(None, description="PDF: the page the chunk ends on")

@@ -3,7 +3,7 @@
 Settings hold what a graph needs from the machine it runs on, never a ranking knob: those are literal
 values in the YAML graphs of `pipelines/`, changed per graph with `set` (below) or `--set`.
 
-Sources, lowest precedence first: the defaults below, the repository's `config/needle.yml`, the file
+Sources, lowest precedence first: the defaults below, Needle's `config/needle.yml` (`needle.resources`), the file
 named by `NEEDLE_CONFIG`, environment variables `NEEDLE_<SECTION>__<KEY>` (pydantic-settings: `NEEDLE_`
 prefix, `__` nesting), then values given in code. A bad value raises `ConfigError` naming the key.
 """
@@ -23,8 +23,11 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from pydantic_settings.sources import EnvSettingsSource, YamlConfigSettingsSource
 from pydantic_settings.sources.utils import parse_env_vars
 
+from needle.resources import DEFAULT_CONFIG_FILE
+
+# The clone's top level: `needle eval` reads its golden files under eval/ there (an installed wheel has none).
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CONFIG_FILE = PROJECT_ROOT / "config" / "needle.yml"
+
 ENV_PREFIX = "NEEDLE_"
 CONFIG_ENV = "NEEDLE_CONFIG"
 
@@ -38,11 +41,28 @@ class _Section(BaseModel):
 
 
 class EmbeddingSettings(_Section):
-    """The dense model that builds and reads the index (its vectors mean nothing to another model)."""
+    """
+    The dense model that builds and reads the index (its vectors mean nothing to another model), and where it runs.
 
+    `provider: fastembed` runs the model in-process (offline for the bundled model); `openai` sends the texts
+    to any OpenAI-compatible `/v1/embeddings` server at `url` (llama.cpp's server, vLLM, LM Studio, TEI,
+    OpenAI), `ollama` to an Ollama server's `/api/embed` (see `needle.embedders`).
+    """
+
+    provider: Literal["fastembed", "openai", "ollama"] = "fastembed"
     model: str = "local/all-MiniLM-L6-v2-int8"
-    query_prefix: str = ""
-    document_prefix: str = ""
+    # null: the model's own prefixes when Needle knows them (nomic, e5, mxbai... on a server), else none.
+    query_prefix: str | None = None
+    document_prefix: str | None = None
+    # A served model's server (null: Ollama's http://127.0.0.1:11434, llama.cpp's http://127.0.0.1:8080/v1).
+    url: str | None = None
+    # The environment variable holding the server's API key (never written to logs or errors).
+    api_key_env: str = "OPENAI_API_KEY"
+    # Seconds one request may take, texts per request (halved when the server answers 413), and retries
+    # with backoff on 429, 5xx, timeouts and refused connections.
+    timeout: float = Field(60.0, gt=0)
+    batch_size: int = Field(32, ge=1)
+    max_retries: int = Field(4, ge=0)
 
 
 class SparseSettings(_Section):
@@ -113,6 +133,18 @@ class WatchSettings(_Section):
     max_wait_ms: int = Field(5000, ge=10)
 
 
+class OwnerSettings(_Section):
+    """The background process that holds the embedded index for every `needle` command (`needle.owner`)."""
+
+    # A command that needs the index while no process holds it starts a background owner and goes through it;
+    # false: each command opens the index itself (and waits for, or is refused by, another that holds it).
+    autostart: bool = True
+    # A background owner exits after this many minutes without a request (never while it watches or serves).
+    idle_minutes: float = Field(15.0, gt=0)
+    # Seconds a command waits for the owner's answer to go on (it sends a line every second while it works).
+    answer_timeout: float = Field(10.0, gt=0)
+
+
 class LLMSettings(_Section):
     """The OpenAI-compatible server that LLM stages (expansion, judging, answers) talk to."""
 
@@ -159,6 +191,7 @@ class Settings(BaseSettings):
     serve: ServeSettings = ServeSettings()
     watch: WatchSettings = WatchSettings()
     llm: LLMSettings = LLMSettings()
+    owner: OwnerSettings = OwnerSettings()
     # Graph overrides by component and parameter, applied to every graph that has that component:
     # {"fuse.k": 30, "rerank.ranker.bm25_weight": 0.65}. From the environment: NEEDLE_SET="fuse.k=30".
     set: dict[str, Any] = Field(default_factory=dict)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -9,9 +10,14 @@ import pytest
 import needle.loader  # noqa: F401  (Needle's deserialisation allowlist, as in every process)
 from needle.models import provision
 from needle.settings import Settings, load_settings
+from tests.embedding_server import embedding_server, served  # noqa: F401  (fixtures: the embedding server)
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_NOTES = REPO / "needle" / "demo" / "notes"
+# Commands run in the test's own process (or its subprocesses) unless a test starts an owner itself: a
+# background owner per temporary data folder would outlive the test.
+AUTOSTART_ENV = "NEEDLE_OWNER__AUTOSTART"
+os.environ[AUTOSTART_ENV] = "false"
 
 
 

@@ -205,7 +205,7 @@ class TestCliErrors:
     def test_missing_model_names_the_install_command(self, cli, monkeypatch, tmp_path):
         monkeypatch.setenv("NEEDLE_MODEL_DIR", str(tmp_path / "empty"))
         code, _, err = cli("vsearch", "anything")
-        assert code == 1 and "make models" in err
+        assert code == 1 and "needle models" in err
 
     def test_no_stack_trace_from_a_fresh_process(self, demo_needle, tmp_path):
         env = {**os.environ, "NEEDLE_DATA_DIR": str(tmp_path / "fresh")}
@@ -215,6 +215,20 @@ class TestCliErrors:
         assert proc.returncode == 2
         assert "no collections yet" in proc.stderr or "collection" in proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+class TestCliClosedPipe:
+    @pytest.mark.parametrize("args", [["search", "sqlite", "--format", "files"], ["ls"]])
+    def test_a_reader_that_went_away_ends_the_command_quietly(self, demo_needle, args):
+        demo_needle.close()  # the command opens the index itself
+        env = {**os.environ, "NEEDLE_DATA_DIR": str(demo_needle.settings.data_dir),
+               "NEEDLE_MODEL_DIR": str(demo_needle.settings.model_dir)}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "needle.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
+        proc.stdout.close()  # `| head` that already exited: every write meets a closed pipe
+        _, err = proc.communicate(timeout=120)
+        assert (proc.returncode, err.decode()) == (141, "")
 
 
 class TestCliGetAndStatus:

@@ -2,9 +2,9 @@
 
 | scenario | Needle's behaviour |
 |---|---|
-| embedding model file missing at start-up | one line naming the model folder and `make models`, exit 1 |
+| embedding model file missing at start-up | one line naming the model folder and `needle models`, exit 1 |
 | index built with another model or prefixes | search refused, naming `needle index --rebuild`, exit 1 |
-| tokenizer file missing | as a missing model file: the folder and `make models`, exit 1 |
+| tokenizer file missing | as a missing model file: the folder and `needle models`, exit 1 |
 | ONNX runtime failure at query time | BM25 answers alone, a warning says why, the confidence drops |
 | self-query extracts an invalid filter value | the self-query stage's own tests (it lives at the head of the query graphs) |
 | decomposer produces empty sub-queries | the question is searched alone, exactly as without decomposition |
@@ -86,7 +86,7 @@ class TestStartUpAndIndex:
         monkeypatch.setenv("NEEDLE_MODEL_DIR", str(models))
         code, out, err = cli("query", "sourdough starter")
         assert code == 1 and out == ""
-        assert err.startswith("error: the embedding model") and str(broken.parent) in err and "make models" in err
+        assert err.startswith("error: the embedding model") and str(broken.parent) in err and "needle models" in err
         assert "Traceback" not in err
 
     def test_an_index_built_with_another_model_refuses_to_search(self, cli, monkeypatch):

@@ -383,9 +383,16 @@ class TestReadMany:
     def test_patterns_that_leave_are_refused(self, tree, pattern):
         assert not isinstance(refusal(tree.access.read_many, pattern=pattern), FileNotServed)
 
-    @pytest.mark.parametrize("kwargs", [{}, {"pattern": "*.md", "refs": ["a.md"]}])
-    def test_either_a_pattern_or_refs(self, tree, kwargs):
-        assert "give either 'pattern'" in str(refusal(tree.access.read_many, **kwargs))
+    @pytest.mark.parametrize("kwargs, said", [({}, "neither was sent"), ({"pattern": "*.md", "refs": ["a.md"]}, "not both")])
+    def test_either_a_pattern_or_refs(self, tree, kwargs, said):
+        assert said in str(refusal(tree.access.read_many, **kwargs))
+
+    def test_a_pattern_under_no_collection_says_so(self, tree):
+        error = refusal(tree.access.read_many, pattern="nope/*.md")
+        assert isinstance(error, FileNotServed) and "no collection is named 'nope'" in str(error)
+
+    def test_a_docid_that_is_not_hexadecimal_is_named_as_such(self, tree):
+        assert "'#zzzzzz' is not a docid" in str(refusal(tree.access.read, "#zzzzzz"))
 
     @pytest.mark.parametrize("kwargs", [{"max_bytes": 0}, {"max_bytes": True}, {"deadline_seconds": 0}, {"refs": "a.md"}])
     def test_bad_arguments_are_user_errors(self, tree, kwargs):

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from needle.evaluation.memory import run_measured
+
 pytestmark = pytest.mark.integration
 
 ALIAS_BOMB = "---\na: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
@@ -36,7 +38,19 @@ CORPUS: list[tuple[bytes, bytes, str | None]] = [
     (b"x" * 250 + b".md", b"# Long name\n\nA very long file name about lighthouses.\n", None),
     (b"huge.md", b"# Huge\n\n" + b"word " * 1_100_000, "skip:too large"),
     (b"ctrl\x01char.md", b"# Control\n\nA name with a control character, about narwhals.\n", None),
+    # Names that would clear the screen or rewrite the line they are printed on.
+    (b"esc\x1b[2Jclear.md", b"# Escape\n\nA name with an escape sequence, about manatees.\n", None),
+    (b"cr\rover.md", b"# Return\n\nA name with a carriage return, about axolotls.\n", None),
+    (b"esc\x1b]0;empty.md", b"", "skip:empty"),
+    # Frontmatter values that scan but cannot be built: each costs its field, never the run.
+    (b"bad-date.md", b"---\ndate: 2024-13-45\n---\n# Bad date\n\nA note about otters.\n", "warn:month must be in 1..12"),
+    (b"bad-int.md", b"---\nprio: !!int high\n---\n# Bad int\n\nA note about herons.\n", "warn:frontmatter field prio"),
+    (b"digits.md", b"---\nn: " + b"7" * 5000 + b"\n---\n# Digits\n\nA note about capybaras.\n", "warn:4300 digits"),
+    (b"clock.md", b"---\ndate: 2024-01-01 25:61:61\n---\n# Clock\n\nA note about pelicans.\n", "warn:hour must be"),
+    # Within every size limit (a few MB on disk), minutes and gigabytes to convert without a bound.
+    (b"costly.docx", b"", "skip:its text was not extracted"),
 ]
+PEAK_MB_BOUND = 2048  # the largest process of the run (models loaded, or a converter child): the DOCX alone took 3.6 GB unbounded
 
 
 def in_process(data: Path, model_dir: Path, capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
@@ -65,6 +79,10 @@ def hostile(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
     notes.mkdir()
     raw = os.fsencode(notes)
     for name, content, _ in CORPUS:
+        if name == b"costly.docx":
+            from needle.evaluation.documents import costly_docx_bytes
+
+            content = costly_docx_bytes(300_000)
         with open(raw + b"/" + name, "wb") as handle:
             handle.write(content)
     os.mkfifo(notes / "fifo.md")
@@ -76,13 +94,19 @@ def hostile(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
     (notes / ".git" / "config").write_text("[core]\n")
     (notes / ".env").write_text("SECRET=1\n")
     data = root / "data"
-    assert needle(data, model_dir, "collection", "add", str(notes), "--name", "h").returncode == 0
-    run = needle(data, model_dir, "index", "--json")
-    return data, run
+    assert needle(data, model_dir, "collection", "add", str(notes), "--name", "h", "--documents").returncode == 0
+    # The peak memory of the largest process of the run, the converter's children included.
+    env = {**os.environ, "NEEDLE_DATA_DIR": str(data), "NEEDLE_MODEL_DIR": str(model_dir),
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = run_measured(
+        [sys.executable, "-m", "needle.cli", "index", "--json", "--set", "converter.max_seconds=20"], env=env
+    )
+    run = subprocess.CompletedProcess([], done.returncode, done.stdout, done.stderr)
+    return data, run, done.peak_process_mb
 
 
 def test_one_run_indexes_every_note_it_can_and_reports_each_other_with_a_reason(hostile, model_dir):
-    data, run = hostile
+    data, run, _ = hostile
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads(run.stdout)
     said = {item["path"]: item["reason"] for item in report["skipped"]}
@@ -102,10 +126,12 @@ def test_one_run_indexes_every_note_it_can_and_reports_each_other_with_a_reason(
 @pytest.mark.parametrize(
     ("query", "path"),
     [("quarterly budget review", "good.md"), ("pineapples", "bomb.md"), ("walruses", "deep.md"),
-     ("kangaroos line endings", "bom-crlf.md"), ("lighthouses", "x" * 250 + ".md"), ("narwhals", "ctrl\x01char.md")],
+     ("kangaroos line endings", "bom-crlf.md"), ("lighthouses", "x" * 250 + ".md"), ("narwhals", "ctrl\x01char.md"),
+     ("manatees", "esc\x1b[2Jclear.md"), ("axolotls", "cr\rover.md"), ("otters", "bad-date.md"), ("herons", "bad-int.md"),
+     ("capybaras", "digits.md"), ("pelicans", "clock.md")],
 )
 def test_the_notes_next_to_hostile_files_are_searchable(hostile, model_dir, capsys, query, path):
-    data, _ = hostile
+    data, _, _ = hostile
     code, out, err = in_process(data, model_dir, capsys, "search", query, "--json", "-n", "3")
     assert code == 0, err
     assert json.loads(out)["results"][0]["path"] == path
@@ -118,7 +144,7 @@ def test_the_notes_next_to_hostile_files_are_searchable(hostile, model_dir, caps
      ("h/loop/good.md", "")],
 )
 def test_get_serves_only_what_the_collection_includes(hostile, model_dir, capsys, ref, reason):
-    data, _ = hostile
+    data, _, _ = hostile
     code, out, err = in_process(data, model_dir, capsys, "get", ref)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
@@ -126,11 +152,42 @@ def test_get_serves_only_what_the_collection_includes(hostile, model_dir, capsys
 
 
 def test_a_pathological_glob_ends_fast_and_serves_no_hidden_file(hostile, model_dir):
-    data, _ = hostile
+    data, _, _ = hostile
     many = needle(data, model_dir, "multi-get", "h/" + "**/" * 12 + "*x", timeout=120)
     assert many.returncode in (0, 2) and "Traceback" not in many.stderr
-    every = needle(data, model_dir, "multi-get", "h/**", "--json")
+    every = needle(data, model_dir, "multi-get", "h/**/*.md", "--json")  # the notes (a costly DOCX would use the time budget)
     assert every.returncode == 0, every.stderr
     served = [item.get("path", "") for item in json.loads(every.stdout)["files"]]
     assert "good.md" in served
     assert not any(p.startswith(".") or "/." in p or p in ("passwd.md", "fifo.md") for p in served)
+
+
+def test_the_run_stays_within_its_memory_bound_and_accounts_for_every_file(hostile):
+    _, run, peak_mb = hostile
+    costly = next(item for item in json.loads(run.stdout)["skipped"] if item["path"] == "costly.docx")
+    print(f"peak memory of the largest process of the hostile run: {peak_mb} MB; costly.docx: {costly['reason']}")
+    assert peak_mb < PEAK_MB_BOUND
+    assert not any(c in run.stderr for c in ("\x1b", "\r")), run.stderr[-2000:]  # its warnings name files escaped
+    report = json.loads(run.stdout)
+    assert report["files_seen"] == (
+        report["files_read"] + report["files_skipped_by_stat"] + report["files_not_read"] + report["files_vanished"]
+    )
+
+
+@pytest.mark.parametrize("args", [["ls"], ["search", "manatees axolotls", "--format", "files"], ["multi-get", "h/esc*"],
+                                  ["status"]])
+def test_names_reach_the_terminal_escaped(hostile, model_dir, capsys, args):
+    data, _, _ = hostile
+    code, out, err = in_process(data, model_dir, capsys, *args)
+    assert code in (0, 2), err
+    assert not any(c in out + err for c in ("\x1b", "\r", "\x01")), out
+    if args[0] in ("ls", "multi-get"):
+        assert "esc\\u001b[2Jclear.md" in out
+
+
+def test_json_keeps_the_names_exact(hostile, model_dir, capsys):
+    data, _, _ = hostile
+    code, out, _ = in_process(data, model_dir, capsys, "ls", "--json")
+    assert code == 0
+    paths = {f["path"] for f in json.loads(out)}
+    assert {"esc\x1b[2Jclear.md", "cr\rover.md"} <= paths

@@ -2,7 +2,10 @@
 query would trip on, and `needle index --rebuild` heals it from the notes.
 
 The corruption matrix damages one kind of index file at a time (truncated, emptied, garbled) in a copy of a
-small real index, then runs the commands in-process as a shell would.
+small real index, then runs the commands in-process as a shell would. Beyond it: an id tracker the engine
+aborts on (the first command runs in a process of its own, so that a regression fails the test instead of
+ending the run), a chunk store whose segments and log are gone behind the stat record's back, orphaned
+data, and 64 garbled bytes inside the write-ahead log.
 """
 
 from __future__ import annotations
@@ -11,11 +14,16 @@ import glob
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from needle.cli import main
+from needle.file_records import FileRecords
+
+REPO = Path(__file__).resolve().parent.parent
 
 NOTES = {
     "sourdough.md": "# Sourdough starter\n\nFeed the starter twice a day at room temperature with equal flour and water.\n",
@@ -41,6 +49,8 @@ DAMAGES = ("truncated", "emptied", "garbled")
 def damage(path: str, how: str) -> None:
     """Truncate to a few bytes, empty, or overwrite the start with bytes no writer produces."""
     size = os.path.getsize(path)
+    if how == "none":
+        return
     if how == "truncated":
         os.truncate(path, min(size // 2, 64))
     elif how == "emptied":
@@ -148,3 +158,101 @@ def test_check_passes_a_sound_index(pristine, monkeypatch, capsys, model_dir):
     assert code == 0 and report["problems"] == []
     assert report["stores"]["chunks"]["points"] == report["stores"]["chunks"]["counted"] >= len(NOTES)
     assert report["stores"]["files"]["points"] == len(NOTES)
+
+
+def run_in_child(data: Path, model_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    """A command in a process of its own: a crash of the engine there cannot end the test run."""
+    env = {**os.environ, "NEEDLE_DATA_DIR": str(data), "NEEDLE_MODEL_DIR": str(model_dir), "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "needle.cli", *args], env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+def wild_id_tracker(data: Path) -> None:
+    """Flip the internal id of the first point of a chunk segment's id tracker: the engine aborts opening it."""
+    mappings = glob.glob(str(data / KINDS["id_tracker"]))[0]
+    raw = bytearray(Path(mappings).read_bytes())
+    for i in range(17, 21):  # change byte, 16-byte UUID, then the u32 internal id
+        raw[i] ^= 0xFF
+    Path(mappings).write_bytes(bytes(raw))
+
+
+@pytest.mark.integration
+def test_damage_the_engine_aborts_on_is_one_line_and_rebuild_heals_it(damaged_copy, capsys, model_dir):
+    data = damaged_copy("provenance", "none")
+    wild_id_tracker(data)
+    status = run_in_child(data, model_dir, "status")
+    assert status.returncode == 1, f"exit {status.returncode}: {status.stderr[-300:]}"
+    one_clear_line(status.returncode, status.stderr)
+    assert "SIGABRT" in status.stderr and "needle index --rebuild" in status.stderr
+    for command in (["check"], ["search", "tomatoes mulch"], ["index"]):
+        code, out, err = run(capsys, *command)
+        assert code == 1, command
+        one_clear_line(code, err or "error: " + out.splitlines()[-1])
+        assert "needle index --rebuild" in out + err
+    code, out, err = run(capsys, "index", "--rebuild", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["files_new"] == len(NOTES) and Path(report["set_aside"][0]).name.startswith("edge.damaged-")
+    assert run(capsys, "check")[0] == 0
+    code, out, _ = run(capsys, "search", "tomatoes mulch", "--json")
+    assert code == 0 and json.loads(out)["results"][0]["path"] == "garden.md"
+
+
+def lose_the_chunk_store(data: Path) -> None:
+    """Delete the chunk store's segments and write-ahead log behind the stat record's back."""
+    edge = data / "index" / "edge"
+    shutil.rmtree(edge / "wal")
+    for segment in (edge / "segments").iterdir():
+        shutil.rmtree(segment)
+
+
+@pytest.mark.integration
+def test_check_finds_chunks_lost_behind_the_records_back_and_the_next_index_reads_them_again(damaged_copy, capsys):
+    data = damaged_copy("provenance", "none")
+    lose_the_chunk_store(data)
+    code, out, _ = run(capsys, "check", "--json")
+    report = json.loads(out)
+    assert code == 1 and report["lost"] == sorted(f"notes:{name}" for name in NOTES)
+    assert not report["damaged"]
+    code, out, _ = run(capsys, "index", "--json")
+    assert code == 0 and json.loads(out)["chunks_embedded"] >= len(NOTES)
+    assert run(capsys, "check")[0] == 0
+    code, out, _ = run(capsys, "search", "tomatoes mulch", "--json")
+    assert code == 0 and json.loads(out)["results"][0]["path"] == "garden.md"
+
+
+@pytest.mark.integration
+def test_check_repair_heals_lost_and_orphaned_data_without_a_rebuild(damaged_copy, capsys):
+    data = damaged_copy("provenance", "none")
+    lose_the_chunk_store(data)
+    notes = Path(json.loads(run(capsys, "status", "--json")[1])["collections"][0]["root"])
+    gone = notes / "kubernetes.md"
+    moved = gone.read_text(encoding="utf-8")
+    gone.unlink()  # its chunks would stay, and its row is dropped as a lost record would be
+    FileRecords(data / "index" / "files.sqlite").forget([("notes", "kubernetes.md")])
+    try:
+        code, out, _ = run(capsys, "check", "--repair", "--json")
+        report = json.loads(out)
+        assert code == 0, report["problems"]
+        assert report["repaired"]["reindexed"] == len(NOTES) - 1
+        assert report["repaired"]["orphans_deleted"] >= 1
+        code, out, _ = run(capsys, "ls", "--json")
+        assert sorted(row["path"] for row in json.loads(out)) == ["garden.md", "sourdough.md"]
+    finally:
+        gone.write_text(moved, encoding="utf-8")
+
+
+
+@pytest.mark.integration
+def test_check_finds_garbled_bytes_inside_the_write_ahead_log_and_rebuild_heals_them(damaged_copy, capsys):
+    data = damaged_copy("provenance", "none")
+    segment = data / "index" / "edge" / "wal" / "open-1"
+    raw = bytearray(segment.read_bytes())
+    length = int.from_bytes(raw[8:16], "little")
+    second = 8 + 8 + length + ((4 - length) & 7) + 4
+    for i in range(second + 16, second + 80):  # 64 flipped bytes
+        raw[i] ^= 0xFF
+    segment.write_bytes(bytes(raw))
+    code, out, _ = run(capsys, "check")
+    assert code == 1 and "write-ahead log" in out and "needle index --rebuild" in out
+    assert run(capsys, "index", "--rebuild")[0] == 0
+    assert run(capsys, "check")[0] == 0

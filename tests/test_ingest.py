@@ -496,3 +496,58 @@ class TestDocumentsIngest:
         ], title="Raft consensus"))
         report = docs_needle.index()
         assert report["files_changed"] == 1 and report["chunks_embedded"] == 1
+
+
+class TestEveryFileAccountedFor:
+    def test_files_that_vanish_between_batches_are_counted_as_such(self, needle, notes):
+        def delete_the_rest(report):
+            if report["batches"] == 1:
+                (notes / "sourdough.md").unlink()
+                (notes / "training.txt").unlink()
+
+        report = needle.index(overrides={"scanner.batch_files": 1}, progress=delete_the_rest)
+        assert (report["files_seen"], report["files_read"], report["files_not_read"], report["files_vanished"]) == (3, 1, 0, 2)
+        assert report["files_seen"] == (
+            report["files_read"] + report["files_skipped_by_stat"] + report["files_not_read"] + report["files_vanished"]
+        )
+
+    def test_files_that_appear_between_batches_are_seen_and_read(self, needle, notes):
+        def add_one(report):
+            if report["batches"] == 1:
+                (notes / "zebra.md").write_text("# Zebra\n\nStripes.\n")
+
+        report = needle.index(overrides={"scanner.batch_files": 1}, progress=add_one)
+        assert (report["files_seen"], report["files_read"], report["files_vanished"]) == (4, 4, 0)
+
+
+class TestBadValues:
+    BAD = {
+        "bad-date.md": "date: 2024-13-45",
+        "prio.md": "prio: !!int high",
+        "digits.md": "count: " + "9" * 5000,
+        "clock.md": "date: 2024-01-01 25:61:61",
+    }
+
+    def test_one_bad_value_costs_its_field_and_the_run_goes_on(self, needle, notes):
+        for name, line in self.BAD.items():
+            (notes / name).write_text(f"---\ntitle: Otter {name}\n{line}\n---\n# Otters\n\nOtters hold hands while sleeping.\n")
+        report = needle.index()
+        assert report["files_read"] == 3 + len(self.BAD) and report["skipped"] == []
+        warned = {w["path"]: w["reason"] for w in report["warnings"]}
+        for name, line in self.BAD.items():
+            assert warned[name].startswith(f"frontmatter field {line.split(':')[0]} left out: ")
+        assert set(self.BAD) <= set(indexed(needle))
+
+    def test_status_lists_the_files_skipped_or_with_a_problem_until_they_are_mended(self, needle, notes):
+        (notes / "bad-date.md").write_text("---\ndate: 2024-13-45\n---\nOtters.\n")
+        (notes / "empty.md").write_text("")
+        needle.index()
+        problems = {(p["path"], p["kind"]): p["reason"] for p in needle.status()["problems"]}
+        assert problems == {
+            ("bad-date.md", "warning"): "frontmatter field date left out: month must be in 1..12",
+            ("empty.md", "skipped"): "empty file",
+        }
+        (notes / "bad-date.md").write_text("---\ndate: 2024-12-25\n---\nOtters.\n")
+        (notes / "empty.md").unlink()
+        needle.index()
+        assert needle.status()["problems"] == []

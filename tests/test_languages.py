@@ -4,7 +4,39 @@ import pytest
 
 from needle.app import Needle
 from needle.collections import CollectionError
-from needle.languages import check_language, cjk_pairs, detect
+from needle.languages import (
+    bm25_kwargs,
+    check_language,
+    chunk_language,
+    cjk_pairs,
+    compound_parts,
+    detect,
+    fold,
+    identify,
+    main_languages,
+    prepare,
+)
+from tests.conftest import make_settings
+
+ENGLISH_NOTES = {
+    "tea.md": "# Green tea\n\nBrew at 75 degrees for two minutes, never with boiling water, or it turns bitter.\n",
+    "bread.md": "# Sourdough\n\nFeed the starter twice a day with rye flour and keep it somewhere warm.\n",
+    "bike.md": "# Flat tyre\n\nFind the hole in the inner tube by the bubbles under water, then glue a patch on.\n",
+    "laptop.md": "# New laptop\n\nInstall the password manager first and turn on disk encryption.\n",
+    "garden.md": "# Watering\n\nThe tomatoes need water every morning in July, the beans every second day.\n",
+    "deploy.md": "# Deploy\n\nMerge to main, wait for the pipeline to pass, then run the deploy job by hand.\n",
+    "coffee.md": "# Coffee machine\n\nDescale the coffee machine every month with citric acid.\n",
+    "running.md": "# Running\n\nThree runs a week: a long one on Sunday, intervals on Tuesday, an easy one on Thursday.\n",
+    "taxes.md": "# Taxes\n\nReceipts for donations go in the blue folder; the deadline is the end of July.\n",
+    "birds.md": "# Birds\n\nGreat tits and blue tits come to the feeder every morning; sunflower seeds go fastest.\n",
+    "meeting.md": "# Planning\n\nWe moved the release to March because the payment provider changes its API.\n",
+    "onboarding.md": "# Onboarding\n\nGive new engineers a laptop on day one and a buddy for their first two weeks.\n",
+}
+GERMAN_NOTE = "# Datenbank\n\nDie Sicherungen der Kundendatenbank laufen jede Nacht um drei Uhr."
+ODD_NOTES = {
+    "quote.md": "# Quote\n\nLa vie est un sommeil, l'amour en est le rêve, et vous aurez vécu si vous avez aimé.\n",
+    "menu.md": "# Menu\n\nAntipasto misto, spaghetti alle vongole e tiramisù della nonna per il dolce.\n",
+}
 
 
 class TestAnalysis:
@@ -30,6 +62,47 @@ class TestAnalysis:
     def test_unclear_text_is_the_fallback(self):
         assert detect("def main(): return 0") == "english"
         assert detect("x = 1", fallback="german") == "german"
+        assert detect("backup", fallback="french") == "french"
+
+    @pytest.mark.parametrize("text", ["Sicherung", "Notizen verknüpfen", GERMAN_NOTE])
+    def test_short_german_is_most_likely_german(self, text):
+        assert identify(text)[0] == "german"
+
+    def test_a_short_german_note_is_told_clearly(self):
+        assert detect(GERMAN_NOTE) == "german"
+        assert detect("# Notizen verknüpfen\n\nVerweise zwischen Notizen mit doppelten eckigen Klammern setzen.") == "german"
+
+    def test_a_query_is_told_among_the_languages_searched(self):
+        assert identify("Où est la sauvegarde ?")[0] == "french"
+        assert identify("backup", among=["english", "german"])[0] in ("english", "german")
+        assert identify("机器学习", among=["english", "german"]) == (None, 0.0)
+
+    def test_a_short_chunk_keeps_its_files_language_and_a_long_one_clearly_in_another_leaves_it(self):
+        assert chunk_language("La casa della nonna è vicino al mare.", "english") == "english"
+        german = "Der Sauerteig wird zweimal am Tag gefüttert und steht an einem warmen Platz in der Küche. " * 3
+        assert chunk_language(german, "english") == "german"
+        assert chunk_language("東京タワーに行きました。" * 30, "chinese") == "chinese"  # analysed alike
+
+    def test_a_sliver_of_chunks_is_no_main_language(self):
+        assert main_languages({"english": 3630, "french": 2, "spanish": 1}, 0.1) == ["english"]
+        assert main_languages({"english": 60, "german": 40}, 0.1) == ["english", "german"]
+        assert main_languages({"english": 1, "german": 1}, 1.0) == ["english"]  # the largest always; ties: English
+        assert main_languages({}, 0.1) == []
+
+    def test_german_compounds_bring_their_parts(self):
+        parts = compound_parts("Kundendatenbank")
+        assert {"kunden", "datenbank", "bank"} <= set(parts)
+        assert compound_parts("Datenbank") == []  # under ten letters
+        assert compound_parts("Kundendatenbank", "none") == []
+        assert "date" in compound_parts("Kundendatenbank", "ngrams")
+        assert "datenbank" in prepare(GERMAN_NOTE, "german").split()
+        assert prepare(GERMAN_NOTE, "english") == GERMAN_NOTE
+
+    def test_accents_fold_where_the_language_folds_them(self):
+        assert fold("Crêpes, œufs, Straße") == "Crepes, oeufs, Strasse"
+        stemmer = bm25_kwargs("french")["stemmer"]
+        assert stemmer.stem_word("crêpes") == stemmer.stem_word("crepes") == "crep"
+        assert "stemmer" not in bm25_kwargs("english") and "stemmer" not in bm25_kwargs("swedish")
 
     def test_check_language(self):
         assert check_language(" German ") == "german"
@@ -62,13 +135,13 @@ class TestKeywordSearchInOtherLanguages:
 
     def test_german_matches_other_forms_of_a_word(self, needle):
         assert self.paths(needle, "Häuser", collections=["de"])[:1] == ["haus.md"]
-        assert needle.query_languages(["de"]) == ["german"]
+        assert needle.query_languages(["de"]) == {"german": 2}
 
     def test_chinese_matches_words_inside_sentences(self, needle):
         assert self.paths(needle, "人工智能")[:1] == ["ml.md"]
         assert self.paths(needle, "小时", collections=["zh"])[:1] == ["cooking.md"]
-        assert needle.query_languages(["zh"]) == ["chinese"]
-        assert needle.query_languages() == ["chinese", "german"]
+        assert needle.query_languages(["zh"]) == {"chinese": 2}
+        assert needle.query_languages() == {"chinese": 2, "german": 2}
 
     def test_the_english_analysis_finds_nothing_in_chinese(self, needle, tmp_path):
         # What keyword search did before: a Chinese sentence was one term, which no query matches.
@@ -84,11 +157,54 @@ class TestKeywordSearchInOtherLanguages:
         (notes / "bread.md").write_text(f"# Bread\n\n## Feeding\n\n{section}\n\n## A quote\n\n{quote}\n\n## Baking\n\n{section}\n")
         needle.collections.add(notes, "en")
         needle.index(["en"])
-        assert needle.query_languages(["en"]) == ["english"]
+        assert set(needle.query_languages(["en"])) == {"english"}
         (notes / "bread.md").write_text("# Pane\n\n" + quote * 3 + "\n")
         needle.index(["en"])  # the collection's languages are what its chunks are in now
-        assert needle.query_languages(["en"]) == ["italian"]
+        assert set(needle.query_languages(["en"])) == {"italian"}
+
+    def test_an_index_that_recorded_only_language_names_is_counted_at_the_next_run(self, needle):
+        from needle import index_info
+
+        info = index_info.read(needle.settings)
+        index_info._write(needle.settings, {**info, "languages": {"de": ["german"], "zh": ["chinese", "italian"]}})
+        assert needle.query_languages(["zh"]) == {"chinese": 1, "italian": 1}
+        assert needle.index()["chunks_embedded"] == 0  # nothing changed, yet the chunks are counted
+        assert needle.query_languages() == {"chinese": 2, "german": 2}
 
     def test_an_unknown_language_is_refused(self, needle, tmp_path):
         with pytest.raises(CollectionError, match="language must be auto or one of"):
             needle.collections.add(tmp_path / "de", "de", language="klingon")
+
+
+@pytest.mark.integration
+class TestLanguagesOfAMostlyEnglishCollection:
+    @pytest.fixture(scope="class")
+    def needle(self, tmp_path_factory, model_dir) -> Needle:
+        notes = tmp_path_factory.mktemp("mostly-english")
+        for name, text in {**ENGLISH_NOTES, **ODD_NOTES, "datenbank.md": GERMAN_NOTE}.items():
+            (notes / name).write_text(text)
+        n = Needle(make_settings(tmp_path_factory.mktemp("mostly-english-data"), model_dir))
+        n.collections.add(notes, "notes")
+        n.index()
+        yield n
+        n.close()
+
+    def paths(self, needle: Needle, query: str) -> list[str]:
+        return [hit.path for hit in needle.search(query, pipeline="search").results]
+
+    def test_a_short_german_note_is_found_by_another_form_of_its_words(self, needle):
+        assert needle.query_languages() == {"english": 12, "french": 1, "german": 1, "italian": 1}
+        assert self.paths(needle, "Sicherung")[:1] == ["datenbank.md"]
+        assert self.paths(needle, "Sicherungen")[:1] == ["datenbank.md"]
+
+    def test_a_german_compound_is_found_by_its_parts(self, needle):
+        assert self.paths(needle, "Kunden")[:1] == ["datenbank.md"]
+        assert self.paths(needle, "Datenbank")[:1] == ["datenbank.md"]
+
+    def test_a_few_odd_files_leave_english_queries_analysed_in_english_alone(self, needle):
+        embedder = needle.pipeline("search").get_component("bm25_embedder")
+        languages = needle.query_languages()
+        assert embedder.analyses("how often do the tomatoes need water", languages) == ["english"]
+        assert embedder.analyses("descale the coffee machine", languages) == ["english"]
+        assert embedder.analyses("Wann laufen die Sicherungen?", languages) == ["english", "german"]
+        assert self.paths(needle, "tomatoes water")[:1] == ["garden.md"]

@@ -150,9 +150,10 @@ class TestOverlays:
         with pytest.raises(PipelineError, match="cycle: a -> b -> a"):
             read_graph(tmp_path / "a.yml")
 
-    def test_an_overlay_outside_pipelines_extends_a_graph_by_name(self, tmp_path):
+    @pytest.mark.parametrize("base", ["query", "query.yml"])
+    def test_an_overlay_outside_pipelines_extends_a_graph_by_name(self, tmp_path, base):
         mine = tmp_path / "mine.yml"
-        mine.write_text("extends: query\ncomponents: {}\nset: {fuse.k: 15}\n")
+        mine.write_text(f"extends: {base}\ncomponents: {{}}\nset: {{fuse.k: 15}}\n")
         assert read_graph(mine)["components"]["fuse"]["init_parameters"]["k"] == 15
 
 

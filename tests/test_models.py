@@ -23,9 +23,9 @@ class TestModels:
         assert models.provision(tmp_path)[models.LOCAL_DENSE_MODEL] is True
 
     def test_missing_model_names_the_install_command(self, tmp_path: Path):
-        with pytest.raises(models.MissingModelError, match="make models"):
+        with pytest.raises(models.MissingModelError, match="needle models"):
             models.dense_embedder_params(models.LOCAL_DENSE_MODEL, tmp_path)
-        with pytest.raises(models.MissingModelError, match="make models"):
+        with pytest.raises(models.MissingModelError, match="needle models"):
             models.sparse_embedder_params(models.BM25_MODEL, tmp_path)
 
     def test_a_missing_model_package_names_the_pip_command(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -43,10 +43,11 @@ class TestRecord:
         owner.remove(path, pid=os.getpid())
         assert not path.exists()
 
-    def test_a_malformed_record_is_removed(self, tmp_path):
+    def test_a_malformed_record_is_not_read_and_left_to_whoever_holds_the_index(self, tmp_path):
         path = tmp_path / owner.OWNER_FILE
         path.write_text("{not json")
-        assert owner.read(path) is None and not path.exists()
+        path.chmod(0o600)
+        assert owner.read(path) is None and path.exists()
 
     def test_a_record_of_a_dead_process_is_stale_and_removed(self, tmp_path):
         settings = settings_for(tmp_path)
@@ -131,20 +132,28 @@ def test_a_record_whose_process_holds_no_index_is_stale(tmp_path):
 
 
 FAKE_OWNER = """
-import http.server, json, os, sys, time
+import fcntl, hashlib, hmac, http.server, json, os, sys, time
 path, token = sys.argv[1], sys.argv[2]
+lock = os.path.join(os.path.dirname(path), "index", "edge", ".edge_document_store.lock")
+os.makedirs(os.path.dirname(lock))
+fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
 server = http.server.HTTPServer(("127.0.0.1", 0), None)
 record = {"pid": os.getpid(), "address": f"http://127.0.0.1:{server.server_port}", "token": token, "started": "x"}
-with open(path, "w") as out:
+with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as out:
     json.dump(record, out)
 time.sleep(2)  # loading its models: the port is bound but nobody answers yet
 
 
 class Status(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        ok = self.path == "/status" and self.headers.get("Authorization") == f"Bearer {token}"
-        self.send_response(200 if ok else 401)
+        nonce = self.path.partition("/needle/hello?nonce=")[2]
+        proof = hmac.new(token.encode(), f"{nonce}:{os.getpid()}".encode(), hashlib.sha256).hexdigest()
+        body = json.dumps({"pid": os.getpid(), "proof": proof}).encode()
+        self.send_response(200 if nonce else 404)
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        self.wfile.write(body)
 
     def log_message(self, *args):
         pass

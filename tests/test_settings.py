@@ -20,7 +20,7 @@ class TestSettings:
     def test_settings_hold_environment_only(self):
         # Ranking and chunking knobs live in the graphs, not in the settings.
         assert set(Settings.model_fields) == {
-            "data_dir", "model_dir", "embedding", "sparse", "store", "index", "serve", "watch", "llm", "set"
+            "data_dir", "model_dir", "embedding", "sparse", "store", "index", "serve", "watch", "llm", "owner", "set"
         }
 
     def test_environment_overrides_nested_keys(self, tmp_path: Path):

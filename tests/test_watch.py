@@ -29,7 +29,7 @@ BOUND = 60.0  # seconds an edit may take to become searchable on a loaded test m
 
 
 def env_for(data: Path, model_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEEDLE_", "HAYHOOKS_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEEDLE_", "HAYHOOKS_")) or k == "NEEDLE_OWNER__AUTOSTART"}
     return {**env, "NEEDLE_DATA_DIR": str(data), "NEEDLE_MODEL_DIR": str(model_dir), "NEEDLE_WATCH__DEBOUNCE_MS": "200"}
 
 
@@ -155,7 +155,9 @@ class TestNeedleWatch:
         chunks = sum(c["chunks"] for c in watching.post("status", {})["collections"])
         assert report["problems"] == [] and report["stores"]["chunks"]["points"] == chunks > 0
         assert report["stores"]["files"]["points"] == len(watching.paths())
-        refused = needle(folders["env"], "optimize")
+        optimized = needle(folders["env"], "optimize")  # runs inside the owner, which keeps serving
+        assert optimized.returncode == 0, optimized.stderr
+        refused = needle(folders["env"], "restore", "/no/such/backup")
         assert refused.returncode == 1 and "needs the index to itself" in refused.stderr
 
     def test_backup_runs_through_the_owner_into_a_folder_relative_to_the_shell(self, watching, folders, tmp_path):
@@ -175,6 +177,17 @@ class TestNeedleWatch:
         note.unlink()
         poll(lambda: not watching.finds("quokkafrobnicator"), BOUND, "the deleted note is still found")
         assert watching.post("status", {})["watcher"]["last_error"] is None
+
+    def test_a_bad_frontmatter_value_saved_with_a_good_edit_costs_only_its_field(self, watching, folders):
+        (folders["notes"] / "bad-date.md").write_text("---\ndate: 2024-13-45\n---\n# Otters\n\nottersbadword sleep.\n")
+        (folders["notes"] / "good.md").write_text("# Herons\n\nheronsgoodword fish.\n")
+        poll(lambda: watching.finds("heronsgoodword") and watching.finds("ottersbadword"), BOUND, "not both indexed")
+        status = watching.post("status", {})
+        assert status["watcher"]["last_error"] is None
+        assert {"collection": "notes", "path": "bad-date.md", "kind": "warning",
+                "reason": "frontmatter field date left out: month must be in 1..12"} in status["problems"]
+        shown = needle(folders["env"], "status")
+        assert "warning notes/bad-date.md: frontmatter field date left out: month must be in 1..12" in shown.stdout
 
     def test_a_burst_of_fifty_files_is_all_indexed(self, watching, folders):
         burst = folders["notes"] / "burst"

@@ -8,14 +8,14 @@ from typing import Any
 import httpx
 from haystack import default_from_dict, logging
 from haystack.dataclasses import Document
-from haystack.document_stores.errors import DocumentStoreError
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
+from haystack.document_stores.errors import DocumentStoreError
 from haystack.utils import Secret, deserialize_secrets_inplace
 from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
-from haystack_integrations.document_stores.qdrant.filters import convert_filters_to_qdrant
-from qdrant_client.http import models as rest
 from haystack_integrations.document_stores.qdrant.converters import DENSE_VECTORS_NAME
+from haystack_integrations.document_stores.qdrant.filters import convert_filters_to_qdrant
 from pydantic import ValidationError
+from qdrant_client.http import models as rest
 from qdrant_client.http.exceptions import ResponseHandlingException
 
 from components._checks import QueryVector, check_top_k

@@ -24,9 +24,9 @@ from tqdm import tqdm
 
 from needle import index_info
 from needle.app import Needle, configured_graph
-from needle.loader import read_graph
 from needle.collections import Collection, CollectionRegistry
 from needle.evaluation import metrics
+from needle.loader import read_graph
 from needle.settings import Settings, load_settings
 
 COLLECTION = "beir"

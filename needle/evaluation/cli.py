@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from needle.settings import PROJECT_ROOT
+from needle.locate import PROJECT_ROOT
 
 DEFAULT_GOLDEN = Path("eval/golden/demo.yml")
 

@@ -8,8 +8,9 @@ mean difference. B counts as a regression when it trails A on the primary metric
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -146,6 +146,27 @@ def zip_bomb_docx_bytes(unpacked: int = 50_000_000) -> bytes:
     return out.getvalue()
 
 
+def costly_docx_bytes(paragraphs: int) -> bytes:
+    """
+    A valid Word file of `paragraphs` short paragraphs, built without python-docx's per-paragraph cost: small
+    on disk and within every size limit, slow and memory-hungry to convert (the probe's 27 MB DOCX, scaled).
+    """
+    skeleton = zipfile.ZipFile(io.BytesIO(docx_bytes("placeholder")))
+    xml = skeleton.read("word/document.xml").decode("utf-8")
+    head, _, tail = xml.partition("<w:body>")
+    tail = tail[tail.index("<w:sectPr"):] if "<w:sectPr" in tail else "</w:body></w:document>"
+    body = "".join(
+        f"<w:p><w:r><w:t>Paragraph {i} about otters, herons and the river delta at tide {i * 7919 % 104729}.</w:t></w:r></w:p>"
+        for i in range(paragraphs)
+    )
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for entry in skeleton.infolist():
+            data = (head + "<w:body>" + body + tail).encode() if entry.filename == "word/document.xml" else skeleton.read(entry)
+            archive.writestr(entry.filename, data)
+    return out.getvalue()
+
+
 def write(path: Path, data: bytes) -> Path:
     """Write `data` to `path`, creating its folder."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ documents scores 0 everywhere; callers usually leave such queries out.
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 
 def _relevant(qrels: Mapping[str, int]) -> set[str]:

@@ -24,7 +24,8 @@ import asyncio
 import math
 import os
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from needle.evaluation import metrics
 from needle.evaluation._ragas import BaseRagasEmbedding, InstructorLLM, RagasEvaluator, llm_metrics
@@ -97,7 +98,7 @@ def offline_embedding(settings: Any) -> HaystackTextEmbedding:
     from needle.models import dense_embedder_params
 
     params = dense_embedder_params(settings.embedding.model, settings.model_dir)
-    embedder = FastembedTextEmbedder(**params, prefix=settings.embedding.query_prefix, threads=1, progress_bar=False)
+    embedder = FastembedTextEmbedder(**params, prefix=settings.embedding.query_prefix or "", threads=1, progress_bar=False)
     return HaystackTextEmbedding(embedder, settings.embedding.model)
 
 

@@ -11,7 +11,8 @@ questions whose answers make claims), how many questions were retried, improved 
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from needle.evaluation import metrics
 

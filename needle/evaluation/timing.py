@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import defaultdict
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from haystack import tracing
 
@@ -44,7 +45,7 @@ class ComponentTimer(tracing.Tracer):
 
     @classmethod
     @contextlib.contextmanager
-    def active(cls) -> Iterator["ComponentTimer"]:
+    def active(cls) -> Iterator[ComponentTimer]:
         """Enable a fresh timer for the duration of the block."""
         timer = cls()
         tracing.enable_tracing(timer)

@@ -10,12 +10,14 @@ from __future__ import annotations
 import hmac
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from needle.http.guards import BodyLimitMiddleware, OriginMiddleware, refuse
-from needle.settings import PROJECT_ROOT, load_settings
+from needle.owner import HELLO_PATH
+from needle.resources import SERVER_PIPELINES_DIR
+from needle.settings import load_settings
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -24,7 +26,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SERVER_PIPELINES_DIR = PROJECT_ROOT / "server" / "pipelines"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 1416
 TOKEN_ENV = "NEEDLE_API_TOKEN"
@@ -50,7 +51,7 @@ class BearerTokenMiddleware:
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         """Pass authorised requests on; answer others with 401."""
-        if scope["type"] in ("http", "websocket"):
+        if scope["type"] in ("http", "websocket") and scope.get("path") != HELLO_PATH:  # the challenge needs no token
             provided = _authorization(scope)
             if not any(hmac.compare_digest(provided, expected) for expected in self.expected):
                 detail = f"missing or wrong token: send 'Authorization: Bearer <token>' with the value of {TOKEN_ENV}"
@@ -89,7 +90,30 @@ class OwnerOnlyMiddleware:
         await self.app(scope, receive, send)
 
 
-def _validation_message(errors_: list[dict]) -> str:
+# Routes hayhooks serves that Needle does not use (its OpenAI-compatible Responses API and file uploads):
+# not served, so that they are no surface to probe.
+UNUSED_ROUTES = ("/files", "/v1/files", "/responses", "/v1/responses")
+
+
+def _drop_routes(router: Any, paths: tuple[str, ...]) -> None:
+    """Remove the routes at `paths` from a router and the routers it includes (FastAPI nests them)."""
+    kept = []
+    for route in router.routes:
+        included = getattr(route, "original_router", None)
+        if included is not None:
+            _drop_routes(included, paths)
+            if not included.routes:
+                continue
+        elif getattr(route, "path", None) in paths:
+            continue
+        kept.append(route)
+    router.routes[:] = kept
+    mark = getattr(router, "_mark_routes_changed", None)
+    if callable(mark):
+        mark()  # FastAPI caches the routes an included router resolves to
+
+
+def _validation_message(errors_: Sequence[Any]) -> str:
     parts = []
     for error in errors_:
         loc = ".".join(str(p) for p in error.get("loc", ()) if p not in ("body", "run_req"))
@@ -169,7 +193,7 @@ def create_app(
     from hayhooks.settings import settings as hayhooks_settings
     from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-    from needle.mcp import NeedleMCP, http_routes
+    from needle.mcp import http_routes
 
     serve_settings = load_settings().serve
     hayhooks_settings.pipelines_dir = str(SERVER_PIPELINES_DIR)
@@ -189,12 +213,17 @@ def create_app(
     app = create_hayhooks_app()
     left_out = {id(deploy_router), id(undeploy_router), id(draw_router)}
     app.router.routes[:] = [r for r in app.router.routes if id(getattr(r, "original_router", r)) not in left_out]
+    _drop_routes(app.router, UNUSED_ROUTES)
     app.title, app.description = "Needle", "Hybrid search (BM25 + vectors) over your markdown notes."
 
     expected = sorted(p.name for p in SERVER_PIPELINES_DIR.iterdir() if (p / "pipeline_wrapper.py").is_file())
     wrappers = lambda: {name: registry.get(name) for name in registry.get_names()}  # noqa: E731
-    routes, mcp_lifespan = http_routes(NeedleMCP(), wrappers, host)
+    routes, mcp_lifespan = http_routes(wrappers, host)
     app.router.routes.extend(routes)
+    if owner is not None:  # the challenge other needle commands check this owner with, and their CLI route
+        from needle.http.owner_routes import owner_routes
+
+        app.router.routes.extend(owner_routes(owner))
     hayhooks_lifespan = app.router.lifespan_context
 
     @asynccontextmanager
@@ -223,6 +252,9 @@ def create_app(
     app.add_middleware(OwnerOnlyMiddleware, owner_token=owner.token if owner else None)
     if token:
         app.add_middleware(BearerTokenMiddleware, token=token, owner_token=owner.token if owner else None)
+    from needle.http.owner_routes import ActivityMiddleware
+
+    app.add_middleware(ActivityMiddleware)
     return app
 
 

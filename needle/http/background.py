@@ -8,7 +8,6 @@ serves its tools through it (`needle.remote.RemoteNeedle`).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import signal
@@ -117,23 +116,29 @@ class BackgroundServer:
 
 def run_mcp(watch: bool = False) -> int:
     """
-    `needle mcp`: own the index (its routes in the background) or join the owner that answers, then serve
-    the MCP tools over stdin/stdout until the client closes them.
+    `needle mcp`: serve the MCP tools over stdin/stdout until the client closes them, answering the protocol at
+    once; meanwhile, on a thread, own the index (its routes in the background) or join the owner that answers.
+    When that fails (a missing model, a damaged index), every tool call says so in one line.
 
     :param watch: Keep the index live while owning it (`needle.watch`); an owner that does not watch is left so.
     :returns: The exit code.
     """
     from needle.mcp import run_stdio
 
-    with contextlib.redirect_stdout(sys.stderr):  # stdout carries the protocol; nothing else may write there
+    servers: list[BackgroundServer] = []
+
+    def prepare() -> None:
         server = _own_or_join(watch)
-    previous = signal.signal(signal.SIGTERM, _interrupt) if server is not None else None
-    try:
-        return run_stdio()
-    finally:
         if server is not None:
-            signal.signal(signal.SIGTERM, previous)
-            server.stop()
+            servers.append(server)
+
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return run_stdio(prepare)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        for running in [*servers, *_TAKEN_OVER]:
+            running.stop()
 
 
 def _interrupt(*_: Any) -> None:
@@ -160,9 +165,14 @@ def _own_or_join(watch: bool) -> BackgroundServer | None:
             Watcher.from_settings(get_needle()).start()
         return None
     record = records.live_owner(settings)
+    if record is not None and record.command == records.BACKGROUND and records.stop_owner(record):
+        record = None  # a background owner makes way: this process holds the index for as long as it runs
     if record is None:
         server = BackgroundServer(command="mcp", watch=watch)
         try:
+            # The models and the index first, outside the routes' start-up: a missing model or a damaged index
+            # fails here as Needle's one line (what to run), not as the start-up errors of every endpoint.
+            get_needle().warm("query")
             server.start()
             return server
         except Exception as error:
@@ -172,8 +182,59 @@ def _own_or_join(watch: bool) -> BackgroundServer | None:
             if record is None:
                 raise
     logger.info("The index is open in process %s: serving its tools through %s", record.pid, record.address)
-    use_needle(RemoteNeedle(settings, record))
+    use_needle(RemoteNeedle(settings, record, on_gone=lambda: _take_over(settings, watch)))
     return None
+
+
+# The routes this process started when it took the index over from an owner that went away.
+_TAKEN_OVER: list[BackgroundServer] = []
+_TAKE_OVER_LOCK = threading.Lock()
+
+
+def _take_over(settings: Any, watch: bool) -> records.OwnerRecord | None:
+    """
+    The owner went away: use the one that took its place, or become the owner (this process's own routes).
+
+    :returns: The owner to send requests to from now on, or `None` when none could be found or started.
+    """
+    from needle.app import Needle
+    from needle.errors import is_lock_error
+    from needle.http.service import use_needle
+
+    with _TAKE_OVER_LOCK:
+        if _TAKEN_OVER and _TAKEN_OVER[-1].record is not None:
+            return _TAKEN_OVER[-1].record
+        try:
+            record = records.live_owner(settings)
+        except ConnectionError:
+            record = None
+        if record is not None:
+            return record
+        local = Needle(settings)
+        server = BackgroundServer(command="mcp", watch=watch)
+        previous = _swap_needle(local)
+        try:
+            with contextlib.redirect_stdout(sys.stderr):  # stdout carries the MCP protocol
+                record = server.start()
+        except Exception as error:
+            use_needle(previous)
+            local.close()
+            if not is_lock_error(error):
+                logger.error("Could not take the index over: %s", error)
+                return None
+            return records.wait_for_owner(settings, OWNER_WAIT_SECONDS)
+        _TAKEN_OVER.append(server)
+        logger.info("The owner went away: this process holds the index now (%s)", record.address)
+        return record
+
+
+def _swap_needle(needle: Any) -> Any:
+    """Serve this process's endpoints with `needle`; returns the one served before."""
+    from needle.http import service
+
+    previous = service._needle
+    service.use_needle(needle)
+    return previous
 
 
 def run_watch() -> int:
@@ -214,7 +275,46 @@ def run_watch() -> int:
     return 0
 
 
+def run_owner() -> int:
+    """
+    `needle owner run`: hold the index and serve other commands' requests until idle for `owner.idle_minutes`
+    (or SIGTERM, `needle owner stop`, or a `needle serve`, `mcp` or `watch` that takes over). This is what a
+    command starts in the background when no owner runs (`needle.client.start_owner`).
+
+    :returns: The exit code.
+    :raises IndexOwnedError: When another process already owns the index.
+    """
+    from needle.http.owner_routes import ACTIVITY
+    from needle.settings import load_settings
+
+    settings = load_settings()
+    if not records.uses_owner(settings):
+        print("needle owner: the index is on a Qdrant server, which needs no owner", file=sys.stderr)
+        return 2
+    records.refuse_second_owner(settings)
+    stopped = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    idle = settings.owner.idle_minutes * 60
+    try:
+        server = BackgroundServer(command=records.BACKGROUND)
+        record = server.start()
+        print(f"needle owner: holding the index (pid {record.pid}) at {record.address}; exits after "
+              f"{settings.owner.idle_minutes:g} min without a request", file=sys.stderr, flush=True)
+        try:
+            while not stopped.wait(1.0):
+                if ACTIVITY.idle_seconds() >= idle:
+                    print(f"needle owner: no request for {settings.owner.idle_minutes:g} min, exiting", file=sys.stderr, flush=True)
+                    break
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.stop()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0
+
+
 # How long a `needle mcp` that finds the index locked waits for the owner's routes to answer.
 OWNER_WAIT_SECONDS = 60.0
 
-__all__ = ["BackgroundServer", "run_mcp", "run_watch"]
+__all__ = ["BackgroundServer", "run_mcp", "run_owner", "run_watch"]

@@ -11,11 +11,25 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import Field
-
+from needle import arguments
 from needle.app import Needle
+from needle.arguments import (
+    MAX_LIMIT,
+    MAX_QUERY_CHARS,
+    MAX_REF_CHARS,
+    CollectionNames,
+    DateBound,
+    IndexPaths,
+    PathFilter,
+    Query,
+    Ref,
+    RunInputs,
+    Tags,
+    Where,
+    strict,
+)
 from needle.errors import EXIT_CODE_HEADER, classify
 
 if TYPE_CHECKING:
@@ -23,33 +37,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-MAX_QUERY_CHARS = 2000
-MAX_LIMIT = 1000
-MAX_REF_CHARS = 1024
-
-# The request types every endpoint shares; hayhooks and the MCP server turn them into schemas and validation.
-Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, strict=True)]
-Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, strict=True)]
-MinScore = Annotated[float, Field(ge=0.0, strict=True)]
-CollectionNames = list[Annotated[str, Field(min_length=1, max_length=64, strict=True)]] | None
-Ref = Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS, strict=True)]
-IndexPaths = Annotated[
-    list[Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS, strict=True)]] | None,
-    Field(min_length=1, max_length=MAX_LIMIT, description="Files to index: absolute, or relative to a collection root"),
-]
-LineNumber = Annotated[int, Field(ge=1, strict=True)]
-LineCount = Annotated[int, Field(ge=1, le=100_000, strict=True)]
-ByteCap = Annotated[int, Field(ge=1, le=1_000_000, strict=True)]
-RunInputs = Annotated[
-    dict[Annotated[str, Field(max_length=200)], Any] | None,
-    Field(description="Run inputs of the graph's components for this request, e.g. {\"bm25_retriever.top_k\": 80}"),
-]
-
-# The filters of every search route and tool (the CLI's --tag, --path, --where, --after, --before, --recent).
-Tags = list[Annotated[str, Field(min_length=1, max_length=100, strict=True)]] | None
-PathFilter = Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS, strict=True)] | None
-Where = list[Annotated[str, Field(min_length=3, max_length=300, strict=True)]] | None
-DateBound = Annotated[str, Field(min_length=1, max_length=100, strict=True)] | None
+# The request types every endpoint shares (`needle.arguments`, which the MCP tools take too); hayhooks turns them
+# into schemas and validation. Over HTTP a number or boolean must be JSON's own: "3" is refused.
+Limit = strict(arguments.Limit)
+MinScore = strict(arguments.MinScore)
+LineNumber = strict(arguments.LineNumber)
+LineCount = strict(arguments.LineCount)
+ByteCap = strict(arguments.ByteCap)
 
 T = TypeVar("T")
 
@@ -160,7 +154,7 @@ def search_filters(
 
 
 __all__ = [
-    "ByteCap", "CollectionNames", "DateBound", "LineCount", "LineNumber", "Limit", "MinScore", "PathFilter", "Query",
+    "MAX_LIMIT", "MAX_QUERY_CHARS", "MAX_REF_CHARS", "IndexPaths", "ByteCap", "CollectionNames", "DateBound", "LineCount", "LineNumber", "Limit", "MinScore", "PathFilter", "Query",
     "Ref", "RunInputs", "Tags", "Where", "backup_scheduler", "call", "errors", "get_needle",
     "search_filters", "use_needle", "user_error", "warm",
 ]

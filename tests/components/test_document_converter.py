@@ -50,7 +50,7 @@ class TestDocumentConverter:
         converter = DocumentConverter(max_file_bytes=10, max_pages=3, max_unpacked_bytes=1000)
         assert (converter.max_file_bytes, converter.max_pages, converter.max_unpacked_bytes) == (10, 3, 1000)
 
-    @pytest.mark.parametrize("name", ["max_file_bytes", "max_pages", "max_unpacked_bytes"])
+    @pytest.mark.parametrize("name", ["max_file_bytes", "max_pages", "max_unpacked_bytes", "max_seconds", "max_memory_mb"])
     @pytest.mark.parametrize("bad", [0, -1, "5", None, True])
     def test_bad_limits_raise(self, name, bad):
         with pytest.raises(ValueError, match=name):
@@ -59,7 +59,10 @@ class TestDocumentConverter:
     def test_to_dict(self):
         assert DocumentConverter(max_pages=7).to_dict() == {
             "type": "components.document_converter.DocumentConverter",
-            "init_parameters": {"max_file_bytes": 50_000_000, "max_pages": 7, "max_unpacked_bytes": 200_000_000},
+            "init_parameters": {
+                "max_file_bytes": 50_000_000, "max_pages": 7, "max_unpacked_bytes": 200_000_000, "max_seconds": 60.0,
+                "max_memory_mb": 1024,
+            },
         }
 
     def test_from_dict(self):
@@ -143,6 +146,22 @@ class TestDocumentConverter:
         make.write(tmp_path / "bomb.docx", make.zip_bomb_docx_bytes(20_000_000))
         assert "zip bomb" in reason(tmp_path, "bomb.docx")
         assert "zip bomb" in reason(tmp_path, "bomb.docx", max_unpacked_bytes=1000)
+
+    def test_a_docx_whose_extraction_takes_too_long_is_stopped_and_skipped(self, tmp_path):
+        # Within every size limit (a few MB on disk), it takes many seconds to convert: far over the bound here.
+        make.write(tmp_path / "slow.docx", make.costly_docx_bytes(100_000))
+        said = reason(tmp_path, "slow.docx", max_seconds=2)
+        assert said == "its text was not extracted: it took over 2 s (max_seconds)"
+
+    def test_a_docx_whose_extraction_needs_too_much_memory_is_stopped_and_the_next_is_converted(self, tmp_path):
+        make.write(tmp_path / "a-big.docx", make.costly_docx_bytes(100_000))
+        make.write(tmp_path / "b.docx", make.docx_bytes(DOCX_TEXT))
+        out = convert(tmp_path, "a-big.docx", "b.docx", max_memory_mb=48, max_seconds=600)
+        assert [d.meta["path"] for d in out["documents"]] == ["b.docx"]
+        assert out["skipped"] == [{
+            "collection": "docs", "path": "a-big.docx",
+            "reason": "its text was not extracted: it needs more than 48 MB of memory (max_memory_mb)",
+        }]
 
     def test_docx_that_is_not_a_zip(self, tmp_path):
         (tmp_path / "fake.docx").write_bytes(b"plain bytes")

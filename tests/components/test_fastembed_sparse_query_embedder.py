@@ -1,5 +1,7 @@
 import pytest
-from haystack_integrations.components.embedders.fastembed import FastembedSparseTextEmbedder
+from haystack_integrations.components.embedders.fastembed import (
+    FastembedSparseTextEmbedder,
+)
 
 from components.fastembed_sparse_query_embedder import FastembedSparseQueryEmbedder
 from needle.models import BM25_MODEL, sparse_embedder_params
@@ -16,6 +18,28 @@ class TestFastembedSparseQueryEmbedder:
         data = embedder.to_dict()
         assert data["type"] == "components.fastembed_sparse_query_embedder.FastembedSparseQueryEmbedder"
         assert FastembedSparseQueryEmbedder.from_dict(data).to_dict() == data
+
+    def test_init_keeps_a_language_holding_a_fifth_as_a_main_one(self, params):
+        data = FastembedSparseQueryEmbedder(**params).to_dict()["init_parameters"]
+        assert data["min_share"] == 0.2 and data["compounds"] == "affixes"
+
+    def test_rejects_a_share_outside_zero_to_one(self, params):
+        with pytest.raises(ValueError, match="min_share must be between 0 and 1, got 1.5"):
+            FastembedSparseQueryEmbedder(**params, min_share=1.5)
+
+    def test_a_sliver_of_misread_chunks_does_not_analyse_every_query(self, params):
+        embedder = FastembedSparseQueryEmbedder(**params)
+        counts = {"english": 3630, "french": 2, "spanish": 1}
+        assert embedder.analyses("0-dimensional biomaterials show inductive properties", counts) == ["english"]
+        assert embedder.analyses("la sauvegarde de la base de données", counts) == ["english", "french"]
+
+    def test_the_querys_own_language_joins_the_main_ones(self, params):
+        embedder = FastembedSparseQueryEmbedder(**params)
+        assert embedder.analyses("Sicherung", {"english": 40, "german": 1}) == ["english", "german"]
+        assert embedder.analyses("Sicherung", {"english": 40}) == ["english"]  # no German text to find
+        assert embedder.analyses("backup", {"english": 20, "german": 10, "chinese": 10}) == ["chinese", "english", "german"]
+        assert embedder.analyses("人工智能", {"english": 40, "chinese": 1}) == ["chinese", "english"]
+        assert embedder.analyses("x", None) == ["english"]
 
     def test_rejects_non_strings(self, params):
         with pytest.raises(TypeError, match="expects a string"):

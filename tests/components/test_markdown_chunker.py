@@ -603,6 +603,75 @@ class TestMarkdownChunkerPages:
         assert all(c.meta["page"] == c.meta["page_end"] for c in chunks)
 
     @pytest.mark.parametrize("bad", [[3, 1], [0, "2"], [0, 99]])
-    def test_page_starts_that_do_not_fit_the_text_raise(self, bad):
-        with pytest.raises(ValueError, match="page_starts"):
-            chunk("a\n\nb\n\nc\n", "a.pdf", page_starts=bad)
+    def test_page_starts_that_do_not_fit_the_text_skip_the_file_with_the_reason(self, bad):
+        out = MarkdownChunker().run(documents=[note("a\n\nb\n\nc\n", "a.pdf", page_starts=bad)])
+        assert out["documents"] == []
+        [skipped] = out["skipped"]
+        assert skipped["path"] == "a.pdf" and "page_starts" in skipped["reason"]
+
+
+class TestMarkdownChunkerBadValues:
+    """A frontmatter value that cannot be built (a date that does not exist, a tag that does not fit) is left out."""
+
+    @pytest.mark.parametrize(
+        "line, field, reason",
+        [
+            ("date: 2024-13-45", "date", "month must be in 1..12"),
+            ("prio: !!int high", "prio", "invalid literal for int()"),
+            ("digits: " + "7" * 5000, "digits", "limit"),
+            ("date: 2024-01-01 25:61:61", "date", "hour must be in 0..23"),
+            ("when: !!python/object:os.system x", "when", "could not determine a constructor"),
+            ("nested: {deep: [2024-02-30]}", "nested", "day is out of range for month"),
+        ],
+    )
+    def test_a_value_that_cannot_be_built_leaves_out_its_field_only(self, line, field, reason):
+        out = MarkdownChunker().run(
+            documents=[note(f"---\ntitle: Kept\ntags: [otters]\n{line}\nstatus: draft\n---\n# Head\n\nbody\n", path="bad.md")]
+        )
+        [doc] = out["documents"]
+        assert doc.meta["frontmatter"] == {"title": "Kept", "tags": ["otters"], "status": "draft"}
+        assert (doc.meta["title"], doc.meta["tags"], doc.content) == ("Kept", ["otters"], "# Head\n\nbody")
+        assert doc.meta["frontmatter_warning"].startswith(f"frontmatter field {field} left out: ")
+        assert reason in doc.meta["frontmatter_warning"]
+        assert out["warnings"] == [{"collection": "notes", "path": "bad.md", "reason": doc.meta["frontmatter_warning"]}]
+
+    def test_a_bad_value_under_a_merge_key_leaves_out_only_its_field(self):
+        doc = chunk("---\nbase: &b {a: 1}\nown:\n  <<: *b\n  c: 2\nbad: 2024-13-45\n---\nbody\n")[0]
+        assert doc.meta["frontmatter"] == {"base": {"a": 1}, "own": {"a": 1, "c": 2}}
+
+    def test_a_root_value_that_cannot_be_built_is_read_as_text(self):
+        doc = chunk("---\n!!int high\n---\nbody\n")[0]
+        assert doc.meta["frontmatter"] == {} and doc.meta["start_line"] == 1
+
+    @pytest.mark.parametrize(
+        "value, expected",
+        [
+            ("9999-12-31 23:00:00 -05:00", None),
+            ("0001-01-01T00:30:00+01:00", None),
+            ("2024-05-11T10:00:00+02:00", "2024-05-11T08:00:00Z"),
+        ],
+    )
+    def test_a_date_out_of_range_in_utc_is_no_date(self, value, expected):
+        meta = chunk(f"---\ndate: {value}\n---\nbody\n", path="a.md")[0].meta
+        assert meta["date"] == expected
+
+    def test_an_integer_past_64_bits_is_kept_as_text(self):
+        meta = chunk("---\nbig: 123456789012345678901234567890\nsmall: -12\n---\nbody\n")[0].meta
+        assert meta["frontmatter"] == {"big": "123456789012345678901234567890", "small": -12}
+
+    def test_a_file_that_cannot_be_chunked_is_skipped_with_its_reason_and_the_others_are_chunked(self, monkeypatch):
+        import components.markdown_chunker as module
+
+        real = module.identifiers
+
+        def failing(text: str) -> list[str]:
+            if "poison" in text:
+                raise OverflowError("a value the chunker did not expect")
+            return real(text)
+
+        monkeypatch.setattr(module, "identifiers", failing)
+        out = MarkdownChunker().run(documents=[note("poison\n", path="bad.md"), note("fine\n", path="good.md")])
+        assert [d.meta["path"] for d in out["documents"]] == ["good.md"]
+        assert out["skipped"] == [{
+            "collection": "notes", "path": "bad.md", "reason": "cannot be chunked: a value the chunker did not expect",
+        }]

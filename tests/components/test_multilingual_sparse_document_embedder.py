@@ -1,9 +1,13 @@
 import pytest
 from haystack import Document
-from haystack_integrations.components.embedders.fastembed import FastembedSparseDocumentEmbedder
+from haystack_integrations.components.embedders.fastembed import (
+    FastembedSparseDocumentEmbedder,
+)
 
 from components.fastembed_sparse_query_embedder import FastembedSparseQueryEmbedder
-from components.multilingual_sparse_document_embedder import MultilingualSparseDocumentEmbedder
+from components.multilingual_sparse_document_embedder import (
+    MultilingualSparseDocumentEmbedder,
+)
 from needle.models import BM25_MODEL, sparse_embedder_params
 
 
@@ -17,13 +21,18 @@ def doc(text: str, collection: str) -> Document:
 
 
 class TestMultilingualSparseDocumentEmbedder:
-    def test_init_defaults_are_the_parents(self, params):
+    def test_init_defaults_are_the_parents_and_german_compounds_by_their_affixes(self, params):
         embedder = MultilingualSparseDocumentEmbedder(**params)
         parent = FastembedSparseDocumentEmbedder(**params)
-        assert embedder.to_dict()["init_parameters"] == parent.to_dict()["init_parameters"]
+        assert embedder.to_dict()["init_parameters"] == {**parent.to_dict()["init_parameters"], "compounds": "affixes"}
+
+    def test_rejects_an_unknown_way_of_splitting_compounds(self, params):
+        with pytest.raises(ValueError, match="compounds must be one of affixes, ngrams, none, got 'dictionary'"):
+            MultilingualSparseDocumentEmbedder(**params, compounds="dictionary")
 
     def test_round_trip_keeps_the_type(self, params):
-        data = MultilingualSparseDocumentEmbedder(**params, meta_fields_to_embed=["context"]).to_dict()
+        data = MultilingualSparseDocumentEmbedder(**params, meta_fields_to_embed=["context"], compounds="ngrams").to_dict()
+        assert data["init_parameters"]["compounds"] == "ngrams"
         assert data["type"] == "components.multilingual_sparse_document_embedder.MultilingualSparseDocumentEmbedder"
         assert MultilingualSparseDocumentEmbedder.from_dict(data).to_dict() == data
 
@@ -51,7 +60,7 @@ class TestMultilingualSparseDocumentEmbedder:
         for languages in (None, {"notes": "english"}, {"notes": "auto"}):
             out = MultilingualSparseDocumentEmbedder(**params).run(documents=docs, languages=languages)
             assert [d.sparse_embedding for d in out["documents"]] == [d.sparse_embedding for d in parent]
-            assert out["languages"] == {"notes": ["english"]}
+            assert out["languages"] == {"notes": {"english": 2}}
         assert all("language" not in d.meta for d in docs)  # the input is left as it was
 
     @pytest.mark.integration
@@ -67,7 +76,33 @@ class TestMultilingualSparseDocumentEmbedder:
         ]
         out = MultilingualSparseDocumentEmbedder(**params).run(documents=docs, languages={"n": "auto", "fixed": "german"})
         assert [d.meta["language"] for d in out["documents"]] == ["english", "english", "english", "italian", "german"]
-        assert out["languages"] == {"n": ["english", "italian"], "fixed": ["german"]}
+        assert out["languages"] == {"n": {"english": 3, "italian": 1}, "fixed": {"german": 1}}
+
+    @pytest.mark.integration
+    def test_a_long_chunk_clearly_in_another_language_leaves_its_files(self, params):
+        english = "The starter needs feeding twice a day and it should be kept in a warm place in the kitchen. " * 4
+        german = "Der Sauerteig wird zweimal am Tag gefüttert und steht an einem warmen Platz in der Küche. " * 4
+        docs = [
+            Document(content=english, meta={"collection": "n", "source_doc_id": "n:a.md"}),
+            Document(content=german, meta={"collection": "n", "source_doc_id": "n:a.md"}),
+            Document(content=english + english + german, meta={"collection": "n", "source_doc_id": "n:a.md", "kind": "file"}),
+        ]
+        out = MultilingualSparseDocumentEmbedder(**params).run(documents=docs, languages={"n": "auto"})
+        assert [d.meta["language"] for d in out["documents"]] == ["english", "german", "english"]
+
+    @pytest.mark.integration
+    def test_an_unclear_file_takes_its_collections_main_language(self, params):
+        german = "Die Heizkörper bleiben oben kalt, wenn Luft im System ist; dann den Schlüssel ansetzen."
+        docs = [
+            Document(content="Inventar: 3 × 12 V, 2 × 230 V", meta={"collection": "n", "source_doc_id": "n:a.md"}),
+            Document(content=german, meta={"collection": "n", "source_doc_id": "n:b.md"}),
+            Document(content="x = 1", meta={"collection": "m", "source_doc_id": "m:c.md"}),
+        ]
+        embedder = MultilingualSparseDocumentEmbedder(**params)
+        out = embedder.run(documents=docs, languages={"n": "auto", "m": "auto"})
+        assert [d.meta["language"] for d in out["documents"]] == ["german", "german", "english"]
+        out = embedder.run(documents=docs[2:], languages={"m": "auto"}, main_languages={"m": "french"})
+        assert [d.meta["language"] for d in out["documents"]] == ["french"]
 
     @pytest.mark.integration
     def test_each_collection_in_its_language_and_auto_per_document(self, params):
@@ -78,7 +113,7 @@ class TestMultilingualSparseDocumentEmbedder:
         ]
         out = MultilingualSparseDocumentEmbedder(**params).run(documents=docs, languages={"de": "german", "mixed": "auto"})
         assert [d.meta["language"] for d in out["documents"]] == ["german", "chinese", "english"]
-        assert out["languages"] == {"de": ["german"], "mixed": ["chinese", "english"]}
+        assert out["languages"] == {"de": {"german": 1}, "mixed": {"chinese": 1, "english": 1}}
         query = FastembedSparseQueryEmbedder(**{k: v for k, v in params.items() if k != "progress_bar"})
         german = query.run(text="Häuser", languages=["german"])["sparse_embedding"]
         assert set(german.indices) <= set(out["documents"][0].sparse_embedding.indices)  # Häuser and Haus: one stem

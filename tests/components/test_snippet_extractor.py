@@ -31,9 +31,28 @@ class TestSnippetExtractor:
         doc = SnippetExtractor(max_lines=2, context_lines=3).run([chunk()], query="replication")["documents"][0]
         assert doc.meta["snippet_lines"] == 2
 
-    def test_no_match_starts_at_the_chunk_top(self):
+    def test_no_match_starts_at_the_first_line_that_says_something(self):
         doc = SnippetExtractor(context_lines=1).run([chunk()], query="zzz")["documents"][0]
-        assert doc.meta["snippet"].startswith("@@ -10,2 +10,2 @@ notes/ops/r.md\n# Title\nintro line")
+        assert doc.meta["snippet"] == "@@ -11,2 +11,2 @@ notes/ops/r.md\nintro line\nfiller"
+
+    def test_headings_fences_and_blank_lines_never_make_the_snippet(self):
+        text = "## Alerts\n\n```bash\nalertmanager --config.file=am.yml\n```\n\nPage me when the disk fills."
+        doc = SnippetExtractor(context_lines=1).run([chunk(text)], query="homelab alerts")["documents"][0]
+        header, *body = doc.meta["snippet"].split("\n")
+        assert body == ["alertmanager --config.file=am.yml"] and header.startswith("@@ -13,1 +13,1 @@")
+
+    def test_max_chars_adds_context_only_while_it_fits(self):
+        text = "\n".join(["short before", "x" * 300, "the replication slot lags", "after", "y" * 300])
+        doc = SnippetExtractor(context_lines=2, max_chars=60).run([chunk(text)], query="replication")["documents"][0]
+        assert doc.meta["snippet"].split("\n")[1:] == ["the replication slot lags", "after"]
+        with pytest.raises(ValueError, match="max_chars"):
+            SnippetExtractor(max_chars=0)
+        assert SnippetExtractor.from_dict(SnippetExtractor(max_chars=400).to_dict()).max_chars == 400
+
+    def test_a_word_stem_finds_the_line(self):
+        text = "# Certificates\nThe cron job runs nightly.\nRenewal happens through certbot's timer."
+        doc = SnippetExtractor(context_lines=0).run([chunk(text)], query="renewing")["documents"][0]
+        assert doc.meta["snippet"].split("\n")[1:] == ["Renewal happens through certbot's timer."]
 
     def test_lines_match_the_file_on_disk(self, tmp_path):
         lines = [f"line {i}" for i in range(1, 41)]

@@ -42,7 +42,7 @@ def free_port() -> int:
 
 def clean_env(data_dir: Path, model_dir: Path, **extra: str) -> dict[str, str]:
     """The environment without the user's Needle and hayhooks settings, pointing at `data_dir`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEEDLE_", "HAYHOOKS_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEEDLE_", "HAYHOOKS_")) or k == "NEEDLE_OWNER__AUTOSTART"}
     return {**env, "NEEDLE_DATA_DIR": str(data_dir), "NEEDLE_MODEL_DIR": str(model_dir), **extra}
 
 

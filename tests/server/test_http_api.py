@@ -109,7 +109,7 @@ class TestValidation:
             ("get", {"ref": "notes/howto/sqlite-wal-mode.md", "from_line": 100000}, 400, "past the end"),
             ("get", {"ref": "notes/howto/no-such-note.md"}, 404, "no file"),
             ("get", {"ref": "#ffffff"}, 404, "no indexed file has docid"),
-            ("multi_get", {}, 400, "give either 'pattern'"),
+            ("multi_get", {}, 400, "neither was sent"),
             ("multi_get", {"pattern": "*.md", "refs": ["x"]}, 400, "give either 'pattern'"),
             ("multi_get", {"pattern": "**/*.md", "max_bytes": 0}, 422, "max_bytes"),
             ("index", {"collections": ["nope"]}, 400, "unknown collection(s): nope"),
@@ -249,6 +249,13 @@ class TestStatusIndexAndSchema:
         paths = http.get("/openapi.json").json()["paths"]
         assert not [p for p in paths if p.startswith(("/deploy", "/undeploy", "/draw"))]
         assert http.post("/deploy_files", json={"name": "x", "files": {}}).status_code in (404, 405)
+
+    def test_openai_routes_needle_does_not_use_are_not_served(self, http):
+        paths = http.get("/openapi.json").json()["paths"]
+        assert not [p for p in paths if p.rstrip("/").endswith(("/files", "/responses"))]
+        for path in ("/files", "/v1/files", "/responses", "/v1/responses"):
+            assert http.post(path, json={"model": "answer", "input": "hi"}).status_code in (404, 405), path
+        assert "/v1/chat/completions" in paths and "/v1/models" in paths
 
 
 class TestChat:

@@ -7,7 +7,7 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -34,12 +34,24 @@ async def exercise(client: Client) -> dict:
     """The checks every transport must pass; returns what they saw."""
     listed = (await client.list_tools()).tools
     answer = result_of(await client.call_tool("search", {"query": "certbot renew", "limit": 2}))
-    assert answer["label"] == "PASS" and 0.5 <= answer["confidence"] <= 1.0
+    assert answer["label"] == "PASS" and 0.0 < answer["confidence"] <= 1.0
     hits = answer["results"]
     lines = result_of(await client.call_tool("get", {"ref": hits[0]["docid"], "from_line": 1, "max_lines": 2}))
     escape = await client.call_tool("get", {"ref": "../../etc/passwd"})
     invalid = await client.call_tool("query", {"query": "x", "limit": 0})
-    return {"tools": listed, "hits": hits, "lines": lines, "escape": escape, "invalid": invalid}
+    # As the MCP Inspector sends them: numbers and booleans as strings.
+    as_strings = result_of(await client.call_tool("get", {"ref": hits[0]["docid"], "from_line": "2", "max_lines": "3"}))
+    full = result_of(await client.call_tool("search", {"query": "certbot renew", "limit": "1", "full": "true"}))
+    refused = {
+        "typo": await client.call_tool("search", {"query": "certbot", "colections": ["notes"]}),
+        "status": await client.call_tool("status", {"verbose": True}),
+        "docid": await client.call_tool("get", {"ref": "#zzzzzz"}),
+        "nothing": await client.call_tool("multi_get", {}),
+        "collection": await client.call_tool("multi_get", {"pattern": "nope/*.md"}),
+        "text": await client.call_tool("get", {"ref": hits[0]["docid"], "max_lines": "three"}),
+    }
+    return {"tools": listed, "hits": hits, "lines": lines, "escape": escape, "invalid": invalid,
+            "as_strings": as_strings, "full": full["results"], "refused": refused}
 
 
 def check(seen: dict) -> None:
@@ -48,6 +60,16 @@ def check(seen: dict) -> None:
     assert seen["lines"]["to_line"] == 2 and seen["lines"]["path"] == "howto/certbot-tls-renewal.md"
     assert seen["escape"].is_error and "'..'" in seen["escape"].content[0].text
     assert seen["invalid"].is_error and "limit: Input should be greater than or equal to 1" in seen["invalid"].content[0].text
+    assert all("text" not in hit and hit["snippet"] and hit["snippet_line"] >= hit["start_line"] for hit in seen["hits"])
+    assert seen["full"][0]["text"] and (seen["as_strings"]["from_line"], seen["as_strings"]["to_line"]) == (2, 4)
+    said = {name: call.content[0].text for name, call in seen["refused"].items() if call.is_error}
+    assert said["typo"].startswith("unknown argument 'colections': search takes query, collections, limit")
+    assert said["status"] == "unknown argument 'verbose': status takes no arguments"
+    assert said["docid"].startswith("'#zzzzzz' is not a docid")
+    assert "neither was sent" in said["nothing"]
+    assert "no collection is named 'nope' (notes)" in said["collection"]
+    assert said["text"].startswith("invalid arguments: max_lines:") and '(got "three")' in said["text"]
+    assert all("\n" not in line for line in said.values()) and len(said) == len(seen["refused"])
 
 
 class TestStreamableHttp:
@@ -69,7 +91,7 @@ class TestStreamableHttp:
         assert "best quality" in tools["query"].description
         assert "line" in tools["get"].description and "max_bytes" in tools["multi_get"].description
         assert set(tools["query"].input_schema["properties"]) == {
-            "query", "collections", "limit", "min_score", "expand", "rerank", "chunks", "explain", "set",
+            "query", "collections", "limit", "min_score", "expand", "rerank", "full", "chunks", "explain", "set",
             "tags", "tags_any", "tags_none", "path", "where", "after", "before", "recent", "self_query", "decompose",
         }
         assert set(tools["search"].input_schema["properties"]) >= {"tags", "path", "where", "after", "before", "recent"}
@@ -127,6 +149,32 @@ class TestStdio:
                 return await exercise(client)
 
         check(run(go, timeout=240))
+
+    def test_without_its_models_needle_mcp_keeps_serving_and_every_call_says_what_to_run(self, demo_index, tmp_path):
+        """A missing model: `initialize` and `tools/list` answer, each call is one line naming `needle models`."""
+        data = copy_data(demo_index, "data-no-models")
+        stderr = (tmp_path / "stderr.log").open("w+")
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "needle.cli", "mcp"], env=clean_env(data, tmp_path / "no-models"),
+            cwd=str(REPO),
+        )
+
+        async def go():
+            async with Client(stdio_client(params, errlog=stderr)) as client:
+                listed = [t.name for t in (await client.list_tools()).tools]
+                calls = [await client.call_tool(name, args) for name, args in (
+                    ("query", {"query": "certbot renew"}), ("search", {"query": "certbot", "limit": "2"}), ("status", {}),
+                )]
+                return listed, calls
+
+        listed, calls = run(go, timeout=240)
+        assert listed == TOOLS
+        for call in calls:
+            text = call.content[0].text
+            assert call.is_error and "needle models" in text and "\n" not in text and "Traceback" not in text
+        stderr.seek(0)
+        logged = stderr.read()
+        assert "Traceback" not in logged and len(logged.splitlines()) <= 5, logged
 
     def test_a_second_needle_mcp_serves_its_tools_through_the_owner(self, locked_server, model_dir):
         """The token server owns its index; `needle mcp` on the same data folder finds it in the owner record."""

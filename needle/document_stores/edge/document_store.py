@@ -22,6 +22,7 @@ from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumen
 from haystack.document_stores.types import DuplicatePolicy
 
 from components._checks import QueryVector, check_top_k
+from needle.disk import allocated_mb, ensure_space
 from needle.document_stores._shared import BestScoreRequest, NeedleStoreMixin, VectorQuery, meta_name
 from needle.document_stores.edge.converters import point_id, to_document, to_point
 from needle.document_stores.edge.filters import edge_filter
@@ -37,6 +38,7 @@ from needle.document_stores.edge.schema import (
     search_params,
 )
 from needle.document_stores.edge.shards import OpenShard, copy_shard, open_shard, set_aside
+from needle.document_stores.edge.wal import read_wal
 from needle.document_stores.protocol import IndexDamagedError
 
 logger = logging.getLogger(__name__)
@@ -250,8 +252,8 @@ class EdgeDocumentStore(NeedleStoreMixin):
     # ----------------------------------------------------------------------------------------------------
     # Opening and closing
 
-    def _shard(self) -> OpenShard:
-        """This store's shard, opened (and its folder locked) on first use."""
+    def _shard(self, probe_mode: str = "changed") -> OpenShard:
+        """This store's shard, opened (and its folder locked) on first use; see `open_shard` for the probe."""
         opened = self._opened
         if opened is not None and not opened.inherited:
             return opened
@@ -261,7 +263,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
                 self._opened.close()
                 self._opened = None
             if self._opened is None:
-                opened = open_shard(self.path, self._edge_config())
+                opened = open_shard(self.path, self._edge_config(), probe_mode)
                 try:
                     self._ensure_indexes(opened)
                 except Exception:
@@ -317,6 +319,8 @@ class EdgeDocumentStore(NeedleStoreMixin):
         :raises DocumentStoreError: When the engine fails to optimise.
         """
         opened = self._shard()
+        # The optimiser writes new segments beside the old ones before it drops them.
+        ensure_space(opened.path, allocated_mb(opened.path))
         with opened.write_lock, _engine_errors("optimize"):
             changed = bool(opened.shard.optimize())
             opened.shard.flush()
@@ -354,6 +358,24 @@ class EdgeDocumentStore(NeedleStoreMixin):
             copy_shard(self._shard().path, target)
         logger.info("Copied {count} documents from {path} to {target}", count=count, path=self.path, target=target)
         return count
+
+    def verify(self) -> dict[str, int]:
+        """
+        Read every stored point with its payload and vectors, and search each kind of vector once; a store not
+        open yet is first opened and read in a child process, where a crash of the engine cannot end this one.
+
+        The write-ahead log is read too (`wal.py`): entries past bytes garbled inside it, which the engine
+        would drop without a word, are counted in `wal_unreadable`.
+
+        :returns: `points` read, `counted` by the engine, `without_dense` and `without_sparse` vectors,
+            `wal_entries` read and `wal_unreadable`.
+        :raises IndexDamagedError: When the store's files cannot be read, or the engine crashed reading them.
+        """
+        if self._opened is None or self._opened.inherited:
+            self._shard(probe_mode="read")
+        found = super().verify()
+        log = read_wal(self._shard().path)
+        return {**found, "wal_entries": log.entries, "wal_unreadable": log.unreadable}
 
     def close(self) -> None:
         """Flush and close the shard and unlock the folder; the store reopens on next use."""
@@ -448,6 +470,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
                 for doc_id in clashes:
                     del points[doc_id]
             batch = list(points.values())
+            ensure_space(opened.path, len(batch) * (self.embedding_dim * 4 + 4096) / 2**20)
             with _engine_errors("write documents"):
                 for start in range(0, len(batch), _WRITE_BATCH_SIZE):
                     opened.shard.update(qe.UpdateOperation.upsert_points(batch[start : start + _WRITE_BATCH_SIZE]))
@@ -492,12 +515,13 @@ class EdgeDocumentStore(NeedleStoreMixin):
         Delete every document.
 
         :param recreate_index: Also drop the shard and create it afresh with this store's configuration
-            (vectors and indexes); a query running in another thread at that moment fails. A shard that
-            cannot be opened (damaged files) is moved aside (`<folder>.damaged-<time>`) and a new one created.
+            (vectors and indexes); a query running in another thread at that moment fails. A shard not open
+            yet is opened in a child process first; one that cannot be opened there (damaged files, or the
+            engine crashes on them) is moved aside unopened (`<folder>.damaged-<time>`) and a new one created.
         """
         if recreate_index:
             try:
-                self._shard()
+                self._shard(probe_mode="open")  # a shard the engine would abort on is moved aside unopened
             except IndexDamagedError:
                 set_aside(self.path)
                 self._shard()

@@ -11,6 +11,11 @@ call). A forked child inherits the open shards, and the exit calls, but they sta
 shard remembers the process that opened it, and in any other process closing it only closes that process's
 copy of the lock file, which leaves the parent's lock (and its engine) alone. A store used in the child
 opens a shard of its own, and finds the folder locked while the parent holds it.
+
+Opening guards against what would kill the process: a disk too full to write through the engine's memory
+maps (`needle.disk`), and damage on which the engine aborts. A shard closed cleanly is sealed (`seal.py`);
+a folder that is not as sealed is first opened in a child process (`probe.py`), and a crash there is an
+`IndexDamagedError`, not the end of the command.
 """
 
 import atexit
@@ -25,11 +30,18 @@ from typing import Any
 import qdrant_edge as qe
 from haystack import logging
 
+from needle.disk import ensure_space
+from needle.document_stores.edge.probe import probe
+from needle.document_stores.edge.seal import SEAL_FILE_NAME, seal, unseal
 from needle.document_stores.protocol import IndexDamagedError
 
 logger = logging.getLogger(__name__)
 
 LOCK_FILE_NAME = ".edge_document_store.lock"
+# When `open_shard` opens a folder in a child process first (see there).
+PROBE_MODES = ("changed", "open", "read")
+# Files in a shard's folder that are Needle's, not the engine's.
+_NOT_THE_SHARDS = frozenset({LOCK_FILE_NAME})
 
 
 class StoreLockedError(RuntimeError):
@@ -123,26 +135,43 @@ class OpenShard:
                 self.shard.close()
         except Exception as error:  # the folder must be unlocked even when the engine fails
             logger.warning("Closing {path} failed: {error}", path=self.path, error=error)
+        else:
+            seal(self.path, _NOT_THE_SHARDS)
         finally:
             _unlock_folder(fd)
         logger.info("Closed the index at {path}", path=self.path)
 
 
-def open_shard(path: str, config: Any) -> OpenShard:
+def open_shard(path: str, config: Any, probe_mode: str = "changed") -> OpenShard:
     """
     Open the shard in `path` (created with `config` when the folder holds none), locking the folder.
 
+    A folder that is not as its last clean close left it is opened in a child process first, so that damage
+    on which the engine aborts is reported instead of killing this process.
+
     :param path: The store folder; created when missing.
     :param config: The engine configuration (`qdrant_edge.EdgeConfig`).
+    :param probe_mode: When to open the folder in a child process first: `changed` (not as sealed at its last
+        clean close), `open` (always), `read` (always, and read every point there too).
     :returns: The open shard, owned by the caller.
     :raises StoreLockedError: When the folder is open in another process or by another store object.
+    :raises DiskFullError: When the disk holding the folder is too full to open it safely.
     :raises ValueError: When the folder's shard was built with an incompatible configuration.
-    :raises IndexDamagedError: When the engine cannot read the shard's files.
+    :raises IndexDamagedError: When the engine cannot read the shard's files, or crashed opening them.
     """
     real = os.path.realpath(os.path.expanduser(path))
+    ensure_space(os.path.dirname(real))
     os.makedirs(real, exist_ok=True)
     lock_fd = _lock_folder(real)
     try:
+        sealed = unseal(real, _NOT_THE_SHARDS)
+        if probe_mode not in PROBE_MODES:
+            raise ValueError(f"probe_mode must be one of {', '.join(PROBE_MODES)}, got {probe_mode!r}")
+        if _has_data(real) and (probe_mode != "changed" or not sealed):
+            logger.info("Opening {path} in a child process first ({mode})", path=real, mode=probe_mode)
+            failure = probe(real, read_all=probe_mode == "read")
+            if failure is not None:
+                raise IndexDamagedError(real, failure)
         shard = _open_or_create(real, config)
     except BaseException:
         _unlock_folder(lock_fd)
@@ -160,7 +189,7 @@ def copy_shard(source: str, target: str) -> None:
     :param target: A folder that does not exist yet.
     :raises FileExistsError: When `target` exists.
     """
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns(LOCK_FILE_NAME), symlinks=True)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(LOCK_FILE_NAME, SEAL_FILE_NAME), symlinks=True)
 
 
 def replace_shard(source: str, path: str) -> None:
@@ -194,13 +223,17 @@ def replace_shard(source: str, path: str) -> None:
     logger.info("Restored the index at {path} from {source}", path=real, source=source)
 
 
-def _open_or_create(path: str, config: Any) -> Any:
+def _has_data(path: str) -> bool:
+    """Whether the folder holds a shard (its configuration or any segment)."""
     segments = os.path.join(path, "segments")
-    has_data = os.path.exists(os.path.join(path, "edge_config.json")) or (
+    return os.path.exists(os.path.join(path, "edge_config.json")) or (
         os.path.isdir(segments) and bool(os.listdir(segments))
     )
+
+
+def _open_or_create(path: str, config: Any) -> Any:
     try:
-        if has_data:
+        if _has_data(path):
             shard = qe.EdgeShard.load(path, config)
             logger.info("Opened the index at {path}", path=path)
         else:

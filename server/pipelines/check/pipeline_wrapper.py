@@ -17,11 +17,13 @@ class PipelineWrapper(BasePipelineWrapper):
         self.pipeline = None
         get_needle()
 
-    def run_api(self) -> dict[str, Any]:
+    def run_api(self, repair: bool = False) -> dict[str, Any]:
         """
-        Read the provenance, every chunk and whole file with its vectors, and one search per kind of vector.
+        Read the provenance, every chunk and whole file with its vectors, and one search per kind of vector;
+        compare the chunk store, the file store and the stat record.
 
-        :returns: `problems` (empty for a sound index), what each store held (`points`, `counted`, points without
+        :param repair: Index the files whose data was lost again and delete orphaned data, then check again.
+        :returns: `problems` (empty for a sound index), `lost` and `orphaned` files, what each store held (`points`, `counted`, points without
             a dense or sparse vector) and the seconds it took.
         """
-        return call(lambda needle: needle.check())
+        return call(lambda needle: needle.check(repair=repair))

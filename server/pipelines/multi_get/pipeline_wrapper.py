@@ -2,7 +2,7 @@
 
 from hayhooks import BasePipelineWrapper
 
-from needle.files import FileBatch
+from needle.files import NEITHER_PATTERN_NOR_REFS, FileBatch
 from needle.http.service import ByteCap, Ref, call, get_needle, user_error
 
 
@@ -27,6 +27,8 @@ class PipelineWrapper(BasePipelineWrapper):
         :param max_bytes: Largest file to return, in bytes.
         :returns: `files` read (with collection, path, docid and text) and `skipped` files with a reason.
         """
-        if (pattern is None) == (refs is None):
-            raise user_error(400, "give either 'pattern' (a glob such as notes/howto/*.md) or 'refs', not both")
+        if pattern is None and refs is None:
+            raise user_error(400, NEITHER_PATTERN_NOR_REFS)
+        if pattern is not None and refs is not None:
+            raise user_error(400, "give either 'pattern' or 'refs', not both")
         return call(lambda needle: needle.files.read_many(pattern=pattern, refs=refs, max_bytes=max_bytes))

@@ -24,6 +24,7 @@ class PipelineWrapper(BasePipelineWrapper):
 
         :returns: `collections` (name, root, files, chunks, languages, `fields`: name → type, number of
             distinct values and the most frequent [value, files]; `tags`: the most frequent [tag, files]),
-            `embedding_model`, `sparse_model`, `store`.
+            `embedding_model`, `sparse_model`, `store`, and `problems`: the files skipped or indexed with a
+            problem (a frontmatter field left out), with the reason.
         """
         return call(lambda needle: needle.status())

@@ -1,0 +1,311 @@
+"""Client benchmark: what a `needle` command costs as a whole process, with and without an index owner.
+
+    python eval/client.py --build           # generate 7,200 notes, index them (once) into $TMPDIR/needle-client-bench
+    python eval/client.py                   # the tables below; writes eval/results/client.json
+    python eval/client.py --only during     # one part: commands, first, during, handover
+
+Generated notes (a title and a few tldr-page-like lines each, distinct words from the demo notes, in 60
+folders) are indexed once. Then, per command, whole process (`python -m needle.cli ...`), median of
+`--repeat` runs of wall time and peak memory (the child's max RSS, `wait4`):
+
+- `no owner`: `owner.autostart` off, nothing holds the index: the command opens it itself (today's path);
+- `owner running`: a background owner (`needle owner start`) holds it: the command goes through it;
+- `first call`: no owner, autostart on: the command starts one, waits for it and goes through it (each run
+  stops the owner again first).
+
+`during`: while `needle index` (run inside the owner) indexes `--during-notes` new notes, a search every
+0.5 s from other processes: how many answered, p50 and max latency. `handover`: two `needle mcp` processes
+driven by the MCP SDK's own stdio client; the owner's is closed, then the other's `search` tool is called
+every 0.1 s: the time until it answers again and the calls that failed after that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_DIR = Path(tempfile.gettempdir()) / "needle-client-bench"
+RESULTS = REPO / "eval" / "results"
+COMMANDS = {
+    "search": ["search", "rsync copy directory remote", "-n", "5"],
+    "get": ["get", "notes/f07/tool-00427.md"],
+    "query": ["query", "copy a directory to another machine and only send what changed", "-n", "5"],
+    "vsearch": ["vsearch", "renew a certificate before it expires", "-n", "5"],
+    "status": ["status"],
+    "ls": ["ls", "notes"],
+}
+
+
+def environment(data: Path, autostart: bool, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
+    env.update(NEEDLE_DATA_DIR=str(data), NEEDLE_OWNER__AUTOSTART=str(autostart).lower(), **extra)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))
+    return env
+
+
+def timed(args: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """Run `needle ARGS` once: (wall seconds, peak RSS in MB, exit code)."""
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "needle.cli", *args], cwd=REPO, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_maxrss / 1024, process.returncode
+
+
+def needle(args: list[str], env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "needle.cli", *args], cwd=REPO, env=env, capture_output=True, text=True)
+    if check and done.returncode:
+        raise SystemExit(f"needle {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
+    return done
+
+
+def vocabulary() -> list[str]:
+    words: set[str] = set()
+    for note in (REPO / "needle" / "demo" / "notes").rglob("*.md"):
+        words.update(w.lower() for w in re.findall(r"[A-Za-z][a-z]{3,14}", note.read_text()))
+    return sorted(words)
+
+
+def generate(root: Path, count: int, start: int = 0, seed: int = 0) -> None:
+    """`count` distinct notes like tldr pages, in 60 folders."""
+    rng = random.Random(seed)
+    words = vocabulary()
+    for i in range(start, start + count):
+        folder = root / f"f{i % 60:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        pick = lambda n: " ".join(rng.choice(words) for _ in range(n))  # noqa: E731
+        lines = [f"# tool-{i:05d}", "", f"> {pick(12).capitalize()}.", ""]
+        for _ in range(3):
+            lines += [f"- {pick(7).capitalize()}:", "", f"`tool-{i:05d} --{rng.choice(words)} {{{{{rng.choice(words)}}}}}`", ""]
+        (folder / f"tool-{i:05d}.md").write_text("\n".join(lines), encoding="utf-8")
+
+
+def build(base: Path, count: int) -> None:
+    shutil.rmtree(base, ignore_errors=True)
+    generate(base / "notes", count)
+    env = environment(base / "data", autostart=False)
+    needle(["collection", "add", str(base / "notes"), "--name", "notes"], env)
+    started = time.perf_counter()
+    needle(["index"], env)
+    print(f"indexed {count} notes in {time.perf_counter() - started:.0f} s")
+
+
+def median_row(name: str, runs: list[tuple[float, float, int]]) -> dict[str, Any]:
+    return {
+        "command": name, "runs": len(runs), "wall_s": round(statistics.median(r[0] for r in runs), 3),
+        "peak_mb": round(statistics.median(r[1] for r in runs), 1), "exit_codes": sorted({r[2] for r in runs}),
+    }
+
+
+def stop_owner(data: Path) -> None:
+    needle(["owner", "stop"], environment(data, autostart=False), check=False)
+
+
+MODES = ("no owner", "owner running", "first call")
+
+
+def commands(data: Path, repeat: int, modes: tuple[str, ...] = MODES) -> dict[str, list[dict[str, Any]]]:
+    rows: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
+    stop_owner(data)
+    local = environment(data, autostart=False)
+    for name, args in COMMANDS.items() if "no owner" in modes else ():
+        rows["no owner"].append(median_row(name, [timed(args, local) for _ in range(repeat)]))
+    needle(["owner", "start"], local)
+    through = environment(data, autostart=True)
+    for name, args in COMMANDS.items() if "owner running" in modes else ():
+        timed(args, through)  # the owner's first run of a graph warms it
+        rows["owner running"].append(median_row(name, [timed(args, through) for _ in range(repeat)]))
+    for name in ("search", "query") if "first call" in modes else ():
+        runs = []
+        for _ in range(repeat):
+            stop_owner(data)
+            runs.append(timed(COMMANDS[name], through))
+        rows["first call"].append(median_row(name, runs))
+    return rows
+
+
+def during_index(base: Path, count: int) -> dict[str, Any]:
+    """Searches from other processes while the owner indexes `count` new notes."""
+    data = base / "data"
+    extra = base / "more"
+    shutil.rmtree(extra, ignore_errors=True)
+    generate(extra, count, start=100_000, seed=1)
+    env = environment(data, autostart=True)
+    needle(["collection", "remove", "more"], env, check=False)
+    needle(["collection", "add", str(extra), "--name", "more"], env)
+    needle(["owner", "start"], env)
+    latencies: list[float] = []
+    failures: list[int] = []
+    indexer = threading.Thread(target=lambda: needle(["index", "more"], env))
+    started = time.perf_counter()
+    indexer.start()
+    while indexer.is_alive():
+        wall, _, code = timed(COMMANDS["search"], env)
+        (latencies if code == 0 else failures).append(wall if code == 0 else code)
+        time.sleep(0.5)
+    indexer.join()
+    seconds = time.perf_counter() - started
+    needle(["collection", "remove", "more"], env, check=False)
+    return {
+        "notes": count, "index_seconds": round(seconds, 1), "searches": len(latencies) + len(failures),
+        "answered": len(latencies), "failed": len(failures),
+        "p50_s": round(statistics.median(latencies), 3) if latencies else None,
+        "max_s": round(max(latencies), 3) if latencies else None,
+    }
+
+
+def handover(data: Path) -> dict[str, Any]:
+    """Two `needle mcp` over the SDK's stdio client: close the owner's, time until the other answers again."""
+    return asyncio.run(_handover(data))
+
+
+class Agent:
+    """One agent window: a `needle mcp` driven by the MCP SDK's stdio client on a task of its own."""
+
+    def __init__(self, params: Any) -> None:
+        self.params = params
+        self.calls: asyncio.Queue = asyncio.Queue()
+        self.results: asyncio.Queue = asyncio.Queue()
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        from mcp import ClientSession
+        from mcp.client.stdio import stdio_client
+
+        async with stdio_client(self.params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            while (arguments := await self.calls.get()) is not None:
+                await self.results.put(await session.call_tool("search", arguments))
+
+    async def search(self, arguments: dict[str, Any]) -> Any:
+        await self.calls.put(arguments)
+        return await self.results.get()
+
+    async def close(self) -> None:
+        await self.calls.put(None)
+        await self.task
+
+
+async def _handover(data: Path) -> dict[str, Any]:
+    from mcp import StdioServerParameters
+
+    stop_owner(data)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "needle.cli", "mcp"], cwd=str(REPO),
+                                   env=environment(data, autostart=False))
+    arguments = {"query": "rsync copy directory remote", "limit": 3}
+    first = Agent(params)
+    await first.search(arguments)  # the first one owns the index once it answers
+    second = Agent(params)
+    before = await second.search(arguments)
+    await first.close()  # the owner's agent window closes
+    closed = time.perf_counter()
+    failed_before, failed_after, recovered = 0, 0, None
+    while time.perf_counter() - closed < 300:
+        result = await second.search(arguments)
+        if result.is_error:
+            failed_before += 1
+            await asyncio.sleep(0.1)
+            continue
+        recovered = time.perf_counter() - closed
+        for _ in range(20):
+            failed_after += (await second.search(arguments)).is_error
+        break
+    await second.close()
+    return {
+        "answered_before": not before.is_error, "seconds_to_answer_again": None if recovered is None else round(recovered, 2),
+        "failed_calls_until_then": failed_before, "failed_calls_of_20_after": failed_after,
+    }
+
+
+def table(rows: dict[str, list[dict[str, Any]]]) -> str:
+    lines = ["| command | no owner | owner running | first call (starts an owner) |", "| --- | --- | --- | --- |"]
+    by = {mode: {r["command"]: r for r in found} for mode, found in rows.items()}
+    for name in COMMANDS:
+        cells = []
+        for mode in ("no owner", "owner running", "first call"):
+            row = by.get(mode, {}).get(name)
+            cells.append(f"{row['wall_s']:.2f} s, {row['peak_mb']:.0f} MB" if row else "")
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(rows: dict[str, list[dict[str, Any]]], path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(matplotlib is not installed: no chart)")
+        return
+    names = list(COMMANDS)
+    modes = [m for m in ("no owner", "owner running", "first call") if rows.get(m)]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.8 / len(modes)
+    for i, mode in enumerate(modes):
+        found = {r["command"]: r["wall_s"] for r in rows[mode]}
+        ax.bar([x + i * width for x in range(len(names))], [found.get(n, 0) for n in names], width, label=mode)
+    ax.set_xticks([x + width for x in range(len(names))], names)
+    ax.set_ylabel("seconds, whole process (median)")
+    ax.set_yscale("log")
+    ax.legend()
+    ax.set_title("needle commands with and without an index owner")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"wrote {path}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="notes and data folder")
+    parser.add_argument("--build", action="store_true", help="generate and index the notes first")
+    parser.add_argument("--notes", type=int, default=7200)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--during-notes", type=int, default=1500)
+    parser.add_argument("--only", choices=("commands", "during", "handover"), action="append")
+    parser.add_argument("--mode", choices=MODES, action="append", help="commands: only these columns (default all)")
+    args = parser.parse_args()
+    if args.build:
+        build(args.dir, args.notes)
+    data = args.dir / "data"
+    parts = args.only or ["commands", "during", "handover"]
+    out = RESULTS / "client.json"
+    results: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}
+    results["notes"] = args.notes
+    try:
+        if "commands" in parts:
+            found = commands(data, args.repeat, tuple(args.mode or MODES))
+            results["commands"] = {**results.get("commands", {}), **found}
+            print(table(results["commands"]))
+            plot(results["commands"], RESULTS / "client.png")
+        if "during" in parts:
+            results["during_index"] = during_index(args.dir, args.during_notes)
+            print(json.dumps(results["during_index"]))
+        if "handover" in parts:
+            results["handover"] = handover(data)
+            print(json.dumps(results["handover"]))
+    finally:
+        stop_owner(data)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,83 @@
+"""What the guards on opening the embedded index cost: the clean-close seal, the child-process probe, free space.
+
+    python eval/open_guard.py DATA_DIR            # an index built by `needle index` (it is copied, not changed)
+    python eval/open_guard.py DATA_DIR --repeat 7
+
+On a copy of the chunk store of DATA_DIR, each is timed `--repeat` times and the median printed:
+
+- `open, sealed`: opening a store closed cleanly (stat walk of its folder against the seal, no probe);
+- `open, probed`: opening a store whose seal is missing (a process died with it open): the probe in a child
+  process, then the open;
+- `probe alone`, `probe, read all` (what `needle check` adds), `seal check alone` and `free-space check alone`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from needle.disk import ensure_space
+from needle.document_stores.edge.document_store import EdgeDocumentStore
+from needle.document_stores.edge.probe import probe
+from needle.document_stores.edge.seal import SEAL_FILE_NAME, seal, unseal
+from needle.document_stores.edge.shards import LOCK_FILE_NAME
+from needle.models import embedding_dim
+from needle.settings import load_settings
+
+SKIP = frozenset({LOCK_FILE_NAME})
+
+
+def median_seconds(action: Callable[[], object], repeat: int) -> float:
+    """The median wall time of `action` over `repeat` runs."""
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data_dir", type=Path)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    settings = load_settings(env={"NEEDLE_DATA_DIR": str(args.data_dir)})
+    params = settings.index.model_dump()
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch) / "edge"
+        shutil.copytree(settings.index_dir / "edge", folder, ignore=shutil.ignore_patterns(LOCK_FILE_NAME))
+        files = sum(1 for path in folder.rglob("*") if path.is_file())
+
+        def open_store(sealed: bool) -> None:
+            if not sealed:
+                (folder / SEAL_FILE_NAME).unlink(missing_ok=True)
+            store = EdgeDocumentStore(path=str(folder), embedding_dim=embedding_dim(settings.embedding.model), **params)
+            store.count_documents()
+            store.close()
+
+        open_store(sealed=False)  # leaves the folder sealed
+        rows = {
+            "open, sealed": median_seconds(lambda: open_store(True), args.repeat),
+            "open, probed": median_seconds(lambda: open_store(False), args.repeat),
+            "probe alone": median_seconds(lambda: probe(str(folder)), args.repeat),
+            "probe, read all": median_seconds(lambda: probe(str(folder), read_all=True), args.repeat),
+            "seal check alone": median_seconds(lambda: (seal(str(folder), SKIP), unseal(str(folder), SKIP)), args.repeat),
+            "free-space check alone": median_seconds(lambda: ensure_space(folder), args.repeat),
+        }
+    print(f"chunk store of {args.data_dir}: {files} files; median of {args.repeat} runs")
+    print("| step | seconds |\n|---|---|")
+    for name, seconds in rows.items():
+        print(f"| {name} | {seconds:.4f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,230 @@
+"""The thin client: a `needle` command sent whole to the process that owns the index, without Haystack.
+
+A command that an owner can run (`THIN_COMMANDS`) finds the owner (`needle.owner`, which checks the record
+and the listener before anything is sent), posts its parsed arguments to `POST /needle/cli` and prints what
+comes back: the owner runs the very code the command would have run here (`needle.commands.run`), so the
+output and the exit code are byte for byte the same. While the owner works it sends a line every second
+(and an index run's progress); a client that hears nothing for `owner.answer_timeout` seconds says so and
+exits 1 instead of waiting on a stopped owner. When no owner runs and `owner.autostart` is on, a command that
+needs the index starts one in the background (`needle owner run`, logging to `DATA_DIR/owner.log`) and
+goes through it. This module imports only the standard library, `needle.locate`, `needle.owner` and `needle.output`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from http.client import HTTPException
+from pathlib import Path
+from typing import Any
+
+from needle import owner as records
+from needle.locate import Location, locate
+from needle.output import terminal_safe
+
+CLI_PATH = "/needle/cli"
+OWNER_LOG = "owner.log"
+SPAWN_LOCK = "owner.start.lock"
+# How long a command waits for the background owner it started to load its graphs and answer.
+START_TIMEOUT = 300.0
+# Commands an owner runs for a client; those in `NEEDS_INDEX` also start a background owner when none runs.
+NEEDS_INDEX = {"search", "vsearch", "query", "get", "multi-get", "ls", "status", "index", "answer", "check", "optimize", "backup"}
+THIN_COMMANDS = NEEDS_INDEX | {"collection", "context"}
+# Commands that change nothing: sent again, once, when the owner goes away before it answers.
+RETRIED = {"search", "vsearch", "query", "get", "multi-get", "ls", "status", "check", "context", "collection"}
+
+
+class OwnerGoneError(ConnectionError):
+    """The owner's connection closed before the command's answer came."""
+
+
+def eligible(args: Any) -> bool:
+    """Whether the owner can run this parsed command for a client."""
+    if args.command not in THIN_COMMANDS:
+        return False
+    if args.command == "collection":
+        return args.action in ("list", "remove")
+    return True
+
+
+def through_owner(args: Any, location: Location | None = None) -> int | None:
+    """
+    Run the command through the owner, starting a background one when none runs and the setting allows it.
+
+    :param args: The parsed command line (sent as it is: the owner runs `needle.commands.run` on it).
+    :param location: Where the index lives; read from the environment when `None`.
+    :returns: The exit code, or `None` when the command should run in this process (no owner, autostart off,
+        a Qdrant server, a configuration only the full settings can read).
+    """
+    if not eligible(args):
+        return None
+    location = location or locate()
+    if location is None or location.store_url:
+        return None
+    try:
+        record = records.live_owner(location)
+        if record is None and location.autostart and args.command in NEEDS_INDEX:
+            record = start_owner(location)
+        if record is None:
+            return None
+        try:
+            return send(record, vars(args), location)
+        except OwnerGoneError:
+            if args.command not in RETRIED:
+                raise
+            record = records.live_owner(location) or (start_owner(location) if location.autostart else None)
+            if record is None:
+                raise
+            return send(record, vars(args), location)
+    except ConnectionError as error:
+        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 1
+
+
+def send(record: records.OwnerRecord, arguments: dict[str, Any], location: Location) -> int:
+    """
+    Post the command to the verified owner and print its output as it comes.
+
+    :raises OwnerSilentError: When the owner stops answering for `location.answer_timeout` seconds.
+    :raises OwnerGoneError: When the connection closes before the answer.
+    :raises UntrustedOwnerError: When the listener fails the owner's checks.
+    """
+    wait = location.answer_timeout
+    connection = records.connect(record, read_timeout=wait)
+    body = json.dumps({"args": arguments, "cwd": os.getcwd(), "tty": sys.stderr.isatty()})
+    try:
+        try:
+            connection.request(
+                "POST", CLI_PATH, body=body, headers={**record.headers, "Content-Type": "application/json"}
+            )
+            response = connection.getresponse()
+            if response.status != 200:
+                detail = response.read().decode("utf-8", "replace")
+                raise records.UntrustedOwnerError(f"the owner (pid {record.pid}) refused the command: {_detail(detail)}")
+            while True:
+                line = response.readline()
+                if not line:
+                    raise OwnerGoneError(
+                        f"the owner (pid {record.pid}) went away before it answered; the command may not have finished"
+                    )
+                message = json.loads(line)
+                if "progress" in message:
+                    print(message["progress"], file=sys.stderr, flush=True)
+                elif "done" in message:
+                    done = message["done"]
+                    # The owner printed into a pipe; a terminal here gets control characters escaped.
+                    sys.stdout.write(terminal_safe(done["stdout"]) if sys.stdout.isatty() else done["stdout"])
+                    sys.stderr.write(terminal_safe(done["stderr"]) if sys.stderr.isatty() else done["stderr"])
+                    return int(done["code"])
+        except (records.UntrustedOwnerError, OwnerGoneError):
+            raise
+        except (TimeoutError, socket.timeout):
+            stopped = " (it is stopped: `kill -CONT {0}` resumes it)".format(record.pid) if records.pid_stopped(record.pid) else ""
+            raise records.OwnerSilentError(
+                f"the owner (pid {record.pid}) has not answered for {wait:g} s: it may be stopped{stopped}"
+            ) from None
+        except (OSError, HTTPException, ValueError) as error:
+            raise OwnerGoneError(
+                f"the owner (pid {record.pid}) went away before it answered ({type(error).__name__}); "
+                "the command may not have finished"
+            ) from None
+    finally:
+        connection.close()
+
+
+def _detail(body: str) -> str:
+    try:
+        detail = json.loads(body).get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    return str(detail or body.strip() or "no reason given")
+
+
+def start_owner(location: Location, timeout: float = START_TIMEOUT) -> records.OwnerRecord | None:
+    """
+    Start a background owner (`needle owner run`), detached and logging to `DATA_DIR/owner.log`, and wait for it.
+
+    One command starts it at a time (a lock file in the data folder); the others wait for its record.
+
+    :returns: The verified owner, or `None` when it could not start (its log says why; the command then runs
+        in this process and shows its own error).
+    """
+    import fcntl
+
+    data_dir = location.data_dir
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with open(data_dir / SPAWN_LOCK, "a") as spawn_lock:
+        fcntl.flock(spawn_lock, fcntl.LOCK_EX)
+        record = records.live_owner(location)
+        if record is not None:
+            return record
+        if records.index_locked(location):  # held by a command, or by an owner still loading: wait for it
+            return records.wait_for_owner(location, timeout)
+        process = spawn_owner(data_dir)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            record = records.live_owner(location)
+            if record is not None:
+                return record
+            if process.poll() is not None:
+                return None
+            time.sleep(0.05)
+        return None
+
+
+def owner_command(action: str) -> int:
+    """
+    `needle owner status|start|stop`: show the process that holds the index, start a background one, stop it.
+
+    :returns: The exit code.
+    """
+    from needle.locate import locate_or_load
+
+    location = locate_or_load()
+    if location.store_url:
+        print(f"no owner: the index is on a Qdrant server ({location.store_url}), which every command reaches itself")
+        return 0
+    try:
+        record = records.live_owner(location)
+        if action == "start" and record is None:
+            record = start_owner(location)
+            if record is None:
+                print(f"error: the background owner did not start; see {location.data_dir / OWNER_LOG}", file=sys.stderr)
+                return 1
+    except ConnectionError as error:
+        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 1
+    if record is None:
+        automatic = "the next command that needs the index starts one" if location.autostart else "owner.autostart is off"
+        print(f"no owner holds the index in {location.data_dir} ({automatic})")
+        return 0
+    if action == "stop":
+        if not records.stop_owner(record):
+            print(f"error: the owner (pid {record.pid}) did not exit within 30 s", file=sys.stderr)
+            return 1
+        print(f"stopped the owner (pid {record.pid}, needle {record.command or 'serve'})")
+        return 0
+    line = f"owner: pid {record.pid} (needle {record.command or 'serve'}) at {record.address} since {record.started}"
+    if record.command == records.BACKGROUND:
+        line += f"; exits after {location.idle_minutes:g} min without a request; log {location.data_dir / OWNER_LOG}"
+    print(line)
+    return 0
+
+
+def spawn_owner(data_dir: Path) -> subprocess.Popen:
+    """Start `needle owner run` in its own session, its output appended to `DATA_DIR/owner.log`."""
+    env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir.absolute())}
+    if env.get("NEEDLE_CONFIG"):
+        env["NEEDLE_CONFIG"] = str(Path(env["NEEDLE_CONFIG"]).expanduser().absolute())
+    with open(data_dir / OWNER_LOG, "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "needle.cli", "owner", "run"], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            start_new_session=True, close_fds=True, env=env,
+        )
+
+
+__all__ = ["CLI_PATH", "OwnerGoneError", "owner_command", "THIN_COMMANDS", "eligible", "send", "start_owner", "through_owner"]

@@ -1,0 +1,71 @@
+"""The record a shard's folder keeps of its last clean close, so that only a folder that may be damaged is probed.
+
+Probing a shard in a child process (`probe.py`) costs a process start and a second open, too much for every
+command. A shard closed by Needle is sealed: `seal` writes the size and modification time of every file
+of the folder into `.needle_sealed`. The next open breaks the seal (`unseal`: the record is removed before
+the engine opens the folder, so a process killed while the shard is open leaves none) and probes only when
+the folder is not as sealed: no seal (the last process died with the shard open, or an older Needle wrote
+it), or a file added, removed, resized or written since. Damage that changes no file's size or time (a
+failing disk) is not seen here; `needle check` always probes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import suppress
+
+SEAL_FILE_NAME = ".needle_sealed"
+
+
+def seal(path: str, skip: frozenset[str] = frozenset()) -> None:
+    """
+    Record the folder as it is now, closed cleanly. A failure to write it only costs a probe later.
+
+    :param path: The shard's folder, closed.
+    :param skip: File names (at the top of the folder) that are not the shard's, such as its lock file.
+    """
+    target = os.path.join(path, SEAL_FILE_NAME)
+    temporary = f"{target}.tmp"
+    try:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(_state(path, skip), handle)
+        os.replace(temporary, target)
+    except OSError:
+        with suppress(OSError):
+            os.remove(temporary)
+
+
+def unseal(path: str, skip: frozenset[str] = frozenset()) -> bool:
+    """
+    Break the folder's seal before it is opened.
+
+    :param path: The shard's folder, about to be opened.
+    :param skip: File names (at the top of the folder) that are not the shard's.
+    :returns: Whether the folder is exactly as it was sealed (no probe needed).
+    """
+    target = os.path.join(path, SEAL_FILE_NAME)
+    try:
+        with open(target, encoding="utf-8") as handle:
+            sealed = json.load(handle)
+    except (OSError, ValueError):
+        return False
+    finally:
+        with suppress(OSError):
+            os.remove(target)
+    return sealed == _state(path, skip)
+
+
+def _state(path: str, skip: frozenset[str]) -> dict[str, list[int]]:
+    """Relative path → [size, modification time in ns] of every file of the folder but the seal and `skip`."""
+    state: dict[str, list[int]] = {}
+    ignored = skip | {SEAL_FILE_NAME, f"{SEAL_FILE_NAME}.tmp"}
+    for root, _, names in os.walk(path):
+        for name in names:
+            relative = os.path.relpath(os.path.join(root, name), path)
+            if relative in ignored:
+                continue
+            with suppress(OSError):
+                info = os.lstat(os.path.join(root, name))
+                state[relative] = [info.st_size, info.st_mtime_ns]
+    return state

@@ -1,0 +1,124 @@
+"""The few settings a thin client needs (data folder, store, owner), read without pydantic.
+
+`needle.settings.load_settings` validates the whole configuration with pydantic-settings, which costs a
+third of a second to import: more than a search through a running owner takes. A command that will only
+talk to the owner needs four values; this module reads them from the same sources in the same order (the
+repository's `config/needle.yml`, the file named by `NEEDLE_CONFIG`, then `NEEDLE_<SECTION>__<KEY>`
+variables). Anything it cannot read plainly makes it answer `None`, and the caller loads the full settings.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CONFIG_FILE = PROJECT_ROOT / "config" / "needle.yml"
+CONFIG_ENV = "NEEDLE_CONFIG"
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a user's index lives and how commands reach its owner (a subset of `needle.settings.Settings`)."""
+
+    data_dir: Path
+    store_url: str | None
+    autostart: bool
+    idle_minutes: float
+    answer_timeout: float
+
+    @property
+    def index_dir(self) -> Path:
+        """Folder of the embedded index."""
+        return self.data_dir / "index"
+
+    @classmethod
+    def of(cls, settings: Any) -> Location:
+        """The location that full settings (`needle.settings.Settings`) name."""
+        owner = settings.owner
+        return cls(settings.data_dir, settings.store.url, owner.autostart, owner.idle_minutes, owner.answer_timeout)
+
+
+def locate_or_load() -> Location:
+    """The location, from the full settings when `locate` cannot read it plainly (raises `ConfigError` then)."""
+    location = locate()
+    if location is not None:
+        return location
+    from needle.settings import load_settings
+
+    return Location.of(load_settings())
+
+
+def locate(env: Mapping[str, str] | None = None) -> Location | None:
+    """
+    The data folder, store URL and owner settings, as `load_settings` would read them.
+
+    :param env: The environment; `os.environ` when not given.
+    :returns: The location, or `None` when a source holds something only the full settings can judge (a file
+        that does not parse, a value of the wrong type, JSON section variables): the caller then loads those.
+    """
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {
+        "data_dir": "~/.local/share/needle", "store.url": None, "owner.autostart": True, "owner.idle_minutes": 15.0,
+        "owner.answer_timeout": 10.0,
+    }
+    files = [DEFAULT_CONFIG_FILE] if DEFAULT_CONFIG_FILE.exists() else []
+    if env.get(CONFIG_ENV):
+        files.append(Path(env[CONFIG_ENV]).expanduser())
+    for file in files:
+        if not _merge_file(values, file):
+            return None
+    if any(k in env for k in ("NEEDLE_STORE", "NEEDLE_OWNER")):
+        return None  # a whole section as JSON: pydantic-settings' decoding is the one to trust
+    for key in list(values):
+        name = "NEEDLE_" + key.upper().replace(".", "__")
+        if name in env:
+            values[key] = None if env[name] == "null" else env[name]
+    try:
+        autostart = _boolean(values["owner.autostart"])
+        idle, answer = float(values["owner.idle_minutes"]), float(values["owner.answer_timeout"])
+    except (TypeError, ValueError):
+        return None
+    url = values["store.url"]
+    if autostart is None or idle <= 0 or answer <= 0 or not isinstance(values["data_dir"], str) or not (
+        url is None or isinstance(url, str)
+    ):
+        return None
+    data_dir = Path(os.path.expandvars(values["data_dir"])).expanduser()
+    return Location(data_dir, url or None, autostart, idle, answer)
+
+
+def _merge_file(values: dict[str, Any], file: Path) -> bool:
+    """Take the file's values for the keys of `values`; False when it cannot be read as a mapping."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return False
+    if not isinstance(data, dict):
+        return False
+    for key in values:
+        section, _, name = key.rpartition(".")
+        holder = data.get(section) if section else data
+        if section and holder is not None and not isinstance(holder, dict):
+            return False
+        if isinstance(holder, dict) and name in holder:
+            values[key] = holder[name]
+    return True
+
+
+def _boolean(value: Any) -> bool | None:
+    """A boolean as pydantic reads one from YAML or the environment; `None` when it is not one."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    return True if text in _TRUE else False if text in _FALSE else None
+
+
+
+__all__ = ["Location", "locate", "locate_or_load"]

@@ -1,0 +1,253 @@
+"""The thin client (`needle.client`) talks only to an owner that proves itself, and never waits on one forever.
+
+Fake owners here are small standard-library processes that hold the index's lock and listen on loopback: one
+answers the challenge as a real owner does (it knows the record's token), an impostor does not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from needle import owner
+from needle.locate import Location, locate
+from needle.settings import load_settings
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Holds the index's lock (as an owner does), listens on loopback and logs what it receives. As "owner" it
+# answers the challenge with the token and streams a heartbeat forever on /needle/cli; as "impostor" it
+# answers every request 200 with forged results.
+FAKE = r"""
+import fcntl, hashlib, hmac, http.server, json, os, sys, time
+lock, log, token, role = sys.argv[1:5]
+os.makedirs(os.path.dirname(lock), exist_ok=True)
+fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def note(self, body=b""):
+        with open(log, "a") as out:
+            out.write(json.dumps({"path": self.path, "auth": self.headers.get("Authorization"), "body": body.decode()}) + "\n")
+
+    def send(self, data):
+        payload = json.dumps(data).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def do_GET(self):
+        self.note()
+        if role == "owner" and self.path.startswith("/needle/hello?nonce="):
+            nonce = self.path.split("=", 1)[1]
+            proof = hmac.new(token.encode(), f"{nonce}:{os.getpid()}".encode(), hashlib.sha256).hexdigest()
+            self.send({"pid": os.getpid(), "proof": proof})
+        else:
+            self.send({"pid": int(sys.argv[5]) if len(sys.argv) > 5 else os.getpid(), "proof": "forged", "result": {}})
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.note(body)
+        if role == "owner":
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            while True:
+                line = b'{"alive": 1}\n'
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                self.wfile.flush()
+                time.sleep(0.2)
+        self.send({"result": {"label": "PASS", "results": [{"path": "forged.md"}]}})
+
+    def log_message(self, *args):
+        pass
+
+server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_port, flush=True)
+server.serve_forever()
+"""
+
+
+class Fake:
+    """A fake owner or impostor process: its pid, port and the requests it received."""
+
+    def __init__(self, data: Path, role: str, token: str, log: Path, claimed_pid: int | None = None) -> None:
+        lock = data / "index" / "edge" / owner.LOCK_FILE
+        args = [sys.executable, "-c", FAKE, str(lock), str(log), token, role]
+        if claimed_pid is not None:
+            args.append(str(claimed_pid))
+        self.log = log
+        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+        self.port = int(self.process.stdout.readline())
+        self.pid = self.process.pid
+
+    def requests(self) -> list[dict]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+    def stop(self) -> None:
+        os.kill(self.pid, signal.SIGCONT)
+        self.process.kill()
+        self.process.wait()
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def fakes(data: Path, tmp_path: Path) -> Iterator[list[Fake]]:
+    started: list[Fake] = []
+    yield started
+    for fake in started:
+        fake.stop()
+
+
+def write_record(data: Path, pid: int, port: int, token: str = "the-token", host: str = "127.0.0.1") -> Path:
+    path = data / owner.OWNER_FILE
+    record = owner.OwnerRecord(
+        pid=pid, address=f"http://{host}:{port}", token=token, started="x", command="background",
+        pid_start=owner.pid_start(pid),
+    )
+    owner.write(path, record)
+    return path
+
+
+def needle(data: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
+    return subprocess.run(
+        [sys.executable, "-m", "needle.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=120,
+        env={**clean, "NEEDLE_DATA_DIR": str(data), "NEEDLE_OWNER__AUTOSTART": "true", **env},
+    )
+
+
+class TestNoImpostor:
+    def test_a_listener_that_does_not_know_the_token_gets_neither_token_nor_query(self, data, fakes, tmp_path):
+        real = Fake(data, "owner", "the-token", tmp_path / "owner.log")  # holds the lock, as the record says
+        impostor = Fake(data / "elsewhere", "impostor", "", tmp_path / "impostor.log", claimed_pid=real.pid)
+        fakes += [real, impostor]
+        record = write_record(data, real.pid, impostor.port)
+        done = needle(data, "search", "secret words")
+        assert done.returncode == 1 and done.stdout == ""
+        assert done.stderr.count("\n") == 1 and "is not the needle owner its record names" in done.stderr
+        seen = impostor.requests()
+        assert seen and all(r["auth"] is None and "secret" not in r["body"] for r in seen)
+        assert record.exists()  # its process holds the index: the record stays
+
+    def test_a_record_others_may_write_is_refused(self, data, fakes, tmp_path):
+        real = Fake(data, "owner", "the-token", tmp_path / "owner.log")
+        fakes.append(real)
+        record = write_record(data, real.pid, real.port)
+        record.chmod(0o666)
+        done = needle(data, "search", "secret words")
+        assert done.returncode == 1 and done.stdout == ""
+        assert done.stderr.startswith("error: refusing the owner record") and done.stderr.count("\n") == 1
+        assert real.requests() == [] and record.exists()
+
+    def test_a_non_loopback_address_is_refused(self, data, fakes, tmp_path):
+        real = Fake(data, "owner", "the-token", tmp_path / "owner.log")
+        fakes.append(real)
+        write_record(data, real.pid, 80, host="192.0.2.7")
+        done = needle(data, "get", "notes/a.md")
+        assert done.returncode == 1 and "loopback" in done.stderr and done.stderr.count("\n") == 1
+
+    def test_a_garbled_record_is_kept_while_its_owner_holds_the_index(self, data, fakes, tmp_path):
+        real = Fake(data, "owner", "the-token", tmp_path / "owner.log")
+        fakes.append(real)
+        path = data / owner.OWNER_FILE
+        path.write_text('{"pid": 1, "addr')
+        path.chmod(0o600)
+        location = locate({"NEEDLE_DATA_DIR": str(data)})
+        assert owner.read(path) is None and owner.live_owner(location) is None
+        assert owner.wait_for_owner(location, timeout=0.5) is None
+        assert path.read_text() == '{"pid": 1, "addr'
+
+    def test_a_record_whose_pid_was_reused_is_stale(self, data, fakes, tmp_path):
+        real = Fake(data, "owner", "the-token", tmp_path / "owner.log")
+        fakes.append(real)
+        path = write_record(data, real.pid, real.port)
+        stale = json.loads(path.read_text())
+        owner.write(path, owner.OwnerRecord(**{**stale, "pid_start": stale["pid_start"] + 1}))
+        assert owner.live_owner(locate({"NEEDLE_DATA_DIR": str(data)})) is None and not path.exists()
+
+
+def test_a_stopped_owner_is_reported_within_the_answer_timeout(data, fakes, tmp_path):
+    real = Fake(data, "owner", "the-token", tmp_path / "owner.log")
+    fakes.append(real)
+    write_record(data, real.pid, real.port)
+    client = subprocess.Popen(
+        [sys.executable, "-m", "needle.cli", "query", "stuck"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env={**os.environ, "NEEDLE_DATA_DIR": str(data), "NEEDLE_OWNER__ANSWER_TIMEOUT": "1"},
+    )
+    deadline = time.monotonic() + 60
+    while not any(r["path"] == "/needle/cli" for r in real.requests()):
+        assert time.monotonic() < deadline and client.poll() is None, client.stderr.read() if client.poll() is not None else ""
+        time.sleep(0.05)
+    os.kill(real.pid, signal.SIGSTOP)  # mid-request
+    out, err = client.communicate(timeout=60)
+    assert client.returncode == 1 and out == ""
+    assert err == (
+        f"error: the owner (pid {real.pid}) has not answered for 1 s: it may be stopped "
+        f"(it is stopped: `kill -CONT {real.pid}` resumes it)\n"
+    )
+
+
+class TestLocate:
+    @pytest.mark.parametrize("env", [
+        {},
+        {"NEEDLE_DATA_DIR": "/tmp/x/$USER"},
+        {"NEEDLE_STORE__URL": "http://127.0.0.1:6333", "NEEDLE_OWNER__AUTOSTART": "false"},
+        {"NEEDLE_OWNER__IDLE_MINUTES": "2.5", "NEEDLE_OWNER__ANSWER_TIMEOUT": "3", "NEEDLE_STORE__URL": "null"},
+    ])
+    def test_reads_what_the_full_settings_read(self, env, tmp_path, monkeypatch):
+        config = tmp_path / "needle.yml"
+        config.write_text("data_dir: ~/notes-data\nowner: {autostart: false}\n")
+        for full_env in (env, {**env, "NEEDLE_CONFIG": str(config)}):
+            settings = load_settings(env=full_env)
+            assert locate(full_env) == Location.of(settings)
+
+    def test_a_value_it_cannot_judge_leaves_it_to_the_full_settings(self):
+        assert locate({"NEEDLE_OWNER__AUTOSTART": "perhaps"}) is None
+        assert locate({"NEEDLE_STORE": '{"url": "http://x"}'}) is None
+
+
+def test_the_lock_file_name_is_the_stores(tmp_path):
+    from needle.document_stores.edge.shards import LOCK_FILE_NAME
+
+    assert owner.LOCK_FILE == LOCK_FILE_NAME
+
+
+def test_an_owner_is_idle_only_while_no_request_runs():
+    from needle.http.owner_routes import Activity
+
+    activity = Activity()
+    activity.last -= 100
+    assert activity.idle_seconds() >= 100
+    with activity:
+        assert activity.idle_seconds() == 0.0
+    assert activity.idle_seconds() < 100
+
+
+def test_without_an_owner_and_autostart_off_the_command_runs_in_its_own_process(data):
+    from argparse import Namespace
+
+    from needle.client import through_owner
+
+    location = Location(data, None, autostart=False, idle_minutes=1.0, answer_timeout=1.0)
+    assert through_owner(Namespace(command="search"), location) is None
+    assert not (data / owner.OWNER_FILE).exists() and not (data / "owner.log").exists()

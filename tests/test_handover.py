@@ -1,0 +1,82 @@
+"""Handover: two `needle mcp` processes (driven by the MCP SDK's own stdio client) on one index; when the
+owner's window closes, the other one's tools answer again without a restart, and none fails after."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parent.parent
+
+
+class Agent:
+    """One agent window: a `needle mcp` driven by the SDK's stdio client on a task of its own."""
+
+    def __init__(self, params: object) -> None:
+        self.params = params
+        self.calls: asyncio.Queue = asyncio.Queue()
+        self.results: asyncio.Queue = asyncio.Queue()
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        from mcp import ClientSession
+        from mcp.client.stdio import stdio_client
+
+        async with stdio_client(self.params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            while (arguments := await self.calls.get()) is not None:
+                await self.results.put(await session.call_tool("search", arguments))
+
+    async def search(self, arguments: dict) -> object:
+        await self.calls.put(arguments)
+        getter = asyncio.ensure_future(self.results.get())
+        done, _ = await asyncio.wait({getter, self.task}, timeout=600, return_when=asyncio.FIRST_COMPLETED)
+        if getter not in done:
+            getter.cancel()
+            raise AssertionError(f"the agent's needle mcp ended: {self.task.exception() if self.task.done() else 'timeout'}")
+        return getter.result()
+
+    async def close(self) -> None:
+        await self.calls.put(None)
+        await self.task
+
+
+async def _handover(data: Path, model_dir: Path) -> dict:
+    from mcp import StdioServerParameters
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
+    env.update(NEEDLE_DATA_DIR=str(data), NEEDLE_MODEL_DIR=str(model_dir), NEEDLE_OWNER__AUTOSTART="false")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "needle.cli", "mcp"], cwd=str(REPO), env=env)
+    arguments = {"query": "certbot renew", "limit": 2}
+    first = Agent(params)
+    first_answer = await first.search(arguments)
+    owner = json.loads((data / "owner.json").read_text())
+    second = Agent(params)
+    try:
+        before = await second.search(arguments)
+        await first.close()  # the owner's agent window closes
+        after = [await second.search(arguments) for _ in range(3)]
+        record = json.loads((data / "owner.json").read_text())
+    finally:
+        await second.close()
+    return {"first": first_answer, "owner": owner, "record": record, "before": before, "after": after}
+
+
+def test_the_second_mcp_takes_the_index_over_when_the_owner_closes(demo_needle, tmp_path):
+    demo_needle.close()
+    data = tmp_path / "data"
+    shutil.copytree(demo_needle.settings.data_dir, data, ignore=shutil.ignore_patterns("owner.json"))
+    seen = asyncio.run(_handover(data, demo_needle.settings.model_dir))
+    assert not seen["before"].is_error
+    text = seen["before"].content[0].text
+    assert "certbot-tls-renewal.md" in text
+    assert [r.is_error for r in seen["after"]] == [False, False, False]  # the call in flight is sent again
+    assert all(r.content[0].text == text for r in seen["after"])
+    assert seen["record"]["pid"] != seen["owner"]["pid"] and seen["record"]["command"] == "mcp"
