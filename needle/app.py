@@ -20,20 +20,20 @@ from haystack import Pipeline
 from haystack.core.errors import PipelineRuntimeError
 from haystack.document_stores.errors import DocumentStoreError
 
-from needle import consistency, index_info
+from needle import consistency, index_info, index_summary
 from needle.collections import CollectionError, CollectionRegistry
+from needle.contexts import ContextRegistry
+from needle.document_stores.protocol import IndexDamagedError
 from needle.environment import Environment, records_file
-from needle.readiness import unready_hints
-from needle.file_records import FileRecords, split_key
 from needle.errors import LLMError, llm_error, root_cause
+from needle.file_records import FileRecords, split_key
 from needle.files import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES, FileAccess
 from needle.formats import Extractor, Limits
 from needle.languages import AUTO
 from needle.languages import DEFAULT as DEFAULT_LANGUAGE
 from needle.loader import apply_overrides, load_pipeline, overrides_apply_somewhere, read_graph
-from needle.contexts import ContextRegistry
-from needle.document_stores.protocol import IndexDamagedError
 from needle.pool import GraphPool
+from needle.readiness import unready_hints
 from needle.results import Answer, Hit, SearchAnswer, SearchFilters, SelfQuery, hit
 from needle.settings import Settings, load_settings
 
@@ -103,6 +103,8 @@ class Needle:
         # Index runs, optimising and backups take turns (a backup is a state no index run is halfway through).
         self._index_lock = threading.RLock()
         self._ingest_graph: dict[str, Any] | None = None
+        self._expected_fingerprint: dict[str, Any] | None = None
+        self._source_ids: tuple[tuple[Any, ...], list[str]] | None = None
         self._files: FileAccess | None = None
         # The watcher keeping this Needle's index live (`needle.watch`), shown by `status`; none by default.
         self.watcher: Any = None
@@ -186,6 +188,12 @@ class Needle:
         components = read_graph(name)["components"]
         return {k: v for k, v in self.settings.set.items() if str(k).split(".", 1)[0] in components}
 
+    def _fingerprint(self) -> dict[str, Any]:
+        """The fingerprint an index built with this configuration has (every query compares it), computed once."""
+        if self._expected_fingerprint is None:
+            self._expected_fingerprint = index_info.fingerprint(self.settings, self.ingest_graph())
+        return self._expected_fingerprint
+
     def ingest_graph(self) -> dict[str, Any]:
         """The ingest graph's dictionary with the configuration's overrides (for the index's provenance)."""
         if self._ingest_graph is None:
@@ -213,12 +221,25 @@ class Needle:
         return self._files
 
     def _indexed_source_ids(self) -> list[str]:
-        """Every indexed file's `collection:path`: one whole-file document each (chunks for an index without them)."""
+        """
+        Every indexed file's `collection:path`: one whole-file document each (chunks for an index without them).
+
+        `get #docid` asks on every call, and listing the store grows with the index (0.25 s for 2,600 files),
+        so the list is kept until the stores' counts or the provenance (rewritten by every index run) change.
+        """
+        recorded = index_info.read(self.settings) or {}
+        version = (self.file_store.count_documents(), self.store.count_documents(), recorded.get("updated"))
+        cached = self._source_ids
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        found: list[str] = []
         for store in (self.file_store, self.store):
             ids = {row["meta"].get("source_doc_id", "") for row in store.list_documents_meta(fields=["source_doc_id"])}
             if ids:
-                return sorted(ids)
-        return []
+                found = sorted(ids)
+                break
+        self._source_ids = (version, found)
+        return found
 
     @property
     def store(self) -> Any:
@@ -440,7 +461,7 @@ class Needle:
     ) -> dict[str, Any]:
         """A query graph's request (unset values left to the graph), collections and index checked."""
         self.collections.select(collections)
-        index_info.check(self.settings, self.ingest_graph())
+        index_info.check(self.settings, self.ingest_graph(), self._fingerprint())
         request: dict[str, Any] = {"query": query, "collections": collections or None, "chunks": chunks}
         for key, value in (
             ("top_k", top_k), ("min_score", min_score), ("expand", expand), ("rerank", rerank), ("decompose", decompose)
@@ -570,7 +591,14 @@ class Needle:
                 c.name: self.store.count_values("language", {"field": "meta.collection", "operator": "==", "value": c.name})
                 for c in selected
             }
-        index_info.record(self.settings, ingest, optimized=report.changed, languages=languages)
+        # What each collection's notes hold to filter by, for `status` (counted once here, read there).
+        summarised = (index_info.read(self.settings) or {}).get("summaries") or {}
+        stale = [c.name for c in selected if report.changed or orphans_deleted or c.name not in summarised]
+        summaries = index_summary.summaries(self.store, self.file_store, stale)
+        index_info.record(self.settings, ingest, optimized=report.changed, languages=languages, summaries=summaries)
+        if not names and paths is None:  # a full run dropped what collections no longer listed left
+            for name in set(summarised) - set(self.collections.load()):
+                index_info.forget_collection(self.settings, name)
         result = report.as_dict(time.perf_counter() - started)
         result["chunks_deleted"] += orphans_deleted
         result["deleted"] += orphans_deleted
@@ -747,6 +775,7 @@ class Needle:
         """
         deleted = self._delete_collections("==", name)
         self.records.forget_collection(name)  # its files are read again if it comes back
+        index_info.forget_collection(self.settings, name)
         return deleted
 
     def _delete_collections(self, operator: str, value: Any) -> int:
@@ -773,24 +802,49 @@ class Needle:
         return counts
 
     def status(self) -> dict[str, Any]:
-        """Collections with file and chunk counts, the models, where the index lives and the context annotations."""
-        # Counted by the store (the engine's facets on indexed fields): status stays quick on a large index
-        # and while an index run writes.
-        chunks = self.store.count_values("collection")
-        collections = []
-        listed = self.collections.load()
-        for collection in listed.values():
-            in_collection = {"field": "meta.collection", "operator": "==", "value": collection.name}
-            files = len(self.store.count_values("source_doc_id", in_collection)) if chunks.get(collection.name) else 0
-            collections.append(
-                {"name": collection.name, "root": collection.root, "files": files, "chunks": chunks.get(collection.name, 0)}
-            )
+        """
+        Collections with file and chunk counts, languages, frontmatter fields and tags; the models, where the
+        index lives and the context annotations.
+
+        Its cost does not grow with the index: the counts, languages, fields and tags are what the last index
+        run recorded (`needle.index_summary`), as that run left them; a collection without a record (an index
+        run that did not finish, an index built before records) is counted by the engine's facets instead.
+        """
         recorded = index_info.read(self.settings)
+        summaries = (recorded or {}).get("summaries") or {}
+        languages = (recorded or {}).get("languages") or {}
+        listed = self.collections.load()
+        counted: dict[str, dict[str, int]] | None = None  # the engine's counts, when a record lacks them
+
+        def engine_counts() -> dict[str, dict[str, int]]:
+            chunks = self.store.count_values("collection")
+            return {"chunks": chunks, "files": self.file_store.count_values("collection") if chunks else {}}
+
+        collections = []
+        for collection in listed.values():
+            name = collection.name
+            summary = summaries.get(name) or {}
+            if "chunks" in summary:
+                chunks, files = int(summary["chunks"]), int(summary.get("files", 0))
+            else:
+                counted = counted or engine_counts()
+                chunks, files = counted["chunks"].get(name, 0), counted["files"].get(name, 0)
+            if chunks and not files:  # an index without whole-file documents: count its files' ids
+                in_collection = {"field": "meta.collection", "operator": "==", "value": name}
+                files = len(self.store.count_values("source_doc_id", in_collection))
+            collections.append({
+                "name": name, "root": collection.root, "files": files, "chunks": chunks,
+                "languages": sorted(languages.get(name) or []), "fields": summary.get("fields", {}), "tags": summary.get("tags", []),
+            })
+        if counted is not None:
+            orphaned = {name: count for name, count in counted["chunks"].items() if name not in listed}
+        else:
+            orphaned = {name: int(s.get("chunks", 0)) for name, s in summaries.items() if name not in listed and s.get("chunks")}
         problems, problems_total = self.records.problems(limit=STATUS_PROBLEMS)
         return {
             "collections": collections,
             # Chunks of collections no longer listed: the next `needle index` (or `collection remove`) drops them.
-            "orphaned": {name: count for name, count in chunks.items() if name not in listed},
+            "orphaned": orphaned,
             "embedding_model": self.settings.embedding.model,
             "embedding_provider": self.settings.embedding.provider,
             "sparse_model": self.settings.sparse.model,
@@ -959,9 +1013,17 @@ def _note_problems(records: FileRecords, output: dict[str, Any], listed: list[st
     records.note_problems(handled, found, listed)
 
 
+# (id(graph), socket) → (graph, the components taking `socket` as a free input): looked up once per graph.
+_LANGUAGE_TAKERS: dict[tuple[int, str], tuple[Pipeline, list[str]]] = {}
+
+
 def _with_languages(graph: Pipeline, run_data: dict[str, Any], languages: Any, socket: str = "languages") -> dict[str, Any]:
     """Run data with `languages` given to every component that takes it as a free input `socket` (the BM25 embedders)."""
-    takers = [name for name, sockets in graph.inputs().items() if socket in sockets]
+    known = _LANGUAGE_TAKERS.get((id(graph), socket))
+    if known is None or known[0] is not graph:
+        found = [name for name, sockets in graph.inputs().items() if socket in sockets]
+        known = _LANGUAGE_TAKERS[(id(graph), socket)] = (graph, found)
+    takers = known[1]
     if not takers:
         return run_data
     return {**run_data, **{name: {**run_data.get(name, {}), socket: languages} for name in takers}}

@@ -81,6 +81,7 @@ class OutOfTime(Exception):
     """A walk went past its deadline (raised by `walk_collection`)."""
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def docid(source_doc_id: str) -> str:
     """A short, stable id for a file (`collection:path`), shown as `#abc123` and accepted by `get`."""
     return hashlib.sha1(source_doc_id.encode("utf-8")).hexdigest()[:6]

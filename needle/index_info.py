@@ -112,30 +112,43 @@ def read(settings: Settings) -> dict[str, Any] | None:
     """
     The recorded provenance, or `None` for an index never built.
 
+    Every query reads it (the index's languages, its fingerprint): the file is parsed again only when its
+    stat changed, so the same object comes back until then; callers read it and never change it.
+
     :raises IndexDamagedError: When the file cannot be read as the JSON object Needle writes.
     """
     path = info_path(settings)
-    if not path.exists():
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
         return None
+    except OSError as error:
+        raise IndexDamagedError(str(path), f"its provenance cannot be read: {error}") from error
+    version = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+    cached = _parsed.get(path)
+    if cached is not None and cached[0] == version:
+        return cached[1]
     try:
         recorded = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise IndexDamagedError(str(path), f"its provenance cannot be read: {error}") from error
     if not isinstance(recorded, dict):
         raise IndexDamagedError(str(path), "its provenance is not a JSON object")
+    _parsed[path] = (version, recorded)
     return recorded
 
 
-def check(settings: Settings, ingest: dict[str, Any]) -> None:
+def check(settings: Settings, ingest: dict[str, Any], expected: dict[str, Any] | None = None) -> None:
     """
     Refuse an index built with other embedding settings (other chunking is fine: see the module).
 
+    :param expected: `fingerprint(settings, ingest)` when the caller keeps it (every query checks).
     :raises IndexMismatchError: With the differing keys and the command that rebuilds the index.
     """
     recorded = read(settings)
     if recorded is None:
         return
-    expected = fingerprint(settings, ingest)
+    expected = expected if expected is not None else fingerprint(settings, ingest)
     differing = differences(recorded.get("fingerprint", {}), expected)
     if differing:
         had = recorded["fingerprint"]
@@ -170,7 +183,11 @@ def pending_layout(settings: Settings) -> dict[str, dict[str, Any]]:
 
 
 def record(
-    settings: Settings, ingest: dict[str, Any], optimized: bool = True, languages: dict[str, dict[str, int]] | None = None
+    settings: Settings,
+    ingest: dict[str, Any],
+    optimized: bool = True,
+    languages: dict[str, dict[str, int]] | None = None,
+    summaries: dict[str, dict[str, Any]] | None = None,
 ) -> None:
     """
     Write the provenance after a successful index run.
@@ -179,18 +196,33 @@ def record(
         did not, the recorded layout stays as it was (`LEGACY_LAYOUT` for an index built before layouts).
     :param languages: Collection → language → how many of its chunks are in it now, for the query side of
         keyword search; replaces what was recorded for each collection named (the others keep theirs).
+    :param summaries: Collection → its counts, fields and tags (`needle.index_summary`), for `status`;
+        replaces what was recorded for each collection named (the others keep theirs).
     """
     previous = read(settings) or {}
     known = _counts(previous.get("languages"))
     known.update(_counts(languages))
+    summarised = {**(previous.get("summaries") or {}), **(summaries or {})}
     _write(settings, {
         "fingerprint": fingerprint(settings, ingest),
         "layout": layout(settings) if optimized or not previous else previous.get("layout") or LEGACY_LAYOUT,
         "languages": {name: dict(sorted(found.items())) for name, found in sorted(known.items())},
+        "summaries": dict(sorted(summarised.items())),
         "created": previous.get("created", time.time()),
         "updated": time.time(),
         **({"backup": previous["backup"]} if "backup" in previous else {}),
     })
+
+
+def forget_collection(settings: Settings, name: str) -> None:
+    """Drop what was recorded of a collection whose chunks left the index (its languages, fields and tags)."""
+    previous = read(settings)
+    if previous is not None and (name in (previous.get("summaries") or {}) or name in (previous.get("languages") or {})):
+        _write(settings, {
+            **previous,
+            "languages": {k: v for k, v in (previous.get("languages") or {}).items() if k != name},
+            "summaries": {k: v for k, v in (previous.get("summaries") or {}).items() if k != name},
+        })
 
 
 def languages(settings: Settings) -> dict[str, dict[str, int]]:
@@ -235,6 +267,10 @@ def _write(settings: Settings, data: dict[str, Any]) -> None:
     with os.fdopen(handle, "w", encoding="utf-8") as out:
         json.dump(data, out, indent=2)
     os.replace(tmp, path)
+
+
+# Path → (stat, parsed provenance) of the last read (see `read`).
+_parsed: dict[Path, tuple[tuple[int, int, int], dict[str, Any]]] = {}
 
 
 def forget(settings: Settings) -> None:

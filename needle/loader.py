@@ -23,6 +23,7 @@ from haystack.core import errors as haystack_errors
 from haystack.core.serialization import import_class_by_name
 
 from needle.environment import Environment
+from needle.graph import NeedlePipeline
 from needle.models import MissingModelError
 from needle.resources import PIPELINES_DIR
 
@@ -245,7 +246,7 @@ def build_pipeline(data: dict[str, Any], environment: Environment | None = None)
         data = environment.resolve(data)
     if "allowed_modules" in inspect.signature(Pipeline.from_dict).parameters:
         kwargs["allowed_modules"] = ALLOWED_MODULES
-    return Pipeline.from_dict(data, **kwargs)
+    return NeedlePipeline.from_dict(data, **kwargs)
 
 
 def loads_pipeline(text: str, environment: Environment | None = None) -> Pipeline:
@@ -267,7 +268,7 @@ def loads_pipeline(text: str, environment: Environment | None = None) -> Pipelin
         kwargs["callbacks"] = environment.callbacks()
     if "allowed_modules" in inspect.signature(Pipeline.loads).parameters:
         kwargs["allowed_modules"] = ALLOWED_MODULES
-    return Pipeline.loads(text, **kwargs)
+    return NeedlePipeline.loads(text, **kwargs)
 
 
 def load_pipeline(

@@ -268,6 +268,24 @@ def index_report(report: dict[str, Any], as_json: bool) -> str:
     return "\n".join(lines)
 
 
+def _filterable_lines(collection: dict[str, Any], fields_shown: int = 8, values_shown: int = 3) -> list[str]:
+    """A collection's fields (type, most frequent values) and tags, for filters (`--where`, `--tag`)."""
+    lines = []
+    fields = collection.get("fields") or {}
+    if fields:
+        shown = [
+            f"{name} ({info['type']}: {', '.join(f'{v} {n}' for v, n in info['top'][:values_shown])}"
+            f"{', …' if info['values'] > values_shown else ''})"
+            for name, info in list(fields.items())[:fields_shown]
+        ]
+        more = f"; {len(fields) - fields_shown} more in --json" if len(fields) > fields_shown else ""
+        lines.append(f"    fields: {'; '.join(shown)}{more}")
+    tags = collection.get("tags") or []
+    if tags:
+        lines.append(f"    tags: {', '.join(f'{tag} {n}' for tag, n in tags)}")
+    return lines
+
+
 @_safe
 def status_text(status: dict[str, Any], as_json: bool) -> str:
     """Render `needle status`."""
@@ -279,7 +297,9 @@ def status_text(status: dict[str, Any], as_json: bool) -> str:
              f"sparse model: {status['sparse_model']}"]
     if not status["collections"]:
         lines.append("no collections yet: add one with `needle collection add PATH --name NAME`")
-    lines += [f"  {c['name']}: {c['files']} files, {c['chunks']} chunks ({c['root']})" for c in status["collections"]]
+    for c in status["collections"]:
+        lines.append(f"  {c['name']}: {c['files']} files, {c['chunks']} chunks ({c['root']})")
+        lines += _filterable_lines(c)
     for name, chunks in (status.get("orphaned") or {}).items():
         lines.append(f"  {name or '(no collection)'}: {chunks} chunks of a collection no longer listed; "
                      "`needle index` drops them")

@@ -199,6 +199,8 @@ def create_app(
     hayhooks_settings.pipelines_dir = str(SERVER_PIPELINES_DIR)
     hayhooks_settings.host = host
     hayhooks_settings.tracing_enabled = False
+    # Without the trace API nothing reads hayhooks' span buffer: do not record every stage of every query in it.
+    hayhooks_settings.tracing_include_haystack_spans = False
     hayhooks_settings.monitoring_enabled = False
     hayhooks_settings.startup_deploy_strategy = StartupDeployStrategy.SEQUENTIAL
     # Pages on an allowed origin may also read the answers; every other origin is refused (OriginMiddleware).

@@ -19,9 +19,12 @@ class PipelineWrapper(BasePipelineWrapper):
         """
         List the collections with their file and chunk counts, the models and the index location.
 
-        Use it to learn the collection names that `search`, `vsearch`, `query` and `index` accept.
+        Use it to learn the collection names that `search`, `vsearch`, `query` and `index` accept, and the
+        frontmatter fields and tags their notes hold, to filter by (`where: ["status=draft"]`, `tags`).
 
-        :returns: `collections` (name, root, files, chunks), `embedding_model`, `sparse_model`, `store`, and
-            `problems`: the files skipped or indexed with a problem (a frontmatter field left out), with the reason.
+        :returns: `collections` (name, root, files, chunks, languages, `fields`: name → type, number of
+            distinct values and the most frequent [value, files]; `tags`: the most frequent [tag, files]),
+            `embedding_model`, `sparse_model`, `store`, and `problems`: the files skipped or indexed with a
+            problem (a frontmatter field left out), with the reason.
         """
         return call(lambda needle: needle.status())
