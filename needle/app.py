@@ -303,8 +303,8 @@ class Needle:
         results = [hit(doc, explain) for doc in output["snippets"]["documents"]]
         read = (output.get("self_query") or {}).get("self_query") or None
         if read and read.get("applied") and len(results) < read.get("min_results", 0):
-            data = {**run_data, "request": request, "self_query": {**run_data.get("self_query", {}), "fallback": True}}
-            first, output = output, self._run_search(pool, data)
+            data = {**run_data, "request": request, "self_query": {**(run_data.get("self_query") or {}), "fallback": True}}
+            output = self._run_search(pool, data)
             seen = {(r.docid, r.start_line) for r in results}
             wider = [hit(doc, explain) for doc in output["snippets"]["documents"]]
             limit = max(len(output["snippets"]["documents"]), len(results))
@@ -319,7 +319,7 @@ class Needle:
         trace = {"confidence": scored.get("signals"), "sub_questions": sub_questions(output)} if explain else None
         return SearchAnswer(
             label=label, results=self._annotated(results), confidence=scored.get("confidence"),
-            warnings=warnings(output) + (self._unready_hints(collections) if not results else []), explain=trace, self_query=SelfQuery(**read) if said else None,
+            warnings=warnings(output) + (self._unready_hints(collections) if not results else []), explain=trace, self_query=SelfQuery(**read) if said and read else None,
         )
 
     def _run_search(self, pool: GraphPool, data: dict[str, Any]) -> dict[str, Any]:
@@ -583,7 +583,7 @@ class Needle:
         languages = None
         if report.changed:
             for name in ("writer", "file_writer"):
-                writer = graph.get_component(name)
+                writer: Any = graph.get_component(name)
                 if getattr(writer, "optimize", False) and hasattr(writer.document_store, "optimize"):
                     writer.document_store.optimize()
         if report.changed or index_info.languages_uncounted(self.settings):

@@ -200,7 +200,7 @@ def pid_start(pid: int) -> int:
 def pid_stopped(pid: int) -> bool:
     """Whether the process is stopped (SIGSTOP, a debugger)."""
     fields = _stat_fields(pid)
-    return bool(fields) and fields[0] in ("T", "t")
+    return fields is not None and bool(fields) and fields[0] in ("T", "t")
 
 
 def pid_alive(pid: int) -> bool:

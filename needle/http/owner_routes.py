@@ -120,7 +120,8 @@ async def _stream(arguments: dict[str, Any], cwd: str, tty: bool) -> AsyncIterat
     task = loop.run_in_executor(None, execute, arguments, cwd, progress if tty else None)
     while True:
         getter = asyncio.ensure_future(lines.get())
-        finished, _ = await asyncio.wait({task, getter}, timeout=HEARTBEAT_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+        waited: set[asyncio.Future[Any]] = {task, getter}
+        finished, _ = await asyncio.wait(waited, timeout=HEARTBEAT_SECONDS, return_when=asyncio.FIRST_COMPLETED)
         if getter in finished:
             yield _line({"progress": getter.result()})
             continue

@@ -3,7 +3,18 @@
 from hayhooks import BasePipelineWrapper
 
 from needle.http.service import (
-    CollectionNames, DateBound, Limit, MinScore, PathFilter, Query, Tags, Where, call, get_needle, search_filters, user_error,
+    CollectionNames,
+    DateBound,
+    Limit,
+    MinScore,
+    PathFilter,
+    Query,
+    Tags,
+    Where,
+    call,
+    get_needle,
+    search_filters,
+    user_error,
 )
 from needle.results import Answer
 

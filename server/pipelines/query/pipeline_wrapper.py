@@ -3,7 +3,18 @@
 from hayhooks import BasePipelineWrapper
 
 from needle.http.service import (
-    CollectionNames, DateBound, Limit, MinScore, PathFilter, Query, RunInputs, Tags, Where, call, search_filters, warm,
+    CollectionNames,
+    DateBound,
+    Limit,
+    MinScore,
+    PathFilter,
+    Query,
+    RunInputs,
+    Tags,
+    Where,
+    call,
+    search_filters,
+    warm,
 )
 from needle.results import SearchAnswer
 
