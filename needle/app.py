@@ -810,6 +810,10 @@ class Needle:
         run recorded (`needle.index_summary`), as that run left them; a collection without a record (an index
         run that did not finish, an index built before records) is counted by the engine's facets instead.
         """
+        for store in (self.store, self.file_store):  # damage the engine aborts on is named, not read past
+            check = getattr(store, "check_unopened", None)
+            if check is not None:
+                check()
         recorded = index_info.read(self.settings)
         summaries = (recorded or {}).get("summaries") or {}
         languages = (recorded or {}).get("languages") or {}

@@ -37,7 +37,7 @@ from needle.document_stores.edge.schema import (
     missing_indexes,
     search_params,
 )
-from needle.document_stores.edge.shards import OpenShard, copy_shard, open_shard, set_aside
+from needle.document_stores.edge.shards import OpenShard, check_unopened, copy_shard, open_shard, set_aside
 from needle.document_stores.edge.wal import read_wal
 from needle.document_stores.protocol import IndexDamagedError
 
@@ -376,6 +376,16 @@ class EdgeDocumentStore(NeedleStoreMixin):
         found = super().verify()
         log = read_wal(self._shard().path)
         return {**found, "wal_entries": log.entries, "wal_unreadable": log.unreadable}
+
+    def check_unopened(self) -> None:
+        """
+        Find damage the engine would abort on without opening the shard here (`status` reads records instead):
+        a shard this process has open passes; see `shards.check_unopened` for the rest.
+
+        :raises IndexDamagedError: When the engine crashed or failed opening the shard in a child process.
+        """
+        if self._opened is None or self._opened.inherited:
+            check_unopened(self.path)
 
     def close(self) -> None:
         """Flush and close the shard and unlock the folder; the store reopens on next use."""

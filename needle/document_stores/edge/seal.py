@@ -56,6 +56,22 @@ def unseal(path: str, skip: frozenset[str] = frozenset()) -> bool:
     return sealed == _state(path, skip)
 
 
+def is_sealed(path: str, skip: frozenset[str] = frozenset()) -> bool:
+    """
+    Whether the folder is exactly as its last clean close sealed it, leaving the seal in place.
+
+    :param path: The shard's folder, not open.
+    :param skip: File names (at the top of the folder) that are not the shard's.
+    :returns: True when no probe is needed.
+    """
+    try:
+        with open(os.path.join(path, SEAL_FILE_NAME), encoding="utf-8") as handle:
+            sealed = json.load(handle)
+    except (OSError, ValueError):
+        return False
+    return sealed == _state(path, skip)
+
+
 def _state(path: str, skip: frozenset[str]) -> dict[str, list[int]]:
     """Relative path → [size, modification time in ns] of every file of the folder but the seal and `skip`."""
     state: dict[str, list[int]] = {}

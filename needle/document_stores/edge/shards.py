@@ -32,7 +32,7 @@ from haystack import logging
 
 from needle.disk import ensure_space
 from needle.document_stores.edge.probe import probe
-from needle.document_stores.edge.seal import SEAL_FILE_NAME, seal, unseal
+from needle.document_stores.edge.seal import SEAL_FILE_NAME, is_sealed, seal, unseal
 from needle.document_stores.protocol import IndexDamagedError
 
 logger = logging.getLogger(__name__)
@@ -177,6 +177,36 @@ def open_shard(path: str, config: Any, probe_mode: str = "changed") -> OpenShard
         _unlock_folder(lock_fd)
         raise
     return OpenShard(real, shard, lock_fd)
+
+
+def check_unopened(path: str) -> None:
+    """
+    Find damage the engine would abort on without opening the shard in this process (for `status`, which
+    answers from the index run's records and never opens the shard).
+
+    A folder as its last clean close sealed it passes with a walk over its files' sizes and times; another is
+    opened in a child process (and sealed when that child opened it); a folder another process holds open is
+    that process's to report.
+
+    :param path: The store folder.
+    :raises IndexDamagedError: When the engine crashed or failed opening the shard in the child.
+    """
+    real = os.path.realpath(os.path.expanduser(path))
+    if not os.path.isdir(real) or not _has_data(real):
+        return
+    try:
+        lock_fd = _lock_folder(real)
+    except StoreLockedError:
+        return
+    try:
+        if is_sealed(real, _NOT_THE_SHARDS):
+            return
+        failure = probe(real)
+        if failure is not None:
+            raise IndexDamagedError(real, failure)
+        seal(real, _NOT_THE_SHARDS)  # it opens: the next status pays the walk only
+    finally:
+        _unlock_folder(lock_fd)
 
 
 def copy_shard(source: str, target: str) -> None:
