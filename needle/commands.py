@@ -16,7 +16,6 @@ from functools import partial
 from typing import IO, Any
 
 from needle import output
-from needle.formats import DOCUMENT_INCLUDE
 from needle.globs import DEFAULT_INCLUDE
 
 logger = logging.getLogger(__name__)
@@ -62,6 +61,8 @@ def run(
               f"use it with NEEDLE_STORE__URL={done['url']} NEEDLE_STORE__COLLECTION={done['collection']}")
     elif args.command == "collection":
         if args.action == "add":
+            from needle.formats import DOCUMENT_INCLUDE  # the converters' module: only when a collection is added
+
             include = list(args.mask or DEFAULT_INCLUDE) + (DOCUMENT_INCLUDE if args.documents else [])
             c = needle.collections.add(
                 args.path, args.name, include=include, language=args.language, allow_overlap=args.allow_overlap
