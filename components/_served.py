@@ -40,6 +40,22 @@ class BatchTooLarge(Exception):
     """The server refused a request for its size (HTTP 413): send fewer texts at once."""
 
 
+def check_limits(batch_size: int, timeout: float, max_retries: int, embedding_dim: int | None) -> None:
+    """
+    The settings every served embedder shares, checked once for all four.
+
+    :raises ValueError: Naming the first setting out of range.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if timeout <= 0:
+        raise ValueError(f"timeout must be > 0, got {timeout}")
+    if max_retries < 0:
+        raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+    if embedding_dim is not None and embedding_dim < 1:
+        raise ValueError(f"embedding_dim must be >= 1, got {embedding_dim}")
+
+
 def redact(text: str, secret: str | None) -> str:
     """`text` with every occurrence of the secret (and of its first 8+ characters) replaced by `***`."""
     if not secret:

@@ -8,6 +8,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack_integrations.components.embedders.ollama import OllamaDocumentEmbedder
 
 from components._ollama_served import OllamaServed
+from components._served import check_limits
 from components._vectors import SharedVector
 
 
@@ -63,14 +64,7 @@ class OllamaDenseDocumentEmbedder(OllamaServed, OllamaDocumentEmbedder):
         :param embedding_dim: The size every vector must have (`None`: the first answer's).
         :raises ValueError: On a batch size, timeout, retry count or dimension out of range.
         """
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if timeout <= 0:
-            raise ValueError(f"timeout must be > 0, got {timeout}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        if embedding_dim is not None and embedding_dim < 1:
-            raise ValueError(f"embedding_dim must be >= 1, got {embedding_dim}")
+        check_limits(batch_size, timeout, max_retries, embedding_dim)
         OllamaDocumentEmbedder.__init__(
             self,
             model=model, url=url, timeout=timeout, keep_alive=keep_alive, prefix=prefix, suffix=suffix,  # type: ignore[arg-type]

@@ -8,7 +8,7 @@ from haystack import component, default_from_dict, default_to_dict
 from haystack_integrations.components.embedders.ollama import OllamaTextEmbedder
 
 from components._ollama_served import OllamaServed
-from components._served import query_result
+from components._served import check_limits, query_result
 
 
 @component
@@ -55,14 +55,7 @@ class OllamaDenseQueryEmbedder(OllamaServed, OllamaTextEmbedder):
         :param batch_size: Most texts per request, for callers embedding several (`embed_texts`).
         :raises ValueError: On a timeout, retry count, dimension or batch size out of range.
         """
-        if timeout <= 0:
-            raise ValueError(f"timeout must be > 0, got {timeout}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        if embedding_dim is not None and embedding_dim < 1:
-            raise ValueError(f"embedding_dim must be >= 1, got {embedding_dim}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_limits(batch_size, timeout, max_retries, embedding_dim)
         OllamaTextEmbedder.__init__(self, model=model, url=url, timeout=timeout, keep_alive=keep_alive)  # type: ignore[arg-type]
         self.prefix = prefix
         self.suffix = suffix

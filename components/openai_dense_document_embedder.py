@@ -9,6 +9,7 @@ from haystack.components.embedders import OpenAIDocumentEmbedder
 from haystack.utils import Secret, deserialize_secrets_inplace
 
 from components._openai_served import DEFAULT_KEY, OpenAIServed, usable_key
+from components._served import check_limits
 from components._vectors import SharedVector
 
 
@@ -63,14 +64,7 @@ class OpenAIDenseDocumentEmbedder(OpenAIServed, OpenAIDocumentEmbedder):
         :param embedding_dim: The size every vector must have (`None`: the first answer's).
         :raises ValueError: On a batch size, timeout, retry count or dimension out of range.
         """
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if timeout <= 0:
-            raise ValueError(f"timeout must be > 0, got {timeout}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        if embedding_dim is not None and embedding_dim < 1:
-            raise ValueError(f"embedding_dim must be >= 1, got {embedding_dim}")
+        check_limits(batch_size, timeout, max_retries, embedding_dim)
         OpenAIDocumentEmbedder.__init__(
             self,
             api_key=usable_key(api_key), model=model, api_base_url=api_base_url, prefix=prefix, suffix=suffix,

@@ -9,7 +9,7 @@ from haystack.components.embedders import OpenAITextEmbedder
 from haystack.utils import Secret, deserialize_secrets_inplace
 
 from components._openai_served import DEFAULT_KEY, OpenAIServed, usable_key
-from components._served import query_result
+from components._served import check_limits, query_result
 
 
 @component
@@ -57,14 +57,7 @@ class OpenAIDenseQueryEmbedder(OpenAIServed, OpenAITextEmbedder):
         :param batch_size: Most texts per request, for callers embedding several (`embed_texts`).
         :raises ValueError: On a timeout, retry count, dimension or batch size out of range.
         """
-        if timeout <= 0:
-            raise ValueError(f"timeout must be > 0, got {timeout}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        if embedding_dim is not None and embedding_dim < 1:
-            raise ValueError(f"embedding_dim must be >= 1, got {embedding_dim}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_limits(batch_size, timeout, max_retries, embedding_dim)
         OpenAITextEmbedder.__init__(
             self,
             api_key=usable_key(api_key), model=model, api_base_url=api_base_url, prefix=prefix, suffix=suffix,
