@@ -98,6 +98,7 @@ class Needle:
         self.environment = environment or Environment(self.settings, progress_bar=progress_bar)
         self.collections = CollectionRegistry(self.settings.collections_file)
         self._pools: dict[tuple[str, str], GraphPool] = {}
+        self._building: dict[tuple[str, str], threading.Lock] = {}
         self.contexts = ContextRegistry(self.settings.data_dir / "contexts.yml")
         self._lock = threading.Lock()
         # Index runs, optimising and backups take turns (a backup is a state no index run is halfway through).
@@ -124,7 +125,16 @@ class Needle:
         """The pool of a graph's instances for a set of overrides (`serve.graph_instances` at most)."""
         key = (str(name), json.dumps(dict(overrides or {}), sort_keys=True, default=str))
         with self._lock:
-            if key not in self._pools:
+            pool = self._pools.get(key)
+            if pool is not None:
+                return pool
+            building = self._building.setdefault(key, threading.Lock())
+        # One graph builds at a time per key, outside the Needle's lock: a run of a graph already loaded
+        # does not wait while another loads (an owner warming its graphs in the background).
+        with building:
+            with self._lock:
+                pool = self._pools.get(key)
+            if pool is None:
                 combined = {**self._configured_overrides(name), **dict(overrides or {})}
 
                 def build() -> Pipeline:
@@ -132,8 +142,10 @@ class Needle:
                     pipeline.warm_up()
                     return pipeline
 
-                self._pools[key] = GraphPool(build, self.settings.serve.graph_instances)
-            return self._pools[key]
+                pool = GraphPool(build, self.settings.serve.graph_instances)
+                with self._lock:
+                    self._pools[key] = pool
+            return pool
 
     def warm(self, name: str) -> Pipeline:
         """

@@ -159,7 +159,9 @@ def _parser() -> argparse.ArgumentParser:
     osub.add_parser("status", help="which process holds the index, and where (the default)")
     osub.add_parser("start", help="start a background owner now (commands start one when they need it)")
     osub.add_parser("stop", help="stop the process that holds the index")
-    osub.add_parser("run", help="hold the index in this terminal until idle (what `start` runs in the background)")
+    orun = osub.add_parser("run", help="hold the index in this terminal until idle (what `start` runs in the background)")
+    orun.add_argument("--first", metavar="GRAPH[,GRAPH]", type=lambda v: [g for g in v.split(",") if g], default=None,
+                      help="answer once these graphs are warm, then warm the others (default: all before answering)")
     add_eval_parser(sub)
     return parser
 
@@ -213,7 +215,7 @@ def _run_without_index(args: argparse.Namespace) -> int | None:
         if args.action == "run":
             from needle.http.background import run_owner
 
-            return run_owner()
+            return run_owner(args.first)
         from needle.client import owner_command
 
         return owner_command(args.action or "status")

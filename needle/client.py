@@ -67,7 +67,7 @@ def through_owner(args: Any, location: Location | None = None) -> int | None:
     try:
         record = records.live_owner(location)
         if record is None and location.autostart and args.command in NEEDS_INDEX:
-            record = start_owner(location)
+            record = start_owner(location, first=first_graphs(args))
         if record is None:
             return None
         try:
@@ -82,6 +82,19 @@ def through_owner(args: Any, location: Location | None = None) -> int | None:
     except ConnectionError as error:
         print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
         return 1
+
+
+# The graph each command runs, which an owner it starts warms before answering (the others after).
+SEARCH_GRAPHS = ("search", "vsearch", "query")
+
+
+def first_graphs(args: Any) -> list[str]:
+    """The graphs an owner started for this command should warm first: the command's own, when it runs one."""
+    if args.command in SEARCH_GRAPHS and getattr(args, "pipeline", None) in SEARCH_GRAPHS:
+        return [args.pipeline]
+    if args.command == "index":
+        return ["ingest"]
+    return []
 
 
 def send(record: records.OwnerRecord, arguments: dict[str, Any], location: Location) -> int:
@@ -143,11 +156,15 @@ def _detail(body: str) -> str:
     return str(detail or body.strip() or "no reason given")
 
 
-def start_owner(location: Location, timeout: float = START_TIMEOUT) -> records.OwnerRecord | None:
+def start_owner(
+    location: Location, timeout: float = START_TIMEOUT, first: list[str] | None = None
+) -> records.OwnerRecord | None:
     """
     Start a background owner (`needle owner run`), detached and logging to `DATA_DIR/owner.log`, and wait for it.
 
     One command starts it at a time (a lock file in the data folder); the others wait for its record.
+
+    :param first: The graphs the owner warms before it answers (the command's own); `None`: all of them.
 
     :returns: The verified owner, or `None` when it could not start (its log says why; the command then runs
         in this process and shows its own error).
@@ -163,7 +180,7 @@ def start_owner(location: Location, timeout: float = START_TIMEOUT) -> records.O
             return record
         if records.index_locked(location):  # held by a command, or by an owner still loading: wait for it
             return records.wait_for_owner(location, timeout)
-        process = spawn_owner(data_dir)
+        process = spawn_owner(data_dir, first)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             record = records.live_owner(location)
@@ -214,16 +231,26 @@ def owner_command(action: str) -> int:
     return 0
 
 
-def spawn_owner(data_dir: Path) -> subprocess.Popen:
-    """Start `needle owner run` in its own session, its output appended to `DATA_DIR/owner.log`."""
+def spawn_owner(data_dir: Path, first: list[str] | None = None) -> subprocess.Popen:
+    """
+    Start `needle owner run` in its own session, its output appended to `DATA_DIR/owner.log`.
+
+    :param first: The graphs it warms before answering (`--first`); `None`: all of them.
+    """
+    command = [sys.executable, "-m", "needle.cli", "owner", "run"]
+    if first is not None:
+        command.append(f"--first={','.join(first)}")
     env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir.absolute())}
     if env.get("NEEDLE_CONFIG"):
         env["NEEDLE_CONFIG"] = str(Path(env["NEEDLE_CONFIG"]).expanduser().absolute())
     with open(data_dir / OWNER_LOG, "ab") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "needle.cli", "owner", "run"], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             start_new_session=True, close_fds=True, env=env,
         )
 
 
-__all__ = ["CLI_PATH", "OwnerGoneError", "owner_command", "THIN_COMMANDS", "eligible", "send", "start_owner", "through_owner"]
+__all__ = [
+    "CLI_PATH", "OwnerGoneError", "owner_command", "THIN_COMMANDS", "eligible", "first_graphs", "send", "start_owner",
+    "through_owner",
+]

@@ -143,6 +143,10 @@ class OwnerSettings(_Section):
     idle_minutes: float = Field(15.0, gt=0)
     # Seconds a command waits for the owner's answer to go on (it sends a line every second while it works).
     answer_timeout: float = Field(10.0, gt=0)
+    # A `needle mcp` serving through another process's owner keeps the models loaded (the index unopened), so
+    # that it takes the index over within a couple of seconds when that owner exits; false saves that memory
+    # (a take-over then loads them first: several seconds).
+    standby: bool = True
 
 
 class LLMSettings(_Section):

@@ -251,3 +251,60 @@ def test_without_an_owner_and_autostart_off_the_command_runs_in_its_own_process(
     location = Location(data, None, autostart=False, idle_minutes=1.0, answer_timeout=1.0)
     assert through_owner(Namespace(command="search"), location) is None
     assert not (data / owner.OWNER_FILE).exists() and not (data / "owner.log").exists()
+
+
+class TestFirstCommandFirst:
+    """An owner a command starts warms that command's graph before answering, the others after."""
+
+    @pytest.mark.parametrize(("argv", "graphs"), [
+        (["search", "certbot"], ["search"]),
+        (["query", "why", "--pipeline", "vsearch"], ["vsearch"]),
+        (["search", "certbot", "--pipeline", "my-graph.yml"], []),
+        (["index"], ["ingest"]),
+        (["get", "notes/a.md"], []),
+        (["status"], []),
+    ])
+    def test_a_command_names_the_graph_it_runs(self, argv, graphs):
+        from needle.cli import _parser
+        from needle.client import first_graphs
+
+        assert first_graphs(_parser().parse_args(argv)) == graphs
+
+    def test_owner_run_takes_the_graphs_to_warm_first(self):
+        from needle.cli import _parser
+
+        assert _parser().parse_args(["owner", "run", "--first=search"]).first == ["search"]
+        assert _parser().parse_args(["owner", "run", "--first="]).first == []
+        assert _parser().parse_args(["owner", "run"]).first is None
+
+    def test_graphs_put_off_load_after_the_first_ones_searches_before_ingest(self):
+        from needle.http import service
+
+        warmed: list[str] = []
+
+        class Warming:
+            def warm(self, name: str) -> str:
+                warmed.append(name)
+                return name
+
+        previous = service._needle
+        service.use_needle(Warming())
+        try:
+            service.warm_first(["search"])
+            assert [service.warm(name) for name in ("ingest", "query", "search", "vsearch")] == [None, None, "search", None]
+            assert warmed == ["search"]
+            assert service.warm_deferred() == ["query", "vsearch", "ingest"]
+            assert warmed == ["search", "query", "vsearch", "ingest"]
+            assert service.warm("answer") == "answer"  # from now on at once again
+        finally:
+            service.use_needle(previous)
+            service.warm_deferred()
+
+
+def test_an_owner_counts_the_requests_it_answered():
+    from needle.http.owner_routes import Activity
+
+    activity = Activity()
+    with activity:
+        assert activity.served == 0
+    assert activity.served == 1

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,6 +64,16 @@ def test_the_first_command_starts_a_background_owner(copies):
     assert record["command"] == "background" and record["pid"] != os.getpid()
     shown = run(copies["owned"], "owner", autostart=True)
     assert shown.returncode == 0 and f"pid {record['pid']} (needle background)" in shown.stdout
+
+
+def test_the_owner_a_command_starts_answers_it_first_then_warms_the_other_graphs(copies):
+    log = copies["owned"] / "owner.log"
+    deadline = time.monotonic() + 300
+    while "warmed the other graphs" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    text = log.read_text()
+    assert "answering with search warm" in text
+    assert "warmed the other graphs (query, vsearch, ingest)" in text
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c)[:40])

@@ -80,3 +80,17 @@ def test_the_second_mcp_takes_the_index_over_when_the_owner_closes(demo_needle, 
     assert [r.is_error for r in seen["after"]] == [False, False, False]  # the call in flight is sent again
     assert all(r.content[0].text == text for r in seen["after"])
     assert seen["record"]["pid"] != seen["owner"]["pid"] and seen["record"]["command"] == "mcp"
+
+
+def test_a_joined_process_keeps_the_graphs_warm_without_opening_the_index(demo_needle):
+    """What makes the take-over fast: the graphs load while another process holds the index, which stays shut."""
+    from needle.http.background import Standby
+
+    demo_needle.store.count_documents()  # this process's other Needle holds the index meanwhile
+    standby = Standby()
+    standby.start(demo_needle.settings)
+    standby._thread.join(600)
+    needle = standby.take()
+    assert needle is not None and standby.take() is None
+    assert {name for name, _ in needle._pools} == {"search", "query", "vsearch", "ingest"}
+    assert all(getattr(store, "_opened", None) is None for store in needle.environment.open_stores())

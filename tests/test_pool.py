@@ -102,3 +102,57 @@ class TestGraphPool:
         borrower.start()
         borrower.join(timeout=30)  # an instance never given back would leave the borrower waiting for ever
         assert lent == [pool.first]
+
+
+class TestNeedleGraphs:
+    """`Needle` builds each graph once, and a graph that is loading holds up no run of another one."""
+
+    @staticmethod
+    def _needle(settings, monkeypatch, slow: threading.Event, loading: threading.Event):
+        from needle import app
+
+        class Loaded:
+            def __init__(self, name: str) -> None:
+                self.name = name
+
+            def warm_up(self) -> None:
+                pass
+
+        def load(name, environment, overrides):
+            if name == "slow":
+                loading.set()
+                assert slow.wait(30), "the slow graph was never released"
+            return Loaded(name)
+
+        monkeypatch.setattr(app, "load_pipeline", load)
+        return app.Needle(settings)
+
+    def test_a_loaded_graph_answers_while_another_loads(self, settings, monkeypatch):
+        slow, loading = threading.Event(), threading.Event()
+        needle = self._needle(settings, monkeypatch, slow, loading)
+        needle.pipeline("fast")
+        builder = threading.Thread(target=needle.pipeline, args=("slow",))
+        builder.start()
+        assert loading.wait(30)
+        served: list[str] = []
+        reader = threading.Thread(target=lambda: served.append(needle.pipeline("fast").name))
+        reader.start()
+        reader.join(10)
+        answered_while_loading = not reader.is_alive() and builder.is_alive()
+        slow.set()
+        builder.join(30)
+        reader.join(30)
+        assert served == ["fast"] and answered_while_loading
+
+    def test_two_callers_of_a_loading_graph_get_the_same_one(self, settings, monkeypatch):
+        slow, loading = threading.Event(), threading.Event()
+        needle = self._needle(settings, monkeypatch, slow, loading)
+        got: list[object] = []
+        callers = [threading.Thread(target=lambda: got.append(needle.pipeline("slow"))) for _ in range(2)]
+        for caller in callers:
+            caller.start()
+        assert loading.wait(30)
+        slow.set()
+        for caller in callers:
+            caller.join(30)
+        assert len(got) == 2 and got[0] is got[1]

@@ -9,6 +9,7 @@ serves its tools through it (`needle.remote.RemoteNeedle`).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import signal
@@ -184,7 +185,65 @@ def _own_or_join(watch: bool) -> BackgroundServer | None:
                 raise
     logger.info("The index is open in process %s: serving its tools through %s", record.pid, record.address)
     use_needle(RemoteNeedle(settings, record, on_gone=lambda: _take_over(settings, watch)))
+    if settings.owner.standby:
+        _STANDBY.start(settings)
     return None
+
+
+class Standby:
+    """
+    A `Needle` of this process with the graphs an owner's routes serve already loaded, the index not opened:
+    a `needle mcp` that serves through another process's owner takes the index over with it in a couple of
+    seconds when that owner goes away, instead of loading every model first (`owner.standby`).
+
+    Usage example:
+    ```python
+    standby = Standby()
+    standby.start(settings)        # loads on a thread
+    needle = standby.take()        # waits for it; None when it failed
+    ```
+    """
+
+    # What an owner's routes warm at start-up (`server/pipelines/*/pipeline_wrapper.py`): the tools' searches,
+    # then the modules that serving the routes imports, then the ingest graph.
+    GRAPHS = ("search", "query", "vsearch")
+    LATER = ("ingest",)
+    MODULES = ("uvicorn", "hayhooks.server.app", "needle.http.app")
+
+    def __init__(self) -> None:
+        self._needle: Any = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, settings: Any) -> None:
+        """Begin loading on a daemon thread; a second call does nothing."""
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._load, args=(settings,), name="needle-standby", daemon=True)
+        self._thread.start()
+
+    def _load(self, settings: Any) -> None:
+        from needle.app import Needle
+
+        try:
+            with contextlib.redirect_stdout(sys.stderr):  # stdout carries the MCP protocol
+                needle = Needle(settings)
+                self._needle = needle  # taken as it is if the owner goes before the graphs are warm
+                for name in self.GRAPHS:
+                    needle.warm(name)
+                for module in self.MODULES:  # what serving the routes imports, loaded while nothing waits
+                    importlib.import_module(module)
+                for name in self.LATER:
+                    needle.warm(name)
+        except Exception as error:  # noqa: BLE001 - the take-over loads them itself and reports what fails
+            logger.warning("Could not prepare to take the index over: %s", error)
+
+    def take(self) -> Any:
+        """The standby `Needle` (its graphs warming on, when not all are loaded yet), or `None` when there is none."""
+        needle, self._needle = self._needle, None
+        return needle
+
+
+_STANDBY = Standby()
 
 
 # The routes this process started when it took the index over from an owner that went away.
@@ -211,7 +270,7 @@ def _take_over(settings: Any, watch: bool) -> records.OwnerRecord | None:
             record = None
         if record is not None:
             return record
-        local = Needle(settings)
+        local = _STANDBY.take() or Needle(settings)
         server = BackgroundServer(command="mcp", watch=watch)
         previous = _swap_needle(local)
         try:
@@ -276,16 +335,20 @@ def run_watch() -> int:
     return 0
 
 
-def run_owner() -> int:
+def run_owner(first: list[str] | None = None) -> int:
     """
     `needle owner run`: hold the index and serve other commands' requests until idle for `owner.idle_minutes`
     (or SIGTERM, `needle owner stop`, or a `needle serve`, `mcp` or `watch` that takes over). This is what a
     command starts in the background when no owner runs (`needle.client.start_owner`).
 
+    :param first: Warm only these graphs before answering (the command that started this owner needs them);
+        the others load once its request is answered (or after `FIRST_REQUEST_WAIT` seconds without one).
+        `None` warms every graph before answering.
     :returns: The exit code.
     :raises IndexOwnedError: When another process already owns the index.
     """
     from needle.http.owner_routes import ACTIVITY
+    from needle.http.service import warm_first
     from needle.settings import load_settings
 
     settings = load_settings()
@@ -296,11 +359,18 @@ def run_owner() -> int:
     stopped = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     idle = settings.owner.idle_minutes * 60
+    if first is not None:
+        warm_first(first)
     try:
         server = BackgroundServer(command=records.BACKGROUND)
         record = server.start()
+        if first is not None:
+            threading.Thread(target=_warm_after_first_request, name="needle-warm", daemon=True).start()
         print(f"needle owner: holding the index (pid {record.pid}) at {record.address}; exits after "
               f"{settings.owner.idle_minutes:g} min without a request", file=sys.stderr, flush=True)
+        if first is not None:
+            print(f"needle owner: answering with {', '.join(first) or 'no graph'} warm; the other graphs load once "
+                  "the first request is answered", file=sys.stderr, flush=True)
         try:
             while not stopped.wait(1.0):
                 if ACTIVITY.idle_seconds() >= idle:
@@ -313,6 +383,23 @@ def run_owner() -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+# How long a background owner that warmed only its first command's graph waits for that command's request
+# before it warms the others anyway.
+FIRST_REQUEST_WAIT = 30.0
+
+
+def _warm_after_first_request() -> None:
+    """Once the request of the command that started this owner is answered, warm the graphs put off."""
+    from needle.http.owner_routes import ACTIVITY
+    from needle.http.service import warm_deferred
+
+    deadline = time.monotonic() + FIRST_REQUEST_WAIT
+    while not ACTIVITY.served and time.monotonic() < deadline:
+        time.sleep(0.05)
+    warmed = warm_deferred()
+    print(f"needle owner: warmed the other graphs ({', '.join(warmed) or 'none'})", file=sys.stderr, flush=True)
 
 
 # How long a `needle mcp` that finds the index locked waits for the owner's routes to answer.

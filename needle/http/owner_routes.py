@@ -31,11 +31,12 @@ _NONCE = re.compile(r"[0-9a-f]{16,128}")
 
 
 class Activity:
-    """Requests under way and when the last one ended: how long this owner has been idle."""
+    """Requests under way, how many ended and when the last one did: how long this owner has been idle."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.running = 0
+        self.served = 0
         self.last = time.monotonic()
 
     def idle_seconds(self) -> float:
@@ -51,6 +52,7 @@ class Activity:
     def __exit__(self, *_: Any) -> None:
         with self._lock:
             self.running -= 1
+            self.served += 1
             self.last = time.monotonic()
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -108,8 +108,55 @@ def call(action: Callable[[Needle], T]) -> T:
 
 
 def warm(name: str) -> Any:
-    """Load and warm every instance of a graph at start-up (a wrapper's `setup()`); returns the first."""
+    """
+    Load and warm every instance of a graph at start-up (a wrapper's `setup()`); returns the first, or `None`
+    when `warm_first` put the graph off (`warm_deferred` loads it later; a request loads it on first use).
+    """
+    with _warming_lock:
+        if _first is not None and name not in _first:
+            if name not in _deferred:
+                _deferred.append(name)
+            return None
     return call(lambda needle: needle.warm(name))
+
+
+# The graphs `warm` loads at once (`None`: all of them), and those it put off, in the order asked.
+_first: frozenset[str] | None = None
+_deferred: list[str] = []
+_warming_lock = threading.Lock()
+
+
+def warm_first(names: Iterable[str]) -> None:
+    """
+    Warm only these graphs at start-up, so that the routes answer sooner (a background owner started by a
+    command warms that command's graph); every other graph waits for `warm_deferred`.
+
+    :param names: Graph names (`search`, `query`, `ingest`...); empty: none at start-up.
+    """
+    global _first
+    with _warming_lock:
+        _first = frozenset(names)
+
+
+def warm_deferred() -> list[str]:
+    """
+    Load and warm the graphs `warm_first` put off, in the order the endpoints asked for them; from now on
+    `warm` loads at once again. A graph that fails is logged and left to load on its first request.
+
+    :returns: The graphs warmed.
+    """
+    global _first
+    with _warming_lock:
+        names, _first = sorted(_deferred, key=lambda name: name == "ingest"), None  # the searches first
+        _deferred.clear()
+    warmed = []
+    for name in names:
+        try:
+            get_needle().warm(name)
+            warmed.append(name)
+        except Exception as error:  # noqa: BLE001 - the request that needs it reports it
+            logger.warning("Could not warm the %s graph in the background: %s", name, error)
+    return warmed
 
 
 def backup_scheduler(every: float, keep: int, directory: str) -> BackupScheduler:
@@ -156,5 +203,5 @@ def search_filters(
 __all__ = [
     "MAX_LIMIT", "MAX_QUERY_CHARS", "MAX_REF_CHARS", "IndexPaths", "ByteCap", "CollectionNames", "DateBound", "LineCount", "LineNumber", "Limit", "MinScore", "PathFilter", "Query",
     "Ref", "RunInputs", "Tags", "Where", "backup_scheduler", "call", "errors", "get_needle",
-    "search_filters", "use_needle", "user_error", "warm",
+    "search_filters", "use_needle", "user_error", "warm", "warm_deferred", "warm_first",
 ]
