@@ -2,7 +2,7 @@
 
     python eval/client.py --build           # generate 7,200 notes, index them (once) into $TMPDIR/needle-client-bench
     python eval/client.py                   # the tables below; writes eval/results/client.json
-    python eval/client.py --only during     # one part: commands, first, during, handover
+    python eval/client.py --only during     # one part: commands, during, handover, startup
 
 Generated notes (a title and a few tldr-page-like lines each, distinct words from the demo notes, in 60
 folders) are indexed once. Then, per command, whole process (`python -m needle.cli ...`), median of
@@ -16,7 +16,8 @@ folders) are indexed once. Then, per command, whole process (`python -m needle.c
 `during`: while `needle index` (run inside the owner) indexes `--during-notes` new notes, a search every
 0.5 s from other processes: how many answered, p50 and max latency. `handover`: two `needle mcp` processes
 driven by the MCP SDK's own stdio client; the owner's is closed, then the other's `search` tool is called
-every 0.1 s: the time until it answers again and the calls that failed after that.
+every 0.1 s: the time until it answers again and the calls that failed after that (median of `--repeat`).
+`startup`: what a command sent to an owner spends before its request leaves (`STARTUP`), median of `--repeat`.
 """
 
 from __future__ import annotations
@@ -170,9 +171,18 @@ def during_index(base: Path, count: int) -> dict[str, Any]:
     }
 
 
-def handover(data: Path) -> dict[str, Any]:
-    """Two `needle mcp` over the SDK's stdio client: close the owner's, time until the other answers again."""
-    return asyncio.run(_handover(data))
+def handover(data: Path, repeat: int = 1) -> dict[str, Any]:
+    """
+    Two `needle mcp` over the SDK's stdio client: close the owner's, time until the other answers again;
+    `repeat` times, the median and every run.
+    """
+    runs = [asyncio.run(_handover(data)) for _ in range(repeat)]
+    times = [r["seconds_to_answer_again"] for r in runs if r["seconds_to_answer_again"] is not None]
+    return {
+        "runs": len(runs), "median_seconds_to_answer_again": round(statistics.median(times), 2) if times else None,
+        "max_seconds_to_answer_again": max(times) if times else None,
+        "failed_calls": sum(r["failed_calls_until_then"] + r["failed_calls_of_20_after"] for r in runs), "each": runs,
+    }
 
 
 class Agent:
@@ -233,6 +243,34 @@ async def _handover(data: Path) -> dict[str, Any]:
     }
 
 
+# What a command sent to an owner spends before its request leaves: the interpreter, then the client's imports,
+# then parsing its arguments and finding the owner's settings (`python -c CODE`, whole process).
+STARTUP = {
+    "interpreter": "pass",
+    "client imports": "import needle.cli, needle.client",
+    "imports, parser and settings": (
+        "import needle.cli, needle.client; from needle.locate import locate; locate(); "
+        "needle.cli._parser(needle.cli._command(['search', 'rsync'])).parse_args(['search', 'rsync'])"
+    ),
+}
+
+
+def startup(repeat: int) -> list[dict[str, Any]]:
+    """Median wall time and peak memory of each `STARTUP` step, `repeat` runs each (interleaved)."""
+    env = environment(DEFAULT_DIR / "data", autostart=True)
+    runs: dict[str, list[tuple[float, float, int]]] = {name: [] for name in STARTUP}
+    cpu: dict[str, list[float]] = {name: [] for name in STARTUP}
+    for _ in range(repeat):
+        for name, code in STARTUP.items():
+            started = time.perf_counter()
+            process = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env)
+            _, status, usage = os.wait4(process.pid, 0)
+            runs[name].append((time.perf_counter() - started, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)))
+            cpu[name].append(usage.ru_utime + usage.ru_stime)
+    # CPU time (user + system) moves less than wall time on a machine others load.
+    return [{**median_row(name, found), "cpu_s": round(statistics.median(cpu[name]), 3)} for name, found in runs.items()]
+
+
 def table(rows: dict[str, list[dict[str, Any]]]) -> str:
     lines = ["| command | no owner | owner running | first call (starts an owner) |", "| --- | --- | --- | --- |"]
     by = {mode: {r["command"]: r for r in found} for mode, found in rows.items()}
@@ -278,12 +316,14 @@ def main() -> int:
     parser.add_argument("--notes", type=int, default=7200)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--during-notes", type=int, default=1500)
-    parser.add_argument("--only", choices=("commands", "during", "handover"), action="append")
+    parser.add_argument("--only", choices=("commands", "during", "handover", "startup"), action="append")
+    parser.add_argument("--get", default=COMMANDS["get"][1], metavar="REF", help="what `get` reads (another index's file)")
     parser.add_argument("--mode", choices=MODES, action="append", help="commands: only these columns (default all)")
     args = parser.parse_args()
     if args.build:
         build(args.dir, args.notes)
     data = args.dir / "data"
+    COMMANDS["get"][1] = args.get
     parts = args.only or ["commands", "during", "handover"]
     out = RESULTS / "client.json"
     results: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}
@@ -298,8 +338,13 @@ def main() -> int:
             results["during_index"] = during_index(args.dir, args.during_notes)
             print(json.dumps(results["during_index"]))
         if "handover" in parts:
-            results["handover"] = handover(data)
+            results["handover"] = handover(data, args.repeat)
             print(json.dumps(results["handover"]))
+        if "startup" in parts:
+            results["startup"] = startup(args.repeat)
+            for row in results["startup"]:
+                print(f"{row['command']}: {row['wall_s'] * 1000:.0f} ms wall, {row['cpu_s'] * 1000:.0f} ms CPU, "
+                      f"{row['peak_mb']:.0f} MB (median of {row['runs']})")
     finally:
         stop_owner(data)
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,6 @@ from typing import Any
 
 from needle import output
 from needle.commands import SEARCH_COMMANDS, failed, run
-from needle.evaluation.cli import add_eval_parser, run_eval
 
 logger = logging.getLogger(__name__)
 # How long a command that finds the index locked waits for its owner's routes to answer (an owner that is
@@ -42,9 +41,49 @@ class SuggestingParser(argparse.ArgumentParser):
         super()._check_value(action, value)
 
 
-def _parser() -> argparse.ArgumentParser:
+class _Unbuilt:
+    """A command's parser left unbuilt: every call on it (`add_argument`, `add_subparsers`...) does nothing."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: self
+
+
+class _OnlyCommand:
+    """
+    The subcommands of `needle`, of which only `command`'s parser is built (with every argument and action);
+    the others are unbuilt. Building all of them takes a command sent to an owner a fifth of its start-up.
+    """
+
+    def __init__(self, sub: Any, command: str) -> None:
+        self.sub, self.command, self.seen = sub, command, False
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        if name != self.command:
+            return _Unbuilt()
+        self.seen = True
+        return self.sub.add_parser(name, **kwargs)
+
+
+def _command(argv: Sequence[str] | None) -> str | None:
+    """The command named on the command line, when nothing before it asks for help; `None` otherwise."""
+    for word in sys.argv[1:] if argv is None else argv:
+        if not word.startswith("-"):
+            return word
+        if word in ("-h", "--help"):
+            return None
+    return None
+
+
+def _parser(only: str | None = None) -> argparse.ArgumentParser:
+    """
+    `needle`'s argument parser.
+
+    :param only: Build only this command's parser (the one the command line names); `None`: all of them.
+        An unknown name builds them all, so that the refusal lists them.
+    """
     parser = SuggestingParser(prog="needle", description="Hybrid search over your markdown notes and documents.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub: Any = commands if only is None else _OnlyCommand(commands, only)
 
     collection = sub.add_parser("collection", help="add, list or remove collections of notes")
     csub = collection.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -162,7 +201,12 @@ def _parser() -> argparse.ArgumentParser:
     orun = osub.add_parser("run", help="hold the index in this terminal until idle (what `start` runs in the background)")
     orun.add_argument("--first", metavar="GRAPH[,GRAPH]", type=lambda v: [g for g in v.split(",") if g], default=None,
                       help="answer once these graphs are warm, then warm the others (default: all before answering)")
-    add_eval_parser(sub)
+    if only in (None, "eval"):
+        from needle.evaluation.cli import add_eval_parser  # a dozen subcommands of its own
+
+        add_eval_parser(sub)
+    if isinstance(sub, _OnlyCommand) and not sub.seen:
+        return _parser()
     return parser
 
 
@@ -198,6 +242,8 @@ def _backup_schedule(args: argparse.Namespace) -> dict[str, Any] | None:
 def _run_without_index(args: argparse.Namespace) -> int | None:
     """Commands that do not open the index; `None` for the others."""
     if args.command == "eval":
+        from needle.evaluation.cli import run_eval
+
         return run_eval(args)
     if args.command == "serve":
         from needle.http.app import serve
@@ -282,7 +328,7 @@ def _run_here(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `needle` command."""
-    args = _parser().parse_args(argv)
+    args = _parser(_command(argv)).parse_args(argv)
     output.escape_logs()  # warnings name the user's files: no escape sequence reaches the terminal raw
     try:
         code = _run_without_index(args)

@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
-from http.client import HTTPException
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from needle import owner as records
 from needle.locate import Location, locate
 from needle.output import terminal_safe
+
+if TYPE_CHECKING:
+    from subprocess import Popen
 
 CLI_PATH = "/needle/cli"
 OWNER_LOG = "owner.log"
@@ -139,7 +140,7 @@ def send(record: records.OwnerRecord, arguments: dict[str, Any], location: Locat
             raise records.OwnerSilentError(
                 f"the owner (pid {record.pid}) has not answered for {wait:g} s: it may be stopped{stopped}"
             ) from None
-        except (OSError, HTTPException, ValueError) as error:
+        except (OSError, ValueError) as error:
             raise OwnerGoneError(
                 f"the owner (pid {record.pid}) went away before it answered ({type(error).__name__}); "
                 "the command may not have finished"
@@ -231,12 +232,14 @@ def owner_command(action: str) -> int:
     return 0
 
 
-def spawn_owner(data_dir: Path, first: list[str] | None = None) -> subprocess.Popen:
+def spawn_owner(data_dir: Path, first: list[str] | None = None) -> Popen[bytes]:
     """
     Start `needle owner run` in its own session, its output appended to `DATA_DIR/owner.log`.
 
     :param first: The graphs it warms before answering (`--first`); `None`: all of them.
     """
+    import subprocess
+
     command = [sys.executable, "-m", "needle.cli", "owner", "run"]
     if first is not None:
         command.append(f"--first={','.join(first)}")

@@ -16,7 +16,6 @@ from functools import partial
 from typing import IO, Any
 
 from needle import output
-from needle.globs import DEFAULT_INCLUDE
 
 logger = logging.getLogger(__name__)
 SEARCH_COMMANDS = {"search": "keyword search (BM25)", "vsearch": "vector search", "query": "hybrid search"}
@@ -62,6 +61,7 @@ def run(
     elif args.command == "collection":
         if args.action == "add":
             from needle.formats import DOCUMENT_INCLUDE  # the converters' module: only when a collection is added
+            from needle.globs import DEFAULT_INCLUDE
 
             include = list(args.mask or DEFAULT_INCLUDE) + (DOCUMENT_INCLUDE if args.documents else [])
             c = needle.collections.add(

@@ -12,14 +12,12 @@ tab are escaped too, so that one name stays one line.
 
 from __future__ import annotations
 
-import csv
 import functools
 import io
 import json
 import logging
 import re
 from collections.abc import Callable
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the thin client prints without importing the result models (and Haystack behind them)
@@ -94,6 +92,8 @@ def search_answer(answer: SearchAnswer, fmt: str = "text", explain: bool = False
         return answer.model_dump_json(indent=2, exclude_none=not explain)
     if fmt == "csv":
         out = io.StringIO()
+        import csv  # only for --format csv
+
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(_CSV_FIELDS)
         for h in answer.results:
@@ -316,6 +316,8 @@ def status_text(status: dict[str, Any], as_json: bool) -> str:
         lines.append(f"  the configuration changes {changes}: run `needle optimize` to apply it")
     backup = status.get("last_backup")
     if backup:
+        from datetime import datetime
+
         when = datetime.fromtimestamp(backup["time"]).isoformat(sep=" ", timespec="seconds")
         lines.append(f"last backup: {when}, {backup['chunks']} chunks → {backup['path']}")
     problems = status.get("problems") or []

@@ -25,19 +25,15 @@ import ipaddress
 import json
 import logging
 import os
-import secrets
 import socket
 import stat
-import tempfile
 import time
-from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
-    from http.client import HTTPConnection
+    from needle.wire import Connection
 
 logger = logging.getLogger(__name__)
 
@@ -60,9 +56,8 @@ class OwnerSilentError(ConnectionError):
     """The owner took no connection, or stopped answering within the timeout."""
 
 
-@dataclass(frozen=True)
-class OwnerRecord:
-    """What `owner.json` holds."""
+class OwnerRecord(NamedTuple):
+    """What `owner.json` holds (a named tuple: `dataclasses` costs a client's start-up more than its request)."""
 
     pid: int
     address: str
@@ -91,11 +86,15 @@ def uses_owner(settings: Any) -> bool:
 
 def new_token() -> str:
     """A random token for an owner's routes."""
+    import secrets
+
     return secrets.token_urlsafe(32)
 
 
 def new_record(address: str, token: str, command: str) -> OwnerRecord:
     """A record for this process."""
+    from datetime import datetime, timezone
+
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     pid = os.getpid()
     return OwnerRecord(pid=pid, address=address, token=token, started=started, command=command, pid_start=pid_start(pid))
@@ -113,12 +112,14 @@ def write(path: Path, record: OwnerRecord) -> None:
     :param path: The record's file.
     :param record: What to write.
     """
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".owner-", suffix=".json")
     try:
         os.fchmod(handle, 0o600)
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(asdict(record), out)
+            json.dump(record._asdict(), out)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -280,7 +281,7 @@ def check_address(record: OwnerRecord) -> tuple[str, int]:
     )
 
 
-def connect(record: OwnerRecord, timeout: float = CONNECT_TIMEOUT, read_timeout: float | None = None) -> HTTPConnection:
+def connect(record: OwnerRecord, timeout: float = CONNECT_TIMEOUT, read_timeout: float | None = None) -> Connection:
     """
     A connection to the owner, after it proved it knows the record's token (nothing secret was sent yet).
 
@@ -291,17 +292,19 @@ def connect(record: OwnerRecord, timeout: float = CONNECT_TIMEOUT, read_timeout:
     :raises UntrustedOwnerError: When the address is not loopback or the listener fails the challenge.
     :raises OwnerSilentError: When nothing takes the connection or answers within `timeout`.
     """
-    from http.client import HTTPConnection, HTTPException
+    from needle.wire import Connection
 
     host, port = check_address(record)
-    nonce = secrets.token_hex(16)
-    connection = HTTPConnection(host, port, timeout=timeout)
+    nonce = os.urandom(16).hex()
+    connection: Connection | None = None
     try:
+        connection = Connection(host, port, timeout=timeout)
         connection.request("GET", f"{HELLO_PATH}?nonce={nonce}")
         response = connection.getresponse()
         body = response.read()
-    except (OSError, HTTPException) as error:
-        connection.close()
+    except OSError as error:
+        if connection is not None:
+            connection.close()
         raise OwnerSilentError(f"the owner (pid {record.pid}, {record.address}) did not answer: {error or type(error).__name__}") from None
     try:
         answer = json.loads(body)

@@ -308,3 +308,74 @@ def test_an_owner_counts_the_requests_it_answered():
     with activity:
         assert activity.served == 0
     assert activity.served == 1
+
+
+class TestStartUp:
+    """What a command sent to an owner loads before its request leaves: its own parser, no YAML, no http.client."""
+
+    def test_one_commands_parser_is_the_whole_parsers_for_that_command(self):
+        import argparse
+
+        from needle.cli import _parser
+
+        def commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+            return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+        whole = commands(_parser())
+        for name, full in whole.items():
+            assert list(commands(_parser(name))) == [name]
+            assert commands(_parser(name))[name].format_help() == full.format_help()
+        argv = ["query", "why", "-n", "3", "--tag", "k8s", "--no-rerank", "--format", "md"]
+        assert _parser("query").parse_args(argv) == _parser().parse_args(argv)
+
+    def test_a_mistyped_command_is_refused_with_every_command_named(self, capsys):
+        from needle.cli import main
+
+        with pytest.raises(SystemExit):
+            main(["serch", "x"])
+        err = capsys.readouterr().err
+        assert "did you mean 'search'?" in err and "eval" in err and "owner" in err
+
+    def test_the_command_is_the_first_word_unless_help_comes_first(self):
+        from needle.cli import _command
+
+        assert _command(["search", "-n", "3", "x"]) == "search"
+        assert _command(["-h", "search"]) is None and _command([]) is None
+
+    def test_the_client_imports_no_yaml_http_client_evaluation_or_dataclasses(self, tmp_path):
+        probe = (
+            "import sys; import needle.cli, needle.client; from needle.locate import locate; "
+            "assert locate() is not None; needle.cli._parser(needle.cli._command(['search', 'x'])); "
+            "heavy = ('yaml', 'http.client', 'email', 'ssl', 'needle.evaluation', 'dataclasses', 'subprocess'); "
+            "print(sorted(m for m in sys.modules if m.startswith(heavy)))"
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
+        env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), NEEDLE_DATA_DIR=str(tmp_path / "data"))
+        seen = [subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+                for _ in range(2)]
+        assert seen[0].returncode == 0 and "'yaml'" in seen[0].stdout  # the first reads the configuration file
+        assert (seen[1].returncode, seen[1].stdout) == (0, "[]\n"), seen[1].stderr
+
+
+class TestLocateCache:
+    def test_a_changed_file_is_read_again(self, tmp_path):
+        config = tmp_path / "needle.yml"
+        env = {"NEEDLE_CONFIG": str(config), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+        config.write_text("data_dir: /tmp/first\n")
+        assert locate(env).data_dir == Path("/tmp/first") and locate(env).data_dir == Path("/tmp/first")
+        config.write_text("data_dir: /tmp/second-one\nowner: {idle_minutes: 2}\n")
+        assert locate(env) == Location.of(load_settings(env=env))
+        assert locate(env).data_dir == Path("/tmp/second-one")
+        config.write_text("owner: [not, a, mapping]\n")
+        assert locate(env) is None and locate(env) is None
+
+    def test_a_cache_others_may_write_is_not_believed(self, tmp_path):
+        config = tmp_path / "needle.yml"
+        config.write_text("data_dir: /tmp/mine\n")
+        env = {"NEEDLE_CONFIG": str(config), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+        assert locate(env).data_dir == Path("/tmp/mine")
+        cache = tmp_path / "cache" / "needle" / "located.json"
+        forged = cache.read_text().replace("/tmp/mine", "/tmp/theirs")
+        cache.write_text(forged)
+        cache.chmod(0o666)
+        assert locate(env).data_dir == Path("/tmp/mine")
