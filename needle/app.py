@@ -79,6 +79,10 @@ def configured_graph(name: str, settings: Settings) -> dict[str, Any]:
     return apply_overrides(graph, settings.set, strict=False) if settings.set else graph
 
 
+# What an index run's progress report tells `status` while the run goes on.
+RUN_FIELDS = ("batches", "files_read", "files_pending", "texts_embedded", "chunks_reused")
+
+
 class Needle:
     """Runs Needle's graphs for one configuration; thread-safe, each graph (and override set) loaded once."""
 
@@ -109,6 +113,8 @@ class Needle:
         self._files: FileAccess | None = None
         # The watcher keeping this Needle's index live (`needle.watch`), shown by `status`; none by default.
         self.watcher: Any = None
+        # The index run under way, as `status` shows it to other commands (`index_run`); `None` between runs.
+        self._run: dict[str, Any] | None = None
 
     # ---- graphs -------------------------------------------------------------------------------------
     def pipeline(self, name: str, overrides: Mapping[str, Any] | None = None) -> Pipeline:
@@ -514,13 +520,36 @@ class Needle:
         if paths is not None and (not isinstance(paths, (list, tuple)) or not paths):
             raise ValueError("paths must name at least one file")
         with self._index_lock:
+            self._run = {
+                "collections": list(names or []) or sorted(self.collections.load()), "phase": "starting",
+                "started": time.time(), "batches": 0, "files_read": 0, "files_pending": 0,
+            }
+
+            def tracked(report: dict[str, Any]) -> None:
+                if self._run is not None:
+                    self._run = {**self._run, "phase": "indexing", **{k: report[k] for k in RUN_FIELDS if k in report}}
+                if progress is not None:
+                    progress(report)
+
             try:
-                return self._index(names, rebuild, overrides, list(paths) if paths is not None else None, progress)
+                return self._index(names, rebuild, overrides, list(paths) if paths is not None else None, tracked)
             except PipelineRuntimeError as error:
                 cause = root_cause(error)
                 if isinstance(cause, ValueError):
                     raise cause from None
                 raise
+            finally:
+                self._run = None
+
+    @property
+    def index_run(self) -> dict[str, Any] | None:
+        """
+        The index run under way in this process, `None` between runs: its `collections`, `phase` (`starting`,
+        `indexing` batch by batch, `finishing`), `started` (epoch seconds) and, after each batch, the files
+        `files_read` of `files_pending`, `batches`, `texts_embedded` and `chunks_reused` so far.
+        """
+        run = self._run
+        return dict(run) if run is not None else None
 
     @property
     def records(self) -> FileRecords:
@@ -568,6 +597,8 @@ class Needle:
         after: list[str] | None = None
         reported = {"scanner", "reader", "converter", "chunker", "differ", "reuse", "file_reuse", "writer", "file_writer"}
         reported |= {"file_pool"} & {name for name, _ in graph.walk()}
+        if self._run is not None:
+            self._run = {**self._run, "phase": "indexing"}
         while True:
             run = {
                 "scanner": {"collections": sources, "paths": paths, "after": after},
@@ -589,6 +620,8 @@ class Needle:
                 progress(report.as_dict(time.perf_counter() - started))
             if after is None:
                 break
+        if self._run is not None:
+            self._run = {**self._run, "phase": "finishing"}
         # The writers optimise once, after the last batch; how many of the collections' chunks are in each
         # language now tells the query side how to analyse queries (counted again after every change, and
         # once for an index that recorded only the languages' names).
@@ -875,6 +908,7 @@ class Needle:
             "problems": problems,
             "problems_total": problems_total,
             **({"watcher": self.watcher.state()} if self.watcher is not None else {}),
+            **({"index_run": run} if (run := self.index_run) is not None else {}),
         }
 
     def indexed_files(self, collection: str | None = None) -> list[dict[str, Any]]:

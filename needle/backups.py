@@ -172,8 +172,11 @@ def restore(needle: Needle, path: str | Path) -> dict[str, Any]:
     if manifest["kind"] == "embedded":
         from needle.document_stores.edge.shards import replace_shard
 
-        for _role, suffix in STORE_ROLES.items():
+        for role, suffix in STORE_ROLES.items():
             replace_shard(str(source / "index" / f"edge{suffix}"), str(settings.index_dir / f"edge{suffix}"))
+            # Opened (and locked) again at once: an owner restoring keeps holding the index's lock, so no
+            # command takes its record for stale meanwhile.
+            needle.environment.store(role).count_documents()
     else:
         for role, store in ((role, needle.environment.store(role)) for role in STORE_ROLES):
             store.restore_snapshot(manifest["snapshots"][role]["name"])

@@ -33,7 +33,9 @@ SPAWN_LOCK = "owner.start.lock"
 START_TIMEOUT = 300.0
 # Commands an owner runs for a client; those in `NEEDS_INDEX` also start a background owner when none runs.
 NEEDS_INDEX = {"search", "vsearch", "query", "get", "multi-get", "ls", "status", "index", "answer", "check", "optimize", "backup"}
-THIN_COMMANDS = NEEDS_INDEX | {"collection", "context"}
+# `restore` and `migrate` go to an owner that runs, which queues them behind the requests and index runs under
+# way; with none they open the index here.
+THIN_COMMANDS = NEEDS_INDEX | {"collection", "context", "restore", "migrate"}
 # Commands that change nothing: sent again, once, when the owner goes away before it answers.
 RETRIED = {"search", "vsearch", "query", "get", "multi-get", "ls", "status", "check", "context", "collection"}
 

@@ -244,6 +244,18 @@ def index_progress_line(report: dict[str, Any]) -> str:
     )
 
 
+def index_run_line(run: dict[str, Any]) -> str:
+    """An index run under way (`Needle.index_run`), as `status` shows it."""
+    import time
+
+    if run.get("batches"):
+        where = f"{run['phase']}: {run['files_read']} of {run['files_pending']} files read in {run['batches']} batches"
+    else:
+        where = "indexing the first batch" if run["phase"] == "indexing" else run["phase"]
+    return (f"index run under way for {', '.join(run['collections']) or 'no collection'} "
+            f"({where}, {max(0, round(time.time() - run['started']))} s so far)")
+
+
 @_safe
 def index_report(report: dict[str, Any], as_json: bool) -> str:
     """Render an index run's report."""
@@ -326,6 +338,9 @@ def status_text(status: dict[str, Any], as_json: bool) -> str:
         lines += [f"  {p['kind']} {_name(p['collection'] + '/' + p['path'])}: {_name(p['reason'])}" for p in problems]
         if status.get("problems_total", 0) > len(problems):
             lines.append(f"  and {status['problems_total'] - len(problems)} more")
+    run = status.get("index_run")
+    if run:
+        lines.append(index_run_line(run))
     watcher = status.get("watcher")
     if watcher:
         lines.append(_watcher_line(watcher))

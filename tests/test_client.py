@@ -379,3 +379,90 @@ class TestLocateCache:
         cache.write_text(forged)
         cache.chmod(0o666)
         assert locate(env).data_dir == Path("/tmp/mine")
+
+
+class TestQueue:
+    """A command that needs the index to itself waits for the others in the owner, saying what it waits for."""
+
+    def test_an_exclusive_block_waits_for_requests_under_way_and_holds_off_new_ones(self):
+        import threading
+
+        from needle.http.owner_routes import Activity
+
+        activity = Activity()
+        assert activity.admit()  # a search under way
+        assert activity.admit()  # the restore's own request
+        waited: list[int] = []
+        inside = threading.Event()
+
+        def restore() -> None:
+            with activity.exclusive(waited.append, poll=0.01):
+                inside.set()
+                assert not activity.admit()  # a new request waits while it runs
+            activity.leave()
+
+        runner = threading.Thread(target=restore)
+        runner.start()
+        deadline = time.monotonic() + 30
+        while not waited and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert waited and set(waited) == {1} and not inside.is_set() and not activity.admit()
+        activity.leave()  # the search ends
+        runner.join(30)
+        assert inside.is_set() and activity.admit() and activity.running == 1
+
+    def test_restore_in_the_owner_says_what_it_waits_for_then_runs(self):
+        import threading
+
+        from needle.http import owner_routes, service
+
+        class Owner:
+            _index_lock = threading.RLock()
+            index_run = {"collections": ["notes"], "phase": "indexing", "started": time.time(), "batches": 2,
+                         "files_read": 40, "files_pending": 300}
+
+            def restore(self, path: str) -> dict:
+                return {"restored": path}
+
+        previous = service._needle
+        service.use_needle(Owner())
+        notices: list[str] = []
+        activity, owner_routes.ACTIVITY = owner_routes.ACTIVITY, owner_routes.Activity()
+        try:
+            owner_routes.ACTIVITY.admit()  # the index run's request
+            owner_routes.ACTIVITY.admit()  # the restore's own
+            done: list[dict] = []
+            arguments = {"command": "restore", "path": "/backups/monday", "json": True}
+            runner = threading.Thread(target=lambda: done.append(owner_routes.execute(arguments, "/", None, notices.append)))
+            runner.start()
+            deadline = time.monotonic() + 30
+            while not notices and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert not done
+            owner_routes.ACTIVITY.leave()
+            runner.join(30)
+        finally:
+            owner_routes.ACTIVITY = activity
+            service.use_needle(previous)
+        assert done and done[0]["code"] == 0 and json.loads(done[0]["stdout"]) == {"restored": "/backups/monday"}
+        assert notices[0].startswith(f"needle restore: waiting for 1 request under way in the owner (pid {os.getpid()}) to finish: "
+                                     "index run under way for notes (indexing: 40 of 300 files read in 2 batches")
+        assert notices[0].endswith("; new ones wait for this restore")
+
+    def test_restore_and_migrate_go_to_a_running_owner(self):
+        from argparse import Namespace
+
+        from needle.client import NEEDS_INDEX, eligible
+
+        assert eligible(Namespace(command="restore")) and eligible(Namespace(command="migrate"))
+        assert not {"restore", "migrate"} & NEEDS_INDEX  # with no owner they open the index themselves
+
+    def test_status_shows_an_index_run_under_way(self):
+        from needle.output import status_text
+
+        status = {"store": "/data/index", "embedding_model": "m", "sparse_model": "s", "collections": [],
+                  "index_run": {"collections": ["notes"], "phase": "indexing", "started": time.time() - 12, "batches": 3,
+                                "files_read": 120, "files_pending": 7424}}
+        assert status_text(status, False).splitlines()[-1] == (
+            "index run under way for notes (indexing: 120 of 7424 files read in 3 batches, 12 s so far)"
+        )

@@ -64,3 +64,15 @@ class TestStatusFields:
         monkeypatch.setattr(demo_needle.file_store, "count_values", refuse)
         notes = demo_needle.status()["collections"][0]
         assert notes["files"] == demo_needle.first_report["files_read"] and notes["chunks"] == demo_needle.first_report["chunks"]
+
+
+@pytest.mark.integration
+def test_status_shows_the_index_run_under_way_and_nothing_after(demo_needle):
+    from needle.output import status_text
+
+    seen: list[dict] = []
+    demo_needle.index(progress=lambda report: seen.append(demo_needle.status()))
+    run = seen[0]["index_run"]
+    assert run["phase"] == "indexing" and run["collections"] == ["notes"] and run["batches"] == 1
+    assert "index run under way for notes (indexing" in status_text(seen[0], False)
+    assert "index_run" not in demo_needle.status() and demo_needle.index_run is None

@@ -20,7 +20,8 @@ import os
 import re
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from needle.owner import HELLO_PATH, OwnerRecord, proof
@@ -28,16 +29,66 @@ from needle.owner import HELLO_PATH, OwnerRecord, proof
 CLI_PATH = "/needle/cli"
 HEARTBEAT_SECONDS = 1.0
 _NONCE = re.compile(r"[0-9a-f]{16,128}")
+_SECONDS = re.compile(r", [0-9]+ s so far")
 
 
 class Activity:
-    """Requests under way, how many ended and when the last one did: how long this owner has been idle."""
+    """
+    Requests under way, how many ended and when the last one did: how long this owner has been idle. A command
+    that needs the index to itself (`needle restore`) runs `exclusive`: it waits for the requests under way
+    to end, and new ones wait (`admit`) until it is done.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.running = 0
         self.served = 0
         self.last = time.monotonic()
+        self._exclusive = False
+        self._queued = 0  # exclusive commands waiting for their turn (their own requests count as running)
+
+    def admit(self) -> bool:
+        """Count a new request in, unless an exclusive command runs or waits to (then try again later)."""
+        with self._lock:
+            if self._exclusive:
+                return False
+            self.running += 1
+            return True
+
+    @contextmanager
+    def exclusive(self, waiting: Callable[[int], None], poll: float = 0.2) -> Iterator[None]:
+        """
+        Run the block alone: new requests wait meanwhile, and the block starts once every other request under
+        way (not the caller's own, which is counted) has ended.
+
+        :param waiting: Called with the number of other requests still under way, while it waits for them.
+        :param poll: Seconds between checks.
+        """
+        with self._lock:
+            self._queued += 1
+        try:
+            while True:
+                with self._lock:
+                    if not self._exclusive:
+                        self._exclusive = True
+                        break
+                waiting(-1)  # another exclusive command goes first
+                time.sleep(poll)
+        finally:
+            with self._lock:
+                self._queued -= 1
+        try:
+            while True:
+                with self._lock:
+                    others = self.running - 1 - self._queued
+                if others <= 0:
+                    break
+                waiting(others)
+                time.sleep(poll)
+            yield
+        finally:
+            with self._lock:
+                self._exclusive = False
 
     def idle_seconds(self) -> float:
         """Seconds since the last request ended; 0 while one runs."""
@@ -50,6 +101,10 @@ class Activity:
         return self
 
     def __exit__(self, *_: Any) -> None:
+        self.leave()
+
+    def leave(self) -> None:
+        """Count a request out (one `admit` or `with` let in)."""
         with self._lock:
             self.running -= 1
             self.served += 1
@@ -70,8 +125,12 @@ class ActivityMiddleware:
         if scope["type"] != "http" or scope.get("path") == HELLO_PATH:
             await self.app(scope, receive, send)
             return
-        with self.activity:
+        while not self.activity.admit():  # an exclusive command (a restore) runs: wait for it
+            await asyncio.sleep(0.05)
+        try:
             await self.app(scope, receive, send)
+        finally:
+            self.activity.leave()
 
 
 def owner_routes(owner: OwnerRecord) -> list[Any]:
@@ -119,7 +178,10 @@ async def _stream(arguments: dict[str, Any], cwd: str, tty: bool) -> AsyncIterat
 
         loop.call_soon_threadsafe(lines.put_nowait, index_progress_line(report))
 
-    task = loop.run_in_executor(None, execute, arguments, cwd, progress if tty else None)
+    def notice(line: str) -> None:
+        loop.call_soon_threadsafe(lines.put_nowait, line)
+
+    task = loop.run_in_executor(None, execute, arguments, cwd, progress if tty else None, notice)
     while True:
         getter = asyncio.ensure_future(lines.get())
         waited: set[asyncio.Future[Any]] = {task, getter}
@@ -140,13 +202,24 @@ def _line(message: dict[str, Any]) -> bytes:
     return (json.dumps(message) + "\n").encode()
 
 
-def execute(arguments: dict[str, Any], cwd: str, progress: Any = None) -> dict[str, Any]:
+# Commands that need the index to themselves: they wait for every request under way, new ones wait for them.
+EXCLUSIVE = {"restore"}
+# Commands that read the whole index: they wait for index runs under way and hold off writes meanwhile.
+WRITES_PAUSED = {"migrate"}
+# Seconds between two lines saying what a command still waits for (one at once, and when it changes).
+NOTICE_SECONDS = 5.0
+
+
+def execute(
+    arguments: dict[str, Any], cwd: str, progress: Any = None, notice: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """
     Run a parsed command on this process's `Needle`, as `needle` would have run it in the client's folder.
 
     :param arguments: The client's parsed arguments (`vars` of its `argparse.Namespace`).
     :param cwd: The client's working folder (relative paths in the command are read from there).
     :param progress: Called with an index run's report after each batch, or `None`.
+    :param notice: Called with a line saying what the command waits for (`EXCLUSIVE`, `WRITES_PAUSED`).
     :returns: `code`, `stdout` and `stderr`, exactly what the command prints.
     """
     from needle.commands import failed, run
@@ -161,10 +234,68 @@ def execute(arguments: dict[str, Any], cwd: str, progress: Any = None) -> dict[s
         if isinstance(value, str) and not os.path.isabs(value) and (name == "path" or os.path.exists(os.path.join(cwd, value))):
             setattr(args, name, os.path.join(cwd, os.path.expanduser(value)))
     try:
-        code = run(args, get_needle(), out=out, progress=progress)
+        with _turn(args.command, notice or (lambda line: None)):
+            code = run(args, get_needle(), out=out, progress=progress)
     except BaseException as error:  # noqa: BLE001 - shown to the client as the CLI shows it
         code = failed(args, error, err)
     return {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
 
-__all__ = ["ACTIVITY", "Activity", "ActivityMiddleware", "CLI_PATH", "execute", "owner_routes"]
+@contextmanager
+def _turn(command: str, notice: Callable[[str], None]) -> Iterator[None]:
+    """
+    Wait for the command's turn, saying what it waits for: a command in `EXCLUSIVE` for the requests under way
+    (new ones wait for it) and for index runs, one in `WRITES_PAUSED` for index runs (writes wait for it).
+    """
+    if command not in EXCLUSIVE | WRITES_PAUSED:
+        yield
+        return
+    from needle.http.service import get_needle
+
+    needle = get_needle()
+    said: dict[str, Any] = {"line": "", "at": 0.0}
+
+    def tell(line: str) -> None:
+        what = _SECONDS.sub("", line)  # a new line when what it waits for changes, not its clock
+        if what != said["line"] or time.monotonic() - said["at"] >= NOTICE_SECONDS:
+            notice(f"needle {command}: {line}")
+            said.update(line=what, at=time.monotonic())
+
+    def requests(others: int) -> None:
+        if others < 0:
+            tell("waiting for another command that needs the index to itself to finish")
+        else:
+            tell(f"waiting for {others} request{'s' if others > 1 else ''} under way in the owner (pid {os.getpid()}) "
+                 f"to finish{_run_under_way(needle)}; new ones wait for this {command}")
+
+    if command in EXCLUSIVE:
+        with ACTIVITY.exclusive(requests), _index_turn(needle, tell):
+            yield
+    else:
+        with _index_turn(needle, tell), needle.writes_paused():
+            yield
+
+
+@contextmanager
+def _index_turn(needle: Any, tell: Callable[[str], None]) -> Iterator[None]:
+    """Hold the `Needle`'s index lock (index runs, optimising and backups take turns on it), saying what holds it."""
+    lock = needle._index_lock
+    while not lock.acquire(timeout=0.5):
+        tell(f"waiting for the index run under way to finish{_run_under_way(needle) or ' (or an optimize, backup or check)'}")
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _run_under_way(needle: Any) -> str:
+    """`: LINE` for the index run under way in `needle` (`needle.output.index_run_line`), else nothing."""
+    run = getattr(needle, "index_run", None)
+    if not run:
+        return ""
+    from needle.output import index_run_line
+
+    return ": " + index_run_line(run)
+
+
+__all__ = ["ACTIVITY", "EXCLUSIVE", "WRITES_PAUSED", "Activity", "ActivityMiddleware", "CLI_PATH", "execute", "owner_routes"]
