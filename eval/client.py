@@ -15,8 +15,8 @@ folders) are indexed once. Then, per command, whole process (`python -m needle.c
 
 `during`: while `needle index` (run inside the owner) indexes `--during-notes` new notes, a search every
 0.5 s from other processes: how many answered, p50 and max latency. `handover`: two `needle mcp` processes
-driven by the MCP SDK's own stdio client; the owner's is closed, then the other's `search` tool is called
-every 0.1 s: the time until it answers again and the calls that failed after that (median of `--repeat`).
+driven by the MCP SDK's own stdio client; the owner's is closed (`--settle` seconds after the other's
+first answer), then the other's `search` tool is called every 0.1 s: the time until it answers again and the calls that failed after that (median of `--repeat`).
 `startup`: what a command sent to an owner spends before its request leaves (`STARTUP`), median of `--repeat`.
 """
 
@@ -171,15 +171,15 @@ def during_index(base: Path, count: int) -> dict[str, Any]:
     }
 
 
-def handover(data: Path, repeat: int = 1) -> dict[str, Any]:
+def handover(data: Path, repeat: int = 1, settle: float = 0.0) -> dict[str, Any]:
     """
-    Two `needle mcp` over the SDK's stdio client: close the owner's, time until the other answers again;
-    `repeat` times, the median and every run.
+    Two `needle mcp` over the SDK's stdio client: `settle` seconds after the second one's first answer, close
+    the owner's; time until the other answers again. `repeat` times, the median and every run.
     """
-    runs = [asyncio.run(_handover(data)) for _ in range(repeat)]
+    runs = [asyncio.run(_handover(data, settle)) for _ in range(repeat)]
     times = [r["seconds_to_answer_again"] for r in runs if r["seconds_to_answer_again"] is not None]
     return {
-        "runs": len(runs), "median_seconds_to_answer_again": round(statistics.median(times), 2) if times else None,
+        "runs": len(runs), "settle_seconds": settle, "median_seconds_to_answer_again": round(statistics.median(times), 2) if times else None,
         "max_seconds_to_answer_again": max(times) if times else None,
         "failed_calls": sum(r["failed_calls_until_then"] + r["failed_calls_of_20_after"] for r in runs), "each": runs,
     }
@@ -212,7 +212,7 @@ class Agent:
         await self.task
 
 
-async def _handover(data: Path) -> dict[str, Any]:
+async def _handover(data: Path, settle: float = 0.0) -> dict[str, Any]:
     from mcp import StdioServerParameters
 
     stop_owner(data)
@@ -223,23 +223,27 @@ async def _handover(data: Path) -> dict[str, Any]:
     await first.search(arguments)  # the first one owns the index once it answers
     second = Agent(params)
     before = await second.search(arguments)
+    await asyncio.sleep(settle)  # how long both windows stay open (the second loads its standby meanwhile)
     await first.close()  # the owner's agent window closes
     closed = time.perf_counter()
-    failed_before, failed_after, recovered = 0, 0, None
+    failed_before, failed_after, recovered, errors = 0, 0, None, []
     while time.perf_counter() - closed < 300:
         result = await second.search(arguments)
         if result.is_error:
             failed_before += 1
+            errors.append(result.content[0].text)
             await asyncio.sleep(0.1)
             continue
         recovered = time.perf_counter() - closed
         for _ in range(20):
-            failed_after += (await second.search(arguments)).is_error
+            after = await second.search(arguments)
+            failed_after += after.is_error
+            errors += [after.content[0].text] if after.is_error else []
         break
     await second.close()
     return {
         "answered_before": not before.is_error, "seconds_to_answer_again": None if recovered is None else round(recovered, 2),
-        "failed_calls_until_then": failed_before, "failed_calls_of_20_after": failed_after,
+        "failed_calls_until_then": failed_before, "failed_calls_of_20_after": failed_after, "errors": errors[:3],
     }
 
 
@@ -317,6 +321,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--during-notes", type=int, default=1500)
     parser.add_argument("--only", choices=("commands", "during", "handover", "startup"), action="append")
+    parser.add_argument("--settle", type=float, default=0.0,
+                        help="handover: seconds both windows stay open before the owner's closes (default 0)")
     parser.add_argument("--get", default=COMMANDS["get"][1], metavar="REF", help="what `get` reads (another index's file)")
     parser.add_argument("--mode", choices=MODES, action="append", help="commands: only these columns (default all)")
     args = parser.parse_args()
@@ -338,8 +344,9 @@ def main() -> int:
             results["during_index"] = during_index(args.dir, args.during_notes)
             print(json.dumps(results["during_index"]))
         if "handover" in parts:
-            results["handover"] = handover(data, args.repeat)
-            print(json.dumps(results["handover"]))
+            found = handover(data, args.repeat, args.settle)
+            results.setdefault("handover_by_settle", {})[f"{args.settle:g}"] = found
+            print(json.dumps(found))
         if "startup" in parts:
             results["startup"] = startup(args.repeat)
             for row in results["startup"]:

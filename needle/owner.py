@@ -56,6 +56,13 @@ class OwnerSilentError(ConnectionError):
     """The owner took no connection, or stopped answering within the timeout."""
 
 
+class TookOver(Exception):  # noqa: N818 - not an error: the request goes on elsewhere
+    """
+    This process took the index over from an owner that went away (a second `needle mcp`): the request that
+    met the closed connection runs again on this process's own `Needle` (`needle.http.service.call`).
+    """
+
+
 class OwnerRecord(NamedTuple):
     """What `owner.json` holds (a named tuple: `dataclasses` costs a client's start-up more than its request)."""
 
@@ -485,7 +492,7 @@ def loopback_socket() -> socket.socket:
 
 
 __all__ = [
-    "BACKGROUND", "HELLO_PATH", "IndexOwnedError", "OWNER_FILE", "OwnerRecord", "OwnerSilentError", "UntrustedOwnerError", "answers",
+    "BACKGROUND", "HELLO_PATH", "IndexOwnedError", "TookOver", "OWNER_FILE", "OwnerRecord", "OwnerSilentError", "UntrustedOwnerError", "answers",
     "check_private", "connect", "hold_index", "holds_lock", "index_locked", "live_owner", "lock_holders",
     "loopback_socket", "new_record", "new_token", "owner_path", "pid_alive", "pid_start", "pid_stopped", "proof", "read",
     "refuse_second_owner", "remove", "same_process", "stop_owner", "uses_owner", "wait_for_owner", "write",

@@ -83,7 +83,8 @@ class RemoteNeedle:
         :param connect_timeout: Seconds to wait for a connection.
         :param on_gone: Called when the owner went away (connection refused or closed mid-request): the owner
             to use from then on (another process's, or this process's own after it took the index over), or
-            `None`. The request is then sent again, once.
+            `None`. The request is then sent again, once. It raises `needle.owner.TookOver` when this process
+            took the index over itself (the caller runs the request on its own `Needle`).
         :raises UntrustedOwnerError: When the record or the listener fails the owner's checks.
         :raises OwnerSilentError: When the owner does not answer its challenge.
         """

@@ -63,6 +63,10 @@ async def _handover(data: Path, model_dir: Path) -> dict:
         before = await second.search(arguments)
         await first.close()  # the owner's agent window closes
         after = [await second.search(arguments) for _ in range(3)]
+        for _ in range(1200):  # its routes for other processes start beside its own calls
+            if (data / "owner.json").exists() and json.loads((data / "owner.json").read_text())["pid"] != owner["pid"]:
+                break
+            await asyncio.sleep(0.1)
         record = json.loads((data / "owner.json").read_text())
     finally:
         await second.close()

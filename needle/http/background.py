@@ -253,17 +253,21 @@ _TAKE_OVER_LOCK = threading.Lock()
 
 def _take_over(settings: Any, watch: bool) -> records.OwnerRecord | None:
     """
-    The owner went away: use the one that took its place, or become the owner (this process's own routes).
+    The owner went away: use the one that took its place, or become the owner. Becoming it, this process
+    takes the index's lock with its standby `Needle` (`Standby`), serves its own calls with it at once (the
+    call that met the closed connection runs again here: `records.TookOver`), and starts its routes for
+    other processes on a thread meanwhile.
 
     :returns: The owner to send requests to from now on, or `None` when none could be found or started.
+    :raises TookOver: When this process holds the index now (the request runs again on its own `Needle`).
     """
     from needle.app import Needle
     from needle.errors import is_lock_error
     from needle.http.service import use_needle
 
     with _TAKE_OVER_LOCK:
-        if _TAKEN_OVER and _TAKEN_OVER[-1].record is not None:
-            return _TAKEN_OVER[-1].record
+        if _TAKEN_OVER:
+            raise records.TookOver()
         try:
             record = records.live_owner(settings)
         except ConnectionError:
@@ -271,21 +275,30 @@ def _take_over(settings: Any, watch: bool) -> records.OwnerRecord | None:
         if record is not None:
             return record
         local = _STANDBY.take() or Needle(settings)
-        server = BackgroundServer(command="mcp", watch=watch)
-        previous = _swap_needle(local)
         try:
-            with contextlib.redirect_stdout(sys.stderr):  # stdout carries the MCP protocol
-                record = server.start()
+            records.hold_index(local)
         except Exception as error:
-            use_needle(previous)
             local.close()
             if not is_lock_error(error):
                 logger.error("Could not take the index over: %s", error)
                 return None
             return records.wait_for_owner(settings, OWNER_WAIT_SECONDS)
+        server = BackgroundServer(command="mcp", watch=watch)
         _TAKEN_OVER.append(server)
-        logger.info("The owner went away: this process holds the index now (%s)", record.address)
-        return record
+        use_needle(local)
+        threading.Thread(target=_serve_taken_over, args=(server,), name="needle-take-over", daemon=True).start()
+        raise records.TookOver()
+
+
+def _serve_taken_over(server: BackgroundServer) -> None:
+    """Start the routes of an index this process took over, for the other processes' commands."""
+    try:
+        with contextlib.redirect_stdout(sys.stderr):  # stdout carries the MCP protocol
+            record = server.start()
+    except Exception as error:  # noqa: BLE001 - this process's own calls go on; others find no owner
+        logger.error("Took the index over, but its routes did not start: %s", error)
+        return
+    logger.info("The owner went away: this process holds the index now (%s)", record.address)
 
 
 def _swap_needle(needle: Any) -> Any:

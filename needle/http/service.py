@@ -31,6 +31,7 @@ from needle.arguments import (
     strict,
 )
 from needle.errors import EXIT_CODE_HEADER, classify
+from needle.owner import TookOver
 
 if TYPE_CHECKING:
     from needle.backups import BackupScheduler
@@ -104,7 +105,10 @@ def call(action: Callable[[Needle], T]) -> T:
     :raises HTTPException: 4xx for the caller's mistakes, 5xx otherwise.
     """
     with errors():
-        return action(get_needle())
+        try:
+            return action(get_needle())
+        except TookOver:  # the owner went away and this process holds the index now: run it here
+            return action(get_needle())
 
 
 def warm(name: str) -> Any:
