@@ -157,8 +157,8 @@ class TestNeedleWatch:
         assert report["stores"]["files"]["points"] == len(watching.paths())
         optimized = needle(folders["env"], "optimize")  # runs inside the owner, which keeps serving
         assert optimized.returncode == 0, optimized.stderr
-        refused = needle(folders["env"], "restore", "/no/such/backup")
-        assert refused.returncode == 1 and "needs the index to itself" in refused.stderr
+        refused = needle(folders["env"], "restore", "/no/such/backup")  # runs inside the owner too, in its turn
+        assert (refused.returncode, refused.stderr) == (2, "error: /no/such/backup is not a Needle backup (no needle_backup.json)\n")
 
     def test_backup_runs_through_the_owner_into_a_folder_relative_to_the_shell(self, watching, folders, tmp_path):
         ran = subprocess.run(
