@@ -27,7 +27,8 @@ from needle.document_stores.protocol import IndexDamagedError
 from needle.environment import Environment, records_file
 from needle.errors import LLMError, llm_error, root_cause
 from needle.file_records import FileRecords, split_key
-from needle.files import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES, FileAccess
+from needle.files.multi_get import FileAccess
+from needle.files.reading import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES
 from needle.formats import Extractor, Limits
 from needle.languages import AUTO
 from needle.languages import DEFAULT as DEFAULT_LANGUAGE

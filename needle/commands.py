@@ -109,7 +109,7 @@ def run(
             needle.contexts.remove(args.prefix)
             print(f"removed the context of '{args.prefix.strip('/')}'")
     elif args.command == "get":
-        from needle.files import parse_ref
+        from needle.files.references import parse_ref
 
         ref, line, count = parse_ref(args.ref)
         text = needle.files.read(ref, from_line=line or 1, max_lines=count).text

@@ -85,7 +85,7 @@ def _table() -> list[tuple[type[BaseException], int, int]]:
 
     table: list[tuple[type[BaseException], int, int]] = []
     try:
-        from needle.files import FileNotServed
+        from needle.files.reading import FileNotServed
 
         table.append((FileNotServed, 2, 404))
     except ImportError:  # pragma: no cover - files module not present

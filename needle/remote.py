@@ -20,7 +20,8 @@ from needle import owner as records
 from needle.collections import CollectionRegistry
 from needle.contexts import ContextRegistry
 from needle.errors import EXIT_CODE_HEADER, RemoteFailure
-from needle.files import FileBatch, FileText
+from needle.files.multi_get import FileBatch
+from needle.files.reading import FileText
 from needle.owner import OwnerRecord
 from needle.results import Answer, SearchAnswer, SearchFilters
 from needle.settings import Settings
@@ -39,7 +40,7 @@ class RemoteFiles:
         self.remote = remote
 
     def read(self, ref: str, from_line: int = 1, max_lines: int | None = None) -> FileText:
-        """A file or a range of its lines (`needle.files.FileAccess.read`)."""
+        """A file or a range of its lines (`needle.files.reading.FileReader.read`)."""
         payload: dict[str, Any] = {"ref": ref, "from_line": from_line}
         if max_lines is not None:
             payload["max_lines"] = max_lines
@@ -48,7 +49,7 @@ class RemoteFiles:
     def read_many(
         self, pattern: str | None = None, refs: list[str] | None = None, max_bytes: int = 20_000
     ) -> FileBatch:
-        """The files a glob or a list of references names (`needle.files.FileAccess.read_many`)."""
+        """The files a glob or a list of references names (`needle.files.multi_get.FileAccess.read_many`)."""
         payload: dict[str, Any] = {"max_bytes": max_bytes}
         if pattern is not None:
             payload["pattern"] = pattern

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from needle.files import docid
+from needle.files.references import docid
 from needle.formats import format_of
 
 if TYPE_CHECKING:

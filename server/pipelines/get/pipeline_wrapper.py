@@ -2,7 +2,7 @@
 
 from hayhooks import BasePipelineWrapper
 
-from needle.files import FileText
+from needle.files.reading import FileText
 from needle.http.service import LineCount, LineNumber, Ref, call, get_needle
 
 

@@ -2,7 +2,7 @@
 
 from hayhooks import BasePipelineWrapper
 
-from needle.files import NEITHER_PATTERN_NOR_REFS, FileBatch
+from needle.files.multi_get import NEITHER_PATTERN_NOR_REFS, FileBatch
 from needle.http.service import ByteCap, Ref, call, get_needle, user_error
 
 
