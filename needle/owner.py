@@ -28,13 +28,14 @@ import os
 import secrets
 import socket
 import stat
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+from needle.atomic import write_atomic
 
 if TYPE_CHECKING:
     from http.client import HTTPConnection
@@ -114,15 +115,7 @@ def write(path: Path, record: OwnerRecord) -> None:
     :param record: What to write.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".owner-", suffix=".json")
-    try:
-        os.fchmod(handle, 0o600)
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(asdict(record), out)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, json.dumps(asdict(record)), mode=0o600)
 
 
 def check_private(path: Path) -> None:
