@@ -15,11 +15,16 @@ import difflib
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from needle import output
 from needle.commands import SEARCH_COMMANDS, failed, run
 from needle.evaluation.cli import add_eval_parser, run_eval
+
+if TYPE_CHECKING:
+    from needle.interface import NeedleInterface
+    from needle.owner import OwnerRecord
+    from needle.settings import Settings
 
 logger = logging.getLogger(__name__)
 # How long a command that finds the index locked waits for its owner's routes to answer (an owner that is
@@ -224,7 +229,7 @@ def _run_without_index(args: argparse.Namespace) -> int | None:
     return None
 
 
-def _open(settings: Any, args: argparse.Namespace) -> Any:
+def _open(settings: Settings, args: argparse.Namespace) -> NeedleInterface:
     """The index's live owner (`needle serve`, `mcp`, `watch`) when one answers, else a local `Needle`."""
     from needle.owner import live_owner
 
@@ -236,13 +241,13 @@ def _open(settings: Any, args: argparse.Namespace) -> Any:
     return Needle(settings, progress_bar=args.command == "index" and sys.stderr.isatty())
 
 
-def _remote(settings: Any, record: Any) -> Any:
+def _remote(settings: Settings, record: OwnerRecord) -> NeedleInterface:
     from needle.remote import RemoteNeedle
 
     return RemoteNeedle(settings, record)
 
 
-def _is_remote(needle: Any) -> bool:
+def _is_remote(needle: NeedleInterface) -> bool:
     from needle.remote import RemoteNeedle
 
     return isinstance(needle, RemoteNeedle)

@@ -12,11 +12,18 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 from functools import partial
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from needle import output
 from needle.globs import DEFAULT_INCLUDE
+
+if TYPE_CHECKING:
+    from needle.app import Needle
+    from needle.files.multi_get import FileBatch
+    from needle.interface import NeedleInterface
+    from needle.results import SearchFilters
 
 logger = logging.getLogger(__name__)
 SEARCH_COMMANDS = {"search": "keyword search (BM25)", "vsearch": "vector search", "query": "hybrid search"}
@@ -31,7 +38,7 @@ def _overrides(values: list[str] | None) -> dict[str, Any]:
     return pairs
 
 
-def _filters(args: argparse.Namespace) -> Any:
+def _filters(args: argparse.Namespace) -> SearchFilters:
     from needle.results import SearchFilters
 
     return SearchFilters(
@@ -41,7 +48,10 @@ def _filters(args: argparse.Namespace) -> Any:
 
 
 def run(
-    args: argparse.Namespace, needle: Any, out: IO[str] | None = None, progress: Any = None
+    args: argparse.Namespace,
+    needle: NeedleInterface,
+    out: IO[str] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> int:
     """
     Run a parsed command on a facade and print its output.
@@ -56,7 +66,7 @@ def run(
     if args.command == "migrate":
         from needle.migrate import migrate
 
-        done = migrate(needle, args.to, args.collection, progress=sys.stderr.isatty())
+        done = migrate(_local(needle, "needle migrate"), args.to, args.collection, progress=sys.stderr.isatty())
         print(f"copied {done['copied']} chunks to {done['url']} (collection {done['collection']}); "
               f"use it with NEEDLE_STORE__URL={done['url']} NEEDLE_STORE__COLLECTION={done['collection']}")
     elif args.command == "collection":
@@ -135,7 +145,23 @@ def run(
 _print = print
 
 
-def _multi_get(needle: Any, refs: list[str], max_bytes: int) -> Any:
+def _local(needle: NeedleInterface, what: str) -> Needle:
+    """
+    The in-process facade, for a command that reads the index's stores themselves.
+
+    :raises RemoteFailure: When another process holds the index (the facade is its remote client).
+    """
+    from needle.app import Needle
+    from needle.remote import RemoteNeedle
+
+    if isinstance(needle, RemoteNeedle):
+        raise needle.needs_the_index(what)
+    if not isinstance(needle, Needle):
+        raise TypeError(f"{what} runs on needle.app.Needle, not on {type(needle).__name__}")
+    return needle
+
+
+def _multi_get(needle: NeedleInterface, refs: list[str], max_bytes: int) -> FileBatch:
     """One glob (any of `*?[`), or references."""
     if len(refs) == 1 and any(c in refs[0] for c in "*?["):
         return needle.files.read_many(pattern=refs[0], max_bytes=max_bytes)

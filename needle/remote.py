@@ -20,7 +20,7 @@ from needle import owner as records
 from needle.collections import CollectionRegistry
 from needle.contexts import ContextRegistry
 from needle.errors import EXIT_CODE_HEADER, RemoteFailure
-from needle.files.multi_get import FileBatch
+from needle.files.multi_get import DEFAULT_MAX_BYTES, FileBatch
 from needle.files.reading import FileText
 from needle.owner import OwnerRecord
 from needle.results import Answer, SearchAnswer, SearchFilters
@@ -47,7 +47,7 @@ class RemoteFiles:
         return FileText.model_validate(self.remote.post("get", payload))
 
     def read_many(
-        self, pattern: str | None = None, refs: list[str] | None = None, max_bytes: int = 20_000
+        self, pattern: str | None = None, refs: list[str] | None = None, max_bytes: int = DEFAULT_MAX_BYTES
     ) -> FileBatch:
         """The files a glob or a list of references names (`needle.files.multi_get.FileAccess.read_many`)."""
         payload: dict[str, Any] = {"max_bytes": max_bytes}
@@ -172,7 +172,8 @@ class RemoteNeedle:
     def _who(self) -> str:
         return f"process {self.record.pid}, needle {self.record.command or 'serve'}, {self.record.address}"
 
-    def _needs_the_index(self, what: str) -> RemoteFailure:
+    def needs_the_index(self, what: str) -> RemoteFailure:
+        """The refusal of a command that only the process holding the index can run (exit code 1, HTTP 503)."""
         return RemoteFailure(
             f"{what} needs the index to itself, and it is open in {self._who()}: stop that process first", 1, 503
         )
@@ -268,9 +269,9 @@ class RemoteNeedle:
         :raises RemoteFailure: For `rebuild` or overrides, and for whatever the owner refuses.
         """
         if rebuild:
-            raise self._needs_the_index("--rebuild")
+            raise self.needs_the_index("--rebuild")
         if overrides:
-            raise self._needs_the_index("index --set")
+            raise self.needs_the_index("index --set")
         payload: dict[str, Any] = {"collections": names or None}
         if paths is not None:
             payload["paths"] = list(paths)
@@ -291,11 +292,11 @@ class RemoteNeedle:
     @property
     def store(self) -> Any:
         """The index itself cannot be lent out."""
-        raise self._needs_the_index("this command")
+        raise self.needs_the_index("this command")
 
     def optimize(self) -> dict[str, Any]:
         """Refused: the owner holds the index."""
-        raise self._needs_the_index("needle optimize")
+        raise self.needs_the_index("needle optimize")
 
     def backup(self, path: str) -> dict[str, Any]:
         """`Needle.backup` through the owner's `backup` route, `path` made absolute here (the owner's working
@@ -304,7 +305,7 @@ class RemoteNeedle:
 
     def restore(self, path: str) -> dict[str, Any]:
         """Refused: the owner holds the index."""
-        raise self._needs_the_index("needle restore")
+        raise self.needs_the_index("needle restore")
 
     def check(self, repair: bool = False) -> dict[str, Any]:
         """`Needle.check` through the owner's `check` route (it waits for an index run the owner is in)."""

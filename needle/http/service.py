@@ -34,6 +34,7 @@ from needle.errors import EXIT_CODE_HEADER, classify
 
 if TYPE_CHECKING:
     from needle.backups import BackupScheduler
+    from needle.interface import NeedleInterface
 
 logger = logging.getLogger(__name__)
 
@@ -47,12 +48,15 @@ ByteCap = strict(arguments.ByteCap)
 
 T = TypeVar("T")
 
-_needle: Any = None
+_needle: NeedleInterface | None = None
 _needle_lock = threading.Lock()
 
 
-def get_needle() -> Needle:
-    """The one `Needle` of this process: one store per location, each graph loaded and warmed once."""
+def get_needle() -> NeedleInterface:
+    """
+    The one facade of this process: its `Needle` (one store per location, each graph loaded and warmed once),
+    or the `RemoteNeedle` that `use_needle` set.
+    """
     global _needle
     with _needle_lock:
         if _needle is None:
@@ -60,7 +64,7 @@ def get_needle() -> Needle:
         return _needle
 
 
-def use_needle(needle: Any) -> None:
+def use_needle(needle: NeedleInterface) -> None:
     """
     Serve the endpoints with this `Needle`, or with a `needle.remote.RemoteNeedle` (a second `needle mcp`
     serves its tools through the process that owns the index); before any endpoint loads.
@@ -91,9 +95,9 @@ def errors() -> Iterator[None]:
         raise HTTPException(status_code=failure.http_status, detail=failure.http_message, headers=headers) from None
 
 
-def call(action: Callable[[Needle], T]) -> T:
+def call(action: Callable[[NeedleInterface], T]) -> T:
     """
-    Run `action` on the process's `Needle`, errors mapped to HTTP statuses.
+    Run `action` on the process's facade (`get_needle`), errors mapped to HTTP statuses.
 
     Requests run side by side: each run of a graph borrows one of its warmed instances (`serve.graph_instances`
     of them; Haystack does not promise that one `Pipeline` object runs safely on several threads at once),
@@ -126,11 +130,23 @@ def backup_scheduler(every: float, keep: int, directory: str) -> BackupScheduler
 
     return backups.BackupScheduler(
         make=lambda folder: get_needle().backup(str(folder)),
-        drop=lambda folder: backups.drop(get_needle(), folder),
+        drop=lambda folder: backups.drop(_holding_the_index(), folder),
         directory=Path(directory),
         every=every,
         keep=keep,
     )
+
+
+def _holding_the_index() -> Needle:
+    """
+    This process's `Needle`, for what needs the index's stores themselves (scheduled backups of `needle serve`).
+
+    :raises RuntimeError: When this process serves through another process's index.
+    """
+    needle = get_needle()
+    if not isinstance(needle, Needle):
+        raise RuntimeError("scheduled backups run only in the process that holds the index")
+    return needle
 
 
 def user_error(status: int, message: str) -> Exception:
