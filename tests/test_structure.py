@@ -1,4 +1,4 @@
-"""The project's shape, checked: no import cycle, stores outside `components/`, shells that stay thin."""
+"""The project's shape, checked: layers that depend one way, no import cycle, stores outside `components/`, thin shells."""
 
 import ast
 from pathlib import Path
