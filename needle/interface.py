@@ -14,7 +14,7 @@ Usage example:
 ```python
 def run(needle: NeedleInterface) -> None:
     answer = needle.search("certbot renew", pipeline="search", top_k=5)
-    text = needle.files.read(answer.results[0].path).text
+    text = needle.files.read(answer.results[0].docid).text
 ```
 """
 

@@ -1,6 +1,8 @@
 import errno
 import itertools
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -542,3 +544,9 @@ class TestDocuments:
         ]
         small = docs.read_many(refs=["docs/raft.pdf"], max_bytes=20)
         assert small.files == [] and "over max_bytes=20" in small.skipped[0].reason
+
+
+def test_the_walk_the_scanner_shares_loads_neither_pydantic_nor_the_converters():
+    code = "import sys, needle.files.walking; print(sorted({'pydantic', 'needle.formats'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

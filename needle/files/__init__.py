@@ -26,5 +26,5 @@ ingestion runs), and a reference can name a part of one: `papers/raft.pdf#page=3
 a PDF), `specs/deploy.docx#section=Rollout › Canary` (a section of a DOCX or HTML file: its heading path, or
 its last heading alone). Line numbers then count within that part, as a search result's anchor counts them.
 
-The package imports nothing itself, so that the scanner's walk does not load the readers' models.
+The package imports nothing itself: the ingestion scanner's walk loads neither pydantic nor the document converters.
 """
