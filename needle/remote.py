@@ -26,7 +26,7 @@ from needle.owner import OwnerRecord
 from needle.results import Answer, SearchAnswer, SearchFilters
 from needle.settings import Settings
 
-SEARCH_ROUTES = ("search", "vsearch", "query")
+SEARCH_ROUTES = tuple(requests.SEARCHES)
 # Routes whose work may take minutes (an index run, an LLM's answer, reading the whole index): they wait
 # as long as the owner's process runs and is not stopped, checked every `answer_timeout` seconds.
 LONG_ROUTES = ("index", "answer", "check", "backup", "collection_remove")
