@@ -122,14 +122,14 @@ class TestEverySurfaceOffersTheDeclaration:
                 assert isinstance(action, argparse._AppendAction)
 
     def test_multi_get_has_one_byte_budget_everywhere(self, openapi):
-        from needle.files import DEFAULT_MAX_BYTES as FILES_DEFAULT
+        from needle.files import FileAccess
         from needle.remote import RemoteFiles
 
         budget = requests.named(requests.MULTI_GET)["max_bytes"].default
         assert _subparser("multi-get").parse_args(["notes/*.md"]).max_bytes == budget
         assert TOOLS["multi_get"].model_fields["max_bytes"].default == budget
         assert _request_schema(openapi, "multi_get")["properties"]["max_bytes"]["default"] == budget
-        assert _default(RemoteFiles.read_many, "max_bytes") == budget == FILES_DEFAULT
+        assert _default(RemoteFiles.read_many, "max_bytes") == budget == _default(FileAccess.read_many, "max_bytes")
 
     def test_the_search_request_component_takes_the_declared_fields(self):
         import inspect
