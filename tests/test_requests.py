@@ -249,3 +249,22 @@ def test_the_cli_builds_its_parser_without_pydantic_or_haystack():
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'haystack', 'hayhooks', 'httpx'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
     assert out.strip() == "[]"
+
+
+def test_a_route_method_gets_every_declared_field_with_its_default():
+    from needle.http.service import takes
+
+    class Wrapper:
+        @takes(requests.GET)
+        def run_api(self, **request: Any) -> dict[str, Any]:
+            """
+            Read a note.
+
+            :returns: What it was given.
+            """
+            return request
+
+    assert Wrapper().run_api(ref="a.md") == {"ref": "a.md", "from_line": 1, "max_lines": None}
+    assert Wrapper.run_api.__doc__.endswith(":param max_lines: How many lines (default: to the end)\n:returns: What it was given.")
+    with pytest.raises(TypeError):
+        Wrapper().run_api(ref="a.md", line=3)

@@ -8,12 +8,13 @@ too) to an `HTTPException` with a message a person can act on and never a stack 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
+from typing import TYPE_CHECKING, Any, TypeVar, cast, get_type_hints
 
 from needle import requests
 from needle.app import Needle
@@ -128,7 +129,9 @@ def takes(params: tuple[Param, ...]) -> Callable[[F], F]:
 
     hayhooks builds the route's request model from the method's signature and its docstring's `:param` lines;
     this sets both: a keyword parameter per field the route takes (its JSON-strict type, limits and default),
-    and the field's one-line description before the docstring's `:returns:`.
+    and the field's one-line description before the docstring's `:returns:`. A call (the route's, an MCP
+    tool's with the fields it was sent) reaches the method with every field, defaults filled in; a name the
+    request does not declare is refused (`TypeError`).
 
     :param params: The request's fields; those with `http` off are left out.
     """
@@ -143,12 +146,20 @@ def takes(params: tuple[Param, ...]) -> Callable[[F], F]:
             for p in taken
         ]
         returns = get_type_hints(function).get("return", inspect.Signature.empty)
-        function.__signature__ = inspect.Signature(parameters, return_annotation=returns)  # type: ignore[attr-defined]
+        signature = inspect.Signature(parameters, return_annotation=returns)
+
+        @functools.wraps(function)
+        def run_api(self: Any, **request: Any) -> Any:
+            bound = signature.bind(self, **request)
+            bound.apply_defaults()
+            return function(self, **{name: value for name, value in bound.arguments.items() if name != "self"})
+
+        run_api.__signature__ = signature  # type: ignore[attr-defined]
         text = inspect.cleandoc(function.__doc__ or "")
         lines = "".join(f":param {p.name}: {p.help}\n" for p in taken)
         head, returns_line, tail = text.partition(":returns:")
-        function.__doc__ = f"{head.rstrip()}\n\n{lines}{returns_line}{tail}"
-        return function
+        run_api.__doc__ = f"{head.rstrip()}\n\n{lines}{returns_line}{tail}"
+        return cast(F, run_api)
 
     return apply
 
@@ -157,7 +168,7 @@ def search_filters(request: dict[str, Any]) -> Any:
     """A request's filters as the facade takes them (`needle.results.SearchFilters`)."""
     from needle.results import SearchFilters
 
-    return SearchFilters(**{p.name: request.get(p.name) for p in requests.FILTERS})
+    return SearchFilters(**{p.name: request[p.name] for p in requests.FILTERS})
 
 
 def search(pipeline: str, request: dict[str, Any]) -> Any:
@@ -165,12 +176,12 @@ def search(pipeline: str, request: dict[str, Any]) -> Any:
     Run a search request (`needle.requests.SEARCHES`) on the graph `pipeline`: the process's `Needle`, errors as
     HTTP statuses; `set` takes run inputs only.
     """
-    switches = {p.name: request.get(p.name) for p in requests.SWITCHES}
+    switches = {p.name: request.get(p.name) for p in requests.SWITCHES}  # `query` only
     return call(
         lambda needle: needle.search(
-            request["query"], pipeline, top_k=request.get("limit"), collections=request.get("collections"),
-            min_score=request.get("min_score"), chunks=bool(request.get("chunks")), explain=bool(request.get("explain")),
-            overrides=request.get("set"), init_overrides=False, filters=search_filters(request), **switches,
+            request["query"], pipeline, top_k=request["limit"], collections=request["collections"],
+            min_score=request["min_score"], chunks=request["chunks"], explain=request["explain"],
+            overrides=request["set"], init_overrides=False, filters=search_filters(request), **switches,
         )
     )
 

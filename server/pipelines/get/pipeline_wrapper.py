@@ -33,5 +33,5 @@ class PipelineWrapper(BasePipelineWrapper):
         :returns: The lines, with the file's collection, path, docid, line numbers and size.
         """
         return call(lambda needle: needle.files.read(
-            request["ref"], from_line=request.get("from_line", 1), max_lines=request.get("max_lines")
+            request["ref"], from_line=request["from_line"], max_lines=request["max_lines"]
         ))

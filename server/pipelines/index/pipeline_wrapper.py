@@ -27,4 +27,4 @@ class PipelineWrapper(BasePipelineWrapper):
         :returns: The run's report: files seen, read, new, changed, unchanged, removed, skipped (with reasons),
             chunks embedded, reused and deleted, texts embedded, batches, seconds.
         """
-        return call(lambda needle: needle.index(request.get("collections") or None, paths=request.get("paths")))
+        return call(lambda needle: needle.index(request["collections"] or None, paths=request["paths"]))

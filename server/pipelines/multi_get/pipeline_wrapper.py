@@ -6,7 +6,7 @@ from hayhooks import BasePipelineWrapper
 
 from needle.files import NEITHER_PATTERN_NOR_REFS, FileBatch
 from needle.http.service import call, get_needle, takes, user_error
-from needle.requests import DEFAULT_MAX_BYTES, MULTI_GET
+from needle.requests import MULTI_GET
 
 
 class PipelineWrapper(BasePipelineWrapper):
@@ -28,8 +28,7 @@ class PipelineWrapper(BasePipelineWrapper):
 
         :returns: `files` read (with collection, path, docid and text) and `skipped` files with a reason.
         """
-        pattern, refs = request.get("pattern"), request.get("refs")
-        max_bytes = request.get("max_bytes", DEFAULT_MAX_BYTES)
+        pattern, refs, max_bytes = request["pattern"], request["refs"], request["max_bytes"]
         if pattern is None and refs is None:
             raise user_error(400, NEITHER_PATTERN_NOR_REFS)
         if pattern is not None and refs is not None:
