@@ -99,7 +99,7 @@ def test_the_cycle_finder_finds_a_cycle():
 CORE = (
     "needle", "needle.arguments", "needle.atomic", "needle.bounded", "needle.checks", "needle.collections", "needle.disk",
     "needle.document_stores", "needle.file_records", "needle.files", "needle.formats", "needle.globs",
-    "needle.languages",
+    "needle.languages", "needle.requests",
 )
 LAYERS = ("core", "components", "application", "server")
 

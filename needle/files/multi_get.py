@@ -16,15 +16,15 @@ from pydantic import BaseModel
 from needle.collections import Collection, CollectionError
 from needle.files import walking
 from needle.files.reading import FileNotServed, FileReader, FileText, ServedFile, Skip, check_count
-from needle.files.references import MAX_REF_CHARS, check_ref, quote
+from needle.files.references import check_ref, quote
 from needle.files.walking import OUTSIDE_ROOT, OutOfTime, collection_root, collection_rules, walk_collection
 from needle.formats import is_document
 from needle.globs import Glob, printable
+from needle.requests import DEFAULT_MAX_BYTES, MAX_REF_CHARS
 
 MULTI_GET_MAX_FILES = 100
 MULTI_GET_MAX_TOTAL_BYTES = 2_000_000
 MULTI_GET_MAX_SKIPPED = 100
-DEFAULT_MAX_BYTES = 20_000
 DEFAULT_DEADLINE_SECONDS = 5.0
 NEITHER_PATTERN_NOR_REFS = "give 'pattern' (a glob such as notes/howto/*.md) or 'refs' (paths or #docids): neither was sent"
 

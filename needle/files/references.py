@@ -12,8 +12,8 @@ import re
 
 from needle.collections import CollectionError
 from needle.globs import printable, valid_utf8
+from needle.requests import MAX_REF_CHARS
 
-MAX_REF_CHARS = 1024
 MAX_NAME_BYTES = 255
 
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
