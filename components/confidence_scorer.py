@@ -6,8 +6,13 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from components._scores import query_terms
+
 # The signals, each on 0..1; a weight per signal (and a bias) in the graph's YAML.
-FEATURES = ("rerank", "cosine", "bm25", "unknown", "exact", "exact_missing", "agreement", "support", "margin", "filter")
+FEATURES = (
+    "rerank", "cosine", "bm25", "unknown", "exact", "exact_missing", "agreement", "support", "margin", "filter",
+    "words", "words_unseen",
+)
 
 # Exact terms of a query: quoted phrases, and identifiers (words with a digit, an underscore, an inner dot,
 # slash or colon, camelCase, a leading dash, or in capitals).
@@ -94,6 +99,19 @@ def _lexical_ranks(doc: Document) -> tuple[int | None, int | None]:
     return best.get("bm25"), best.get("cosine")
 
 
+def _words(query: str) -> list[str]:
+    """The query's words that carry meaning (filler left out), a long one cut to its first 5 letters as a stem."""
+    return list(dict.fromkeys(word[:5] if len(word) >= 6 else word for word in query_terms(query)))
+
+
+def _text(doc: Document) -> str:
+    """A document's text, title, headings and path, lower-cased: where a query's words are looked for."""
+    meta = doc.meta
+    return " ".join(
+        [doc.content or "", str(meta.get("title", "")), " ".join(meta.get("heading_path") or []), str(meta.get("path", ""))]
+    ).lower()
+
+
 def _score(doc: Document) -> float:
     rerank = (doc.meta.get("rerank") or {}).get("score")
     return float(rerank if rerank is not None else doc.score or 0.0)
@@ -134,10 +152,7 @@ def collect_signals(
         signals["unknown"] = float(unknown)
     terms = exact_terms(query)
     if terms:
-        meta = top.meta
-        text = " ".join(
-            [top.content or "", str(meta.get("title", "")), " ".join(meta.get("heading_path") or []), str(meta.get("path", ""))]
-        )
+        text = _text(top)
         hit = sum(contains_term(text, term) for term in terms) / len(terms)
         signals["exact"] = hit
         signals["exact_missing"] = 1.0 - hit
@@ -150,6 +165,12 @@ def collect_signals(
     signals["support"] = sum(1 for e in evidence if e >= support_min) / support_depth
     signals["margin"] = min(max(_score(pool[0]) - (_score(pool[1]) if len(pool) > 1 else 0.0), 0.0), 1.0)
     signals["filter"] = 1.0 if filters_engaged else 0.0
+    words = _words(query)
+    if words:
+        top_text = _text(top)
+        signals["words"] = sum(1 for w in words if w in top_text) / len(words)
+        texts = [_text(d) for d in pool]
+        signals["words_unseen"] = sum(1 for w in words if not any(w in t for t in texts)) / len(words)
     return signals
 
 
@@ -164,8 +185,10 @@ class ConfidenceScorer:
     BM25 score as a share of the best the query could reach, the share of the query's terms no document has
     (a query about something the notes never mention), how many of the query's identifiers and quoted
     phrases it contains verbatim (and how many it lacks), how far the BM25 and vector lists agree on the top
-    files, how many other files carry evidence of their own, its lead over the second result, and whether a
-    metadata filter narrowed the search. It combines them by logistic regression,
+    files, how many other files carry evidence of their own, its lead over the second result, whether a
+    metadata filter narrowed the search, the share of the query's words (or their stems) the top result holds
+    and the share no candidate holds (a question about something the notes never mention, also where no
+    BM25 ran). It combines them by logistic regression,
     `sigmoid(bias + sum(weight * signal))`, whose weights are fitted per graph on labelled queries
     (`needle eval calibration --fit`), so the number reads as a probability. A missing signal adds nothing.
     When an answer was generated, its claim coverage scales the result by

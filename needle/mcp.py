@@ -157,7 +157,8 @@ _PLAIN_HEADER = re.compile(r"@@ -[0-9]+,[0-9]+ \+([0-9]+),[0-9]+ @@ [^\n]*")
 
 def _compact_hit(hit: dict[str, Any], full: bool) -> dict[str, Any]:
     """
-    A hit without what it repeats: its chunk text (unless `full`), its title when a `heading_path` names it, an
+    A hit without what it repeats: its chunk text (unless `full`), its title when a `heading_path` names it (and
+    that path's outermost heading, the note's own, when sections follow it: the `path` names the note), an
     anchor that is just `collection/path:start:count`, the markdown format, a score's noise digits; a plain
     snippet's header becomes `snippet_line`, the file line its first line is.
     """
@@ -165,6 +166,8 @@ def _compact_hit(hit: dict[str, Any], full: bool) -> dict[str, Any]:
         hit.pop("text", None)
     if hit.get("heading_path"):  # it starts with the note's own heading, which names it as well as its title
         hit.pop("title", None)
+        if len(hit["heading_path"]) > 1:  # the note is named by its path: the sections place the snippet
+            hit["heading_path"] = hit["heading_path"][1:]
     lines = f"{hit.get('start_line')}:{int(hit.get('end_line', 0)) - int(hit.get('start_line', 0)) + 1}"
     if hit.get("anchor") == f"{hit.get('collection')}/{hit.get('path')}:{lines}":
         hit.pop("anchor")
@@ -284,17 +287,19 @@ class _CheckArguments:
 
 
 class _LoadAfterInitialize:
-    """MCP middleware: start loading the endpoints once `initialize` is answered, so that nothing delays it."""
+    """
+    MCP middleware: start loading the endpoints with the first message after `initialize` (the client's
+    `notifications/initialized`, sent once it has the answer), so that no loading competes with that answer.
+    """
 
     def __init__(self, endpoints: Endpoints) -> None:
         self.endpoints = endpoints
 
     async def __call__(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
-        """Answer the request; after an `initialize`, begin loading."""
-        result = await call_next(ctx)
-        if ctx.method == "initialize":
+        """Begin loading on any message but `initialize`, then handle it."""
+        if ctx.method != "initialize":
             self.endpoints.start()
-        return result
+        return await call_next(ctx)
 
 
 class NeedleMCP:

@@ -97,7 +97,7 @@ def test_an_answer_carries_snippets_and_the_chunk_only_when_asked():
            "text": "chunk", "format": "markdown", "anchor": "n/a.md:10:5"}
     answer = {"label": "PASS", "results": [hit], "warnings": [], "explain": None}
     assert json.loads(_compact(json.loads(json.dumps(answer)), full=False)) == {"label": "PASS", "results": [
-        {"docid": "#a1b2c3", "collection": "n", "path": "a.md", "heading_path": ["A", "Setup"], "start_line": 10,
+        {"docid": "#a1b2c3", "collection": "n", "path": "a.md", "heading_path": ["Setup"], "start_line": 10,
          "end_line": 14, "score": 0.123, "snippet": "x\ny", "snippet_line": 12}]}
     assert json.loads(_compact(answer, full=True))["results"][0]["text"] == "chunk"
 
