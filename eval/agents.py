@@ -156,11 +156,14 @@ def confidence(needle: Any, golden: Any) -> dict[str, Any]:
     graphs = [(graph, graph) for graph in GRAPHS]
     if BEFORE:
         graphs += [(f"{graph} (before)", str(BEFORE / "pipelines" / f"{graph}.yml")) for graph in GRAPHS]
+    ranked: dict[str, list[Any]] = {}
     for name, graph in graphs:
-        single = []
+        single, by_difficulty, ranked[name] = [], {}, []
         for q in golden.queries:
             answer = needle.search(q.query, pipeline=graph, top_k=10)
             single.append((answer.label == "PASS", _answered(answer.results, q.expected)))
+            by_difficulty.setdefault(q.difficulty, []).append(single[-1])
+            ranked[name].append([(hit.path, hit.start_line, hit.score) for hit in answer.results])
         parts = []
         for a, b in pairs:
             answer = needle.search(_join("{a}, and also {b}", a.query, b.query), pipeline=graph, top_k=10,
@@ -169,7 +172,11 @@ def confidence(needle: Any, golden: Any) -> dict[str, Any]:
             parts += [(passed, _answered(answer.results, a.expected)), (passed, _answered(answer.results, b.expected))]
         off = [needle.search(q, pipeline=graph, top_k=10).label == "PASS" for q in offtopic]
         report[name] = {"single": _rates(single), "parts": _rates(parts),
-                         "offtopic_pass": sum(off), "offtopic": len(off)}
+                         "offtopic_pass": sum(off), "offtopic": len(off),
+                         "by_difficulty": {d: _rates(rows) for d, rows in by_difficulty.items()}}
+        before = ranked.get(name.removesuffix(" (before)")) if name.endswith(" (before)") else None
+        if before is not None:  # the label must not change ranking: the same files, lines and scores
+            report[name]["other_results"] = sum(1 for a, b in zip(before, ranked[name]) if a != b)
     return report
 
 
@@ -322,7 +329,26 @@ def start(data_dir: Path, runs: int) -> dict[str, Any]:
     report = {key: {"median_s": statistics.median(values), "runs": values} for key, values in times.items()}
     cpu = [cpu_to_initialize(data_dir) for _ in range(runs)]
     report["initialize, CPU seconds of the server"] = {"median_s": statistics.median(cpu), "runs": cpu}
+    for modules in IMPORTS:
+        seconds = [cpu_to_import(modules) for _ in range(runs)]
+        report[f"CPU seconds of `import {modules}` alone"] = {"median_s": statistics.median(seconds), "runs": seconds}
     return report
+
+
+# What the server's start-up is made of: the SDK's types, its low-level server with the stdio transport (what a
+# stdio server needs at least: the package's `__init__` imports the client and the high-level server as well),
+# the high-level server Needle uses, and `needle.mcp` itself.
+IMPORTS = ("mcp_types", "mcp.server.lowlevel, mcp.server.stdio", "mcp.server.mcpserver, mcp.server.stdio", "needle.mcp")
+
+
+def cpu_to_import(modules: str) -> float:
+    """CPU seconds (user + system) a fresh interpreter spends importing `modules`, start-up included."""
+    import subprocess
+
+    code = f"import resource, {modules}; r = resource.getrusage(resource.RUSAGE_SELF); print(r.ru_utime + r.ru_stime)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=str(REPO),
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    return float(out.stdout.strip())
 
 
 def cpu_to_initialize(data_dir: Path) -> float:
@@ -374,6 +400,20 @@ def table(results: dict[str, Any]) -> str:
                 out.append(f"| {graph} | {label} ({x['questions']}) | {_pct(x['false_alarms'], x['answered'])} | "
                            f"{_pct(x['misses'], x['unanswered'])} | {off} |")
         out.append("")
+        difficulties = sorted({d for r in results["confidence"].values() for d in r.get("by_difficulty", {})})
+        if difficulties:
+            out += ["| false alarms on golden questions, by difficulty | " + " | ".join(difficulties) + " |",
+                    "|---|" + "---|" * len(difficulties)]
+            for graph, r in results["confidence"].items():
+                rates = r.get("by_difficulty", {})
+                out.append(f"| {graph} | " + " | ".join(
+                    _pct(rates[d]["false_alarms"], rates[d]["answered"]) if d in rates else "–" for d in difficulties) + " |")
+            out.append("")
+        changed = {g: r["other_results"] for g, r in results["confidence"].items() if "other_results" in r}
+        if changed:
+            out += ["Golden questions whose results (files, lines, scores) differ from the before graph's: "
+                    + ", ".join(f"{g.removesuffix(' (before)')} {n} of {results['confidence'][g]['single']['questions']}"
+                                for g, n in changed.items()), ""]
     if "snippets" in results:
         runs = results["snippets"]
         names = list(runs)
