@@ -116,6 +116,11 @@ class Endpoints:
         self._wrappers: Mapping[str, Any] = {}
         self._failure: str | None = None
 
+    @property
+    def started(self) -> bool:
+        """Whether loading has begun (on the thread, or in a call that found nobody had started it)."""
+        return self._started
+
     def start(self) -> None:
         """Begin loading on a daemon thread; a second call does nothing."""
         with self._lock:

@@ -121,6 +121,24 @@ def test_a_failed_start_becomes_every_calls_one_line():
             endpoints.wrapper("search")
 
 
+def test_loading_waits_for_the_client_to_have_its_initialize_answer():
+    """Nothing loads while `initialize` is answered; the client's next message (`notifications/initialized`) starts it."""
+    from types import SimpleNamespace
+
+    from needle.mcp import _LoadAfterInitialize
+
+    endpoints = Endpoints(dict)
+    middleware = _LoadAfterInitialize(endpoints)
+
+    async def answer(ctx):
+        return ctx.method
+
+    assert anyio.run(middleware, SimpleNamespace(method="initialize"), answer) == "initialize"
+    assert not endpoints.started
+    anyio.run(middleware, SimpleNamespace(method="notifications/initialized"), answer)
+    assert endpoints.started
+
+
 def test_the_tool_list_needs_no_haystack():
     """`needle mcp` answers `tools/list` before Haystack loads: the modules it lists tools from do not import it."""
     import subprocess
