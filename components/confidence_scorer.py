@@ -125,6 +125,7 @@ def collect_signals(
     agreement_depth: int = 5,
     support_depth: int = 4,
     support_min: float = 0.5,
+    sub_questions: list[str] | None = None,
 ) -> dict[str, float]:
     """
     Every signal that can be read for the top result (a missing one is left out).
@@ -134,6 +135,8 @@ def collect_signals(
     :param candidates: The ranked list before the cutoff (the results' own list when `None`), for the
         signals that look past the top result: agreement, support and margin.
     :param filters_engaged: Whether a metadata filter narrowed the search.
+    :param sub_questions: The parts a multi-part question was split into: the word signals are those of the
+        part the top result holds best.
     :returns: Signal name → value on 0..1.
     """
     if not documents:
@@ -150,12 +153,6 @@ def collect_signals(
     unknown = (top.meta.get("hybrid") or {}).get("bm25_unknown")
     if unknown is not None:
         signals["unknown"] = float(unknown)
-    terms = exact_terms(query)
-    if terms:
-        text = _text(top)
-        hit = sum(contains_term(text, term) for term in terms) / len(terms)
-        signals["exact"] = hit
-        signals["exact_missing"] = 1.0 - hit
     ranks = [_lexical_ranks(d) for d in pool[:agreement_depth]]
     if any(b is not None for b, _ in ranks) and any(v is not None for _, v in ranks):
         both = sum(1 for b, v in ranks if b is not None and v is not None and b < agreement_depth and v < agreement_depth)
@@ -165,12 +162,34 @@ def collect_signals(
     signals["support"] = sum(1 for e in evidence if e >= support_min) / support_depth
     signals["margin"] = min(max(_score(pool[0]) - (_score(pool[1]) if len(pool) > 1 else 0.0), 0.0), 1.0)
     signals["filter"] = 1.0 if filters_engaged else 0.0
+    # A question split into parts: the words of the part the top result holds best (it answers one part).
+    texts = [_text(d) for d in pool]
+    lexical = [_lexical(asked, _text(top), texts) for asked in (sub_questions or [query])]
+    best: dict[str, float] = max(lexical, key=lambda read: (read.get("words", 0.0), read.get("exact", 0.0)))
+    signals.update(best)
+    return signals
+
+
+def _lexical(query: str, top: str, pool: list[str]) -> dict[str, float]:
+    """
+    The signals read off the words of a query: the share of its identifiers and quoted phrases the top result
+    holds verbatim (`exact`) and lacks (`exact_missing`), the share of its words (or their stems) the top result
+    holds (`words`) and the share no candidate holds (`words_unseen`).
+
+    :param query: The query, or one part of it.
+    :param top: The top result's text (`_text`).
+    :param pool: The candidates' texts.
+    """
+    signals: dict[str, float] = {}
+    terms = exact_terms(query)
+    if terms:
+        hit = sum(contains_term(top, term) for term in terms) / len(terms)
+        signals["exact"] = hit
+        signals["exact_missing"] = 1.0 - hit
     words = _words(query)
     if words:
-        top_text = _text(top)
-        signals["words"] = sum(1 for w in words if w in top_text) / len(words)
-        texts = [_text(d) for d in pool]
-        signals["words_unseen"] = sum(1 for w in words if not any(w in t for t in texts)) / len(words)
+        signals["words"] = sum(1 for w in words if w in top) / len(words)
+        signals["words_unseen"] = sum(1 for w in words if not any(w in t for t in pool)) / len(words)
     return signals
 
 
@@ -280,6 +299,7 @@ class ConfidenceScorer:
         filters_engaged: bool | None = None,
         coverage: float | None = None,
         confidence: float | None = None,
+        sub_questions: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """
         Score the response.
@@ -292,6 +312,8 @@ class ConfidenceScorer:
         :param coverage: The share of an answer's claims its citations cover, when there is an answer.
         :param confidence: The confidence another scorer already gave these results (an answer graph's search):
             only the coverage is applied to it, so that the answer keeps the search's weights.
+        :param sub_questions: A decomposed question's parts (`QueryDecomposer`'s `variants`, `{"text": ...}` each):
+            the word signals are read for the part the top result holds best.
         :returns: A dictionary with `confidence` (0..1, rounded to 4 places; 0 without results) and
             `signals` (each signal read, on 0..1, plus `coverage` when given; only `search` and `coverage`
             with `confidence`).
@@ -303,9 +325,10 @@ class ConfidenceScorer:
             factor = 1.0 if coverage is None else 1.0 - self.coverage_weight * (1.0 - min(max(coverage, 0.0), 1.0))
             confidence = float(confidence) * factor
         else:
+            parts = [str(v["text"]) for v in sub_questions or [] if v.get("origin") != "step_back" and v.get("text")]
             signals = collect_signals(
                 documents, query, candidates, bool(filters_engaged), self.agreement_depth, self.support_depth,
-                self.support_min,
+                self.support_min, parts or None,
             )
             confidence = self.combine(signals, coverage)
         if coverage is not None:
