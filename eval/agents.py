@@ -13,11 +13,15 @@ Everything runs on the golden corpus (`needle/demo/notes`, indexed once into the
   each; snippets only, and with `full`).
 - **start**: spawn → `initialize` answered, → `tools/list` answered, → first `query` answered, for a first
   `needle mcp` (it owns the index) and a second one started while the first runs (it joins the first);
-  `--runs` times, medians.
+  `--runs` times, medians; the server's CPU seconds until `initialize` is answered, and what importing the
+  MCP SDK's parts (its types, its low-level and its high-level server with the stdio transport) and
+  `needle.mcp` costs a fresh interpreter.
 - **confidence**: in process, each search graph over the golden questions (`eval/golden/demo.yml`), the
   multi-part questions made of two of them ("A, and also B", 60 pairs, seed 0; `query` with `decompose`,
-  counted per part) and the off-topic test questions (`eval/golden/offtopic.yml`); with `--before CHECKOUT`,
-  that checkout's graphs too, and a plot (`eval/results/agents-confidence.png`). A question is answered
+  counted per part) and the off-topic test questions (`eval/golden/offtopic.yml`), false alarms also by the
+  golden questions' difficulty; with `--before CHECKOUT`, that checkout's graphs too (and how many golden
+  questions got other results from them: the label must not change ranking), and a plot
+  (`eval/results/agents-confidence.png`). A question is answered
   when a file expected for it is among the top 3 results. False alarm: the label is not PASS although a top-3
   hit answers; miss: PASS although none does; off-topic PASS: PASS on a question nothing answers.
 - **snippets**: the snippets of `query`'s top 3 for each golden question: the share whose lines contain a
