@@ -3,8 +3,10 @@
 Needle's own files (the collection list, the contexts, the index's provenance, the owner record, a shard's
 seal) are rewritten whole by `write_atomic`: the text goes to a hidden temporary file beside the target
 (`.NAME.<random>.tmp`, on the same file system), which then takes the target's name (`os.replace`, atomic on
-POSIX). A process killed halfway leaves the old file in place; a failure removes the temporary file and
-raises. Nothing is flushed to the disk (`fsync`): a power cut may lose the last write, never mix two.
+POSIX). The text is flushed to the disk (`fsync`) before the rename, so that after a power cut the file
+holds the old text or the new one, never an empty file (a file system may otherwise commit the rename before
+the data). A process killed halfway leaves the old file in place; a failure (a full disk) removes the
+temporary file and raises.
 
 Usage example:
 ```python
@@ -38,6 +40,8 @@ def write_atomic(path: str | os.PathLike[str], text: str, mode: int = 0o600) -> 
             if mode != 0o600:
                 os.fchmod(out.fileno(), mode)
             out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(temporary, target)
     except BaseException:
         with suppress(OSError):
