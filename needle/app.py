@@ -23,6 +23,7 @@ from haystack.document_stores.errors import DocumentStoreError
 from needle import consistency, index_info, index_summary
 from needle.collections import CollectionError, CollectionRegistry
 from needle.contexts import ContextRegistry
+from needle.contract import GraphContract
 from needle.document_stores.protocol import IndexDamagedError
 from needle.environment import Environment, records_file
 from needle.errors import LLMError, llm_error, root_cause
@@ -42,18 +43,18 @@ INGEST = "ingest"
 STATUS_PROBLEMS = 50
 
 
-# Components whose outputs a response reports besides its results, by name (see `reported_components`).
-REPORTED = ("label", "confidence", "decompose", "answer_confidence", "answer_label", "retry", "self_query")
-
-
-def reported_components(graph: Pipeline) -> set[str]:
+def reported_stages(graph: Pipeline, contract: GraphContract) -> set[str]:
     """
-    The components of a graph whose outputs a response reports: the label, the confidence, the
-    sub-questions, the answer's retries, and every component with a `warnings` output.
+    The stages of a graph whose outputs a run returns: those the contract reads, and every stage with a
+    `warnings` output (a response reports them all).
     """
-    names = set(graph.graph.nodes)
-    warned = {name for name in names if "warnings" in graph.graph.nodes[name].get("output_sockets", {})}
-    return (names & set(REPORTED)) | warned
+    known = getattr(graph, "_needle_reported", None)
+    if known is None:
+        nodes = graph.graph.nodes
+        warned = {name for name in nodes if "warnings" in nodes[name].get("output_sockets", {})}
+        known = contract.stages | warned
+        graph._needle_reported = known  # type: ignore[attr-defined]
+    return set(known)
 
 
 def warnings(output: Mapping[str, Any]) -> list[str]:
@@ -62,9 +63,9 @@ def warnings(output: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def sub_questions(output: Mapping[str, Any]) -> list[str]:
-    """The sub-questions a run's decomposition stage searched (none for a single-part query)."""
-    return [q["text"] for q in output.get("decompose", {}).get("variants") or []]
+def sub_questions(read: Mapping[str, Any]) -> list[str]:
+    """The sub-questions a run's decomposition searched (none for a single-part query), from its `sub_questions` output."""
+    return [q["text"] for q in read.get("sub_questions") or []]
 
 
 def configured_graph(name: str, settings: Settings) -> dict[str, Any]:
@@ -166,7 +167,8 @@ class Needle:
         """
         run_data: dict[str, dict[str, Any]] = {}
         init: dict[str, Any] = {}
-        free = self.pipeline(name).inputs() if overrides else {}
+        graph = self.pipeline(name) if overrides else None
+        free = graph.inputs() if graph is not None else {}
         for key, value in (overrides or {}).items():
             component, _, parameter = str(key).partition(".")
             if parameter in free.get(component, {}):
@@ -176,7 +178,7 @@ class Needle:
             else:
                 raise ValueError(
                     f"set: '{key}' is not a run input of graph {name} (it has "
-                    f"{', '.join(f'{c}.{s}' for c, sockets in free.items() for s in sockets if c != 'request') or 'none'}); "
+                    f"{', '.join(_user_inputs(graph, name, free)) or 'none'}); "
                     "init parameters are configured when the server starts (`set:` in the configuration)"
                 )
         return self._pool(name, init), run_data
@@ -204,19 +206,17 @@ class Needle:
     def files(self) -> FileAccess:
         """Reading the collections' files by reference or glob (`get`, `multi_get`), within each collection's rules."""
         if self._files is None:
-            reader: dict[str, Any] = {}
-            converter: dict[str, Any] = {}
-            for c in self.ingest_graph()["components"].values():
-                if c.get("type", "").endswith(".MarkdownFileReader"):
-                    reader = c.get("init_parameters") or {}
-                elif c.get("type", "").endswith(".DocumentConverter"):
-                    converter = c.get("init_parameters") or {}
+            # The ingest graph's own limits (its contract's `parameters`), so that `get` reads what indexing reads.
+            graph = self.ingest_graph()
+            contract = GraphContract.from_dict(graph, INGEST)
             limits = Limits(**{
-                k: converter[k] for k in ("max_pages", "max_unpacked_bytes", "max_seconds", "max_memory_mb") if k in converter
+                key: contract.parameter(graph, key)
+                for key in ("max_pages", "max_unpacked_bytes", "max_seconds", "max_memory_mb")
+                if contract.parameter(graph, key) is not None
             })
             self._files = FileAccess(
-                self.collections, self._indexed_source_ids, reader.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES),
-                converter.get("max_file_bytes", DEFAULT_MAX_DOCUMENT_BYTES), Extractor(limits),
+                self.collections, self._indexed_source_ids, contract.parameter(graph, "max_file_bytes", DEFAULT_MAX_FILE_BYTES),
+                contract.parameter(graph, "max_document_bytes", DEFAULT_MAX_DOCUMENT_BYTES), Extractor(limits),
             )
         return self._files
 
@@ -298,40 +298,50 @@ class Needle:
         """
         request = self._request(query, top_k, collections, min_score, expand, rerank, chunks, filters, decompose)
         pool, run_data = self._with_overrides(pipeline, overrides, init_overrides)
-        run_data = _with_languages(pool.first, run_data, self.query_languages(collections))
-        output = self._run_search(pool, {**run_data, "request": request})
-        results = [hit(doc, explain) for doc in output["snippets"]["documents"]]
-        read = (output.get("self_query") or {}).get("self_query") or None
-        if read and read.get("applied") and len(results) < read.get("min_results", 0):
-            data = {**run_data, "request": request, "self_query": {**(run_data.get("self_query") or {}), "fallback": True}}
-            output = self._run_search(pool, data)
+        contract = GraphContract.of(pool.first, str(pipeline)).require("search")
+        values = {**request, **self._languages(contract, collections)}
+        output, given = self._run_search(pool, contract, values, run_data)
+        results = [hit(doc, explain) for doc in given["documents"]]
+        read = given.get("self_query") or None
+        if read and read.get("applied") and len(results) < read.get("min_results", 0) and contract.accepts("fallback"):
+            output, given = self._run_search(pool, contract, {**values, "fallback": True}, run_data)
             seen = {(r.docid, r.start_line) for r in results}
-            wider = [hit(doc, explain) for doc in output["snippets"]["documents"]]
-            limit = max(len(output["snippets"]["documents"]), len(results))
+            wider = [hit(doc, explain) for doc in given["documents"]]
+            limit = max(len(given["documents"]), len(results))
             results = (results + [r for r in wider if (r.docid, r.start_line) not in seen])[:limit]
             read = {**read, "fallback": True, "fallback_reason": (
                 f"the question's filters left {len(seen)} result(s), fewer than min_results={read['min_results']}: "
                 "they stay first, followed by the search without those filters"
             )}
-        label = output.get("label", {}).get("label") or ("PASS" if results else "NO_RESULTS")
+        label = given.get("label") or ("PASS" if results else "NO_RESULTS")
         said = read and (read["applied"] or read["recent"] or read["query"] != read["original"] or read.get("fallback"))
-        scored = output.get("confidence", {})
-        trace = {"confidence": scored.get("signals"), "sub_questions": sub_questions(output)} if explain else None
+        trace = {"confidence": given.get("signals"), "sub_questions": sub_questions(given)} if explain else None
         return SearchAnswer(
-            label=label, results=self._annotated(results), confidence=scored.get("confidence"),
+            label=label, results=self._annotated(results), confidence=given.get("confidence"),
             warnings=warnings(output) + (self._unready_hints(collections) if not results else []), explain=trace, self_query=SelfQuery(**read) if said and read else None,
         )
 
-    def _run_search(self, pool: GraphPool, data: dict[str, Any]) -> dict[str, Any]:
-        """Run a query graph (one instance of its pool), its own `ValueError`s raised as they are (user mistakes)."""
+    def _run_search(
+        self, pool: GraphPool, contract: GraphContract, values: dict[str, Any], run_data: dict[str, dict[str, Any]]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """
+        Run a query graph (one instance of its pool), its own `ValueError`s raised as they are (user mistakes).
+
+        :returns: The run's output by stage (for its warnings) and its contract's named outputs.
+        """
         try:
             with pool.lend() as graph:
-                return graph.run(data, include_outputs_from=reported_components(graph))
+                output = graph.run(contract.feed(values, run_data), include_outputs_from=reported_stages(graph, contract))
+                return output, contract.read(output)
         except PipelineRuntimeError as error:
             cause = root_cause(error)
             if isinstance(cause, ValueError):
                 raise cause from None
             raise
+
+    def _languages(self, contract: GraphContract, collections: list[str] | None) -> dict[str, Any]:
+        """The languages of the searched chunks, for a graph that takes them (its keyword embedder)."""
+        return {"languages": self.query_languages(collections)} if contract.accepts("languages") else {}
 
     def _annotated(self, results: list[Hit]) -> list[Hit]:
         """The hits with the context annotations of their collection and folders."""
@@ -381,13 +391,12 @@ class Needle:
         request = self._request(question, top_k, collections, min_score, expand, rerank, False, filters, decompose)
         try:
             pool, run_data = self._with_overrides(pipeline, overrides)
-            run_data = _with_languages(pool.first, run_data, self.query_languages(collections))
+            contract = GraphContract.of(pool.first, str(pipeline)).require("answer")
+            values = {**request, **self._languages(contract, collections)}
+            if retry is not None and contract.accepts("retry"):
+                values["retry"] = retry
             with pool.lend() as graph:
-                if retry is not None and "retry" in graph.graph.nodes:
-                    run_data.setdefault("retry", {})["enabled"] = retry
-                output = graph.run(
-                    {**run_data, "request": request}, include_outputs_from={"snippets", *reported_components(graph)}
-                )
+                output = graph.run(contract.feed(values, run_data), include_outputs_from=reported_stages(graph, contract))
         except openai.OpenAIError as error:  # the client refused to start, e.g. without a key
             raise llm_error(self.settings, error) from None
         except PipelineRuntimeError as error:
@@ -397,21 +406,19 @@ class Needle:
             if isinstance(cause, (ValueError, LLMError)):
                 raise cause from None
             raise
-        final = output.get("retry") or output["cite"]
-        given = final.get("final_documents", output["snippets"]["documents"])
-        results = self._annotated([hit(doc) for doc in given])
-        label = (output.get("answer_label") or output.get("label") or {}).get("label")
+        given = contract.read(output)
+        results = self._annotated([hit(doc) for doc in given["documents"]])
         return Answer(
-            answer=final["answer"],
-            label=label or ("PASS" if results else "NO_RESULTS"),
+            answer=given["answer"],
+            label=given.get("label") or ("PASS" if results else "NO_RESULTS"),
             results=results,
-            cited=[hit(doc) for doc in final["cited"]],
-            unknown_citations=list(final["unknown"]),
-            confidence=(output.get("answer_confidence") or output.get("confidence") or {}).get("confidence"),
-            coverage=final.get("coverage"),
-            retries=int(final.get("retries") or 0),
-            uncovered_claims=list(final.get("uncovered") or []),
-            sub_questions=sub_questions(output),
+            cited=[hit(doc) for doc in given["cited"]],
+            unknown_citations=list(given["unknown_citations"]),
+            confidence=given.get("confidence"),
+            coverage=given.get("coverage"),
+            retries=int(given.get("retries") or 0),
+            uncovered_claims=list(given.get("uncovered_claims") or []),
+            sub_questions=sub_questions(given),
             warnings=warnings(output) + (self._unready_hints(collections) if not results else []),
         )
 
@@ -523,8 +530,9 @@ class Needle:
         records = self.records
         if forget:
             records.forget_collection()
-        graph = copy.deepcopy(ingest)
-        graph["components"].get("scanner", {}).get("init_parameters", {}).pop("batch_files", None)
+        # The batch size and the contract do not change what a run indexes.
+        graph = GraphContract.from_dict(ingest, INGEST).without_parameter(ingest, "batch_files")
+        graph.pop("metadata", None)
         records.check_signature("graph", _signature(graph))
         for collection in selected:
             records.check_signature(f"collection:{collection.name}", _signature(collection.as_source()), collection.name)
@@ -551,28 +559,19 @@ class Needle:
             self._delete_collections("not in", list(self.collections.load())) if not names and paths is None else 0
         )
         graph = self.pipeline(INGEST, overrides)
-        main_languages = self.main_languages()
+        contract = GraphContract.of(graph, INGEST).require("ingest")
+        languages_of = {
+            "languages": {c.name: c.language for c in selected}, "main_languages": self.main_languages(),
+        }
+        fixed = {name: value for name, value in languages_of.items() if contract.accepts(name)}
         report = _IndexReport([c.name for c in selected])
         after: list[str] | None = None
-        reported = {"scanner", "reader", "converter", "chunker", "differ", "reuse", "file_reuse", "writer", "file_writer"}
-        reported |= {"file_pool"} & {name for name, _ in graph.walk()}
         while True:
-            run = {
-                "scanner": {"collections": sources, "paths": paths, "after": after},
-                "differ": {"collections": sources},
-                "file_differ": {"collections": sources},
-                "writer": {"optimize": False},
-                "file_writer": {"optimize": False},
-            }
-            run = _with_languages(graph, run, {c.name: c.language for c in selected})
-            run = _with_languages(graph, run, main_languages, socket="main_languages")
-            output = graph.run(
-                run,
-                include_outputs_from=reported,
-            )
+            values = {"collections": sources, "paths": paths, "after": after, "optimize": False, **fixed}
+            output = contract.read(graph.run(contract.feed(values), include_outputs_from=contract.stages))
             report.add(output)
             _note_problems(self.records, output, report.collections if paths is None and after is None else [])
-            after = output["scanner"]["next"]
+            after = output["next"]
             if progress is not None:
                 progress(report.as_dict(time.perf_counter() - started))
             if after is None:
@@ -582,7 +581,7 @@ class Needle:
         # once for an index that recorded only the languages' names).
         languages = None
         if report.changed:
-            for name in ("writer", "file_writer"):
+            for name, _ in contract.inputs["optimize"]:  # the writers
                 writer: Any = graph.get_component(name)
                 if getattr(writer, "optimize", False) and hasattr(writer.document_store, "optimize"):
                     writer.document_store.optimize()
@@ -913,45 +912,48 @@ class _IndexReport:
         self.totals[key] = self.totals.get(key, 0) + int(value)
 
     def add(self, output: dict[str, Any]) -> None:
-        """Add one batch's outputs."""
+        """Add one batch's outputs (the ingest graph's contract names, `pipelines/ingest.yml`)."""
+        sources = output.get("sources") or []
         if self.first is None:
-            self.first = output["scanner"]
-            self.skipped.extend(output["scanner"]["skipped"])
-            self.expected = frozenset(output["scanner"].get("pending") or [])
+            self.first = output
+            self.skipped.extend(output["scan_skipped"])
+            self.expected = frozenset(output.get("pending") or [])
             self.unread = set(self.expected)
         elif self.expected:
-            keys = {f"{s['collection']}:{s['path']}" for s in output["scanner"].get("sources") or []}
+            keys = {f"{s['collection']}:{s['path']}" for s in sources}
             self.appeared += len(keys - self.expected)
         self.batches += 1
-        self.unread.difference_update(f"{s['collection']}:{s['path']}" for s in output["scanner"].get("sources") or [])
-        if output["scanner"].get("next") is None:
+        self.unread.difference_update(f"{s['collection']}:{s['path']}" for s in sources)
+        if output.get("next") is None:
             self.vanished = len(self.unread)
-        converted = output.get("converter", {"documents": [], "skipped": [], "warnings": [], "stats": {}})
-        unchunked = output["chunker"].get("skipped", [])
-        stats = output["differ"]["stats"]
+        converted_documents = output.get("converted_documents") or []
+        converted_skipped = output.get("converted_skipped") or []
+        unchunked = output.get("chunk_skipped") or []
+        stats = output["diff_stats"]
         for key in ("files_new", "files_changed", "files_unchanged", "files_removed"):
             self._count(key, stats[key])
-        self._count("files_read", len(output["reader"]["documents"]) + len(converted["documents"]) - len(unchunked))
-        self._count("files_unread", len(output["reader"]["skipped"]) + len(converted["skipped"]) + len(unchunked))
+        self._count("files_read", len(output["read_documents"]) + len(converted_documents) - len(unchunked))
+        self._count("files_unread", len(output["read_skipped"]) + len(converted_skipped) + len(unchunked))
         self._count("chunks", stats["chunks_total"])
-        reused = len(output.get("reuse", {}).get("reused", []))
-        file_reused = len(output.get("file_reuse", {}).get("reused", []))
-        self._count("chunks_written", output["writer"]["written"])
+        reused = len(output.get("chunks_reused") or [])
+        file_reused = len(output.get("files_reused") or [])
+        self._count("chunks_written", output["chunks_written"])
         self._count("chunks_reused", reused)
-        self._count("chunks_embedded", output["writer"]["written"] - reused)
-        self._count("files_embedded", output["file_writer"]["written"] - file_reused)
+        self._count("chunks_embedded", output["chunks_written"] - reused)
+        self._count("files_embedded", output["file_points_written"] - file_reused)
         self._count("files_reused", file_reused)
-        pooled = len(output.get("file_pool", {}).get("documents", []))
+        pooled = len(output.get("files_pooled") or [])
         self._count("files_pooled", pooled)
         self._count(
-            "texts_embedded",
-            len(output.get("reuse", {}).get("documents", [])) + len(output.get("file_reuse", {}).get("documents", [])) - pooled,
+            "texts_embedded", len(output.get("chunks_to_embed") or []) + len(output.get("files_to_embed") or []) - pooled,
         )
-        self._count("chunks_deleted", output["writer"]["deleted"])
-        self._count("file_points_deleted", output["file_writer"]["deleted"])
-        self.skipped.extend(output["reader"]["skipped"] + converted["skipped"] + unchunked)
-        self.warnings.extend(output["reader"].get("warnings", []) + converted["warnings"] + output["chunker"].get("warnings", []))
-        for key, value in (converted.get("stats") or {}).items():
+        self._count("chunks_deleted", output["chunks_deleted"])
+        self._count("file_points_deleted", output["file_points_deleted"])
+        self.skipped.extend(output["read_skipped"] + converted_skipped + unchunked)
+        self.warnings.extend(
+            (output.get("read_warnings") or []) + (output.get("converted_warnings") or []) + (output.get("chunk_warnings") or [])
+        )
+        for key, value in (output.get("converted_stats") or {}).items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 self.documents[key] = self.documents.get(key, 0) + value
             else:
@@ -1002,35 +1004,26 @@ def _note_problems(records: FileRecords, output: dict[str, Any], listed: list[st
     """
     Keep, for `status`, why the files of a batch were skipped or indexed with a problem (their earlier
     problems forgotten), and, given the collections a full run listed, what their listing left out.
+
+    :param output: A batch's outputs by the ingest graph's contract names.
     """
-    scanner = output["scanner"]
-    handled = [(s["collection"], s["path"]) for s in scanner.get("sources") or []]
-    handled += [split_key(key) for key in scanner.get("gone") or []]
+    handled = [(s["collection"], s["path"]) for s in output.get("sources") or []]
+    handled += [split_key(key) for key in output.get("gone") or []]
     found = [
         (item.get("collection", ""), item.get("path", ""), kind, str(item.get("reason", "")))
-        for name in ("reader", "converter", "chunker")
+        for step in ("read", "converted", "chunk")
         for kind, socket in (("skipped", "skipped"), ("warning", "warnings"))
-        for item in (output.get(name) or {}).get(socket) or []
+        for item in output.get(f"{step}_{socket}") or []
     ]
     if listed:
-        found += [(i["collection"], i["path"], "listed", str(i["reason"])) for i in scanner["skipped"]]
+        found += [(i["collection"], i["path"], "listed", str(i["reason"])) for i in output["scan_skipped"]]
     records.note_problems(handled, found, listed)
 
 
-# (id(graph), socket) → (graph, the components taking `socket` as a free input): looked up once per graph.
-_LANGUAGE_TAKERS: dict[tuple[int, str], tuple[Pipeline, list[str]]] = {}
-
-
-def _with_languages(graph: Pipeline, run_data: dict[str, Any], languages: Any, socket: str = "languages") -> dict[str, Any]:
-    """Run data with `languages` given to every component that takes it as a free input `socket` (the BM25 embedders)."""
-    known = _LANGUAGE_TAKERS.get((id(graph), socket))
-    if known is None or known[0] is not graph:
-        found = [name for name, sockets in graph.inputs().items() if socket in sockets]
-        known = _LANGUAGE_TAKERS[(id(graph), socket)] = (graph, found)
-    takers = known[1]
-    if not takers:
-        return run_data
-    return {**run_data, **{name: {**run_data.get(name, {}), socket: languages} for name in takers}}
+def _user_inputs(graph: Pipeline | None, name: str, free: Mapping[str, Any]) -> list[str]:
+    """A graph's free run inputs that its contract does not feed (those a user may set per run), as `stage.socket`."""
+    fed = GraphContract.of(graph, name).fed() if graph is not None else set()
+    return [f"{c}.{s}" for c, sockets in free.items() for s in sockets if f"{c}.{s}" not in fed]
 
 
 __all__ = ["Needle", "CollectionError", "LLMError"]
