@@ -32,12 +32,10 @@ def _overrides(values: list[str] | None) -> dict[str, Any]:
 
 
 def _filters(args: argparse.Namespace) -> Any:
+    from needle.requests import FILTERS
     from needle.results import SearchFilters
 
-    return SearchFilters(
-        tags=args.tags, tags_any=args.tags_any, tags_none=args.tags_none, path=args.path, where=args.where,
-        after=args.after, before=args.before, recent=args.recent, self_query=args.self_query,
-    )
+    return SearchFilters(**{param.name: getattr(args, param.name) for param in FILTERS})
 
 
 def run(
@@ -82,7 +80,7 @@ def run(
         print(output.index_report(report, args.json))
     elif args.command in SEARCH_COMMANDS:
         answer = needle.search(
-            " ".join(args.query), pipeline=args.pipeline, top_k=args.top_k, collections=args.collections,
+            " ".join(args.query), pipeline=args.pipeline, top_k=args.limit, collections=args.collections,
             min_score=args.min_score, chunks=args.chunks, expand=getattr(args, "expand", None),
             rerank=getattr(args, "rerank", None), explain=args.explain,
             overrides=_overrides(args.set), filters=_filters(args), decompose=getattr(args, "decompose", None),
@@ -90,7 +88,7 @@ def run(
         print(output.search_answer(answer, args.format, explain=args.explain))
     elif args.command == "answer":
         print(output.answer_text(needle.answer(
-            " ".join(args.question), top_k=args.top_k, collections=args.collections, min_score=args.min_score,
+            " ".join(args.question), top_k=args.limit, collections=args.collections, min_score=args.min_score,
             pipeline=args.pipeline, overrides=_overrides(args.set), filters=_filters(args), decompose=args.decompose,
             retry=args.retry,
         ), args.json))

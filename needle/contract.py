@@ -24,12 +24,12 @@ from typing import Any
 
 from haystack import Pipeline
 
-from needle.results import SearchFilters
+from needle.arguments import SearchFilters
+from needle.requests import QUERY
 
-# The request every query graph takes: what `Needle.search` and `Needle.answer` may feed.
-REQUEST_INPUTS = frozenset(
-    {"query", "top_k", "collections", "min_score", "expand", "rerank", "chunks", "decompose"} | set(SearchFilters.model_fields)
-)
+# The request every query graph takes: what `Needle.search` and `Needle.answer` may feed (the search request's
+# fields by their graph names, `needle.requests`, and every filter, `now` included).
+REQUEST_INPUTS = frozenset({param.graph for param in QUERY if param.graph} | set(SearchFilters.model_fields))
 
 # The names each kind of graph must declare (a `search` graph runs for search, vsearch and query).
 REQUIRED: dict[str, dict[str, frozenset[str]]] = {

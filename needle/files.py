@@ -40,13 +40,12 @@ from pydantic import BaseModel, Field
 from needle.collections import Collection, CollectionError, CollectionRegistry
 from needle.formats import Extracted, Extractor, Unreadable, find_section, format_of, is_document
 from needle.globs import CollectionRules, Glob, printable, valid_utf8
+from needle.requests import DEFAULT_MAX_BYTES, MAX_REF_CHARS
 
-MAX_REF_CHARS = 1024
 MAX_NAME_BYTES = 255
 MULTI_GET_MAX_FILES = 100
 MULTI_GET_MAX_TOTAL_BYTES = 2_000_000
 MULTI_GET_MAX_SKIPPED = 100
-DEFAULT_MAX_BYTES = 20_000
 DEFAULT_MAX_FILE_BYTES = 5_000_000
 DEFAULT_MAX_DOCUMENT_BYTES = 50_000_000
 EXTRACTED_CACHE_SIZE = 8

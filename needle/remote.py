@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from needle import owner as records
+from needle import requests
 from needle.collections import CollectionRegistry
 from needle.contexts import ContextRegistry
 from needle.errors import EXIT_CODE_HEADER, RemoteFailure
@@ -25,7 +26,7 @@ from needle.owner import OwnerRecord
 from needle.results import Answer, SearchAnswer, SearchFilters
 from needle.settings import Settings
 
-SEARCH_ROUTES = ("search", "vsearch", "query")
+SEARCH_ROUTES = tuple(requests.SEARCHES)
 # Routes whose work may take minutes (an index run, an LLM's answer, reading the whole index): they wait
 # as long as the owner's process runs and is not stopped, checked every `answer_timeout` seconds.
 LONG_ROUTES = ("index", "answer", "check", "backup", "collection_remove")
@@ -40,20 +41,14 @@ class RemoteFiles:
 
     def read(self, ref: str, from_line: int = 1, max_lines: int | None = None) -> FileText:
         """A file or a range of its lines (`needle.files.FileAccess.read`)."""
-        payload: dict[str, Any] = {"ref": ref, "from_line": from_line}
-        if max_lines is not None:
-            payload["max_lines"] = max_lines
+        payload = body(requests.GET, {"ref": ref, "from_line": from_line, "max_lines": max_lines})
         return FileText.model_validate(self.remote.post("get", payload))
 
     def read_many(
-        self, pattern: str | None = None, refs: list[str] | None = None, max_bytes: int = 20_000
+        self, pattern: str | None = None, refs: list[str] | None = None, max_bytes: int = requests.DEFAULT_MAX_BYTES
     ) -> FileBatch:
         """The files a glob or a list of references names (`needle.files.FileAccess.read_many`)."""
-        payload: dict[str, Any] = {"max_bytes": max_bytes}
-        if pattern is not None:
-            payload["pattern"] = pattern
-        if refs is not None:
-            payload["refs"] = refs
+        payload = body(requests.MULTI_GET, {"pattern": pattern, "refs": refs, "max_bytes": max_bytes})
         return FileBatch.model_validate(self.remote.post("multi_get", payload))
 
 
@@ -212,13 +207,12 @@ class RemoteNeedle:
                 f"graph {pipeline!r} runs only in the process that holds the index ({self._who()}), which serves "
                 f"{', '.join(SEARCH_ROUTES)}", 2, 400,
             )
-        payload: dict[str, Any] = {"query": query, "chunks": chunks, "explain": explain}
-        optional = {"collections": collections, "limit": top_k, "min_score": min_score, "set": dict(overrides or {}) or None}
-        if pipeline == "query":
-            optional.update(expand=expand, rerank=rerank, decompose=decompose)
-        payload.update({k: v for k, v in optional.items() if v is not None})
-        payload.update((filters or SearchFilters()).request_inputs())
-        return SearchAnswer.model_validate(self.post(pipeline, payload))
+        values = {
+            "query": query, "limit": top_k, "collections": collections, "min_score": min_score, "chunks": chunks,
+            "explain": explain, "expand": expand, "rerank": rerank, "decompose": decompose,
+            "set": dict(overrides or {}) or None, **(filters or SearchFilters()).request_inputs(),
+        }
+        return SearchAnswer.model_validate(self.post(pipeline, body(requests.SEARCHES[pipeline], values)))
 
     def answer(
         self,
@@ -244,12 +238,11 @@ class RemoteNeedle:
                 f"another answer graph, --set, --expand or --rerank run only in the process that holds the index "
                 f"({self._who()}), which answers with rag as configured", 2, 400,
             )
-        optional = {
-            "collections": collections, "limit": top_k, "min_score": min_score, "decompose": decompose, "retry": retry,
+        values = {
+            "question": question, "collections": collections, "limit": top_k, "min_score": min_score,
+            "decompose": decompose, "retry": retry, **(filters or SearchFilters()).request_inputs(),
         }
-        payload = {"question": question, **{k: v for k, v in optional.items() if v is not None}}
-        payload.update((filters or SearchFilters()).request_inputs())
-        return Answer.model_validate(self.post("answer", payload))
+        return Answer.model_validate(self.post("answer", body(requests.ANSWER, values)))
 
     def index(
         self,
@@ -310,6 +303,14 @@ class RemoteNeedle:
         return self.post("check", {"repair": repair})
 
 
+def body(params: tuple[requests.Param, ...], values: Mapping[str, Any]) -> dict[str, Any]:
+    """
+    A route's JSON body: the values of the fields its request declares (`needle.requests`) that the route takes
+    and that are set; the route fills in the rest with the same defaults.
+    """
+    return {p.name: values[p.name] for p in params if p.http and values.get(p.name) is not None}
+
+
 def _failure(response: httpx.Response) -> RemoteFailure:
     """The owner's refusal as the exception the CLI shows: its message and exit code."""
     try:
@@ -325,4 +326,4 @@ def _failure(response: httpx.Response) -> RemoteFailure:
     return RemoteFailure(detail.removeprefix(MISCONFIGURED), exit_code, status)
 
 
-__all__ = ["RemoteFiles", "RemoteNeedle"]
+__all__ = ["RemoteFiles", "RemoteNeedle", "body"]

@@ -8,6 +8,7 @@ from typing import Any
 from haystack.core.errors import PipelineRuntimeError
 
 from needle import index_info
+from needle.arguments import SearchFilters
 from needle.contract import GraphContract
 from needle.errors import LLMError, llm_error, root_cause
 from needle.facade.graphs import Graphs, reported_stages
@@ -15,7 +16,7 @@ from needle.languages import AUTO
 from needle.languages import DEFAULT as DEFAULT_LANGUAGE
 from needle.pool import GraphPool
 from needle.readiness import unready_hints
-from needle.results import Answer, Hit, SearchAnswer, SearchFilters, SelfQuery, hit
+from needle.results import Answer, Hit, SearchAnswer, SelfQuery, hit
 
 
 def warnings(output: Mapping[str, Any]) -> list[str]:
