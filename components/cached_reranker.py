@@ -9,9 +9,9 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.core.serialization import component_to_dict
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
-from components._checks import OptionalQueryVector, check_top_k
 from components.llm_cache import LLMCache, load_component, model_label
 from components.llm_judge_ranker import order_known_scores
+from needle.checks import OptionalQueryVector, check_top_k
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict, logging
 
 from needle.file_records import FileRecords, FileStat
-from needle.files import walk_collection
+from needle.files.walking import walk_collection
 from needle.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, CollectionRules
 
 logger = logging.getLogger(__name__)
@@ -26,8 +26,8 @@ class CollectionScanner:
     folders (a path part starting with `.`) are always left out. Whatever cannot be scanned (a missing root, a
     folder that cannot be listed, a broken symlink, a symlink loop, a symlink leading outside the root or to a
     file already in the collection, a name that is not valid UTF-8) is reported in `skipped` instead of failing
-    the run. The rules and the walk are `needle.globs.CollectionRules` and `needle.files.walk_collection`, which
-    `get` and `multi_get` use too, so a file can be read exactly when it is indexed. Haystack's file type
+    the run. The rules and the walk are `needle.globs.CollectionRules` and `needle.files.walking.walk_collection`,
+    which `get` and `multi_get` use too, so a file can be read exactly when it is indexed. Haystack's file type
     router and converters take a list of paths but have no notion of a collection, of exclude rules or of
     symlink loops.
 

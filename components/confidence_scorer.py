@@ -6,8 +6,13 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from components._scores import query_terms
+
 # The signals, each on 0..1; a weight per signal (and a bias) in the graph's YAML.
-FEATURES = ("rerank", "cosine", "bm25", "unknown", "exact", "exact_missing", "agreement", "support", "margin", "filter")
+FEATURES = (
+    "rerank", "cosine", "bm25", "unknown", "exact", "exact_missing", "agreement", "support", "margin", "filter",
+    "words", "words_unseen",
+)
 
 # Exact terms of a query: quoted phrases, and identifiers (words with a digit, an underscore, an inner dot,
 # slash or colon, camelCase, a leading dash, or in capitals).
@@ -94,6 +99,19 @@ def _lexical_ranks(doc: Document) -> tuple[int | None, int | None]:
     return best.get("bm25"), best.get("cosine")
 
 
+def _words(query: str) -> list[str]:
+    """The query's words that carry meaning (filler left out), a long one cut to its first 5 letters as a stem."""
+    return list(dict.fromkeys(word[:5] if len(word) >= 6 else word for word in query_terms(query)))
+
+
+def _text(doc: Document) -> str:
+    """A document's text, title, headings and path, lower-cased: where a query's words are looked for."""
+    meta = doc.meta
+    return " ".join(
+        [doc.content or "", str(meta.get("title", "")), " ".join(meta.get("heading_path") or []), str(meta.get("path", ""))]
+    ).lower()
+
+
 def _score(doc: Document) -> float:
     rerank = (doc.meta.get("rerank") or {}).get("score")
     return float(rerank if rerank is not None else doc.score or 0.0)
@@ -107,6 +125,7 @@ def collect_signals(
     agreement_depth: int = 5,
     support_depth: int = 4,
     support_min: float = 0.5,
+    sub_questions: list[str] | None = None,
 ) -> dict[str, float]:
     """
     Every signal that can be read for the top result (a missing one is left out).
@@ -116,6 +135,8 @@ def collect_signals(
     :param candidates: The ranked list before the cutoff (the results' own list when `None`), for the
         signals that look past the top result: agreement, support and margin.
     :param filters_engaged: Whether a metadata filter narrowed the search.
+    :param sub_questions: The parts a multi-part question was split into: the word signals are those of the
+        part the top result holds best.
     :returns: Signal name → value on 0..1.
     """
     if not documents:
@@ -132,15 +153,6 @@ def collect_signals(
     unknown = (top.meta.get("hybrid") or {}).get("bm25_unknown")
     if unknown is not None:
         signals["unknown"] = float(unknown)
-    terms = exact_terms(query)
-    if terms:
-        meta = top.meta
-        text = " ".join(
-            [top.content or "", str(meta.get("title", "")), " ".join(meta.get("heading_path") or []), str(meta.get("path", ""))]
-        )
-        hit = sum(contains_term(text, term) for term in terms) / len(terms)
-        signals["exact"] = hit
-        signals["exact_missing"] = 1.0 - hit
     ranks = [_lexical_ranks(d) for d in pool[:agreement_depth]]
     if any(b is not None for b, _ in ranks) and any(v is not None for _, v in ranks):
         both = sum(1 for b, v in ranks if b is not None and v is not None and b < agreement_depth and v < agreement_depth)
@@ -150,6 +162,34 @@ def collect_signals(
     signals["support"] = sum(1 for e in evidence if e >= support_min) / support_depth
     signals["margin"] = min(max(_score(pool[0]) - (_score(pool[1]) if len(pool) > 1 else 0.0), 0.0), 1.0)
     signals["filter"] = 1.0 if filters_engaged else 0.0
+    # A question split into parts: the words of the part the top result holds best (it answers one part).
+    texts = [_text(d) for d in pool]
+    lexical = [_lexical(asked, _text(top), texts) for asked in (sub_questions or [query])]
+    best: dict[str, float] = max(lexical, key=lambda read: (read.get("words", 0.0), read.get("exact", 0.0)))
+    signals.update(best)
+    return signals
+
+
+def _lexical(query: str, top: str, pool: list[str]) -> dict[str, float]:
+    """
+    The signals read off the words of a query: the share of its identifiers and quoted phrases the top result
+    holds verbatim (`exact`) and lacks (`exact_missing`), the share of its words (or their stems) the top result
+    holds (`words`) and the share no candidate holds (`words_unseen`).
+
+    :param query: The query, or one part of it.
+    :param top: The top result's text (`_text`).
+    :param pool: The candidates' texts.
+    """
+    signals: dict[str, float] = {}
+    terms = exact_terms(query)
+    if terms:
+        hit = sum(contains_term(top, term) for term in terms) / len(terms)
+        signals["exact"] = hit
+        signals["exact_missing"] = 1.0 - hit
+    words = _words(query)
+    if words:
+        signals["words"] = sum(1 for w in words if w in top) / len(words)
+        signals["words_unseen"] = sum(1 for w in words if not any(w in t for t in pool)) / len(words)
     return signals
 
 
@@ -164,8 +204,10 @@ class ConfidenceScorer:
     BM25 score as a share of the best the query could reach, the share of the query's terms no document has
     (a query about something the notes never mention), how many of the query's identifiers and quoted
     phrases it contains verbatim (and how many it lacks), how far the BM25 and vector lists agree on the top
-    files, how many other files carry evidence of their own, its lead over the second result, and whether a
-    metadata filter narrowed the search. It combines them by logistic regression,
+    files, how many other files carry evidence of their own, its lead over the second result, whether a
+    metadata filter narrowed the search, the share of the query's words (or their stems) the top result holds
+    and the share no candidate holds (a question about something the notes never mention, also where no
+    BM25 ran). It combines them by logistic regression,
     `sigmoid(bias + sum(weight * signal))`, whose weights are fitted per graph on labelled queries
     (`needle eval calibration --fit`), so the number reads as a probability. A missing signal adds nothing.
     When an answer was generated, its claim coverage scales the result by
@@ -257,6 +299,7 @@ class ConfidenceScorer:
         filters_engaged: bool | None = None,
         coverage: float | None = None,
         confidence: float | None = None,
+        sub_questions: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """
         Score the response.
@@ -269,6 +312,8 @@ class ConfidenceScorer:
         :param coverage: The share of an answer's claims its citations cover, when there is an answer.
         :param confidence: The confidence another scorer already gave these results (an answer graph's search):
             only the coverage is applied to it, so that the answer keeps the search's weights.
+        :param sub_questions: A decomposed question's parts (`QueryDecomposer`'s `variants`, `{"text": ...}` each):
+            the word signals are read for the part the top result holds best.
         :returns: A dictionary with `confidence` (0..1, rounded to 4 places; 0 without results) and
             `signals` (each signal read, on 0..1, plus `coverage` when given; only `search` and `coverage`
             with `confidence`).
@@ -280,9 +325,10 @@ class ConfidenceScorer:
             factor = 1.0 if coverage is None else 1.0 - self.coverage_weight * (1.0 - min(max(coverage, 0.0), 1.0))
             confidence = float(confidence) * factor
         else:
+            parts = [str(v["text"]) for v in sub_questions or [] if v.get("origin") != "step_back" and v.get("text")]
             signals = collect_signals(
                 documents, query, candidates, bool(filters_engaged), self.agreement_depth, self.support_depth,
-                self.support_min,
+                self.support_min, parts or None,
             )
             confidence = self.combine(signals, coverage)
         if coverage is not None:

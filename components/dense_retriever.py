@@ -5,8 +5,8 @@ from typing import Any
 from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
 
-from components._checks import OptionalQueryVector
 from components._store_retriever import StoreRetriever
+from needle.checks import OptionalQueryVector
 from needle.document_stores.protocol import NeedleDocumentStore
 
 

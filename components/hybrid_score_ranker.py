@@ -7,8 +7,8 @@ from typing import Any
 from haystack import Document, component, default_to_dict
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
-from components._checks import OptionalQueryVector, QueryVector, check_top_k
 from components._document_store import with_document_store
+from needle.checks import OptionalQueryVector, QueryVector, check_top_k
 from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
 
 _COSINE_SCALES = ("best", "raw")

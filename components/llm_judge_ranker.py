@@ -8,8 +8,8 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage
 
-from components._checks import check_top_k
 from components.llm_cache import load_component
+from needle.checks import check_top_k
 
 logger = logging.getLogger(__name__)
 

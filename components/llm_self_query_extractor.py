@@ -17,6 +17,7 @@ from components._filters import clean_tag
 from components.llm_cache import LLMCache, load_component, model_label
 from components.self_query_extractor import SelfQueryExtractor, _Extraction
 from needle.document_stores.protocol import NeedleDocumentStore
+from needle.requests import MAX_QUERY_CHARS
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class _Reading(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    query: str = Field(min_length=1, max_length=2000)
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     tags: list[str] = Field(default_factory=list, max_length=10)
     folder: str | None = None
     where: dict[str, str | int | float | bool] = Field(default_factory=dict, max_length=10)

@@ -9,9 +9,9 @@ from typing import Any
 from haystack import Document, component, default_to_dict, logging
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
-from components._checks import OptionalQueryVector, QueryVector, check_top_k
 from components._document_store import with_document_store
 from components._scores import STOPWORDS, normalize_bm25, query_terms, strong_signal
+from needle.checks import OptionalQueryVector, QueryVector, check_top_k
 from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
 
 logger = logging.getLogger(__name__)

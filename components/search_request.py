@@ -17,6 +17,10 @@ from components._filters import (
     where_condition,
 )
 from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
+from needle.requests import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS, QUERY
+
+# The declared request fields this component reads, by input name (`needle.requests`: their limits).
+FIELDS = {param.graph: param for param in QUERY if param.graph}
 
 
 @component
@@ -31,7 +35,10 @@ class SearchRequest:
     `rerank`, `chunks`, `decompose`, `recent`, `self_query`), checks them once with messages a person can act on, and
     turns the filters into one Haystack filter (`components._filters`), which both document stores apply
     inside their searches. A path glob that is not just a folder is matched against the indexed files of
-    `document_store` (the whole-file store). A graph connects only the outputs it uses.
+    `document_store` (the whole-file store). A graph connects only the outputs it uses. The inputs are the
+    search request's fields (`needle.requests.QUERY`, named as `Param.graph` names them), and are refused
+    past the same limits as on every surface: the default `max_query_chars` and `max_top_k` are the
+    declared ones, and the filters' lengths are checked by their declaration.
 
     Usage example:
     ```python
@@ -44,9 +51,9 @@ class SearchRequest:
 
     def __init__(
         self,
-        max_query_chars: int = 2000,
-        max_top_k: int = 1000,
-        top_k: int = 10,
+        max_query_chars: int = MAX_QUERY_CHARS,
+        max_top_k: int = MAX_LIMIT,
+        top_k: int = DEFAULT_LIMIT,
         min_score: float = 0.0,
         document_store: NeedleDocumentStore | None = None,
     ) -> None:
@@ -162,6 +169,11 @@ class SearchRequest:
                             ("self_query", self_query)):
             if value is not None and not isinstance(value, bool):
                 raise ValueError(f"{name} must be true or false, got {value!r}")
+        for name, given in (("collections", collections), ("tags", tags), ("tags_any", tags_any), ("tags_none", tags_none),
+                            ("path", path), ("where", where), ("after", after), ("before", before)):
+            problem = FIELDS[name].refusal(given)
+            if problem:
+                raise ValueError(problem)
         try:
             moment = reference_time(now)
         except (TypeError, ValueError):

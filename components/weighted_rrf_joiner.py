@@ -5,7 +5,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from components._checks import check_top_k
+from needle.checks import check_top_k
 
 logger = logging.getLogger(__name__)
 

@@ -1,49 +1,65 @@
-"""The arguments of the HTTP routes and MCP tools, declared once: types, limits and one-line descriptions.
+"""The arguments of the HTTP routes and MCP tools as pydantic models, built from `needle.requests`.
 
-Imports pydantic only, so `needle mcp` lists its tools before Haystack or a model has loaded. The types are
-lax about numbers and booleans sent as strings (`"3"`, `"true"`: the MCP Inspector sends them so) and strict
-about everything else; `strict()` gives the HTTP routes' JSON-strict form of the same type. Each tool's
-arguments are one model (`TOOLS`) that refuses a name it does not know, and whose fields the matching
-endpoint wrapper's `run_api` takes (a test keeps the two in step).
+Imports pydantic only, so `needle mcp` lists its tools before Haystack or a model has loaded. Each field's
+name, default, limits and description come from the request's declaration in `needle.requests`; this module
+only turns them into types. The types are lax about numbers and booleans sent as strings (`"3"`, `"true"`:
+the MCP Inspector sends them so) and strict about everything else; `annotation(param, strict_numbers=True)`
+gives the HTTP routes' JSON-strict form of the same type. Each tool's arguments are one model (`TOOLS`) that
+refuses a name it does not know; the endpoint wrapper of the same name takes the same fields
+(`needle.http.service.takes`).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import GenerateJsonSchema
 
-MAX_QUERY_CHARS = 2000
-MAX_LIMIT = 1000
-MAX_REF_CHARS = 1024
-MAX_LINES = 100_000
-MAX_BYTES = 1_000_000
-DEFAULT_MAX_BYTES = 20_000
+from needle import requests
+from needle.requests import (
+    DEFAULT_MAX_BYTES,
+    MAX_BYTES,
+    MAX_LIMIT,
+    MAX_LINES,
+    MAX_QUERY_CHARS,
+    MAX_REF_CHARS,
+    Param,
+)
 
 
-Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, strict=True)]
-Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT)]
-MinScore = Annotated[float, Field(ge=0.0)]
-Ref = Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS, strict=True)]
-LineNumber = Annotated[int, Field(ge=1)]
-LineCount = Annotated[int, Field(ge=1, le=MAX_LINES)]
-ByteCap = Annotated[int, Field(ge=1, le=MAX_BYTES)]
-CollectionNames = list[Annotated[str, Field(min_length=1, max_length=64, strict=True)]] | None
-Tags = list[Annotated[str, Field(min_length=1, max_length=100, strict=True)]] | None
-PathFilter = Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS, strict=True)] | None
-Where = list[Annotated[str, Field(min_length=3, max_length=300, strict=True)]] | None
-DateBound = Annotated[str, Field(min_length=1, max_length=100, strict=True)] | None
-IndexPaths = Annotated[
-    list[Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS, strict=True)]] | None,
-    Field(min_length=1, max_length=MAX_LIMIT),
-]
-RunInputs = dict[Annotated[str, Field(max_length=200)], Any] | None
+def annotation(param: Param, strict_numbers: bool = False) -> Any:
+    """
+    The type of a request field, its limits attached: text strict, numbers lax unless `strict_numbers`.
+
+    :param param: The field, as `needle.requests` declares it.
+    :param strict_numbers: Refuse a number sent as text (`"3"`), as the HTTP routes do.
+    """
+    text = {"min_length": param.min_chars, "max_length": param.max_chars}
+    text_kwargs: dict[str, Any] = {key: value for key, value in text.items() if value is not None}
+    kind: Any
+    if param.kind is str:
+        kind = Annotated[str, Field(strict=True, **text_kwargs)]
+    elif param.kind is list:
+        kind = list[Annotated[str, Field(strict=True, **text_kwargs)]]  # type: ignore[misc]
+        if param.max_items is not None:
+            kind = Annotated[kind, Field(min_length=1, max_length=param.max_items)]
+    elif param.kind is dict:
+        kind = dict[Annotated[str, Field(**text_kwargs)], Any]  # type: ignore[misc]
+    elif param.kind is bool:
+        kind = bool
+    else:
+        bounds: dict[str, Any] = {"ge": param.low, "le": param.high, "strict": True if strict_numbers else None}
+        kind = Annotated[param.kind, Field(**{key: value for key, value in bounds.items() if value is not None})]
+    return kind if param.required or param.default is not None else kind | None
 
 
-def strict(kind: Any) -> Any:
-    """The JSON-strict form of a number type (`Limit`...), as the HTTP routes take it: `"3"` is refused."""
-    return Annotated[kind, Field(strict=True)]
+def field(param: Param) -> Any:
+    """The pydantic field of a request field: its default (none when required) and its description."""
+    if param.required:
+        return Field(description=param.help)
+    return Field(param.default, description=param.help)
 
 
 class ToolArguments(BaseModel):
@@ -52,69 +68,20 @@ class ToolArguments(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class GetArguments(ToolArguments):
-    model_config = ConfigDict(title="get arguments")
-
-    ref: Ref = Field(description="A result's path (collection/path), #docid or anchor")
-    from_line: LineNumber = Field(1, description="First line to return (1-based)")
-    max_lines: LineCount | None = Field(None, description="How many lines (default: to the end)")
-
-
-class MultiGetArguments(ToolArguments):
-    model_config = ConfigDict(title="multi_get arguments")
-
-    pattern: Ref | None = Field(None, description="A glob over collection/path, e.g. notes/howto/*.md (or give refs)")
-    refs: list[Ref] | None = Field(None, description="Paths or #docids from results (or give pattern)")
-    max_bytes: ByteCap = Field(DEFAULT_MAX_BYTES, description="Larger files are listed under skipped, not read")
+def arguments_model(tool: str, params: Iterable[Param]) -> type[ToolArguments]:
+    """The MCP tool `tool`'s arguments model, titled `<tool> arguments`, from the fields the tool takes."""
+    fields: dict[str, Any] = {p.name: (annotation(p), field(p)) for p in params if p.mcp}
+    name = "".join(part.title() for part in tool.split("_")) + "Arguments"
+    return create_model(name, __base__=ToolArguments, __cls_kwargs__={"title": f"{tool} arguments"}, **fields)
 
 
-class StatusArguments(ToolArguments):
-    model_config = ConfigDict(title="status arguments")
-
-
-class IndexArguments(ToolArguments):
-    model_config = ConfigDict(title="index arguments")
-
-    collections: CollectionNames = Field(None, description="Collections to index (default all)")
-    paths: IndexPaths = Field(None, description="Only these files: absolute or relative to a collection root")
-
-
-class SearchArguments(ToolArguments):
-    model_config = ConfigDict(title="search arguments")
-
-    query: Query = Field(description="Words to find; #tag, in:folder/, field:value, \"phrase\", -word, dates work")
-    collections: CollectionNames = Field(None, description="Only these collections (names from status)")
-    limit: Limit = Field(10, description="How many results")
-    min_score: MinScore = Field(0.0, description="Drop results scoring below this")
-    full: bool = Field(False, description="Add each result's whole chunk as text (default: snippet only)")
-    chunks: bool = Field(False, description="Every matching chunk, not one result per file")
-    explain: bool = Field(False, description="Add each result's rank and score at every stage")
-    tags: Tags = Field(None, description="Only notes with all these tags")
-    tags_any: Tags = Field(None, description="Only notes with at least one of these tags")
-    tags_none: Tags = Field(None, description="Only notes with none of these tags")
-    path: PathFilter = Field(None, description="Only notes under this folder (runbooks/) or glob")
-    where: Where = Field(None, description="Frontmatter conditions: status=draft, priority>=2, a|b")
-    after: DateBound = Field(None, description="Only notes dated on or after: 2024-05-01, last week")
-    before: DateBound = Field(None, description="Only notes dated before this")
-    recent: bool | None = Field(None, description="Rank newer notes higher (default: if the query asks)")
-    self_query: bool | None = Field(None, description="Read filters out of the query text (default on)")
-    set: RunInputs = Field(None, description="Graph run inputs, e.g. {\"bm25_retriever.top_k\": 80}")
-
-
-class VSearchArguments(SearchArguments):
-    model_config = ConfigDict(title="vsearch arguments")
-
-    query: Query = Field(description="A question or description; notes may use other words")
-
-
-class QueryArguments(SearchArguments):
-    model_config = ConfigDict(title="query arguments")
-
-    query: Query = Field(description="Words or a question")
-    expand: bool | None = Field(None, description="Query expansion on/off (default: configured)")
-    rerank: bool | None = Field(None, description="Reranking on/off (default: configured)")
-    decompose: bool | None = Field(None, description="Split a multi-part question into parts searched together")
-
+SearchArguments = arguments_model("search", requests.SEARCH)
+VSearchArguments = arguments_model("vsearch", requests.VSEARCH)
+QueryArguments = arguments_model("query", requests.QUERY)
+GetArguments = arguments_model("get", requests.GET)
+MultiGetArguments = arguments_model("multi_get", requests.MULTI_GET)
+StatusArguments = arguments_model("status", ())
+IndexArguments = arguments_model("index", requests.INDEX)
 
 TOOLS: dict[str, type[ToolArguments]] = {
     "search": SearchArguments,
@@ -125,6 +92,26 @@ TOOLS: dict[str, type[ToolArguments]] = {
     "status": StatusArguments,
     "index": IndexArguments,
 }
+
+
+class FilterValues(BaseModel):
+    """Filters and switches of a search, the same on every surface (CLI flags, HTTP fields, MCP arguments)."""
+
+    def request_inputs(self) -> dict[str, Any]:
+        """The set values, as a query graph's `request` takes them."""
+        return {key: value for key, value in self.model_dump().items() if value is not None}
+
+
+_NOW = Param("now", str, "Reference time of relative dates and recency (ISO; default now)", max_chars=requests.MAX_DATE_CHARS)
+if TYPE_CHECKING:
+    SearchFilters = FilterValues
+else:
+    # The facade's filters (`needle.results.SearchFilters`): the declared filters and the reference time, typed
+    # but not limited (the query graph's `SearchRequest` checks the limits, with the facade's error messages).
+    SearchFilters = create_model(
+        "SearchFilters", __base__=FilterValues,
+        **{p.name: ({list: list[str]}.get(p.kind, p.kind) | None, field(p)) for p in (*requests.FILTERS, _NOW)},
+    )
 
 
 class CompactSchema(GenerateJsonSchema):
@@ -159,8 +146,8 @@ def input_schema(model: type[ToolArguments]) -> dict[str, Any]:
 
 
 __all__ = [
-    "ByteCap", "CollectionNames", "CompactSchema", "DateBound", "GetArguments", "IndexArguments", "IndexPaths",
-    "LineCount", "LineNumber", "Limit", "MinScore", "MultiGetArguments", "PathFilter", "Query", "QueryArguments",
-    "Ref", "RunInputs", "SearchArguments", "StatusArguments", "TOOLS", "Tags", "ToolArguments", "VSearchArguments",
-    "Where", "input_schema", "strict",
+    "CompactSchema", "DEFAULT_MAX_BYTES", "FilterValues", "GetArguments", "IndexArguments",
+    "MAX_BYTES", "MAX_LIMIT", "MAX_LINES", "MAX_QUERY_CHARS", "MAX_REF_CHARS", "MultiGetArguments",
+    "QueryArguments", "SearchArguments", "SearchFilters", "StatusArguments", "TOOLS", "ToolArguments",
+    "VSearchArguments", "annotation", "arguments_model", "field", "input_schema",
 ]

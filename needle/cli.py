@@ -15,10 +15,15 @@ import difflib
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from needle import output
+from needle import output, requests
 from needle.commands import SEARCH_COMMANDS, failed, run
+
+if TYPE_CHECKING:
+    from needle.interface import NeedleInterface
+    from needle.owner import OwnerRecord
+    from needle.settings import Settings
 
 logger = logging.getLogger(__name__)
 # How long a command that finds the index locked waits for its owner's routes to answer (an owner that is
@@ -110,40 +115,19 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
 
     for command, text in SEARCH_COMMANDS.items():
         search = sub.add_parser(command, help=text)
-        search.add_argument("query", nargs="+")
-        search.add_argument("-n", type=int, default=None, dest="top_k", help="number of results")
-        search.add_argument("-c", "--collection", action="append", dest="collections", help="restrict to a collection")
-        search.add_argument("--min-score", type=float, default=None, help="drop results below this score")
+        add_request_arguments(search, requests.SEARCHES[command])
         search.add_argument("--format", choices=output.FORMATS, default="text", help="output format (default text)")
         search.add_argument("--json", action="store_const", const="json", dest="format", help="same as --format json")
-        search.add_argument("--explain", action="store_true", help="show each result's rank and score at every stage")
-        search.add_argument("--chunks", action="store_true", help="every matching chunk, not one result per file")
         search.add_argument("--set", action="append", metavar="COMPONENT.PARAM=VALUE",
                             help="override a parameter of the graph, e.g. fuse.k=30 (repeatable)")
         search.add_argument("--pipeline", default=command, metavar="NAME|FILE",
                             help=f"another graph, e.g. query-llm or my-graph.yml (default: {command})")
-        _add_filter_arguments(search)
-        if command == "query":
-            search.add_argument("--expand", action=argparse.BooleanOptionalAction, default=None,
-                                help="query expansion on or off (default: the graph's)")
-            search.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
-                                help="reranking on or off (default: the graph's)")
-            search.add_argument("--decompose", action=argparse.BooleanOptionalAction, default=None,
-                                help="split a multi-part question into sub-questions searched together (default: off)")
 
     answer = sub.add_parser("answer", help="answer a question from the notes with the configured LLM, citing them")
-    answer.add_argument("question", nargs="+")
-    answer.add_argument("-n", type=int, default=None, dest="top_k", help="chunks given to the LLM")
-    answer.add_argument("-c", "--collection", action="append", dest="collections", help="restrict to a collection")
-    answer.add_argument("--min-score", type=float, default=None, help="give the LLM no chunk below this score")
+    add_request_arguments(answer, requests.ANSWER)
     answer.add_argument("--json", action="store_true", help="print the answer and its sources as JSON")
     answer.add_argument("--pipeline", default="rag", metavar="NAME|FILE", help="another answer graph (default: rag)")
     answer.add_argument("--set", action="append", metavar="COMPONENT.PARAM=VALUE", help="override a parameter of the graph")
-    answer.add_argument("--decompose", action=argparse.BooleanOptionalAction, default=None,
-                        help="split a multi-part question into sub-questions (default: on)")
-    answer.add_argument("--retry", action=argparse.BooleanOptionalAction, default=None,
-                        help="search again for what the answer's citations do not cover, and answer again (default: off)")
-    _add_filter_arguments(answer)
 
     context = sub.add_parser("context", help="describe what a collection or folder holds; shown with every result under it")
     xsub = context.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -155,10 +139,11 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     xremove.add_argument("prefix", metavar="COLLECTION[/FOLDER]")
 
     get = sub.add_parser("get", help="print a file, or lines of it: PATH[:LINE[:COUNT]] or #docid")
-    get.add_argument("ref")
+    add_request_arguments(get, requests.GET)
     multi = sub.add_parser("multi-get", help="print several files: a glob (notes/howto/*.md) or a list of references")
-    multi.add_argument("refs", nargs="+", metavar="GLOB|REF")
-    multi.add_argument("--max-bytes", type=int, default=100_000, help="skip files larger than this (default 100000)")
+    # One positional for both of the request's ways to name files: a glob, or references.
+    multi.add_argument("refs", nargs="+", metavar="GLOB|REF", help="a glob over collection/path, or paths and #docids")
+    add_request_arguments(multi, requests.MULTI_GET)
     multi.add_argument("--json", action="store_true", help="print the files and the skipped ones as JSON")
     ls = sub.add_parser("ls", help="list the indexed files of a collection (all by default)")
     ls.add_argument("collection", nargs="?")
@@ -210,20 +195,42 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _add_filter_arguments(parser: argparse.ArgumentParser) -> None:
-    """The filters every search and answer takes (the same names as the HTTP and MCP parameters)."""
-    parser.add_argument("--tag", action="append", dest="tags", metavar="TAG", help="only notes with this tag (repeat: all of them)")
-    parser.add_argument("--tag-any", action="append", dest="tags_any", metavar="TAG", help="only notes with any of these tags")
-    parser.add_argument("--tag-none", action="append", dest="tags_none", metavar="TAG", help="only notes without these tags")
-    parser.add_argument("--path", metavar="FOLDER|GLOB", help="only notes under this folder or matching this glob (runbooks/, **/2024-*.md)")
-    parser.add_argument("--where", action="append", metavar="FIELD=VALUE",
-                        help="frontmatter condition: status=draft, priority>=2, type=note|runbook (repeatable)")
-    parser.add_argument("--after", metavar="DATE", help="only notes dated on or after: 2024-05-01, 2024-05, 'last week'")
-    parser.add_argument("--before", metavar="DATE", help="only notes dated before this")
-    parser.add_argument("--recent", action=argparse.BooleanOptionalAction, default=None,
-                        help="rank newer notes higher (default: when the question asks for the newest)")
-    parser.add_argument("--self-query", action=argparse.BooleanOptionalAction, default=None,
-                        help="read #tags, in:folder/, field:value, \"phrases\", -terms and dates out of the question (default on)")
+def add_request_arguments(parser: argparse.ArgumentParser, params: tuple[requests.Param, ...]) -> None:
+    """
+    The CLI's arguments of a request declared in `needle.requests`: flag, type and help from each field.
+
+    A list is a repeatable flag; a switch off by default is a flag, one the graph decides (`None`) a
+    `--x/--no-x` pair; a number the graph has a default for is left unset (the graph's default, which the
+    help names). The help is the field's description, with its limits and default.
+    """
+    for param in params:
+        if not param.cli:
+            continue
+        help = _help(param)
+        if not param.option_strings:
+            parser.add_argument(param.name, nargs=param.nargs, metavar=param.metavar, help=help)
+        elif param.kind is list:
+            parser.add_argument(*param.option_strings, action="append", dest=param.name, metavar=param.metavar, help=help)
+        elif param.kind is bool and param.default is False:
+            parser.add_argument(*param.option_strings, action="store_true", dest=param.name, help=help)
+        elif param.kind is bool:
+            parser.add_argument(*param.option_strings, action=argparse.BooleanOptionalAction, default=None,
+                                dest=param.name, help=help)
+        else:
+            default = None if param.graph else param.default
+            parser.add_argument(*param.option_strings, type=param.kind, default=default, dest=param.name,
+                                metavar=param.metavar, help=help)
+
+
+def _help(param: requests.Param) -> str:
+    """A field's CLI help: its description, then its limits, default and whether it repeats."""
+    notes = [param.limits()] if param.limits() else []
+    if param.kind in (int, float) and param.default is not None:
+        notes.append(f"default {requests.number(param.default)}")
+    if param.kind is list:
+        notes.append("repeatable")
+    text = f"{param.help} ({'; '.join(notes)})" if notes else param.help
+    return text.replace("%", "%%")
 
 
 def _backup_schedule(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -272,7 +279,7 @@ def _run_without_index(args: argparse.Namespace) -> int | None:
     return None
 
 
-def _open(settings: Any, args: argparse.Namespace) -> Any:
+def _open(settings: Settings, args: argparse.Namespace) -> NeedleInterface:
     """The index's live owner (`needle serve`, `mcp`, `watch`) when one answers, else a local `Needle`."""
     from needle.owner import live_owner
 
@@ -284,13 +291,13 @@ def _open(settings: Any, args: argparse.Namespace) -> Any:
     return Needle(settings, progress_bar=args.command == "index" and sys.stderr.isatty())
 
 
-def _remote(settings: Any, record: Any) -> Any:
+def _remote(settings: Settings, record: OwnerRecord) -> NeedleInterface:
     from needle.remote import RemoteNeedle
 
     return RemoteNeedle(settings, record)
 
 
-def _is_remote(needle: Any) -> bool:
+def _is_remote(needle: NeedleInterface) -> bool:
     from needle.remote import RemoteNeedle
 
     return isinstance(needle, RemoteNeedle)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import copy
-import os
 import re
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import yaml
 
+from needle.atomic import write_atomic
 from needle.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from needle.languages import AUTO, check_language
 
@@ -108,10 +107,7 @@ class CollectionRegistry:
         """Write the collections (atomically)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         text = yaml.safe_dump({"collections": [asdict(c) for c in collections.values()]}, sort_keys=False)
-        handle, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".collections-")
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, self.path)
+        write_atomic(self.path, text)
 
     def add(
         self,

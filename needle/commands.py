@@ -12,10 +12,17 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 from functools import partial
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from needle import output
+
+if TYPE_CHECKING:
+    from needle.app import Needle
+    from needle.files.multi_get import FileBatch
+    from needle.interface import NeedleInterface
+    from needle.results import SearchFilters
 
 logger = logging.getLogger(__name__)
 SEARCH_COMMANDS = {"search": "keyword search (BM25)", "vsearch": "vector search", "query": "hybrid search"}
@@ -30,17 +37,18 @@ def _overrides(values: list[str] | None) -> dict[str, Any]:
     return pairs
 
 
-def _filters(args: argparse.Namespace) -> Any:
+def _filters(args: argparse.Namespace) -> SearchFilters:
+    from needle.requests import FILTERS
     from needle.results import SearchFilters
 
-    return SearchFilters(
-        tags=args.tags, tags_any=args.tags_any, tags_none=args.tags_none, path=args.path, where=args.where,
-        after=args.after, before=args.before, recent=args.recent, self_query=args.self_query,
-    )
+    return SearchFilters(**{param.name: getattr(args, param.name) for param in FILTERS})
 
 
 def run(
-    args: argparse.Namespace, needle: Any, out: IO[str] | None = None, progress: Any = None
+    args: argparse.Namespace,
+    needle: NeedleInterface,
+    out: IO[str] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> int:
     """
     Run a parsed command on a facade and print its output.
@@ -55,7 +63,7 @@ def run(
     if args.command == "migrate":
         from needle.migrate import migrate
 
-        done = migrate(needle, args.to, args.collection, progress=sys.stderr.isatty())
+        done = migrate(_local(needle, "needle migrate"), args.to, args.collection, progress=sys.stderr.isatty())
         print(f"copied {done['copied']} chunks to {done['url']} (collection {done['collection']}); "
               f"use it with NEEDLE_STORE__URL={done['url']} NEEDLE_STORE__COLLECTION={done['collection']}")
     elif args.command == "collection":
@@ -82,7 +90,7 @@ def run(
         print(output.index_report(report, args.json))
     elif args.command in SEARCH_COMMANDS:
         answer = needle.search(
-            " ".join(args.query), pipeline=args.pipeline, top_k=args.top_k, collections=args.collections,
+            " ".join(args.query), pipeline=args.pipeline, top_k=args.limit, collections=args.collections,
             min_score=args.min_score, chunks=args.chunks, expand=getattr(args, "expand", None),
             rerank=getattr(args, "rerank", None), explain=args.explain,
             overrides=_overrides(args.set), filters=_filters(args), decompose=getattr(args, "decompose", None),
@@ -90,7 +98,7 @@ def run(
         print(output.search_answer(answer, args.format, explain=args.explain))
     elif args.command == "answer":
         print(output.answer_text(needle.answer(
-            " ".join(args.question), top_k=args.top_k, collections=args.collections, min_score=args.min_score,
+            " ".join(args.question), top_k=args.limit, collections=args.collections, min_score=args.min_score,
             pipeline=args.pipeline, overrides=_overrides(args.set), filters=_filters(args), decompose=args.decompose,
             retry=args.retry,
         ), args.json))
@@ -109,7 +117,7 @@ def run(
             needle.contexts.remove(args.prefix)
             print(f"removed the context of '{args.prefix.strip('/')}'")
     elif args.command == "get":
-        from needle.files import parse_ref
+        from needle.files.references import parse_ref
 
         ref, line, count = parse_ref(args.ref)
         text = needle.files.read(ref, from_line=line or 1, max_lines=count).text
@@ -135,7 +143,23 @@ def run(
 _print = print
 
 
-def _multi_get(needle: Any, refs: list[str], max_bytes: int) -> Any:
+def _local(needle: NeedleInterface, what: str) -> Needle:
+    """
+    The in-process facade, for a command that reads the index's stores themselves.
+
+    :raises RemoteFailure: When another process holds the index (the facade is its remote client).
+    """
+    from needle.app import Needle
+    from needle.remote import RemoteNeedle
+
+    if isinstance(needle, RemoteNeedle):
+        raise needle.needs_the_index(what)
+    if not isinstance(needle, Needle):
+        raise TypeError(f"{what} runs on needle.app.Needle, not on {type(needle).__name__}")
+    return needle
+
+
+def _multi_get(needle: NeedleInterface, refs: list[str], max_bytes: int) -> FileBatch:
     """One glob (any of `*?[`), or references."""
     if len(refs) == 1 and any(c in refs[0] for c in "*?["):
         return needle.files.read_many(pattern=refs[0], max_bytes=max_bytes)

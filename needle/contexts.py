@@ -8,11 +8,11 @@ note it is (tobi/qmd's `context add`).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import yaml
+
+from needle.atomic import write_atomic
 
 MAX_CONTEXT_CHARS = 500
 
@@ -100,8 +100,6 @@ class ContextRegistry:
 
     def _save(self, contexts: dict[str, str]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".contexts-")
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            yaml.safe_dump({"contexts": dict(sorted(contexts.items()))}, out, allow_unicode=True, sort_keys=False)
-        os.replace(tmp, self.path)
+        listing = {"contexts": dict(sorted(contexts.items()))}
+        write_atomic(self.path, yaml.safe_dump(listing, allow_unicode=True, sort_keys=False))
         self._parsed = None

@@ -77,6 +77,7 @@ def _table() -> list[tuple[type[BaseException], int, int]]:
     from components._served import EmbeddingDimensionError
     from needle.collections import CollectionError
     from needle.contexts import ContextError
+    from needle.contract import ContractError
     from needle.document_stores.protocol import IndexDamagedError
     from needle.index_info import IndexMismatchError
     from needle.loader import PipelineError
@@ -85,7 +86,7 @@ def _table() -> list[tuple[type[BaseException], int, int]]:
 
     table: list[tuple[type[BaseException], int, int]] = []
     try:
-        from needle.files import FileNotServed
+        from needle.files.reading import FileNotServed
 
         table.append((FileNotServed, 2, 404))
     except ImportError:  # pragma: no cover - files module not present
@@ -96,6 +97,7 @@ def _table() -> list[tuple[type[BaseException], int, int]]:
         (ContextError, 2, 400),
         (ConfigError, 2, 500),
         (PipelineError, 2, 500),
+        (ContractError, 2, 500),
         (ValueError, 2, 400),
         (TypeError, 2, 400),
         (IndexMismatchError, 1, 409),

@@ -17,13 +17,12 @@ names the settings the configuration changes that the index does not have yet.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from needle import embedders
+from needle.atomic import write_atomic
 from needle.document_stores.protocol import IndexDamagedError
 from needle.settings import Settings
 
@@ -263,10 +262,7 @@ def record_backup(settings: Settings, backup: dict[str, Any]) -> None:
 def _write(settings: Settings, data: dict[str, Any]) -> None:
     path = info_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".index-info-")
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        json.dump(data, out, indent=2)
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=2))
 
 
 # Path → (stat, parsed provenance) of the last read (see `read`).

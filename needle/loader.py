@@ -3,7 +3,7 @@
 A graph file is a plain Haystack pipeline YAML with literal values. A variant may instead be an overlay of
 another graph: `extends: query.yml` and only what differs (`components` replaced or added by name, a
 component set to null removed with its connections, `connections` added, `remove_connections` dropped,
-`set` overrides). Every process (CLI, server, tests, eval) builds graphs through `load_pipeline`, which
+`set` overrides, `metadata` keys replaced: a new `contract`, see `needle.contract`). Every process (CLI, server, tests, eval) builds graphs through `load_pipeline`, which
 composes overlays, applies overrides by component and parameter (`fuse.k=30`), and builds the graph with
 Haystack's deserialisation allowlist extended to Needle's packages (Haystack 3.x refuses classes from
 modules outside it; 2.x has no allowlist) and with Needle's environment injected (`needle.environment`).
@@ -22,13 +22,14 @@ from haystack import Pipeline
 from haystack.core import errors as haystack_errors
 from haystack.core.serialization import import_class_by_name
 
+from needle.contract import ContractError, GraphContract
 from needle.environment import Environment
 from needle.graph import NeedlePipeline
 from needle.models import MissingModelError
 from needle.resources import PIPELINES_DIR
 
 ALLOWED_MODULES = ["components", "components.*", "needle", "needle.*", "haystack_integrations.*"]
-_OVERLAY_KEYS = {"extends", "components", "connections", "remove_connections", "set"}
+_OVERLAY_KEYS = {"extends", "components", "connections", "remove_connections", "set", "metadata"}
 
 
 def _trust_needle_modules() -> None:
@@ -114,7 +115,8 @@ def compose(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
 
     :param base: A graph dictionary.
     :param overlay: `components` (replace or add by name; `null` removes a component and its connections),
-        `remove_connections`, `connections` (added) and `set` (overrides, see `apply_overrides`).
+        `remove_connections`, `connections` (added), `set` (overrides, see `apply_overrides`) and `metadata`
+        (its keys replace the base's: an overlay with other inputs or outputs declares its own `contract`).
     :returns: A new graph dictionary.
     :raises PipelineError: When a connection to remove is not in the base, or an override does not apply.
     """
@@ -135,6 +137,8 @@ def compose(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
         connections.remove(pair)
     connections.extend({"sender": c["sender"], "receiver": c["receiver"]} for c in overlay.get("connections") or [])
     graph["connections"] = connections
+    if overlay.get("metadata"):
+        graph["metadata"] = {**(graph.get("metadata") or {}), **copy.deepcopy(dict(overlay["metadata"]))}
     return apply_overrides(graph, overlay.get("set") or {})
 
 
@@ -278,7 +282,8 @@ def load_pipeline(
     strict: bool = True,
 ) -> Pipeline:
     """
-    Load a graph: its file (overlays composed), then overrides, then Haystack builds it in the environment.
+    Load a graph: its file (overlays composed), then overrides, then Haystack builds it in the environment,
+    then its contract is checked (`needle.contract`: every stage and socket it maps exists).
 
     :param name_or_path: A file path or a graph name in `pipelines/`.
     :param environment: Stores, models and the LLM server to inject.
@@ -288,13 +293,14 @@ def load_pipeline(
     :raises PipelineError: When the file is missing or malformed, an override does not apply, or a
         component refuses its parameters (the message names the graph).
     :raises MissingModelError: When a configured offline model is not provisioned.
+    :raises ContractError: When the graph declares no contract, or its contract names a missing stage or socket.
     """
     graph = read_graph(name_or_path)
     if overrides:
         apply_overrides(graph, overrides, strict=strict)
     try:
-        return build_pipeline(graph, environment)
-    except (PipelineError, MissingModelError):
+        pipeline = build_pipeline(graph, environment)
+    except (PipelineError, MissingModelError, ContractError):
         raise
     except (
         haystack_errors.PipelineError,
@@ -311,6 +317,8 @@ def load_pipeline(
         cause = error.__cause__ if isinstance(error.__cause__, (TypeError, ValueError)) else error
         shown = f" with {', '.join(f'{k}={v}' for k, v in overrides.items())}" if overrides else ""
         raise PipelineError(f"cannot build pipeline {pipeline_path(name_or_path)}{shown}: {cause}") from error
+    GraphContract.of(pipeline, str(pipeline_path(name_or_path)))
+    return pipeline
 
 
 def _in_chain(error: BaseException, wanted: type[BaseException]) -> BaseException | None:

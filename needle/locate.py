@@ -151,19 +151,13 @@ def _read_cache(path: Path) -> dict[str, Any]:
 def _write_cache(path: Path, kept: dict[str, Any]) -> None:
     """Keep the values (atomically, mode 0600); a folder that cannot be written leaves them unkept."""
     import json
-    import tempfile
+
+    from needle.atomic import write_atomic
 
     try:
         text = json.dumps(kept)
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".located-", suffix=".json")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(path, text, mode=0o600)
     except (OSError, TypeError, ValueError):
         pass
 

@@ -74,10 +74,12 @@ INSTRUCTIONS = (
 )
 # What the label means, in the terms eval/agents.py measures it (docs/serving.md has the table).
 LABEL_MEANING = (
-    "PASS means a top-3 hit very likely answers: off-topic questions reached PASS in at most 7 of 100 (none with "
-    "`query`). A label other than PASS does not mean the notes lack the answer: a top-3 hit still answered about 1 "
-    "in 4 such questions (1 in 10 parts of a multi-part `query` with decompose), so read the top snippets before "
-    "saying so. A multi-part question's label speaks for the whole: check that each part has its hit."
+    "PASS means a top-3 hit very likely answers: questions about subjects the notes lack reached PASS at most 3 "
+    "times in 100. A label other than PASS does not mean the notes lack the answer: of test questions a top-3 hit "
+    "answered, `search` labelled 1 in 20 otherwise (1 in 8 parts of multi-part questions), `query` 1 in 5 (1 in 6 "
+    "parts, with decompose), `vsearch` 1 in 4 to 2 in 5, most often questions that share no word with the note; "
+    "so read the top snippets before saying the notes lack it. A multi-part question's label speaks for the part "
+    "its top hit answers best: check that each part has its hit."
 )
 
 
@@ -113,6 +115,11 @@ class Endpoints:
         self._done = threading.Event()
         self._wrappers: Mapping[str, Any] = {}
         self._failure: str | None = None
+
+    @property
+    def started(self) -> bool:
+        """Whether loading has begun (on the thread, or in a call that found nobody had started it)."""
+        return self._started
 
     def start(self) -> None:
         """Begin loading on a daemon thread; a second call does nothing."""
@@ -157,7 +164,8 @@ _PLAIN_HEADER = re.compile(r"@@ -[0-9]+,[0-9]+ \+([0-9]+),[0-9]+ @@ [^\n]*")
 
 def _compact_hit(hit: dict[str, Any], full: bool) -> dict[str, Any]:
     """
-    A hit without what it repeats: its chunk text (unless `full`), its title when a `heading_path` names it, an
+    A hit without what it repeats: its chunk text (unless `full`), its title when a `heading_path` names it (and
+    that path's outermost heading, the note's own, when sections follow it: the `path` names the note), an
     anchor that is just `collection/path:start:count`, the markdown format, a score's noise digits; a plain
     snippet's header becomes `snippet_line`, the file line its first line is.
     """
@@ -165,6 +173,8 @@ def _compact_hit(hit: dict[str, Any], full: bool) -> dict[str, Any]:
         hit.pop("text", None)
     if hit.get("heading_path"):  # it starts with the note's own heading, which names it as well as its title
         hit.pop("title", None)
+        if len(hit["heading_path"]) > 1:  # the note is named by its path: the sections place the snippet
+            hit["heading_path"] = hit["heading_path"][1:]
     lines = f"{hit.get('start_line')}:{int(hit.get('end_line', 0)) - int(hit.get('start_line', 0)) + 1}"
     if hit.get("anchor") == f"{hit.get('collection')}/{hit.get('path')}:{lines}":
         hit.pop("anchor")
@@ -284,17 +294,19 @@ class _CheckArguments:
 
 
 class _LoadAfterInitialize:
-    """MCP middleware: start loading the endpoints once `initialize` is answered, so that nothing delays it."""
+    """
+    MCP middleware: start loading the endpoints with the first message after `initialize` (the client's
+    `notifications/initialized`, sent once it has the answer), so that no loading competes with that answer.
+    """
 
     def __init__(self, endpoints: Endpoints) -> None:
         self.endpoints = endpoints
 
     async def __call__(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
-        """Answer the request; after an `initialize`, begin loading."""
-        result = await call_next(ctx)
-        if ctx.method == "initialize":
+        """Begin loading on any message but `initialize`, then handle it."""
+        if ctx.method != "initialize":
             self.endpoints.start()
-        return result
+        return await call_next(ctx)
 
 
 class NeedleMCP:

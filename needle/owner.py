@@ -119,18 +119,10 @@ def write(path: Path, record: OwnerRecord) -> None:
     :param path: The record's file.
     :param record: What to write.
     """
-    import tempfile
+    from needle.atomic import write_atomic  # tempfile: not on a client's way
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".owner-", suffix=".json")
-    try:
-        os.fchmod(handle, 0o600)
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(record._asdict(), out)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, json.dumps(record._asdict()), mode=0o600)
 
 
 def check_private(path: Path) -> None:

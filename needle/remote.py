@@ -17,15 +17,17 @@ from typing import Any
 import httpx
 
 from needle import owner as records
+from needle import requests
 from needle.collections import CollectionRegistry
 from needle.contexts import ContextRegistry
 from needle.errors import EXIT_CODE_HEADER, RemoteFailure
-from needle.files import FileBatch, FileText
+from needle.files.multi_get import FileBatch
+from needle.files.reading import FileText
 from needle.owner import OwnerRecord
 from needle.results import Answer, SearchAnswer, SearchFilters
 from needle.settings import Settings
 
-SEARCH_ROUTES = ("search", "vsearch", "query")
+SEARCH_ROUTES = tuple(requests.SEARCHES)
 # Routes whose work may take minutes (an index run, an LLM's answer, reading the whole index): they wait
 # as long as the owner's process runs and is not stopped, checked every `answer_timeout` seconds.
 LONG_ROUTES = ("index", "answer", "check", "backup", "collection_remove")
@@ -39,21 +41,15 @@ class RemoteFiles:
         self.remote = remote
 
     def read(self, ref: str, from_line: int = 1, max_lines: int | None = None) -> FileText:
-        """A file or a range of its lines (`needle.files.FileAccess.read`)."""
-        payload: dict[str, Any] = {"ref": ref, "from_line": from_line}
-        if max_lines is not None:
-            payload["max_lines"] = max_lines
+        """A file or a range of its lines (`needle.files.reading.FileReader.read`)."""
+        payload = body(requests.GET, {"ref": ref, "from_line": from_line, "max_lines": max_lines})
         return FileText.model_validate(self.remote.post("get", payload))
 
     def read_many(
-        self, pattern: str | None = None, refs: list[str] | None = None, max_bytes: int = 20_000
+        self, pattern: str | None = None, refs: list[str] | None = None, max_bytes: int = requests.DEFAULT_MAX_BYTES
     ) -> FileBatch:
-        """The files a glob or a list of references names (`needle.files.FileAccess.read_many`)."""
-        payload: dict[str, Any] = {"max_bytes": max_bytes}
-        if pattern is not None:
-            payload["pattern"] = pattern
-        if refs is not None:
-            payload["refs"] = refs
+        """The files a glob or a list of references names (`needle.files.multi_get.FileAccess.read_many`)."""
+        payload = body(requests.MULTI_GET, {"pattern": pattern, "refs": refs, "max_bytes": max_bytes})
         return FileBatch.model_validate(self.remote.post("multi_get", payload))
 
 
@@ -172,7 +168,8 @@ class RemoteNeedle:
     def _who(self) -> str:
         return f"process {self.record.pid}, needle {self.record.command or 'serve'}, {self.record.address}"
 
-    def _needs_the_index(self, what: str) -> RemoteFailure:
+    def needs_the_index(self, what: str) -> RemoteFailure:
+        """The refusal of a command that only the process holding the index can run (exit code 1, HTTP 503)."""
         return RemoteFailure(
             f"{what} needs the index to itself, and it is open in {self._who()}: stop that process first", 1, 503
         )
@@ -213,13 +210,12 @@ class RemoteNeedle:
                 f"graph {pipeline!r} runs only in the process that holds the index ({self._who()}), which serves "
                 f"{', '.join(SEARCH_ROUTES)}", 2, 400,
             )
-        payload: dict[str, Any] = {"query": query, "chunks": chunks, "explain": explain}
-        optional = {"collections": collections, "limit": top_k, "min_score": min_score, "set": dict(overrides or {}) or None}
-        if pipeline == "query":
-            optional.update(expand=expand, rerank=rerank, decompose=decompose)
-        payload.update({k: v for k, v in optional.items() if v is not None})
-        payload.update((filters or SearchFilters()).request_inputs())
-        return SearchAnswer.model_validate(self.post(pipeline, payload))
+        values = {
+            "query": query, "limit": top_k, "collections": collections, "min_score": min_score, "chunks": chunks,
+            "explain": explain, "expand": expand, "rerank": rerank, "decompose": decompose,
+            "set": dict(overrides or {}) or None, **(filters or SearchFilters()).request_inputs(),
+        }
+        return SearchAnswer.model_validate(self.post(pipeline, body(requests.SEARCHES[pipeline], values)))
 
     def answer(
         self,
@@ -245,12 +241,11 @@ class RemoteNeedle:
                 f"another answer graph, --set, --expand or --rerank run only in the process that holds the index "
                 f"({self._who()}), which answers with rag as configured", 2, 400,
             )
-        optional = {
-            "collections": collections, "limit": top_k, "min_score": min_score, "decompose": decompose, "retry": retry,
+        values = {
+            "question": question, "collections": collections, "limit": top_k, "min_score": min_score,
+            "decompose": decompose, "retry": retry, **(filters or SearchFilters()).request_inputs(),
         }
-        payload = {"question": question, **{k: v for k, v in optional.items() if v is not None}}
-        payload.update((filters or SearchFilters()).request_inputs())
-        return Answer.model_validate(self.post("answer", payload))
+        return Answer.model_validate(self.post("answer", body(requests.ANSWER, values)))
 
     def index(
         self,
@@ -268,9 +263,9 @@ class RemoteNeedle:
         :raises RemoteFailure: For `rebuild` or overrides, and for whatever the owner refuses.
         """
         if rebuild:
-            raise self._needs_the_index("--rebuild")
+            raise self.needs_the_index("--rebuild")
         if overrides:
-            raise self._needs_the_index("index --set")
+            raise self.needs_the_index("index --set")
         payload: dict[str, Any] = {"collections": names or None}
         if paths is not None:
             payload["paths"] = list(paths)
@@ -291,11 +286,11 @@ class RemoteNeedle:
     @property
     def store(self) -> Any:
         """The index itself cannot be lent out."""
-        raise self._needs_the_index("this command")
+        raise self.needs_the_index("this command")
 
     def optimize(self) -> dict[str, Any]:
         """Refused: the owner holds the index."""
-        raise self._needs_the_index("needle optimize")
+        raise self.needs_the_index("needle optimize")
 
     def backup(self, path: str) -> dict[str, Any]:
         """`Needle.backup` through the owner's `backup` route, `path` made absolute here (the owner's working
@@ -304,11 +299,19 @@ class RemoteNeedle:
 
     def restore(self, path: str) -> dict[str, Any]:
         """Refused: the owner holds the index."""
-        raise self._needs_the_index("needle restore")
+        raise self.needs_the_index("needle restore")
 
     def check(self, repair: bool = False) -> dict[str, Any]:
         """`Needle.check` through the owner's `check` route (it waits for an index run the owner is in)."""
         return self.post("check", {"repair": repair})
+
+
+def body(params: tuple[requests.Param, ...], values: Mapping[str, Any]) -> dict[str, Any]:
+    """
+    A route's JSON body: the values of the fields its request declares (`needle.requests`) that the route takes
+    and that are set; the route fills in the rest with the same defaults.
+    """
+    return {p.name: values[p.name] for p in params if p.http and values.get(p.name) is not None}
 
 
 def _failure(response: httpx.Response) -> RemoteFailure:
@@ -326,4 +329,4 @@ def _failure(response: httpx.Response) -> RemoteFailure:
     return RemoteFailure(detail.removeprefix(MISCONFIGURED), exit_code, status)
 
 
-__all__ = ["RemoteFiles", "RemoteNeedle"]
+__all__ = ["RemoteFiles", "RemoteNeedle", "body"]

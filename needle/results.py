@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from needle.files import docid
+from needle.arguments import SearchFilters
+from needle.files.references import docid
 from needle.formats import format_of
 
 if TYPE_CHECKING:
@@ -89,25 +90,6 @@ class SearchAnswer(BaseModel):
     self_query: SelfQuery | None = Field(
         None, description="What the question itself said to filter by (null when it said nothing of the kind)"
     )
-
-
-class SearchFilters(BaseModel):
-    """Filters and switches of a search, the same on every surface (CLI flags, HTTP fields, MCP arguments)."""
-
-    tags: list[str] | None = Field(None, description="Only notes carrying every one of these tags")
-    tags_any: list[str] | None = Field(None, description="Only notes carrying at least one of these tags")
-    tags_none: list[str] | None = Field(None, description="Only notes carrying none of these tags")
-    path: str | None = Field(None, description="Only notes under this folder (runbooks/), this file or glob, inside each collection")
-    where: list[str] | None = Field(None, description="Frontmatter conditions: field=value, !=, >, >=, <, <=, a|b for any of")
-    after: str | None = Field(None, description="Only notes dated on or after this (2024-05-01, 'last week', 'March 2024')")
-    before: str | None = Field(None, description="Only notes dated before this")
-    recent: bool | None = Field(None, description="Rank newer notes higher (default: when the question asks for the newest)")
-    self_query: bool | None = Field(None, description="Read filters out of the question (default: the graph's, on)")
-    now: str | None = Field(None, description="Reference time of relative dates and recency (ISO; default now)")
-
-    def request_inputs(self) -> dict[str, Any]:
-        """The set values, as a query graph's `request` takes them."""
-        return {key: value for key, value in self.model_dump().items() if value is not None}
 
 
 class Answer(BaseModel):

@@ -1,6 +1,8 @@
 import errno
 import itertools
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -9,17 +11,12 @@ import pytest
 
 from components.collection_scanner import CollectionScanner
 from components.markdown_file_reader import MarkdownFileReader
-from needle import files
 from needle.collections import CollectionError, CollectionRegistry
-from needle.files import (
-    FileAccess,
-    FileNotServed,
-    OutOfTime,
-    SkippedFile,
-    docid,
-    parse_ref,
-    walk_collection,
-)
+from needle.files import multi_get, reading, walking
+from needle.files.multi_get import FileAccess, SkippedFile
+from needle.files.reading import FileNotServed
+from needle.files.references import docid, parse_ref
+from needle.files.walking import OutOfTime, walk_collection
 from needle.globs import CollectionRules
 
 # Seconds a pathological pattern may take: linear matching needs milliseconds, a backtracking one minutes,
@@ -238,7 +235,7 @@ class TestResolve:
         def failing_lstat(path, *args, **kwargs):
             raise OSError(code, os.strerror(code), path)
 
-        monkeypatch.setattr(files.os, "lstat", failing_lstat)
+        monkeypatch.setattr(reading.os, "lstat", failing_lstat)
         error = refusal(tree.access.resolve, "notes/howto/git.md")
         assert type(error) is kind and message in str(error)
 
@@ -303,7 +300,7 @@ class TestRead:
         def failing_open(*args, **kwargs):
             raise OSError(errno.EIO, "Input/output error")
 
-        monkeypatch.setattr(files.os, "open", failing_open)
+        monkeypatch.setattr(reading.os, "open", failing_open)
         assert "Input/output error" in str(refusal(tree.access.read, "notes/a.md"))
 
 
@@ -311,7 +308,7 @@ class TestReadMany:
     def test_a_glob_inside_a_collection_reads_its_notes_and_skips_the_link_out(self, tree):
         batch = tree.access.read_many(pattern="notes/howto/*.md")
         assert [f.path for f in batch.files] == ["howto/git.md", "howto/sqlite.md"]
-        assert batch.skipped == [SkippedFile(path="notes/howto/escape.md", reason=files.OUTSIDE_ROOT)]
+        assert batch.skipped == [SkippedFile(path="notes/howto/escape.md", reason=walking.OUTSIDE_ROOT)]
         assert "outside the collection" in batch.skipped[0].reason
 
     def test_collection_colon_glob(self, tree):
@@ -323,7 +320,7 @@ class TestReadMany:
         assert sorted((f.collection, f.path) for f in batch.files) == [(s["collection"], s["path"]) for s in scanned["sources"]]
         assert all(SECRET not in f.text for f in batch.files)
         reasons = {s.path: s.reason for s in batch.skipped}
-        assert reasons["notes/howto/escape.md"] == reasons["notes/outside"] == files.OUTSIDE_ROOT
+        assert reasons["notes/howto/escape.md"] == reasons["notes/outside"] == walking.OUTSIDE_ROOT
         assert reasons["notes/bad\\xff.md"] == "the file name is not valid UTF-8"
         assert reasons["notes/dir\\xfe"] == "the folder name is not valid UTF-8"
         assert reasons["notes/self.md"].startswith("symlink loop") and reasons["notes/up"].startswith("symlink loop")
@@ -343,19 +340,19 @@ class TestReadMany:
         assert [f.bytes for f in tree.access.read_many(pattern="notes/a.md", max_bytes=35).files] == [35]
 
     def test_the_response_stops_at_the_total_byte_cap(self, tree, monkeypatch):
-        monkeypatch.setattr(files, "MULTI_GET_MAX_TOTAL_BYTES", 20)
+        monkeypatch.setattr(multi_get, "MULTI_GET_MAX_TOTAL_BYTES", 20)
         batch = tree.access.read_many(pattern="notes/howto/*.md")
         assert [f.path for f in batch.files] == ["howto/git.md"]
         assert SkippedFile(path="notes/howto/sqlite.md", reason="the response reached 20 bytes") in batch.skipped
 
     def test_the_file_cap_stops_the_listing_and_says_so(self, tree, monkeypatch):
-        monkeypatch.setattr(files, "MULTI_GET_MAX_FILES", 1)
+        monkeypatch.setattr(multi_get, "MULTI_GET_MAX_FILES", 1)
         batch = tree.access.read_many(pattern="notes/howto/*.md")
         assert [f.path for f in batch.files] == ["howto/git.md"]
         assert batch.skipped[-1] == SkippedFile(path="notes/howto/sqlite.md", reason="more than 1 files matched; narrow the pattern")
 
     def test_the_skipped_list_is_capped_too(self, tree, monkeypatch):
-        monkeypatch.setattr(files, "MULTI_GET_MAX_SKIPPED", 1)
+        monkeypatch.setattr(multi_get, "MULTI_GET_MAX_SKIPPED", 1)
         batch = tree.access.read_many(pattern="**/*")
         assert len(batch.skipped) == 2 and "the rest was not listed" in batch.skipped[-1].reason
 
@@ -366,7 +363,7 @@ class TestReadMany:
         assert batch.skipped == [SkippedFile(path="notes/howto/git.md", reason="asked for twice; returned once")]
 
     def test_refs_past_the_file_cap_are_not_even_looked_up(self, tree, monkeypatch):
-        monkeypatch.setattr(files, "MULTI_GET_MAX_FILES", 1)
+        monkeypatch.setattr(multi_get, "MULTI_GET_MAX_FILES", 1)
         batch = tree.access.read_many(refs=["notes/a.md", "../../etc/passwd"])
         assert [f.path for f in batch.files] == ["a.md"]
         assert batch.skipped[0].reason == "more than 1 files asked for; ask for the rest in another call"
@@ -412,7 +409,7 @@ class TestReadMany:
             now[0] += 0.01
             return now[0]
 
-        monkeypatch.setattr(files, "clock", ticking)
+        monkeypatch.setattr(walking, "clock", ticking)
         batch = tree.access.read_many(pattern="**/*.md", deadline_seconds=0.1)
         reason = "not listed entirely: the time budget of 0.1 s ran out; narrow the pattern"
         assert SkippedFile(path="notes/", reason=reason) in batch.skipped
@@ -420,7 +417,7 @@ class TestReadMany:
 
     def test_the_reading_stops_at_the_time_budget(self, tree, monkeypatch):
         now = [0.0]
-        monkeypatch.setattr(files, "clock", lambda: now[0])
+        monkeypatch.setattr(walking, "clock", lambda: now[0])
         text = FileAccess._text
 
         def text_then_late(*args, **kwargs):
@@ -436,7 +433,7 @@ class TestReadMany:
         def failing_open(*args, **kwargs):
             raise OSError(errno.EIO, "Input/output error")
 
-        monkeypatch.setattr(files.os, "open", failing_open)
+        monkeypatch.setattr(reading.os, "open", failing_open)
         batch = tree.access.read_many(pattern="notes/a.md")
         assert batch.skipped == [SkippedFile(path="notes/a.md", reason="the file cannot be read: Input/output error")]
 
@@ -457,7 +454,7 @@ class TestWalkCollection:
 
     def test_a_deadline_in_the_past_stops_it(self, tree):
         with pytest.raises(OutOfTime):
-            list(walk_collection(str(tree.notes), CollectionRules(), deadline=files.clock() - 1))
+            list(walk_collection(str(tree.notes), CollectionRules(), deadline=walking.clock() - 1))
 
 
 class TestLineSuffix:
@@ -547,3 +544,9 @@ class TestDocuments:
         ]
         small = docs.read_many(refs=["docs/raft.pdf"], max_bytes=20)
         assert small.files == [] and "over max_bytes=20" in small.skipped[0].reason
+
+
+def test_the_walk_the_scanner_shares_loads_neither_pydantic_nor_the_converters():
+    code = "import sys, needle.files.walking; print(sorted({'pydantic', 'needle.formats'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -476,7 +476,7 @@ class TestDocumentsIngest:
         assert (top.path, top.format) == ("saved/stampede.html", "html") and "coalescing" in top.anchor
 
     def test_an_anchor_reads_back_the_chunks_place(self, docs_needle):
-        from needle.files import parse_ref
+        from needle.files.references import parse_ref
 
         docs_needle.index()
         hit = docs_needle.search("follower election timeout heartbeat candidate", top_k=1).results[0]

@@ -40,10 +40,9 @@ class TestGraphFiles:
         monkeypatch.setenv("OPENAI_API_KEY", "unused")  # Haystack 2.x builds the OpenAI client in __init__
         env = Environment(settings)
         path = PIPELINES_DIR / f"{name}.yml"
-        raw = yaml.safe_load(path.read_text())
-        # A whole graph is Haystack YAML as it is; an overlay is composed over its base first.
-        text = path.read_text() if "extends" not in raw else yaml.safe_dump(read_graph(path))
-        pipeline = Pipeline.loads(text, **_haystack_kwargs(env))
+        # Every file of pipelines/ is Haystack YAML as it is (the shared stages come from pipelines/parts/).
+        assert "extends" not in yaml.safe_load(path.read_text())
+        pipeline = Pipeline.loads(path.read_text(), **_haystack_kwargs(env))
         stores = {id(s) for _, c in pipeline.walk() for s in _stores_of(c)}
         assert stores <= {id(env.store("chunks")), id(env.store("files"))}
 
@@ -122,7 +121,7 @@ class TestOverlays:
         base, variant = read_graph("query"), read_graph("query-llm")
         changed = {n for n in variant["components"] if variant["components"][n] != base["components"].get(n)}
         assert changed == {"self_query", "expander", "decompose", "rerank", "blend"}
-        overlay = yaml.safe_load((PIPELINES_DIR / "query-llm.yml").read_text())
+        overlay = yaml.safe_load((PIPELINES_DIR / "parts" / "query-llm.yml").read_text())
         assert overlay["extends"] == "query.yml" and set(overlay["components"]) == changed
         assert {"sender": "bm25_retriever.documents", "receiver": "expander.probe_documents"} in variant["connections"]
         assert {"sender": "request.filters", "receiver": "expander.filters"} not in variant["connections"]

@@ -97,7 +97,7 @@ def test_an_answer_carries_snippets_and_the_chunk_only_when_asked():
            "text": "chunk", "format": "markdown", "anchor": "n/a.md:10:5"}
     answer = {"label": "PASS", "results": [hit], "warnings": [], "explain": None}
     assert json.loads(_compact(json.loads(json.dumps(answer)), full=False)) == {"label": "PASS", "results": [
-        {"docid": "#a1b2c3", "collection": "n", "path": "a.md", "heading_path": ["A", "Setup"], "start_line": 10,
+        {"docid": "#a1b2c3", "collection": "n", "path": "a.md", "heading_path": ["Setup"], "start_line": 10,
          "end_line": 14, "score": 0.123, "snippet": "x\ny", "snippet_line": 12}]}
     assert json.loads(_compact(answer, full=True))["results"][0]["text"] == "chunk"
 
@@ -119,6 +119,24 @@ def test_a_failed_start_becomes_every_calls_one_line():
     for _ in range(2):
         with pytest.raises(Unavailable, match=r"^the embedding model m is not installed in /x; run `needle models`$"):
             endpoints.wrapper("search")
+
+
+def test_loading_waits_for_the_client_to_have_its_initialize_answer():
+    """Nothing loads while `initialize` is answered; the client's next message (`notifications/initialized`) starts it."""
+    from types import SimpleNamespace
+
+    from needle.mcp import _LoadAfterInitialize
+
+    endpoints = Endpoints(dict)
+    middleware = _LoadAfterInitialize(endpoints)
+
+    async def answer(ctx):
+        return ctx.method
+
+    assert anyio.run(middleware, SimpleNamespace(method="initialize"), answer) == "initialize"
+    assert not endpoints.started
+    anyio.run(middleware, SimpleNamespace(method="notifications/initialized"), answer)
+    assert endpoints.started
 
 
 def test_the_tool_list_needs_no_haystack():

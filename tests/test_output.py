@@ -7,7 +7,8 @@ import json
 import pytest
 
 from needle import output
-from needle.files import FileBatch, FileText, SkippedFile
+from needle.files.multi_get import FileBatch, SkippedFile
+from needle.files.reading import FileText
 from needle.results import Hit, SearchAnswer
 
 # A name that clears the screen, one that rewrites its own line, one with a C1 control sequence introducer.

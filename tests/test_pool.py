@@ -110,6 +110,7 @@ class TestNeedleGraphs:
     @staticmethod
     def _needle(settings, monkeypatch, slow: threading.Event, loading: threading.Event):
         from needle import app
+        from needle.facade import graphs
 
         class Loaded:
             def __init__(self, name: str) -> None:
@@ -124,7 +125,7 @@ class TestNeedleGraphs:
                 assert slow.wait(30), "the slow graph was never released"
             return Loaded(name)
 
-        monkeypatch.setattr(app, "load_pipeline", load)
+        monkeypatch.setattr(graphs, "load_pipeline", load)
         return app.Needle(settings)
 
     def test_a_loaded_graph_answers_while_another_loads(self, settings, monkeypatch):

@@ -1,4 +1,4 @@
-"""The project's shape, checked: no import cycle, stores outside `components/`, shells that stay thin."""
+"""The project's shape, checked: layers that depend one way, no import cycle, stores outside `components/`, thin shells."""
 
 import ast
 from pathlib import Path
@@ -89,6 +89,57 @@ def test_no_import_cycle_among_the_projects_modules():
 
 def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# Needle's layers, lowest first (docs/architecture.md): a module imports its own layer and the layers below it,
+# never one above. The core holds the libraries that know nothing of graphs (stores, files, formats, globs,
+# languages, argument checks); the components are the graphs' stages, built on the core; the application
+# (the facade, the loader, the environment, the shells) loads and runs the graphs; the server's endpoint
+# wrappers sit on the application. A new `needle` module is in the application unless named here.
+CORE = (
+    "needle", "needle.arguments", "needle.atomic", "needle.bounded", "needle.checks", "needle.collections", "needle.disk",
+    "needle.document_stores", "needle.file_records", "needle.files", "needle.formats", "needle.globs",
+    "needle.languages", "needle.requests",
+)
+LAYERS = ("core", "components", "application", "server")
+
+
+def layer(module: str) -> str:
+    """The layer a module belongs to (a package named in `CORE` holds all its modules)."""
+    top = module.partition(".")[0]
+    if top in ("components", "server"):
+        return top
+    if any(module == core or (core != "needle" and module.startswith(core + ".")) for core in CORE):
+        return "core"
+    return "application"
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module in a higher layer, as `importer (layer) -> imported (layer)`."""
+    rank = {name: position for position, name in enumerate(LAYERS)}
+    return sorted(
+        f"{name} ({layer(name)}) -> {target} ({layer(target)})"
+        for name, targets in graph.items()
+        for target in targets
+        if rank[layer(target)] > rank[layer(name)]
+    )
+
+
+def test_packages_depend_one_way_core_components_application_server():
+    modules = _modules()
+    for path in (REPO / "server").rglob("*.py"):
+        modules[".".join(path.relative_to(REPO).with_suffix("").parts)] = path
+    known = set(modules)
+    graph = {name: _imports(path, name, known) - {name} for name, path in modules.items()}
+    assert _upward(graph) == []
+
+
+def test_the_layer_check_sees_a_store_importing_a_component():
+    assert layer("needle.document_stores.protocol") == "core" and layer("needle.app") == "application"
+    assert layer("needle") == "core" and layer("needle.files.walking") == "core"
+    assert _upward({"needle.document_stores.protocol": {"components._checks"}, "components.x": {"needle.globs"}}) == [
+        "needle.document_stores.protocol (core) -> components._checks (components)"
+    ]
 
 
 def test_stores_live_outside_components_behind_a_protocol():

@@ -14,7 +14,7 @@ from typing import Any
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError
 
-from components._checks import QueryVector, check_query_embedding
+from needle.checks import QueryVector, check_query_embedding
 from needle.document_stores.layout import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
 
 

@@ -7,7 +7,7 @@ from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.document_stores.types import DuplicatePolicy
 
-from components._checks import QueryVector
+from needle.checks import QueryVector
 
 
 class IndexDamagedError(DocumentStoreError):

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from qdrant_client.http import models as rest
 from qdrant_client.http.exceptions import ResponseHandlingException
 
-from components._checks import QueryVector, check_top_k
+from needle.checks import QueryVector, check_top_k
 from needle.document_stores._shared import BestScoreRequest, NeedleStoreMixin, VectorQuery, meta_name, plain_filters
 
 logger = logging.getLogger(__name__)

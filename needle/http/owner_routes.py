@@ -252,7 +252,7 @@ def _turn(command: str, notice: Callable[[str], None]) -> Iterator[None]:
         return
     from needle.http.service import get_needle
 
-    needle = get_needle()
+    needle: Any = get_needle()  # the in-process `Needle`: its index lock and `writes_paused`
     said: dict[str, Any] = {"line": "", "at": 0.0}
 
     def tell(line: str) -> None:

@@ -1,59 +1,46 @@
-"""What the endpoint wrappers share: the process's one `Needle`, request types, errors as HTTP statuses.
+"""What the endpoint wrappers share: the process's one `Needle`, request signatures, errors as HTTP statuses.
 
 Every HTTP route and MCP tool is a wrapper in `server/pipelines/` whose `run_api` calls `call()`: the
 facade runs inside `errors()`, which maps exceptions through `needle.errors` (the one table the CLI uses
-too) to an `HTTPException` with a message a person can act on and never a stack trace.
+too) to an `HTTPException` with a message a person can act on and never a stack trace. A wrapper's
+`run_api` takes its request's fields as `needle.requests` declares them (`takes`).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast, get_type_hints
 
-from needle import arguments
+from needle import requests
 from needle.app import Needle
-from needle.arguments import (
-    MAX_LIMIT,
-    MAX_QUERY_CHARS,
-    MAX_REF_CHARS,
-    CollectionNames,
-    DateBound,
-    IndexPaths,
-    PathFilter,
-    Query,
-    Ref,
-    RunInputs,
-    Tags,
-    Where,
-    strict,
-)
+from needle.arguments import annotation
 from needle.errors import EXIT_CODE_HEADER, classify
 from needle.owner import TookOver
+from needle.requests import Param
 
 if TYPE_CHECKING:
     from needle.backups import BackupScheduler
+    from needle.interface import NeedleInterface
 
 logger = logging.getLogger(__name__)
 
-# The request types every endpoint shares (`needle.arguments`, which the MCP tools take too); hayhooks turns them
-# into schemas and validation. Over HTTP a number or boolean must be JSON's own: "3" is refused.
-Limit = strict(arguments.Limit)
-MinScore = strict(arguments.MinScore)
-LineNumber = strict(arguments.LineNumber)
-LineCount = strict(arguments.LineCount)
-ByteCap = strict(arguments.ByteCap)
-
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
-_needle: Any = None
+_needle: NeedleInterface | None = None
 _needle_lock = threading.Lock()
 
 
-def get_needle() -> Needle:
-    """The one `Needle` of this process: one store per location, each graph loaded and warmed once."""
+def get_needle() -> NeedleInterface:
+    """
+    The one facade of this process: its `Needle` (one store per location, each graph loaded and warmed once),
+    or the `RemoteNeedle` that `use_needle` set.
+    """
     global _needle
     with _needle_lock:
         if _needle is None:
@@ -61,7 +48,7 @@ def get_needle() -> Needle:
         return _needle
 
 
-def use_needle(needle: Any) -> None:
+def use_needle(needle: NeedleInterface) -> None:
     """
     Serve the endpoints with this `Needle`, or with a `needle.remote.RemoteNeedle` (a second `needle mcp`
     serves its tools through the process that owns the index); before any endpoint loads.
@@ -92,9 +79,9 @@ def errors() -> Iterator[None]:
         raise HTTPException(status_code=failure.http_status, detail=failure.http_message, headers=headers) from None
 
 
-def call(action: Callable[[Needle], T]) -> T:
+def call(action: Callable[[NeedleInterface], T]) -> T:
     """
-    Run `action` on the process's `Needle`, errors mapped to HTTP statuses.
+    Run `action` on the process's facade (`get_needle`), errors mapped to HTTP statuses.
 
     Requests run side by side: each run of a graph borrows one of its warmed instances (`serve.graph_instances`
     of them; Haystack does not promise that one `Pipeline` object runs safely on several threads at once),
@@ -177,11 +164,23 @@ def backup_scheduler(every: float, keep: int, directory: str) -> BackupScheduler
 
     return backups.BackupScheduler(
         make=lambda folder: get_needle().backup(str(folder)),
-        drop=lambda folder: backups.drop(get_needle(), folder),
+        drop=lambda folder: backups.drop(_holding_the_index(), folder),
         directory=Path(directory),
         every=every,
         keep=keep,
     )
+
+
+def _holding_the_index() -> Needle:
+    """
+    This process's `Needle`, for what needs the index's stores themselves (scheduled backups of `needle serve`).
+
+    :raises RuntimeError: When this process serves through another process's index.
+    """
+    needle = get_needle()
+    if not isinstance(needle, Needle):
+        raise RuntimeError("scheduled backups run only in the process that holds the index")
+    return needle
 
 
 def user_error(status: int, message: str) -> Exception:
@@ -191,21 +190,70 @@ def user_error(status: int, message: str) -> Exception:
     return HTTPException(status_code=status, detail=message)
 
 
-def search_filters(
-    tags: Tags = None, tags_any: Tags = None, tags_none: Tags = None, path: PathFilter = None, where: Where = None,
-    after: DateBound = None, before: DateBound = None, recent: bool | None = None, self_query: bool | None = None,
-) -> Any:
+def takes(params: tuple[Param, ...]) -> Callable[[F], F]:
+    """
+    Give an endpoint wrapper's `run_api(self, **request)` the request's fields, from `needle.requests`.
+
+    hayhooks builds the route's request model from the method's signature and its docstring's `:param` lines;
+    this sets both: a keyword parameter per field the route takes (its JSON-strict type, limits and default),
+    and the field's one-line description before the docstring's `:returns:`. A call (the route's, an MCP
+    tool's with the fields it was sent) reaches the method with every field, defaults filled in; a name the
+    request does not declare is refused (`TypeError`).
+
+    :param params: The request's fields; those with `http` off are left out.
+    """
+
+    def apply(function: F) -> F:
+        taken = [p for p in params if p.http]
+        parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)] + [
+            inspect.Parameter(
+                p.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation(p, strict_numbers=True),
+                default=inspect.Parameter.empty if p.required else p.default,
+            )
+            for p in taken
+        ]
+        returns = get_type_hints(function).get("return", inspect.Signature.empty)
+        signature = inspect.Signature(parameters, return_annotation=returns)
+
+        @functools.wraps(function)
+        def run_api(self: Any, **request: Any) -> Any:
+            bound = signature.bind(self, **request)
+            bound.apply_defaults()
+            return function(self, **{name: value for name, value in bound.arguments.items() if name != "self"})
+
+        run_api.__signature__ = signature  # type: ignore[attr-defined]
+        text = inspect.cleandoc(function.__doc__ or "")
+        lines = "".join(f":param {p.name}: {p.help}\n" for p in taken)
+        head, returns_line, tail = text.partition(":returns:")
+        run_api.__doc__ = f"{head.rstrip()}\n\n{lines}{returns_line}{tail}"
+        return cast(F, run_api)
+
+    return apply
+
+
+def search_filters(request: dict[str, Any]) -> Any:
     """A request's filters as the facade takes them (`needle.results.SearchFilters`)."""
     from needle.results import SearchFilters
 
-    return SearchFilters(
-        tags=tags, tags_any=tags_any, tags_none=tags_none, path=path, where=where, after=after, before=before,
-        recent=recent, self_query=self_query,
+    return SearchFilters(**{p.name: request[p.name] for p in requests.FILTERS})
+
+
+def search(pipeline: str, request: dict[str, Any]) -> Any:
+    """
+    Run a search request (`needle.requests.SEARCHES`) on the graph `pipeline`: the process's `Needle`, errors as
+    HTTP statuses; `set` takes run inputs only.
+    """
+    switches = {p.name: request.get(p.name) for p in requests.SWITCHES}  # `query` only
+    return call(
+        lambda needle: needle.search(
+            request["query"], pipeline, top_k=request["limit"], collections=request["collections"],
+            min_score=request["min_score"], chunks=request["chunks"], explain=request["explain"],
+            overrides=request["set"], init_overrides=False, filters=search_filters(request), **switches,
+        )
     )
 
 
 __all__ = [
-    "MAX_LIMIT", "MAX_QUERY_CHARS", "MAX_REF_CHARS", "IndexPaths", "ByteCap", "CollectionNames", "DateBound", "LineCount", "LineNumber", "Limit", "MinScore", "PathFilter", "Query",
-    "Ref", "RunInputs", "Tags", "Where", "backup_scheduler", "call", "errors", "get_needle",
-    "search_filters", "use_needle", "user_error", "warm", "warm_deferred", "warm_first",
+    "backup_scheduler", "call", "errors", "get_needle", "search", "search_filters",
+    "takes", "use_needle", "user_error", "warm", "warm_deferred", "warm_first",
 ]

@@ -156,6 +156,23 @@ class TestConfidenceScorer:
         )
         assert out["confidence"] == pytest.approx(0.6) and out["signals"] == {"search": 0.8, "coverage": 0.5}
 
+    def test_words_the_top_result_holds_and_words_no_candidate_holds(self):
+        top = result(path="home/plants.md", content="Water the ferns when the soil is dry.")
+        other = result(path="home/bike.md", content="Degrease the chain after rain.")
+        signals = collect_signals([top], "watering ferns and paragliding", candidates=[top, other])
+        # "watering" is held by its stem "water"; "paragliding" by no candidate at all.
+        assert signals["words"] == pytest.approx(2 / 3) and signals["words_unseen"] == pytest.approx(1 / 3)
+
+    def test_a_split_question_is_read_by_the_part_its_top_result_holds(self):
+        top = result(path="health/knee.md", content="Clamshells and glute bridges, daily.")
+        query = "clamshells glute bridges, and also sourdough starter"
+        parts = [{"kind": "sub", "text": "clamshells glute bridges", "origin": "split"},
+                 {"kind": "sub", "text": "sourdough starter", "origin": "split"}]
+        whole = ConfidenceScorer().run(documents=[top], query=query)["signals"]
+        split = ConfidenceScorer().run(documents=[top], query=query, sub_questions=parts)["signals"]
+        assert whole["words"] == pytest.approx(3 / 5) and whole["words_unseen"] == pytest.approx(2 / 5)
+        assert split["words"] == 1.0 and split["words_unseen"] == 0.0
+
     def test_every_signal_is_on_zero_to_one(self):
         docs = [result(content="pg_dump", rerank=1.0, cosine=1.0, bm25=1.0)] + [result(rerank=0.0) for _ in range(5)]
         signals = collect_signals(docs, "pg_dump", filters_engaged=True)

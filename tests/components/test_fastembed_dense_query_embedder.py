@@ -3,8 +3,8 @@ import pytest
 from haystack.core.pipeline.utils import _deepcopy_with_exceptions
 from haystack_integrations.components.embedders.fastembed import FastembedTextEmbedder
 
-from components._checks import check_query_embedding
 from components.fastembed_dense_query_embedder import FastembedDenseQueryEmbedder
+from needle.checks import check_query_embedding
 from needle.models import dense_embedder_params
 from needle.settings import Settings
 

@@ -15,6 +15,8 @@ from tests.server.conftest import REPO, TOKEN, clean_env, copy_data
 
 pytestmark = pytest.mark.integration
 TOOLS = ["search", "vsearch", "query", "get", "multi_get", "status", "index"]
+MAX_DEFAULT_ANSWER_CHARS = 4_000
+ANSWER_SIZE_QUESTIONS = ("postgres logical replication slot", "sqlite WAL mode checkpoint busy_timeout")
 
 
 def run(coro_fn, timeout: float = 120):
@@ -42,6 +44,8 @@ async def exercise(client: Client) -> dict:
     # As the MCP Inspector sends them: numbers and booleans as strings.
     as_strings = result_of(await client.call_tool("get", {"ref": hits[0]["docid"], "from_line": "2", "max_lines": "3"}))
     full = result_of(await client.call_tool("search", {"query": "certbot renew", "limit": "1", "full": "true"}))
+    # The largest default answers on the demo notes: 10 hits, snippets and places only.
+    sizes = [len((await client.call_tool("query", {"query": q})).content[0].text) for q in ANSWER_SIZE_QUESTIONS]
     refused = {
         "typo": await client.call_tool("search", {"query": "certbot", "colections": ["notes"]}),
         "status": await client.call_tool("status", {"verbose": True}),
@@ -50,12 +54,13 @@ async def exercise(client: Client) -> dict:
         "collection": await client.call_tool("multi_get", {"pattern": "nope/*.md"}),
         "text": await client.call_tool("get", {"ref": hits[0]["docid"], "max_lines": "three"}),
     }
-    return {"tools": listed, "hits": hits, "lines": lines, "escape": escape, "invalid": invalid,
+    return {"tools": listed, "sizes": sizes, "hits": hits, "lines": lines, "escape": escape, "invalid": invalid,
             "as_strings": as_strings, "full": full["results"], "refused": refused}
 
 
 def check(seen: dict) -> None:
     assert [t.name for t in seen["tools"]] == TOOLS
+    assert max(seen["sizes"]) <= MAX_DEFAULT_ANSWER_CHARS, seen["sizes"]
     assert seen["hits"][0]["path"] == "howto/certbot-tls-renewal.md"
     assert seen["lines"]["to_line"] == 2 and seen["lines"]["path"] == "howto/certbot-tls-renewal.md"
     assert seen["escape"].is_error and "'..'" in seen["escape"].content[0].text

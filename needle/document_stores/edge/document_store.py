@@ -21,7 +21,7 @@ from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 
-from components._checks import QueryVector, check_top_k
+from needle.checks import QueryVector, check_top_k
 from needle.disk import allocated_mb, ensure_space
 from needle.document_stores._shared import BestScoreRequest, NeedleStoreMixin, VectorQuery, meta_name
 from needle.document_stores.edge.converters import point_id, to_document, to_point

@@ -15,7 +15,10 @@ import json
 import os
 from contextlib import suppress
 
+from needle.atomic import write_atomic
+
 SEAL_FILE_NAME = ".needle_sealed"
+_SEAL_BEING_WRITTEN = f"{SEAL_FILE_NAME}."  # `write_atomic`'s temporary file (`.needle_sealed.<random>.tmp`)
 
 
 def seal(path: str, skip: frozenset[str] = frozenset()) -> None:
@@ -25,15 +28,8 @@ def seal(path: str, skip: frozenset[str] = frozenset()) -> None:
     :param path: The shard's folder, closed.
     :param skip: File names (at the top of the folder) that are not the shard's, such as its lock file.
     """
-    target = os.path.join(path, SEAL_FILE_NAME)
-    temporary = f"{target}.tmp"
-    try:
-        with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump(_state(path, skip), handle)
-        os.replace(temporary, target)
-    except OSError:
-        with suppress(OSError):
-            os.remove(temporary)
+    with suppress(OSError):
+        write_atomic(os.path.join(path, SEAL_FILE_NAME), json.dumps(_state(path, skip)))
 
 
 def unseal(path: str, skip: frozenset[str] = frozenset()) -> bool:
@@ -75,11 +71,11 @@ def is_sealed(path: str, skip: frozenset[str] = frozenset()) -> bool:
 def _state(path: str, skip: frozenset[str]) -> dict[str, list[int]]:
     """Relative path → [size, modification time in ns] of every file of the folder but the seal and `skip`."""
     state: dict[str, list[int]] = {}
-    ignored = skip | {SEAL_FILE_NAME, f"{SEAL_FILE_NAME}.tmp"}
+    ignored = skip | {SEAL_FILE_NAME}
     for root, _, names in os.walk(path):
         for name in names:
             relative = os.path.relpath(os.path.join(root, name), path)
-            if relative in ignored:
+            if relative in ignored or relative.startswith(_SEAL_BEING_WRITTEN):
                 continue
             with suppress(OSError):
                 info = os.lstat(os.path.join(root, name))

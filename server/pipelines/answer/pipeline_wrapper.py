@@ -1,21 +1,11 @@
 """`POST /answer/run` and the chat model `answer` of `/v1/chat/completions`: answers from the notes, cited."""
 
+from typing import Any
+
 from hayhooks import BasePipelineWrapper
 
-from needle.http.service import (
-    CollectionNames,
-    DateBound,
-    Limit,
-    MinScore,
-    PathFilter,
-    Query,
-    Tags,
-    Where,
-    call,
-    get_needle,
-    search_filters,
-    user_error,
-)
+from needle.http.service import call, get_needle, search_filters, takes, user_error
+from needle.requests import ANSWER, MAX_QUERY_CHARS
 from needle.results import Answer
 
 
@@ -37,51 +27,19 @@ class PipelineWrapper(BasePipelineWrapper):
         self.pipeline = None
         get_needle()
 
-    def run_api(
-        self,
-        question: Query,
-        collections: CollectionNames = None,
-        limit: Limit | None = None,
-        tags: Tags = None,
-        tags_any: Tags = None,
-        tags_none: Tags = None,
-        path: PathFilter = None,
-        where: Where = None,
-        after: DateBound = None,
-        before: DateBound = None,
-        recent: bool | None = None,
-        self_query: bool | None = None,
-        decompose: bool | None = None,
-        retry: bool | None = None,
-        min_score: MinScore | None = None,
-    ) -> Answer:
+    @takes(ANSWER)
+    def run_api(self, **request: Any) -> Answer:
         """
         Answer a question from the notes, citing the chunks it uses as [path:start-end].
 
-        :param question: The question; it is also the search.
-        :param collections: Search only these collections; all when empty.
-        :param limit: How many chunks to give the LLM (the graph's default when not given).
-        :param tags: Only notes carrying every one of these tags (frontmatter or #inline).
-        :param tags_any: Only notes carrying at least one of these tags.
-        :param tags_none: Only notes carrying none of these tags.
-        :param path: Only notes under this folder (`runbooks/`) or matching this glob, inside each collection.
-        :param where: Frontmatter conditions, e.g. `["status=draft", "priority>=2"]` (also !=, <, <=, >, a|b).
-        :param after: Only notes dated on or after this: `2024-05-01`, `2024-05`, `last week`.
-        :param before: Only notes dated before this.
-        :param recent: Rank newer notes higher (default: when the question asks for the newest).
-        :param self_query: Read `#tag`, `in:folder/`, `field:value`, "phrases", `-terms` and dates out of the
-            query (default on); what was read comes back in `self_query`.
-        :param decompose: Split a multi-part question into sub-questions (default: on).
-        :param retry: Search again for what the answer's citations do not cover, and answer again (default: off).
-        :param min_score: Give the LLM no chunk scoring below this (the graph's default when not given).
         :returns: The answer, its confidence, label and claim coverage, the chunks it was given, the ones it
             cites, citations of chunks it was not given, retries and the claims left uncovered.
         """
-        filters = search_filters(tags, tags_any, tags_none, path, where, after, before, recent, self_query)
+        filters = search_filters(request)
         return call(
             lambda needle: needle.answer(
-                question, top_k=limit, collections=collections, filters=filters, decompose=decompose, retry=retry,
-                min_score=min_score,
+                request["question"], top_k=request["limit"], collections=request["collections"], filters=filters,
+                decompose=request["decompose"], retry=request["retry"], min_score=request["min_score"],
             )
         )
 
@@ -96,7 +54,7 @@ class PipelineWrapper(BasePipelineWrapper):
             cover), then `Sources:` and each cited `collection/path:start-end`.
         """
         question = _last_user_text(messages)
-        answer = self.run_api(question[:2000])
+        answer = self.run_api(question=question[:MAX_QUERY_CHARS])
         cited = answer.cited or answer.results
         sources = "\n".join(f"- {h.collection}/{h.path}:{h.start_line}-{h.end_line}" for h in cited)
         reply = answer.answer.strip()

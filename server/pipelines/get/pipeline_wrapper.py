@@ -1,9 +1,12 @@
 """`POST /get/run` and the MCP tool `get`: read a note, or a range of its lines."""
 
+from typing import Any
+
 from hayhooks import BasePipelineWrapper
 
-from needle.files import FileText
-from needle.http.service import LineCount, LineNumber, Ref, call, get_needle
+from needle.files.reading import FileText
+from needle.http.service import call, get_needle, takes
+from needle.requests import GET
 
 
 class PipelineWrapper(BasePipelineWrapper):
@@ -14,7 +17,8 @@ class PipelineWrapper(BasePipelineWrapper):
         self.pipeline = None
         get_needle()
 
-    def run_api(self, ref: Ref, from_line: LineNumber = 1, max_lines: LineCount | None = None) -> FileText:
+    @takes(GET)
+    def run_api(self, **request: Any) -> FileText:
         """
         Read a note found by a search, whole or from a line on.
 
@@ -26,9 +30,8 @@ class PipelineWrapper(BasePipelineWrapper):
         `max_lines` such as 40. Paths stay inside a collection: absolute paths, `..` and URL-encoded paths are
         refused.
 
-        :param ref: `collection/path`, a path inside a collection, `#docid`, or a hit's `anchor`.
-        :param from_line: First line to return (1-based).
-        :param max_lines: How many lines to return; the rest of the file when not given.
         :returns: The lines, with the file's collection, path, docid, line numbers and size.
         """
-        return call(lambda needle: needle.files.read(ref, from_line=from_line, max_lines=max_lines))
+        return call(lambda needle: needle.files.read(
+            request["ref"], from_line=request["from_line"], max_lines=request["max_lines"]
+        ))

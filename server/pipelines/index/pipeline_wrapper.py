@@ -4,7 +4,8 @@ from typing import Any
 
 from hayhooks import BasePipelineWrapper
 
-from needle.http.service import CollectionNames, IndexPaths, call, warm
+from needle.http.service import call, takes, warm
+from needle.requests import INDEX
 
 
 class PipelineWrapper(BasePipelineWrapper):
@@ -14,7 +15,8 @@ class PipelineWrapper(BasePipelineWrapper):
         """Load and warm the ingestion graph once, at start-up."""
         self.pipeline = warm("ingest")
 
-    def run_api(self, collections: CollectionNames = None, paths: IndexPaths = None) -> dict[str, Any]:
+    @takes(INDEX)
+    def run_api(self, **request: Any) -> dict[str, Any]:
         """
         Re-index collections after their notes changed; unchanged files are not re-embedded.
 
@@ -22,9 +24,7 @@ class PipelineWrapper(BasePipelineWrapper):
         change since the last run are not read again; with `paths`, only those files are read (a deleted
         one leaves the index).
 
-        :param collections: Collections to index (names from `status`); all when empty.
-        :param paths: Only these files: absolute, or relative to a collection root (a path in no collection is refused).
         :returns: The run's report: files seen, read, new, changed, unchanged, removed, skipped (with reasons),
             chunks embedded, reused and deleted, texts embedded, batches, seconds.
         """
-        return call(lambda needle: needle.index(collections or None, paths=paths))
+        return call(lambda needle: needle.index(request["collections"] or None, paths=request["paths"]))

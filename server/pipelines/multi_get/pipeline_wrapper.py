@@ -1,9 +1,12 @@
 """`POST /multi_get/run` and the MCP tool `multi_get`: read several notes at once, within a byte cap."""
 
+from typing import Any
+
 from hayhooks import BasePipelineWrapper
 
-from needle.files import NEITHER_PATTERN_NOR_REFS, FileBatch
-from needle.http.service import ByteCap, Ref, call, get_needle, user_error
+from needle.files.multi_get import NEITHER_PATTERN_NOR_REFS, FileBatch
+from needle.http.service import call, get_needle, takes, user_error
+from needle.requests import MULTI_GET
 
 
 class PipelineWrapper(BasePipelineWrapper):
@@ -14,7 +17,8 @@ class PipelineWrapper(BasePipelineWrapper):
         self.pipeline = None
         get_needle()
 
-    def run_api(self, pattern: Ref | None = None, refs: list[Ref] | None = None, max_bytes: ByteCap = 20_000) -> FileBatch:
+    @takes(MULTI_GET)
+    def run_api(self, **request: Any) -> FileBatch:
         """
         Read several notes at once: those a glob matches, or a list of paths or docids.
 
@@ -22,11 +26,9 @@ class PipelineWrapper(BasePipelineWrapper):
         folders) or `refs` (paths or `#docid`s from search results), not both. Files larger than `max_bytes`
         are not read but listed under `skipped` with the reason; read those with `get` and a line range.
 
-        :param pattern: A glob over `collection/path`, or over paths in every collection.
-        :param refs: Paths or `#docid`s.
-        :param max_bytes: Largest file to return, in bytes.
         :returns: `files` read (with collection, path, docid and text) and `skipped` files with a reason.
         """
+        pattern, refs, max_bytes = request["pattern"], request["refs"], request["max_bytes"]
         if pattern is None and refs is None:
             raise user_error(400, NEITHER_PATTERN_NOR_REFS)
         if pattern is not None and refs is not None:

@@ -1,0 +1,212 @@
+"""Indexing: the ingest graph run batch by batch, the stat record kept in step, the report added up."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from haystack.core.errors import PipelineRuntimeError
+
+from needle import index_info, index_summary
+from needle.contract import GraphContract
+from needle.errors import root_cause
+from needle.facade.graphs import INGEST, Graphs
+from needle.facade.index_report import IndexReport, note_problems
+from needle.loader import apply_overrides
+
+# What an index run's progress report tells `status` while the run goes on.
+RUN_FIELDS = ("batches", "files_read", "files_pending", "texts_embedded", "chunks_reused")
+
+
+def _signature(value: Any) -> str:
+    """A stable hash of a JSON-like value."""
+    return hashlib.sha1(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class Indexing(Graphs):
+    """`index`: collections through the ingest graph, batch by batch."""
+
+    def index(
+        self,
+        names: list[str] | None = None,
+        rebuild: bool = False,
+        overrides: Mapping[str, Any] | None = None,
+        paths: list[str] | None = None,
+        progress: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        """
+        Index collections (all when `names` is empty): new and changed chunks are embedded, removed files leave.
+
+        The run goes batch by batch (`scanner.batch_files` files read each): a batch is embedded, written and
+        recorded before the next starts, so a run that is stopped keeps what it finished. Files whose stat
+        matches the record of the last run are not read; chunks whose text the store holds get its vectors.
+
+        :param names: Collections to index.
+        :param rebuild: Drop the whole index first (needed after changing the embedding model).
+        :param overrides: `component.parameter` → value for the ingest graph (recorded in the provenance).
+        :param paths: Only these files (absolute, or relative to a collection root; a file deleted on disk
+            leaves the index); every file of the collections when `None`.
+        :param progress: Called with the report so far after each batch.
+        :returns: The run's report: files seen, read, skipped by their stat, new, changed, unchanged, removed,
+            skipped with reasons, chunks embedded, reused and deleted, texts embedded, batches, seconds.
+        :raises CollectionError: When a name is unknown or there are no collections.
+        :raises ValueError: When a path is in none of the collections indexed.
+        :raises IndexMismatchError: When the index was built with other settings and `rebuild` is off.
+        """
+        if paths is not None and (not isinstance(paths, (list, tuple)) or not paths):
+            raise ValueError("paths must name at least one file")
+        with self._index_lock:
+            self._run = {
+                "collections": list(names or []) or sorted(self.collections.load()), "phase": "starting",
+                "started": time.time(), "batches": 0, "files_read": 0, "files_pending": 0,
+            }
+
+            def tracked(report: dict[str, Any]) -> None:
+                if self._run is not None:
+                    self._run = {**self._run, "phase": "indexing", **{k: report[k] for k in RUN_FIELDS if k in report}}
+                if progress is not None:
+                    progress(report)
+
+            try:
+                return self._index(names, rebuild, overrides, list(paths) if paths is not None else None, tracked)
+            except PipelineRuntimeError as error:
+                cause = root_cause(error)
+                if isinstance(cause, ValueError):
+                    raise cause from None
+                raise
+            finally:
+                self._run = None
+
+    @property
+    def index_run(self) -> dict[str, Any] | None:
+        """
+        The index run under way in this process, `None` between runs: its `collections`, `phase` (`starting`,
+        `indexing` batch by batch, `finishing`), `started` (epoch seconds) and, after each batch, the files
+        `files_read` of `files_pending`, `batches`, `texts_embedded` and `chunks_reused` so far.
+        """
+        run = self._run
+        return dict(run) if run is not None else None
+
+    def main_languages(self) -> dict[str, str]:
+        """Collection → the language most of its chunks were in when last indexed (what unclear files take)."""
+        return {
+            name: max(sorted(held), key=held.__getitem__)
+            for name, held in index_info.languages(self.settings).items()
+            if held
+        }
+
+    def _check_records(self, ingest: dict[str, Any], selected: list[Any], forget: bool) -> None:
+        """
+        Drop the stat record where it no longer tells what the index holds: nothing indexed (`forget`), another
+        ingest graph (chunking, readers...), or a collection whose root, globs or language changed.
+        """
+        records = self.records
+        if forget:
+            records.forget_collection()
+        # The batch size and the contract do not change what a run indexes.
+        graph = GraphContract.from_dict(ingest, INGEST).without_parameter(ingest, "batch_files")
+        graph.pop("metadata", None)
+        records.check_signature("graph", _signature(graph))
+        for collection in selected:
+            records.check_signature(f"collection:{collection.name}", _signature(collection.as_source()), collection.name)
+
+    def _index(
+        self,
+        names: list[str] | None,
+        rebuild: bool,
+        overrides: Mapping[str, Any] | None,
+        paths: list[str] | None,
+        progress: Callable[[dict[str, Any]], None] | None,
+    ) -> dict[str, Any]:
+        selected = self.collections.select(names)
+        set_aside: list[str] = []
+        if rebuild:
+            set_aside = self._start_afresh()
+        ingest = apply_overrides(copy.deepcopy(self.ingest_graph()), overrides or {})
+        index_info.check(self.settings, ingest)
+        self._check_records(ingest, selected, forget=rebuild or self.store.count_documents() == 0)
+        sources = [c.as_source() for c in selected]
+        started = time.perf_counter()
+        # A full run also drops what collections no longer listed left in the index.
+        orphans_deleted = (
+            self._delete_collections("not in", list(self.collections.load())) if not names and paths is None else 0
+        )
+        graph = self.pipeline(INGEST, overrides)
+        contract = GraphContract.of(graph, INGEST).require("ingest")
+        languages_of = {
+            "languages": {c.name: c.language for c in selected}, "main_languages": self.main_languages(),
+        }
+        fixed = {name: value for name, value in languages_of.items() if contract.accepts(name)}
+        report = IndexReport([c.name for c in selected])
+        after: list[str] | None = None
+        if self._run is not None:
+            self._run = {**self._run, "phase": "indexing"}
+        while True:
+            values = {"collections": sources, "paths": paths, "after": after, "optimize": False, **fixed}
+            output = contract.read(graph.run(contract.feed(values), include_outputs_from=contract.stages))
+            report.add(output)
+            note_problems(self.records, output, report.collections if paths is None and after is None else [])
+            after = output["next"]
+            if progress is not None:
+                progress(report.as_dict(time.perf_counter() - started))
+            if after is None:
+                break
+        if self._run is not None:
+            self._run = {**self._run, "phase": "finishing"}
+        # The writers optimise once, after the last batch; how many of the collections' chunks are in each
+        # language now tells the query side how to analyse queries (counted again after every change, and
+        # once for an index that recorded only the languages' names).
+        languages = None
+        if report.changed:
+            for name, _ in contract.inputs["optimize"]:  # the writers
+                writer: Any = graph.get_component(name)
+                if getattr(writer, "optimize", False) and hasattr(writer.document_store, "optimize"):
+                    writer.document_store.optimize()
+        if report.changed or index_info.languages_uncounted(self.settings):
+            languages = {
+                c.name: self.store.count_values("language", {"field": "meta.collection", "operator": "==", "value": c.name})
+                for c in selected
+            }
+        # What each collection's notes hold to filter by, for `status` (counted once here, read there).
+        summarised = (index_info.read(self.settings) or {}).get("summaries") or {}
+        stale = [c.name for c in selected if report.changed or orphans_deleted or c.name not in summarised]
+        summaries = index_summary.summaries(self.store, self.file_store, stale)
+        index_info.record(self.settings, ingest, optimized=report.changed, languages=languages, summaries=summaries)
+        if not names and paths is None:  # a full run dropped what collections no longer listed left
+            for name in set(summarised) - set(self.collections.load()):
+                index_info.forget_collection(self.settings, name)
+        result = report.as_dict(time.perf_counter() - started)
+        result["chunks_deleted"] += orphans_deleted
+        result["deleted"] += orphans_deleted
+        return {**result, **({"set_aside": set_aside} if set_aside else {})}
+
+    def _start_afresh(self) -> list[str]:
+        """
+        Empty the index for a rebuild: both stores recreated with the configured layout (a damaged one moved
+        aside first), the provenance forgotten.
+
+        :returns: Where damaged stores were moved.
+        """
+        before = set(self.settings.index_dir.glob("*.damaged-*"))
+        for store in (self.store, self.file_store):
+            store.delete_all_documents(recreate_index=True)
+        index_info.forget(self.settings)
+        after = set(self.settings.index_dir.glob("*.damaged-*"))
+        return sorted(str(path) for path in after - before)
+
+    def _delete_collections(self, operator: str, value: Any) -> int:
+        """
+        Delete the chunks and whole files whose `meta.collection` matches; a store that deleted any is flushed
+        (a full index run asks on every run, and mostly finds nothing).
+        """
+        where = {"field": "meta.collection", "operator": operator, "value": value}
+        with self._index_lock:
+            deleted = [(store, int(store.delete_by_filter(where) or 0)) for store in (self.store, self.file_store)]
+            for store, count in deleted:
+                if count:
+                    store.flush()
+        return deleted[0][1]

@@ -1,0 +1,23 @@
+"""The label on the demo notes with the graphs' fitted confidence: what it says to off-topic questions."""
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+# Off-topic test questions (eval/golden/offtopic.yml, `test`) that the label used to PASS: nothing in the notes
+# answers them, yet their words (history, cost, take up) occur in many notes.
+OFFTOPIC = ("What is the history of yodeling?", "How much does it cost to take up bookbinding?",
+            "What is the history of ventriloquism?")
+
+
+@pytest.mark.parametrize("graph", ["search", "vsearch", "query"])
+def test_an_off_topic_question_is_not_labelled_pass(demo_needle, graph):
+    for question in OFFTOPIC:
+        answer = demo_needle.search(question, pipeline=graph, top_k=10)
+        assert answer.results and answer.label != "PASS", (question, answer.confidence)
+
+
+@pytest.mark.parametrize("graph", ["search", "vsearch", "query"])
+def test_a_question_the_notes_answer_in_their_own_words_still_passes(demo_needle, graph):
+    answer = demo_needle.search("certbot renew dry-run deploy hook", pipeline=graph, top_k=10)
+    assert answer.results[0].path == "howto/certbot-tls-renewal.md" and answer.label == "PASS"

@@ -1,0 +1,240 @@
+"""Each graph's contract: the application feeds and reads names only, so renaming every stage changes nothing.
+
+Every graph of `pipelines/` is copied with every stage renamed (components, connections, overlays and the
+contract rewritten programmatically); Needle pointed at the copies indexes, searches, reads files and
+answers exactly as with the originals. The new names keep the old names' alphabetical order: when several
+stages are ready at once Haystack runs them by name, which orders what a joiner receives; that order is
+Haystack's, not the application's.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from haystack.core.super_component import SuperComponent
+
+import needle.loader as loader
+from needle.app import Needle
+from needle.contract import REQUIRED, ContractError, GraphContract
+from needle.resources import PIPELINES_DIR
+from tests.conftest import DEMO_NOTES, make_settings
+from tests.llm_server import MODEL_NAME, llm_server  # noqa: F401
+
+GRAPHS = sorted(PIPELINES_DIR.glob("*.yml"))
+NOTES = ["recipes/sourdough-starter-feeding.md", "recipes/espresso-dialing-in.md", "recipes/pancakes.txt",
+         "howto/restic-laptop-backups.md", "howto/sqlite-wal-mode.md"]
+HTML = "<html><head><title>Kettle</title></head><body><h1>Kettle descaling</h1><p>Descale the kettle with citric acid every month.</p></body></html>"
+
+
+def _stage_names() -> list[str]:
+    names: set[str] = set()
+    for path in GRAPHS:
+        data = yaml.safe_load(path.read_text())
+        names |= set(data.get("components") or {})
+    return sorted(names)
+
+
+# Every stage name of every graph → a new name of the same alphabetical rank ("snippets" → "n0042").
+RENAMED = {name: f"n{rank:04d}" for rank, name in enumerate(_stage_names())}
+
+
+def renamed(path: str) -> str:
+    """`stage.rest` with the stage renamed."""
+    stage, _, rest = path.partition(".")
+    return f"{RENAMED[stage]}.{rest}" if rest else RENAMED[stage]
+
+
+def _rename_graph(data: dict[str, Any]) -> dict[str, Any]:
+    out = dict(data)
+    out["components"] = {RENAMED[name]: spec for name, spec in (data.get("components") or {}).items()}
+    for key in ("connections", "remove_connections"):
+        if key in data:
+            out[key] = [{"sender": renamed(c["sender"]), "receiver": renamed(c["receiver"])} for c in data[key]]
+    if "set" in data:
+        out["set"] = {renamed(key): value for key, value in data["set"].items()}
+    contract = (data.get("metadata") or {}).get("contract")
+    if contract:
+        out["metadata"] = {**data["metadata"], "contract": {
+            "inputs": {name: [renamed(p) for p in paths] for name, paths in (contract.get("inputs") or {}).items()},
+            "outputs": {renamed(path): name for path, name in (contract.get("outputs") or {}).items()},
+            **({"parameters": {name: renamed(p) for name, p in contract["parameters"].items()}} if "parameters" in contract else {}),
+        }}
+    return out
+
+
+@pytest.fixture(scope="module")
+def renamed_graphs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("renamed-pipelines")
+    for path in GRAPHS:
+        data = yaml.safe_load(path.read_text())
+        (folder / path.name).write_text(yaml.safe_dump(_rename_graph(data), sort_keys=False))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def notes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("few-notes")
+    for name in NOTES:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(DEMO_NOTES / name, folder / name)
+    (folder / "home").mkdir()
+    (folder / "home" / "kettle.html").write_text(HTML)
+    return folder
+
+
+def _without_seconds(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_seconds(v) for k, v in value.items() if "seconds" not in k}
+    if isinstance(value, list):
+        return [_without_seconds(v) for v in value]
+    return value
+
+
+def _graphs_in(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loader, "PIPELINES_DIR", folder)
+
+
+class TestEveryStageRenamed:
+    def test_the_copies_rename_every_stage(self, renamed_graphs):
+        new = set(RENAMED.values())
+        for path in renamed_graphs.glob("*.yml"):
+            data = yaml.safe_load(path.read_text())
+            contract = (data.get("metadata") or {}).get("contract") or {"inputs": {}, "outputs": {}}  # overlays inherit theirs
+            named = [*data["components"], *(c[k] for c in data.get("connections") or [] for k in ("sender", "receiver")),
+                     *(p for paths in contract["inputs"].values() for p in paths), *contract["outputs"]]
+            assert {name.split(".")[0] for name in named} <= new, path.name
+
+    @pytest.mark.integration
+    def test_index_search_get_and_status_give_the_same_results(self, renamed_graphs, notes, tmp_path, model_dir, monkeypatch):
+        seen: dict[str, Any] = {}
+        for label, folder in (("original", PIPELINES_DIR), ("renamed", renamed_graphs)):
+            _graphs_in(folder, monkeypatch)
+            needle = Needle(make_settings(tmp_path / label, model_dir))
+            try:
+                needle.collections.add(notes, "notes", include=["**/*.md", "**/*.txt", "**/*.html"])
+                first = needle.index()
+                again = needle.index()
+                searches = {
+                    (graph, query): needle.search(query, pipeline=graph, top_k=3, explain=True).model_dump()
+                    for graph in ("search", "vsearch", "query", "query-plain", "search-native")
+                    for query in ("feed the sourdough starter", "kettle descaling citric acid")
+                }
+                filtered = needle.search("backups #restic", pipeline="query", collections=["notes"]).model_dump()
+                files = needle.files
+                seen[label] = {
+                    "index": _without_seconds(first), "again": _without_seconds(again),
+                    "searches": searches, "filtered": filtered,
+                    "limits": (files.max_file_bytes, files.max_document_bytes, files.extractor.limits),
+                    "get": files.read("notes/recipes/pancakes.txt", from_line=2, max_lines=3).model_dump(),
+                    "get_html": files.read("notes/home/kettle.html").model_dump(),
+                    "multi_get": files.read_many("notes/recipes/*").model_dump(),
+                    "ls": needle.indexed_files(),
+                }
+            finally:
+                needle.close()
+        original, renamed_ = seen["original"], seen["renamed"]
+        assert original["index"]["files_read"] == len(NOTES) + 1 and original["index"]["chunks_embedded"] > 0
+        assert original["searches"]["query", "feed the sourdough starter"]["results"]
+        for key in original:
+            assert renamed_[key] == original[key], key
+
+    def test_crossencoder_graph_loads_renamed(self, renamed_graphs, settings, monkeypatch):
+        # Its cross-encoder comes from the model hub on first use (warm-up), so it is built, not run, here.
+        from needle.environment import Environment
+
+        _graphs_in(renamed_graphs, monkeypatch)
+        pipeline = loader.load_pipeline("query-crossencoder", Environment(settings))
+        GraphContract.of(pipeline, "query-crossencoder").require("search")
+
+
+@pytest.mark.integration
+class TestRenamedWithAnLLM:
+    def test_answer_and_llm_search_give_the_same_results(self, renamed_graphs, notes, tmp_path, model_dir, llm_server, monkeypatch):  # noqa: F811
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+        seen: dict[str, Any] = {}
+        for label, folder in (("original", PIPELINES_DIR), ("renamed", renamed_graphs)):
+            name = (lambda stage: stage) if label == "original" else renamed
+            _graphs_in(folder, monkeypatch)
+            settings = make_settings(tmp_path / label, model_dir, NEEDLE_LLM__URL=llm_server, NEEDLE_LLM__MODEL=MODEL_NAME,
+                                     NEEDLE_LLM__TIMEOUT="120")
+            needle = Needle(settings)
+            try:
+                needle.collections.add(notes, "notes")
+                needle.index()
+                answer = needle.answer(
+                    "How do I feed my sourdough starter?", top_k=2, retry=True,
+                    overrides={name("generate") + ".generation_kwargs.max_tokens": 32, name("retry") + ".max_seconds": 600.0},
+                )
+                small = {
+                    name("expander") + ".max_lex": 1, name("expander") + ".max_vec": 1,
+                    name("expander") + ".chat_generator.generation_kwargs": {"max_tokens": 24, "temperature": 0.0},
+                    name("rerank") + ".ranker.chat_generator.generation_kwargs": {"max_tokens": 24, "temperature": 0.0},
+                    name("rerank") + ".candidates": 2, name("rerank") + ".top_k": 2,
+                }
+                llm_search = needle.search("sourdough starter feeding", pipeline="query-llm", top_k=2, overrides=small)
+                seen[label] = (answer.model_dump(), llm_search.model_dump())
+            finally:
+                needle.close()
+        assert seen["original"][0]["answer"].strip() and seen["original"][0]["results"]
+        assert seen["renamed"] == seen["original"]
+
+
+class TestContractChecks:
+    def _write(self, tmp_path: Path, graph: str, change) -> Path:
+        data = yaml.safe_load((PIPELINES_DIR / f"{graph}.yml").read_text())
+        change(data["metadata"]["contract"])
+        path = tmp_path / f"broken-{graph}.yml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        return path
+
+    def test_every_graph_declares_what_its_kind_needs_and_superComponent_accepts_it(self, settings):
+        from needle.environment import Environment
+
+        environment = Environment(settings)
+        for path in GRAPHS:
+            pipeline = loader.load_pipeline(path, environment)
+            contract = GraphContract.of(pipeline, path.stem)
+            kind = "ingest" if path.stem == "ingest" else "answer" if path.stem == "rag" else "search"
+            contract.require(kind)
+            mapping = pipeline.metadata["contract"]
+            # Haystack's own wrapper takes the same two mappings (it checks every socket and type).
+            SuperComponent(pipeline, input_mapping={k: list(v) for k, v in mapping["inputs"].items()},
+                           output_mapping=dict(mapping["outputs"]))
+        assert set(REQUIRED) == {"search", "answer", "ingest"}
+
+    def test_a_contract_naming_a_missing_socket_is_refused_in_one_line(self, tmp_path, settings):
+        from needle.environment import Environment
+
+        path = self._write(tmp_path, "search", lambda c: c["outputs"].update({"snippets.documentz": "documents"}) or c["outputs"].pop("snippets.documents"))
+        with pytest.raises(ContractError) as refused:
+            loader.load_pipeline(path, Environment(settings))
+        message = str(refused.value)
+        assert "\n" not in message and str(path) in message and "snippets.documentz" in message
+
+    def test_a_contract_missing_a_stage_is_refused_in_one_line(self, tmp_path, settings):
+        from needle.environment import Environment
+
+        path = self._write(tmp_path, "ingest", lambda c: c["inputs"].update({"paths": ["walker.paths"]}))
+        with pytest.raises(ContractError, match=r"^graph .*broken-ingest\.yml: contract input 'paths' names no stage 'walker'$"):
+            loader.load_pipeline(path, Environment(settings))
+
+    def test_a_graph_without_a_contract_is_refused(self, tmp_path, settings):
+        from needle.environment import Environment
+
+        data = yaml.safe_load((PIPELINES_DIR / "vsearch.yml").read_text())
+        del data["metadata"]
+        path = tmp_path / "bare.yml"
+        path.write_text(yaml.safe_dump(data))
+        with pytest.raises(ContractError, match="declares no contract"):
+            loader.load_pipeline(path, Environment(settings))
+
+    @pytest.mark.integration
+    def test_a_graph_lacking_a_name_its_command_needs_is_one_line_and_exit_2(self, cli, tmp_path):
+        path = self._write(tmp_path, "vsearch", lambda c: c["inputs"].pop("where"))
+        code, out, err = cli("vsearch", "--pipeline", str(path), "sourdough")
+        assert code == 2 and out == ""
+        assert err.strip() == f"error: graph {path}: its contract has no input 'where', which a search graph needs"

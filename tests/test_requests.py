@@ -1,0 +1,270 @@
+"""Each request is declared once (`needle.requests`): the CLI, the HTTP routes, the MCP tools, the remote client
+and the `SearchRequest` component offer the same fields, descriptions and limits, and refuse the same values."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from pydantic import ValidationError
+
+from components.search_request import SearchRequest
+from needle import requests
+from needle.arguments import TOOLS, SearchFilters
+from needle.cli import _parser
+from needle.mcp import SERVER_PIPELINES_DIR, Endpoints, NeedleMCP
+from needle.requests import Param
+
+REPO = Path(__file__).resolve().parent.parent
+# Route and tool name → the request it takes.
+ROUTES = {**requests.SEARCHES, "get": requests.GET, "multi_get": requests.MULTI_GET, "index": requests.INDEX,
+          "answer": requests.ANSWER}
+# CLI command → the request its flags come from.
+COMMANDS = {**requests.SEARCHES, "get": requests.GET, "multi-get": requests.MULTI_GET, "answer": requests.ANSWER}
+
+
+def _wrapper(name: str) -> Any:
+    """The endpoint wrapper of a route, instantiated as hayhooks does (no `setup`: no model, no index)."""
+    from hayhooks.server.utils.module_loader import _set_method_implementation_flags
+
+    spec = importlib.util.spec_from_file_location(f"request_wrapper_{name}", SERVER_PIPELINES_DIR / name / "pipeline_wrapper.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    wrapper = module.PipelineWrapper()
+    _set_method_implementation_flags(wrapper)
+    return wrapper
+
+
+@pytest.fixture(scope="module")
+def openapi() -> dict[str, Any]:
+    """The OpenAPI schema of a FastAPI app holding the routes hayhooks builds from the endpoint wrappers."""
+    from fastapi import FastAPI
+    from hayhooks.server.utils.deploy_utils import _build_run_route
+
+    app = FastAPI()
+    for name in ROUTES:
+        route, _ = _build_run_route(name, _wrapper(name))
+        app.add_api_route(**route)
+    return app.openapi()
+
+
+def _request_schema(openapi: dict[str, Any], route: str) -> dict[str, Any]:
+    reference = openapi["paths"][f"/{route}/run"]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    return openapi["components"]["schemas"][reference.rsplit("/", 1)[1]]
+
+
+def _plain(schema: dict[str, Any]) -> dict[str, Any]:
+    """A property's schema without its `null` alternative."""
+    options = [s for s in schema.get("anyOf", [schema]) if s.get("type") != "null"]
+    return {**options[0], **{k: v for k, v in schema.items() if k != "anyOf"}}
+
+
+def _expect_limits(schema: dict[str, Any], param: Param, text_limits: bool = True) -> None:
+    """The JSON schema carries the declared limits (text lengths only when `text_limits`)."""
+    schema = _plain(schema)
+    if param.kind in (int, float):
+        assert (schema.get("minimum"), schema.get("maximum")) == (param.low, param.high), param.name
+    elif param.kind is list and text_limits:
+        items = schema["items"]
+        assert (items.get("minLength"), items.get("maxLength")) == (param.min_chars, param.max_chars), param.name
+        assert schema.get("maxItems") == param.max_items, param.name
+    elif param.kind is str and text_limits:
+        assert (schema.get("minLength"), schema.get("maxLength")) == (param.min_chars, param.max_chars), param.name
+
+
+class TestEverySurfaceOffersTheDeclaration:
+    @pytest.mark.parametrize("route", sorted(ROUTES))
+    def test_the_http_routes_schema(self, openapi, route):
+        schema = _request_schema(openapi, route)
+        taken = [p for p in ROUTES[route] if p.http]
+        assert list(schema["properties"]) == [p.name for p in taken]
+        assert set(schema.get("required", [])) == {p.name for p in taken if p.required}
+        for param in taken:
+            prop = schema["properties"][param.name]
+            assert prop["description"] == param.help, param.name
+            assert prop.get("default") == (None if param.required else param.default), param.name
+            _expect_limits(prop, param)
+
+    def test_the_mcp_tools_input_schemas(self):
+        from mcp_types import ListToolsResult
+
+        listed = ListToolsResult(tools=anyio.run(NeedleMCP(Endpoints(dict)).server.list_tools))
+        tools = {tool.name: tool for tool in listed.tools}
+        for name in set(ROUTES) & set(tools):
+            taken = [p for p in ROUTES[name] if p.mcp]
+            schema = tools[name].input_schema
+            assert list(schema["properties"]) == [p.name for p in taken]
+            assert schema["title"] == f"{name} arguments"
+            for param in taken:
+                prop = schema["properties"][param.name]
+                assert prop["description"] == param.help, f"{name}.{param.name}"
+                _expect_limits(prop, param, text_limits=False)  # the compact list leaves text lengths to the model
+
+    @pytest.mark.parametrize("command", sorted(COMMANDS))
+    def test_the_cli_flags_and_help(self, command):
+        actions = {a.dest: a for a in _subparser(command)._actions}
+        for param in COMMANDS[command]:
+            if not param.cli:
+                continue
+            action = actions[param.name]
+            assert param.help in action.help and param.limits() in action.help, f"{command} {param.name}"
+            assert set(param.option_strings) <= set(action.option_strings), f"{command} {param.name}"
+            assert bool(param.option_strings) == bool(action.option_strings)
+            if param.kind in (int, float):
+                assert action.type is param.kind
+            if param.kind is list:
+                assert isinstance(action, argparse._AppendAction)
+
+    def test_multi_get_has_one_byte_budget_everywhere(self, openapi):
+        from needle.files.multi_get import FileAccess
+        from needle.remote import RemoteFiles
+
+        budget = requests.named(requests.MULTI_GET)["max_bytes"].default
+        assert _subparser("multi-get").parse_args(["notes/*.md"]).max_bytes == budget
+        assert TOOLS["multi_get"].model_fields["max_bytes"].default == budget
+        assert _request_schema(openapi, "multi_get")["properties"]["max_bytes"]["default"] == budget
+        assert _default(RemoteFiles.read_many, "max_bytes") == budget == _default(FileAccess.read_many, "max_bytes")
+
+    def test_the_search_request_component_takes_the_declared_fields(self):
+        import inspect
+
+        inputs = set(inspect.signature(SearchRequest.run).parameters) - {"self", "now"}
+        assert inputs == {p.graph for p in requests.QUERY if p.graph}
+        assert set(SearchFilters.model_fields) == {p.name for p in requests.FILTERS} | {"now"}
+        component = SearchRequest()
+        assert (component.max_query_chars, component.max_top_k, component.top_k) == (
+            requests.MAX_QUERY_CHARS, requests.MAX_LIMIT, requests.DEFAULT_LIMIT
+        )
+
+    @pytest.mark.parametrize("route", sorted(requests.SEARCHES))
+    def test_the_remote_client_sends_every_field_the_route_takes(self, route):
+        from needle.remote import RemoteNeedle
+
+        sent: dict[str, Any] = {}
+        remote = object.__new__(RemoteNeedle)
+        remote.post = lambda name, payload: sent.update(payload) or {"label": "PASS", "results": []}  # type: ignore[method-assign]
+        filters = SearchFilters(tags=["a"], tags_any=["b"], tags_none=["c"], path="p/", where=["s=d"], after="2024-01-01",
+                                before="2025-01-01", recent=True, self_query=False, now="2024-06-01")
+        remote.search("x", route, top_k=3, collections=["n"], min_score=0.1, expand=True, rerank=False, chunks=True,
+                      explain=True, overrides={"fuse.top_k": 5}, filters=filters, decompose=True)
+        assert set(sent) == {p.name for p in requests.SEARCHES[route] if p.http}
+
+
+def _subparser(command: str) -> argparse.ArgumentParser:
+    sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[command]
+
+
+def _default(function: Any, name: str) -> Any:
+    import inspect
+
+    return inspect.signature(function).parameters[name].default
+
+
+def _outside(param: Param) -> list[Any]:
+    """Values just past each declared limit of a field."""
+    values: list[Any] = []
+    if param.kind is int:
+        values += [param.low - 1] if param.low is not None else []
+        values += [param.high + 1] if param.high is not None else []
+    elif param.kind is float:
+        values += [param.low - 0.01] if param.low is not None else []
+        values += [param.high + 0.01] if param.high is not None else []
+    elif param.kind in (str, list):
+        texts = ["x" * (param.max_chars + 1)] if param.max_chars else []
+        texts += ["x" * (param.min_chars - 1)] if param.min_chars else []
+        values += [[t] for t in texts] if param.kind is list else texts
+        if param.max_items:
+            values.append(["x"] * (param.max_items + 1))
+    return values
+
+
+def _inside(param: Param) -> list[Any]:
+    """Values at each declared limit of a field."""
+    if param.kind in (int, float):
+        return [v for v in (param.low, param.high) if v is not None]
+    texts = [n for n in (param.min_chars, param.max_chars) if n]
+    values = ["a=" + "x" * (n - 2) if param.name == "where" else "x" * n for n in texts]
+    return [[v] for v in values] if param.kind is list else values
+
+
+LIMITED = [(route, p) for route, params in sorted(ROUTES.items()) for p in params if _outside(p)]
+
+
+class TestEverySurfaceRefusesTheSameValues:
+    @pytest.mark.parametrize("route, param", LIMITED, ids=[f"{r}.{p.name}" for r, p in LIMITED])
+    def test_past_a_limit_is_refused_and_at_it_taken(self, openapi, route, param):
+        http = _wrapper_model(route)
+        base = {p.name: _inside(p)[-1] if p.kind is str else "x" for p in ROUTES[route] if p.required}
+        for value in _outside(param):
+            with pytest.raises(ValidationError):
+                http.model_validate({**base, param.name: value})
+            if param.mcp and route in TOOLS:
+                with pytest.raises(ValidationError):
+                    TOOLS[route].model_validate({**base, param.name: value})
+            assert param.refusal(value), value
+        for value in _inside(param):
+            http.model_validate({**base, param.name: value})
+            if param.mcp and route in TOOLS:
+                TOOLS[route].model_validate({**base, param.name: value})
+            assert param.refusal(value) is None, value
+
+    @pytest.mark.parametrize("param", [p for p in requests.QUERY if p.graph and _outside(p)], ids=lambda p: p.name)
+    def test_the_search_request_component_refuses_what_the_surfaces_refuse(self, param):
+        component = SearchRequest()
+        for value in _outside(param):
+            inputs = {"query": "x", param.graph: value}
+            with pytest.raises(ValueError, match=param.graph):
+                component.run(**inputs)
+        if param.kind in (int, float) or param.name == "query":
+            for value in _inside(param):
+                component.run(**{"query": "x", param.graph: value})
+
+
+_MODELS: dict[str, Any] = {}
+
+
+def _wrapper_model(route: str) -> Any:
+    """The request model hayhooks builds for a route (what FastAPI validates a body with)."""
+    if route not in _MODELS:
+        import inspect
+
+        import docstring_parser
+        from hayhooks.server.pipelines.models import create_request_model_from_callable
+
+        run = _wrapper(route).run_api
+        _MODELS[route] = create_request_model_from_callable(run, route, docstring_parser.parse(inspect.getdoc(run) or ""))
+    return _MODELS[route]
+
+
+def test_the_cli_builds_its_parser_without_pydantic_or_haystack():
+    """The thin client (`needle search` through an owner) parses its flags from the declaration alone."""
+    code = ("import sys, needle.cli, needle.client; needle.cli._parser(); "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'haystack', 'hayhooks', 'httpx'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_route_method_gets_every_declared_field_with_its_default():
+    from needle.http.service import takes
+
+    class Wrapper:
+        @takes(requests.GET)
+        def run_api(self, **request: Any) -> dict[str, Any]:
+            """
+            Read a note.
+
+            :returns: What it was given.
+            """
+            return request
+
+    assert Wrapper().run_api(ref="a.md") == {"ref": "a.md", "from_line": 1, "max_lines": None}
+    assert Wrapper.run_api.__doc__.endswith(":param max_lines: How many lines (default: to the end)\n:returns: What it was given.")
+    with pytest.raises(TypeError):
+        Wrapper().run_api(ref="a.md", line=3)
