@@ -342,11 +342,11 @@ class TestStartUp:
         assert _command(["search", "-n", "3", "x"]) == "search"
         assert _command(["-h", "search"]) is None and _command([]) is None
 
-    def test_the_client_imports_no_yaml_http_client_evaluation_or_dataclasses(self, tmp_path):
+    def test_the_client_imports_no_yaml_http_client_or_evaluation(self, tmp_path):
         probe = (
             "import sys; import needle.cli, needle.client; from needle.locate import locate; "
             "assert locate() is not None; needle.cli._parser(needle.cli._command(['search', 'x'])); "
-            "heavy = ('yaml', 'http.client', 'email', 'ssl', 'needle.evaluation', 'dataclasses', 'subprocess'); "
+            "heavy = ('yaml', 'http.client', 'email', 'ssl', 'needle.evaluation', 'subprocess', 'tempfile'); "
             "print(sorted(m for m in sys.modules if m.startswith(heavy)))"
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
