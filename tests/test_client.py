@@ -287,14 +287,18 @@ class TestFirstCommandFirst:
                 warmed.append(name)
                 return name
 
+            def pipeline(self, name: str) -> str:  # one instance, before answering
+                warmed.append(f"{name} (one)")
+                return name
+
         previous = service._needle
         service.use_needle(Warming())
         try:
             service.warm_first(["search"])
             assert [service.warm(name) for name in ("ingest", "query", "search", "vsearch")] == [None, None, "search", None]
-            assert warmed == ["search"]
-            assert service.warm_deferred() == ["query", "vsearch", "ingest"]
-            assert warmed == ["search", "query", "vsearch", "ingest"]
+            assert warmed == ["search (one)"]
+            assert service.warm_deferred() == ["query", "search", "vsearch", "ingest"]
+            assert warmed == ["search (one)", "query", "search", "vsearch", "ingest"]
             assert service.warm("answer") == "answer"  # from now on at once again
         finally:
             service.use_needle(previous)

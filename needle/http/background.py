@@ -412,7 +412,7 @@ def _warm_after_first_request() -> None:
     while not ACTIVITY.served and time.monotonic() < deadline:
         time.sleep(0.05)
     warmed = warm_deferred()
-    print(f"needle owner: warmed the other graphs ({', '.join(warmed) or 'none'})", file=sys.stderr, flush=True)
+    print(f"needle owner: warmed every graph in full ({', '.join(warmed) or 'none'})", file=sys.stderr, flush=True)
 
 
 # How long a `needle mcp` that finds the index locked waits for the owner's routes to answer.

@@ -102,12 +102,15 @@ def warm(name: str) -> Any:
     """
     Load and warm every instance of a graph at start-up (a wrapper's `setup()`); returns the first, or `None`
     when `warm_first` put the graph off (`warm_deferred` loads it later; a request loads it on first use).
+    A graph `warm_first` names gets its first instance now, the others with the graphs put off.
     """
     with _warming_lock:
-        if _first is not None and name not in _first:
+        if _first is not None:
             if name not in _deferred:
                 _deferred.append(name)
-            return None
+            if name not in _first:
+                return None
+            return call(lambda needle: cast(Any, needle).pipeline(name))
     return call(lambda needle: needle.warm(name))
 
 
