@@ -75,7 +75,8 @@ def elsewhere(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     """A working folder outside any clone and an environment with nothing pointing back at the repository."""
     home = tmp_path_factory.mktemp("elsewhere")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEEDLE_", "HAYHOOKS_")) and k != "PYTHONPATH"}
-    env |= {"NEEDLE_DATA_DIR": str(home / "data"), "NEEDLE_MODEL_DIR": str(home / "models")}
+    # Each command opens the index itself: a background owner would outlive the test by its idle period.
+    env |= {"NEEDLE_DATA_DIR": str(home / "data"), "NEEDLE_MODEL_DIR": str(home / "models"), "NEEDLE_OWNER__AUTOSTART": "false"}
     return home, env
 
 
