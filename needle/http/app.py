@@ -219,6 +219,7 @@ def create_app(
     expected = sorted(p.name for p in SERVER_PIPELINES_DIR.iterdir() if (p / "pipeline_wrapper.py").is_file())
     wrappers = lambda: {name: registry.get(name) for name in registry.get_names()}  # noqa: E731
     routes, mcp_lifespan = http_routes(wrappers, host)
+    quiet_graph_runs()
     app.router.routes.extend(routes)
     if owner is not None:  # the challenge other needle commands check this owner with, and their CLI route
         from needle.http.owner_routes import owner_routes
@@ -256,6 +257,19 @@ def create_app(
 
     app.add_middleware(ActivityMiddleware)
     return app
+
+
+def quiet_graph_runs() -> None:
+    """
+    Keep Haystack's line per stage run ("Running component …", at INFO) out of a server's log.
+
+    The MCP SDK sets the root logger to INFO with a rich handler when its server is built, and Haystack logs
+    every stage of every query at INFO: rendering those lines took 40% of a search's time in `needle serve`
+    (py-spy, `python eval/hotpath.py http`). Haystack's warnings still show; `HAYHOOKS_LOG_LEVEL` or `LOG`,
+    when set, is left to rule, for someone debugging a graph.
+    """
+    if not (os.getenv("HAYHOOKS_LOG_LEVEL") or os.getenv("LOG")):
+        logging.getLogger("haystack").setLevel(logging.WARNING)
 
 
 @contextmanager

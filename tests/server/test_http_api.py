@@ -39,6 +39,12 @@ class TestSearchEndpoints:
     def test_expected_note_is_the_top_hit(self, http, endpoint, query, expected):
         assert hits(http, endpoint, query=query, limit=3)[0]["path"] == expected
 
+    def test_a_search_writes_no_line_per_stage_to_the_server_log(self, http, server):
+        # Haystack logs each stage run at INFO, and the MCP SDK turns the root logger to INFO: rendering
+        # those lines cost a served search more time than its graph.
+        hits(http, "query", query="certbot renewal hook", limit=3)
+        assert "Running component" not in server.log.read_text(errors="replace")
+
     def test_result_has_the_documented_fields_and_lines_match_the_file(self, http, demo_index):
         for hit in hits(http, "query", query="certbot renewal hook", limit=3):
             assert set(hit) == HIT_FIELDS
