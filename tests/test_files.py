@@ -133,6 +133,13 @@ class TestResolve:
         error = refusal(access.resolve, f"#{prefix}")
         assert not isinstance(error, FileNotServed) and "names 2 files" in str(error) and "give the path" in str(error)
 
+    def test_a_docid_is_found_in_the_list_the_index_gives_now_not_the_one_it_gave_before(self, tree):
+        lists = [["notes:a.md"], ["notes:a.md", "notes:howto/git.md"]]
+        access = FileAccess(tree.registry, lambda: lists[0])
+        assert isinstance(refusal(access.resolve, "#" + docid("notes:howto/git.md")), FileNotServed)
+        lists.pop(0)  # an index run changed the files: the facade gives a new list
+        assert access.resolve("#" + docid("notes:howto/git.md")).rel == "howto/git.md"
+
     def test_a_docid_under_4_characters_is_refused(self, tree):
         assert "too short" in str(refusal(tree.access.resolve, "#abc"))
 
