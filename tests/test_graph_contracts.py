@@ -166,7 +166,8 @@ class TestRenamedWithAnLLM:
                 needle.collections.add(notes, "notes")
                 needle.index()
                 answer = needle.answer(
-                    "How do I feed my sourdough starter?", top_k=2, retry=True,
+                    # No retry: whether it searches again follows the LLM's judgement, which may differ run to run.
+                    "How do I feed my sourdough starter?", top_k=2, retry=False,
                     overrides={name("generate") + ".generation_kwargs.max_tokens": 32, name("retry") + ".max_seconds": 600.0},
                 )
                 small = {
@@ -175,11 +176,16 @@ class TestRenamedWithAnLLM:
                     name("rerank") + ".ranker.chat_generator.generation_kwargs": {"max_tokens": 24, "temperature": 0.0},
                     name("rerank") + ".candidates": 2, name("rerank") + ".top_k": 2,
                 }
-                llm_search = needle.search("sourdough starter feeding", pipeline="query-llm", top_k=2, overrides=small)
-                seen[label] = (answer.model_dump(), llm_search.model_dump())
+                llm_search = needle.search("sourdough starter feeding", pipeline="query-llm", top_k=2, overrides=small, expand=False)
+                # The local LLM's words can differ between two runs of one prompt (llama.cpp reuses the cached
+                # prefix of the previous prompt, which changes its arithmetic): what the graphs were fed and
+                # gave back is compared, the LLM's own text only for being there.
+                assert answer.answer.strip() and answer.label and llm_search.label
+                seen[label] = (answer.model_dump(include={"results", "warnings"}),
+                               sorted((r.path, r.start_line) for r in llm_search.results))
             finally:
                 needle.close()
-        assert seen["original"][0]["answer"].strip() and seen["original"][0]["results"]
+        assert seen["original"][0]["results"] and seen["original"][1]
         assert seen["renamed"] == seen["original"]
 
 
