@@ -185,43 +185,18 @@ def handover(data: Path, repeat: int = 1, settle: float = 0.0) -> dict[str, Any]
     }
 
 
-class Agent:
-    """One agent window: a `needle mcp` driven by the MCP SDK's stdio client on a task of its own."""
-
-    def __init__(self, params: Any) -> None:
-        self.params = params
-        self.calls: asyncio.Queue = asyncio.Queue()
-        self.results: asyncio.Queue = asyncio.Queue()
-        self.task = asyncio.create_task(self._run())
-
-    async def _run(self) -> None:
-        from mcp import ClientSession
-        from mcp.client.stdio import stdio_client
-
-        async with stdio_client(self.params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            while (arguments := await self.calls.get()) is not None:
-                await self.results.put(await session.call_tool("search", arguments))
-
-    async def search(self, arguments: dict[str, Any]) -> Any:
-        await self.calls.put(arguments)
-        return await self.results.get()
-
-    async def close(self) -> None:
-        await self.calls.put(None)
-        await self.task
-
-
 async def _handover(data: Path, settle: float = 0.0) -> dict[str, Any]:
     from mcp import StdioServerParameters
+
+    from needle.evaluation.agent_window import AgentWindow
 
     stop_owner(data)
     params = StdioServerParameters(command=sys.executable, args=["-m", "needle.cli", "mcp"], cwd=str(REPO),
                                    env=environment(data, autostart=False))
     arguments = {"query": "rsync copy directory remote", "limit": 3}
-    first = Agent(params)
+    first = AgentWindow(params)
     await first.search(arguments)  # the first one owns the index once it answers
-    second = Agent(params)
+    second = AgentWindow(params)
     before = await second.search(arguments)
     await asyncio.sleep(settle)  # how long both windows stay open (the second loads its standby meanwhile)
     await first.close()  # the owner's agent window closes

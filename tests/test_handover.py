@@ -12,40 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from needle.evaluation.agent_window import AgentWindow
+
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parent.parent
-
-
-class Agent:
-    """One agent window: a `needle mcp` driven by the SDK's stdio client on a task of its own."""
-
-    def __init__(self, params: object) -> None:
-        self.params = params
-        self.calls: asyncio.Queue = asyncio.Queue()
-        self.results: asyncio.Queue = asyncio.Queue()
-        self.task = asyncio.create_task(self._run())
-
-    async def _run(self) -> None:
-        from mcp import ClientSession
-        from mcp.client.stdio import stdio_client
-
-        async with stdio_client(self.params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            while (arguments := await self.calls.get()) is not None:
-                await self.results.put(await session.call_tool("search", arguments))
-
-    async def search(self, arguments: dict) -> object:
-        await self.calls.put(arguments)
-        getter = asyncio.ensure_future(self.results.get())
-        done, _ = await asyncio.wait({getter, self.task}, timeout=600, return_when=asyncio.FIRST_COMPLETED)
-        if getter not in done:
-            getter.cancel()
-            raise AssertionError(f"the agent's needle mcp ended: {self.task.exception() if self.task.done() else 'timeout'}")
-        return getter.result()
-
-    async def close(self) -> None:
-        await self.calls.put(None)
-        await self.task
 
 
 async def _handover(data: Path, model_dir: Path) -> dict:
@@ -55,10 +25,10 @@ async def _handover(data: Path, model_dir: Path) -> dict:
     env.update(NEEDLE_DATA_DIR=str(data), NEEDLE_MODEL_DIR=str(model_dir), NEEDLE_OWNER__AUTOSTART="false")
     params = StdioServerParameters(command=sys.executable, args=["-m", "needle.cli", "mcp"], cwd=str(REPO), env=env)
     arguments = {"query": "certbot renew", "limit": 2}
-    first = Agent(params)
+    first = AgentWindow(params)
     first_answer = await first.search(arguments)
     owner = json.loads((data / "owner.json").read_text())
-    second = Agent(params)
+    second = AgentWindow(params)
     try:
         before = await second.search(arguments)
         await first.close()  # the owner's agent window closes
