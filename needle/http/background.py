@@ -35,9 +35,11 @@ def quiet_request_logs() -> None:
     from hayhooks.server.logger import formatter
     from hayhooks.server.logger import log as hayhooks_log
 
+    from needle.http.app import quiet_graph_runs
+
     hayhooks_log.remove()
     hayhooks_log.add(sys.stderr, level="WARNING", format=formatter)
-    logging.getLogger("haystack").setLevel(logging.WARNING)
+    quiet_graph_runs()
 
 
 class BackgroundServer:
