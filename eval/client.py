@@ -2,7 +2,7 @@
 
     python eval/client.py --build           # generate 7,200 notes, index them (once) into $TMPDIR/needle-client-bench
     python eval/client.py                   # the tables below; writes eval/results/client.json
-    python eval/client.py --only during     # one part: commands, during, handover, startup
+    python eval/client.py --only during     # one part: commands, first, breakdown, during, handover, startup
 
 Generated notes (a title and a few tldr-page-like lines each, distinct words from the demo notes, in 60
 folders) are indexed once. Then, per command, whole process (`python -m needle.cli ...`), median of
@@ -17,6 +17,8 @@ folders) are indexed once. Then, per command, whole process (`python -m needle.c
 0.5 s from other processes: how many answered, p50 and max latency. `handover`: two `needle mcp` processes
 driven by the MCP SDK's own stdio client; the owner's is closed (`--settle` seconds after the other's
 first answer), then the other's `search` tool is called every 0.1 s: the time until it answers again and the calls that failed after that (median of `--repeat`).
+`first`: the first call against the command in-process, interleaved run by run (`--before CHECKOUT` adds the
+first call of another checkout's code). `breakdown`: when each step of a background owner's start-up ends.
 `startup`: what a command sent to an owner spends before its request leaves (`STARTUP`), median of `--repeat`.
 """
 
@@ -51,17 +53,17 @@ COMMANDS = {
 }
 
 
-def environment(data: Path, autostart: bool, **extra: str) -> dict[str, str]:
+def environment(data: Path, autostart: bool, repo: Path = REPO, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
     env.update(NEEDLE_DATA_DIR=str(data), NEEDLE_OWNER__AUTOSTART=str(autostart).lower(), **extra)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH", "")]))
     return env
 
 
-def timed(args: list[str], env: dict[str, str]) -> tuple[float, float, int]:
-    """Run `needle ARGS` once: (wall seconds, peak RSS in MB, exit code)."""
+def timed(args: list[str], env: dict[str, str], repo: Path = REPO) -> tuple[float, float, int]:
+    """Run `needle ARGS` once (the code of the checkout `repo`): (wall seconds, peak RSS in MB, exit code)."""
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "needle.cli", *args], cwd=REPO, env=env,
+    process = subprocess.Popen([sys.executable, "-m", "needle.cli", *args], cwd=repo, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
@@ -139,6 +141,61 @@ def commands(data: Path, repeat: int, modes: tuple[str, ...] = MODES) -> dict[st
             runs.append(timed(COMMANDS[name], through))
         rows["first call"].append(median_row(name, runs))
     return rows
+
+
+def first_calls(data: Path, repeat: int, before: Path | None = None) -> list[dict[str, Any]]:
+    """
+    The first call that starts an owner against the same command in its own process, interleaved run by run
+    (the machine's load moves between runs): per command and repeat, `no owner` (autostart off), `first call`
+    (no owner, autostart on: it starts one), and with `before` the first call of that checkout's code.
+    """
+    columns = {"no owner": (REPO, False), "first call": (REPO, True)}
+    if before is not None:
+        columns["first call (before)"] = (before, True)
+    runs: dict[tuple[str, str], list[tuple[float, float, int]]] = {}
+    for _ in range(repeat):
+        for name in ("search", "query"):
+            for column, (repo, autostart) in columns.items():
+                stop_owner(data)
+                found = timed(COMMANDS[name], environment(data, autostart, repo), repo)
+                runs.setdefault((name, column), []).append(found)
+    stop_owner(data)
+    return [{**median_row(name, found), "mode": column, "each_s": [round(r[0], 2) for r in found]}
+            for (name, column), found in runs.items()]
+
+
+# The steps a background owner takes before it answers its first command (`needle owner run --first=search`),
+# timed in one process, each from the process's start: the client's part is the first call's wall time minus
+# these. The full HTTP app (`create_app`) is built after the first answer now; it is timed last to show its cost.
+BREAKDOWN = """
+import time; T0 = time.perf_counter(); marks = []
+def mark(name): marks.append((name, round(time.perf_counter() - T0, 3)))
+import needle.cli; mark("import needle.cli")
+from needle.stamp import code_stamp; code_stamp(); mark("code stamp")
+from needle.settings import load_settings; settings = load_settings(); mark("settings (pydantic)")
+from needle import owner as records; records.refuse_second_owner(settings)
+from needle.http.service import warm_first, get_needle; warm_first(["search"]); mark("import Haystack and the graph code")
+needle = get_needle(); records.hold_index(needle); mark("open the index")
+needle.pipeline("search"); mark("load the search graph (its models)")
+import uvicorn, starlette.applications; from needle.http.staged import StagedApp; mark("import uvicorn, starlette")
+record = records.new_record("http://127.0.0.1:1", records.new_token(), "background")
+StagedApp(record, build=lambda: None); mark("the owner routes (answers from here)")
+from needle.http.app import create_app; create_app(host="127.0.0.1", token=record.token, owner=record, own_record=False)
+mark("the full HTTP app (hayhooks, FastAPI, MCP): built after answering")
+import json; print(json.dumps(marks))
+"""
+
+
+def breakdown(data: Path, repeat: int) -> list[dict[str, Any]]:
+    """Median, over `repeat` runs, of the seconds from process start to each `BREAKDOWN` step."""
+    stop_owner(data)
+    found: dict[str, list[float]] = {}
+    for _ in range(repeat):
+        done = subprocess.run([sys.executable, "-c", BREAKDOWN], cwd=REPO, env=environment(data, autostart=False),
+                              capture_output=True, text=True, check=True)
+        for name, seconds in json.loads(done.stdout.strip().splitlines()[-1]):
+            found.setdefault(name, []).append(seconds)
+    return [{"step": name, "at_s": round(statistics.median(times), 3), "runs": len(times)} for name, times in found.items()]
 
 
 def during_index(base: Path, count: int) -> dict[str, Any]:
@@ -295,7 +352,9 @@ def main() -> int:
     parser.add_argument("--notes", type=int, default=7200)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--during-notes", type=int, default=1500)
-    parser.add_argument("--only", choices=("commands", "during", "handover", "startup"), action="append")
+    parser.add_argument("--only", choices=("commands", "first", "breakdown", "during", "handover", "startup"), action="append")
+    parser.add_argument("--before", type=Path, default=None, metavar="CHECKOUT",
+                        help="first: also time the first call of another checkout's code, interleaved")
     parser.add_argument("--settle", type=float, default=0.0,
                         help="handover: seconds both windows stay open before the owner's closes (default 0)")
     parser.add_argument("--get", default=COMMANDS["get"][1], metavar="REF", help="what `get` reads (another index's file)")
@@ -315,6 +374,15 @@ def main() -> int:
             results["commands"] = {**results.get("commands", {}), **found}
             print(table(results["commands"]))
             plot(results["commands"], RESULTS / "client.png")
+        if "first" in parts:
+            results["first_calls"] = first_calls(data, args.repeat, args.before)
+            for row in results["first_calls"]:
+                print(f"{row['command']} {row['mode']}: {row['wall_s']:.2f} s (median of {row['runs']}: {row['each_s']}), "
+                      f"{row['peak_mb']:.0f} MB, exit {row['exit_codes']}")
+        if "breakdown" in parts:
+            results["owner_start_breakdown"] = breakdown(data, args.repeat)
+            for row in results["owner_start_breakdown"]:
+                print(f"{row['at_s']:6.2f} s  {row['step']}")
         if "during" in parts:
             results["during_index"] = during_index(args.dir, args.during_notes)
             print(json.dumps(results["during_index"]))

@@ -186,6 +186,8 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     orun = osub.add_parser("run", help="hold the index in this terminal until idle (what `start` runs in the background)")
     orun.add_argument("--first", metavar="GRAPH[,GRAPH]", type=lambda v: [g for g in v.split(",") if g], default=None,
                       help="answer once these graphs are warm, then warm the others (default: all before answering)")
+    orun.add_argument("--ready-fd", type=int, default=None, metavar="FD",
+                      help="write a line to this inherited file descriptor, and close it, once the owner answers")
     if only in (None, "eval"):
         from needle.evaluation.cli import add_eval_parser  # a dozen subcommands of its own
 
@@ -248,6 +250,10 @@ def _backup_schedule(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def _run_without_index(args: argparse.Namespace) -> int | None:
     """Commands that do not open the index; `None` for the others."""
+    if args.command in ("serve", "mcp", "watch") or (args.command == "owner" and args.action == "run"):
+        from needle.stamp import code_stamp
+
+        code_stamp()  # the code this process loads now, before it may change on disk: its owner record names it
     if args.command == "eval":
         from needle.evaluation.cli import run_eval
 
@@ -268,7 +274,7 @@ def _run_without_index(args: argparse.Namespace) -> int | None:
         if args.action == "run":
             from needle.http.background import run_owner
 
-            return run_owner(args.first)
+            return run_owner(args.first, ready_fd=args.ready_fd)
         from needle.client import owner_command
 
         return owner_command(args.action or "status")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from needle import owner as records
 from needle.locate import Location, locate
 from needle.output import terminal_safe
+from needle.stamp import code_stamp
 
 if TYPE_CHECKING:
     from subprocess import Popen
@@ -42,6 +43,69 @@ RETRIED = {"search", "vsearch", "query", "get", "multi-get", "ls", "status", "ch
 
 class OwnerGoneError(ConnectionError):
     """The owner's connection closed before the command's answer came."""
+
+
+class OwnerExitingError(OwnerGoneError):
+    """The owner refused the command because it is exiting: the command did not run there."""
+
+
+RETIRE_PATH = "/needle/retire"
+# How long a client waits for an owner that is exiting to be gone.
+EXIT_WAIT = 30.0
+
+
+def other_code(record: records.OwnerRecord, location: Location) -> records.OwnerRecord | None:
+    """
+    The owner runs other code than this command (`needle.stamp`: an upgrade or a `git pull` since it started).
+
+    A background owner is asked to exit (`POST /needle/retire`): when idle it does, and this returns `None`
+    once it is gone (the caller starts a fresh one). When it is busy (an index run under way), the command
+    still goes through it, since the index is its until the run ends (waiting could take minutes, stopping it
+    would lose the run), with one line saying so; it exits by itself once idle, and the next command starts a
+    fresh one. An owner the user started (`serve`, `mcp`, `watch`) is used, with one line on how to restart it.
+
+    :returns: The owner to send the command to, or `None` when it is gone.
+    """
+    who = f"the owner (pid {record.pid}, needle {record.command or 'serve'})"
+    theirs = record.code.split("+")[0] if record.code else "an older version"
+    if record.command != records.BACKGROUND:
+        print(f"needle: {who} runs other code ({theirs}, started before Needle changed); restart it to use "
+              f"this code (stop it, then run `needle {record.command or 'serve'}` again)", file=sys.stderr)
+        return record
+    answer = _retire(record)
+    if answer.get("exiting"):
+        gone(record)
+        return None
+    busy = answer.get("busy") or "an owner from before code stamps"
+    ending = ("it exits once idle, and the next command starts one with this code" if "busy" in answer
+              else "`needle owner stop` replaces it")
+    print(f"needle: {who} runs other code ({theirs}) but is busy ({busy}): this command goes through it; {ending}",
+          file=sys.stderr)
+    return record
+
+
+def _retire(record: records.OwnerRecord) -> dict[str, Any]:
+    """Ask a background owner to exit when idle; `{}` when it does not know the route (older code)."""
+    connection = records.connect(record)
+    try:
+        connection.request("POST", RETIRE_PATH, body="{}", headers={**record.headers, "Content-Type": "application/json"})
+        response = connection.getresponse()
+        body = response.read()
+        if response.status != 200:
+            return {}
+        answer = json.loads(body)
+        return answer if isinstance(answer, dict) else {}
+    except (OSError, ValueError):
+        return {}
+    finally:
+        connection.close()
+
+
+def gone(record: records.OwnerRecord, timeout: float = EXIT_WAIT) -> None:
+    """Wait for an owner that is exiting to be gone (its process ended, or its record removed)."""
+    deadline = time.monotonic() + timeout
+    while records.same_process(record) and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def eligible(args: Any) -> bool:
@@ -69,11 +133,19 @@ def through_owner(args: Any, location: Location | None = None) -> int | None:
         return None
     try:
         record = records.live_owner(location)
+        if record is not None and record.code != code_stamp():
+            record = other_code(record, location)
         if record is None and location.autostart and args.command in NEEDS_INDEX:
             record = start_owner(location, first=first_graphs(args))
         if record is None:
             return None
         try:
+            return send(record, vars(args), location)
+        except OwnerExitingError:  # refused before it ran: any command goes to the next owner
+            gone(record)
+            record = records.live_owner(location) or (start_owner(location) if location.autostart else None)
+            if record is None:
+                return None
             return send(record, vars(args), location)
         except OwnerGoneError:
             if args.command not in RETRIED:
@@ -119,6 +191,8 @@ def send(record: records.OwnerRecord, arguments: dict[str, Any], location: Locat
             response = connection.getresponse()
             if response.status != 200:
                 detail = response.read().decode("utf-8", "replace")
+                if response.status == 503:
+                    raise OwnerExitingError(f"the owner (pid {record.pid}) is exiting: {_detail(detail)}")
                 raise records.UntrustedOwnerError(f"the owner (pid {record.pid}) refused the command: {_detail(detail)}")
             while True:
                 line = response.readline()
@@ -183,16 +257,37 @@ def start_owner(
             return record
         if records.index_locked(location):  # held by a command, or by an owner still loading: wait for it
             return records.wait_for_owner(location, timeout)
-        process = spawn_owner(data_dir, first)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            record = records.live_owner(location)
-            if record is not None:
-                return record
-            if process.poll() is not None:
-                return None
+        ready, ready_in_owner = os.pipe()
+        try:
+            process = spawn_owner(data_dir, first, ready_fd=ready_in_owner)
+        finally:
+            os.close(ready_in_owner)
+        try:
+            return _wait_started(location, process, ready, timeout)
+        finally:
+            os.close(ready)
+
+
+def _wait_started(location: Location, process: Popen[bytes], ready: int, timeout: float) -> records.OwnerRecord | None:
+    """
+    Wait for the owner just started to answer: it writes to the `ready` pipe once it does (or closes it as it
+    ends), so that no polling interval is added to the command's wait; the record is checked then.
+    """
+    import select
+
+    deadline = time.monotonic() + timeout
+    closed = False
+    while time.monotonic() < deadline:
+        if closed:  # the owner wrote and closed its end: it answers, or it ends (a failed start)
             time.sleep(0.05)
-        return None
+        elif select.select([ready], [], [], min(1.0, max(0.0, deadline - time.monotonic())))[0]:
+            closed = not os.read(ready, 64)
+        record = records.live_owner(location)
+        if record is not None:
+            return record
+        if process.poll() is not None:
+            return None
+    return None
 
 
 def owner_command(action: str) -> int:
@@ -234,28 +329,31 @@ def owner_command(action: str) -> int:
     return 0
 
 
-def spawn_owner(data_dir: Path, first: list[str] | None = None) -> Popen[bytes]:
+def spawn_owner(data_dir: Path, first: list[str] | None = None, ready_fd: int | None = None) -> Popen[bytes]:
     """
     Start `needle owner run` in its own session, its output appended to `DATA_DIR/owner.log`.
 
     :param first: The graphs it warms before answering (`--first`); `None`: all of them.
+    :param ready_fd: A pipe's write end the owner inherits and writes to once it answers (`--ready-fd`).
     """
     import subprocess
 
     command = [sys.executable, "-m", "needle.cli", "owner", "run"]
     if first is not None:
         command.append(f"--first={','.join(first)}")
+    if ready_fd is not None:
+        command.append(f"--ready-fd={ready_fd}")
     env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir.absolute())}
     if env.get("NEEDLE_CONFIG"):
         env["NEEDLE_CONFIG"] = str(Path(env["NEEDLE_CONFIG"]).expanduser().absolute())
     with open(data_dir / OWNER_LOG, "ab") as log:
         return subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-            start_new_session=True, close_fds=True, env=env,
+            start_new_session=True, close_fds=True, env=env, pass_fds=() if ready_fd is None else (ready_fd,),
         )
 
 
 __all__ = [
-    "CLI_PATH", "OwnerGoneError", "owner_command", "THIN_COMMANDS", "eligible", "first_graphs", "send", "start_owner",
+    "CLI_PATH", "OwnerExitingError", "OwnerGoneError", "other_code", "owner_command", "THIN_COMMANDS", "eligible", "first_graphs", "send", "start_owner",
     "through_owner",
 ]

@@ -73,6 +73,8 @@ class OwnerRecord(NamedTuple):
     command: str = ""
     # The pid's start time in clock ticks since boot (`/proc/PID/stat` field 22): a reused pid has another.
     pid_start: int = 0
+    # The code the owner runs (`needle.stamp.code_stamp`); empty in a record written before stamps existed.
+    code: str = ""
 
     @property
     def headers(self) -> dict[str, str]:
@@ -102,9 +104,14 @@ def new_record(address: str, token: str, command: str) -> OwnerRecord:
     """A record for this process."""
     from datetime import datetime, timezone
 
+    from needle.stamp import code_stamp
+
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     pid = os.getpid()
-    return OwnerRecord(pid=pid, address=address, token=token, started=started, command=command, pid_start=pid_start(pid))
+    return OwnerRecord(
+        pid=pid, address=address, token=token, started=started, command=command, pid_start=pid_start(pid),
+        code=code_stamp(),
+    )
 
 
 def proof(token: str, nonce: str, pid: int) -> str:
@@ -151,7 +158,9 @@ def read(path: Path) -> OwnerRecord | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         fields = {k: data[k] for k in ("pid", "address", "token", "started")}
-        record = OwnerRecord(**fields, command=data.get("command", ""), pid_start=int(data.get("pid_start", 0)))
+        record = OwnerRecord(
+            **fields, command=data.get("command", ""), pid_start=int(data.get("pid_start", 0)), code=str(data.get("code", ""))
+        )
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as error:

@@ -77,6 +77,24 @@ def test_the_owner_a_command_starts_answers_it_first_then_warms_the_other_graphs
     assert sorted(warmed) == ["ingest", "query", "search", "vsearch"] and warmed[-1] == "ingest"
 
 
+def test_the_owner_answers_before_building_its_http_api_then_serves_all_of_it(copies):
+    import httpx
+
+    log = copies["owned"] / "owner.log"
+    deadline = time.monotonic() + 300
+    while "every HTTP route answers" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    text = log.read_text()
+    # The command that started it was answered by the owner routes alone; the HTTP API was built after.
+    assert text.index("answering with search warm") < text.index("every HTTP route answers")
+    record = json.loads((copies["owned"] / "owner.json").read_text())
+    headers = {"Authorization": f"Bearer {record['token']}"}
+    status = httpx.post(f"{record['address']}/status/run", json={}, headers=headers, timeout=60)
+    assert status.status_code == 200 and status.json()["result"]["collections"][0]["files"] > 0
+    found = httpx.post(f"{record['address']}/search/run", json={"query": "certbot renew", "limit": 1}, headers=headers, timeout=60)
+    assert found.status_code == 200 and "certbot" in found.json()["result"]["results"][0]["path"]
+
+
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c)[:40])
 def test_output_and_exit_code_are_those_of_the_command_in_process(copies, command):
     through = run(copies["owned"], *command, autostart=True)

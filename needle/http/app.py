@@ -169,7 +169,11 @@ def documented_errors(app: Any) -> dict[str, Any]:
 
 
 def create_app(
-    host: str = DEFAULT_HOST, token: str | None = None, owner: OwnerRecord | None = None, watch: bool = False
+    host: str = DEFAULT_HOST,
+    token: str | None = None,
+    owner: OwnerRecord | None = None,
+    watch: bool = False,
+    own_record: bool = True,
 ) -> FastAPI:
     """
     Build the hayhooks app that serves `server/pipelines/`, with MCP at `/mcp` (streamable HTTP) and `/sse`.
@@ -183,6 +187,8 @@ def create_app(
     :param owner: This process's owner record (`needle.owner`): written once the endpoints hold the index,
         removed when the app stops; its token is accepted besides `token`.
     :param watch: Keep the index up to date while the app runs (`needle.watch`).
+    :param own_record: Write and remove `owner`'s record in the app's lifespan; off when the app that serves
+        it holds the record itself (`needle.http.staged.StagedApp`).
     :returns: The ASGI app; its start-up loads and warms every endpoint's graph.
     """
     from fastapi.exceptions import RequestValidationError
@@ -230,7 +236,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app_: Any) -> Any:
         # The record first: commands locked out while the endpoints load wait for its address to answer.
-        with owned(owner):
+        with owned(owner if own_record else None):
             async with hayhooks_lifespan(app_):
                 missing = [name for name in expected if registry.get(name) is None]
                 if missing:

@@ -42,6 +42,24 @@ def quiet_request_logs() -> None:
     quiet_graph_runs()
 
 
+def _Server(config: Any) -> Any:  # noqa: N802 - a class, defined when uvicorn is imported
+    """A uvicorn server with an event set once it listens (or its start-up failed): `up`."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def __init__(self, config: Any) -> None:
+            super().__init__(config)
+            self.up = threading.Event()
+
+        async def startup(self, sockets: Any = None) -> None:
+            try:
+                await super().startup(sockets=sockets)
+            finally:
+                self.up.set()
+
+    return Server(config)
+
+
 class BackgroundServer:
     """
     The routes of `create_app` in a uvicorn server on its own thread; the owner record lives as long as it.
@@ -55,11 +73,14 @@ class BackgroundServer:
     ```
     """
 
-    def __init__(self, command: str, watch: bool = False, start_timeout: float = 600.0) -> None:
+    def __init__(self, command: str, watch: bool = False, start_timeout: float = 600.0, staged: bool = False) -> None:
         """
         :param command: The command that owns the index (`mcp`, `watch`), written into the record.
         :param watch: Keep the index up to date while serving (`needle.watch`).
         :param start_timeout: Seconds the endpoints may take to load.
+        :param staged: Answer other commands (`/needle/hello`, `/needle/cli`) as soon as the index is held,
+            and build the other routes when `build_full` is called (`needle.http.staged.StagedApp`): what a
+            background owner does, whose first command waits for it.
         :raises ValueError: When `start_timeout` is not positive.
         """
         if start_timeout <= 0:
@@ -67,6 +88,8 @@ class BackgroundServer:
         self.command = command
         self.watch = watch
         self.start_timeout = start_timeout
+        self.staged = staged
+        self._app: Any = None
         self.record: records.OwnerRecord | None = None
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -81,17 +104,22 @@ class BackgroundServer:
         """
         import uvicorn
 
-        from needle.http.app import create_app
         from needle.http.service import get_needle
 
         records.hold_index(get_needle())  # take the index first: a locked one fails here, with its holder
         sock = records.loopback_socket()
         port = sock.getsockname()[1]
         self.record = records.new_record(f"http://127.0.0.1:{port}", records.new_token(), self.command)
-        app = create_app(host="127.0.0.1", token=self.record.token, owner=self.record, watch=self.watch)
-        quiet_request_logs()
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
-        self._server = uvicorn.Server(config)
+        if self.staged:
+            from needle.http.app import quiet_graph_runs
+            from needle.http.staged import StagedApp
+
+            quiet_graph_runs()
+            self._app = StagedApp(self.record, build=self._full_app)
+        else:
+            self._app = self._full_app(own_record=True)
+        config = uvicorn.Config(self._app, log_level="warning", lifespan="on", access_log=False)
+        self._server = _Server(config)
         self._thread = threading.Thread(target=self._run, args=(sock,), name="needle-owner-http", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + self.start_timeout
@@ -99,8 +127,32 @@ class BackgroundServer:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(f"the routes of needle {self.command} failed to start: {self._failure or 'see the messages above'}")
-            time.sleep(0.05)
+            self._server.up.wait(0.05)  # set as soon as it listens: no polling interval added to the start
         return self.record
+
+    def _full_app(self, own_record: bool = False) -> Any:
+        """Every route (`create_app`), for this process's record."""
+        from needle.http.app import create_app
+
+        assert self.record is not None
+        app = create_app(host="127.0.0.1", token=self.record.token, owner=self.record, watch=self.watch, own_record=own_record)
+        quiet_request_logs()
+        return app
+
+    def build_full(self) -> bool:
+        """
+        A staged server: build and start every other route now (the owner routes answer meanwhile); does
+        nothing on a server that is not staged.
+
+        :returns: Whether every route serves.
+        """
+        if not self.staged or self._app is None:
+            return True
+        return bool(self._app.build_full(self.start_timeout))
+
+    def full_wanted(self) -> bool:
+        """A staged server: whether a request for a route other than the owner's waits for `build_full`."""
+        return bool(self.staged and self._app is not None and self._app.wanted.is_set())
 
     def _run(self, sock: Any) -> None:
         try:
@@ -350,15 +402,20 @@ def run_watch() -> int:
     return 0
 
 
-def run_owner(first: list[str] | None = None) -> int:
+def run_owner(first: list[str] | None = None, ready_fd: int | None = None) -> int:
     """
     `needle owner run`: hold the index and serve other commands' requests until idle for `owner.idle_minutes`
     (or SIGTERM, `needle owner stop`, or a `needle serve`, `mcp` or `watch` that takes over). This is what a
     command starts in the background when no owner runs (`needle.client.start_owner`).
 
+    Its routes start staged (`needle.http.staged.StagedApp`): other commands are answered as soon as the index
+    is held and the first graphs are warm; the HTTP API's other routes are built after that.
+
     :param first: Warm only these graphs before answering (the command that started this owner needs them);
-        the others load once its request is answered (or after `FIRST_REQUEST_WAIT` seconds without one).
-        `None` warms every graph before answering.
+        the other routes are built and the others graphs load once its request is answered (or after
+        `FIRST_REQUEST_WAIT` seconds without one). `None` builds and warms everything before answering.
+    :param ready_fd: A file descriptor (a pipe the starting command holds) written to and closed once this
+        owner answers, so that the command does not poll for it.
     :returns: The exit code.
     :raises IndexOwnedError: When another process already owns the index.
     """
@@ -376,19 +433,27 @@ def run_owner(first: list[str] | None = None) -> int:
     idle = settings.owner.idle_minutes * 60
     if first is not None:
         warm_first(first)
+    ready = [] if ready_fd is None else [ready_fd]
     try:
-        server = BackgroundServer(command=records.BACKGROUND)
+        server = BackgroundServer(command=records.BACKGROUND, staged=True)
         record = server.start()
-        if first is not None:
-            threading.Thread(target=_warm_after_first_request, name="needle-warm", daemon=True).start()
+        if first is None:
+            server.build_full()
+        else:
+            threading.Thread(target=_complete_after_first_request, args=(server,), name="needle-warm", daemon=True).start()
+        _tell_ready(ready)
         print(f"needle owner: holding the index (pid {record.pid}) at {record.address}; exits after "
               f"{settings.owner.idle_minutes:g} min without a request", file=sys.stderr, flush=True)
         if first is not None:
-            print(f"needle owner: answering with {', '.join(first) or 'no graph'} warm; the other graphs load once "
-                  "the first request is answered", file=sys.stderr, flush=True)
+            print(f"needle owner: answering with {', '.join(first) or 'no graph'} warm; the other routes and graphs "
+                  "load once the first request is answered", file=sys.stderr, flush=True)
         try:
             while not stopped.wait(1.0):
-                if ACTIVITY.idle_seconds() >= idle:
+                if ACTIVITY.retire_when_idle and ACTIVITY.close_if_idle():
+                    print("needle owner: exiting, idle now, to make way for other code (a command of another "
+                          "Needle version or checkout asked)", file=sys.stderr, flush=True)
+                    break
+                if ACTIVITY.idle_seconds() >= idle and ACTIVITY.close_if_idle():
                     print(f"needle owner: no request for {settings.owner.idle_minutes:g} min, exiting", file=sys.stderr, flush=True)
                     break
         except KeyboardInterrupt:
@@ -396,23 +461,44 @@ def run_owner(first: list[str] | None = None) -> int:
         finally:
             server.stop()
     finally:
+        _tell_ready(ready)  # a start that failed closes it too: the command stops waiting
         signal.signal(signal.SIGTERM, previous)
     return 0
 
 
+def _tell_ready(fds: list[int]) -> None:
+    """Write a line to the starting command's pipe and close it, once (the list is emptied)."""
+    while fds:
+        fd = fds.pop()
+        try:
+            os.write(fd, b"ready\n")
+        except OSError:
+            pass
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 # How long a background owner that warmed only its first command's graph waits for that command's request
-# before it warms the others anyway.
+# before it builds its other routes and warms the other graphs anyway.
 FIRST_REQUEST_WAIT = 30.0
 
 
-def _warm_after_first_request() -> None:
-    """Once the request of the command that started this owner is answered, warm the graphs put off."""
+def _complete_after_first_request(server: BackgroundServer) -> None:
+    """
+    Once the request of the command that started this owner is answered (or a request for another route
+    waits), build the routes and warm the graphs put off (the routes first: their wrappers find the graphs
+    put off and leave them to this thread).
+    """
     from needle.http.owner_routes import ACTIVITY
     from needle.http.service import warm_deferred
 
     deadline = time.monotonic() + FIRST_REQUEST_WAIT
-    while not ACTIVITY.served and time.monotonic() < deadline:
+    while not ACTIVITY.served and not server.full_wanted() and time.monotonic() < deadline:
         time.sleep(0.05)
+    if server.build_full():
+        print("needle owner: every HTTP route answers", file=sys.stderr, flush=True)
     warmed = warm_deferred()
     print(f"needle owner: warmed every graph in full ({', '.join(warmed) or 'none'})", file=sys.stderr, flush=True)
 

@@ -24,9 +24,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from needle.owner import HELLO_PATH, OwnerRecord, proof
+from needle.owner import BACKGROUND, HELLO_PATH, OwnerRecord, proof
 
 CLI_PATH = "/needle/cli"
+RETIRE_PATH = "/needle/retire"
+# What a closed owner (exiting) answers, with 503: the request did not run.
+EXITING = "this owner is exiting: send the request to the next one"
 HEARTBEAT_SECONDS = 1.0
 _NONCE = re.compile(r"[0-9a-f]{16,128}")
 _SECONDS = re.compile(r", [0-9]+ s so far")
@@ -46,11 +49,25 @@ class Activity:
         self.last = time.monotonic()
         self._exclusive = False
         self._queued = 0  # exclusive commands waiting for their turn (their own requests count as running)
+        self.closed = False  # the owner exits: new requests are refused (`close_if_idle`)
+        self.retire_when_idle = False  # a client of other code asked it to exit once idle (`/needle/retire`)
+
+    def close_if_idle(self, own: int = 0) -> bool:
+        """
+        Refuse every new request from now on if none is under way (besides the caller's `own`), atomically:
+        an owner that exits this way cuts no request short.
+
+        :returns: Whether it is closed now.
+        """
+        with self._lock:
+            if self.running <= own and not self._exclusive:
+                self.closed = True
+            return self.closed
 
     def admit(self) -> bool:
         """Count a new request in, unless an exclusive command runs or waits to (then try again later)."""
         with self._lock:
-            if self._exclusive:
+            if self._exclusive or self.closed:
                 return False
             self.running += 1
             return True
@@ -126,6 +143,11 @@ class ActivityMiddleware:
             await self.app(scope, receive, send)
             return
         while not self.activity.admit():  # an exclusive command (a restore) runs: wait for it
+            if self.activity.closed:
+                from needle.http.guards import refuse
+
+                await refuse(send, 503, EXITING)
+                return
             await asyncio.sleep(0.05)
         try:
             await self.app(scope, receive, send)
@@ -165,7 +187,38 @@ def owner_routes(owner: OwnerRecord) -> list[Any]:
             return JSONResponse({"detail": 'expected {"args": {"command": str, ...}, "cwd": str, "tty": bool}'}, status_code=400)
         return StreamingResponse(_stream(arguments, cwd, tty), media_type="application/x-ndjson")
 
-    return [Route(HELLO_PATH, hello, methods=["GET"]), Route(CLI_PATH, cli, methods=["POST"])]
+    async def retire(request: Request) -> Response:
+        provided = request.headers.get("authorization", "").encode()
+        if not hmac.compare_digest(provided, expected):
+            return JSONResponse({"detail": "this route serves only the needle commands of the user who started this process"}, status_code=403)
+        if owner.command != BACKGROUND:
+            return JSONResponse({"detail": f"needle {owner.command or 'serve'} was started by its user: it exits when they stop it"}, status_code=409)
+        return JSONResponse(retire_answer(ACTIVITY))
+
+    return [
+        Route(HELLO_PATH, hello, methods=["GET"]), Route(CLI_PATH, cli, methods=["POST"]),
+        Route(RETIRE_PATH, retire, methods=["POST"]),
+    ]
+
+
+def retire_answer(activity: Activity) -> dict[str, Any]:
+    """
+    A background owner asked to make way for other code (`POST /needle/retire`): it exits now when idle (this
+    request aside), else once the requests under way end (an index run is not cut short).
+
+    :returns: `{"exiting": true}`, or `{"exiting": false, "busy": LINE}` saying what runs.
+    """
+    import signal
+
+    activity.retire_when_idle = True
+    if activity.close_if_idle(own=1):
+        os.kill(os.getpid(), signal.SIGTERM)  # `needle owner run` stops its routes and removes its record
+        return {"exiting": True}
+    from needle.http.service import get_needle
+
+    others = max(activity.running - 1, 1)
+    busy = f"{others} request{'s' if others > 1 else ''} under way{_run_under_way(get_needle())}"
+    return {"exiting": False, "busy": busy}
 
 
 async def _stream(arguments: dict[str, Any], cwd: str, tty: bool) -> AsyncIterator[bytes]:
@@ -298,4 +351,4 @@ def _run_under_way(needle: Any) -> str:
     return ": " + index_run_line(run)
 
 
-__all__ = ["ACTIVITY", "EXCLUSIVE", "WRITES_PAUSED", "Activity", "ActivityMiddleware", "CLI_PATH", "execute", "owner_routes"]
+__all__ = ["ACTIVITY", "EXITING", "RETIRE_PATH", "retire_answer", "EXCLUSIVE", "WRITES_PAUSED", "Activity", "ActivityMiddleware", "CLI_PATH", "execute", "owner_routes"]
