@@ -73,8 +73,8 @@ def other_code(record: records.OwnerRecord, location: Location) -> records.Owner
               f"this code (stop it, then run `needle {record.command or 'serve'}` again)", file=sys.stderr)
         return record
     answer = _retire(record)
-    if answer.get("exiting"):
-        gone(record)
+    if answer.get("exiting"):  # it refuses every request from now on: stop it as `needle owner stop` does
+        records.stop_owner(record, EXIT_WAIT)
         return None
     busy = answer.get("busy") or "an owner from before code stamps"
     ending = ("it exits once idle, and the next command starts one with this code" if "busy" in answer
@@ -271,20 +271,23 @@ def start_owner(
 def _wait_started(location: Location, process: Popen[bytes], ready: int, timeout: float) -> records.OwnerRecord | None:
     """
     Wait for the owner just started to answer: it writes to the `ready` pipe once it does (or closes it as it
-    ends), so that no polling interval is added to the command's wait; the record is checked then.
+    ends), so that no polling interval is added to the command's wait; the record is checked then (not
+    before: a staged owner answers its challenge before it is ready for everything it was started for).
     """
     import select
 
     deadline = time.monotonic() + timeout
-    closed = False
+    told = False
     while time.monotonic() < deadline:
-        if closed:  # the owner wrote and closed its end: it answers, or it ends (a failed start)
+        if told:  # it wrote and closed its end: it answers (or it ended, a failed start)
             time.sleep(0.05)
         elif select.select([ready], [], [], min(1.0, max(0.0, deadline - time.monotonic())))[0]:
-            closed = not os.read(ready, 64)
-        record = records.live_owner(location)
-        if record is not None:
-            return record
+            os.read(ready, 64)
+            told = True
+        if told:
+            record = records.live_owner(location)
+            if record is not None:
+                return record
         if process.poll() is not None:
             return None
     return None

@@ -95,12 +95,16 @@ def test_an_idle_background_owner_of_other_code_is_replaced_by_one_of_this_code(
     assert new["pid"] != old["pid"] and new["code"] == code_stamp() and new["command"] == "background"
 
 
-def test_an_owner_the_user_started_is_used_with_one_line_on_restarting_it(data, other_code):
-    watch = subprocess.Popen([sys.executable, "-m", "needle.cli", "watch"], cwd=other_code,
-                             env=environment(data, other_code), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+def test_an_owner_the_user_started_is_used_with_one_line_on_restarting_it(data, other_code, tmp_path):
+    log = tmp_path / "watch.log"
+    with open(log, "w") as output:  # a file, not a pipe: a pipe nobody reads would stop the owner when full
+        watch = subprocess.Popen([sys.executable, "-m", "needle.cli", "watch"], cwd=other_code,
+                                 env=environment(data, other_code), stdout=subprocess.DEVNULL, stderr=output)
     try:
-        line = watch.stderr.readline()  # "needle watch: watching the collections (pid N) ..." once it answers
-        assert "watching the collections" in line, line + watch.stderr.read()
+        deadline = time.monotonic() + 300
+        while "watching the collections" not in log.read_text() and watch.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "watching the collections" in log.read_text(), log.read_text()[-3000:]
         done = run(data, "search", "certbot renew", "-n", "2")
         assert done.returncode == 0, done.stderr
         assert "certbot-tls-renewal.md" in done.stdout

@@ -203,16 +203,15 @@ def owner_routes(owner: OwnerRecord) -> list[Any]:
 
 def retire_answer(activity: Activity) -> dict[str, Any]:
     """
-    A background owner asked to make way for other code (`POST /needle/retire`): it exits now when idle (this
-    request aside), else once the requests under way end (an index run is not cut short).
+    A background owner asked to make way for other code (`POST /needle/retire`): it closes now when idle (this
+    request aside: new requests are refused from now on, and the caller stops the process with SIGTERM, as
+    `needle owner stop` does), else it is marked
+    to exit once the requests under way end (an index run is not cut short).
 
     :returns: `{"exiting": true}`, or `{"exiting": false, "busy": LINE}` saying what runs.
     """
-    import signal
-
     activity.retire_when_idle = True
     if activity.close_if_idle(own=1):
-        os.kill(os.getpid(), signal.SIGTERM)  # `needle owner run` stops its routes and removes its record
         return {"exiting": True}
     from needle.http.service import get_needle
 
