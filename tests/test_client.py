@@ -20,6 +20,7 @@ import pytest
 from needle import owner
 from needle.locate import Location, locate
 from needle.settings import load_settings
+from needle.stamp import code_stamp
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -122,7 +123,7 @@ def write_record(data: Path, pid: int, port: int, token: str = "the-token", host
     path = data / owner.OWNER_FILE
     record = owner.OwnerRecord(
         pid=pid, address=f"http://{host}:{port}", token=token, started="x", command="background",
-        pid_start=owner.pid_start(pid),
+        pid_start=owner.pid_start(pid), code=code_stamp(),  # an owner of this code: not asked to make way
     )
     owner.write(path, record)
     return path
