@@ -114,3 +114,28 @@ def test_an_owner_the_user_started_is_used_with_one_line_on_restarting_it(data, 
     finally:
         watch.send_signal(signal.SIGTERM)
         watch.wait(timeout=60)
+
+
+def test_a_busy_background_owner_of_other_code_is_used_with_one_line_then_exits_once_idle(data, other_code):
+    started = run(data, "owner", "start", code=other_code)
+    assert started.returncode == 0, started.stderr
+    old = record(data)
+    indexing = subprocess.Popen([sys.executable, "-m", "needle.cli", "index", "--rebuild"], cwd=other_code,
+                                env=environment(data, other_code), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while indexing.poll() is None and time.monotonic() < deadline:
+            status = run(data, "status", "--json", code=other_code)
+            if status.returncode == 0 and json.loads(status.stdout).get("index_run"):
+                break
+        assert indexing.poll() is None, "the index run ended before the command came"
+        done = run(data, "search", "certbot renew", "-n", "2")
+        first = done.stderr.splitlines()[0]
+        assert f"the owner (pid {old['pid']}, needle background) runs other code" in first
+        assert "busy (1 request under way: index run under way" in first and "goes through it" in first
+        assert record(data)["pid"] == old["pid"]  # not stopped mid-run
+        assert indexing.wait(timeout=600) == 0
+        assert gone(old["pid"], timeout=30)  # it made way once idle
+    finally:
+        if indexing.poll() is None:
+            indexing.kill()
