@@ -440,6 +440,10 @@ def run_owner(first: list[str] | None = None, ready_fd: int | None = None) -> in
         if first is None:
             server.build_full()
         else:
+            from needle.http.service import get_needle
+
+            for name in first:  # one instance of the command's graph before it is told to come
+                get_needle().pipeline(name)  # type: ignore[attr-defined]
             threading.Thread(target=_complete_after_first_request, args=(server,), name="needle-warm", daemon=True).start()
         _tell_ready(ready)
         print(f"needle owner: holding the index (pid {record.pid}) at {record.address}; exits after "
