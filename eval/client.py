@@ -345,6 +345,32 @@ def plot(rows: dict[str, list[dict[str, Any]]], path: Path) -> None:
     print(f"wrote {path}")
 
 
+def plot_first(rows: list[dict[str, Any]], path: Path) -> None:
+    """Bars: per command, its own process against the first call that starts an owner (now and before)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(matplotlib is not installed: no chart)")
+        return
+    names = list(dict.fromkeys(r["command"] for r in rows))
+    modes = list(dict.fromkeys(r["mode"] for r in rows))
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    width = 0.8 / len(modes)
+    for i, mode in enumerate(modes):
+        found = {r["command"]: r["wall_s"] for r in rows if r["mode"] == mode}
+        ax.bar([x + i * width for x in range(len(names))], [found.get(n, 0) for n in names], width, label=mode)
+    ax.set_xticks([x + width * (len(modes) - 1) / 2 for x in range(len(names))], names)
+    ax.set_ylabel("seconds, whole process (median)")
+    ax.legend()
+    ax.set_title("the first call, which starts the owner, against the command in its own process")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"wrote {path}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="notes and data folder")
@@ -379,6 +405,7 @@ def main() -> int:
             for row in results["first_calls"]:
                 print(f"{row['command']} {row['mode']}: {row['wall_s']:.2f} s (median of {row['runs']}: {row['each_s']}), "
                       f"{row['peak_mb']:.0f} MB, exit {row['exit_codes']}")
+            plot_first(results["first_calls"], RESULTS / "client-first.png")
         if "breakdown" in parts:
             results["owner_start_breakdown"] = breakdown(data, args.repeat)
             for row in results["owner_start_breakdown"]:

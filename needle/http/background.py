@@ -237,6 +237,11 @@ def _own_or_join(watch: bool) -> BackgroundServer | None:
             record = records.wait_for_owner(settings, OWNER_WAIT_SECONDS)
             if record is None:
                 raise
+    from needle.stamp import code_stamp
+
+    if record.code != code_stamp():
+        logger.warning("The owner (pid %s, needle %s) runs other code than this needle mcp (started before Needle "
+                       "changed): its tools may not match; restart it to use this code", record.pid, record.command or "serve")
     logger.info("The index is open in process %s: serving its tools through %s", record.pid, record.address)
     use_needle(RemoteNeedle(settings, record, on_gone=lambda: _take_over(settings, watch)))
     if settings.owner.standby:
