@@ -18,7 +18,8 @@ folders) are indexed once. Then, per command, whole process (`python -m needle.c
 driven by the MCP SDK's own stdio client; the owner's is closed (`--settle` seconds after the other's
 first answer), then the other's `search` tool is called every 0.1 s: the time until it answers again and the calls that failed after that (median of `--repeat`).
 `first`: the first call against the command in-process, interleaved run by run (`--before CHECKOUT` adds the
-first call of another checkout's code). `breakdown`: when each step of a background owner's start-up ends.
+first call of another checkout's code). `through`: commands through a running owner, this code against
+`--before`'s, interleaved. `breakdown`: when each step of a background owner's start-up ends.
 `startup`: what a command sent to an owner spends before its request leaves (`STARTUP`), median of `--repeat`.
 """
 
@@ -162,6 +163,28 @@ def first_calls(data: Path, repeat: int, before: Path | None = None) -> list[dic
     stop_owner(data)
     return [{**median_row(name, found), "mode": column, "each_s": [round(r[0], 2) for r in found]}
             for (name, column), found in runs.items()]
+
+
+def through_owner(data: Path, repeat: int, before: Path) -> list[dict[str, Any]]:
+    """
+    `search`, `get` and `query` through a running owner, this code against `before`'s (its owner and its
+    client), interleaved: per repeat and checkout, an owner is started (`needle owner start`), each command
+    run once to warm it, then timed `TIMED_PER_START` times; medians over every timed run.
+    """
+    runs: dict[tuple[str, str], list[tuple[float, float, int]]] = {}
+    for _ in range(repeat):
+        for column, repo in (("now", REPO), ("before", before)):
+            stop_owner(data)
+            env = environment(data, True, repo)
+            subprocess.run([sys.executable, "-m", "needle.cli", "owner", "start"], cwd=repo, env=env, capture_output=True, check=True)
+            for name in ("search", "get", "query"):
+                timed(COMMANDS[name], env, repo)
+                runs.setdefault((name, column), []).extend(timed(COMMANDS[name], env, repo) for _ in range(TIMED_PER_START))
+    stop_owner(data)
+    return [{**median_row(name, found), "mode": column} for (name, column), found in runs.items()]
+
+
+TIMED_PER_START = 3
 
 
 # The steps a background owner takes before it answers its first command (`needle owner run --first=search`),
@@ -378,7 +401,8 @@ def main() -> int:
     parser.add_argument("--notes", type=int, default=7200)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--during-notes", type=int, default=1500)
-    parser.add_argument("--only", choices=("commands", "first", "breakdown", "during", "handover", "startup"), action="append")
+    parser.add_argument("--only", choices=("commands", "first", "through", "breakdown", "during", "handover", "startup"),
+                        action="append")
     parser.add_argument("--before", type=Path, default=None, metavar="CHECKOUT",
                         help="first: also time the first call of another checkout's code, interleaved")
     parser.add_argument("--settle", type=float, default=0.0,
@@ -406,6 +430,12 @@ def main() -> int:
                 print(f"{row['command']} {row['mode']}: {row['wall_s']:.2f} s (median of {row['runs']}: {row['each_s']}), "
                       f"{row['peak_mb']:.0f} MB, exit {row['exit_codes']}")
             plot_first(results["first_calls"], RESULTS / "client-first.png")
+        if "through" in parts:
+            if args.before is None:
+                parser.error("--only through needs --before CHECKOUT")
+            results["through_owner_against_before"] = through_owner(data, args.repeat, args.before)
+            for row in results["through_owner_against_before"]:
+                print(f"{row['command']} {row['mode']}: {row['wall_s']:.3f} s (median of {row['runs']}), {row['peak_mb']:.0f} MB")
         if "breakdown" in parts:
             results["owner_start_breakdown"] = breakdown(data, args.repeat)
             for row in results["owner_start_breakdown"]:

@@ -328,6 +328,8 @@ def owner_command(action: str) -> int:
     line = f"owner: pid {record.pid} (needle {record.command or 'serve'}) at {record.address} since {record.started}"
     if record.command == records.BACKGROUND:
         line += f"; exits after {location.idle_minutes:g} min without a request; log {location.data_dir / OWNER_LOG}"
+    if record.code != code_stamp():
+        line += "; it runs other code than this needle (started before Needle changed)"
     print(line)
     return 0
 

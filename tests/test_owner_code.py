@@ -87,6 +87,8 @@ def test_an_idle_background_owner_of_other_code_is_replaced_by_one_of_this_code(
     assert started.returncode == 0, started.stderr
     old = record(data)
     assert old["command"] == "background" and old["code"] != code_stamp()
+    shown = run(data, "owner")
+    assert shown.returncode == 0 and shown.stdout.rstrip().endswith("it runs other code than this needle (started before Needle changed)")
     done = run(data, "search", "certbot renew", "-n", "2")
     assert done.returncode == 0, done.stderr
     assert "certbot-tls-renewal.md" in done.stdout and done.stderr == ""
