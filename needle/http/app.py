@@ -193,6 +193,7 @@ def create_app(
     from hayhooks.settings import settings as hayhooks_settings
     from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+    from needle.http.run_routes import lean_run_routes
     from needle.mcp import http_routes
 
     serve_settings = load_settings().serve
@@ -235,6 +236,7 @@ def create_app(
                 missing = [name for name in expected if registry.get(name) is None]
                 if missing:
                     raise RuntimeError(f"endpoints {', '.join(missing)} failed to load; see the messages above")
+                lean_run_routes(app_, registry)  # the same answers without hayhooks' per-request logging and tracing
                 with watching(watch):
                     async with mcp_lifespan():
                         yield
