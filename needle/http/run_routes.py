@@ -38,8 +38,10 @@ def _endpoint(run_api: Callable[..., Any], request_model: type[BaseModel], route
 
     async def run(run_req: BaseModel) -> Response:
         result = await run_in_threadpool(run_api, **run_req.model_dump())
-        answer = route().response_model(result=result)  # validated once, as hayhooks' route does
-        return Response(content=route().response_field.serialize_json(answer), media_type=JSON)
+        built = route()
+        answer = built.response_model(result=result)  # validated once, as hayhooks' route does
+        assert built.response_field is not None  # the route has a response model
+        return Response(content=built.response_field.serialize_json(answer), media_type=JSON)
 
     run.__annotations__ = {"run_req": request_model, "return": Response}  # FastAPI reads the body's model here
     return handle_pipeline_exceptions()(run)
@@ -58,7 +60,7 @@ def lean_route(old: APIRoute, run_api: Callable[..., Any], request_model: type[B
     new = APIRoute(
         old.path,
         _endpoint(run_api, request_model, lambda: built[0]),
-        methods=list(old.methods),
+        methods=sorted(old.methods or {"POST"}),
         name=old.name,
         response_model=old.response_model,
         tags=list(old.tags),
