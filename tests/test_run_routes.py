@@ -98,3 +98,14 @@ def test_the_lean_route_writes_no_line_with_the_request_to_the_log(clients):
         assert "private words" in lines.getvalue()  # what the generic route would have written
     finally:
         log.remove(sink)
+
+
+@pytest.mark.parametrize("env, asked", [({}, False), ({"HAYHOOKS_LOG_LEVEL": "INFO"}, True), ({"LOG": "DEBUG"}, True)])
+def test_a_log_level_set_for_debugging_keeps_hayhooks_routes_and_their_lines(monkeypatch, env, asked):
+    from needle.http.app import logs_asked_for
+
+    for name in ("HAYHOOKS_LOG_LEVEL", "LOG"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert logs_asked_for() is asked
