@@ -108,10 +108,15 @@ class NeedlePipeline(Pipeline):
         self._changed((component_name,))
         return Pipeline._consume_component_inputs(component_name, component, inputs, is_resume)
 
-    def _write_component_outputs(self, *, receivers: Sequence[tuple[str, Any, Any, Any]], **kwargs: Any) -> Mapping[str, Any]:
-        """Haystack's, noting that the receivers' inputs change."""
-        self._changed(receiver for receiver, *_ in receivers)
-        return super()._write_component_outputs(receivers=receivers, **kwargs)
+    def _write_component_outputs(
+        self, *, component_name: str, receivers: Sequence[tuple[str, Any, Any, Any]], **kwargs: Any
+    ) -> Mapping[str, Any]:
+        """
+        Haystack's, noting that the receivers' inputs change, and the stage's visit count (an async run counts
+        a visit when the stage returns, after its inputs were consumed).
+        """
+        self._changed((component_name, *(receiver for receiver, *_ in receivers)))
+        return super()._write_component_outputs(component_name=component_name, receivers=receivers, **kwargs)
 
     def run(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """Haystack's run; the run's priorities are let go of at its end (they hold its documents)."""
