@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from haystack import Document, Pipeline, component
 
 from components.result_cutoff import ResultCutoff
@@ -152,6 +153,8 @@ class TestNeedlePipelineScheduling:
     def test_an_async_run_gives_haystacks_outputs_too(self):
         import asyncio
 
+        if not hasattr(Pipeline, "run_async"):
+            pytest.skip("this Haystack's Pipeline has no async run")
         data = {"entry": {"value": 0}, "a": {"value": 10}}
         ours = asyncio.run(_loop(NeedlePipeline).run_async(data, include_outputs_from={"add"}))
         theirs = asyncio.run(_loop(Pipeline).run_async(data, include_outputs_from={"add"}))
