@@ -372,9 +372,19 @@ class ConfidenceScorer:
             )
 
     def _embed(self, texts: list[str]) -> list[Any]:
-        """The texts' vectors by the dense model (loaded on first use)."""
+        """
+        The texts' vectors by the dense model (loaded on first use), in batches of 4 texts of similar length:
+        a batch is padded to its longest text, so one long line would otherwise make every short one cost as
+        much (`python eval/confidence_cost.py`).
+        """
         self.warm_up()
-        return list(self._dense.embed(texts, progress_bar=False))
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors: list[Any] = [None] * len(texts)
+        for start in range(0, len(order), 4):
+            batch = order[start : start + 4]
+            for i, vector in zip(batch, self._dense.embed([texts[i] for i in batch], progress_bar=False), strict=True):
+                vectors[i] = vector
+        return vectors
 
     def combine(self, signals: dict[str, float], coverage: float | None = None) -> float:
         """
