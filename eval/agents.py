@@ -60,7 +60,7 @@ TRAIN = (REPO / "eval" / "golden" / "train.yml", REPO / "eval" / "golden" / "fil
 TRAIN_PAIRS = 90
 L2 = 1.0
 RESULTS = REPO / "eval" / "results"
-GRAPHS = ("search", "vsearch", "query")
+GRAPHS = ("search", "vsearch", "vsearch-sentence", "query")
 PARTS = ("tools", "start", "confidence", "snippets")
 TOP = 3
 BEFORE: Path | None = None  # --before: a checkout whose snippet extractor the snippets are compared with
@@ -175,7 +175,8 @@ def confidence(needle: Any, golden: Any) -> dict[str, Any]:
     report: dict[str, Any] = {}
     graphs = [(graph, graph) for graph in GRAPHS]
     if BEFORE:
-        graphs += [(f"{graph} (before)", str(BEFORE / "pipelines" / f"{graph}.yml")) for graph in GRAPHS]
+        graphs += [(f"{graph} (before)", str(BEFORE / "pipelines" / f"{graph}.yml")) for graph in GRAPHS
+                   if (BEFORE / "pipelines" / f"{graph}.yml").exists()]
     ranked: dict[str, list[Any]] = {}
     for name, graph in graphs:
         single, by_difficulty, ranked[name] = [], {}, []

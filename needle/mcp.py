@@ -77,7 +77,7 @@ LABEL_MEANING = (
     "PASS means a top-3 hit very likely answers: questions about subjects the notes lack reached PASS at most 3 "
     "times in 100. A label other than PASS does not mean the notes lack the answer: of test questions a top-3 hit "
     "answered, `search` labelled 1 in 20 otherwise (1 in 8 parts of multi-part questions), `query` 1 in 5 (1 in 6 "
-    "parts, with decompose), `vsearch` 1 in 5 (1 in 3 parts), most often questions that share no word with the note; "
+    "parts, with decompose), `vsearch` 1 in 4 to 2 in 5, most often questions that share no word with the note; "
     "so read the top snippets before saying the notes lack it. A multi-part question's label speaks for the part "
     "its top hit answers best: check that each part has its hit."
 )
