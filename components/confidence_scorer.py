@@ -4,14 +4,20 @@ import math
 import re
 from typing import Any
 
+import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
+from haystack_integrations.components.embedders.fastembed.embedding_backend.fastembed_backend import (
+    _FastembedEmbeddingBackendFactory,
+)
 
 from components._scores import query_terms
+from components.llm_cache import load_component
+from components.snippet_extractor import is_content
 
 # The signals, each on 0..1; a weight per signal (and a bias) in the graph's YAML.
 FEATURES = (
     "rerank", "cosine", "bm25", "unknown", "exact", "exact_missing", "agreement", "support", "margin", "filter",
-    "words", "words_unseen",
+    "words", "words_unseen", "sentence",
 )
 
 # Exact terms of a query: quoted phrases, and identifiers (words with a digit, an underscore, an inner dot,
@@ -117,6 +123,25 @@ def _score(doc: Document) -> float:
     return float(rerank if rerank is not None else doc.score or 0.0)
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_BULLET = re.compile(r"^\s*(?:[-*+>|]|\d+[.)])\s+")
+
+
+def sentences_of(text: str, limit: int = 40) -> list[str]:
+    """
+    A chunk's sentences: its lines that carry content (no heading, fence, rule or blank line), split at
+    sentence ends, list markers dropped, the first `limit` of more than 3 characters.
+    """
+    out: list[str] = []
+    for line in (text or "").split("\n"):
+        if not is_content(line):
+            continue
+        for piece in _SENTENCE_END.split(_BULLET.sub("", line)):
+            if len(piece.strip()) > 3 and len(out) < limit:
+                out.append(piece.strip())
+    return out
+
+
 def collect_signals(
     documents: list[Document],
     query: str,
@@ -126,6 +151,8 @@ def collect_signals(
     support_depth: int = 4,
     support_min: float = 0.5,
     sub_questions: list[str] | None = None,
+    embed: Any = None,
+    max_sentences: int = 24,
 ) -> dict[str, float]:
     """
     Every signal that can be read for the top result (a missing one is left out).
@@ -137,6 +164,10 @@ def collect_signals(
     :param filters_engaged: Whether a metadata filter narrowed the search.
     :param sub_questions: The parts a multi-part question was split into: the word signals are those of the
         part the top result holds best.
+    :param embed: A function embedding texts (`list[str] -> vectors`) with the index's dense model: the
+        `sentence` signal is the best cosine between the query (or one of its parts) and one sentence of
+        the top result; left out without it.
+    :param max_sentences: At most this many sentences of the top result are embedded.
     :returns: Signal name → value on 0..1.
     """
     if not documents:
@@ -167,7 +198,23 @@ def collect_signals(
     lexical = [_lexical(asked, _text(top), texts) for asked in (sub_questions or [query])]
     best: dict[str, float] = max(lexical, key=lambda read: (read.get("words", 0.0), read.get("exact", 0.0)))
     signals.update(best)
+    if embed is not None:
+        sentence = _best_sentence(embed, [query, *(sub_questions or [])], top.content or "", max_sentences)
+        if sentence is not None:
+            signals["sentence"] = sentence
     return signals
+
+
+def _best_sentence(embed: Any, asked: list[str], text: str, max_sentences: int) -> float | None:
+    """The best cosine between one of the asked texts and one sentence of `text` (clamped to 0..1)."""
+    found = sentences_of(text, max_sentences)
+    if not found:
+        return None
+    asked = list(dict.fromkeys(asked))
+    vectors = np.asarray(embed([*asked, *found]), dtype=np.float32)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    best = float((vectors[len(asked) :] @ vectors[: len(asked)].T).max())
+    return min(max(best, 0.0), 1.0)
 
 
 def _lexical(query: str, top: str, pool: list[str]) -> dict[str, float]:
@@ -207,7 +254,10 @@ class ConfidenceScorer:
     files, how many other files carry evidence of their own, its lead over the second result, whether a
     metadata filter narrowed the search, the share of the query's words (or their stems) the top result holds
     and the share no candidate holds (a question about something the notes never mention, also where no
-    BM25 ran). It combines them by logistic regression,
+    BM25 ran), and, with `sentence_check`, the query's best cosine with one sentence of the top result by the
+    index's dense model (`sentence`: a paraphrase sharing no word with its note still finds the sentence
+    that answers it, while a question that only shares a stock phrase with a chunk, "which tools do I need
+    for ...", finds no such sentence). It combines them by logistic regression,
     `sigmoid(bias + sum(weight * signal))`, whose weights are fitted per graph on labelled queries
     (`needle eval calibration --fit`), so the number reads as a probability. A missing signal adds nothing.
     When an answer was generated, its claim coverage scales the result by
@@ -230,6 +280,14 @@ class ConfidenceScorer:
         agreement_depth: int = 5,
         support_depth: int = 4,
         support_min: float = 0.5,
+        sentence_check: bool = False,
+        max_sentences: int = 24,
+        dense_model: str = "BAAI/bge-small-en-v1.5",
+        dense_model_kwargs: dict[str, Any] | None = None,
+        dense_local_files_only: bool = False,
+        dense_cache_dir: str | None = None,
+        threads: int | None = None,
+        dense_embedder: Any = None,
     ) -> None:
         """
         Create the scorer.
@@ -241,8 +299,18 @@ class ConfidenceScorer:
         :param agreement_depth: How many leading results the BM25 and vector lists must share to agree fully.
         :param support_depth: How many results after the top one are checked for evidence of their own.
         :param support_min: The cosine or BM25 share a result needs to count as support.
+        :param sentence_check: Read the `sentence` signal: the query's best cosine with one sentence of the
+            top result, by the index's dense model (loaded at warm-up; a graph with a dense model shares it).
+        :param max_sentences: At most this many sentences of the top result are embedded per query.
+        :param dense_model: fastembed model of the sentence check (the index's model, injected).
+        :param dense_model_kwargs: Extra fastembed arguments.
+        :param dense_local_files_only: Load the model without a hub.
+        :param dense_cache_dir: fastembed cache folder.
+        :param threads: ONNX threads.
+        :param dense_embedder: A served query embedder (or its mapping) that embeds in place of the fastembed
+            model, when the index's model runs on a server (`needle.embedders`).
         :raises ValueError: On an unknown signal, a weight or bias that is not a finite number, a
-            `coverage_weight` or `support_min` outside [0, 1], or a depth below 1.
+            `coverage_weight` or `support_min` outside [0, 1], or a depth or `max_sentences` below 1.
         """
         weights = dict(weights or {})
         unknown = set(weights) - set(FEATURES)
@@ -254,7 +322,8 @@ class ConfidenceScorer:
         for name, value in (("coverage_weight", coverage_weight), ("support_min", support_min)):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be within [0, 1], got {value}")
-        for name, value in (("agreement_depth", agreement_depth), ("support_depth", support_depth)):
+        for name, value in (("agreement_depth", agreement_depth), ("support_depth", support_depth),
+                            ("max_sentences", max_sentences)):
             if value < 1:
                 raise ValueError(f"{name} must be > 0, got {value}")
         self.weights = {name: float(value) for name, value in weights.items()}
@@ -263,18 +332,59 @@ class ConfidenceScorer:
         self.agreement_depth = agreement_depth
         self.support_depth = support_depth
         self.support_min = support_min
+        self.sentence_check = sentence_check
+        self.max_sentences = max_sentences
+        self.dense_model = dense_model
+        self.dense_model_kwargs = dense_model_kwargs
+        self.dense_local_files_only = dense_local_files_only
+        self.dense_cache_dir = dense_cache_dir
+        self.threads = threads
+        self.dense_embedder = load_component(dense_embedder, "dense_embedder") if dense_embedder is not None else None
+        self._dense: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
+        from haystack.core.serialization import component_to_dict
+
         return default_to_dict(
             self, weights=self.weights, bias=self.bias, coverage_weight=self.coverage_weight,
             agreement_depth=self.agreement_depth, support_depth=self.support_depth, support_min=self.support_min,
+            sentence_check=self.sentence_check, max_sentences=self.max_sentences, dense_model=self.dense_model,
+            dense_model_kwargs=self.dense_model_kwargs, dense_local_files_only=self.dense_local_files_only,
+            dense_cache_dir=self.dense_cache_dir, threads=self.threads,
+            dense_embedder=component_to_dict(self.dense_embedder, "dense_embedder") if self.dense_embedder else None,
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ConfidenceScorer":
-        """Deserialise the component."""
-        return default_from_dict(cls, data)
+        """Deserialise the component (a served embedder included)."""
+        params = dict(data.get("init_parameters") or {})
+        if params.get("dense_embedder") is not None:
+            params["dense_embedder"] = load_component(params["dense_embedder"], "dense_embedder")
+        return default_from_dict(cls, {**data, "init_parameters": params})
+
+    def warm_up(self) -> None:
+        """Load (or share) the dense model when the sentence check is on; a second call does nothing."""
+        if self._dense is None and self.sentence_check:
+            self._dense = self.dense_embedder or _FastembedEmbeddingBackendFactory.get_embedding_backend(
+                model_name=self.dense_model, cache_dir=self.dense_cache_dir, threads=self.threads,
+                local_files_only=self.dense_local_files_only, model_kwargs=self.dense_model_kwargs,
+            )
+
+    def _embed(self, texts: list[str]) -> list[Any]:
+        """
+        The texts' vectors by the dense model (loaded on first use), in batches of 4 texts of similar length:
+        a batch is padded to its longest text, so one long line would otherwise make every short one cost as
+        much (`python eval/confidence_cost.py`).
+        """
+        self.warm_up()
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors: list[Any] = [None] * len(texts)
+        for start in range(0, len(order), 4):
+            batch = order[start : start + 4]
+            for i, vector in zip(batch, self._dense.embed([texts[i] for i in batch], progress_bar=False), strict=True):
+                vectors[i] = vector
+        return vectors
 
     def combine(self, signals: dict[str, float], coverage: float | None = None) -> float:
         """
@@ -328,7 +438,7 @@ class ConfidenceScorer:
             parts = [str(v["text"]) for v in sub_questions or [] if v.get("origin") != "step_back" and v.get("text")]
             signals = collect_signals(
                 documents, query, candidates, bool(filters_engaged), self.agreement_depth, self.support_depth,
-                self.support_min, parts or None,
+                self.support_min, parts or None, self._embed if self.sentence_check else None, self.max_sentences,
             )
             confidence = self.combine(signals, coverage)
         if coverage is not None:

@@ -21,7 +21,8 @@ class HybridScoreRanker:
 
     Reciprocal rank fusion keeps ranks and throws the scores away, and a file that only one list retrieved
     gets nothing from the other. This ranker asks the store for the exact score of each candidate file's best
-    chunk per signal (one batch of exact searches per signal, one search per file, scores only). The cosine is
+    chunk per signal (one search per file and signal, scores only; every search a store answers, the query
+    terms' best scores included, goes to it in one batch). The cosine is
     divided by the best candidate's; the BM25 score by the best the query could reach (the sum, over its
     terms, of the best single-term score in the index), so a file that matches one incidental word of a
     paraphrased question scores low instead of being stretched to 1 by min-max scaling. It needs no model of
@@ -59,7 +60,7 @@ class HybridScoreRanker:
         """
         Create the ranker.
 
-        :param document_store: A Needle document store; its `best_scores_by()` and `best_term_scores()` are called.
+        :param document_store: A Needle document store; its `best_scores()` runs the requests of `best_scores_by_requests()` and `best_term_score_requests()`.
         :param bm25_weight: Weight of the normalised BM25 score; the cosine gets the rest. At 1.0 the ranker
             needs no dense query embedding, at 0.0 no sparse one.
         :param group_by: Metadata field naming a document's file; candidates are scored per file.
@@ -108,11 +109,6 @@ class HybridScoreRanker:
     def _file(self, doc: Document) -> str:
         return str(doc.meta.get(self.group_by, doc.id))
 
-    def _best_scores(self, store: Any, files: list[str], **query: Any) -> dict[str, float]:
-        """Each file's best score in `store` for one query (files without a scored document are left out)."""
-        scores = store.best_scores_by(self.group_by, files, **query)
-        return {f: score for f, score in zip(files, scores) if score is not None}
-
     def _levels(self) -> list[tuple[str, Any, float]]:
         """(name, store, weight) of each level a signal is read at."""
         if self.file_document_store is None or self.file_weight == 0.0:
@@ -122,36 +118,58 @@ class HybridScoreRanker:
             levels.insert(0, ("chunk", self.document_store, 1.0 - self.file_weight))
         return levels
 
-    def _lexical(self, files: list[str], sparse: SparseEmbedding, trace: dict[str, dict[str, float]]) -> dict[str, float]:
+    def _read(self, files: list[str], sparse: SparseEmbedding | None, dense: QueryVector | None) -> dict[str, dict[str, Any]]:
+        """
+        Every score the signals need, one batch of engine calls per level's store: each file's best BM25 and
+        cosine there (files without a scored document left out) and each query term's best single-term score.
+
+        :returns: level name → `bm25`, `terms`, `cosine` (those the weights need).
+        """
+        read: dict[str, dict[str, Any]] = {}
+        for name, store, _weight in self._levels():
+            lexical = store.best_scores_by_requests(self.group_by, files, query_sparse_embedding=sparse) if sparse is not None else []
+            terms = store.best_term_score_requests(sparse) if sparse is not None else []
+            semantic = store.best_scores_by_requests(self.group_by, files, query_embedding=dense) if dense is not None else []
+            scores = store.best_scores([*lexical, *terms, *semantic])
+            by_file = lambda found: {f: score for f, score in zip(files, found) if score is not None}  # noqa: E731
+            read[name] = {}
+            if sparse is not None:
+                read[name]["bm25"] = by_file(scores[: len(lexical)])
+                read[name]["terms"] = [0.0 if score is None else score for score in scores[len(lexical) : len(lexical) + len(terms)]]
+            if dense is not None:
+                read[name]["cosine"] = by_file(scores[len(lexical) + len(terms) :])
+        return read
+
+    def _lexical(self, files: list[str], read: dict[str, dict[str, Any]], trace: dict[str, dict[str, float]]) -> dict[str, float]:
         """BM25 per file and level, divided by the best score the query could reach there, mixed by level."""
 
-        def normalise(store: Any, scores: dict[str, float], name: str) -> dict[str, float]:
+        def normalise(level: str, scores: dict[str, float], name: str) -> dict[str, float]:
             # The best the query could reach: each term's best single-term score, summed.
-            terms = [float(t) for t in store.best_term_scores(sparse)]
+            terms = [float(t) for t in read[level]["terms"]]
             ceiling = sum(terms)
             trace[f"{name}bm25_ceiling"] = dict.fromkeys(files, ceiling)
             # The share of the query's terms that no document has (the ceiling leaves them out).
             trace[f"{name}bm25_unknown"] = dict.fromkeys(files, sum(1 for t in terms if t <= 0) / len(terms) if terms else 0.0)
             return {f: min(score / ceiling, 1.0) for f, score in scores.items()} if ceiling > 0 else {}
 
-        return self._mix(files, trace, "bm25", normalise, query_sparse_embedding=sparse)
+        return self._mix(files, read, trace, "bm25", normalise)
 
-    def _semantic(self, files: list[str], dense: QueryVector, trace: dict[str, dict[str, float]]) -> dict[str, float]:
+    def _semantic(self, files: list[str], read: dict[str, dict[str, Any]], trace: dict[str, dict[str, float]]) -> dict[str, float]:
         """Cosine per file and level (divided by the best candidate's there, unless `raw`), mixed by level."""
 
-        def normalise(store: Any, scores: dict[str, float], name: str) -> dict[str, float]:
+        def normalise(_level: str, scores: dict[str, float], _name: str) -> dict[str, float]:
             best = max(scores.values(), default=0.0) if self.cosine_scale == "best" else 1.0
             return {f: min(max(score, 0.0) / best, 1.0) for f, score in scores.items()} if best > 0 else {}
 
-        return self._mix(files, trace, "cosine", normalise, query_embedding=dense)
+        return self._mix(files, read, trace, "cosine", normalise)
 
     def _mix(
         self,
         files: list[str],
+        read: dict[str, dict[str, Any]],
         trace: dict[str, dict[str, float]],
         signal: str,
-        normalise: Callable[[Any, dict[str, float], str], dict[str, float]],
-        **query: Any,
+        normalise: Callable[[str, dict[str, float], str], dict[str, float]],
     ) -> dict[str, float]:
         """
         One signal per file, mixed over the levels read.
@@ -162,11 +180,11 @@ class HybridScoreRanker:
         """
         mixed = dict.fromkeys(files, 0.0)
         chunk_values: dict[str, float] = {}
-        for name, store, weight in self._levels():
+        for name, _store, weight in self._levels():
             prefix = "" if name == "chunk" else "file_"
-            scores = self._best_scores(store, files, **query)
+            scores = read[name][signal]
             trace[f"{prefix}{signal}"] = {f: scores.get(f, 0.0) for f in files}
-            values = normalise(store, scores, prefix)
+            values = normalise(name, scores, prefix)
             for f in files:
                 value = values.get(f)
                 if value is None:
@@ -207,15 +225,18 @@ class HybridScoreRanker:
         if self.bm25_weight > 0.0 and query_sparse_embedding is None:
             raise ValueError("HybridScoreRanker needs query_sparse_embedding (its bm25_weight is above 0)")
         files = list(dict.fromkeys(self._file(doc) for doc in documents))
+        read = self._read(
+            files,
+            query_sparse_embedding if self.bm25_weight > 0.0 else None,
+            query_embedding if self.bm25_weight < 1.0 else None,
+        )
         trace: dict[str, dict[str, float]] = {}
         mixed = dict.fromkeys(files, 0.0)
         if self.bm25_weight > 0.0:
-            assert query_sparse_embedding is not None
-            for f, value in self._lexical(files, query_sparse_embedding, trace).items():
+            for f, value in self._lexical(files, read, trace).items():
                 mixed[f] += self.bm25_weight * value
         if self.bm25_weight < 1.0:
-            assert query_embedding is not None
-            for f, value in self._semantic(files, query_embedding, trace).items():
+            for f, value in self._semantic(files, read, trace).items():
                 mixed[f] += (1.0 - self.bm25_weight) * value
         ranked = [
             replace(

@@ -33,7 +33,8 @@ Everything runs on the golden corpus (`needle/demo/notes`, indexed once into the
 to "a top-3 hit answers" on training questions only: `eval/golden/train.yml` (written from the notes, never
 from the golden questions), 90 pairs of them joined (per part), `eval/golden/filters.yml` (filters, dates)
 and the off-topic `train` questions; then moves the bias so that the label's 0.5 is where 3% of those
-off-topic training questions would pass. Nothing is read off the test questions above; the measurements then run with
+off-topic training questions would pass (and, for a graph that reads the `sentence` signal, counts the training
+false alarms of the same fit without it). Nothing is read off the test questions above; the measurements then run with
 the weights written into the graphs.
 """
 
@@ -59,7 +60,7 @@ TRAIN = (REPO / "eval" / "golden" / "train.yml", REPO / "eval" / "golden" / "fil
 TRAIN_PAIRS = 90
 L2 = 1.0
 RESULTS = REPO / "eval" / "results"
-GRAPHS = ("search", "vsearch", "query")
+GRAPHS = ("search", "vsearch", "vsearch-sentence", "query")
 PARTS = ("tools", "start", "confidence", "snippets")
 TOP = 3
 BEFORE: Path | None = None  # --before: a checkout whose snippet extractor the snippets are compared with
@@ -123,30 +124,45 @@ def tune() -> dict[str, Any]:
     its bias so that 0.5, where the label turns PASS, is where `OFFTOPIC_TRAIN_PASS` of the off-topic training
     questions would pass; write the weights and bias into the graph.
     """
-    from needle.evaluation.calibration import (
-        fit_logistic,
-        fitted_features,
-        rescore,
-        write_weights,
-    )
+    from needle.evaluation.calibration import rescore, write_weights
 
     chosen = {}
     for graph in GRAPHS:
         rows = _train_rows(graph)
-        scored_rows = [r for r in rows if r["label"] != "NO_RESULTS"]
-        weights, bias = fit_logistic(scored_rows, fitted_features(scored_rows), l2=L2)
-        scored = rescore(rows, weights, bias, 0.5)
-        off = sorted(r["confidence"] if r["label"] != "NO_RESULTS" else 0.0 for r in scored if r["offtopic"])
-        quantile = off[min(len(off) - 1, math.ceil((1 - OFFTOPIC_TRAIN_PASS) * len(off)))]
-        quantile = min(max(quantile, 1e-6), 1 - 1e-6)
-        bias = round(bias - math.log(quantile / (1 - quantile)), 3)
+        weights, bias = _fit(rows)
         write_weights(graph, weights, bias)
         passed = [r for r in rescore(rows, weights, bias, 0.5) if not r["offtopic"]]
         chosen[graph] = {"weights": weights, "bias": bias, "rows": len(rows),
                          "train_false_alarms": sum(1 for r in passed if r["relevant"] and r["label"] != "PASS"),
                          "train_answered": sum(1 for r in passed if r["relevant"])}
+        if "sentence" in weights:  # what the sentence signal adds: the same fit without it
+            chosen[graph]["train_false_alarms_without_sentence"] = _false_alarms(rows, _fit(rows, without="sentence"))
         print(f"tune: {graph}: {chosen[graph]}", file=sys.stderr)
     return chosen
+
+
+def _fit(rows: list[dict[str, Any]], without: str | None = None) -> tuple[dict[str, float], float]:
+    """
+    The logistic fit of "a top-3 hit answers" on the rows' signals (all but `without`), its bias then moved so
+    that 0.5 is where `OFFTOPIC_TRAIN_PASS` of the off-topic rows would pass.
+    """
+    from needle.evaluation.calibration import fit_logistic, fitted_features, rescore
+
+    scored_rows = [r for r in rows if r["label"] != "NO_RESULTS"]
+    features = [f for f in fitted_features(scored_rows) if f != without]
+    weights, bias = fit_logistic(scored_rows, features, l2=L2)
+    scored = rescore(rows, weights, bias, 0.5)
+    off = sorted(r["confidence"] if r["label"] != "NO_RESULTS" else 0.0 for r in scored if r["offtopic"])
+    quantile = off[min(len(off) - 1, math.ceil((1 - OFFTOPIC_TRAIN_PASS) * len(off)))]
+    quantile = min(max(quantile, 1e-6), 1 - 1e-6)
+    return weights, round(bias - math.log(quantile / (1 - quantile)), 3)
+
+
+def _false_alarms(rows: list[dict[str, Any]], fitted: tuple[dict[str, float], float]) -> int:
+    """How many answered (not off-topic) rows the fitted weights would not PASS."""
+    from needle.evaluation.calibration import rescore
+
+    return sum(1 for r in rescore(rows, *fitted, 0.5) if not r["offtopic"] and r["relevant"] and r["label"] != "PASS")
 
 
 def confidence(needle: Any, golden: Any) -> dict[str, Any]:
@@ -159,7 +175,8 @@ def confidence(needle: Any, golden: Any) -> dict[str, Any]:
     report: dict[str, Any] = {}
     graphs = [(graph, graph) for graph in GRAPHS]
     if BEFORE:
-        graphs += [(f"{graph} (before)", str(BEFORE / "pipelines" / f"{graph}.yml")) for graph in GRAPHS]
+        graphs += [(f"{graph} (before)", str(BEFORE / "pipelines" / f"{graph}.yml")) for graph in GRAPHS
+                   if (BEFORE / "pipelines" / f"{graph}.yml").exists()]
     ranked: dict[str, list[Any]] = {}
     for name, graph in graphs:
         single, by_difficulty, ranked[name] = [], {}, []

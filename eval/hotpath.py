@@ -5,6 +5,7 @@
     python eval/hotpath.py http --data-dir /tmp/hp/data             # p50/p95 per route, server RSS
     python eval/hotpath.py stages --data-dir /tmp/hp/data           # in-process per graph, stage breakdown
     python eval/hotpath.py load --data-dir /tmp/hp/data             # query throughput at 1, 4, 16 clients
+    python eval/hotpath.py scheduling --data-dir /tmp/hp/data       # Haystack's scheduling against Needle's
     python eval/hotpath.py big --data-dir /tmp/hp/big --chunks 300000   # status and RSS at 300k chunks
 
 The corpus: one markdown note per documented function or class of the Python standard library and of the
@@ -364,6 +365,62 @@ def run_stages(args: argparse.Namespace) -> dict[str, Any]:
     return {"timing": timing, "breakdown": breakdown}
 
 
+def run_scheduling(args: argparse.Namespace) -> dict[str, Any]:
+    """
+    Haystack's scheduling against Needle's (`NeedlePipeline._fill_queue`) in one process, on the same warmed
+    graphs: passes over the queries alternate between the two, so both see the same load; p50 per graph and
+    the stages' readiness checks of one query.
+    """
+    from haystack import Pipeline
+    from haystack.core.pipeline.base import PipelineBase
+
+    from needle.graph import NeedlePipeline
+
+    needle = needle_for(args.data_dir)
+    queries = read_queries(args.data_dir)
+    ours = NeedlePipeline.__dict__["_fill_queue"]
+    modes = {"haystack": Pipeline._fill_queue, "needle": ours}
+    out: dict[str, Any] = {}
+    try:
+        for graph in args.graphs:
+            needle.warm(graph)
+            needle.search(queries[0], graph)
+            latencies: dict[str, list[float]] = {mode: [] for mode in modes}
+            for round_ in range(2 * args.repeat):
+                for mode in (("haystack", "needle") if round_ % 2 == 0 else ("needle", "haystack")):
+                    NeedlePipeline._fill_queue = modes[mode]  # type: ignore[method-assign]
+                    for query in queries:
+                        started = time.perf_counter()
+                        needle.search(query, graph)
+                        latencies[mode].append((time.perf_counter() - started) * 1000)
+            checks: dict[str, int] = {}
+            calculate = PipelineBase.__dict__["_calculate_priority"]
+            for mode in modes:
+                counted = [0]
+
+                def counting(comp: Any, comp_inputs: Any, counted: list[int] = counted, original: Any = calculate) -> Any:
+                    counted[0] += 1
+                    return original.__func__(comp, comp_inputs)
+
+                NeedlePipeline._fill_queue = modes[mode]  # type: ignore[method-assign]
+                PipelineBase._calculate_priority = staticmethod(counting)  # type: ignore[method-assign]
+                try:
+                    needle.search(queries[1], graph)
+                finally:
+                    PipelineBase._calculate_priority = calculate  # type: ignore[method-assign]
+                checks[mode] = counted[0]
+            out[graph] = {mode: {"p50": percentile(latencies[mode], 50), "p95": percentile(latencies[mode], 95),
+                                 "checks": checks[mode], "n": len(latencies[mode])} for mode in modes}
+    finally:
+        NeedlePipeline._fill_queue = ours  # type: ignore[method-assign]
+    print(f"\nscheduling, in-process, {len(queries)} queries x {args.repeat} passes each, alternating")
+    print("| graph | p50 Haystack's | p50 Needle's | p95 Haystack's | p95 Needle's | readiness checks a query |\n|---|---|---|---|---|---|")
+    for graph, row in out.items():
+        h, n = row["haystack"], row["needle"]
+        print(f"| {graph} | {h['p50']:.1f} | {n['p50']:.1f} | {h['p95']:.1f} | {n['p95']:.1f} | {h['checks']} → {n['checks']} |")
+    return out
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Over HTTP: each route against `needle serve`
 
@@ -599,10 +656,11 @@ def build_index(data_dir: Path, notes: Path) -> int:
     return 0
 
 
-def plot(before: str, after: str, out: Path) -> None:
+def plot(before: str, after: str, out: Path, http: bool = False) -> None:
     """
-    Bars of in-process p50 per graph and of `status`, and of query throughput per client count, before and
-    after: medians over every run whose label starts with `before` / `after` (`before-1`, `before-2`...).
+    Bars of in-process p50 per graph and of `status` (with `http`: p50 per route over HTTP), and of query
+    throughput per client count, before and after: medians over every run whose label starts with `before` /
+    `after` (`before-1`, `before-2`...).
     """
     import matplotlib
 
@@ -617,16 +675,19 @@ def plot(before: str, after: str, out: Path) -> None:
 
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     width = 0.38
-    names = [*GRAPHS, "status"]
+    names = list(ROUTES) if http else [*GRAPHS, "status"]
     for offset, label in ((-width / 2, before), (width / 2, after)):
-        heights = [
-            median(label, lambda run, g=g: run.get("stages", {}).get("timing", {}).get(g, {}).get("p50")) for g in GRAPHS
-        ] + [median(label, lambda run: run.get("status", {}).get("in_process_ms") if run.get("status", {}).get("chunks", 0) < 100_000 else None)]
+        if http:
+            heights = [median(label, lambda run, r=r: run.get("http", {}).get("routes", {}).get(r, {}).get("p50")) for r in ROUTES]
+        else:
+            heights = [
+                median(label, lambda run, g=g: run.get("stages", {}).get("timing", {}).get(g, {}).get("p50")) for g in GRAPHS
+            ] + [median(label, lambda run: run.get("status", {}).get("in_process_ms") if run.get("status", {}).get("chunks", 0) < 100_000 else None)]
         bars = left.bar([i + offset for i in range(len(names))], heights, width, label=label)
         left.bar_label(bars, fmt="%.0f", fontsize=8)
     left.set_xticks(range(len(names)), names)
-    left.set_ylabel("p50 ms, in-process (shared, loaded machine)")
-    left.set_title("latency per graph, and status")
+    left.set_ylabel(f"p50 ms, {'over HTTP, one client' if http else 'in-process'} (shared, loaded machine)")
+    left.set_title("latency per route" if http else "latency per graph, and status")
     left.legend()
     clients = ["1", "4", "16"]
     for offset, label in ((-width / 2, before), (width / 2, after)):
@@ -665,14 +726,15 @@ def main(argv: list[str] | None = None) -> int:
     for name, helps in (("stages", "in-process timing per graph with the stage breakdown"),
                         ("http", "p50/p95 per route over HTTP and the server's RSS"),
                         ("load", "query throughput at several client counts"),
-                        ("status", "status in-process and over HTTP, and the serving RSS")):
+                        ("status", "status in-process and over HTTP, and the serving RSS"),
+                        ("scheduling", "Haystack's scheduling against Needle's, alternating in one process")):
         command = sub.add_parser(name, help=helps)
         command.add_argument("--data-dir", type=Path, required=True)
         command.add_argument("--repeat", type=int, default=3, help="runs; medians are reported")
         command.add_argument("--label", default="", help="a name for this run in the JSON report")
         command.add_argument("--save", type=Path, default=ROOT / "eval" / "results" / "hotpath.json",
                              help="the results file this run is added to")
-        if name == "stages":
+        if name in ("stages", "scheduling"):
             command.add_argument("--graphs", nargs="+", default=list(GRAPHS))
         if name == "status":
             command.add_argument("--calls", type=int, default=20)
@@ -686,20 +748,22 @@ def main(argv: list[str] | None = None) -> int:
     drawn.add_argument("--before", default="before")
     drawn.add_argument("--after", default="after")
     drawn.add_argument("--out", type=Path, default=ROOT / "eval" / "results" / "hotpath.png")
+    drawn.add_argument("--http", action="store_true", help="latency per route over HTTP instead of per graph in-process")
     dump = sub.add_parser("results", help="write every graph's answers; --compare checks them against a dump")
     dump.add_argument("--data-dir", type=Path, required=True)
     dump.add_argument("--out", type=Path, required=True)
     dump.add_argument("--compare", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.command == "plot":
-        plot(args.before, args.after, args.out)
+        plot(args.before, args.after, args.out, http=args.http)
         return 0
     if args.command == "big":
         return build_big(args.data_dir, args.chunks)
     if args.command == "results":
         return dump_results(args.data_dir, args.out, args.compare)
-    if args.command in ("stages", "http", "load", "status"):
-        result = {"stages": run_stages, "http": run_http, "load": run_load, "status": run_status}[args.command](args)
+    if args.command in ("stages", "http", "load", "status", "scheduling"):
+        result = {"stages": run_stages, "http": run_http, "load": run_load, "status": run_status,
+                  "scheduling": run_scheduling}[args.command](args)
         save(args.command, args.label, result, args.save)
         return 0
     if args.command == "build":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from haystack import Document, Pipeline, component
 
 from components.result_cutoff import ResultCutoff
@@ -86,3 +87,99 @@ class TestNeedlePipeline:
         loaded = loads_pipeline(graph.dumps())
         assert isinstance(loaded, NeedlePipeline)
         assert loaded.run({"cutoff": {"documents": DOCS}})["cutoff"]["documents"] == DOCS[:2]
+
+
+RUNS: list[str] = []
+
+
+@component
+class Step:
+    """Adds one to a number, noting that it ran."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @component.output_types(value=int)
+    def run(self, value: int) -> dict[str, int]:
+        RUNS.append(self.name)
+        return {"value": value + 1}
+
+
+@component
+class Below:
+    """Sends a number back round the loop until it reaches `limit`, then out."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    @component.output_types(again=int, done=int)
+    def run(self, value: int) -> dict[str, int]:
+        RUNS.append("below")
+        return {"again": value} if value < self.limit else {"done": value}
+
+
+def _loop(cls: type[Pipeline]) -> Pipeline:
+    """A loop (a branch joiner, two steps, a router back to the joiner) beside a chain of three steps."""
+    from haystack.components.joiners import BranchJoiner
+
+    graph = cls()
+    graph.add_component("entry", BranchJoiner(int))
+    graph.add_component("add", Step("add"))
+    graph.add_component("twice", Step("twice"))
+    graph.add_component("below", Below(limit=7))
+    graph.connect("entry.value", "add.value")
+    graph.connect("add.value", "twice.value")
+    graph.connect("twice.value", "below.value")
+    graph.connect("below.again", "entry.value")
+    for name in ("a", "b", "c"):
+        graph.add_component(name, Step(name))
+    graph.connect("a.value", "b.value")
+    graph.connect("b.value", "c.value")
+    return graph
+
+
+class TestNeedlePipelineScheduling:
+    @staticmethod
+    def _run(cls: type[Pipeline]) -> tuple[dict, list[str]]:
+        RUNS.clear()
+        output = _loop(cls).run({"entry": {"value": 0}, "a": {"value": 10}}, include_outputs_from={"add"})
+        return output, list(RUNS)
+
+    def test_stages_run_in_haystacks_order_with_its_outputs_loops_included(self):
+        ours, theirs = self._run(NeedlePipeline), self._run(Pipeline)
+        assert ours == theirs and ours[0]["below"] == {"done": 8} and ours[0]["c"] == {"value": 13}
+        assert ours[1].count("below") == 4
+
+    def test_an_async_run_gives_haystacks_outputs_too(self):
+        import asyncio
+
+        if not hasattr(Pipeline, "run_async"):
+            pytest.skip("this Haystack's Pipeline has no async run")
+        data = {"entry": {"value": 0}, "a": {"value": 10}}
+        ours = asyncio.run(_loop(NeedlePipeline).run_async(data, include_outputs_from={"add"}))
+        theirs = asyncio.run(_loop(Pipeline).run_async(data, include_outputs_from={"add"}))
+        assert ours == theirs and ours["below"] == {"done": 8}
+
+    def test_a_stage_s_readiness_is_checked_again_only_when_its_inputs_changed(self, monkeypatch):
+        # Haystack checks every stage after each stage ran (here 7 stages, 19 runs); Needle's graphs check
+        # a stage once at the start and again after it or its one sender ran: at most 7 + 2 a run.
+        from haystack.core.pipeline.base import PipelineBase
+
+        checked: list[str] = []
+        calculate = PipelineBase._calculate_priority
+
+        def counted(comp: dict, comp_inputs: dict) -> object:
+            checked.append(comp["instance"].__class__.__name__)
+            return calculate(comp, comp_inputs)
+
+        monkeypatch.setattr(PipelineBase, "_calculate_priority", staticmethod(counted))
+        self._run(Pipeline)
+        haystack_checks = len(checked)
+        checked.clear()
+        self._run(NeedlePipeline)
+        assert len(checked) <= 7 + 2 * 19 < haystack_checks == 119
+
+    def test_a_run_leaves_no_scheduling_state_behind(self):
+        graph = _loop(NeedlePipeline)
+        graph.run({"entry": {"value": 0}, "a": {"value": 10}})
+        assert graph.__dict__.get("_needle_runs") == {}

@@ -150,6 +150,22 @@ class NeedleStoreMixin:
         :raises ValueError: Unless exactly one query is given, or when the dense vector has the wrong size.
         :raises DocumentStoreError: For a sparse query on a store without sparse vectors.
         """
+        return self.best_scores(self.best_scores_by_requests(field, values, query_embedding, query_sparse_embedding))
+
+    def best_scores_by_requests(
+        self,
+        field: str,
+        values: list[str],
+        query_embedding: QueryVector | None = None,
+        query_sparse_embedding: SparseEmbedding | None = None,
+    ) -> list[BestScoreRequest]:
+        """
+        The searches `best_scores_by` runs, to run in one batch with others (`best_scores`).
+
+        :returns: One request per value, in order.
+        :raises ValueError: Unless exactly one query is given, or when the dense vector has the wrong size.
+        :raises DocumentStoreError: For a sparse query on a store without sparse vectors.
+        """
         if (query_embedding is None) == (query_sparse_embedding is None):
             raise ValueError("give exactly one of query_embedding and query_sparse_embedding")
         if not values:
@@ -160,7 +176,7 @@ class NeedleStoreMixin:
             assert query_sparse_embedding is not None
             query = self._sparse_query(query_sparse_embedding, "best_scores_by() with a sparse query")
         key = f"meta.{meta_name(field)}"
-        return self._best_scores([BestScoreRequest(query, key, value, exact=True) for value in values])
+        return [BestScoreRequest(query, key, value, exact=True) for value in values]
 
     def best_term_scores(self, query_sparse_embedding: SparseEmbedding) -> list[float]:
         """
@@ -173,14 +189,29 @@ class NeedleStoreMixin:
         :returns: One score per term, in the embedding's order; 0.0 for a term no document has.
         :raises DocumentStoreError: When the store has no sparse vectors.
         """
+        return [0.0 if score is None else score for score in self.best_scores(self.best_term_score_requests(query_sparse_embedding))]
+
+    def best_term_score_requests(self, query_sparse_embedding: SparseEmbedding) -> list[BestScoreRequest]:
+        """
+        The searches `best_term_scores` runs, to run in one batch with others (`best_scores`; `None` there is 0.0).
+
+        :returns: One request per term, in the embedding's order.
+        :raises DocumentStoreError: When the store has no sparse vectors.
+        """
         self._require_sparse("best_term_scores()")
-        requests = [
+        return [
             BestScoreRequest(sparse_vector([index], [value]))
             for index, value in zip(query_sparse_embedding.indices, query_sparse_embedding.values)
         ]
-        if not requests:
-            return []
-        return [0.0 if score is None else score for score in self._best_scores(requests)]
+
+    def best_scores(self, requests: list[BestScoreRequest]) -> list[float | None]:
+        """
+        Run searches of limit 1 as one batch of engine calls (what the rerank stage sends each store per query).
+
+        :param requests: From `best_scores_by_requests` and `best_term_score_requests`, in any mix.
+        :returns: Each request's best score, in order; `None` where no point was scored.
+        """
+        return self._best_scores(requests) if requests else []
 
     def list_documents_meta(
         self, filters: dict[str, Any] | None = None, fields: list[str] | None = None

@@ -243,6 +243,40 @@ class NeedleDocumentStore(Protocol):
         """
         ...
 
+    def best_scores_by_requests(
+        self,
+        field: str,
+        values: list[str],
+        query_embedding: QueryVector | None = None,
+        query_sparse_embedding: SparseEmbedding | None = None,
+    ) -> list[Any]:
+        """
+        The searches `best_scores_by` runs, to run in one batch with others (`best_scores`).
+
+        :returns: One request per value, in order.
+        :raises ValueError: Unless exactly one query is given, or when the dense vector has the wrong size.
+        :raises DocumentStoreError: For a sparse query on a store without sparse vectors.
+        """
+        ...
+
+    def best_term_score_requests(self, query_sparse_embedding: SparseEmbedding) -> list[Any]:
+        """
+        The searches `best_term_scores` runs, to run in one batch with others (`best_scores`; `None` there is 0.0).
+
+        :returns: One request per term, in the embedding's order.
+        :raises DocumentStoreError: When the store has no sparse vectors.
+        """
+        ...
+
+    def best_scores(self, requests: list[Any]) -> list[float | None]:
+        """
+        Run searches of limit 1 as one batch of engine calls.
+
+        :param requests: From `best_scores_by_requests` and `best_term_score_requests`, in any mix.
+        :returns: Each request's best score, in order; `None` where no point was scored.
+        """
+        ...
+
     def flush(self) -> None:
         """
         Make every acknowledged write durable.

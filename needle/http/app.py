@@ -199,6 +199,7 @@ def create_app(
     from hayhooks.settings import settings as hayhooks_settings
     from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+    from needle.http.run_routes import lean_run_routes
     from needle.mcp import http_routes
 
     serve_settings = load_settings().serve
@@ -241,6 +242,8 @@ def create_app(
                 missing = [name for name in expected if registry.get(name) is None]
                 if missing:
                     raise RuntimeError(f"endpoints {', '.join(missing)} failed to load; see the messages above")
+                if not logs_asked_for():  # the same answers without hayhooks' per-request logging and tracing
+                    lean_run_routes(app_, registry)
                 with watching(watch):
                     async with mcp_lifespan():
                         yield
@@ -274,8 +277,16 @@ def quiet_graph_runs() -> None:
     (py-spy, `python eval/hotpath.py http`). Haystack's warnings still show; `HAYHOOKS_LOG_LEVEL` or `LOG`,
     when set, is left to rule, for someone debugging a graph.
     """
-    if not (os.getenv("HAYHOOKS_LOG_LEVEL") or os.getenv("LOG")):
+    if not logs_asked_for():
         logging.getLogger("haystack").setLevel(logging.WARNING)
+
+
+def logs_asked_for() -> bool:
+    """
+    Whether someone set hayhooks' log level (`HAYHOOKS_LOG_LEVEL` or `LOG`), debugging the server: then
+    Haystack logs each stage, and the routes stay hayhooks' own, which log each request with its fields.
+    """
+    return bool(os.getenv("HAYHOOKS_LOG_LEVEL") or os.getenv("LOG"))
 
 
 @contextmanager

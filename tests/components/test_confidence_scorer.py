@@ -3,8 +3,16 @@ import math
 import pytest
 from haystack import Document
 
-from components.confidence_scorer import FEATURES, ConfidenceScorer, collect_signals, contains_term, exact_terms
+from components.confidence_scorer import (
+    FEATURES,
+    ConfidenceScorer,
+    collect_signals,
+    contains_term,
+    exact_terms,
+    sentences_of,
+)
 from components.result_labeler import ResultLabeler
+from needle.models import LOCAL_DENSE_MODEL, dense_embedder_params
 
 WEIGHTS = {"rerank": 1.6, "cosine": 3.6, "bm25": 2.8, "unknown": -2.5, "exact": 0.4, "exact_missing": -0.2,
            "agreement": 0.1, "support": -0.5, "margin": 4.8, "filter": 0.0}
@@ -83,7 +91,10 @@ class TestConfidenceScorer:
         assert data == {
             "type": "components.confidence_scorer.ConfidenceScorer",
             "init_parameters": {"weights": {"cosine": 2.0}, "bias": -1.0, "coverage_weight": 0.5,
-                                "agreement_depth": 5, "support_depth": 4, "support_min": 0.5},
+                                "agreement_depth": 5, "support_depth": 4, "support_min": 0.5,
+                                "sentence_check": False, "max_sentences": 24, "dense_model": "BAAI/bge-small-en-v1.5",
+                                "dense_model_kwargs": None, "dense_local_files_only": False, "dense_cache_dir": None,
+                                "threads": None, "dense_embedder": None},
         }
         assert ConfidenceScorer.from_dict(data).to_dict() == data
 
@@ -177,6 +188,46 @@ class TestConfidenceScorer:
         docs = [result(content="pg_dump", rerank=1.0, cosine=1.0, bm25=1.0)] + [result(rerank=0.0) for _ in range(5)]
         signals = collect_signals(docs, "pg_dump", filters_engaged=True)
         assert set(signals) <= set(FEATURES) and all(0.0 <= v <= 1.0 for v in signals.values())
+
+
+class TestSentenceSignal:
+    def test_sentences_are_content_lines_split_at_sentence_ends(self):
+        text = "# Tools\n\n```\n- multitool with chain breaker\n- Flip it when bubbles pop. Keep it warm.\n---\nok\n"
+        assert sentences_of(text) == ["multitool with chain breaker", "Flip it when bubbles pop.", "Keep it warm."]
+        assert sentences_of(text, limit=2) == ["multitool with chain breaker", "Flip it when bubbles pop."]
+
+    def test_off_by_default_and_serialised(self):
+        assert "sentence" not in ConfidenceScorer().run(documents=[result(content="Flip the pancakes.")], query="x")["signals"]
+        scorer = ConfidenceScorer(sentence_check=True, max_sentences=8, dense_model="m", threads=1)
+        data = scorer.to_dict()
+        assert data["init_parameters"]["sentence_check"] is True and data["init_parameters"]["max_sentences"] == 8
+        assert ConfidenceScorer.from_dict(data).to_dict() == data
+        with pytest.raises(ValueError, match="max_sentences"):
+            ConfidenceScorer(max_sentences=0)
+
+    @pytest.mark.integration
+    def test_a_paraphrase_finds_its_sentence_and_a_stock_phrase_does_not(self, model_dir):
+        params = dense_embedder_params(LOCAL_DENSE_MODEL, model_dir)
+        scorer = ConfidenceScorer(
+            weights={"sentence": 1.0}, sentence_check=True, dense_model=params["model"],
+            dense_model_kwargs=params["model_kwargs"], dense_local_files_only=True,
+        )
+        scorer.warm_up()
+        recipe = result(path="recipes/crepes.md", content=(
+            "# Crepes\n\n- 250 ml milk, 2 eggs, 120 g flour\n- Rest the batter for half an hour.\n"
+            "- Turn each one over when the edges go golden and lift from the pan."
+        ))
+        kit = result(path="home/kit.md", content="## Tools\n\n- hex keys, a pump\n- tyre levers and a spare tube")
+        paraphrase = scorer.run(documents=[recipe], query="when do I flip my thin french breakfast wraps")
+        stock = scorer.run(documents=[kit], query="which tools do I need for windsurfing")
+        assert 0.0 < stock["signals"]["sentence"] < paraphrase["signals"]["sentence"] <= 1.0
+        assert paraphrase["confidence"] > stock["confidence"]
+        # A split question is read by its best part.
+        parts = [{"text": "when do I flip my thin french breakfast wraps", "origin": "split"},
+                 {"text": "what is the capital of Peru", "origin": "split"}]
+        whole = "what is the capital of Peru, and also when do I flip my thin french breakfast wraps"
+        split = scorer.run(documents=[recipe], query=whole, sub_questions=parts)
+        assert split["signals"]["sentence"] == pytest.approx(paraphrase["signals"]["sentence"], abs=1e-3)
 
 
 class TestLabelAgreesWithConfidence:

@@ -227,3 +227,24 @@ class TestHybridScoreRankerWithFiles:
         scores = {d.id: d.score for d in out}
         assert scores["e1"] == pytest.approx(0.6, abs=1e-4)
         assert scores["c1"] == pytest.approx(0.95, abs=1e-3)  # chunk and whole file alike
+
+    def test_each_store_gets_one_batch_of_engine_calls_with_the_same_scores(self, store, file_store, monkeypatch):
+        # Both signals and the query terms' best scores at both levels: one batch per store, not three.
+        ranker = HybridScoreRanker(document_store=store, file_document_store=file_store)
+        docs = candidates("a1", "b1", "c1", "e1")
+        batches: list[int] = []
+        for each in (store, file_store):
+            engine = each._best_scores
+            monkeypatch.setattr(each, "_best_scores", lambda requests, engine=engine: batches.append(len(requests)) or engine(requests))
+        out = ranker.run(query="q", documents=docs, query_embedding=QUERY, query_sparse_embedding=TERMS)["documents"]
+        assert batches == [4 + 2 + 4, 4 + 2 + 4]
+        files = ["A", "B", "C", "E"]
+        for name, each in (("", store), ("file_", file_store)):
+            bm25 = each.best_scores_by("source_doc_id", files, query_sparse_embedding=TERMS)
+            cosine = each.best_scores_by("source_doc_id", files, query_embedding=QUERY)
+            ceiling = sum(each.best_term_scores(TERMS))
+            for doc in out:
+                at = files.index(doc.meta["source_doc_id"])
+                assert doc.meta["hybrid"][f"{name}bm25"] == (bm25[at] or 0.0)
+                assert doc.meta["hybrid"][f"{name}cosine"] == (cosine[at] or 0.0)
+                assert doc.meta["hybrid"][f"{name}bm25_ceiling"] == ceiling

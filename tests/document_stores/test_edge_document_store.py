@@ -368,6 +368,30 @@ class TestEdgeDocumentStore:
         assert scores == pytest.approx(one_by_one) and scores[2] == 0.0 and scores[0] > 0 and scores[1] > 0
         assert store.best_term_scores(SparseEmbedding([], [])) == []
 
+    def test_one_batch_of_mixed_requests_answers_as_the_separate_calls(self, store):
+        store.write_documents(
+            [
+                Document(id="a", content="a", meta={"source_doc_id": "n:a.md"}, embedding=[1.0, 0.0, 0.0, 0.0],
+                         sparse_embedding=SparseEmbedding([1, 2], [2.0, 1.0])),
+                Document(id="b", content="b", meta={"source_doc_id": "n:b.md"}, embedding=[0.6, 0.8, 0.0, 0.0],
+                         sparse_embedding=SparseEmbedding([1], [0.5])),
+            ]
+        )
+        files, dense, terms = ["n:b.md", "n:none.md", "n:a.md"], [1.0, 0.2, 0.0, 0.0], SparseEmbedding([1, 9], [1.0, 1.0])
+        requests = [
+            *store.best_scores_by_requests("source_doc_id", files, query_sparse_embedding=terms),
+            *store.best_term_score_requests(terms),
+            *store.best_scores_by_requests("source_doc_id", files, query_embedding=dense),
+        ]
+        term_scores = [0.0 if s is None else s for s in store.best_scores(requests)[3:5]]
+        assert store.best_scores(requests) == [
+            *store.best_scores_by("source_doc_id", files, query_sparse_embedding=terms),
+            *store.best_scores(store.best_term_score_requests(terms)),
+            *store.best_scores_by("source_doc_id", files, query_embedding=dense),
+        ]
+        assert term_scores == store.best_term_scores(terms) and term_scores[1] == 0.0
+        assert store.best_scores([]) == []
+
     def test_query_sparse_needs_sparse_vectors(self, tmp_path):
         store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4, use_sparse_embeddings=False)
         with pytest.raises(DocumentStoreError, match="use_sparse_embeddings"):

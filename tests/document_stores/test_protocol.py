@@ -51,7 +51,8 @@ class TestNeedleDocumentStore:
         assert set(STORE_METHODS) == {
             "to_dict", "from_dict", "count_documents", "filter_documents", "write_documents", "delete_documents",
             "delete_by_filter", "update_by_filter", "delete_all_documents", "list_documents_meta", "count_values", "query_dense", "query_sparse",
-            "query_text", "best_scores_by", "best_term_scores", "flush", "optimize", "verify", "close",
+            "query_text", "best_scores_by", "best_term_scores", "best_scores_by_requests", "best_term_score_requests",
+            "best_scores", "flush", "optimize", "verify", "close",
         }
 
     def test_a_stub_with_every_method_passes(self):

@@ -45,6 +45,14 @@ class TestSearchEndpoints:
         hits(http, "query", query="certbot renewal hook", limit=3)
         assert "Running component" not in server.log.read_text(errors="replace")
 
+    def test_a_request_writes_no_line_with_its_fields_to_the_server_log(self, http, server):
+        # hayhooks' generic route logs each request's fields (the query's words) and its time; the served
+        # routes are Needle's lean ones (needle/http/run_routes.py), which keep only the access line.
+        hits(http, "search", query="renewal hook zebra-words", limit=3)
+        log = server.log.read_text(errors="replace")
+        assert "zebra-words" not in log and "Running pipeline" not in log
+        assert '"POST /search/run HTTP/1.1" 200' in log
+
     def test_result_has_the_documented_fields_and_lines_match_the_file(self, http, demo_index):
         for hit in hits(http, "query", query="certbot renewal hook", limit=3):
             assert set(hit) == HIT_FIELDS

@@ -606,7 +606,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
         return [to_document(record) for record in records]
 
     # ----------------------------------------------------------------------------------------------------
-    # Search (`best_scores_by`, `best_term_scores` and `list_documents_meta` come from `NeedleStoreMixin`)
+    # Search (`best_scores_by`, `best_term_scores`, `best_scores` and `list_documents_meta` come from `NeedleStoreMixin`)
 
     def query_dense(
         self,
@@ -708,10 +708,16 @@ class EdgeDocumentStore(NeedleStoreMixin):
 
     def _best_scores(self, requests: list[BestScoreRequest]) -> list[float | None]:
         exact = self._exact_params
+        # One engine query per distinct vector: a file's searches share the query's, and converting a dense
+        # vector into the engine's type costs more than the search of one file's chunks.
+        nearest: dict[int, Any] = {}
+        for request in requests:
+            if id(request.query) not in nearest:
+                nearest[id(request.query)] = _nearest(request.query)
         batch = [
             qe.QueryRequest(
                 limit=1,
-                query=_nearest(request.query),
+                query=nearest[id(request.query)],
                 filter=None if request.key is None else _match(request.key, request.value),
                 with_payload=False,
                 with_vector=False,

@@ -1,0 +1,107 @@
+"""The `POST /<name>/run` routes of `needle serve`, answering as hayhooks' generic route does, without its per-request work.
+
+hayhooks builds one route per endpoint wrapper; around the wrapper's `run_api` that route logs two lines per
+request (one with every request field, the query's text included), records a trace span in its in-memory
+trace buffer (hayhooks' trace API, which Needle does not serve) and validates the answer twice (once into
+the response model, once more in FastAPI). On `needle serve` that cost about as much as a `get` itself
+(py-spy on the serving process, `python eval/hotpath.py http`). `lean_run_routes` replaces each of those
+routes, once hayhooks has deployed them, by one with the same path, name, request model, response model and
+description (so the OpenAPI document is unchanged), whose endpoint runs `run_api` on a worker thread, builds
+the response model once and serialises it as FastAPI does (`serialize_json`, the same bytes). Errors keep
+hayhooks' handling (`handle_pipeline_exceptions`): the wrappers' `HTTPException`s as they are, anything
+else a 500 with hayhooks' message. Routes that stream or take files keep hayhooks' route.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import FastAPI, Response
+from fastapi.routing import APIRoute
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
+
+JSON = "application/json"
+
+
+def _endpoint(run_api: Callable[..., Any], request_model: type[BaseModel], route: Callable[[], APIRoute]) -> Callable[..., Any]:
+    """
+    The endpoint of one lean route: the request model's fields to `run_api` on a worker thread, its result as
+    the route's response model in JSON.
+
+    :param run_api: The wrapper's `run_api`.
+    :param request_model: The model of the request body (hayhooks' own, from the wrapper's signature).
+    :param route: Returns the route being built (its response field serialises the answer).
+    """
+    from hayhooks.server.utils.deploy_utils import handle_pipeline_exceptions
+
+    async def run(run_req: BaseModel) -> Response:
+        result = await run_in_threadpool(run_api, **run_req.model_dump())
+        built = route()
+        answer = built.response_model(result=result)  # validated once, as hayhooks' route does
+        assert built.response_field is not None  # the route has a response model
+        return Response(content=built.response_field.serialize_json(answer), media_type=JSON)
+
+    run.__annotations__ = {"run_req": request_model, "return": Response}  # FastAPI reads the body's model here
+    return handle_pipeline_exceptions()(run)
+
+
+def lean_route(old: APIRoute, run_api: Callable[..., Any], request_model: type[BaseModel]) -> APIRoute:
+    """
+    A route answering what `old` (hayhooks' generic `/<name>/run` route) answers, without its logging and tracing.
+
+    :param old: hayhooks' route of the wrapper.
+    :param run_api: The wrapper's `run_api` (synchronous).
+    :param request_model: The request model hayhooks built for it (`registry.get_metadata(name)["request_model"]`).
+    :returns: The new route, with `old`'s path, name, methods, response model, tags and description.
+    """
+    built: list[APIRoute] = []
+    new = APIRoute(
+        old.path,
+        _endpoint(run_api, request_model, lambda: built[0]),
+        methods=sorted(old.methods or {"POST"}),
+        name=old.name,
+        response_model=old.response_model,
+        tags=list(old.tags),
+        description=old.description,
+        summary=old.summary,
+    )
+    built.append(new)
+    return new
+
+
+def lean_run_routes(app: FastAPI, registry: Any) -> list[str]:
+    """
+    Replace hayhooks' `POST /<name>/run` route of every deployed wrapper with `lean_route`, in place.
+
+    Wrappers whose `run_api` is a coroutine, streams, or takes files or request headers keep hayhooks' route.
+
+    :param app: The app hayhooks deployed the wrappers into.
+    :param registry: hayhooks' pipeline registry (`hayhooks.server.pipelines.registry.registry`).
+    :returns: The names whose route was replaced.
+    """
+    from fastapi.responses import JSONResponse
+    from hayhooks.server.utils.base_pipeline_wrapper import BasePipelineWrapper
+    from hayhooks.server.utils.request_headers import accepts_request_headers
+
+    replaced = []
+    for index, route in enumerate(app.router.routes):
+        if not (isinstance(route, APIRoute) and route.path.endswith("/run") and route.path.count("/") == 2):
+            continue
+        name = route.path.split("/")[1]
+        wrapper, metadata = registry.get(name), registry.get_metadata(name) or {}
+        request_model = metadata.get("request_model")
+        if not isinstance(wrapper, BasePipelineWrapper) or request_model is None or metadata.get("requires_files"):
+            continue
+        if wrapper._is_run_api_async_implemented or not wrapper._is_run_api_implemented:
+            continue
+        if accepts_request_headers(wrapper.run_api):
+            continue
+        response_class = getattr(route.response_class, "value", route.response_class)  # FastAPI's default placeholder
+        if response_class is not JSONResponse:
+            continue
+        app.router.routes[index] = lean_route(route, wrapper.run_api, request_model)
+        replaced.append(name)
+    app.openapi_schema = None
+    return replaced

@@ -1,0 +1,111 @@
+"""`needle serve`'s lean `/<name>/run` routes answer exactly as hayhooks' generic route does: same bytes, same
+refusals, same OpenAPI document; only hayhooks' per-request log lines and trace span are gone."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from hayhooks import BasePipelineWrapper
+from hayhooks.server.logger import log
+
+from needle.http.run_routes import lean_run_routes
+from needle.http.service import takes, user_error
+from needle.requests import VSEARCH
+
+
+class PipelineWrapper(BasePipelineWrapper):
+    """An endpoint wrapper shaped as Needle's are (`takes` gives `run_api` the request's fields)."""
+
+    def setup(self) -> None:
+        self.pipeline = None
+
+    @takes(VSEARCH)
+    def run_api(self, **request: Any) -> dict[str, Any]:
+        """
+        Echo the request, with scores that JSON renders in more than one way.
+
+        :returns: The request and the scores.
+        """
+        if request["query"] == "missing":
+            raise user_error(404, "no note matches 'missing'")
+        if request["query"] == "boom":
+            raise RuntimeError("the engine went away")
+        return {"request": request, "scores": [0.1, 1e-05, 2.5, 1 / 3], "text": "naïve — café"}
+
+
+def _app(lean: bool) -> tuple[FastAPI, list[str]]:
+    """An app with hayhooks' route for the wrapper, deployed the way hayhooks deploys one; lean or as built."""
+    from hayhooks.server.pipelines.registry import registry
+    from hayhooks.server.utils.deploy_utils import add_pipeline_api_route, create_pipeline_metadata
+    from hayhooks.server.utils.module_loader import _set_method_implementation_flags
+
+    wrapper = PipelineWrapper()
+    _set_method_implementation_flags(wrapper)
+    wrapper.setup()
+    name = "echo"
+    if registry.get(name) is not None:
+        registry.remove(name)
+    registry.add(name, wrapper, metadata=create_pipeline_metadata(name, wrapper))
+    app = FastAPI()
+    add_pipeline_api_route(app, name, wrapper)
+    return app, lean_run_routes(app, registry) if lean else []
+
+
+@pytest.fixture(scope="module")
+def clients() -> dict[str, Any]:
+    generic, _ = _app(lean=False)
+    lean, replaced = _app(lean=True)
+    assert replaced == ["echo"]
+    return {"lean": TestClient(lean), "generic": TestClient(generic)}
+
+
+BODIES = [
+    {"query": "return the gradient of an array"},
+    {"query": "tls renewal", "limit": 3, "collections": ["notes"], "where": ["status=draft"], "explain": True},
+    {"query": "missing"},
+    {"query": "boom"},
+    {"query": ""},
+    {"query": "x", "limit": 0},
+    {"limit": 3},
+    {"query": "x", "unknown": 1},
+]
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_the_lean_route_answers_the_same_bytes_and_refusals(clients, body):
+    lean = clients["lean"].post("/echo/run", json=body)
+    generic = clients["generic"].post("/echo/run", json=body)
+    assert (lean.status_code, lean.content) == (generic.status_code, generic.content)
+    assert lean.headers["content-type"] == generic.headers["content-type"]
+
+
+def test_the_lean_route_keeps_the_openapi_document(clients):
+    assert clients["lean"].get("/openapi.json").json() == clients["generic"].get("/openapi.json").json()
+
+
+def test_the_lean_route_writes_no_line_with_the_request_to_the_log(clients):
+    # hayhooks' route logs every request's fields (the query's words) and its time, two lines a request.
+    lines = io.StringIO()
+    sink = log.add(lines, level="DEBUG", format="{message} {extra}")
+    try:
+        clients["lean"].post("/echo/run", json={"query": "private words"})
+        assert "private words" not in lines.getvalue()
+        clients["generic"].post("/echo/run", json={"query": "private words"})
+        assert "private words" in lines.getvalue()  # what the generic route would have written
+    finally:
+        log.remove(sink)
+
+
+@pytest.mark.parametrize("env, asked", [({}, False), ({"HAYHOOKS_LOG_LEVEL": "INFO"}, True), ({"LOG": "DEBUG"}, True)])
+def test_a_log_level_set_for_debugging_keeps_hayhooks_routes_and_their_lines(monkeypatch, env, asked):
+    from needle.http.app import logs_asked_for
+
+    for name in ("HAYHOOKS_LOG_LEVEL", "LOG"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert logs_asked_for() is asked
