@@ -43,7 +43,10 @@ class CachedReranker:
     gets `score=None`, keeps its input position and is not cached. Haystack's rankers neither cache nor
     keep the documents they do not rerank. A ranker whose `run` takes `query_embedding` or
     `query_sparse_embedding` (such as `HybridScoreRanker`) receives the query's embeddings; one that says
-    `cacheable = False` (its scores depend on the whole candidate set) is never cached.
+    `cacheable = False` (its scores depend on the whole candidate set) is never cached. A ranker with a
+    `rescore(documents, ...)` method giving each document's score and added metadata (`HybridScoreRanker`)
+    is asked for those instead of documents, so each reranked document is built once; any other ranker gets
+    copies of the candidates, as some rankers set `score` on the documents they are given.
 
     Usage example:
     ```yaml
@@ -155,10 +158,21 @@ class CachedReranker:
         Raw scores of the documents the wrapped ranker scored, by document id, and the metadata the ranker
         added to each (e.g. `HybridScoreRanker`'s exact scores, which the confidence stage reads).
         """
-        # Copies: some rankers set `score` on the documents they are given.
-        copies = [replace(doc) for doc in documents]
         extra = {name: value for name, value in embeddings.items() if value is not None and name in self._ranker_inputs}
+        rescore = getattr(self.ranker, "rescore", None)
         try:
+            if callable(rescore):
+                # A ranker that rescores without building documents (`HybridScoreRanker.rescore`): each
+                # reranked document is then built once, in `run`, with every field this stage changes.
+                found = rescore(documents, **extra)
+                scores = {doc.id: float(score) for doc, (score, _) in zip(documents, found, strict=True)}
+                added = {
+                    doc.id: {k: v for k, v in meta.items() if k not in doc.meta}
+                    for doc, (_, meta) in zip(documents, found, strict=True)
+                }
+                return scores, added
+            # Copies: some rankers set `score` on the documents they are given.
+            copies = [replace(doc) for doc in documents]
             ranked = self.ranker.run(query=query, documents=copies, top_k=len(copies), **extra)["documents"]
         except Exception as error:  # noqa: BLE001 - a failed rerank leaves the fused order in place
             logger.warning("Reranking failed, keeping the fused order: {error}", error=error)

@@ -194,32 +194,26 @@ class HybridScoreRanker:
                 chunk_values = {f: values.get(f, 0.0) for f in files if f in scores}
         return mixed
 
-    @component.output_types(documents=list[Document])
-    def run(
+    def rescore(
         self,
-        query: str,
         documents: list[Document],
-        top_k: int | None = None,
         query_embedding: OptionalQueryVector = None,
         query_sparse_embedding: SparseEmbedding | None = None,
-    ) -> dict[str, list[Document]]:
+    ) -> list[tuple[float, dict[str, Any]]]:
         """
-        Rescore and sort the candidates.
+        The new score of each candidate and the metadata `run` adds to it, without building any document.
 
-        :param query: The user's query (unused: the embeddings carry it; kept for the ranker interface).
+        `CachedReranker` reads these instead of the documents `run` returns: it builds each reranked
+        document once, with every field it changes.
+
         :param documents: Candidates, one per file.
-        :param top_k: How many to return; all when `None`.
         :param query_embedding: The query's dense embedding.
         :param query_sparse_embedding: The query's sparse (BM25) embedding.
-        :returns: A dictionary with `documents`, best first, `score` in [0, 1] and `meta["hybrid"]` holding
-            the file's exact scores at each level read (`bm25`, `cosine`, `file_bm25`, `file_cosine`), the
-            query's `bm25_ceiling` (`file_bm25_ceiling`) and the share of its terms no document has
-            (`bm25_unknown`, `file_bm25_unknown`).
-        :raises ValueError: When `top_k` is below 1 or an embedding the weights need is missing.
+        :returns: One `(score, {"hybrid": ...})` per document, in input order (see `run`).
+        :raises ValueError: When an embedding the weights need is missing.
         """
-        check_top_k(top_k, optional=True)
         if not documents:
-            return {"documents": []}
+            return []
         if self.bm25_weight < 1.0 and query_embedding is None:
             raise ValueError("HybridScoreRanker needs query_embedding (its bm25_weight is below 1)")
         if self.bm25_weight > 0.0 and query_sparse_embedding is None:
@@ -238,14 +232,39 @@ class HybridScoreRanker:
         if self.bm25_weight < 1.0:
             for f, value in self._semantic(files, read, trace).items():
                 mixed[f] += (1.0 - self.bm25_weight) * value
-        ranked = [
-            replace(
-                doc,
-                score=mixed[key],
-                meta={**doc.meta, "hybrid": {name: values[key] for name, values in trace.items()}},
-            )
-            for doc, key in ((doc, self._file(doc)) for doc in documents)
-        ]
-        ranked.sort(key=lambda doc: -(doc.score or 0.0))
-        return {"documents": ranked if top_k is None else ranked[:top_k]}
+        keys = [self._file(doc) for doc in documents]
+        return [(mixed[key], {"hybrid": {name: values[key] for name, values in trace.items()}}) for key in keys]
 
+    @component.output_types(documents=list[Document])
+    def run(
+        self,
+        query: str,
+        documents: list[Document],
+        top_k: int | None = None,
+        query_embedding: OptionalQueryVector = None,
+        query_sparse_embedding: SparseEmbedding | None = None,
+    ) -> dict[str, list[Document]]:
+        """
+        Rescore and sort the candidates; only the `top_k` returned are built as new documents.
+
+        :param query: The user's query (unused: the embeddings carry it; kept for the ranker interface).
+        :param documents: Candidates, one per file.
+        :param top_k: How many to return; all when `None`.
+        :param query_embedding: The query's dense embedding.
+        :param query_sparse_embedding: The query's sparse (BM25) embedding.
+        :returns: A dictionary with `documents`, best first, `score` in [0, 1] and `meta["hybrid"]` holding
+            the file's exact scores at each level read (`bm25`, `cosine`, `file_bm25`, `file_cosine`), the
+            query's `bm25_ceiling` (`file_bm25_ceiling`) and the share of its terms no document has
+            (`bm25_unknown`, `file_bm25_unknown`).
+        :raises ValueError: When `top_k` is below 1 or an embedding the weights need is missing.
+        """
+        check_top_k(top_k, optional=True)
+        scored = self.rescore(documents, query_embedding, query_sparse_embedding)
+        # A stable sort of the positions: ties keep their input order.
+        order = sorted(range(len(documents)), key=lambda i: -scored[i][0])
+        return {
+            "documents": [
+                replace(documents[i], score=scored[i][0], meta={**documents[i].meta, **scored[i][1]})
+                for i in (order if top_k is None else order[:top_k])
+            ]
+        }
