@@ -237,6 +237,38 @@ class TestCachedReranker:
         CachedReranker(ranker=FakeRanker()).run(query="q", documents=documents)
         assert [(d.score, "rerank" in d.meta) for d in documents] == [(1.0, False), (0.99, False)]
 
+    def test_a_ranker_that_rescores_is_asked_for_scores_not_documents(self):
+        @component
+        class RescoringRanker:
+            """Scores by the number the content ends with; its `run` must not be called."""
+
+            def __init__(self) -> None:
+                self.seen: list[list[str]] = []
+
+            def rescore(self, documents: list[Document]) -> list[tuple[float, dict]]:
+                self.seen.append([d.id for d in documents])
+                return [(float(d.content.split()[-1]), {"hybrid": {"bm25": 1.0}, "checksum": "ignored"}) for d in documents]
+
+            @component.output_types(documents=list[Document])
+            def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict:
+                raise AssertionError("run called")
+
+        ranker = RescoringRanker()
+        documents = docs(0.2, 0.9, 0.5)
+        before = [d.to_dict() for d in documents]
+        out = CachedReranker(ranker=ranker, candidates=2, top_k=1).run(query="q", documents=documents)["documents"]
+        assert ranker.seen == [["d0", "d1"]]
+        assert [(d.id, d.score, d.meta["rerank"]) for d in out] == [
+            ("d1", 0.99, {"score": 0.9, "raw": 0.9, "input_rank": 2}),
+            ("d0", 1.0, {"score": 0.2, "raw": 0.2, "input_rank": 1}),
+            ("d2", 0.98, {"input_rank": 3}),
+        ]
+        # Metadata the ranker adds is kept, but never overrides what the document already had.
+        assert [d.meta.get("hybrid") for d in out] == [{"bm25": 1.0}, {"bm25": 1.0}, None]
+        assert [d.meta["checksum"] for d in out] == ["c1", "c0", "c2"]
+        assert [d.to_dict() for d in documents] == before
+        assert not any(o is d for o in out for d in documents)
+
     def test_model_name_defaults_to_the_rankers(self, tmp_path):
         path = str(tmp_path / "c.sqlite")
         CachedReranker(ranker=FakeRanker(model_name="x"), cache_path=path).run(query="q", documents=docs(0.4))

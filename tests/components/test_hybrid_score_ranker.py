@@ -140,6 +140,30 @@ class TestHybridScoreRanker:
         assert len(out) == 1
         assert all(d.score == 0.1 and "hybrid" not in d.meta for d in documents)
 
+    def test_top_k_returns_the_leading_documents_of_the_full_ranking(self, store):
+        ranker = HybridScoreRanker(document_store=store)
+        documents = candidates("c1", "b1", "e1", "a1")
+        before = [d.to_dict() for d in documents]
+        run = lambda **kw: ranker.run(query="q", documents=documents, query_embedding=QUERY,  # noqa: E731
+                                      query_sparse_embedding=TERMS, **kw)["documents"]
+        full, cut = run(), run(top_k=2)
+        assert [d.to_dict() for d in cut] == [d.to_dict() for d in full[:2]]
+        assert [d.to_dict() for d in documents] == before
+        assert not any(o is d for o in full for d in documents)
+
+    def test_rescore_gives_runs_scores_and_metadata_in_input_order(self, store):
+        ranker = HybridScoreRanker(document_store=store)
+        documents = candidates("b1", "c1", "a1", "e1")
+        before = [d.to_dict() for d in documents]
+        scored = ranker.rescore(documents, query_embedding=QUERY, query_sparse_embedding=TERMS)
+        ranked = ranker.run(query="q", documents=documents, query_embedding=QUERY, query_sparse_embedding=TERMS)["documents"]
+        by_id = {d.id: (d.score, {"hybrid": d.meta["hybrid"]}) for d in ranked}
+        assert scored == [by_id[d.id] for d in documents]
+        assert [d.to_dict() for d in documents] == before
+        assert ranker.rescore([], query_embedding=None, query_sparse_embedding=None) == []
+        with pytest.raises(ValueError, match="query_sparse_embedding"):
+            ranker.rescore(documents, query_embedding=QUERY)
+
     def test_missing_embeddings_and_bad_top_k_raise(self, store):
         ranker = HybridScoreRanker(document_store=store)
         with pytest.raises(ValueError, match="query_sparse_embedding"):
