@@ -6,6 +6,7 @@
     python eval/hotpath.py stages --data-dir /tmp/hp/data           # in-process per graph, stage breakdown
     python eval/hotpath.py load --data-dir /tmp/hp/data             # query throughput at 1, 4, 16 clients
     python eval/hotpath.py scheduling --data-dir /tmp/hp/data       # Haystack's scheduling against Needle's
+    python eval/hotpath.py builds --data-dir /tmp/hp/data           # Documents each stage builds a query
     python eval/hotpath.py big --data-dir /tmp/hp/big --chunks 300000   # status and RSS at 300k chunks
 
 The corpus: one markdown note per documented function or class of the Python standard library and of the
@@ -363,6 +364,50 @@ def run_stages(args: argparse.Namespace) -> dict[str, Any]:
         for name, ms in b["stages"].items():
             print(f"    {name:<18} {ms:7.2f} ms")
     return {"timing": timing, "breakdown": breakdown}
+
+
+def run_builds(args: argparse.Namespace) -> dict[str, Any]:
+    """
+    How many Haystack `Document`s a query builds per graph (`dataclasses.replace` calls counted by cProfile over
+    one pass of the queries, by calling line) and what one such build costs (timeit on a result-sized document).
+    """
+    import cProfile
+    import pstats
+    import timeit
+    from dataclasses import replace
+
+    from haystack import Document
+
+    needle = needle_for(args.data_dir)
+    queries = read_queries(args.data_dir)
+    out: dict[str, Any] = {}
+    for graph in args.graphs:
+        needle.warm(graph)
+        needle.search(queries[0], graph)
+        profile = cProfile.Profile()
+        profile.enable()
+        for query in queries:
+            needle.search(query, graph)
+        profile.disable()
+        n = len(queries)
+        by_caller: dict[str, float] = {}
+        for (file, _line, name), (_cc, _nc, _tt, _ct, callers) in pstats.Stats(profile).stats.items():  # type: ignore[attr-defined]
+            if name == "replace" and file.endswith("dataclasses.py"):
+                for (caller, line, function), (_c, calls, *_rest) in callers.items():
+                    by_caller[f"{Path(caller).name}:{line} {function}"] = calls / n
+        total = sum(by_caller.values())
+        print(f"\n{graph}: {total:.1f} Document rebuilds (dataclasses.replace) a query")
+        for where, calls in sorted(by_caller.items(), key=lambda kv: -kv[1]):
+            print(f"  {calls:6.1f}  {where}")
+        out[graph] = {"per_query": total, "by_caller": by_caller}
+    meta = {key: f"value of {key}" for key in ("collection", "path", "title", "heading_path", "start_line", "end_line",
+                                               "checksum", "source_doc_id", "format", "date", "fusion", "bonus", "term_hits")}
+    doc = Document(content="word " * 200, score=0.5, meta=meta)
+    rounds = 2000
+    best = min(timeit.repeat(lambda: replace(doc, score=0.4, meta={**doc.meta, "rerank": {}}), number=rounds, repeat=5))
+    out["replace_us"] = 1e6 * best / rounds
+    print(f"\none dataclasses.replace of a result-sized Document: {out['replace_us']:.1f} µs (timeit, best of 5)")
+    return out
 
 
 def run_scheduling(args: argparse.Namespace) -> dict[str, Any]:
@@ -727,14 +772,15 @@ def main(argv: list[str] | None = None) -> int:
                         ("http", "p50/p95 per route over HTTP and the server's RSS"),
                         ("load", "query throughput at several client counts"),
                         ("status", "status in-process and over HTTP, and the serving RSS"),
-                        ("scheduling", "Haystack's scheduling against Needle's, alternating in one process")):
+                        ("scheduling", "Haystack's scheduling against Needle's, alternating in one process"),
+                        ("builds", "Documents built per query and stage (cProfile), and what one build costs")):
         command = sub.add_parser(name, help=helps)
         command.add_argument("--data-dir", type=Path, required=True)
         command.add_argument("--repeat", type=int, default=3, help="runs; medians are reported")
         command.add_argument("--label", default="", help="a name for this run in the JSON report")
         command.add_argument("--save", type=Path, default=ROOT / "eval" / "results" / "hotpath.json",
                              help="the results file this run is added to")
-        if name in ("stages", "scheduling"):
+        if name in ("stages", "scheduling", "builds"):
             command.add_argument("--graphs", nargs="+", default=list(GRAPHS))
         if name == "status":
             command.add_argument("--calls", type=int, default=20)
@@ -761,9 +807,9 @@ def main(argv: list[str] | None = None) -> int:
         return build_big(args.data_dir, args.chunks)
     if args.command == "results":
         return dump_results(args.data_dir, args.out, args.compare)
-    if args.command in ("stages", "http", "load", "status", "scheduling"):
+    if args.command in ("stages", "http", "load", "status", "scheduling", "builds"):
         result = {"stages": run_stages, "http": run_http, "load": run_load, "status": run_status,
-                  "scheduling": run_scheduling}[args.command](args)
+                  "scheduling": run_scheduling, "builds": run_builds}[args.command](args)
         save(args.command, args.label, result, args.save)
         return 0
     if args.command == "build":
