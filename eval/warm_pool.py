@@ -1,0 +1,103 @@
+"""The first searches through a freshly started owner: does a warmed graph instance answer its first search fast?
+
+    python eval/warm_pool.py --dir /tmp/hp/data-hotpath --before OLD --repeat 3
+
+An owner serves each graph from `serve.graph_instances` warmed instances (`needle.pool`). Per repeat and per
+checkout (this one, and `--before`'s, interleaved), on the same index:
+
+- `sequential`: `needle owner start` (returns once every graph is warm), then `--searches` `needle search`
+  commands one after the other (whole process, wall time), each with another query;
+- `concurrent`: a fresh `needle owner start`, then two rounds of `serve.graph_instances` searches sent at
+  once (each round keeps every instance busy, so each instance answers its first search in round 1).
+
+Prints the median of each position over the repeats (sequential), and of each round's slowest and median
+search (concurrent). The owner writes its record and log into the data folder; the index is only read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from client import REPO, environment, stop_owner, timed  # noqa: E402
+from hotpath import read_queries  # noqa: E402
+
+INSTANCES = 4  # serve.graph_instances' default
+
+
+def start_owner(data: Path, repo: Path) -> None:
+    env = environment(data, True, repo)
+    subprocess.run([sys.executable, "-m", "needle.cli", "owner", "start"], cwd=repo, env=env, capture_output=True, check=True)
+
+
+def sequential(data: Path, repo: Path, queries: list[str], count: int) -> list[float]:
+    stop_owner(data)
+    start_owner(data, repo)
+    env = environment(data, True, repo)
+    walls = [timed(["search", query, "-n", "5"], env, repo)[0] for query in queries[:count]]
+    stop_owner(data)
+    return walls
+
+
+def concurrent(data: Path, repo: Path, queries: list[str], rounds: int = 2) -> list[list[float]]:
+    stop_owner(data)
+    start_owner(data, repo)
+    env = environment(data, True, repo)
+    found: list[list[float]] = []
+    for number in range(rounds):
+        walls: list[float] = [0.0] * INSTANCES
+
+        def one(i: int) -> None:
+            walls[i] = timed(["search", queries[20 + number * INSTANCES + i], "-n", "5"], env, repo)[0]
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(INSTANCES)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        found.append(walls)
+    stop_owner(data)
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/hp/data-hotpath"), help="an indexed data folder")
+    parser.add_argument("--before", type=Path, help="another checkout's tree, measured interleaved with this one")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--searches", type=int, default=5)
+    args = parser.parse_args()
+    queries = read_queries(args.dir)
+    checkouts = [("now", REPO)] + ([("before", args.before.resolve())] if args.before else [])
+    seq: dict[str, list[list[float]]] = {name: [] for name, _ in checkouts}
+    con: dict[str, list[list[list[float]]]] = {name: [] for name, _ in checkouts}
+    for _ in range(args.repeat):
+        for name, repo in reversed(checkouts):
+            seq[name].append(sequential(args.dir, repo, queries, args.searches))
+            con[name].append(concurrent(args.dir, repo, queries))
+            print(name, "sequential", [round(w, 2) for w in seq[name][-1]],
+                  "concurrent", [[round(w, 2) for w in r] for r in con[name][-1]], flush=True)
+    print(f"\nsequential searches after `needle owner start`, median of {args.repeat} (s)")
+    print("| checkout | " + " | ".join(f"search {i + 1}" for i in range(args.searches)) + " |")
+    print("| --- |" + " --- |" * args.searches)
+    for name, runs in seq.items():
+        print(f"| {name} | " + " | ".join(f"{statistics.median(r[i] for r in runs):.2f}" for i in range(args.searches)) + " |")
+    print(f"\n{INSTANCES} searches at once, two rounds, median over {args.repeat} of each round's slowest / median (s)")
+    print("| checkout | round 1 slowest | round 1 median | round 2 slowest | round 2 median |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, runs in con.items():
+        cells = []
+        for number in range(2):
+            cells.append(f"{statistics.median(max(r[number]) for r in runs):.2f}")
+            cells.append(f"{statistics.median(statistics.median(r[number]) for r in runs):.2f}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
