@@ -10,8 +10,12 @@ checkout (this one, and `--before`'s, interleaved), on the same index:
 - `concurrent`: a fresh `needle owner start`, then two rounds of `serve.graph_instances` searches sent at
   once (each round keeps every instance busy, so each instance answers its first search in round 1).
 
-Prints the median of each position over the repeats (sequential), and of each round's slowest and median
-search (concurrent). The owner writes its record and log into the data folder; the index is only read.
+`--in-process`: in this process (the code of this checkout; for another, copy the script there), a
+`Needle` on the index warms the `search` graph's instances, then each instance runs two searches, one
+instance after the other: the first round is each instance's first search.
+
+Prints the median of each position over the repeats (sequential), of each round's slowest and median
+search (concurrent), and of `needle owner start`'s own wall time. The owner writes its record and log into the data folder; the index is only read.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -30,9 +35,15 @@ from hotpath import read_queries  # noqa: E402
 INSTANCES = 4  # serve.graph_instances' default
 
 
+STARTS: dict[Path, list[float]] = {}
+
+
 def start_owner(data: Path, repo: Path) -> None:
+    """`needle owner start` (returns once every graph is warm), its wall time kept in `STARTS`."""
     env = environment(data, True, repo)
+    started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "needle.cli", "owner", "start"], cwd=repo, env=env, capture_output=True, check=True)
+    STARTS.setdefault(repo, []).append(time.perf_counter() - started)
 
 
 def sequential(data: Path, repo: Path, queries: list[str], count: int) -> list[float]:
@@ -65,13 +76,40 @@ def concurrent(data: Path, repo: Path, queries: list[str], rounds: int = 2) -> l
     return found
 
 
+def in_process(data: Path, graph: str = "search") -> None:
+    """Each warmed instance's first and second search, in this process (ms)."""
+    from hotpath import needle_for
+
+    needle = needle_for(data)
+    needle.store.count_documents()  # open the index first, as an owner does before it loads a graph
+    needle.warm(graph)
+    pool = needle._pool(graph)
+    queries = read_queries(data)
+    instances = list(pool._idle)
+    try:
+        for number in range(2):
+            walls = []
+            for i, instance in enumerate(instances):
+                pool._idle = [instance]  # this instance only
+                started = time.perf_counter()
+                needle.search(queries[number * len(instances) + i], pipeline=graph, top_k=5)
+                walls.append(round((time.perf_counter() - started) * 1000))
+            print(f"{graph}, round {number + 1}, instance 1..{len(instances)}: {walls} ms", flush=True)
+    finally:
+        pool._idle = instances
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=Path("/tmp/hp/data-hotpath"), help="an indexed data folder")
     parser.add_argument("--before", type=Path, help="another checkout's tree, measured interleaved with this one")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--searches", type=int, default=5)
+    parser.add_argument("--in-process", action="store_true", help="each graph instance's first search, in this process")
     args = parser.parse_args()
+    if args.in_process:
+        in_process(args.dir)
+        return 0
     queries = read_queries(args.dir)
     checkouts = [("now", REPO)] + ([("before", args.before.resolve())] if args.before else [])
     seq: dict[str, list[list[float]]] = {name: [] for name, _ in checkouts}
@@ -96,6 +134,9 @@ def main() -> int:
             cells.append(f"{statistics.median(max(r[number]) for r in runs):.2f}")
             cells.append(f"{statistics.median(statistics.median(r[number]) for r in runs):.2f}")
         print(f"| {name} | " + " | ".join(cells) + " |")
+    print("\n`needle owner start` (every graph warm), median of", 2 * args.repeat)
+    for name, repo in checkouts:
+        print(f"| {name} | {statistics.median(STARTS[repo]):.2f} s |")
     return 0
 
 
