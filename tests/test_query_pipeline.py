@@ -99,3 +99,19 @@ def test_every_instance_of_a_warmed_pool_answers_its_first_search_without_scroll
             documents = copy.run({"request": {"query": "kubernetes pod memory limit in notes"}})["snippets"]["documents"]
             assert documents[0].meta["path"] == "runbooks/k8s-oomkilled-debugging.md"
     assert len(scrolls) <= 1  # the index's vocabulary is read once for the process, not once per instance
+
+
+def test_a_server_runs_one_search_once_its_first_graph_is_warm(demo_needle, monkeypatch):
+    from needle.http import service
+
+    primed = []
+    monkeypatch.setattr(demo_needle, "prime", lambda: primed.append(demo_needle.search("warm up", pipeline="search", top_k=1)))
+    monkeypatch.setattr(service, "_prime_done", False)
+    previous = service._needle
+    service.use_needle(demo_needle)
+    try:
+        assert service.warm("search") is demo_needle.pipeline("search")
+        service.warm("vsearch")
+    finally:
+        service.use_needle(previous)
+    assert len(primed) == 1  # once per process, after the first graph warmed
