@@ -10,6 +10,10 @@ checkout (this one, and `--before`'s, interleaved), on the same index:
 - `concurrent`: a fresh `needle owner start`, then two rounds of `serve.graph_instances` searches sent at
   once (each round keeps every instance busy, so each instance answers its first search in round 1).
 
+`--first-call`: the first call that starts an owner (`search`, `query`) against the command in its own
+process (autostart off) and, with `--before`, that checkout's first call; interleaved, each run after the
+previous owner's process is gone (its index lock released), median of `--repeat`.
+
 `--in-process`: in this process (the code of this checkout; for another, copy the script there), a
 `Needle` on the index warms the `search` graph's instances, then each instance runs two searches, one
 instance after the other: the first round is each instance's first search.
@@ -29,7 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from client import REPO, environment, stop_owner, timed  # noqa: E402
+from client import COMMANDS, REPO, environment, stop_owner, timed  # noqa: E402
 from hotpath import read_queries  # noqa: E402
 
 INSTANCES = 4  # serve.graph_instances' default
@@ -99,14 +103,47 @@ def in_process(data: Path, graph: str = "search") -> None:
         pool._idle = instances
 
 
+def _owner_gone(data: Path) -> None:
+    """Stop the owner and wait until no owner process runs (a command that starts too soon finds the index locked)."""
+    stop_owner(data)
+    for _ in range(100):
+        if not subprocess.run(["pgrep", "-f", "needle.cli owner run"], capture_output=True, text=True).stdout.strip():
+            return
+        time.sleep(0.1)
+
+
+def first_call(data: Path, before: Path | None, repeat: int) -> None:
+    """The first call against the command in its own process (wall seconds, exit code)."""
+    columns = {"no owner": (REPO, False), "first call": (REPO, True)}
+    if before is not None:
+        columns["first call (before)"] = (before, True)
+    found: dict[tuple[str, str], list[tuple[float, int]]] = {}
+    for _ in range(repeat):
+        for name in ("search", "query"):
+            for column, (repo, autostart) in columns.items():
+                _owner_gone(data)
+                wall, _, code = timed(COMMANDS[name], environment(data, autostart, repo), repo)
+                found.setdefault((name, column), []).append((round(wall, 2), code))
+    _owner_gone(data)
+    print("| command | " + " | ".join(columns) + " |")
+    print("| --- |" + " --- |" * len(columns))
+    for name in ("search", "query"):
+        cells = [f"{statistics.median(w for w, _ in found[(name, c)]):.2f} s" for c in columns]
+        print(f"| `{name}` | " + " | ".join(cells) + " |", [found[(name, c)] for c in columns])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=Path("/tmp/hp/data-hotpath"), help="an indexed data folder")
     parser.add_argument("--before", type=Path, help="another checkout's tree, measured interleaved with this one")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--searches", type=int, default=5)
+    parser.add_argument("--first-call", action="store_true", help="the first call that starts an owner, against in-process")
     parser.add_argument("--in-process", action="store_true", help="each graph instance's first search, in this process")
     args = parser.parse_args()
+    if args.first_call:
+        first_call(args.dir, args.before.resolve() if args.before else None, args.repeat)
+        return 0
     if args.in_process:
         in_process(args.dir)
         return 0
