@@ -63,11 +63,12 @@ class IndexVocabulary:
         with self._lock:
             now = time.monotonic()
             cached = self._cached
-            fresh = cached is not None and now - cached[0] < _TTL_SECONDS
-            if fresh and not check_count and now - cached[5] < _COUNT_CHECK_SECONDS:
+            if cached is not None and now - cached[0] >= _TTL_SECONDS:
+                cached = None  # too old: read again whatever the count says
+            if cached is not None and not check_count and now - cached[5] < _COUNT_CHECK_SECONDS:
                 return cached[1], cached[2], cached[3]
             count = self.store.count_documents()
-            if cached is None or not fresh or cached[4] != count:
+            if cached is None or cached[4] != count:
                 self._cached = (now, *self._scroll(), count, now)
             else:
                 self._cached = (*cached[:5], now)

@@ -67,7 +67,7 @@ def concurrent(data: Path, repo: Path, queries: list[str], rounds: int = 2) -> l
     for number in range(rounds):
         walls: list[float] = [0.0] * INSTANCES
 
-        def one(i: int) -> None:
+        def one(i: int, walls: list[float] = walls, number: int = number) -> None:
             walls[i] = timed(["search", queries[20 + number * INSTANCES + i], "-n", "5"], env, repo)[0]
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(INSTANCES)]
