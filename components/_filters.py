@@ -13,6 +13,7 @@ import datetime
 import re
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -35,8 +36,12 @@ class IndexedFiles:
 
     Listing every file costs a scroll over the whole store (about 250 ms for SciFact's 5,183 files) and
     matching them all a few dozen ms more, so the list and each pattern's matches are kept, and listed
-    again when 30 s have passed or the store's document count changed.
+    again when 30 s have passed or the store's document count changed. `of` gives the one list of a store
+    object in this process, shared by every component (and every pooled graph instance) that reads it.
     """
+
+    _shared: weakref.WeakKeyDictionary[Any, IndexedFiles] = weakref.WeakKeyDictionary()
+    _shared_lock = threading.Lock()
 
     ttl_seconds = 30.0
     count_check_seconds = 5.0  # a count costs about 0.5 ms: looked at no more often than this
@@ -47,6 +52,18 @@ class IndexedFiles:
         self._checked = 0.0
         self._matches: dict[str, list[str]] = {}
         self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, store: Any) -> IndexedFiles:
+        """The one file list of a store object in this process (a new one for a store that cannot be shared)."""
+        with cls._shared_lock:
+            try:
+                found = cls._shared.get(store)
+                if found is None:
+                    found = cls._shared[store] = cls(store)
+            except TypeError:  # not weakly referenceable or not hashable: this caller's own
+                found = cls(store)
+            return found
 
     def __call__(self, pattern: str) -> list[str]:
         """The `source_doc_id`s of the indexed files whose path matches the glob, sorted."""

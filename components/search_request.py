@@ -83,7 +83,7 @@ class SearchRequest:
         self.top_k = top_k
         self.min_score = min_score
         self.document_store = document_store
-        self._files = None if document_store is None else IndexedFiles(document_store)
+        self._files = None if document_store is None else IndexedFiles.of(document_store)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +20,7 @@ from components._filters import (
     tag_conditions,
     where_condition,
 )
+from components._vocabulary import IndexVocabulary
 from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
 
 logger = logging.getLogger(__name__)
@@ -75,8 +74,6 @@ _RECENT = re.compile(
     re.IGNORECASE,
 )
 _RESERVED_FIELDS = {"http", "https", "ftp", "file", "mailto", "tag", "tags", "in", "folder", "path", "collection"}
-_VOCABULARY_TTL_SECONDS = 300.0
-_COUNT_CHECK_SECONDS = 5.0
 
 
 @dataclass
@@ -151,13 +148,12 @@ class SelfQueryExtractor:
         if document_store is not None:
             check_document_store(document_store)
         self.document_store = document_store
-        self._files = None if document_store is None else IndexedFiles(document_store)
+        self._files = None if document_store is None else IndexedFiles.of(document_store)
         self.enabled = enabled
         self.min_results = min_results
         self.recent_on_request = recent_on_request
-        # (read at, collections, fields, folders, document count, count checked at)
-        self._vocabulary: tuple[float, set[str], set[str], set[str], int, float] | None = None
-        self._lock = threading.Lock()
+        self._vocabulary = None if document_store is None else IndexVocabulary.of(document_store)
+        self._counted = False
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
@@ -384,32 +380,14 @@ class SelfQueryExtractor:
 
     def _known(self) -> tuple[set[str], set[str], set[str]]:
         """
-        The indexed collections, frontmatter field names and folders: read again when the store's document
-        count changed (looked at most every 5 s: a count costs about 0.5 ms) or after 5 minutes.
+        The indexed collections, frontmatter field names and folders, shared by every component reading the
+        same store in this process (`components._vocabulary`); this instance's first read looks at the
+        store's document count at once, so it sees what was written before it.
         """
-        if self.document_store is None:
+        if self._vocabulary is None:
             return set(), set(), set()
-        with self._lock:
-            now = time.monotonic()
-            cached = self._vocabulary
-            if cached is not None and now - cached[5] < _COUNT_CHECK_SECONDS and now - cached[0] < _VOCABULARY_TTL_SECONDS:
-                return cached[1], cached[2], cached[3]
-            count = self.document_store.count_documents()
-            if cached is None or cached[4] != count or now - cached[0] > _VOCABULARY_TTL_SECONDS:
-                collections: set[str] = set()
-                fields: set[str] = set()
-                folders: set[str] = set()
-                for row in self.document_store.list_documents_meta(fields=["collection", "frontmatter", "folders"]):
-                    collections.add(str(row["meta"].get("collection", "")))
-                    frontmatter = row["meta"].get("frontmatter")
-                    if isinstance(frontmatter, dict):
-                        fields.update(k for k, v in frontmatter.items() if isinstance(v, (str, int, float, bool)))
-                    folders.update(str(f) for f in row["meta"].get("folders") or [])
-                collections.discard("")
-                self._vocabulary = (now, collections, fields, folders, count, now)
-            else:
-                self._vocabulary = (*cached[:5], now)
-            return self._vocabulary[1], self._vocabulary[2], self._vocabulary[3]
+        first, self._counted = not self._counted, True
+        return self._vocabulary.read(check_count=first)
 
     def _extra_report(self) -> dict[str, Any]:
         """More to report on what was read (a subclass's); nothing here."""

@@ -73,3 +73,45 @@ def test_run_inputs_can_be_set_per_search_and_init_parameters_refused_when_asked
     assert len(narrow.results) == 1
     with pytest.raises(ValueError, match="fuse.k.*not a run input"):
         demo_needle.search("certbot", overrides={"fuse.k": 30}, init_overrides=False)
+
+
+def test_every_instance_of_a_warmed_pool_answers_its_first_search_without_scrolling_the_index(demo_needle, monkeypatch):
+    from contextlib import ExitStack
+
+    from needle.loader import load_pipeline
+    from needle.pool import GraphPool
+
+    def build():
+        graph = load_pipeline("search", demo_needle.environment)
+        graph.warm_up()
+        return graph
+
+    pool = GraphPool(build, size=3)
+    pool.fill()
+    store = demo_needle.file_store
+    scrolls = []
+    listing = store.list_documents_meta
+    monkeypatch.setattr(store, "list_documents_meta", lambda **kw: scrolls.append(kw) or listing(**kw))
+    with ExitStack() as held:
+        copies = [held.enter_context(pool.lend()) for _ in range(3)]  # three different instances
+        assert len({id(copy) for copy in copies}) == 3
+        for copy in copies:
+            documents = copy.run({"request": {"query": "kubernetes pod memory limit in notes"}})["snippets"]["documents"]
+            assert documents[0].meta["path"] == "runbooks/k8s-oomkilled-debugging.md"
+    assert len(scrolls) <= 1  # the index's vocabulary is read once for the process, not once per instance
+
+
+def test_a_server_runs_one_search_once_its_first_graph_is_warm(demo_needle, monkeypatch):
+    from needle.http import service
+
+    primed = []
+    monkeypatch.setattr(demo_needle, "prime", lambda: primed.append(demo_needle.search("warm up", pipeline="search", top_k=1)))
+    monkeypatch.setattr(service, "_prime_done", False)
+    previous = service._needle
+    service.use_needle(demo_needle)
+    try:
+        assert service.warm("search") is demo_needle.pipeline("search")
+        service.warm("vsearch")
+    finally:
+        service.use_needle(previous)
+    assert len(primed) == 1  # once per process, after the first graph warmed

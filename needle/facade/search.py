@@ -123,6 +123,18 @@ class Searching(Graphs):
                 raise cause from None
             raise
 
+    def prime(self) -> None:
+        """
+        Pay before the first request what a first real run of a search builds once for the whole process:
+        the index's vocabulary for the self-query rules (`components._vocabulary`), the language identifier
+        of an index in several languages, the engine's first reads of the index. One `search` run, needing
+        the index open (an owner once its graphs are warm, never a standby); every later instance of every
+        graph finds them built (a pool's instances share them).
+
+        :raises Exception: What the search raises (an empty or damaged index...).
+        """
+        self.search("warm up", pipeline="search", top_k=1)
+
     def _languages(self, contract: GraphContract, collections: list[str] | None) -> dict[str, Any]:
         """The languages of the searched chunks, for a graph that takes them (its keyword embedder)."""
         return {"languages": self.query_languages(collections)} if contract.accepts("languages") else {}

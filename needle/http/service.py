@@ -111,13 +111,32 @@ def warm(name: str) -> Any:
             if name not in _first:
                 return None
             return call(lambda needle: cast(Any, needle).pipeline(name))
-    return call(lambda needle: needle.warm(name))
+    return call(lambda needle: _primed(needle, needle.warm(name)))
+
+
+def _primed(needle: NeedleInterface, graph: T) -> T:
+    """
+    After a graph warmed in full, the process's first real search, once (`Needle.prime`): so that the first
+    request does not build what a first run builds. Not through another process's owner (nothing to build
+    here), and a failure is left to the requests to report.
+    """
+    global _prime_done
+    with _warming_lock:
+        if _prime_done or not isinstance(needle, Needle):
+            return graph
+        _prime_done = True
+    try:
+        needle.prime()
+    except Exception as error:  # noqa: BLE001 - the first request meets it and says it in one line
+        logger.info("The first search at start-up failed: %s", error)
+    return graph
 
 
 # The graphs `warm` loads at once (`None`: all of them), and those it put off, in the order asked.
 _first: frozenset[str] | None = None
 _deferred: list[str] = []
 _warming_lock = threading.Lock()
+_prime_done = False
 
 
 def warm_first(names: Iterable[str]) -> None:
@@ -146,7 +165,7 @@ def warm_deferred() -> list[str]:
     warmed = []
     for name in names:
         try:
-            get_needle().warm(name)
+            _primed(get_needle(), get_needle().warm(name))
             warmed.append(name)
         except Exception as error:  # noqa: BLE001 - the request that needs it reports it
             logger.warning("Could not warm the %s graph in the background: %s", name, error)

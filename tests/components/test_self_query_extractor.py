@@ -130,6 +130,23 @@ class TestSelfQueryExtractorRules:
         assert run("kickoff meeting notes", extractor)["filters"] == {"field": "meta.folders", "operator": "==", "value": "meetings"}
         assert run("sync in work", extractor)["filters"] == {"field": "meta.collection", "operator": "in", "value": ["work"]}
 
+    def test_extractors_on_one_store_scroll_it_once(self, file_store, monkeypatch):
+        scrolls = []
+        listing = file_store.list_documents_meta
+        monkeypatch.setattr(file_store, "list_documents_meta", lambda **kw: scrolls.append(kw) or listing(**kw))
+        copies = [SelfQueryExtractor(document_store=file_store) for _ in range(3)]  # a pool's instances
+        for extractor in copies:
+            assert run("sync in work", extractor)["filters"] == {"field": "meta.collection", "operator": "in", "value": ["work"]}
+            run("path:meetings/2024-03-* kickoff", extractor)
+        assert [sorted(kw["fields"]) for kw in scrolls] == [["collection", "folders", "frontmatter"], ["path", "source_doc_id"]]
+
+    def test_a_new_extractor_sees_what_was_written_before_it(self, file_store):
+        run("sync in work", SelfQueryExtractor(document_store=file_store))
+        file_store.write_documents([Document(id="x", content="x", embedding=[1.0, 0.0], meta={
+            "collection": "lab", "path": "a.md", "source_doc_id": "lab:a.md", "folders": [], "frontmatter": {}})])
+        out = run("sync in lab", SelfQueryExtractor(document_store=file_store))
+        assert out["filters"] == {"field": "meta.collection", "operator": "in", "value": ["lab"]}
+
     def test_a_path_glob_is_matched_against_the_indexed_files(self, file_store):
         out = run("path:meetings/2024-03-* kickoff", SelfQueryExtractor(document_store=file_store))
         assert out["filters"] == {"field": "meta.source_doc_id", "operator": "in", "value": ["notes:meetings/2024-03-04-kickoff.md"]}
