@@ -13,11 +13,11 @@ import datetime
 import re
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from components._dates import parse_bound, rfc3339
+from components._per_store import PerStore
 from needle.document_stores._shared import Values
 
 Filter = dict[str, Any]
@@ -30,7 +30,7 @@ _OWN_FIELDS = {"date": "meta.date", "tag": "meta.tags", "tags": "meta.tags", "fo
 _GLOB_CHARS = set("*?[")
 
 
-class IndexedFiles:
+class IndexedFiles(PerStore):
     """
     The indexed files of a store that match a path glob, as `source_doc_id`s.
 
@@ -40,30 +40,15 @@ class IndexedFiles:
     object in this process, shared by every component (and every pooled graph instance) that reads it.
     """
 
-    _shared: weakref.WeakKeyDictionary[Any, IndexedFiles] = weakref.WeakKeyDictionary()
-    _shared_lock = threading.Lock()
-
     ttl_seconds = 30.0
     count_check_seconds = 5.0  # a count costs about 0.5 ms: looked at no more often than this
 
     def __init__(self, store: Any) -> None:
-        self.store = store
+        super().__init__(store)
         self._listed: tuple[float, int, list[tuple[str, str]]] | None = None
         self._checked = 0.0
         self._matches: dict[str, list[str]] = {}
         self._lock = threading.Lock()
-
-    @classmethod
-    def of(cls, store: Any) -> IndexedFiles:
-        """The one file list of a store object in this process (a new one for a store that cannot be shared)."""
-        with cls._shared_lock:
-            try:
-                found = cls._shared.get(store)
-                if found is None:
-                    found = cls._shared[store] = cls(store)
-            except TypeError:  # not weakly referenceable or not hashable: this caller's own
-                found = cls(store)
-            return found
 
     def __call__(self, pattern: str) -> list[str]:
         """The `source_doc_id`s of the indexed files whose path matches the glob, sorted."""

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import threading
 import time
-import weakref
 from typing import Any
+
+from components._per_store import PerStore
 
 _TTL_SECONDS = 300.0
 _COUNT_CHECK_SECONDS = 5.0  # a count costs about 0.5 ms: looked at no more often than this
 
 
-class IndexVocabulary:
+class IndexVocabulary(PerStore):
     """
     The collections, frontmatter field names and folders of one whole-file store, read again when its document
     count changed (looked at most every 5 s) or after 5 minutes. Thread-safe; get the shared one with `of`.
@@ -30,28 +31,13 @@ class IndexVocabulary:
     ```
     """
 
-    _shared: weakref.WeakKeyDictionary[Any, IndexVocabulary] = weakref.WeakKeyDictionary()
-    _shared_lock = threading.Lock()
-
     def __init__(self, store: Any) -> None:
         """:param store: A store with `count_documents()` and `list_documents_meta(fields=...)`."""
-        self.store = store
+        super().__init__(store)
         self.reads = 0  # how many times the store was scrolled (the costly part)
         # (read at, collections, fields, folders, document count, count checked at)
         self._cached: tuple[float, set[str], set[str], set[str], int, float] | None = None
         self._lock = threading.Lock()
-
-    @classmethod
-    def of(cls, store: Any) -> IndexVocabulary:
-        """The one vocabulary of a store object in this process (a new one for a store that cannot be shared)."""
-        with cls._shared_lock:
-            try:
-                found = cls._shared.get(store)
-                if found is None:
-                    found = cls._shared[store] = cls(store)
-            except TypeError:  # not weakly referenceable or not hashable: this caller's own
-                found = cls(store)
-            return found
 
     def read(self, check_count: bool = False) -> tuple[set[str], set[str], set[str]]:
         """
