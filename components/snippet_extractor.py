@@ -2,12 +2,12 @@
 
 import json
 import re
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components._scores import query_terms, term_hits
+from needle.documents import replace
 
 
 @component
