@@ -31,6 +31,7 @@ import qdrant_edge as qe
 from haystack import logging
 
 from needle.disk import ensure_space
+from needle.document_stores.edge.payload_cache import PayloadCache
 from needle.document_stores.edge.probe import probe
 from needle.document_stores.edge.seal import SEAL_FILE_NAME, is_sealed, seal, unseal
 from needle.document_stores.protocol import IndexDamagedError
@@ -80,6 +81,8 @@ class OpenShard:
         """
         self.path = path
         self.shard = shard
+        # Documents searches read, emptied around every write (`update`, `recreate`).
+        self.payloads = PayloadCache()
         self.pid = os.getpid()
         # Serialises writers (duplicate checks must not interleave with other writes); readers never take it.
         self.write_lock = threading.RLock()
@@ -91,6 +94,17 @@ class OpenShard:
         """Whether this process got the shard through `fork()` (it is the parent's, not ours)."""
         return self.pid != os.getpid()
 
+    def update(self, operation: Any) -> None:
+        """
+        Apply one write (`qdrant_edge.UpdateOperation`) to the shard; the documents searches kept are
+        forgotten before and after it (`PayloadCache`). Every write to the shard comes through here.
+        """
+        self.payloads.invalidate()
+        try:
+            self.shard.update(operation)
+        finally:
+            self.payloads.invalidate()
+
     def recreate(self, config: Any) -> None:
         """
         Drop the shard's files (keeping the lock file, and so the lock) and create an empty shard in their place.
@@ -98,6 +112,7 @@ class OpenShard:
         :param config: The engine configuration of the new shard.
         """
         with self.write_lock:
+            self.payloads.invalidate()
             try:
                 self.shard.close()
             except (KeyboardInterrupt, SystemExit):
@@ -113,6 +128,7 @@ class OpenShard:
                 else:
                     os.remove(full)
             self.shard = qe.EdgeShard.create(self.path, config)
+            self.payloads.invalidate()
 
     def close(self) -> None:
         """
