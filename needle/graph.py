@@ -97,6 +97,28 @@ class NeedlePipeline(Pipeline):
         """The scheduling state of the run in progress on each thread (a run borrows the pipeline on one thread)."""
         return self.__dict__.setdefault("_needle_runs", {})
 
+    def _find_receivers_from(self, component_name: str) -> list[tuple[str, Any, Any, Any]]:
+        """Haystack's, kept until the graph changes: a run asks it for every stage before it starts."""
+        found = self.__dict__.setdefault("_needle_receivers", {})
+        if component_name not in found:
+            found[component_name] = super()._find_receivers_from(component_name)
+        return cast(list[tuple[str, Any, Any, Any]], found[component_name])
+
+    def add_component(self, *args: Any, **kwargs: Any) -> Any:
+        """Haystack's; the stages' receivers are looked up again."""
+        self.__dict__.pop("_needle_receivers", None)
+        return super().add_component(*args, **kwargs)
+
+    def remove_component(self, *args: Any, **kwargs: Any) -> Any:
+        """Haystack's; the stages' receivers are looked up again."""
+        self.__dict__.pop("_needle_receivers", None)
+        return super().remove_component(*args, **kwargs)
+
+    def connect(self, *args: Any, **kwargs: Any) -> Any:
+        """Haystack's; the stages' receivers are looked up again."""
+        self.__dict__.pop("_needle_receivers", None)
+        return super().connect(*args, **kwargs)
+
     def _fill_queue(
         self, component_names: list[str], inputs: dict[str, Any], component_visits: dict[str, int]
     ) -> FIFOPriorityQueue:

@@ -252,3 +252,17 @@ def test_a_filled_queue_gives_stages_in_the_order_of_one_push_each():
         filled.push("late", 2)
         pushed.push("late", 2)
         assert [filled.pop() for _ in range(len(filled))] == [pushed.pop() for _ in range(len(pushed))]
+
+
+def test_a_graph_changed_after_a_run_sends_to_its_new_receivers():
+    graph = NeedlePipeline()
+    graph.add_component("cutoff", ResultCutoff(default_top_k=2))
+    graph.add_component("first", NeedleRecorder())
+    graph.connect("cutoff.documents", "first.documents")
+    graph.run({"cutoff": {"documents": DOCS}})
+    graph.add_component("second", NeedleRecorder())
+    graph.connect("cutoff.documents", "second.documents")
+    graph.run({"cutoff": {"documents": DOCS}})
+    assert graph.get_component("second").seen == DOCS[:2]
+    graph.remove_component("second")
+    assert graph.run({"cutoff": {"documents": DOCS}}, include_outputs_from={"first"})["first"]["documents"] == DOCS[:2]
