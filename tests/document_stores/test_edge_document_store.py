@@ -502,6 +502,21 @@ class TestEdgeDocumentStore:
         store.delete_all_documents()
         assert store.query_text("alpha", top_k=5) == [] and len(cache) == 0
 
+    def test_changes_tell_every_write_and_nothing_else(self, store):
+        seen = [store.changes()]
+        store.write_documents([Document(id="a", content="alpha", meta={"path": "a.md"}, embedding=[1.0, 0.0, 0.0, 0.0])])
+        seen.append(store.changes())
+        store.query_dense([1.0, 0.0, 0.0, 0.0])
+        store.count_documents()
+        assert store.changes() == seen[-1]
+        store.update_by_filter({"field": "meta.path", "operator": "==", "value": "a.md"}, {"tags": ["x"]})
+        seen.append(store.changes())
+        store.delete_documents(["a"])
+        seen.append(store.changes())
+        store.delete_all_documents(recreate_index=True)
+        seen.append(store.changes())
+        assert len(set(seen)) == len(seen)
+
     def test_a_search_that_began_before_a_write_keeps_nothing(self, store):
         store.write_documents([Document(id="a", content="alpha", embedding=[1.0, 0.0, 0.0, 0.0])])
         cache = store._shard().payloads

@@ -440,6 +440,16 @@ class EdgeDocumentStore(NeedleStoreMixin):
         with _engine_errors("count documents"):
             return int(self._shard().shard.count(qe.CountRequest(exact=True)))
 
+    def changes(self) -> tuple[int, int]:
+        """
+        A value that changes with every write to the index: what `count_documents` is asked for to tell
+        whether the index changed, without counting (the folder is locked: only this process writes to it).
+
+        :returns: The shard's opening in this process and the writes it took.
+        """
+        opened = self._shard()
+        return opened.opening, opened.writes
+
     def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
         """
         Return the documents matching Haystack filters, with their vectors, in point-id order.

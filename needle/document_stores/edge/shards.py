@@ -20,6 +20,7 @@ a folder that is not as sealed is first opened in a child process (`probe.py`), 
 
 import atexit
 import fcntl
+import itertools
 import os
 import shutil
 import threading
@@ -41,6 +42,8 @@ logger = logging.getLogger(__name__)
 LOCK_FILE_NAME = ".edge_document_store.lock"
 # When `open_shard` opens a folder in a child process first (see there).
 PROBE_MODES = ("changed", "open", "read")
+# Numbers each opening of a shard in this process (`OpenShard.opening`).
+_OPENINGS = itertools.count(1)
 # Files in a shard's folder that are Needle's, not the engine's.
 _NOT_THE_SHARDS = frozenset({LOCK_FILE_NAME})
 
@@ -83,6 +86,10 @@ class OpenShard:
         self.shard = shard
         # Documents searches read, emptied around every write (`update`, `recreate`).
         self.payloads = PayloadCache()
+        # Which opening of a folder this is, and how many writes it took: together they change with every
+        # write in this process, the only one that may write while the folder is locked (`changes`).
+        self.opening = next(_OPENINGS)
+        self.writes = 0
         self.pid = os.getpid()
         # Serialises writers (duplicate checks must not interleave with other writes); readers never take it.
         self.write_lock = threading.RLock()
@@ -103,6 +110,7 @@ class OpenShard:
         try:
             self.shard.update(operation)
         finally:
+            self.writes += 1
             self.payloads.invalidate()
 
     def recreate(self, config: Any) -> None:
@@ -128,6 +136,7 @@ class OpenShard:
                 else:
                     os.remove(full)
             self.shard = qe.EdgeShard.create(self.path, config)
+            self.writes += 1
             self.payloads.invalidate()
 
     def close(self) -> None:
