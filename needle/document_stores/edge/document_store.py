@@ -9,6 +9,7 @@ and point ids are the ones qdrant-haystack writes (`converters.py`), so a snapsh
 a Qdrant server and be served there by `QdrantDocumentStore` (or `QdrantServerDocumentStore`).
 """
 
+import functools
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -797,7 +798,16 @@ def _nearest(query: VectorQuery) -> Any:
 
 
 def _match(key: str, value: Any) -> Any:
-    """Points whose payload `key` holds `value`."""
+    """Points whose payload `key` holds `value` (a file's chunks: the rerank stage asks for each candidate's)."""
+    try:
+        return _file_filter(key, value)
+    except TypeError:  # a value that cannot be a cache key
+        return qe.Filter(must=[qe.FieldCondition(key, match=qe.MatchValue(value))])
+
+
+@functools.lru_cache(maxsize=8192)
+def _file_filter(key: str, value: Any) -> Any:
+    """`_match`, built once per file: a filter costs more to build (5 µs) than a batch entry using it (4 µs)."""
     return qe.Filter(must=[qe.FieldCondition(key, match=qe.MatchValue(value))])
 
 
