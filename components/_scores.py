@@ -6,11 +6,12 @@ compared raw: where a score is shown, gated or tested against a threshold, BM25 
 """
 
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from haystack import Document
+
+from needle.documents import replace
 
 _WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
 # Words that carry no topic even when longer than two letters.

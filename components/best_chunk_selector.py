@@ -1,11 +1,11 @@
 """One representative chunk per file: the one that mentions the query most."""
 
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components._scores import query_terms, term_hits
+from needle.documents import replace
 
 
 @component

@@ -2,7 +2,6 @@
 
 import inspect
 import math
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
@@ -12,6 +11,7 @@ from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from components.llm_cache import LLMCache, load_component, model_label
 from components.llm_judge_ranker import order_known_scores
 from needle.checks import OptionalQueryVector, check_top_k
+from needle.documents import replace
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,6 @@
 """Offline reranking: rescore fused candidates by their files' exact BM25 and cosine scores."""
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_to_dict
@@ -10,6 +9,7 @@ from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from components._document_store import with_document_store
 from needle.checks import OptionalQueryVector, QueryVector, check_top_k
 from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
+from needle.documents import replace
 
 _COSINE_SCALES = ("best", "raw")
 

@@ -1,7 +1,6 @@
 """A ranker that asks a chat generator to judge each document's relevance from 0 to 10."""
 
 import re
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
@@ -10,6 +9,7 @@ from haystack.dataclasses import ChatMessage
 
 from components.llm_cache import load_component
 from needle.checks import check_top_k
+from needle.documents import replace
 
 logger = logging.getLogger(__name__)
 

@@ -1,9 +1,10 @@
 """Blend retrieval rank and rerank score, trusting retrieval more at the top."""
 
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
+
+from needle.documents import replace
 
 
 @component

@@ -3,7 +3,6 @@
 import math
 import re
 from collections import Counter
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_to_dict, logging
@@ -13,6 +12,7 @@ from components._document_store import with_document_store
 from components._scores import STOPWORDS, normalize_bm25, query_terms, strong_signal
 from needle.checks import OptionalQueryVector, QueryVector, check_top_k
 from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
+from needle.documents import replace
 
 logger = logging.getLogger(__name__)
 _TOKEN = re.compile(r"[a-z][a-z0-9'-]+")

@@ -1,6 +1,5 @@
 """Recency as a ranking signal of its own: a 0..1 decay of each result's date, mixed with its relevance."""
 
-import dataclasses
 import datetime
 import math
 from typing import Any
@@ -8,6 +7,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components._dates import reference_time
+from needle.documents import replace
 
 
 @component
@@ -104,7 +104,7 @@ class RecencyRanker:
             relevance = float(doc.score or 0.0)
             score = (1 - self.weight) * relevance + self.weight * recency
             meta = {**doc.meta, "recency": {"date": doc.meta.get("date"), "score": recency, "relevance": relevance}}
-            mixed.append(dataclasses.replace(doc, score=score, meta=meta))
+            mixed.append(replace(doc, score=score, meta=meta))
         mixed.sort(key=lambda d: d.score or 0.0, reverse=True)
         return {"documents": mixed}
 

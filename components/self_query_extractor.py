@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -305,12 +306,7 @@ class SelfQueryExtractor:
             if take(match, value):
                 found.where[name] = _typed_value(value)
         if collections:
-            named = re.compile(
-                rf"(?<![\w-])in\s+(?:the\s+|my\s+)?({'|'.join(re.escape(c) for c in sorted(collections, key=len, reverse=True))})"
-                r"(?:\s+(?:collection|notes))?(?![\w-])",
-                re.IGNORECASE,
-            )
-            for match in named.finditer(query):
+            for match in _collections_pattern(frozenset(collections)).finditer(query):
                 name = next(c for c in collections if c.lower() == match.group(1).lower())
                 if take(match, ""):
                     found.collections.append(name)
@@ -340,18 +336,7 @@ class SelfQueryExtractor:
     @staticmethod
     def _read_named_folders(query: str, folders: set[str], found: _Extraction, take: Any) -> None:
         """A folder named in words: "journal entries", "meeting notes", "from my journal"."""
-        names: dict[str, str] = {}
-        for folder in folders:
-            last = folder.rsplit("/", 1)[-1].lower()
-            for form in {last, last[:-1] if last.endswith("s") else last + "s"}:
-                if len(form) > 2:
-                    names.setdefault(form, folder)
-        alternatives = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
-        pattern = re.compile(
-            rf"(?<![\w/-])(?:(?:in|from)\s+(?:my\s+|the\s+)?({alternatives})"
-            rf"|({alternatives})\s+(?:entry|entries|note|notes|page|pages))(?![\w/-])",
-            re.IGNORECASE,
-        )
+        pattern, names = _folders_pattern(frozenset(folders))
         for match in pattern.finditer(query):
             word = (match.group(1) or match.group(2)).lower()
             if take(match, match.group(0)):
@@ -425,3 +410,32 @@ def _without(query: str, removed: list[tuple[int, int, str, str]]) -> tuple[str,
     loose.append(query[position:])
     tidy = lambda text: re.sub(r"\s+([?.!,;:])", r"\1", " ".join(text.split())).strip(" ,;:")  # noqa: E731
     return tidy("".join(strict)), tidy("".join(loose))
+
+
+# The patterns are compiled once per set of names (they change only when the index does): escaping and
+# compiling a few hundred folder names took most of the stage's time on every query.
+@functools.lru_cache(maxsize=16)
+def _collections_pattern(collections: frozenset[str]) -> re.Pattern[str]:
+    """Collections named in words: "in the work notes", "in work"."""
+    alternatives = "|".join(re.escape(c) for c in sorted(collections, key=len, reverse=True))
+    return re.compile(
+        rf"(?<![\w-])in\s+(?:the\s+|my\s+)?({alternatives})(?:\s+(?:collection|notes))?(?![\w-])", re.IGNORECASE
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _folders_pattern(folders: frozenset[str]) -> tuple[re.Pattern[str], dict[str, str]]:
+    """Folders named in words, and the folder each lowercase form (singular and plural) names."""
+    names: dict[str, str] = {}
+    for folder in sorted(folders):
+        last = folder.rsplit("/", 1)[-1].lower()
+        for form in sorted({last, last[:-1] if last.endswith("s") else last + "s"}):
+            if len(form) > 2:
+                names.setdefault(form, folder)
+    alternatives = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+    pattern = re.compile(
+        rf"(?<![\w/-])(?:(?:in|from)\s+(?:my\s+|the\s+)?({alternatives})"
+        rf"|({alternatives})\s+(?:entry|entries|note|notes|page|pages))(?![\w/-])",
+        re.IGNORECASE,
+    )
+    return pattern, names

@@ -2,13 +2,13 @@
 
 import re
 import time
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.core.serialization import component_to_dict
 
 from components.llm_cache import load_component
+from needle.documents import replace
 
 logger = logging.getLogger(__name__)
 

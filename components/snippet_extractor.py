@@ -2,12 +2,12 @@
 
 import json
 import re
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components._scores import query_terms, term_hits
+from components._scores import query_terms
+from needle.documents import replace
 
 
 @component
@@ -120,11 +120,17 @@ class SnippetExtractor:
 _HEADING = re.compile(r"\s{0,3}#{1,6}(\s.*)?")
 _FENCE = re.compile(r"\s*(```|~~~).*")
 _RULE = re.compile(r"\s*([-*_=]\s*){3,}")
+_MARKS = frozenset("#`~-*_=")
 
 
 def is_content(line: str) -> bool:
     """Whether a line says something: not blank, not only a heading, a code fence or a rule."""
-    return bool(line.strip()) and not (_HEADING.fullmatch(line) or _FENCE.fullmatch(line) or _RULE.fullmatch(line))
+    stripped = line.lstrip()
+    if not stripped.strip():
+        return False
+    if stripped[0] not in _MARKS:  # each pattern starts (after spaces) with one of these
+        return True
+    return not (_HEADING.fullmatch(line) or _FENCE.fullmatch(line) or _RULE.fullmatch(line))
 
 
 def _stems(terms: list[str]) -> list[str]:
@@ -144,11 +150,13 @@ def best_line(lines: list[str], terms: list[str]) -> int:
     stems = _stems(terms)
 
     def rank(i: int) -> tuple[int, int, int, int]:
-        distinct, total = term_hits(lines[i], terms)
-        return distinct, term_hits(lines[i], stems)[0], total, -i
+        lowered = lines[i].lower()  # `term_hits` on the line, for the terms and the stems, lowered once
+        counts = [lowered.count(term) for term in terms]
+        return sum(1 for c in counts if c), sum(1 for stem in stems if stem in lowered), sum(counts), -i
 
-    best = max(content, key=rank)
-    return best if rank(best)[:3] != (0, 0, 0) else content[0]
+    ranked = [rank(i) for i in content]
+    best = max(ranked)
+    return -best[3] if best[:3] != (0, 0, 0) else content[0]
 
 
 def _section(meta: dict[str, Any]) -> str:

@@ -1,11 +1,11 @@
 """Weighted reciprocal rank fusion over named ranked lists."""
 
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from needle.checks import check_top_k
+from needle.documents import replace
 
 logger = logging.getLogger(__name__)
 

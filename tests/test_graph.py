@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
-from haystack import Document, Pipeline, component
+from haystack import Document, Pipeline, component, tracing
+from haystack.core.errors import PipelineRuntimeError
+from haystack.tracing.tracer import NullSpan
 
 from components.result_cutoff import ResultCutoff
 from needle.graph import NeedlePipeline, leaves_inputs_unchanged
@@ -29,6 +33,20 @@ class NeedleRecorder(Recorder):
 
 
 NeedleRecorder.__module__ = "components.needle_recorder"
+
+
+@component
+class NeedleBroken:
+    """Raises, or returns something that is not a mapping, as a broken stage of Needle's might."""
+
+    @component.output_types(documents=list[Document])
+    def run(self, fail: bool) -> dict[str, list[Document]]:
+        if fail:
+            raise ValueError("broken on purpose")
+        return ["not", "a", "mapping"]  # type: ignore[return-value]
+
+
+NeedleBroken.__module__ = "components.needle_broken"
 
 
 @component
@@ -80,6 +98,35 @@ class TestNeedlePipeline:
         ours = _graph(NeedlePipeline, NeedleRecorder()).run(data, include_outputs_from={"cutoff"})
         theirs = _graph(Pipeline, NeedleRecorder()).run(data, include_outputs_from={"cutoff"})
         assert ours == theirs and [d.id for d in ours["recorder"]["documents"]] == ["0", "1"]
+
+    def test_a_needle_stage_s_failure_and_bad_output_are_haystack_s_errors(self):
+        for cls in (NeedlePipeline, Pipeline):
+            graph = cls()
+            graph.add_component("broken", NeedleBroken())
+            with pytest.raises(PipelineRuntimeError, match="'broken'") as raised:
+                graph.run({"broken": {"fail": True}})
+            assert isinstance(raised.value.__cause__, ValueError)
+            with pytest.raises(PipelineRuntimeError, match="'broken'"):
+                graph.run({"broken": {"fail": False}})
+
+    def test_a_tracer_still_sees_every_needle_stage(self):
+        spans: list[str] = []
+
+        class Collecting(tracing.Tracer):
+            @contextlib.contextmanager
+            def trace(self, operation_name, tags=None, parent_span=None):
+                spans.append((tags or {}).get("haystack.component.name", operation_name))
+                yield NullSpan()
+
+            def current_span(self):
+                return None
+
+        tracing.enable_tracing(Collecting())
+        try:
+            self._fed(NeedleRecorder())
+        finally:
+            tracing.disable_tracing()
+        assert spans == ["haystack.pipeline.run", "source", "recorder"]
 
     def test_the_loader_builds_needle_pipelines(self):
         graph = Pipeline()
@@ -183,3 +230,39 @@ class TestNeedlePipelineScheduling:
         graph = _loop(NeedlePipeline)
         graph.run({"entry": {"value": 0}, "a": {"value": 10}})
         assert graph.__dict__.get("_needle_runs") == {}
+
+
+def test_a_filled_queue_gives_stages_in_the_order_of_one_push_each():
+    import random
+
+    from haystack.core.pipeline.utils import FIFOPriorityQueue
+
+    from needle.graph import _FilledQueue
+
+    rng = random.Random(7)
+    for _ in range(50):
+        entries = [(f"stage{n}", rng.choice([1, 2, 3, 4])) for n in range(rng.randint(0, 25))]
+        pushed = FIFOPriorityQueue()
+        for name, priority in entries:
+            pushed.push(name, priority)
+        filled = _FilledQueue(entries)
+        assert len(filled) == len(pushed)
+        if entries:
+            assert filled.peek() == pushed.peek()
+        filled.push("late", 2)
+        pushed.push("late", 2)
+        assert [filled.pop() for _ in range(len(filled))] == [pushed.pop() for _ in range(len(pushed))]
+
+
+def test_a_graph_changed_after_a_run_sends_to_its_new_receivers():
+    graph = NeedlePipeline()
+    graph.add_component("cutoff", ResultCutoff(default_top_k=2))
+    graph.add_component("first", NeedleRecorder())
+    graph.connect("cutoff.documents", "first.documents")
+    graph.run({"cutoff": {"documents": DOCS}})
+    graph.add_component("second", NeedleRecorder())
+    graph.connect("cutoff.documents", "second.documents")
+    graph.run({"cutoff": {"documents": DOCS}})
+    assert graph.get_component("second").seen == DOCS[:2]
+    graph.remove_component("second")
+    assert graph.run({"cutoff": {"documents": DOCS}}, include_outputs_from={"first"})["first"]["documents"] == DOCS[:2]

@@ -115,3 +115,21 @@ def test_a_server_runs_one_search_once_its_first_graph_is_warm(demo_needle, monk
     finally:
         service.use_needle(previous)
     assert len(primed) == 1  # once per process, after the first graph warmed
+
+
+def test_a_graph_left_on_demand_is_not_warmed_at_start_up(demo_needle, monkeypatch):
+    from needle.http import service
+
+    warmed = []
+    monkeypatch.setattr(demo_needle, "warm", lambda name: warmed.append(name))
+    monkeypatch.setattr(service, "_prime_done", True)
+    previous = service._needle
+    service.use_needle(demo_needle)
+    service.warm_on_demand(["ingest"])
+    try:
+        assert service.warm("ingest") is None
+        service.warm("search")
+        assert service.warm_deferred() == [] and warmed == ["search"]
+    finally:
+        service.warm_on_demand(())
+        service.use_needle(previous)

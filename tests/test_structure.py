@@ -98,7 +98,7 @@ def test_the_cycle_finder_finds_a_cycle():
 # wrappers sit on the application. A new `needle` module is in the application unless named here.
 CORE = (
     "needle", "needle.arguments", "needle.atomic", "needle.bounded", "needle.checks", "needle.collections", "needle.disk",
-    "needle.document_stores", "needle.file_records", "needle.files", "needle.formats", "needle.globs",
+    "needle.document_stores", "needle.documents", "needle.file_records", "needle.files", "needle.formats", "needle.globs",
     "needle.languages", "needle.requests",
 )
 LAYERS = ("core", "components", "application", "server")

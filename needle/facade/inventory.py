@@ -44,7 +44,7 @@ class Inventory(Graphs):
         so the list is kept until the stores' counts or the provenance (rewritten by every index run) change.
         """
         recorded = index_info.read(self.settings) or {}
-        version = (self.file_store.count_documents(), self.store.count_documents(), recorded.get("updated"))
+        version = (_changes(self.file_store), _changes(self.store), recorded.get("updated"))
         cached = self._source_ids
         if cached is not None and cached[0] == version:
             return cached[1]
@@ -141,3 +141,9 @@ class Inventory(Graphs):
             )
             entry["chunks"] += 1
         return [files[key] for key in sorted(files)]
+
+
+def _changes(store: Any) -> Any:
+    """What changes when a store is written to: its own write counter where it has one, else its count."""
+    changes = getattr(store, "changes", None)
+    return changes() if callable(changes) else store.count_documents()

@@ -174,6 +174,7 @@ def create_app(
     owner: OwnerRecord | None = None,
     watch: bool = False,
     own_record: bool = True,
+    warm_ingest: bool = True,
 ) -> FastAPI:
     """
     Build the hayhooks app that serves `server/pipelines/`, with MCP at `/mcp` (streamable HTTP) and `/sse`.
@@ -189,7 +190,9 @@ def create_app(
     :param watch: Keep the index up to date while the app runs (`needle.watch`).
     :param own_record: Write and remove `owner`'s record in the app's lifespan; off when the app that serves
         it holds the record itself (`needle.http.staged.StagedApp`).
-    :returns: The ASGI app; its start-up loads and warms every endpoint's graph.
+    :param warm_ingest: Load the ingest graph (and its embedding model) at start-up; off, the first index run
+        loads it (`needle serve` without `--watch`, whose index runs are asked for).
+    :returns: The ASGI app; its start-up loads and warms every endpoint's graph (but ingest when `warm_ingest` is off).
     """
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
@@ -217,6 +220,9 @@ def create_app(
 
     from hayhooks.server.app import create_app as create_hayhooks_app
 
+    from needle.http.service import warm_on_demand
+
+    warm_on_demand(() if warm_ingest else ("ingest",))
     app = create_hayhooks_app()
     left_out = {id(deploy_router), id(undeploy_router), id(draw_router)}
     app.router.routes[:] = [r for r in app.router.routes if id(getattr(r, "original_router", r)) not in left_out]
@@ -360,7 +366,7 @@ def serve(
         scheduler = backup_scheduler(**backups)
         scheduler.start()
     try:
-        run_app(create_app(host=host, token=token, owner=owner, watch=watch), host=host, port=port)
+        run_app(create_app(host=host, token=token, owner=owner, watch=watch, warm_ingest=watch), host=host, port=port)
     finally:
         if scheduler is not None:
             scheduler.stop()

@@ -105,6 +105,8 @@ def warm(name: str) -> Any:
     A graph `warm_first` names gets its first instance now, the others with the graphs put off.
     """
     with _warming_lock:
+        if name in _on_demand:
+            return None
         if _first is not None:
             if name not in _deferred:
                 _deferred.append(name)
@@ -135,6 +137,8 @@ def _primed(needle: NeedleInterface, graph: T) -> T:
 # The graphs `warm` loads at once (`None`: all of them), and those it put off, in the order asked.
 _first: frozenset[str] | None = None
 _deferred: list[str] = []
+# The graphs neither `warm` nor `warm_deferred` loads: their first request does (`warm_on_demand`).
+_on_demand: frozenset[str] = frozenset()
 _warming_lock = threading.Lock()
 _prime_done = False
 
@@ -149,6 +153,19 @@ def warm_first(names: Iterable[str]) -> None:
     global _first
     with _warming_lock:
         _first = frozenset(names)
+
+
+def warm_on_demand(names: Iterable[str]) -> None:
+    """
+    Leave these graphs unloaded until a request needs them. `needle serve` without `--watch` leaves the
+    ingest graph so: its embedding model (about 100 MB, docs/performance.md) is then held only once an index
+    run asks for it, which pays the model's load once (about a second) on top of its reading and embedding.
+
+    :param names: Graph names; empty: every graph warms as `warm` and `warm_first` say.
+    """
+    global _on_demand
+    with _warming_lock:
+        _on_demand = frozenset(names)
 
 
 def warm_deferred() -> list[str]:

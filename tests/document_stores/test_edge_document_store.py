@@ -182,6 +182,7 @@ class TestEdgeDocumentStore:
                 "sparse_on_disk": False,
                 "payload_on_disk": True,
                 "max_segment_size_kb": None,
+                "cached_payloads": 16384,
             },
         }
 
@@ -466,6 +467,76 @@ class TestEdgeDocumentStore:
         assert updated.meta == {"path": "a.md", "tags": ["x"]}
         assert updated.content == "alpha"
         assert updated.embedding == pytest.approx([1.0, 0.0, 0.0, 0.0])
+
+    def test_searches_read_each_payload_once_and_see_every_write(self, store):
+        def found(**kwargs):
+            sparse = store.query_sparse(SparseEmbedding([1], [1.0]), top_k=5, **kwargs)
+            dense = store.query_dense([1.0, 0.0, 0.0, 0.0], top_k=5, **kwargs)
+            text = store.query_text("alpha", top_k=5, **kwargs)
+            return [(d.id, d.content, d.meta, d.score) for d in sparse + dense + text]
+
+        store.write_documents([
+            Document(id=name, content=f"alpha {name}", meta={"path": f"{name}.md", "n": n},
+                     embedding=unit([1.0, n, 0.0, 0.0]), sparse_embedding=SparseEmbedding([1], [1.0 + n]))
+            for n, name in enumerate(["a", "b", "c"])
+        ])
+        cache = store._shard().payloads
+        cold = found()
+        assert len(cache) == 3  # read once, kept
+        assert found() == cold  # from the cache: the same documents and scores
+        assert found(fields=["path"]) == [(i, c, {"path": m["path"]}, s) for i, c, m, s in cold]
+        cache.limit = 0
+        assert found() == cold  # every payload read again
+        cache.limit = 16384
+
+        found()[0][2]["path"] = "changed by a stage"  # a stage changing what it was given
+        assert found() == cold
+        store.update_by_filter({"field": "meta.path", "operator": "==", "value": "a.md"}, {"tags": ["x"]})
+        assert {d.id: d.meta.get("tags") for d in store.query_text("alpha", top_k=5)} == {"a": ["x"], "b": None, "c": None}
+        store.write_documents([Document(id="b", content="alpha beta", meta={"path": "b.md"},
+                                        embedding=unit([1.0, 1.0, 0.0, 0.0]), sparse_embedding=SparseEmbedding([1], [2.0]))],
+                              policy=DuplicatePolicy.OVERWRITE)
+        assert {d.id: d.content for d in store.query_text("alpha", top_k=5)}["b"] == "alpha beta"
+        store.delete_documents(["c"])
+        assert sorted(d.id for d in store.query_sparse(SparseEmbedding([1], [1.0]), top_k=5)) == ["a", "b"]
+        store.delete_all_documents()
+        assert store.query_text("alpha", top_k=5) == [] and len(cache) == 0
+
+    def test_changes_tell_every_write_and_nothing_else(self, store):
+        seen = [store.changes()]
+        store.write_documents([Document(id="a", content="alpha", meta={"path": "a.md"}, embedding=[1.0, 0.0, 0.0, 0.0])])
+        seen.append(store.changes())
+        store.query_dense([1.0, 0.0, 0.0, 0.0])
+        store.count_documents()
+        assert store.changes() == seen[-1]
+        store.update_by_filter({"field": "meta.path", "operator": "==", "value": "a.md"}, {"tags": ["x"]})
+        seen.append(store.changes())
+        store.delete_documents(["a"])
+        seen.append(store.changes())
+        store.delete_all_documents(recreate_index=True)
+        seen.append(store.changes())
+        assert len(set(seen)) == len(seen)
+
+    def test_a_search_that_began_before_a_write_keeps_nothing(self, store):
+        store.write_documents([Document(id="a", content="alpha", embedding=[1.0, 0.0, 0.0, 0.0])])
+        cache = store._shard().payloads
+        began = cache.generation
+        [old] = store.get_documents_by_id(["a"])
+        store.write_documents([Document(id="a", content="alpha two", embedding=[1.0, 0.0, 0.0, 0.0])],
+                              policy=DuplicatePolicy.OVERWRITE)
+        cache.keep(None, began, {"stale": old})
+        assert len(cache) == 0
+        assert [d.content for d in store.query_dense([1.0, 0.0, 0.0, 0.0])] == ["alpha two"]
+
+    def test_the_payload_cache_keeps_at_most_its_limit(self, store):
+        store._shard().payloads.limit = 4
+        try:
+            store.write_documents([Document(id=str(n), content=f"alpha {n}", embedding=unit([1.0, n, 0.0, 0.0]))
+                                   for n in range(10)])
+            assert len(store.query_dense([1.0, 0.0, 0.0, 0.0], top_k=10)) == 10
+            assert len(store._shard().payloads) <= 4
+        finally:
+            store._shard().payloads.limit = store.cached_payloads
 
     def test_optimize_builds_the_hnsw_graph(self, tmp_path):
         store = EdgeDocumentStore(

@@ -13,6 +13,7 @@ from haystack import logging
 from haystack.dataclasses import Document
 
 from needle.document_stores.layout import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME, convert_id
+from needle.documents import from_stored
 
 logger = logging.getLogger(__name__)
 
@@ -76,4 +77,4 @@ def to_document(record: Any, score: float | None = None) -> Document:
     data["sparse_embedding"] = (
         {"indices": list(sparse.indices), "values": list(sparse.values)} if sparse is not None else None
     )
-    return Document.from_dict(data)
+    return from_stored(data)

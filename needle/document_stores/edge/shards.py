@@ -20,6 +20,7 @@ a folder that is not as sealed is first opened in a child process (`probe.py`), 
 
 import atexit
 import fcntl
+import itertools
 import os
 import shutil
 import threading
@@ -31,6 +32,7 @@ import qdrant_edge as qe
 from haystack import logging
 
 from needle.disk import ensure_space
+from needle.document_stores.edge.payload_cache import PayloadCache
 from needle.document_stores.edge.probe import probe
 from needle.document_stores.edge.seal import SEAL_FILE_NAME, is_sealed, seal, unseal
 from needle.document_stores.protocol import IndexDamagedError
@@ -40,6 +42,8 @@ logger = logging.getLogger(__name__)
 LOCK_FILE_NAME = ".edge_document_store.lock"
 # When `open_shard` opens a folder in a child process first (see there).
 PROBE_MODES = ("changed", "open", "read")
+# Numbers each opening of a shard in this process (`OpenShard.opening`).
+_OPENINGS = itertools.count(1)
 # Files in a shard's folder that are Needle's, not the engine's.
 _NOT_THE_SHARDS = frozenset({LOCK_FILE_NAME})
 
@@ -80,6 +84,12 @@ class OpenShard:
         """
         self.path = path
         self.shard = shard
+        # Documents searches read, emptied around every write (`update`, `recreate`).
+        self.payloads = PayloadCache()
+        # Which opening of a folder this is, and how many writes it took: together they change with every
+        # write in this process, the only one that may write while the folder is locked (`changes`).
+        self.opening = next(_OPENINGS)
+        self.writes = 0
         self.pid = os.getpid()
         # Serialises writers (duplicate checks must not interleave with other writes); readers never take it.
         self.write_lock = threading.RLock()
@@ -91,6 +101,18 @@ class OpenShard:
         """Whether this process got the shard through `fork()` (it is the parent's, not ours)."""
         return self.pid != os.getpid()
 
+    def update(self, operation: Any) -> None:
+        """
+        Apply one write (`qdrant_edge.UpdateOperation`) to the shard; the documents searches kept are
+        forgotten before and after it (`PayloadCache`). Every write to the shard comes through here.
+        """
+        self.payloads.invalidate()
+        try:
+            self.shard.update(operation)
+        finally:
+            self.writes += 1
+            self.payloads.invalidate()
+
     def recreate(self, config: Any) -> None:
         """
         Drop the shard's files (keeping the lock file, and so the lock) and create an empty shard in their place.
@@ -98,6 +120,7 @@ class OpenShard:
         :param config: The engine configuration of the new shard.
         """
         with self.write_lock:
+            self.payloads.invalidate()
             try:
                 self.shard.close()
             except (KeyboardInterrupt, SystemExit):
@@ -113,6 +136,8 @@ class OpenShard:
                 else:
                     os.remove(full)
             self.shard = qe.EdgeShard.create(self.path, config)
+            self.writes += 1
+            self.payloads.invalidate()
 
     def close(self) -> None:
         """
