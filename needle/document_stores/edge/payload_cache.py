@@ -45,7 +45,12 @@ class PayloadCache:
         kept = self._by_fields.get(fields)
         if not kept:
             return {}
-        return {point: kept[point] for point in point_ids if point in kept}
+        found = {}
+        for point in point_ids:  # one lookup each: another thread's `keep` may drop entries meanwhile
+            document = kept.get(point)
+            if document is not None:
+                found[point] = document
+        return found
 
     def keep(self, fields: Hashable, generation: int, documents: dict[Any, Document]) -> None:
         """
