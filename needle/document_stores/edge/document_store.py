@@ -802,7 +802,7 @@ def _match(key: str, value: Any) -> Any:
     try:
         return _file_filter(key, value)
     except TypeError:  # a value that cannot be a cache key
-        return qe.Filter(must=[qe.FieldCondition(key, match=qe.MatchValue(value))])
+        return _file_filter.__wrapped__(key, value)
 
 
 @functools.lru_cache(maxsize=8192)
