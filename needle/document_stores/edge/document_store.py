@@ -446,10 +446,10 @@ class EdgeDocumentStore(NeedleStoreMixin):
         A value that changes with every write to the index: what `count_documents` is asked for to tell
         whether the index changed, without counting (the folder is locked: only this process writes to it).
 
-        :returns: The shard's opening in this process and the writes it took.
+        :returns: The shard's opening in this process and its payload cache's generation, which every write moves.
         """
         opened = self._shard()
-        return opened.opening, opened.writes
+        return opened.opening, opened.payloads.generation
 
     def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
         """

@@ -84,12 +84,11 @@ class OpenShard:
         """
         self.path = path
         self.shard = shard
-        # Documents searches read, emptied around every write (`update`, `recreate`).
+        # Documents searches read, emptied around every write (`update`, `recreate`); its generation
+        # and this opening's number change with every write in this process, the only one that may write
+        # while the folder is locked (`EdgeDocumentStore.changes`).
         self.payloads = PayloadCache()
-        # Which opening of a folder this is, and how many writes it took: together they change with every
-        # write in this process, the only one that may write while the folder is locked (`changes`).
         self.opening = next(_OPENINGS)
-        self.writes = 0
         self.pid = os.getpid()
         # Serialises writers (duplicate checks must not interleave with other writes); readers never take it.
         self.write_lock = threading.RLock()
@@ -110,7 +109,6 @@ class OpenShard:
         try:
             self.shard.update(operation)
         finally:
-            self.writes += 1
             self.payloads.invalidate()
 
     def recreate(self, config: Any) -> None:
@@ -136,7 +134,6 @@ class OpenShard:
                 else:
                     os.remove(full)
             self.shard = qe.EdgeShard.create(self.path, config)
-            self.writes += 1
             self.payloads.invalidate()
 
     def close(self) -> None:
