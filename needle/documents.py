@@ -21,6 +21,7 @@ D = TypeVar("D")
 # Fields `Document.__post_init__` reads or changes: a copy that changes one of them is built the slow way.
 _CHECKED = frozenset({"id", "content", "blob"})
 _FIELDS = frozenset(field.name for field in dataclasses.fields(Document))
+_COPIED = _FIELDS - _CHECKED  # the fields a copy may change without `__post_init__`
 
 
 def replace(document: D, /, **changes: Any) -> D:
@@ -32,7 +33,7 @@ def replace(document: D, /, **changes: Any) -> D:
     :returns: The copy.
     :raises TypeError: On a field the document does not have (as `dataclasses.replace` does).
     """
-    if type(document) is not Document or not changes.keys() <= _FIELDS - _CHECKED or _has_array(changes):
+    if type(document) is not Document or not changes.keys() <= _COPIED or _has_array(changes):
         return dataclasses.replace(document, **changes)  # type: ignore[type-var]
     copy = object.__new__(Document)
     attributes = copy.__dict__
