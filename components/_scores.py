@@ -72,7 +72,11 @@ def query_terms(text: str, min_length: int = 3) -> list[str]:
 
 def term_hits(text: str, terms: list[str]) -> tuple[int, int]:
     """How many distinct `terms` occur in `text` (case-insensitive), and how many occurrences in all."""
-    lowered = text.lower()
+    return lowered_term_hits(text.lower(), terms)
+
+
+def lowered_term_hits(lowered: str, terms: list[str]) -> tuple[int, int]:
+    """`term_hits` of a text already lower-cased (to count several term lists in it without lowering it again)."""
     counts = [lowered.count(term) for term in terms]
     return sum(1 for c in counts if c), sum(counts)
 

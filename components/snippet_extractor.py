@@ -6,7 +6,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components._scores import query_terms
+from components._scores import lowered_term_hits, query_terms
 from needle.documents import replace
 
 
@@ -126,7 +126,7 @@ _MARKS = frozenset("#`~-*_=")
 def is_content(line: str) -> bool:
     """Whether a line says something: not blank, not only a heading, a code fence or a rule."""
     stripped = line.lstrip()
-    if not stripped.strip():
+    if not stripped:
         return False
     if stripped[0] not in _MARKS:  # each pattern starts (after spaces) with one of these
         return True
@@ -150,9 +150,9 @@ def best_line(lines: list[str], terms: list[str]) -> int:
     stems = _stems(terms)
 
     def rank(i: int) -> tuple[int, int, int, int]:
-        lowered = lines[i].lower()  # `term_hits` on the line, for the terms and the stems, lowered once
-        counts = [lowered.count(term) for term in terms]
-        return sum(1 for c in counts if c), sum(1 for stem in stems if stem in lowered), sum(counts), -i
+        lowered = lines[i].lower()  # once, for the terms and the stems
+        distinct, total = lowered_term_hits(lowered, terms)
+        return distinct, lowered_term_hits(lowered, stems)[0], total, -i
 
     ranked = [rank(i) for i in content]
     best = max(ranked)
