@@ -158,8 +158,8 @@ def warm_first(names: Iterable[str]) -> None:
 def warm_on_demand(names: Iterable[str]) -> None:
     """
     Leave these graphs unloaded until a request needs them. `needle serve` without `--watch` leaves the
-    ingest graph so: its embedding model (about 100 MB, docs/performance.md) is then held only once an index
-    run asks for it, which pays the model's load once (about a second) on top of its reading and embedding.
+    ingest graph so: its embedding model (about 100 MB) is then held only once an index run asks for it, which
+    pays the model's load once on top of its reading and embedding (both measured in docs/performance.md).
 
     :param names: Graph names; empty: every graph warms as `warm` and `warm_first` say.
     """
