@@ -27,3 +27,4 @@ def test_an_embedded_index_moves_to_a_qdrant_server_without_reembedding(tmp_path
     # the same ids: copying again overwrites instead of duplicating
     copy_index(source, target, progress=False)
     assert target.count_documents() == 3
+    source.close()
