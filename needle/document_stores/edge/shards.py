@@ -156,7 +156,10 @@ class OpenShard:
                 self.shard.flush()
                 self.shard.close()
         except Exception as error:  # the folder must be unlocked even when the engine fails
-            logger.warning("Closing {path} failed: {error}", path=self.path, error=error)
+            if os.path.isdir(self.path):
+                logger.warning("Closing {path} failed: {error}", path=self.path, error=error)
+            else:  # the folder was deleted while open: nothing is left to flush or to warn about
+                logger.debug("Closing {path}: its folder is gone", path=self.path)
         else:
             seal(self.path, _NOT_THE_SHARDS)
         finally:
