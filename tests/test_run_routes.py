@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from hayhooks import BasePipelineWrapper
 from hayhooks.server.logger import log
 
-from needle.http.run_routes import lean_run_routes
+from needle.http.run_routes import RunShortcut, lean_run_routes
 from needle.http.service import takes, user_error
 from needle.requests import VSEARCH
 
@@ -52,7 +52,11 @@ def _app(lean: bool) -> tuple[FastAPI, list[str]]:
     registry.add(name, wrapper, metadata=create_pipeline_metadata(name, wrapper))
     app = FastAPI()
     add_pipeline_api_route(app, name, wrapper)
-    return app, lean_run_routes(app, registry) if lean else []
+    if not lean:
+        return app, []
+    runs: dict[str, Any] = {}
+    app.add_middleware(RunShortcut, runs=runs)  # as `needle serve` has it, in front of the routes
+    return app, lean_run_routes(app, registry, runs)
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +76,17 @@ BODIES = [
     {"query": "x", "limit": 0},
     {"limit": 3},
     {"query": "x", "unknown": 1},
+    ["query"],
+    "tls renewal",
+]
+RAW = [  # bodies FastAPI refuses before validating: the shortcut leaves their wording to it
+    (b'{"query": "tls', "application/json"),
+    (b"", "application/json"),
+    (b'{"query": "tls renewal"}', "text/plain"),
+    (b'{"query": "tls renewal"}', "application/vnd.api+json"),
+    (b'{"query": "tls renewal"}', "application/json; charset=utf-8"),
+    (b"\xff\xfe", "application/json"),
+    (b"[" * 100_000 + b"]" * 100_000, "application/json"),
 ]
 
 
@@ -81,6 +96,24 @@ def test_the_lean_route_answers_the_same_bytes_and_refusals(clients, body):
     generic = clients["generic"].post("/echo/run", json=body)
     assert (lean.status_code, lean.content) == (generic.status_code, generic.content)
     assert lean.headers["content-type"] == generic.headers["content-type"]
+
+
+@pytest.mark.parametrize("body, kind", RAW)
+def test_the_lean_route_answers_raw_bodies_as_fastapi_does(clients, body, kind):
+    lean = clients["lean"].post("/echo/run", content=body, headers={"content-type": kind})
+    generic = clients["generic"].post("/echo/run", content=body, headers={"content-type": kind})
+    assert (lean.status_code, lean.content) == (generic.status_code, generic.content)
+
+
+def test_the_shortcut_answers_well_formed_requests_without_the_router():
+    app, _ = _app(lean=True)
+    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", "") != "/echo/run"]
+    client = TestClient(app)
+    answer = client.post("/echo/run", json={"query": "tls renewal", "limit": 3})
+    assert answer.status_code == 200 and answer.json()["result"]["request"]["limit"] == 3
+    refused = client.post("/echo/run", json={"query": "missing"})  # the endpoint's own refusal
+    assert refused.status_code == 404 and "no note matches" in refused.json()["detail"]
+    assert client.post("/echo/run", json={"limit": 3}).status_code == 404  # invalid: left to the (gone) route
 
 
 def test_the_lean_route_keeps_the_openapi_document(clients):

@@ -202,7 +202,7 @@ def create_app(
     from hayhooks.settings import settings as hayhooks_settings
     from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-    from needle.http.run_routes import lean_run_routes
+    from needle.http.run_routes import LeanRun, RunShortcut, lean_run_routes
     from needle.mcp import http_routes
 
     serve_settings = load_settings().serve
@@ -239,6 +239,7 @@ def create_app(
 
         app.router.routes.extend(owner_routes(owner))
     hayhooks_lifespan = app.router.lifespan_context
+    runs: dict[str, LeanRun] = {}
 
     @asynccontextmanager
     async def lifespan(app_: Any) -> Any:
@@ -249,7 +250,7 @@ def create_app(
                 if missing:
                     raise RuntimeError(f"endpoints {', '.join(missing)} failed to load; see the messages above")
                 if not logs_asked_for():  # the same answers without hayhooks' per-request logging and tracing
-                    lean_run_routes(app_, registry)
+                    lean_run_routes(app_, registry, runs)
                 with watching(watch):
                     async with mcp_lifespan():
                         yield
@@ -260,6 +261,9 @@ def create_app(
         return JSONResponse(status_code=422, content={"detail": _validation_message(error.errors())})
 
     app.add_exception_handler(RequestValidationError, invalid_request)
+    from starlette.middleware import Middleware
+
+    app.user_middleware.append(Middleware(RunShortcut, runs=runs))  # innermost: every guard still runs first
     app.openapi = lambda: documented_errors(app)  # type: ignore[method-assign]
     app.add_middleware(OriginMiddleware, allowed_origins=serve_settings.allowed_origins)
     app.add_middleware(BodyLimitMiddleware, max_bytes=serve_settings.max_body_bytes)

@@ -10,11 +10,15 @@ description (so the OpenAPI document is unchanged), whose endpoint runs `run_api
 the response model once and serialises it as FastAPI does (`serialize_json`, the same bytes). Errors keep
 hayhooks' handling (`handle_pipeline_exceptions`): the wrappers' `HTTPException`s as they are, anything
 else a 500 with hayhooks' message. Routes that stream or take files keep hayhooks' route.
+
+`RunShortcut` then answers those routes' well-formed requests without going through FastAPI's router and
+request handling (see its docstring); anything it does not take goes on to the routes as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Response
@@ -23,6 +27,8 @@ from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 JSON = "application/json"
+# What a lean route runs for a request: its request model, and the endpoint taking the validated request.
+LeanRun = tuple[type[BaseModel], Callable[[BaseModel], Awaitable[Response]]]
 
 
 def _endpoint(run_api: Callable[..., Any], request_model: type[BaseModel], route: Callable[[], APIRoute]) -> Callable[..., Any]:
@@ -71,7 +77,7 @@ def lean_route(old: APIRoute, run_api: Callable[..., Any], request_model: type[B
     return new
 
 
-def lean_run_routes(app: FastAPI, registry: Any) -> list[str]:
+def lean_run_routes(app: FastAPI, registry: Any, runs: dict[str, LeanRun] | None = None) -> list[str]:
     """
     Replace hayhooks' `POST /<name>/run` route of every deployed wrapper with `lean_route`, in place.
 
@@ -79,6 +85,7 @@ def lean_run_routes(app: FastAPI, registry: Any) -> list[str]:
 
     :param app: The app hayhooks deployed the wrappers into.
     :param registry: hayhooks' pipeline registry (`hayhooks.server.pipelines.registry.registry`).
+    :param runs: Filled with each replaced route's path and what it runs, for `RunShortcut`.
     :returns: The names whose route was replaced.
     """
     from fastapi.responses import JSONResponse
@@ -101,7 +108,88 @@ def lean_run_routes(app: FastAPI, registry: Any) -> list[str]:
         response_class = getattr(route.response_class, "value", route.response_class)  # FastAPI's default placeholder
         if response_class is not JSONResponse:
             continue
-        app.router.routes[index] = lean_route(route, wrapper.run_api, request_model)
+        app.router.routes[index] = new = lean_route(route, wrapper.run_api, request_model)
+        if runs is not None:
+            runs[new.path] = (request_model, new.endpoint)
         replaced.append(name)
     app.openapi_schema = None
     return replaced
+
+
+class RunShortcut:
+    """
+    Answers the lean `/<name>/run` routes' well-formed JSON requests straight from the ASGI call.
+
+    Why our own: FastAPI's router tries every route's pattern in turn, then its request handling builds a
+    `Request`, resolves the endpoint's parameters and validates the body through its dependency machinery,
+    on the event loop, for every request: about a third of what a `search` cost the event loop in `needle
+    serve` (`py-spy record --gil`, `python eval/hotpath.py http`). This runs the same endpoint (so the same
+    answer bytes and the same errors from the endpoint) after validating the body with the same request model
+    as FastAPI does (`json.loads`, then the model in Python mode). A request it does not take whole (another
+    route or method, a content type other than JSON, a body that is not JSON or does not validate) goes on to
+    the app with its body replayed, so every refusal is FastAPI's own.
+
+    It sits innermost among the middlewares: Needle's guards, hayhooks' request id and CORS still wrap it.
+    """
+
+    def __init__(self, app: Any, runs: dict[str, LeanRun]) -> None:
+        """
+        :param app: The ASGI app (the router with its exception handling).
+        :param runs: Path to what the lean route on it runs (`lean_run_routes` fills it once the routes exist).
+        """
+        self.app = app
+        self.runs = runs
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Run a lean route's well-formed request; pass everything else on."""
+        run = self.runs.get(scope["path"]) if scope["type"] == "http" and scope["method"] == "POST" else None
+        if run is None or not _json_body(scope):
+            await self.app(scope, receive, send)
+            return
+        body, message = b"", None
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away: let the app see it as it would
+                break
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                message = None
+                break
+        request_model, endpoint = run
+        try:
+            request = request_model.model_validate(json.loads(body)) if message is None else None
+        except Exception:  # noqa: BLE001 - a body FastAPI refuses (not JSON, too deep, invalid): it words the refusal
+            request = None
+        if request is None:
+            await self.app(scope, _replay(body, message, receive), send)
+            return
+        from fastapi.exception_handlers import http_exception_handler
+        from starlette.exceptions import HTTPException
+        from starlette.requests import Request
+
+        try:
+            response = await endpoint(request)
+        except HTTPException as error:  # the endpoint's refusals, answered as FastAPI's handler answers them
+            response = await http_exception_handler(Request(scope), error)
+        await response(scope, receive, send)
+
+
+def _json_body(scope: dict[str, Any]) -> bool:
+    """Whether FastAPI would read the request's body as JSON: no content type, or `application/json` or `+json`."""
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            kind = value.split(b";", 1)[0].strip().lower()
+            return kind == b"application/json" or (kind.startswith(b"application/") and kind.endswith(b"+json"))
+    return True
+
+
+def _replay(body: bytes, last: dict[str, Any] | None, receive: Any) -> Callable[[], Awaitable[dict[str, Any]]]:
+    """A `receive` that gives the body already read (then `last`, when reading stopped on it), then `receive`'s."""
+    pending: list[dict[str, Any]] = [{"type": "http.request", "body": body, "more_body": last is not None}]
+    if last is not None:
+        pending.append(last)
+
+    async def replayed() -> dict[str, Any]:
+        return pending.pop(0) if pending else await receive()
+
+    return replayed
