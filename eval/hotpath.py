@@ -8,6 +8,8 @@
     python eval/hotpath.py scheduling --data-dir /tmp/hp/data       # Haystack's scheduling against Needle's
     python eval/hotpath.py builds --data-dir /tmp/hp/data           # Documents each stage builds a query
     python eval/hotpath.py big --data-dir /tmp/hp/big --chunks 300000   # status and RSS at 300k chunks
+    python eval/hotpath.py clients --data-dir /tmp/hp/data          # httpx against needle.wire, paired
+    python eval/hotpath.py shortcut --data-dir /tmp/hp/data         # the served app with and without RunShortcut
 
 The corpus: one markdown note per documented function or class of the Python standard library and of the
 libraries in `LIBRARIES` (its docstring as the note's text, with frontmatter: title, tags, date, status,
@@ -485,13 +487,62 @@ def stop(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
-def time_routes(url: str, queries: list[str], rounds: int, status_calls: int = 20) -> dict[str, list[float]]:
-    """Latencies (ms) per route, one client: `get` of the first hits' files, the searches, `status`."""
+class WireClient:
+    """
+    The client `needle` commands reach an owner with (`needle.wire`: one kept-alive socket, no `http.client`),
+    behind the few calls of `httpx.Client` the timing uses: what the server costs with less of the client's own.
+    """
+
+    class Answer:
+        def __init__(self, status: int, body: bytes) -> None:
+            self.status_code, self.content = status, body
+
+        def json(self) -> Any:
+            return json.loads(self.content)
+
+        def raise_for_status(self) -> None:
+            if self.status_code >= 400:
+                raise RuntimeError(f"HTTP {self.status_code}: {self.content[:200]!r}")
+
+    def __init__(self, base_url: str, headers: dict[str, str]) -> None:
+        from urllib.parse import urlsplit
+
+        from needle.wire import Connection
+
+        parts = urlsplit(base_url)
+        self.connection = Connection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=120)
+        self.headers = {"Content-Type": "application/json", **headers}
+
+    def post(self, path: str, json: Any) -> WireClient.Answer:  # noqa: A002 - httpx's name for the body
+        import json as json_module
+
+        self.connection.request("POST", path, json_module.dumps(json).encode(), self.headers)
+        response = self.connection.getresponse()
+        return WireClient.Answer(response.status, response.read())
+
+    def __enter__(self) -> WireClient:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.connection.close()
+
+
+def http_client(url: str, kind: str = "httpx") -> Any:
+    """A client of the server at `url`: `httpx` (what most programs use), or `wire` (what `needle` commands use)."""
     import httpx
     from load import _auth
 
+    if kind == "wire":
+        return WireClient(url, _auth())
+    return httpx.Client(base_url=url, timeout=120, headers=_auth())
+
+
+def time_routes(
+    url: str, queries: list[str], rounds: int, status_calls: int = 20, client: str = "httpx"
+) -> dict[str, list[float]]:
+    """Latencies (ms) per route, one client: `get` of the first hits' files, the searches, `status`."""
     latencies: dict[str, list[float]] = {route: [] for route in ROUTES}
-    with httpx.Client(base_url=url, timeout=120, headers=_auth()) as http:
+    with http_client(url, client) as http:
         first = http.post("/search/run", json={"query": queries[0], "limit": 3}).json()
         refs = [r["docid"] if "docid" in r else r["path"] for r in first.get("results", [])] or ["#000000"]
         for graph in ("search", "vsearch", "query"):
@@ -518,7 +569,7 @@ def run_http(args: argparse.Namespace) -> dict[str, Any]:
     proc, url = serve(args.data_dir)
     try:
         memory = {"started": rss_mb(proc.pid)}
-        runs = [time_routes(url, queries, 1) for _ in range(args.repeat)]
+        runs = [time_routes(url, queries, 1, client=args.client) for _ in range(args.repeat)]
         memory["after"] = rss_mb(proc.pid)
     finally:
         stop(proc)
@@ -529,12 +580,121 @@ def run_http(args: argparse.Namespace) -> dict[str, Any]:
         }
         for route in ROUTES
     }
-    print(f"\nover HTTP, one client, {len(queries)} queries, median of {args.repeat} passes")
+    print(f"\nover HTTP, one {args.client} client, {len(queries)} queries, median of {args.repeat} passes")
     print("| route | p50 ms | p95 ms |\n|---|---|---|")
     for route, row in table.items():
         print(f"| {route} | {row['p50']:.1f} | {row['p95']:.1f} |")
     print(f"serving RSS: {memory['after']} MB (at start {memory['started']})")
-    return {"routes": table, "memory": memory}
+    return {"routes": table, "memory": memory, "client": args.client}
+
+
+def paired(sides: tuple[str, str], rounds: int, queries: list[str], call: Any) -> dict[str, dict[str, float]]:
+    """
+    p50 ms per route and side, the two sides taking turns request by request (which goes first alternates),
+    so that the machine's speed, which drifts by a fifth from minute to minute here, weighs on both alike.
+    """
+    times: dict[tuple[str, str], list[float]] = {}
+    for round_ in range(rounds):
+        for i, query in enumerate(queries):
+            for route in ("search", "vsearch", "query", "status"):
+                payload = {} if route == "status" else {"query": query, "limit": 10}
+                for side in sides if (i + round_) % 2 == 0 else sides[::-1]:
+                    times.setdefault((route, side), []).append(call(side, route, payload))
+    table: dict[str, dict[str, float]] = {}
+    for (route, side), values in times.items():
+        table.setdefault(route, {})[side] = statistics.median(values)
+    print(f"| route | {sides[0]} p50 ms | {sides[1]} p50 ms |\n|---|---|---|")
+    for route, row in table.items():
+        print(f"| {route} | {row[sides[0]]:.2f} | {row[sides[1]]:.2f} |")
+    return table
+
+
+def run_clients(args: argparse.Namespace) -> dict[str, Any]:
+    """One `needle serve`, two clients taking turns: what `httpx` costs over Needle's own `needle.wire`."""
+    queries = read_queries(args.data_dir)
+    proc, url = serve(args.data_dir)
+    try:
+        clients = {kind: http_client(url, kind) for kind in ("httpx", "wire")}
+        for client in clients.values():
+            for query in queries[:10]:
+                client.post("/search/run", json={"query": query, "limit": 10}).raise_for_status()
+
+        def call(side: str, route: str, payload: dict[str, Any]) -> float:
+            started = time.perf_counter()
+            clients[side].post(f"/{route}/run", json=payload).raise_for_status()
+            return (time.perf_counter() - started) * 1000
+
+        print(f"\nover HTTP, one server, httpx and needle.wire taking turns, {len(queries)} queries x {args.repeat}")
+        table = paired(("httpx", "wire"), args.repeat, queries, call)
+    finally:
+        stop(proc)
+    return {"clients": table}
+
+
+def run_shortcut(args: argparse.Namespace) -> dict[str, Any]:
+    """
+    The app `needle serve` runs, called in-process through ASGI (no socket, no client), each request answered
+    with `RunShortcut` and then without it (FastAPI's router and request handling) in turns; answers compared.
+    """
+    import asyncio
+
+    os.environ["NEEDLE_DATA_DIR"] = str(args.data_dir)
+    from needle.http.app import create_app
+    from needle.http.run_routes import RunShortcut
+
+    queries = read_queries(args.data_dir)
+    app = create_app(host="127.0.0.1", warm_ingest=False)
+
+    async def answer(route: str, payload: dict[str, Any]) -> bytes:
+        body = json.dumps(payload).encode()
+        headers = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
+                   (b"content-length", str(len(body)).encode())]
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+                 "scheme": "http", "path": f"/{route}/run", "raw_path": f"/{route}/run".encode(), "root_path": "",
+                 "query_string": b"", "headers": headers, "client": ("127.0.0.1", 50000),
+                 "server": ("127.0.0.1", 8000), "state": {}}
+        messages = [{"type": "http.request", "body": body, "more_body": False}]
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            if messages:
+                return messages.pop()
+            await asyncio.sleep(3600)  # no disconnect while the answer is written
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        await app(scope, receive, send)
+        if sent[0]["status"] != 200:
+            raise RuntimeError(f"{route}: HTTP {sent[0]['status']}: {sent[1].get('body', b'')[:200]!r}")
+        return b"".join(m.get("body", b"") for m in sent[1:])
+
+    async def measure() -> dict[str, Any]:
+        async with app.router.lifespan_context(app):
+            await answer("status", {})
+            shortcut = app.middleware_stack
+            while shortcut is not None and not isinstance(shortcut, RunShortcut):
+                shortcut = getattr(shortcut, "app", None)
+            assert shortcut is not None, "the app has no RunShortcut"
+            runs, last = shortcut.runs, {}
+            loop = asyncio.get_running_loop()
+
+            def call(side: str, route: str, payload: dict[str, Any]) -> float:
+                shortcut.runs = runs if side == "shortcut" else {}
+                started = time.perf_counter()
+                body = asyncio.run_coroutine_threadsafe(answer(route, payload), loop).result()
+                elapsed = (time.perf_counter() - started) * 1000
+                if route != "status" and last.get(route, (None, None))[0] == payload["query"]:
+                    if last[route][1] != body:
+                        raise RuntimeError(f"{route}: the two paths answered {payload['query']!r} differently")
+                last[route] = (payload.get("query"), body)
+                return elapsed
+
+            print(f"\nthe served app in-process, with RunShortcut and without, taking turns, {len(queries)} queries")
+            return await asyncio.to_thread(paired, ("shortcut", "fastapi"), args.repeat, queries, call)
+
+    return {"shortcut": asyncio.run(measure())}
 
 
 def run_status(args: argparse.Namespace) -> dict[str, Any]:
@@ -773,7 +933,9 @@ def main(argv: list[str] | None = None) -> int:
                         ("load", "query throughput at several client counts"),
                         ("status", "status in-process and over HTTP, and the serving RSS"),
                         ("scheduling", "Haystack's scheduling against Needle's, alternating in one process"),
-                        ("builds", "Documents built per query and stage (cProfile), and what one build costs")):
+                        ("builds", "Documents built per query and stage (cProfile), and what one build costs"),
+                        ("clients", "httpx and needle.wire taking turns against one server, p50 per route"),
+                        ("shortcut", "the served app in-process with and without RunShortcut, taking turns")):
         command = sub.add_parser(name, help=helps)
         command.add_argument("--data-dir", type=Path, required=True)
         command.add_argument("--repeat", type=int, default=3, help="runs; medians are reported")
@@ -784,6 +946,9 @@ def main(argv: list[str] | None = None) -> int:
             command.add_argument("--graphs", nargs="+", default=list(GRAPHS))
         if name == "status":
             command.add_argument("--calls", type=int, default=20)
+        if name == "http":
+            command.add_argument("--client", choices=("httpx", "wire"), default="httpx",
+                                 help="httpx, or needle.wire, the client needle commands reach an owner with")
         if name == "load":
             command.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
             command.add_argument("--seconds", type=float, default=15)
@@ -807,9 +972,10 @@ def main(argv: list[str] | None = None) -> int:
         return build_big(args.data_dir, args.chunks)
     if args.command == "results":
         return dump_results(args.data_dir, args.out, args.compare)
-    if args.command in ("stages", "http", "load", "status", "scheduling", "builds"):
+    if args.command in ("stages", "http", "load", "status", "scheduling", "builds", "clients", "shortcut"):
         result = {"stages": run_stages, "http": run_http, "load": run_load, "status": run_status,
-                  "scheduling": run_scheduling, "builds": run_builds}[args.command](args)
+                  "scheduling": run_scheduling, "builds": run_builds, "clients": run_clients,
+                  "shortcut": run_shortcut}[args.command](args)
         save(args.command, args.label, result, args.save)
         return 0
     if args.command == "build":
