@@ -135,6 +135,20 @@ class Searching(Graphs):
         """
         self.search("warm up", pipeline="search", top_k=1)
 
+    def read_ahead(self) -> int:
+        """
+        Read the chunk and whole-file stores ahead of the queries (an owner does it on a thread of its own
+        once primed; `EdgeDocumentStore.read_ahead` says why). A store that has no such reading (a Qdrant
+        server) reads nothing.
+
+        :returns: The points read.
+        """
+        total = 0
+        for store in (self.store, self.file_store):
+            read_ahead = getattr(store, "read_ahead", None)
+            total += int(read_ahead()) if callable(read_ahead) else 0
+        return total
+
     def _languages(self, contract: GraphContract, collections: list[str] | None) -> dict[str, Any]:
         """The languages of the searched chunks, for a graph that takes them (its keyword embedder)."""
         return {"languages": self.query_languages(collections)} if contract.accepts("languages") else {}

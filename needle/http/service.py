@@ -131,7 +131,19 @@ def _primed(needle: NeedleInterface, graph: T) -> T:
         needle.prime()
     except Exception as error:  # noqa: BLE001 - the first request meets it and says it in one line
         logger.info("The first search at start-up failed: %s", error)
+        return graph
+    threading.Thread(target=_read_ahead, args=(needle,), name="needle-read-ahead", daemon=True).start()
     return graph
+
+
+def _read_ahead(needle: Needle) -> None:
+    """`Needle.read_ahead` on its own thread; a failure (the index closed meanwhile...) is only logged."""
+    try:
+        read = needle.read_ahead()
+    except Exception as error:  # noqa: BLE001 - the searches read what they need themselves
+        logger.info("Reading the index ahead stopped: %s", error)
+        return
+    logger.debug("Read %d stored chunks ahead of the searches", read)
 
 
 # The graphs `warm` loads at once (`None`: all of them), and those it put off, in the order asked.

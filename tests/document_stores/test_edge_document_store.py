@@ -528,6 +528,25 @@ class TestEdgeDocumentStore:
         assert len(cache) == 0
         assert [d.content for d in store.query_dense([1.0, 0.0, 0.0, 0.0])] == ["alpha two"]
 
+    def test_reading_ahead_keeps_what_searches_would_read_and_stops_once_closed(self, store):
+        store.write_documents([Document(id=str(n), content=f"alpha {n}", meta={"path": f"{n}.md", "n": n},
+                                        embedding=unit([1.0, n, 0.0, 0.0])) for n in range(20)])
+        cache = store._shard().payloads
+        [first] = store.query_dense([1.0, 0.0, 0.0, 0.0], top_k=1, fields=["path"])
+        assert len(cache) == 1
+        assert store.read_ahead(batch=3, pause=0) == 40  # the documents, then the vectors
+        assert len(cache) == 20 and cache.asked() == [("id", "content", "blob", "meta.path")]
+        from needle.document_stores.edge.converters import point_id
+
+        assert len(cache.found(cache.asked()[0], [point_id(str(n)) for n in range(20)])) == 20  # none left to read
+        ahead = [(d.id, d.content, d.meta, d.score) for d in store.query_dense([1.0, 0.5, 0, 0], top_k=20, fields=["path"])]
+        assert len(ahead) == 20
+        cache.limit = 0
+        assert [(d.id, d.content, d.meta, d.score) for d in store.query_dense([1.0, 0.5, 0, 0], top_k=20, fields=["path"])] == ahead
+        cache.limit = store.cached_payloads
+        store.close()
+        assert store.read_ahead() == 0 and store._opened is None  # nothing reopened
+
     def test_the_payload_cache_keeps_at_most_its_limit(self, store):
         store._shard().payloads.limit = 4
         try:

@@ -71,6 +71,15 @@ class PayloadCache:
                 for point in list(islice(kept, len(kept) - self.limit // 2)):
                     del kept[point]
 
+    def asked(self) -> list[Hashable]:
+        """The sets of payload fields searches asked for since the last write (those that keep documents)."""
+        with self._lock:
+            return list(self._by_fields)
+
+    def kept(self, fields: Hashable) -> int:
+        """How many documents are kept for one set of fields."""
+        return len(self._by_fields.get(fields) or ())
+
     def invalidate(self) -> None:
         """Forget every document (a write begins or ended)."""
         with self._lock:

@@ -96,6 +96,11 @@ class OpenShard:
         atexit.register(self.close)
 
     @property
+    def closed(self) -> bool:
+        """Whether `close()` ran: the shard is flushed and closed, the folder unlocked."""
+        return self._lock_fd is None
+
+    @property
     def inherited(self) -> bool:
         """Whether this process got the shard through `fork()` (it is the parent's, not ours)."""
         return self.pid != os.getpid()
