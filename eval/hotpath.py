@@ -10,6 +10,7 @@
     python eval/hotpath.py big --data-dir /tmp/hp/big --chunks 300000   # status and RSS at 300k chunks
     python eval/hotpath.py clients --data-dir /tmp/hp/data          # httpx against needle.wire, paired
     python eval/hotpath.py shortcut --data-dir /tmp/hp/data         # the served app with and without RunShortcut
+    python eval/hotpath.py pair --data-dir /tmp/hp/data --before CHECKOUT   # two servers taking turns
 
 The corpus: one markdown note per documented function or class of the Python standard library and of the
 libraries in `LIBRARIES` (its docstring as the note's text, with frontmatter: title, tags, date, status,
@@ -700,6 +701,61 @@ def run_shortcut(args: argparse.Namespace) -> dict[str, Any]:
     return {"shortcut": asyncio.run(measure())}
 
 
+def run_pair(args: argparse.Namespace) -> dict[str, Any]:
+    """
+    Before and after over HTTP in one go: `needle serve` from `--before` (another checkout) on a copy of the
+    index and from this checkout on the index itself, each request sent to one then the other (in turns), so
+    that the machine's drift weighs on both alike; p50 over every round, and over the first (queries neither
+    server met before).
+    """
+    import shutil
+    import tempfile
+
+    queries = read_queries(args.data_dir)
+    twin = Path(tempfile.mkdtemp(prefix="needle-pair-")) / "data"
+    shutil.copytree(args.data_dir, twin, ignore=shutil.ignore_patterns("*.lock", "owner.json", "*.log"))
+    path = os.environ.get("PYTHONPATH")
+    try:
+        os.environ["PYTHONPATH"] = str(args.before.resolve())
+        before, before_url = serve(twin)
+    finally:
+        if path is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = path
+    try:
+        after, after_url = serve(args.data_dir)
+        try:
+            clients = {"before": http_client(before_url), "after": http_client(after_url)}
+            for client in clients.values():  # every graph loaded, one query each
+                for graph in ("search", "vsearch", "query"):
+                    client.post(f"/{graph}/run", json={"query": "warm up"}).raise_for_status()
+            first: dict[tuple[str, str], list[float]] = {}
+
+            def call(side: str, route: str, payload: dict[str, Any]) -> float:
+                started = time.perf_counter()
+                clients[side].post(f"/{route}/run", json=payload).raise_for_status()
+                elapsed = (time.perf_counter() - started) * 1000
+                seen = first.setdefault((route, side), [])
+                if len(seen) < len(queries):
+                    seen.append(elapsed)
+                return elapsed
+
+            print(f"\nover HTTP, {args.before} against this checkout, taking turns, {len(queries)} queries x {args.repeat}")
+            table = paired(("before", "after"), args.repeat, queries, call)
+            print("first round only (queries neither server met before):")
+            print("| route | before p50 ms | after p50 ms |\n|---|---|---|")
+            for route in table:
+                print(f"| {route} | {statistics.median(first[(route, 'before')]):.2f} | "
+                      f"{statistics.median(first[(route, 'after')]):.2f} |")
+        finally:
+            stop(after)
+    finally:
+        stop(before)
+        shutil.rmtree(twin.parent, ignore_errors=True)
+    return {"pair": table, "first_round": {f"{r} {s}": statistics.median(v) for (r, s), v in first.items()}}
+
+
 def run_status(args: argparse.Namespace) -> dict[str, Any]:
     """`status` in-process and over HTTP (median ms of `--calls` each), with the serving process's RSS."""
     import httpx
@@ -938,7 +994,8 @@ def main(argv: list[str] | None = None) -> int:
                         ("scheduling", "Haystack's scheduling against Needle's, alternating in one process"),
                         ("builds", "Documents built per query and stage (cProfile), and what one build costs"),
                         ("clients", "httpx and needle.wire taking turns against one server, p50 per route"),
-                        ("shortcut", "the served app in-process with and without RunShortcut, taking turns")):
+                        ("shortcut", "the served app in-process with and without RunShortcut, taking turns"),
+                        ("pair", "a server from another checkout and one from this, taking turns, p50 per route")):
         command = sub.add_parser(name, help=helps)
         command.add_argument("--data-dir", type=Path, required=True)
         command.add_argument("--repeat", type=int, default=3, help="runs; medians are reported")
@@ -949,6 +1006,8 @@ def main(argv: list[str] | None = None) -> int:
             command.add_argument("--graphs", nargs="+", default=list(GRAPHS))
         if name == "status":
             command.add_argument("--calls", type=int, default=20)
+        if name == "pair":
+            command.add_argument("--before", type=Path, required=True, help="the checkout to compare with")
         if name == "http":
             command.add_argument("--client", choices=("httpx", "wire"), default="httpx",
                                  help="httpx, or needle.wire, the client needle commands reach an owner with")
@@ -975,10 +1034,10 @@ def main(argv: list[str] | None = None) -> int:
         return build_big(args.data_dir, args.chunks)
     if args.command == "results":
         return dump_results(args.data_dir, args.out, args.compare)
-    if args.command in ("stages", "http", "load", "status", "scheduling", "builds", "clients", "shortcut"):
+    if args.command in ("stages", "http", "load", "status", "scheduling", "builds", "clients", "shortcut", "pair"):
         result = {"stages": run_stages, "http": run_http, "load": run_load, "status": run_status,
                   "scheduling": run_scheduling, "builds": run_builds, "clients": run_clients,
-                  "shortcut": run_shortcut}[args.command](args)
+                  "shortcut": run_shortcut, "pair": run_pair}[args.command](args)
         save(args.command, args.label, result, args.save)
         return 0
     if args.command == "build":
