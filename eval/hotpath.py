@@ -714,11 +714,14 @@ def run_pair(args: argparse.Namespace) -> dict[str, Any]:
     queries = read_queries(args.data_dir)
     twin = Path(tempfile.mkdtemp(prefix="needle-pair-")) / "data"
     shutil.copytree(args.data_dir, twin, ignore=shutil.ignore_patterns("*.lock", "owner.json", "*.log"))
-    path = os.environ.get("PYTHONPATH")
+    # `python -m needle.cli` puts its working folder first on the import path: start it in the checkout.
+    path, here = os.environ.get("PYTHONPATH"), os.getcwd()
     try:
         os.environ["PYTHONPATH"] = str(args.before.resolve())
+        os.chdir(args.before)
         before, before_url = serve(twin)
     finally:
+        os.chdir(here)
         if path is None:
             os.environ.pop("PYTHONPATH", None)
         else:
