@@ -613,6 +613,13 @@ def paired(sides: tuple[str, str], rounds: int, queries: list[str], call: Any) -
     return table
 
 
+def timed_post(client: Any, route: str, payload: dict[str, Any]) -> float:
+    """Milliseconds one `POST /<route>/run` took, answered without an error."""
+    started = time.perf_counter()
+    client.post(f"/{route}/run", json=payload).raise_for_status()
+    return (time.perf_counter() - started) * 1000
+
+
 def run_clients(args: argparse.Namespace) -> dict[str, Any]:
     """One `needle serve`, two clients taking turns: what `httpx` costs over Needle's own `needle.wire`."""
     queries = read_queries(args.data_dir)
@@ -624,9 +631,7 @@ def run_clients(args: argparse.Namespace) -> dict[str, Any]:
                 client.post("/search/run", json={"query": query, "limit": 10}).raise_for_status()
 
         def call(side: str, route: str, payload: dict[str, Any]) -> float:
-            started = time.perf_counter()
-            clients[side].post(f"/{route}/run", json=payload).raise_for_status()
-            return (time.perf_counter() - started) * 1000
+            return timed_post(clients[side], route, payload)
 
         print(f"\nover HTTP, one server, httpx and needle.wire taking turns, {len(queries)} queries x {args.repeat}")
         table = paired(("httpx", "wire"), args.repeat, queries, call)
@@ -736,9 +741,7 @@ def run_pair(args: argparse.Namespace) -> dict[str, Any]:
             first: dict[tuple[str, str], list[float]] = {}
 
             def call(side: str, route: str, payload: dict[str, Any]) -> float:
-                started = time.perf_counter()
-                clients[side].post(f"/{route}/run", json=payload).raise_for_status()
-                elapsed = (time.perf_counter() - started) * 1000
+                elapsed = timed_post(clients[side], route, payload)
                 seen = first.setdefault((route, side), [])
                 if len(seen) < len(queries):
                     seen.append(elapsed)

@@ -22,9 +22,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Response
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
 
 JSON = "application/json"
 # What a lean route runs for a request: its request model, and the endpoint taking the validated request.
@@ -163,10 +166,6 @@ class RunShortcut:
         if request is None:
             await self.app(scope, _replay(body, message, receive), send)
             return
-        from fastapi.exception_handlers import http_exception_handler
-        from starlette.exceptions import HTTPException
-        from starlette.requests import Request
-
         try:
             response = await endpoint(request)
         except HTTPException as error:  # the endpoint's refusals, answered as FastAPI's handler answers them

@@ -143,7 +143,7 @@ def _read_ahead(needle: Needle) -> None:
     except Exception as error:  # noqa: BLE001 - the searches read what they need themselves
         logger.info("Reading the index ahead stopped: %s", error)
         return
-    logger.debug("Read %d stored chunks ahead of the searches", read)
+    logger.debug("Read %d points of the index ahead of the searches", read)
 
 
 # The graphs `warm` loads at once (`None`: all of them), and those it put off, in the order asked.

@@ -769,29 +769,35 @@ class EdgeDocumentStore(NeedleStoreMixin):
         opened = self._opened
         if opened is None or opened.inherited or opened.payloads.limit <= 0:
             return 0
-        cache, total = opened.payloads, 0
-        passes: list[tuple[Any, Any]] = [(key, True if key is None else list(cast(tuple, key))) for key in cache.asked()]
-        passes.append((_VECTORS, False))
-        for key, payload in passes:
-            offset, read = None, 0
-            while read < cache.limit and (key is _VECTORS or cache.kept(key) < cache.limit):
-                with opened.write_lock:
-                    if opened.closed or self._opened is not opened:
-                        return total
-                    generation = cache.generation
-                    request = qe.ScrollRequest(
-                        offset=offset, limit=batch, filter=None, with_payload=payload, with_vector=key is _VECTORS
-                    )
-                    with _engine_errors("read ahead"):
-                        records, offset = opened.shard.scroll(request)
-                    if key is not _VECTORS:
-                        cache.keep(key, generation, {record.id: to_document(record) for record in records})
-                read += len(records)
-                if offset is None:
+        total = 0
+        for fields in opened.payloads.asked():
+            payload = True if fields is None else list(cast(tuple[str, ...], fields))
+            total += self._read_pass(opened, payload, fields, batch, pause)
+        return total + self._read_pass(opened, False, None, batch, pause)
+
+    def _read_pass(self, opened: OpenShard, payload: Any, fields: Any, batch: int, pause: float) -> int:
+        """
+        One pass of `read_ahead`: with `payload`, the documents kept in the cache under `fields`; without, the
+        vectors, read and dropped. Returns the points read.
+        """
+        cache, offset, read = opened.payloads, None, 0
+        while read < cache.limit and (payload is False or cache.kept(fields) < cache.limit):
+            with opened.write_lock:
+                if opened.closed or self._opened is not opened:
                     break
-                time.sleep(pause)
-            total += read
-        return total
+                generation = cache.generation
+                request = qe.ScrollRequest(
+                    offset=offset, limit=batch, filter=None, with_payload=payload, with_vector=payload is False
+                )
+                with _engine_errors("read ahead"):
+                    records, offset = opened.shard.scroll(request)
+                if payload is not False:
+                    cache.keep(fields, generation, {record.id: to_document(record) for record in records})
+            read += len(records)
+            if offset is None:
+                break
+            time.sleep(pause)
+        return read
 
     def _best_scores(self, requests: list[BestScoreRequest]) -> list[float | None]:
         exact = self._exact_params
@@ -837,10 +843,6 @@ class EdgeDocumentStore(NeedleStoreMixin):
             yield from records
             if offset is None:
                 return
-
-
-# The read-ahead pass that reads the points' vectors (and keeps nothing).
-_VECTORS = object()
 
 
 def _nearest(query: VectorQuery) -> Any:
