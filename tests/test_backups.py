@@ -117,6 +117,11 @@ class TestServerBackups:
 
 
 @pytest.mark.integration
+def on_disk(folder: Path) -> int:
+    """Bytes the files under `folder` take on disk (holes take none)."""
+    return sum(path.stat().st_blocks * 512 for path in folder.rglob("*") if path.is_file())
+
+
 class TestEmbeddedBackups:
     @pytest.fixture
     def needle(self, settings, tmp_path) -> Needle:
@@ -141,6 +146,9 @@ class TestEmbeddedBackups:
         assert made["collections"] == ["notes"]
         assert {p.name for p in (tmp_path / "backup").iterdir()} == {"index", "needle_backup.json", "needle_index.json", "collections.yml"}
         assert needle.status()["last_backup"]["path"] == str(tmp_path / "backup")
+        # The engine's page files are mostly holes: a copy keeps them holes instead of writing them whole.
+        index_dir = needle.settings.index_dir
+        assert on_disk(tmp_path / "backup" / "index") <= on_disk(index_dir) + 2**20
 
         (tmp_path / "notes" / "ops" / "restic.md").unlink()
         (tmp_path / "notes" / "new.md").write_text("# Borg\n\nBorg backs the desktop up to the NAS as well.\n")
@@ -152,6 +160,7 @@ class TestEmbeddedBackups:
         assert needle.status()["last_backup"]["path"] == str(tmp_path / "backup")
         assert (needle.store.count_documents(), needle.file_store.count_documents()) == counts
         assert self.results(needle, "nightly laptop backups") == before
+        assert on_disk(index_dir) <= on_disk(tmp_path / "backup") + 2**20
 
     def test_backup_waits_for_an_index_run_and_writes_wait_for_it(self, needle, tmp_path):
         with needle.writes_paused():

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from needle.document_stores.edge.shards import copy_keeping_holes
+
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parent.parent
 HEAVY = ("haystack", "pydantic", "pydantic_settings", "httpx", "qdrant_edge", "fastembed", "onnxruntime", "numpy")
@@ -47,7 +49,8 @@ def copies(demo_needle, tmp_path_factory: pytest.TempPathFactory) -> Iterator[di
     base = tmp_path_factory.mktemp("client")
     folders = {name: base / name for name in ("owned", "local")}
     for folder in folders.values():
-        shutil.copytree(demo_needle.settings.data_dir, folder, ignore=shutil.ignore_patterns("owner.json"))
+        shutil.copytree(demo_needle.settings.data_dir, folder, ignore=shutil.ignore_patterns("owner.json"),
+                        copy_function=copy_keeping_holes)
     os.environ.setdefault("NEEDLE_MODEL_DIR", str(demo_needle.settings.model_dir))
     first = run(folders["owned"], "search", "certbot renew", "-n", "3", autostart=True)
     assert first.returncode == 0, first.stderr + (folders["owned"] / "owner.log").read_text()[-3000:]

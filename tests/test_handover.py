@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from needle.document_stores.edge.shards import copy_keeping_holes
 from needle.evaluation.agent_window import AgentWindow
 
 pytestmark = pytest.mark.integration
@@ -46,7 +47,8 @@ async def _handover(data: Path, model_dir: Path) -> dict:
 def test_the_second_mcp_takes_the_index_over_when_the_owner_closes(demo_needle, tmp_path):
     demo_needle.close()
     data = tmp_path / "data"
-    shutil.copytree(demo_needle.settings.data_dir, data, ignore=shutil.ignore_patterns("owner.json"))
+    shutil.copytree(demo_needle.settings.data_dir, data, ignore=shutil.ignore_patterns("owner.json"),
+                    copy_function=copy_keeping_holes)
     seen = asyncio.run(_handover(data, demo_needle.settings.model_dir))
     assert not seen["before"].is_error
     text = seen["before"].content[0].text

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from needle.cli import main
+from needle.document_stores.edge.shards import copy_keeping_holes
 from needle.file_records import FileRecords
 
 REPO = Path(__file__).resolve().parent.parent
@@ -84,7 +85,7 @@ def damaged_copy(pristine: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
     def make(kind: str, how: str):
         data = tmp_path / "data"
-        shutil.copytree(pristine, data, symlinks=True)
+        shutil.copytree(pristine, data, symlinks=True, copy_function=copy_keeping_holes)
         damage(glob.glob(str(data / KINDS[kind]))[0], how)
         monkeypatch.setenv("NEEDLE_DATA_DIR", str(data))
         monkeypatch.setenv("NEEDLE_MODEL_DIR", str(model_dir))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from needle.document_stores.edge.shards import copy_keeping_holes
 from needle.stamp import code_stamp
 
 pytestmark = pytest.mark.integration
@@ -68,7 +69,8 @@ def data(demo_needle, tmp_path: Path) -> Iterator[Path]:
     demo_needle.close()
     os.environ.setdefault("NEEDLE_MODEL_DIR", str(demo_needle.settings.model_dir))
     folder = tmp_path / "data"
-    shutil.copytree(demo_needle.settings.data_dir, folder, ignore=shutil.ignore_patterns("owner.json", "owner.log"))
+    shutil.copytree(demo_needle.settings.data_dir, folder, ignore=shutil.ignore_patterns("owner.json", "owner.log"),
+                    copy_function=copy_keeping_holes)
     yield folder
     if (folder / "owner.json").exists():
         pid = record(folder)["pid"]

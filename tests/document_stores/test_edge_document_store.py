@@ -816,6 +816,29 @@ class TestEdgeDocumentStoreBackup:
         source.close()
 
 
+    def test_a_copy_keeps_a_files_holes_and_its_bytes(self, tmp_path):
+        from needle.document_stores.edge.shards import copy_keeping_holes
+
+        source, target = tmp_path / "pages.dat", tmp_path / "copy.dat"
+        with open(source, "wb") as f:
+            f.truncate(32 * 2**20)  # the engine's page files: 32 MB, mostly holes
+            f.write(b"head" * 1000)
+            f.seek(9 * 2**20 + 5)
+            f.write(bytes(range(256)) * 5000)  # more than one copied block's worth, across a block edge
+        if source.stat().st_blocks * 512 >= source.stat().st_size:
+            pytest.skip("this file system does not keep holes")
+        copy_keeping_holes(str(source), str(target))
+        assert target.read_bytes() == source.read_bytes()
+        assert target.stat().st_size == 32 * 2**20
+        assert target.stat().st_blocks * 512 <= source.stat().st_blocks * 512 + 2**16
+        assert target.stat().st_mtime == source.stat().st_mtime
+
+        ends_in_data = tmp_path / "full.dat"
+        ends_in_data.write_bytes(b"x" * 3000)
+        copy_keeping_holes(str(ends_in_data), str(target))  # replaces the copy above
+        assert target.read_bytes() == b"x" * 3000
+
+
 class Child:
     """A Python child process running `script` with the store folder as argument; its stdout read line by line."""
 

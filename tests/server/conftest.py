@@ -18,6 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from needle.document_stores.edge.shards import copy_keeping_holes
+
 REPO = Path(__file__).resolve().parents[2]
 DEMO_NOTES = REPO / "needle" / "demo" / "notes"
 NOTES = [
@@ -83,7 +85,7 @@ def demo_index(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> dic
 
 def copy_data(demo_index: dict[str, Path], name: str) -> Path:
     target = demo_index["base"] / name
-    shutil.copytree(demo_index["data"], target)
+    shutil.copytree(demo_index["data"], target, copy_function=copy_keeping_holes)
     return target
 
 

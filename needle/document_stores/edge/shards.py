@@ -19,12 +19,14 @@ a folder that is not as sealed is first opened in a child process (`probe.py`), 
 """
 
 import atexit
+import errno
 import fcntl
 import itertools
 import os
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import suppress
 from typing import Any
 
@@ -249,7 +251,66 @@ def copy_shard(source: str, target: str) -> None:
     :param target: A folder that does not exist yet.
     :raises FileExistsError: When `target` exists.
     """
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns(LOCK_FILE_NAME, SEAL_FILE_NAME), symlinks=True)
+    shutil.copytree(
+        source,
+        target,
+        ignore=shutil.ignore_patterns(LOCK_FILE_NAME, SEAL_FILE_NAME),
+        symlinks=True,
+        copy_function=copy_keeping_holes,
+    )
+
+
+_BLOCK = 1 << 20
+
+
+def copy_keeping_holes(source: str, target: str) -> str:
+    """
+    Copy a file, its mode and times, writing only the byte ranges the source holds on disk.
+
+    The engine keeps its storage pages and write-ahead log in 32 MB files that are mostly holes; `shutil.copy2`
+    writes them whole (it uses `sendfile`, which reads holes as zeros), so a backup of an index of a few
+    megabytes took 268 MB a store. Here the data ranges are found with `SEEK_DATA`/`SEEK_HOLE` and copied, and
+    the file is extended to its size, which leaves the rest a hole again. Where the file system cannot say
+    (no `SEEK_DATA`), the file is copied whole.
+
+    :param source: The file to copy.
+    :param target: Where to write the copy (replaced when it exists).
+    :returns: `target`, as `shutil.copytree` expects of its copy function.
+    """
+    with open(source, "rb") as reader, open(target, "wb") as writer:
+        size = os.fstat(reader.fileno()).st_size
+        try:
+            ranges = list(_data_ranges(reader.fileno(), size))
+        except OSError:
+            ranges = [(0, size)]  # no hole support: every byte is data
+        for start, end in ranges:
+            offset = start
+            while offset < end:
+                block = os.pread(reader.fileno(), min(_BLOCK, end - offset), offset)
+                if not block:
+                    break
+                os.pwrite(writer.fileno(), block, offset)
+                offset += len(block)
+        writer.truncate(size)
+    shutil.copystat(source, target)
+    return target
+
+
+def _data_ranges(fd: int, size: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of each stretch of a file that holds data, in order; raises OSError without hole support."""
+    if not hasattr(os, "SEEK_DATA"):
+        raise OSError("no SEEK_DATA on this platform")
+    offset = 0
+    while offset < size:
+        try:
+            start = os.lseek(fd, offset, os.SEEK_DATA)
+        except OSError as error:
+            if error.errno == errno.ENXIO:  # only a hole is left
+                return
+            raise
+        end = os.lseek(fd, start, os.SEEK_HOLE)
+        yield start, min(end, size)
+        offset = end
 
 
 def replace_shard(source: str, path: str) -> None:
