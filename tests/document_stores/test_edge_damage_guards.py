@@ -91,6 +91,28 @@ class TestCleanCloseSeal:
         store.close()
         assert (folder / SEAL_FILE_NAME).exists()
 
+    def test_the_seal_records_what_a_walk_of_the_folder_finds(self, tmp_path):
+        from needle.document_stores.edge.seal import _state
+
+        folder = _filled(tmp_path / "edge")
+        (folder / "deep" / "deeper").mkdir(parents=True)
+        (folder / "deep" / "deeper" / "pages.dat").write_bytes(b"x" * 10)
+        (folder / "lock").write_text("")
+        (folder / "linked.dat").symlink_to(folder / "deep" / "deeper" / "pages.dat")
+        (folder / "linked-folder").symlink_to(folder / "deep", target_is_directory=True)
+        (folder / "dangling").symlink_to(folder / "missing")
+        walked = {}
+        for root, _, names in os.walk(folder):
+            for name in names:
+                relative = os.path.relpath(os.path.join(root, name), folder)
+                if relative not in {SEAL_FILE_NAME, "lock"}:
+                    info = os.lstat(os.path.join(root, name))
+                    walked[relative] = [info.st_size, info.st_mtime_ns]
+        state = _state(str(folder), frozenset({"lock"}))
+        assert state == walked
+        assert "deep/deeper/pages.dat" in state and "dangling" in state and "linked-folder" not in state
+        assert not any(name.startswith("linked-folder/") for name in state)
+
 
 class TestProbe:
     def test_damage_the_engine_aborts_on_is_an_index_damaged_error_not_a_dead_process(self, tmp_path):

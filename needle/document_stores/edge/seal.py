@@ -69,15 +69,37 @@ def is_sealed(path: str, skip: frozenset[str] = frozenset()) -> bool:
 
 
 def _state(path: str, skip: frozenset[str]) -> dict[str, list[int]]:
-    """Relative path → [size, modification time in ns] of every file of the folder but the seal and `skip`."""
+    """
+    Relative path → [size, modification time in ns] of every file of the folder but the seal and `skip`.
+
+    Read with `os.scandir`, the relative paths built as it descends: `status` checks the seal of a folder it
+    does not open on every call, and `os.walk` with `os.path.relpath` per file took about 10 ms a store at
+    300,000 chunks (some 440 files in 190 folders; `python eval/hotpath.py status`). What is recorded is what
+    that walk recorded (symbolic links as themselves, linked folders neither listed nor entered), so a seal
+    written by an older Needle still matches.
+    """
     state: dict[str, list[int]] = {}
     ignored = skip | {SEAL_FILE_NAME}
-    for root, _, names in os.walk(path):
-        for name in names:
-            relative = os.path.relpath(os.path.join(root, name), path)
+    pending = [(path, "")]
+    while pending:
+        folder, prefix = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            relative = prefix + entry.name
+            try:
+                is_folder = entry.is_dir()
+            except OSError:
+                is_folder = False
+            if is_folder:
+                if not entry.is_symlink():
+                    pending.append((entry.path, relative + os.sep))
+                continue
             if relative in ignored or relative.startswith(_SEAL_BEING_WRITTEN):
                 continue
             with suppress(OSError):
-                info = os.lstat(os.path.join(root, name))
+                info = entry.stat(follow_symlinks=False)
                 state[relative] = [info.st_size, info.st_mtime_ns]
     return state
