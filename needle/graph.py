@@ -12,8 +12,11 @@ about 420 checks a `query`, a sixth of the graph's time (`python eval/hotpath.py
 priority depends only on its own inputs and its visit count, and those change only when it ran (its inputs
 are consumed) or one of its senders ran (its inputs are written): `NeedlePipeline` keeps each stage's
 priority for the run in progress and re-computes those of the stages whose inputs changed since the queue
-was last filled. The queue comes out the same as Haystack's (same priorities, same order), so the stages
-run in the same order, loops included; the scheduling itself stays Haystack's.
+was last filled. A priority is itself remembered per stage by what Haystack's checks read of the inputs
+(the visit count, and each socket's senders and whether a value came), so a graph run again with inputs of the
+same shape reads its stages' priorities instead of checking every socket again. The queue comes out the same
+as Haystack's (same priorities, same order), so the stages run in the same order, loops included; the
+scheduling itself stays Haystack's.
 
 Running one of Needle's stages, Haystack's `_run_component` still handed its inputs to its deep copy, which
 checks them against its `Component` protocol (22 µs a stage), and built the stage's tracing span with a
@@ -33,6 +36,24 @@ from haystack import Pipeline, tracing
 from haystack.core.errors import BreakpointException, PipelineRuntimeError
 from haystack.core.pipeline.base import _validate_component_output_keys
 from haystack.core.pipeline.utils import FIFOPriorityQueue
+
+try:  # Haystack 3: a marker class
+    from haystack.core.pipeline.component_checks import _NoOutputProduced
+
+    def _no_output(value: Any) -> bool:
+        """Whether a socket's value is Haystack's mark of a sender that ran without producing it."""
+        return isinstance(value, _NoOutputProduced)
+
+except ImportError:  # Haystack 2: one marker object
+    from haystack.core.pipeline.component_checks import _NO_OUTPUT_PRODUCED  # type: ignore[attr-defined]
+
+    def _no_output(value: Any) -> bool:
+        """Whether a socket's value is Haystack's mark of a sender that ran without producing it."""
+        return value is _NO_OUTPUT_PRODUCED
+
+
+# Distinct input shapes remembered per stage (a graph of Needle's has a handful a stage).
+_MEMO_LIMIT = 256
 
 # Modules whose components leave their inputs unchanged (Needle's own).
 UNCHANGED_INPUTS_MODULES = ("components.",)
@@ -107,16 +128,19 @@ class NeedlePipeline(Pipeline):
     def add_component(self, *args: Any, **kwargs: Any) -> Any:
         """Haystack's; the stages' receivers are looked up again."""
         self.__dict__.pop("_needle_receivers", None)
+        self.__dict__.pop("_needle_priorities", None)
         return super().add_component(*args, **kwargs)
 
     def remove_component(self, *args: Any, **kwargs: Any) -> Any:
         """Haystack's; the stages' receivers are looked up again."""
         self.__dict__.pop("_needle_receivers", None)
+        self.__dict__.pop("_needle_priorities", None)
         return super().remove_component(*args, **kwargs)
 
     def connect(self, *args: Any, **kwargs: Any) -> Any:
         """Haystack's; the stages' receivers are looked up again."""
         self.__dict__.pop("_needle_receivers", None)
+        self.__dict__.pop("_needle_priorities", None)
         return super().connect(*args, **kwargs)
 
     def _fill_queue(
@@ -132,10 +156,32 @@ class NeedlePipeline(Pipeline):
             stale = state.changed
         for name in component_names:
             if name in stale or name not in state.known:
-                comp = self._get_component_with_graph_metadata_and_visits(name, component_visits[name])
-                state.known[name] = self._calculate_priority(comp, inputs.get(name, {}))
+                state.known[name] = self._priority(name, component_visits[name], inputs.get(name, {}))
         state.changed = set()
         return _FilledQueue([(name, state.known[name]) for name in component_names])
+
+    def _priority(self, name: str, visits: int, comp_inputs: dict[str, list[dict[str, Any]]]) -> Any:
+        """
+        Haystack's `_calculate_priority` of one stage, remembered per stage by what it reads: the visit count
+        and, for each socket, who sent each value and whether the value is Haystack's "no output" marker
+        (its readiness checks look at nothing else of a value). The same inputs' shape gives the same
+        priority, so a run's stages take theirs from the memo after the first run of the graph.
+        """
+        shape = (
+            visits,
+            tuple(
+                (socket, tuple((sent["sender"], _no_output(sent["value"])) for sent in values))
+                for socket, values in comp_inputs.items()
+            ),
+        )
+        memo = self.__dict__.setdefault("_needle_priorities", {}).setdefault(name, {})
+        found = memo.get(shape)
+        if found is None:
+            comp = self._get_component_with_graph_metadata_and_visits(name, visits)
+            found = self._calculate_priority(comp, comp_inputs)
+            if len(memo) < _MEMO_LIMIT:
+                memo[shape] = found
+        return found
 
     def _changed(self, names: Iterable[str]) -> None:
         """Mark stages whose inputs (or visit count) changed: their priority is computed again."""

@@ -226,6 +226,36 @@ class TestNeedlePipelineScheduling:
         self._run(NeedlePipeline)
         assert len(checked) <= 7 + 2 * 19 < haystack_checks == 119
 
+    def test_a_graph_run_again_takes_its_stages_priorities_from_what_their_inputs_looked_like(self, monkeypatch):
+        # The memo is keyed by each socket's senders and whether a value came; runs that route differently
+        # (the loop goes round 4 times from 0, once from 6) still run as Haystack's, one graph serving both.
+        from haystack.core.pipeline.base import PipelineBase
+
+        checked: list[str] = []
+        calculate = PipelineBase._calculate_priority
+
+        def counted(comp: dict, comp_inputs: dict) -> object:
+            checked.append(comp["instance"].__class__.__name__)
+            return calculate(comp, comp_inputs)
+
+        ours, seen = _loop(NeedlePipeline), set()
+        for start in (0, 6, 0, 6, 7):
+            data = {"entry": {"value": start}, "a": {"value": 10}}
+            RUNS.clear()
+            theirs = _loop(Pipeline).run(data, include_outputs_from={"add"})
+            theirs_order = list(RUNS)
+            RUNS.clear()
+            monkeypatch.setattr(PipelineBase, "_calculate_priority", staticmethod(counted))
+            checked.clear()
+            assert ours.run(data, include_outputs_from={"add"}) == theirs
+            monkeypatch.undo()
+            assert RUNS == theirs_order
+            if start in seen:
+                assert checked == []  # every shape was met in the first run from the same start
+            seen.add(start)
+        ours.connect("c.value", "entry.value")  # a changed graph forgets what it remembered
+        assert "_needle_priorities" not in ours.__dict__
+
     def test_a_run_leaves_no_scheduling_state_behind(self):
         graph = _loop(NeedlePipeline)
         graph.run({"entry": {"value": 0}, "a": {"value": 10}})
