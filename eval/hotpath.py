@@ -967,7 +967,7 @@ def plot(before: str, after: str, out: Path, http: bool = False) -> None:
     right.set_xticks(range(len(clients)), [f"{c} clients" for c in clients])
     right.set_ylabel("query requests per second over HTTP")
     right.set_title("query throughput")
-    right.legend()
+    right.legend(loc="lower right")
     figure.tight_layout()
     figure.savefig(out, dpi=110)
     print(f"wrote {out}")
