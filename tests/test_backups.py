@@ -116,12 +116,12 @@ class TestServerBackups:
             backups.check_restorable(settings, embedded.ingest_graph(), made)
 
 
-@pytest.mark.integration
 def on_disk(folder: Path) -> int:
     """Bytes the files under `folder` take on disk (holes take none)."""
     return sum(path.stat().st_blocks * 512 for path in folder.rglob("*") if path.is_file())
 
 
+@pytest.mark.integration
 class TestEmbeddedBackups:
     @pytest.fixture
     def needle(self, settings, tmp_path) -> Needle:

@@ -815,7 +815,6 @@ class TestEdgeDocumentStoreBackup:
         reopened.close()
         source.close()
 
-
     def test_a_copy_keeps_a_files_holes_and_its_bytes(self, tmp_path):
         from needle.document_stores.edge.shards import copy_keeping_holes
 
