@@ -125,22 +125,24 @@ class NeedlePipeline(Pipeline):
             found[component_name] = super()._find_receivers_from(component_name)
         return cast(list[tuple[str, Any, Any, Any]], found[component_name])
 
+    def _forget_graph(self) -> None:
+        """Drop what is remembered of the graph's shape (each stage's receivers, its priorities): it changed."""
+        for kept in ("_needle_receivers", "_needle_priorities"):
+            self.__dict__.pop(kept, None)
+
     def add_component(self, *args: Any, **kwargs: Any) -> Any:
-        """Haystack's; the stages' receivers are looked up again."""
-        self.__dict__.pop("_needle_receivers", None)
-        self.__dict__.pop("_needle_priorities", None)
+        """Haystack's; what was remembered of the graph is looked up again."""
+        self._forget_graph()
         return super().add_component(*args, **kwargs)
 
     def remove_component(self, *args: Any, **kwargs: Any) -> Any:
-        """Haystack's; the stages' receivers are looked up again."""
-        self.__dict__.pop("_needle_receivers", None)
-        self.__dict__.pop("_needle_priorities", None)
+        """Haystack's; what was remembered of the graph is looked up again."""
+        self._forget_graph()
         return super().remove_component(*args, **kwargs)
 
     def connect(self, *args: Any, **kwargs: Any) -> Any:
-        """Haystack's; the stages' receivers are looked up again."""
-        self.__dict__.pop("_needle_receivers", None)
-        self.__dict__.pop("_needle_priorities", None)
+        """Haystack's; what was remembered of the graph is looked up again."""
+        self._forget_graph()
         return super().connect(*args, **kwargs)
 
     def _fill_queue(

@@ -207,9 +207,9 @@ class TestNeedlePipelineScheduling:
         theirs = asyncio.run(_loop(Pipeline).run_async(data, include_outputs_from={"add"}))
         assert ours == theirs and ours["below"] == {"done": 8}
 
-    def test_a_stage_s_readiness_is_checked_again_only_when_its_inputs_changed(self, monkeypatch):
-        # Haystack checks every stage after each stage ran (here 7 stages, 19 runs); Needle's graphs check
-        # a stage once at the start and again after it or its one sender ran: at most 7 + 2 a run.
+    @pytest.fixture
+    def checked(self, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+        """The stages whose readiness Haystack's `_calculate_priority` checks from now on, in order."""
         from haystack.core.pipeline.base import PipelineBase
 
         checked: list[str] = []
@@ -220,24 +220,20 @@ class TestNeedlePipelineScheduling:
             return calculate(comp, comp_inputs)
 
         monkeypatch.setattr(PipelineBase, "_calculate_priority", staticmethod(counted))
+        return checked
+
+    def test_a_stage_s_readiness_is_checked_again_only_when_its_inputs_changed(self, checked):
+        # Haystack checks every stage after each stage ran (here 7 stages, 19 runs); Needle's graphs check
+        # a stage once at the start and again after it or its one sender ran: at most 7 + 2 a run.
         self._run(Pipeline)
         haystack_checks = len(checked)
         checked.clear()
         self._run(NeedlePipeline)
         assert len(checked) <= 7 + 2 * 19 < haystack_checks == 119
 
-    def test_a_graph_run_again_takes_its_stages_priorities_from_what_their_inputs_looked_like(self, monkeypatch):
+    def test_a_graph_run_again_takes_its_stages_priorities_from_what_their_inputs_looked_like(self, checked):
         # The memo is keyed by each socket's senders and whether a value came; runs that route differently
         # (the loop goes round 4 times from 0, once from 6) still run as Haystack's, one graph serving both.
-        from haystack.core.pipeline.base import PipelineBase
-
-        checked: list[str] = []
-        calculate = PipelineBase._calculate_priority
-
-        def counted(comp: dict, comp_inputs: dict) -> object:
-            checked.append(comp["instance"].__class__.__name__)
-            return calculate(comp, comp_inputs)
-
         ours, seen = _loop(NeedlePipeline), set()
         for start in (0, 6, 0, 6, 7):
             data = {"entry": {"value": start}, "a": {"value": 10}}
@@ -245,10 +241,8 @@ class TestNeedlePipelineScheduling:
             theirs = _loop(Pipeline).run(data, include_outputs_from={"add"})
             theirs_order = list(RUNS)
             RUNS.clear()
-            monkeypatch.setattr(PipelineBase, "_calculate_priority", staticmethod(counted))
-            checked.clear()
+            checked.clear()  # Haystack's own run above checked every stage
             assert ours.run(data, include_outputs_from={"add"}) == theirs
-            monkeypatch.undo()
             assert RUNS == theirs_order
             if start in seen:
                 assert checked == []  # every shape was met in the first run from the same start
