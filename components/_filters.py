@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from components._dates import parse_bound, rfc3339
-from components._per_store import PerStore
-from needle.document_stores._shared import Values
+from haystack_integrations.components.needle._dates import parse_bound, rfc3339
+from haystack_integrations.components.needle._per_store import PerStore
+from haystack_integrations.document_stores.needle._shared import Values
 
 Filter = dict[str, Any]
 _WHERE = re.compile(r"^\s*([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)\s*(<=|>=|!=|=|<|>|:)\s*(.*?)\s*$", re.DOTALL)
@@ -52,7 +52,7 @@ class IndexedFiles(PerStore):
 
     def __call__(self, pattern: str) -> list[str]:
         """The `source_doc_id`s of the indexed files whose path matches the glob, sorted."""
-        from needle.globs import Glob
+        from needle.core.globs import Glob
 
         with self._lock:
             listed, now = self._listed, time.monotonic()
@@ -198,7 +198,7 @@ def where_condition(expression: str, now: datetime.datetime) -> Filter:
     condition: Filter
     if key.startswith("meta.frontmatter."):
         # Equality on a frontmatter field is one keyword match on the indexed `meta.fields` (`status=draft`).
-        from components._frontmatter import field_value
+        from haystack_integrations.components.needle._frontmatter import field_value
 
         keywords = [field_value(name, value) for value in values]
         condition = (

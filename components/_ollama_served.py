@@ -19,7 +19,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from components._served import (
+from haystack_integrations.components.needle._served import (
     BatchTooLarge,
     EmbeddingServerError,
     ServedEmbedding,

@@ -14,7 +14,7 @@ from typing import Any
 import openai
 from haystack.utils import Secret
 
-from components._served import (
+from haystack_integrations.components.needle._served import (
     BatchTooLarge,
     EmbeddingServerError,
     ServedEmbedding,

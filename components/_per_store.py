@@ -13,8 +13,8 @@ class PerStore:
     """
     A base for what is read from one store and kept once per store object (`IndexVocabulary`,
     `IndexedFiles`): `of(store)` gives the one instance of the subclass for that store, made on first use.
-    A server runs several instances of each graph (`needle.pool`), and one store object per index
-    (`needle.environment`), so keying by store makes one read per index instead of one per component.
+    A server runs several instances of each graph (`needle.runtime.pool`), and one store object per index
+    (`needle.runtime.environment`), so keying by store makes one read per index instead of one per component.
     """
 
     _shared: ClassVar[weakref.WeakKeyDictionary[Any, Any]]

@@ -11,7 +11,7 @@ from typing import Any
 
 from haystack import Document
 
-from needle.documents import replace
+from needle.core.documents import replace
 
 _WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
 # Words that carry no topic even when longer than two letters.

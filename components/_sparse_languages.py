@@ -1,12 +1,11 @@
-"""What the BM25 embedders share to embed in a language other than the model's own (see `needle.languages`)."""
+"""What the BM25 embedders share to embed in a language other than the model's own (see `needle.core.languages`)."""
 
 from typing import Any
 
 from haystack_integrations.components.embedders.fastembed.embedding_backend.fastembed_backend import (
     _FastembedSparseEmbeddingBackendFactory,
 )
-
-from needle.languages import DEFAULT, bm25_kwargs
+from needle.core.languages import DEFAULT, bm25_kwargs
 
 
 def is_bm25(model: str) -> bool:
@@ -19,7 +18,7 @@ def language_backend(embedder: Any, language: str) -> Any:
     The shared fastembed backend of an embedder's model, analysing text in `language`.
 
     :param embedder: A fastembed sparse embedder (its model, cache folder, threads and model arguments).
-    :param language: A language of `needle.languages.LANGUAGES`; the model's own for `english`.
+    :param language: A language of `needle.core.languages.LANGUAGES`; the model's own for `english`.
     """
     if language == DEFAULT:
         if embedder.embedding_backend is None:

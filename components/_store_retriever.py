@@ -6,10 +6,10 @@ from haystack import Document, default_from_dict, default_to_dict
 from haystack.document_stores.types import FilterPolicy
 from haystack.document_stores.types.filter_policy import apply_filter_policy
 
-from components._document_store import with_document_store
-from components._scores import check_score_kind, normalised
-from needle.checks import check_top_k
-from needle.document_stores.protocol import NeedleDocumentStore, check_document_store
+from haystack_integrations.components.needle._scores import check_score_kind, normalised
+from haystack_integrations.components.needle._store_deserialization import with_document_store
+from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore, check_document_store
+from needle.core.checks import check_top_k
 
 
 class StoreRetriever:

@@ -3,8 +3,8 @@
 `SelfQueryExtractor` needs the indexed collections, frontmatter field names and folders to read `in:NAME`,
 `field:value` and "journal entries" out of a question. Reading them scrolls the whole-file store (about
 0.3 s for 7,500 files), so the result is kept, and kept once per store object rather than once per
-component: a server runs several instances of each graph (`needle.pool`), and each used to pay that scroll
-on its own first search. One store object per index in a process (`needle.environment`) makes it one read
+component: a server runs several instances of each graph (`needle.runtime.pool`), and each used to pay that scroll
+on its own first search. One store object per index in a process (`needle.runtime.environment`) makes it one read
 per index, shared by every graph instance and every graph that reads the same store.
 """
 
@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any
 
-from components._per_store import PerStore
+from haystack_integrations.components.needle._per_store import PerStore
 
 _TTL_SECONDS = 300.0
 _COUNT_CHECK_SECONDS = 5.0  # a count costs about 0.5 ms: looked at no more often than this

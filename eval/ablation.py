@@ -18,10 +18,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from needle.app import Needle  # noqa: E402
+from needle.core.settings import load_settings, parse_assignments  # noqa: E402
 from needle.evaluation import metrics  # noqa: E402
 from needle.evaluation.beir import DEFAULT_CACHE, eval_settings, load_dataset, prepare_index, run_pipeline  # noqa: E402
-from needle.settings import load_settings, parse_assignments  # noqa: E402
+from needle.facade.api import Needle  # noqa: E402
 
 EQUAL = {"fuse.weights": {"bm25": 1.0, "vector": 1.0}}
 NO_BONUS = {"bonus.rank1_bonus": 0.0, "bonus.rank23_bonus": 0.0}

@@ -15,7 +15,7 @@ Everything runs on the golden corpus (`needle/demo/notes`, indexed once into the
   `needle mcp` (it owns the index) and a second one started while the first runs (it joins the first);
   `--runs` times, medians; the server's CPU seconds until `initialize` is answered, and what importing the
   MCP SDK's parts (its types, its low-level and its high-level server with the stdio transport) and
-  `needle.mcp` costs a fresh interpreter.
+  `needle.shells.mcp` costs a fresh interpreter.
 - **confidence**: in process, each search graph over the golden questions (`eval/golden/demo.yml`), the
   multi-part questions made of two of them ("A, and also B", 60 pairs, seed 0; `query` with `decompose`,
   counted per part) and the off-topic test questions (`eval/golden/offtopic.yml`), false alarms also by the
@@ -93,10 +93,10 @@ def _train_rows(graph: str) -> list[dict[str, Any]]:
     with `decompose`; one row per part: does a top-3 hit answer that part), and the off-topic training
     questions (never answered; one with no result at all stays a row, as it stays in the off-topic count).
     """
+    from needle.core.results import SearchFilters
     from needle.evaluation.calibration import offtopic_questions
     from needle.evaluation.decomposition import _join, pairs_of
     from needle.evaluation.golden import load_golden, prepare_index
-    from needle.results import SearchFilters
 
     rows = []
     for number, path in enumerate(TRAIN):
@@ -218,14 +218,14 @@ def _sentence_embedder(needle: Any) -> Any:
     """The bundled dense model through fastembed: what "meaning" is measured with (independent of the snippets)."""
     from fastembed import TextEmbedding
 
-    from needle.models import LOCAL_DENSE_MODEL, dense_embedder_params
+    from needle.core.model_files import LOCAL_DENSE_MODEL, dense_embedder_params
 
     params = dense_embedder_params(LOCAL_DENSE_MODEL, needle.settings.model_dir)
     return TextEmbedding(model_name=params["model"], local_files_only=True, **params["model_kwargs"])
 
 
 def _sentences(text: str) -> list[str]:
-    from components.snippet_extractor import is_content
+    from haystack_integrations.components.extractors.needle.snippet_extractor import is_content
 
     return [part.strip() for line in text.split("\n") if is_content(line)
             for part in re.split(r"(?<=[.!?])\s+", line) if len(part.strip()) > 3]
@@ -239,8 +239,8 @@ def snippets(needle: Any, golden: Any) -> dict[str, Any]:
     import numpy as np
     from haystack import Document
 
-    from components._scores import query_terms, term_hits
-    from components.snippet_extractor import is_content
+    from haystack_integrations.components.extractors.needle.snippet_extractor import is_content
+    from haystack_integrations.components.needle._scores import query_terms, term_hits
 
     embedder = _sentence_embedder(needle)
     extractors: dict[str, Any] = {"now": None}  # the graph's own snippet
@@ -288,7 +288,7 @@ def _params(data_dir: Path) -> Any:
     env.update({"NEEDLE_DATA_DIR": str(data_dir), "PYTHONPATH": str(REPO)})
     if os.environ.get("NEEDLE_MODEL_DIR"):
         env["NEEDLE_MODEL_DIR"] = os.environ["NEEDLE_MODEL_DIR"]
-    return StdioServerParameters(command=sys.executable, args=["-m", "needle.cli", "mcp"], env=env, cwd=str(REPO))
+    return StdioServerParameters(command=sys.executable, args=["-m", "needle.shells.cli", "mcp"], env=env, cwd=str(REPO))
 
 
 def tools(data_dir: Path, golden: Any) -> dict[str, Any]:
@@ -358,8 +358,8 @@ def start(data_dir: Path, runs: int) -> dict[str, Any]:
 
 # What the server's start-up is made of: the SDK's types, its low-level server with the stdio transport (what a
 # stdio server needs at least: the package's `__init__` imports the client and the high-level server as well),
-# the high-level server Needle uses, and `needle.mcp` itself.
-IMPORTS = ("mcp_types", "mcp.server.lowlevel, mcp.server.stdio", "mcp.server.mcpserver, mcp.server.stdio", "needle.mcp")
+# the high-level server Needle uses, and `needle.shells.mcp` itself.
+IMPORTS = ("mcp_types", "mcp.server.lowlevel, mcp.server.stdio", "mcp.server.mcpserver, mcp.server.stdio", "needle.shells.mcp")
 
 
 def cpu_to_import(modules: str) -> float:

@@ -16,12 +16,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from needle.app import Needle  # noqa: E402
-from needle.collections import Collection, CollectionRegistry  # noqa: E402
+from needle.core.collections import Collection, CollectionRegistry  # noqa: E402
+from needle.core.settings import load_settings  # noqa: E402
 from needle.evaluation import metrics  # noqa: E402
 from needle.evaluation.beir import DEFAULT_CACHE, BeirDataset, eval_settings, load_dataset, materialise, prepare_index  # noqa: E402
 from needle.evaluation.timing import ComponentTimer  # noqa: E402
-from needle.settings import load_settings  # noqa: E402
+from needle.facade.api import Needle  # noqa: E402
 
 
 def bench_ingest(dataset: BeirDataset, docs: int) -> None:

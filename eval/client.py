@@ -5,7 +5,7 @@
     python eval/client.py --only during     # one part: commands, first, breakdown, during, handover, startup
 
 Generated notes (a title and a few tldr-page-like lines each, distinct words from the demo notes, in 60
-folders) are indexed once. Then, per command, whole process (`python -m needle.cli ...`), median of
+folders) are indexed once. Then, per command, whole process (`python -m needle.shells.cli ...`), median of
 `--repeat` runs of wall time and peak memory (the child's max RSS, `wait4`):
 
 - `no owner`: `owner.autostart` off, nothing holds the index: the command opens it itself (today's path);
@@ -64,7 +64,7 @@ def environment(data: Path, autostart: bool, repo: Path = REPO, **extra: str) ->
 def timed(args: list[str], env: dict[str, str], repo: Path = REPO) -> tuple[float, float, int]:
     """Run `needle ARGS` once (the code of the checkout `repo`): (wall seconds, peak RSS in MB, exit code)."""
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "needle.cli", *args], cwd=repo, env=env,
+    process = subprocess.Popen([sys.executable, "-m", "needle.shells.cli", *args], cwd=repo, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
@@ -73,7 +73,7 @@ def timed(args: list[str], env: dict[str, str], repo: Path = REPO) -> tuple[floa
 
 
 def needle(args: list[str], env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "needle.cli", *args], cwd=REPO, env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "needle.shells.cli", *args], cwd=REPO, env=env, capture_output=True, text=True)
     if check and done.returncode:
         raise SystemExit(f"needle {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
     return done
@@ -177,7 +177,7 @@ def through_owner(data: Path, repeat: int, before: Path) -> list[dict[str, Any]]
         for column, repo in (("now", REPO), ("before", before)):
             stop_owner(data)
             env = environment(data, True, repo)
-            subprocess.run([sys.executable, "-m", "needle.cli", "owner", "start"], cwd=repo, env=env, capture_output=True, check=True)
+            subprocess.run([sys.executable, "-m", "needle.shells.cli", "owner", "start"], cwd=repo, env=env, capture_output=True, check=True)
             for name in ("search", "get", "query"):
                 timed(COMMANDS[name], env, repo)
                 runs.setdefault((name, column), []).extend(timed(COMMANDS[name], env, repo) for _ in range(TIMED_PER_START))
@@ -194,17 +194,17 @@ TIMED_PER_START = 9
 BREAKDOWN = """
 import time; T0 = time.perf_counter(); marks = []
 def mark(name): marks.append((name, round(time.perf_counter() - T0, 3)))
-import needle.cli; mark("import needle.cli")
-from needle.stamp import code_stamp; code_stamp(); mark("code stamp")
-from needle.settings import load_settings; settings = load_settings(); mark("settings (pydantic)")
+import needle.shells.cli; mark("import needle.shells.cli")
+from needle.owner.code_stamp import code_stamp; code_stamp(); mark("code stamp")
+from needle.core.settings import load_settings; settings = load_settings(); mark("settings (pydantic)")
 from needle import owner as records; records.refuse_second_owner(settings)
-from needle.http.service import warm_first, get_needle; warm_first(["search"]); mark("import Haystack and the graph code")
+from needle.shells.http.endpoints import warm_first, get_needle; warm_first(["search"]); mark("import Haystack and the graph code")
 needle = get_needle(); records.hold_index(needle); mark("open the index")
 needle.pipeline("search"); mark("load the search graph (its models)")
-import uvicorn, starlette.applications; from needle.http.staged import StagedApp; mark("import uvicorn, starlette")
+import uvicorn, starlette.applications; from needle.owner.staged import StagedApp; mark("import uvicorn, starlette")
 record = records.new_record("http://127.0.0.1:1", records.new_token(), "background")
 StagedApp(record, build=lambda: None); mark("the owner routes (answers from here)")
-from needle.http.app import create_app; create_app(host="127.0.0.1", token=record.token, owner=record, own_record=False)
+from needle.shells.http.server import create_app; create_app(host="127.0.0.1", token=record.token, owner=record, own_record=False)
 mark("the full HTTP app (hayhooks, FastAPI, MCP): built after answering")
 import json; print(json.dumps(marks))
 """
@@ -272,7 +272,7 @@ async def _handover(data: Path, settle: float = 0.0) -> dict[str, Any]:
     from needle.evaluation.agent_window import AgentWindow
 
     stop_owner(data)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "needle.cli", "mcp"], cwd=str(REPO),
+    params = StdioServerParameters(command=sys.executable, args=["-m", "needle.shells.cli", "mcp"], cwd=str(REPO),
                                    env=environment(data, autostart=False))
     arguments = {"query": "rsync copy directory remote", "limit": 3}
     first = AgentWindow(params)
@@ -307,10 +307,10 @@ async def _handover(data: Path, settle: float = 0.0) -> dict[str, Any]:
 # then parsing its arguments and finding the owner's settings (`python -c CODE`, whole process).
 STARTUP = {
     "interpreter": "pass",
-    "client imports": "import needle.cli, needle.client",
+    "client imports": "import needle.shells.cli, needle.owner.thin_client",
     "imports, parser and settings": (
-        "import needle.cli, needle.client; from needle.locate import locate; locate(); "
-        "needle.cli._parser(needle.cli._command(['search', 'rsync'])).parse_args(['search', 'rsync'])"
+        "import needle.shells.cli, needle.owner.thin_client; from needle.owner.locate import locate; locate(); "
+        "needle.shells.cli._parser(needle.shells.cli._command(['search', 'rsync'])).parse_args(['search', 'rsync'])"
     ),
 }
 

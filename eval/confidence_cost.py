@@ -28,9 +28,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from haystack import Document
 
-    from components.confidence_scorer import ConfidenceScorer, sentences_of
+    from haystack_integrations.components.classifiers.needle.confidence_scorer import ConfidenceScorer, sentences_of
+    from needle.core.model_files import dense_embedder_params
     from needle.evaluation.golden import load_golden, prepare_index
-    from needle.models import dense_embedder_params
 
     golden = load_golden(REPO / "eval" / "golden" / "demo.yml")
     needle = prepare_index(golden)

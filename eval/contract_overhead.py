@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from needle.app import Needle, reported_stages  # noqa: E402
-from needle.contract import GraphContract  # noqa: E402
-from needle.settings import load_settings  # noqa: E402
+from needle.core.settings import load_settings  # noqa: E402
+from needle.facade.api import Needle, reported_stages  # noqa: E402
+from needle.runtime.contract import GraphContract  # noqa: E402
 
 QUERIES = ("sourdough starter feeding", "kubernetes pod memory limit", "restic backup to s3", "vim macros")
 

@@ -1,4 +1,4 @@
-"""What a costly document takes to convert, unbounded and within the converter's bounds (`needle.bounded`).
+"""What a costly document takes to convert, unbounded and within the converter's bounds (`needle.core.bounded`).
 
 Builds a DOCX that is small on disk and within every size limit (`costly_docx_bytes`: N short paragraphs),
 then converts it twice, each in a process of its own: as the converter did before (in process, unbounded)
@@ -20,7 +20,7 @@ import zipfile
 
 CHILD = """
 import json, sys, time
-from needle.formats import Extractor, Limits, Unreadable
+from needle.core.file_formats import Extractor, Limits, Unreadable
 data = open(sys.argv[1], 'rb').read()
 limits = Limits(max_seconds=float(sys.argv[3]), max_memory_mb=int(sys.argv[4]))
 extractor = Extractor(limits)
@@ -41,8 +41,8 @@ def main() -> None:
     parser.add_argument("--max-memory-mb", type=int, default=1024)
     args = parser.parse_args()
 
-    from needle.evaluation.documents import costly_docx_bytes
     from needle.evaluation.memory import run_measured
+    from needle.evaluation.sample_documents import costly_docx_bytes
 
     data = costly_docx_bytes(args.paragraphs)
     unpacked = sum(e.file_size for e in zipfile.ZipFile(io.BytesIO(data)).infolist())
@@ -65,8 +65,8 @@ def _overhead(repeats: int = 11) -> str:
     import statistics
     import time
 
-    from needle.evaluation.documents import docx_bytes
-    from needle.formats import Extractor
+    from needle.core.file_formats import Extractor
+    from needle.evaluation.sample_documents import docx_bytes
 
     data = docx_bytes("# Small\n\nOne short paragraph about otters.")
     extractor = Extractor()

@@ -80,8 +80,7 @@ def create_app(model_dir: Path, names: list[str]) -> FastAPI:
     from haystack_integrations.components.embedders.fastembed.embedding_backend.fastembed_backend import (
         _FastembedEmbeddingBackendFactory,
     )
-
-    from needle.models import LOCAL_DENSE_MODEL, dense_embedder_params
+    from needle.core.model_files import LOCAL_DENSE_MODEL, dense_embedder_params
 
     params = dense_embedder_params(LOCAL_DENSE_MODEL, model_dir)
     backend = _FastembedEmbeddingBackendFactory.get_embedding_backend(
@@ -173,7 +172,7 @@ async def _in_thread(function: Any, *args: Any) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     """Serve until interrupted."""
-    from needle.settings import load_settings
+    from needle.core.settings import load_settings
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--host", default="127.0.0.1")

@@ -25,11 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from needle.app import Needle  # noqa: E402
+from needle.core.results import SearchFilters  # noqa: E402
+from needle.core.settings import load_settings  # noqa: E402
 from needle.evaluation import metrics  # noqa: E402
 from needle.evaluation.beir import DEFAULT_CACHE, eval_settings, load_dataset, prepare_index  # noqa: E402
-from needle.results import SearchFilters  # noqa: E402
-from needle.settings import load_settings  # noqa: E402
+from needle.facade.api import Needle  # noqa: E402
 
 TAGS = 20
 FOLDERS = 10
@@ -103,8 +103,8 @@ def recency_cost(needle: Needle, texts: list[str]) -> None:
     """Python decay over ten results against the engine's formula over the same ten."""
     import qdrant_edge as qe
 
-    from components.recency_ranker import RecencyRanker
-    from needle.document_stores.edge.converters import point_id
+    from haystack_integrations.components.rankers.needle.recency_ranker import RecencyRanker
+    from haystack_integrations.document_stores.needle.edge.converters import point_id
 
     graph = needle.pipeline("query")
     embedder = graph.get_component("dense_embedder")

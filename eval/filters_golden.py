@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from needle.core.results import SearchFilters  # noqa: E402
 from needle.evaluation import golden as golden_eval  # noqa: E402
-from needle.results import SearchFilters  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 KINDS = ("filter", "time", "all")

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from needle.evaluation import formats  # noqa: E402
-from needle.settings import load_settings  # noqa: E402
+from needle.core.settings import load_settings  # noqa: E402
+from needle.evaluation import mixed_formats as formats  # noqa: E402
 
 REPORTS = Path(__file__).resolve().parent / "reports"
 

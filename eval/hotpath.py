@@ -8,7 +8,7 @@
     python eval/hotpath.py scheduling --data-dir /tmp/hp/data       # Haystack's scheduling against Needle's
     python eval/hotpath.py builds --data-dir /tmp/hp/data           # Documents each stage builds a query
     python eval/hotpath.py big --data-dir /tmp/hp/big --chunks 300000   # status and RSS at 300k chunks
-    python eval/hotpath.py clients --data-dir /tmp/hp/data          # httpx against needle.wire, paired
+    python eval/hotpath.py clients --data-dir /tmp/hp/data          # httpx against needle.owner.wire, paired
     python eval/hotpath.py shortcut --data-dir /tmp/hp/data         # the served app with and without RunShortcut
     python eval/hotpath.py pair --data-dir /tmp/hp/data --before CHECKOUT   # two servers taking turns
 
@@ -150,7 +150,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def read_queries(data_dir: Path) -> list[str]:
     """The queries written beside the notes (`corpus`), found through the collection's root."""
-    from needle.collections import CollectionRegistry
+    from needle.core.collections import CollectionRegistry
 
     for collection in CollectionRegistry(data_dir / "collections.yml").load().values():
         found = Path(collection.root).parent / "queries.json"
@@ -173,8 +173,8 @@ def rss_mb(pid: int) -> dict[str, float]:
 
 def needle_for(data_dir: Path) -> Any:
     """A `Needle` on a data folder (the models where the user's settings say)."""
-    from needle.app import Needle
-    from needle.settings import load_settings
+    from needle.core.settings import load_settings
+    from needle.facade.api import Needle
 
     return Needle(load_settings(env={**os.environ, "NEEDLE_DATA_DIR": str(data_dir)}))
 
@@ -422,7 +422,7 @@ def run_scheduling(args: argparse.Namespace) -> dict[str, Any]:
     from haystack import Pipeline
     from haystack.core.pipeline.base import PipelineBase
 
-    from needle.graph import NeedlePipeline
+    from needle.runtime.pipeline import NeedlePipeline
 
     needle = needle_for(args.data_dir)
     queries = read_queries(args.data_dir)
@@ -490,7 +490,7 @@ def stop(proc: subprocess.Popen) -> None:
 
 class WireClient:
     """
-    The client `needle` commands reach an owner with (`needle.wire`: one kept-alive socket, no `http.client`),
+    The client `needle` commands reach an owner with (`needle.owner.wire`: one kept-alive socket, no `http.client`),
     behind the few calls of `httpx.Client` the timing uses: what the server costs with less of the client's own.
     """
 
@@ -508,7 +508,7 @@ class WireClient:
     def __init__(self, base_url: str, headers: dict[str, str]) -> None:
         from urllib.parse import urlsplit
 
-        from needle.wire import Connection
+        from needle.owner.wire import Connection
 
         parts = urlsplit(base_url)
         self.connection = Connection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=120)
@@ -621,7 +621,7 @@ def timed_post(client: Any, route: str, payload: dict[str, Any]) -> float:
 
 
 def run_clients(args: argparse.Namespace) -> dict[str, Any]:
-    """One `needle serve`, two clients taking turns: what `httpx` costs over Needle's own `needle.wire`."""
+    """One `needle serve`, two clients taking turns: what `httpx` costs over Needle's own `needle.owner.wire`."""
     queries = read_queries(args.data_dir)
     proc, url = serve(args.data_dir)
     try:
@@ -633,7 +633,7 @@ def run_clients(args: argparse.Namespace) -> dict[str, Any]:
         def call(side: str, route: str, payload: dict[str, Any]) -> float:
             return timed_post(clients[side], route, payload)
 
-        print(f"\nover HTTP, one server, httpx and needle.wire taking turns, {len(queries)} queries x {args.repeat}")
+        print(f"\nover HTTP, one server, httpx and needle.owner.wire taking turns, {len(queries)} queries x {args.repeat}")
         table = paired(("httpx", "wire"), args.repeat, queries, call)
     finally:
         stop(proc)
@@ -648,8 +648,8 @@ def run_shortcut(args: argparse.Namespace) -> dict[str, Any]:
     import asyncio
 
     os.environ["NEEDLE_DATA_DIR"] = str(args.data_dir)
-    from needle.http.app import create_app
-    from needle.http.run_routes import RunShortcut
+    from needle.shells.http.run_routes import RunShortcut
+    from needle.shells.http.server import create_app
 
     queries = read_queries(args.data_dir)
     app = create_app(host="127.0.0.1", warm_ingest=False)
@@ -719,7 +719,7 @@ def run_pair(args: argparse.Namespace) -> dict[str, Any]:
     queries = read_queries(args.data_dir)
     twin = Path(tempfile.mkdtemp(prefix="needle-pair-")) / "data"
     shutil.copytree(args.data_dir, twin, ignore=shutil.ignore_patterns("*.lock", "owner.json", "*.log"))
-    # `python -m needle.cli` puts its working folder first on the import path: start it in the checkout.
+    # `python -m needle.shells.cli` puts its working folder first on the import path: start it in the checkout.
     path, here = os.environ.get("PYTHONPATH"), os.getcwd()
     try:
         os.environ["PYTHONPATH"] = str(args.before.resolve())
@@ -853,7 +853,8 @@ def dump_results(data_dir: Path, out: Path, compare: Path | None) -> int:
 
 def record_big(needle: Any) -> None:
     """Record the provenance an index run would, with the collection's languages, fields and tags."""
-    from needle import index_info, index_summary
+    from needle.lifecycle import field_summary as index_summary
+    from needle.lifecycle import provenance as index_info
 
     index_info.record(needle.settings, needle.ingest_graph(), languages={"scale": ["en"]},
                       summaries=index_summary.summaries(needle.store, needle.file_store, ["scale"]))
@@ -871,7 +872,7 @@ def build_big(data_dir: Path, chunks: int, per_file: int = 20, batch: int = 1000
     from haystack import Document
     from scale import Synthetic
 
-    from needle.collections import Collection
+    from needle.core.collections import Collection
 
     needle = needle_for(data_dir)
     notes = data_dir / "notes"
@@ -918,7 +919,7 @@ def build_big(data_dir: Path, chunks: int, per_file: int = 20, batch: int = 1000
 def build_index(data_dir: Path, notes: Path) -> int:
     """Add the notes as collection `lib` and index them (the CLI's own commands)."""
     env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
-    cli = [sys.executable, "-m", "needle.cli"]
+    cli = [sys.executable, "-m", "needle.shells.cli"]
     subprocess.run([*cli, "collection", "add", str(notes), "--name", "lib"], env=env, check=True)
     started = time.perf_counter()
     subprocess.run([*cli, "index"], env=env, check=True, stdout=subprocess.DEVNULL)
@@ -999,7 +1000,7 @@ def main(argv: list[str] | None = None) -> int:
                         ("status", "status in-process and over HTTP, and the serving RSS"),
                         ("scheduling", "Haystack's scheduling against Needle's, alternating in one process"),
                         ("builds", "Documents built per query and stage (cProfile), and what one build costs"),
-                        ("clients", "httpx and needle.wire taking turns against one server, p50 per route"),
+                        ("clients", "httpx and needle.owner.wire taking turns against one server, p50 per route"),
                         ("shortcut", "the served app in-process with and without RunShortcut, taking turns"),
                         ("pair", "a server from another checkout and one from this, taking turns, p50 per route")):
         command = sub.add_parser(name, help=helps)
@@ -1016,7 +1017,7 @@ def main(argv: list[str] | None = None) -> int:
             command.add_argument("--before", type=Path, required=True, help="the checkout to compare with")
         if name == "http":
             command.add_argument("--client", choices=("httpx", "wire"), default="httpx",
-                                 help="httpx, or needle.wire, the client needle commands reach an owner with")
+                                 help="httpx, or needle.owner.wire, the client needle commands reach an owner with")
         if name == "load":
             command.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
             command.add_argument("--seconds", type=float, default=15)

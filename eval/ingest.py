@@ -62,8 +62,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from needle.app import Needle  # noqa: E402
-from needle.settings import load_settings  # noqa: E402
+from needle.core.settings import load_settings  # noqa: E402
+from needle.facade.api import Needle  # noqa: E402
 
 DEMO_NOTES = ROOT / "needle" / "demo" / "notes"
 SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl"
@@ -125,7 +125,7 @@ def cli_noop(rows: list[dict[str, Any]], size: int, data_dir: Path) -> None:
     """A no-op `needle index` in a new process: start-up, models and the run."""
     env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "needle.cli", "index", "--json"], env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "needle.shells.cli", "index", "--json"], env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"needle index failed: {done.stderr.strip()}")
@@ -140,7 +140,7 @@ def owner_noop(rows: list[dict[str, Any]], size: int, data_dir: Path) -> None:
     import httpx
 
     env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
-    watcher = subprocess.Popen([sys.executable, "-m", "needle.cli", "watch"], env=env,
+    watcher = subprocess.Popen([sys.executable, "-m", "needle.shells.cli", "watch"], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         record_file, deadline = data_dir / "owner.json", time.time() + 600
@@ -158,7 +158,7 @@ def owner_noop(rows: list[dict[str, Any]], size: int, data_dir: Path) -> None:
             time.sleep(0.5)
         for _ in range(2):  # the owner's first index run through the route warms it; the second is timed
             started = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "needle.cli", "index", "--json"], env=env,
+            done = subprocess.run([sys.executable, "-m", "needle.shells.cli", "index", "--json"], env=env,
                                   capture_output=True, text=True)
             seconds = time.perf_counter() - started
         if done.returncode != 0:
@@ -220,8 +220,7 @@ def floor_embedders(settings: Any) -> tuple[Any, Any]:
         FastembedDocumentEmbedder,
         FastembedSparseDocumentEmbedder,
     )
-
-    from needle.models import dense_embedder_params, sparse_embedder_params
+    from needle.core.model_files import dense_embedder_params, sparse_embedder_params
 
     dense = FastembedDocumentEmbedder(
         **dense_embedder_params(settings.embedding.model, settings.model_dir),
@@ -237,7 +236,7 @@ def floor_embedders(settings: Any) -> tuple[Any, Any]:
 
 def model_tokenizer(dense: Any, truncate: bool = True) -> Any:
     """The warmed dense embedder's tokenizer, without padding (and without truncation unless `truncate`)."""
-    from components.dense_document_embedder import token_counter
+    from haystack_integrations.components.embedders.needle.dense_document_embedder import token_counter
 
     tokenizer = token_counter(dense)
     if not truncate:

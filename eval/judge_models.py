@@ -54,10 +54,10 @@ GRAPHS = ("vsearch", "vsearch-sentence", "query")
 def _rows(graph: str) -> list[dict[str, Any]]:
     """Every question of training and test with its signals, the top result's chunk and whether each part is answered."""
     import eval.agents as agents
+    from needle.core.results import SearchFilters
     from needle.evaluation.calibration import offtopic_questions
     from needle.evaluation.decomposition import _join, pairs_of
     from needle.evaluation.golden import load_golden, prepare_index
-    from needle.results import SearchFilters
 
     rows: list[dict[str, Any]] = []
 
@@ -156,7 +156,7 @@ def _score(rows: list[dict[str, Any]], pairs: dict[str, Any], sentence_models: d
     sentence model's cosine with the chunk (`NAME-chunk`) and best cosine with one of its sentences
     (`NAME-sentence`). Returns each model's CPU milliseconds per question.
     """
-    from components.confidence_scorer import sentences_of
+    from haystack_integrations.components.classifiers.needle.confidence_scorer import sentences_of
 
     spent = dict.fromkeys([*pairs, *sentence_models], 0.0)
     for row in rows:
@@ -266,8 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--graph", action="append", choices=GRAPHS, help="graphs (default: all three)")
     args = parser.parse_args(argv)
 
-    from needle.models import dense_model_dir
-    from needle.settings import load_settings
+    from needle.core.model_files import dense_model_dir
+    from needle.core.settings import load_settings
 
     pairs: dict[str, Any] = {}
     if args.nli:

@@ -3,7 +3,7 @@
     python eval/language_detection.py                      # both detectors, every set
     python eval/language_detection.py --detector py3langid --scifact-limit 1000
 
-Both detectors choose among Needle's 21 keyword-search languages (`needle.languages.LANGUAGES`; Chinese,
+Both detectors choose among Needle's 21 keyword-search languages (`needle.core.languages.LANGUAGES`; Chinese,
 Japanese and Korean by script first, as Needle does). The sets:
 
 - `chatterbot`: the questions and answers of chatterbot-corpus (the `eval` extra) in the 14 of its
@@ -11,7 +11,7 @@ Japanese and Korean by script first, as Needle does). The sets:
   queries look like.
 - `notes`: the mixed-language notes of eval/data/multilingual.yml, each whole (its folder is its language).
 - `scifact`: SciFact's abstracts (title and text), all English: technical English that a detector may
-  misread. A file misread *clearly* (probability at least `needle.languages.CLEAR`) would be analysed in
+  misread. A file misread *clearly* (probability at least `needle.core.languages.CLEAR`) would be analysed in
   another language; an unclear one takes the collection's main language.
 
 For each detector and set: accuracy (top language right), the share told clearly and wrongly, and
@@ -36,7 +36,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from needle.languages import CLEAR, LANGUAGES, identify, script_language  # noqa: E402
+from needle.core.languages import CLEAR, LANGUAGES, identify, script_language  # noqa: E402
 
 RESULTS = ROOT / "eval" / "results" / "language_detection.json"
 SCIFACT = Path("/work/shared/datasets/scifact")
@@ -154,10 +154,10 @@ def index_cost(limit: int | None) -> dict[str, Any]:
     """Needle's rule (whole file, then each long chunk) over SciFact's chunks: ms per 1,000 chunks (median of 3)."""
     from haystack import Document
 
-    from components.markdown_chunker import MarkdownChunker
-    from components.multilingual_sparse_document_embedder import (
+    from haystack_integrations.components.embedders.needle.multilingual_sparse_document_embedder import (
         MultilingualSparseDocumentEmbedder,
     )
+    from haystack_integrations.components.preprocessors.needle.markdown_chunker import MarkdownChunker
 
     files = [Document(content=text, meta={"collection": "c", "kind": "file", "source_doc_id": f"c:{i}"})
              for i, (text, _) in enumerate(scifact_texts(limit))]
@@ -192,9 +192,9 @@ def dense_embedder() -> Any:
     """Needle's dense document embedder as its ingest graph configures it (the provisioned offline model)."""
     import tempfile
 
-    from needle.app import Needle
-    from needle.models import provision
-    from needle.settings import load_settings
+    from needle.core.model_files import provision
+    from needle.core.settings import load_settings
+    from needle.facade.api import Needle
 
     model_dir = load_settings().model_dir
     provision(model_dir)

@@ -90,7 +90,7 @@ def run(name: str, source: Path | None, generated: int, args: argparse.Namespace
     debounce = os.environ.get("NEEDLE_WATCH__DEBOUNCE_MS")
     if debounce:
         env["NEEDLE_WATCH__DEBOUNCE_MS"] = debounce
-    cli = [sys.executable, "-m", "needle.cli"]
+    cli = [sys.executable, "-m", "needle.shells.cli"]
     subprocess.run([*cli, "collection", "add", str(notes), "--name", "notes"], env=env, cwd=REPO, check=True, capture_output=True)
     log = (base / "watch.log").open("w")
     started = time.perf_counter()

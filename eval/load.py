@@ -66,7 +66,7 @@ def start_server(data_dir: Path, timeout: float = 300, instances: int | None = N
     # blocks the server mid-request).
     log = tempfile.NamedTemporaryFile(prefix="needle-load-server-", suffix=".log", delete=False)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "needle.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "needle.shells.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
         env=env, stdout=subprocess.DEVNULL, stderr=log,
     )
     proc.log_path = log.name  # type: ignore[attr-defined]

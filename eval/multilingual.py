@@ -62,9 +62,9 @@ class Run:
     """One Needle data folder with one collection of notes."""
 
     def __init__(self, root: Path, name: str, notes: Path, language: str = "auto", overrides: dict[str, Any] | None = None):
-        from needle.app import Needle
-        from needle.models import provision
-        from needle.settings import load_settings
+        from needle.core.model_files import provision
+        from needle.core.settings import load_settings
+        from needle.facade.api import Needle
 
         model_dir = load_settings().model_dir
         provision(model_dir)

@@ -24,13 +24,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from needle.disk import ensure_space
-from needle.document_stores.edge.document_store import EdgeDocumentStore
-from needle.document_stores.edge.probe import probe
-from needle.document_stores.edge.seal import SEAL_FILE_NAME, seal, unseal
-from needle.document_stores.edge.shards import LOCK_FILE_NAME
-from needle.models import embedding_dim
-from needle.settings import load_settings
+from haystack_integrations.document_stores.needle.edge.document_store import EdgeDocumentStore
+from haystack_integrations.document_stores.needle.edge.probe import probe
+from haystack_integrations.document_stores.needle.edge.seal import SEAL_FILE_NAME, seal, unseal
+from haystack_integrations.document_stores.needle.edge.shards import LOCK_FILE_NAME
+from needle.core.disk import ensure_space
+from needle.core.model_files import embedding_dim
+from needle.core.settings import load_settings
 
 SKIP = frozenset({LOCK_FILE_NAME})
 

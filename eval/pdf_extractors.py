@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from needle.evaluation import documents as make  # noqa: E402
-from needle.evaluation import formats  # noqa: E402
+from needle.evaluation import mixed_formats as formats  # noqa: E402
+from needle.evaluation import sample_documents as make  # noqa: E402
 
 
 def words(text: str) -> list[str]:

@@ -86,7 +86,7 @@ STEPPED = ("int8-disk", "binary-disk")
 
 
 def _defaults() -> dict[str, Any]:
-    from needle.settings import IndexSettings
+    from needle.core.settings import IndexSettings
 
     return IndexSettings().model_dump()
 
@@ -348,7 +348,7 @@ def layout_params(spec: str, segment_kb: int) -> tuple[str, dict[str, Any]]:
 
 def _open_store(kind: str, path: str, args: argparse.Namespace) -> Any:
     if kind == "edge":
-        from needle.document_stores import EdgeDocumentStore
+        from haystack_integrations.document_stores.needle import EdgeDocumentStore
 
         return EdgeDocumentStore(
             path=path, embedding_dim=DIM, use_sparse_embeddings=True, sparse_idf=True, text_index=True,
@@ -399,7 +399,7 @@ def _recall(store: Any, queries: list[list[float]], budget: float) -> dict[str, 
     import qdrant_edge as qe
     from haystack_integrations.document_stores.qdrant.converters import DENSE_VECTORS_NAME
 
-    from needle.document_stores.edge.schema import search_params
+    from haystack_integrations.document_stores.needle.edge.shard_schema import search_params
 
     shard = store._shard().shard
     quantized = getattr(store, "quantization", "none") != "none"

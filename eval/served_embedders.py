@@ -29,9 +29,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from needle.app import Needle
+from needle.core.settings import load_settings
 from needle.evaluation.golden import load_golden
-from needle.settings import load_settings
+from needle.facade.api import Needle
 
 PROVIDERS = ("fastembed", "openai", "ollama")
 MODEL = "minilm"

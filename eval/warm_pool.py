@@ -2,7 +2,7 @@
 
     python eval/warm_pool.py --dir /tmp/hp/data-hotpath --before OLD --repeat 3
 
-An owner serves each graph from `serve.graph_instances` warmed instances (`needle.pool`). Per repeat and per
+An owner serves each graph from `serve.graph_instances` warmed instances (`needle.runtime.pool`). Per repeat and per
 checkout (this one, and `--before`'s, interleaved), on the same index:
 
 - `sequential`: `needle owner start` (returns once every graph is warm), then `--searches` `needle search`
@@ -46,7 +46,7 @@ def start_owner(data: Path, repo: Path) -> None:
     """`needle owner start` (returns once every graph is warm), its wall time kept in `STARTS`."""
     env = environment(data, True, repo)
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "needle.cli", "owner", "start"], cwd=repo, env=env, capture_output=True, check=True)
+    subprocess.run([sys.executable, "-m", "needle.shells.cli", "owner", "start"], cwd=repo, env=env, capture_output=True, check=True)
     STARTS.setdefault(repo, []).append(time.perf_counter() - started)
 
 
@@ -107,7 +107,7 @@ def _owner_gone(data: Path) -> None:
     """Stop the owner and wait until no owner process runs (a command that starts too soon finds the index locked)."""
     stop_owner(data)
     for _ in range(100):
-        if not subprocess.run(["pgrep", "-f", "needle.cli owner run"], capture_output=True, text=True).stdout.strip():
+        if not subprocess.run(["pgrep", "-f", "needle.shells.cli owner run"], capture_output=True, text=True).stdout.strip():
             return
         time.sleep(0.1)
 

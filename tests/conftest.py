@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import needle.loader  # noqa: F401  (Needle's deserialisation allowlist, as in every process)
-from needle.models import provision
-from needle.settings import Settings, load_settings
+import needle.runtime.loader  # noqa: F401  (Needle's deserialisation allowlist, as in every process)
+from needle.core.model_files import provision
+from needle.core.settings import Settings, load_settings
 from tests.embedding_server import embedding_server, served  # noqa: F401  (fixtures: the embedding server)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,7 +43,7 @@ def settings(tmp_path: Path, model_dir: Path) -> Settings:
 @pytest.fixture(scope="session")
 def demo_needle(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
     """A Needle with the bundled demo notes indexed once for the whole session."""
-    from needle.app import Needle
+    from needle.facade.api import Needle
 
     data_dir = tmp_path_factory.mktemp("demo-data")
     needle = Needle(make_settings(data_dir, model_dir))
@@ -55,7 +55,7 @@ def demo_needle(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
 @pytest.fixture
 def cli(demo_needle, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture):
     """Run `needle ...` in-process against the demo index; returns (exit code, stdout, stderr)."""
-    from needle.cli import main
+    from needle.shells.cli import main
 
     monkeypatch.setenv("NEEDLE_DATA_DIR", str(demo_needle.settings.data_dir))
     monkeypatch.setenv("NEEDLE_MODEL_DIR", str(demo_needle.settings.model_dir))

@@ -1,4 +1,4 @@
-"""One way to rewrite a file at once (`needle.atomic.write_atomic`), and every rewrite of Needle's files goes through it."""
+"""One way to rewrite a file at once (`needle.core.atomic.write_atomic`), and every rewrite of Needle's files goes through it."""
 
 import ast
 import os
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from needle.atomic import write_atomic
+from needle.core.atomic import write_atomic
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -55,13 +55,13 @@ def _renames(path: Path) -> list[str]:
 
 
 def test_needles_files_are_rewritten_by_the_one_helper_only():
-    modules = [p for package in ("needle", "components", "server") for p in (REPO / package).rglob("*.py")]
-    found = [call for path in modules if path != REPO / "needle" / "atomic.py" for call in _renames(path)]
+    modules = [p for package in ("needle", "components", "document_stores", "server") for p in (REPO / package).rglob("*.py")]
+    found = [call for path in modules if path != REPO / "needle" / "core" / "atomic.py" for call in _renames(path)]
     assert found == []
 
 
 def test_the_seal_ignores_its_own_temporary_file(tmp_path):
-    from needle.document_stores.edge.seal import is_sealed, seal
+    from haystack_integrations.document_stores.needle.edge.seal import is_sealed, seal
 
     (tmp_path / "segment").write_bytes(b"x")
     seal(str(tmp_path))

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from needle import backups, index_info
-from needle.app import Needle
-from needle.backups import BackupError, BackupScheduler, parse_interval
+from needle.facade.api import Needle
+from needle.lifecycle import backups
+from needle.lifecycle import provenance as index_info
+from needle.lifecycle.backups import BackupError, BackupScheduler, parse_interval
 
 NOTES = {
     "ops/restic.md": "# Restic\n\nBack the laptop up every night with restic to the NAS; prune weekly.\n",
@@ -92,7 +93,7 @@ class FakeServerStore:
 
 class TestServerBackups:
     def test_a_server_backup_is_a_snapshot_per_collection(self, tmp_path, settings):
-        from needle.settings import load_settings
+        from needle.core.settings import load_settings
 
         server = load_settings(env={"NEEDLE_DATA_DIR": str(tmp_path / "data"), "NEEDLE_STORE__URL": "http://qdrant:6333"})
         needle = Needle(server)
@@ -190,7 +191,7 @@ class TestEmbeddedBackups:
             needle.restore(str(tmp_path / "full"))
 
     def test_cli_backup_and_restore(self, needle, tmp_path, monkeypatch, capsys):
-        from needle.cli import main
+        from needle.shells.cli import main
 
         monkeypatch.setenv("NEEDLE_DATA_DIR", str(needle.settings.data_dir))
         monkeypatch.setenv("NEEDLE_MODEL_DIR", str(needle.settings.model_dir))

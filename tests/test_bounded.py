@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from needle.bounded import Bounds, OutOfBounds, run_bounded
+from needle.core.bounded import Bounds, OutOfBounds, run_bounded
 
 
 def add(a: int, b: int) -> int:

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from needle.results import SearchAnswer
-
+from needle.core.results import SearchAnswer
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parent.parent
@@ -210,7 +209,7 @@ class TestCliErrors:
     def test_no_stack_trace_from_a_fresh_process(self, demo_needle, tmp_path):
         env = {**os.environ, "NEEDLE_DATA_DIR": str(tmp_path / "fresh")}
         proc = subprocess.run(
-            [sys.executable, "-m", "needle.cli", "search", "anything"], capture_output=True, text=True, env=env, timeout=120
+            [sys.executable, "-m", "needle.shells.cli", "search", "anything"], capture_output=True, text=True, env=env, timeout=120
         )
         assert proc.returncode == 2
         assert "no collections yet" in proc.stderr or "collection" in proc.stderr
@@ -224,7 +223,7 @@ class TestCliClosedPipe:
         env = {**os.environ, "NEEDLE_DATA_DIR": str(demo_needle.settings.data_dir),
                "NEEDLE_MODEL_DIR": str(demo_needle.settings.model_dir)}
         proc = subprocess.Popen(
-            [sys.executable, "-m", "needle.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+            [sys.executable, "-m", "needle.shells.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
         )
         proc.stdout.close()  # `| head` that already exited: every write meets a closed pipe
         _, err = proc.communicate(timeout=120)

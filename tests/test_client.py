@@ -1,4 +1,4 @@
-"""The thin client (`needle.client`) talks only to an owner that proves itself, and never waits on one forever.
+"""The thin client (`needle.owner.thin_client`) talks only to an owner that proves itself, and never waits on one forever.
 
 Fake owners here are small standard-library processes that hold the index's lock and listen on loopback: one
 answers the challenge as a real owner does (it knows the record's token), an impostor does not.
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from needle import owner
-from needle.locate import Location, locate
-from needle.settings import load_settings
-from needle.stamp import code_stamp
+from needle.core.settings import load_settings
+from needle.owner import record as owner
+from needle.owner.code_stamp import code_stamp
+from needle.owner.locate import Location, locate
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -132,7 +132,7 @@ def write_record(data: Path, pid: int, port: int, token: str = "the-token", host
 def needle(data: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
     return subprocess.run(
-        [sys.executable, "-m", "needle.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "needle.shells.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=120,
         env={**clean, "NEEDLE_DATA_DIR": str(data), "NEEDLE_OWNER__AUTOSTART": "true", **env},
     )
 
@@ -192,7 +192,7 @@ def test_a_stopped_owner_is_reported_within_the_answer_timeout(data, fakes, tmp_
     fakes.append(real)
     write_record(data, real.pid, real.port)
     client = subprocess.Popen(
-        [sys.executable, "-m", "needle.cli", "query", "stuck"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [sys.executable, "-m", "needle.shells.cli", "query", "stuck"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, env={**os.environ, "NEEDLE_DATA_DIR": str(data), "NEEDLE_OWNER__ANSWER_TIMEOUT": "1"},
     )
     deadline = time.monotonic() + 60
@@ -228,13 +228,13 @@ class TestLocate:
 
 
 def test_the_lock_file_name_is_the_stores(tmp_path):
-    from needle.document_stores.edge.shards import LOCK_FILE_NAME
+    from haystack_integrations.document_stores.needle.edge.shards import LOCK_FILE_NAME
 
     assert owner.LOCK_FILE == LOCK_FILE_NAME
 
 
 def test_an_owner_is_idle_only_while_no_request_runs():
-    from needle.http.owner_routes import Activity
+    from needle.owner.routes import Activity
 
     activity = Activity()
     activity.last -= 100
@@ -247,7 +247,7 @@ def test_an_owner_is_idle_only_while_no_request_runs():
 def test_without_an_owner_and_autostart_off_the_command_runs_in_its_own_process(data):
     from argparse import Namespace
 
-    from needle.client import through_owner
+    from needle.owner.thin_client import through_owner
 
     location = Location(data, None, autostart=False, idle_minutes=1.0, answer_timeout=1.0)
     assert through_owner(Namespace(command="search"), location) is None
@@ -266,20 +266,20 @@ class TestFirstCommandFirst:
         (["status"], []),
     ])
     def test_a_command_names_the_graph_it_runs(self, argv, graphs):
-        from needle.cli import _parser
-        from needle.client import first_graphs
+        from needle.owner.thin_client import first_graphs
+        from needle.shells.cli import _parser
 
         assert first_graphs(_parser().parse_args(argv)) == graphs
 
     def test_owner_run_takes_the_graphs_to_warm_first(self):
-        from needle.cli import _parser
+        from needle.shells.cli import _parser
 
         assert _parser().parse_args(["owner", "run", "--first=search"]).first == ["search"]
         assert _parser().parse_args(["owner", "run", "--first="]).first == []
         assert _parser().parse_args(["owner", "run"]).first is None
 
     def test_graphs_put_off_load_after_the_first_ones_searches_before_ingest(self):
-        from needle.http import service
+        from needle.owner import served_facade as service
 
         warmed: list[str] = []
 
@@ -307,7 +307,7 @@ class TestFirstCommandFirst:
 
 
 def test_an_owner_counts_the_requests_it_answered():
-    from needle.http.owner_routes import Activity
+    from needle.owner.routes import Activity
 
     activity = Activity()
     with activity:
@@ -321,7 +321,7 @@ class TestStartUp:
     def test_one_commands_parser_is_the_whole_parsers_for_that_command(self):
         import argparse
 
-        from needle.cli import _parser
+        from needle.shells.cli import _parser
 
         def commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
             return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
@@ -334,7 +334,7 @@ class TestStartUp:
         assert _parser("query").parse_args(argv) == _parser().parse_args(argv)
 
     def test_a_mistyped_command_is_refused_with_every_command_named(self, capsys):
-        from needle.cli import main
+        from needle.shells.cli import main
 
         with pytest.raises(SystemExit):
             main(["serch", "x"])
@@ -342,15 +342,15 @@ class TestStartUp:
         assert "did you mean 'search'?" in err and "eval" in err and "owner" in err
 
     def test_the_command_is_the_first_word_unless_help_comes_first(self):
-        from needle.cli import _command
+        from needle.shells.cli import _command
 
         assert _command(["search", "-n", "3", "x"]) == "search"
         assert _command(["-h", "search"]) is None and _command([]) is None
 
     def test_the_client_imports_no_yaml_http_client_or_evaluation(self, tmp_path):
         probe = (
-            "import sys; import needle.cli, needle.client; from needle.locate import locate; "
-            "assert locate() is not None; needle.cli._parser(needle.cli._command(['search', 'x'])); "
+            "import sys; import needle.shells.cli, needle.owner.thin_client; from needle.owner.locate import locate; "
+            "assert locate() is not None; needle.shells.cli._parser(needle.shells.cli._command(['search', 'x'])); "
             "heavy = ('yaml', 'http.client', 'email', 'ssl', 'needle.evaluation', 'subprocess', 'tempfile'); "
             "print(sorted(m for m in sys.modules if m.startswith(heavy)))"
         )
@@ -392,7 +392,7 @@ class TestQueue:
     def test_an_exclusive_block_waits_for_requests_under_way_and_holds_off_new_ones(self):
         import threading
 
-        from needle.http.owner_routes import Activity
+        from needle.owner.routes import Activity
 
         activity = Activity()
         assert activity.admit()  # a search under way
@@ -419,7 +419,8 @@ class TestQueue:
     def test_restore_in_the_owner_says_what_it_waits_for_then_runs(self):
         import threading
 
-        from needle.http import owner_routes, service
+        from needle.owner import routes as owner_routes
+        from needle.owner import served_facade as service
 
         class Owner:
             _index_lock = threading.RLock()
@@ -457,13 +458,13 @@ class TestQueue:
     def test_restore_and_migrate_go_to_a_running_owner(self):
         from argparse import Namespace
 
-        from needle.client import NEEDS_INDEX, eligible
+        from needle.owner.thin_client import NEEDS_INDEX, eligible
 
         assert eligible(Namespace(command="restore")) and eligible(Namespace(command="migrate"))
         assert not {"restore", "migrate"} & NEEDS_INDEX  # with no owner they open the index themselves
 
     def test_status_shows_an_index_run_under_way(self):
-        from needle.output import status_text
+        from needle.commands.render import status_text
 
         status = {"store": "/data/index", "embedding_model": "m", "sparse_model": "s", "collections": [],
                   "index_run": {"collections": ["notes"], "phase": "indexing", "started": time.time() - 12, "batches": 3,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from needle.document_stores.edge.shards import copy_keeping_holes
+from haystack_integrations.document_stores.needle.edge.shards import copy_keeping_holes
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parent.parent
@@ -38,7 +38,7 @@ def run(data: Path, *args: str, autostart: bool) -> subprocess.CompletedProcess:
                NEEDLE_OWNER__AUTOSTART=str(autostart).lower())
     if not env["NEEDLE_MODEL_DIR"]:
         del env["NEEDLE_MODEL_DIR"]
-    return subprocess.run([sys.executable, "-m", "needle.cli", *args], cwd=REPO, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "needle.shells.cli", *args], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=600)
 
 
@@ -120,7 +120,7 @@ def test_the_first_call_prints_what_later_ones_print(copies):
 
 def test_a_command_through_the_owner_imports_no_haystack_models_or_store(copies):
     probe = (
-        "import sys; from needle.cli import main; code = main(['search', 'certbot renew', '-n', '1']); "
+        "import sys; from needle.shells.cli import main; code = main(['search', 'certbot renew', '-n', '1']); "
         f"print(code, sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})), file=sys.stderr)"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from needle.cli import main
+from needle.shells.cli import main
 
 pytestmark = pytest.mark.integration
 
 HOLD_THE_INDEX = """
 import sys
-from needle.app import Needle
+from needle.facade.api import Needle
 needle = Needle()
 needle.store.count_documents()
 print("holding", flush=True)

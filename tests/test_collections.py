@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from needle.collections import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, CollectionError, CollectionRegistry
+from needle.core.collections import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, CollectionError, CollectionRegistry
 
 
 class TestCollectionRegistry:

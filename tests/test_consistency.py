@@ -1,4 +1,4 @@
-"""`needle.consistency`: the chunk store, the file store and the stat record compared, file by file.
+"""`needle.lifecycle.consistency`: the chunk store, the file store and the stat record compared, file by file.
 
 Real Qdrant Edge stores with tiny vectors and a real SQLite record; no models.
 """
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from haystack import Document
 
-from needle import consistency
-from needle.document_stores.edge.document_store import EdgeDocumentStore
-from needle.file_records import UNREAD, FileRecords, FileStat
+from haystack_integrations.document_stores.needle.edge.document_store import EdgeDocumentStore
+from needle.core.file_records import UNREAD, FileRecords, FileStat
+from needle.lifecycle import consistency
 
 STAT = FileStat(10, 1, 1, 1)
 
@@ -109,7 +109,7 @@ class TestCompare:
 def test_a_write_the_os_refuses_for_lack_of_space_is_one_line_naming_the_folder(tmp_path):
     import errno
 
-    from needle.errors import classify
+    from needle.commands.failures import classify
 
     failure = classify(OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "index" / "needle_index.json")))
     assert failure.exit_code == 1 and failure.http_status == 507

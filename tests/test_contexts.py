@@ -1,6 +1,6 @@
 import pytest
 
-from needle.contexts import ContextError, ContextRegistry
+from needle.core.contexts import ContextError, ContextRegistry
 
 
 class TestContextRegistry:

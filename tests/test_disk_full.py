@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from needle.cli import main
-from needle.collections import CollectionRegistry
+from needle.core.collections import CollectionRegistry
+from needle.shells.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 NOTES = {
@@ -72,7 +72,7 @@ def test_every_command_on_a_full_disk_is_one_line_and_exit_1(small_disk, notes, 
     CollectionRegistry(data / "collections.yml").add(notes, "notes")
     env = {**os.environ, "NEEDLE_DATA_DIR": str(data), "NEEDLE_MODEL_DIR": str(model_dir), "PYTHONPATH": str(REPO)}
     first = subprocess.run(
-        [sys.executable, "-m", "needle.cli", "index"], env=env, capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, "-m", "needle.shells.cli", "index"], env=env, capture_output=True, text=True, timeout=300, check=False
     )
     assert_no_space(first.returncode, first.stderr, data)
     monkeypatch.setenv("NEEDLE_DATA_DIR", str(data))

@@ -1,4 +1,4 @@
-"""`needle.documents`: cheap copies that equal Haystack's own."""
+"""`needle.core.documents`: cheap copies that equal Haystack's own."""
 
 import dataclasses
 
@@ -7,7 +7,7 @@ import pytest
 from haystack import Document
 from haystack.dataclasses import ByteStream, SparseEmbedding
 
-from needle.documents import from_stored, replace
+from needle.core.documents import from_stored, replace
 
 
 def _document() -> Document:

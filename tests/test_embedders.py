@@ -1,13 +1,14 @@
-"""Where the dense model runs (needle.embedders): prefixes per model, the graph swap, provenance of older indexes."""
+"""Where the dense model runs (needle.core.embedding_providers): prefixes per model, the graph swap, provenance of older indexes."""
 
 from __future__ import annotations
 
 import pytest
 
-from needle import embedders, index_info
-from needle.environment import Environment
-from needle.loader import read_graph
-from needle.settings import ConfigError, load_settings
+from needle.core import embedding_providers as embedders
+from needle.core.settings import ConfigError, load_settings
+from needle.lifecycle import provenance as index_info
+from needle.runtime.environment import Environment
+from needle.runtime.loader import read_graph
 from tests.conftest import make_settings
 
 
@@ -68,17 +69,17 @@ class TestResolve:
         resolved = Environment(served_settings(tmp_path, model_dir)).resolve(graph)
         dense = resolved["components"]["dense_embedder"]
         assert dense == {
-            "type": "components.openai_dense_document_embedder.OpenAIDenseDocumentEmbedder",
+            "type": "haystack_integrations.components.embedders.needle.openai_dense_document_embedder.OpenAIDenseDocumentEmbedder",
             "init_parameters": {"meta_fields_to_embed": ["context"], "embedding_separator": "\n"},
         }
-        assert graph["components"]["dense_embedder"]["type"] == "components.dense_document_embedder.DenseDocumentEmbedder"
+        assert graph["components"]["dense_embedder"]["type"] == "haystack_integrations.components.embedders.needle.dense_document_embedder.DenseDocumentEmbedder"
         assert resolved["components"]["sparse_embedder"] == graph["components"]["sparse_embedder"]
 
     @pytest.mark.parametrize("name", ["query", "vsearch", "query-plain", "rag"])
     def test_every_query_graphs_dense_embedder_is_swapped(self, tmp_path, model_dir, name):
         resolved = Environment(served_settings(tmp_path, model_dir, provider="ollama")).resolve(read_graph(name))
         types = [c["type"] for c in resolved["components"].values()]
-        assert "components.ollama_dense_query_embedder.OllamaDenseQueryEmbedder" in types
+        assert "haystack_integrations.components.embedders.needle.ollama_dense_query_embedder.OllamaDenseQueryEmbedder" in types
         assert not any(t.endswith("FastembedDenseQueryEmbedder") for t in types)
 
 

@@ -25,8 +25,8 @@ import pytest
 from haystack import Document, component
 from haystack.dataclasses import ChatMessage
 
-from components.self_rag_retry import SelfRAGRetry
-from needle.loader import load_pipeline
+from haystack_integrations.components.routers.needle.self_rag_retry import SelfRAGRetry
+from needle.runtime.loader import load_pipeline
 
 pytestmark = pytest.mark.integration
 QUESTION = "How do I feed my sourdough starter?"

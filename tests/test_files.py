@@ -9,15 +9,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from components.collection_scanner import CollectionScanner
-from components.markdown_file_reader import MarkdownFileReader
-from needle.collections import CollectionError, CollectionRegistry
-from needle.files import multi_get, reading, walking
-from needle.files.multi_get import FileAccess, SkippedFile
-from needle.files.reading import FileNotServed
-from needle.files.references import docid, parse_ref
-from needle.files.walking import OutOfTime, walk_collection
-from needle.globs import CollectionRules
+from haystack_integrations.components.converters.needle.markdown_file_reader import MarkdownFileReader
+from haystack_integrations.components.fetchers.needle.collection_scanner import CollectionScanner
+from needle.core.collections import CollectionError, CollectionRegistry
+from needle.core.files import multi_get, reading, walking
+from needle.core.files.multi_get import FileAccess, SkippedFile
+from needle.core.files.reading import FileNotServed
+from needle.core.files.references import docid, parse_ref
+from needle.core.files.walking import OutOfTime, walk_collection
+from needle.core.globs import CollectionRules
 
 # Seconds a pathological pattern may take: linear matching needs milliseconds, a backtracking one minutes,
 # so the bound holds on a loaded shared machine and still catches the regression.
@@ -480,7 +480,7 @@ class TestDocuments:
 
     @pytest.fixture
     def docs(self, tmp_path):
-        from needle.evaluation import documents as make
+        from needle.evaluation import sample_documents as make
 
         root = tmp_path / "docs"
         make.write(root / "raft.pdf", make.pdf_bytes(
@@ -554,6 +554,6 @@ class TestDocuments:
 
 
 def test_the_walk_the_scanner_shares_loads_neither_pydantic_nor_the_converters():
-    code = "import sys, needle.files.walking; print(sorted({'pydantic', 'needle.formats'} & set(sys.modules)))"
+    code = "import sys, needle.core.files.walking; print(sorted({'pydantic', 'needle.core.file_formats'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -1,6 +1,6 @@
 import pytest
 
-from needle.formats import Extracted, find_section, format_of, is_document
+from needle.core.file_formats import Extracted, find_section, format_of, is_document
 
 TEXT = "# Guide\n\nIntro.\n\n## Setup\n\n```sh\n# not a heading\n```\n\n### Linux\n\napt install\n\n## Usage\n\nRun it.\n"
 

@@ -2,7 +2,7 @@ import time
 
 import pytest
 
-from needle.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, CollectionRules, Glob, printable, valid_utf8
+from needle.core.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, CollectionRules, Glob, printable, valid_utf8
 
 # Seconds a pathological pattern may take: linear matching needs milliseconds, a backtracking one minutes,
 # so the bound holds on a loaded shared machine and still catches the regression.

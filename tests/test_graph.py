@@ -9,9 +9,9 @@ from haystack import Document, Pipeline, component, tracing
 from haystack.core.errors import PipelineRuntimeError
 from haystack.tracing.tracer import NullSpan
 
-from components.result_cutoff import ResultCutoff
-from needle.graph import NeedlePipeline, leaves_inputs_unchanged
-from needle.loader import loads_pipeline
+from haystack_integrations.components.samplers.needle.result_cutoff import ResultCutoff
+from needle.runtime.loader import loads_pipeline
+from needle.runtime.pipeline import NeedlePipeline, leaves_inputs_unchanged
 
 
 @component
@@ -32,7 +32,7 @@ class NeedleRecorder(Recorder):
     """The same, as if it were one of Needle's components."""
 
 
-NeedleRecorder.__module__ = "components.needle_recorder"
+NeedleRecorder.__module__ = "haystack_integrations.components.needle.needle_recorder"
 
 
 @component
@@ -46,7 +46,7 @@ class NeedleBroken:
         return ["not", "a", "mapping"]  # type: ignore[return-value]
 
 
-NeedleBroken.__module__ = "components.needle_broken"
+NeedleBroken.__module__ = "haystack_integrations.components.needle.needle_broken"
 
 
 @component
@@ -261,7 +261,7 @@ def test_a_filled_queue_gives_stages_in_the_order_of_one_push_each():
 
     from haystack.core.pipeline.utils import FIFOPriorityQueue
 
-    from needle.graph import _FilledQueue
+    from needle.runtime.pipeline import _FilledQueue
 
     rng = random.Random(7)
     for _ in range(50):

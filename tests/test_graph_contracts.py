@@ -17,10 +17,10 @@ import pytest
 import yaml
 from haystack.core.super_component import SuperComponent
 
-import needle.loader as loader
-from needle.app import Needle
-from needle.contract import REQUIRED, ContractError, GraphContract
-from needle.resources import PIPELINES_DIR
+import needle.runtime.loader as loader
+from needle.core.resources import PIPELINES_DIR
+from needle.facade.api import Needle
+from needle.runtime.contract import REQUIRED, ContractError, GraphContract
 from tests.conftest import DEMO_NOTES, make_settings
 from tests.llm_server import MODEL_NAME, llm_server  # noqa: F401
 
@@ -144,7 +144,7 @@ class TestEveryStageRenamed:
 
     def test_crossencoder_graph_loads_renamed(self, renamed_graphs, settings, monkeypatch):
         # Its cross-encoder comes from the model hub on first use (warm-up), so it is built, not run, here.
-        from needle.environment import Environment
+        from needle.runtime.environment import Environment
 
         _graphs_in(renamed_graphs, monkeypatch)
         pipeline = loader.load_pipeline("query-crossencoder", Environment(settings))
@@ -198,7 +198,7 @@ class TestContractChecks:
         return path
 
     def test_every_graph_declares_what_its_kind_needs_and_superComponent_accepts_it(self, settings, monkeypatch):
-        from needle.environment import Environment
+        from needle.runtime.environment import Environment
 
         # Older Haystack releases build the OpenAI client of query-llm's and rag's generators when the graph
         # loads, and that client wants a key (nothing is sent: the graphs are only loaded here).
@@ -217,7 +217,7 @@ class TestContractChecks:
         assert set(REQUIRED) == {"search", "answer", "ingest"}
 
     def test_a_contract_naming_a_missing_socket_is_refused_in_one_line(self, tmp_path, settings):
-        from needle.environment import Environment
+        from needle.runtime.environment import Environment
 
         path = self._write(tmp_path, "search", lambda c: c["outputs"].update({"snippets.documentz": "documents"}) or c["outputs"].pop("snippets.documents"))
         with pytest.raises(ContractError) as refused:
@@ -226,14 +226,14 @@ class TestContractChecks:
         assert "\n" not in message and str(path) in message and "snippets.documentz" in message
 
     def test_a_contract_missing_a_stage_is_refused_in_one_line(self, tmp_path, settings):
-        from needle.environment import Environment
+        from needle.runtime.environment import Environment
 
         path = self._write(tmp_path, "ingest", lambda c: c["inputs"].update({"paths": ["walker.paths"]}))
         with pytest.raises(ContractError, match=r"^graph .*broken-ingest\.yml: contract input 'paths' names no stage 'walker'$"):
             loader.load_pipeline(path, Environment(settings))
 
     def test_a_graph_without_a_contract_is_refused(self, tmp_path, settings):
-        from needle.environment import Environment
+        from needle.runtime.environment import Environment
 
         data = yaml.safe_load((PIPELINES_DIR / "vsearch.yml").read_text())
         del data["metadata"]

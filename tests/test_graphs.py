@@ -1,4 +1,4 @@
-"""`python -m needle.graphs`: the generated graphs of pipelines/ match their sources in pipelines/parts/."""
+"""`python -m needle.runtime.graph_sources`: the generated graphs of pipelines/ match their sources in pipelines/parts/."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import shutil
 
 import yaml
 
-from needle import graphs
-from needle.loader import PIPELINES_DIR, read_graph
+from needle.runtime import graph_sources as graphs
+from needle.runtime.loader import PIPELINES_DIR, read_graph
 
 
 def test_every_generated_graph_is_current():
-    assert graphs.stale() == [], "run: python -m needle.graphs"
+    assert graphs.stale() == [], "run: python -m needle.runtime.graph_sources"
     assert graphs.main(["--check"]) == 0
 
 

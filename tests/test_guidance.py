@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from needle.cli import main
-from needle.collections import Collection
-from needle.readiness import unready_hints
+from needle.core.collections import Collection
+from needle.lifecycle.readiness import unready_hints
+from needle.shells.cli import main
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from needle.document_stores.edge.shards import copy_keeping_holes
+from haystack_integrations.document_stores.needle.edge.shards import copy_keeping_holes
 from needle.evaluation.agent_window import AgentWindow
 
 pytestmark = pytest.mark.integration
@@ -24,7 +24,7 @@ async def _handover(data: Path, model_dir: Path) -> dict:
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
     env.update(NEEDLE_DATA_DIR=str(data), NEEDLE_MODEL_DIR=str(model_dir), NEEDLE_OWNER__AUTOSTART="false")
-    params = StdioServerParameters(command=sys.executable, args=["-m", "needle.cli", "mcp"], cwd=str(REPO), env=env)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "needle.shells.cli", "mcp"], cwd=str(REPO), env=env)
     arguments = {"query": "certbot renew", "limit": 2}
     first = AgentWindow(params)
     first_answer = await first.search(arguments)
@@ -60,7 +60,7 @@ def test_the_second_mcp_takes_the_index_over_when_the_owner_closes(demo_needle, 
 
 def test_a_joined_process_keeps_the_graphs_warm_without_opening_the_index(demo_needle):
     """What makes the take-over fast: the graphs load while another process holds the index, which stays shut."""
-    from needle.http.background import Standby
+    from needle.owner.processes import Standby
 
     demo_needle.store.count_documents()  # this process's other Needle holds the index meanwhile
     standby = Standby()

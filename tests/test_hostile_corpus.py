@@ -55,7 +55,7 @@ PEAK_MB_BOUND = 2048  # the largest process of the run (models loaded, or a conv
 
 def in_process(data: Path, model_dir: Path, capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
     """Run `needle ...` in this process (the models stay loaded between calls): (exit code, stdout, stderr)."""
-    from needle.cli import main
+    from needle.shells.cli import main
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("NEEDLE_DATA_DIR", str(data))
@@ -68,7 +68,7 @@ def in_process(data: Path, model_dir: Path, capsys: pytest.CaptureFixture, *args
 def needle(data: Path, model_dir: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     env = {**os.environ, "NEEDLE_DATA_DIR": str(data), "NEEDLE_MODEL_DIR": str(model_dir),
            "PYTHONPATH": os.pathsep.join(sys.path)}
-    return subprocess.run([sys.executable, "-m", "needle.cli", *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "needle.shells.cli", *args], env=env, capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -80,7 +80,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
     raw = os.fsencode(notes)
     for name, content, _ in CORPUS:
         if name == b"costly.docx":
-            from needle.evaluation.documents import costly_docx_bytes
+            from needle.evaluation.sample_documents import costly_docx_bytes
 
             content = costly_docx_bytes(300_000)
         with open(raw + b"/" + name, "wb") as handle:
@@ -102,7 +102,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
     # skipped by its time bound however fast the machine is; at 20 s a quiet machine converted it and the run
     # went on to embed its 300,000 paragraphs.
     done = run_measured(
-        [sys.executable, "-m", "needle.cli", "index", "--json", "--set", "converter.max_seconds=2"], env=env
+        [sys.executable, "-m", "needle.shells.cli", "index", "--json", "--set", "converter.max_seconds=2"], env=env
     )
     run = subprocess.CompletedProcess([], done.returncode, done.stdout, done.stderr)
     return data, run, done.peak_process_mb

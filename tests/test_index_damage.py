@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from needle.cli import main
-from needle.document_stores.edge.shards import copy_keeping_holes
-from needle.file_records import FileRecords
+from haystack_integrations.document_stores.needle.edge.shards import copy_keeping_holes
+from needle.core.file_records import FileRecords
+from needle.shells.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -164,7 +164,7 @@ def test_check_passes_a_sound_index(pristine, monkeypatch, capsys, model_dir):
 def run_in_child(data: Path, model_dir: Path, *args: str) -> subprocess.CompletedProcess:
     """A command in a process of its own: a crash of the engine there cannot end the test run."""
     env = {**os.environ, "NEEDLE_DATA_DIR": str(data), "NEEDLE_MODEL_DIR": str(model_dir), "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "needle.cli", *args], env=env, capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run([sys.executable, "-m", "needle.shells.cli", *args], env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
 def wild_id_tracker(data: Path) -> None:

@@ -2,10 +2,10 @@
 
 import pytest
 
-from needle import index_info
-from needle.app import Needle
-from needle.environment import Environment
-from needle.settings import load_settings
+from needle.core.settings import load_settings
+from needle.facade.api import Needle
+from needle.lifecycle import provenance as index_info
+from needle.runtime.environment import Environment
 
 
 def settings_with(tmp_path, **env):
@@ -29,7 +29,7 @@ class TestInjection:
         assert params["search_params"] == {"quantization": {"rescore": True, "oversampling": 3.0}}
 
     def test_a_bad_setting_names_its_key(self, tmp_path):
-        from needle.settings import ConfigError
+        from needle.core.settings import ConfigError
 
         with pytest.raises(ConfigError, match="index.quantization"):
             settings_with(tmp_path, NEEDLE_INDEX__QUANTIZATION="int4")

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from needle import index_info
-from needle.index_summary import TOP_VALUES, summarise_fields, value_type
+from needle.lifecycle import provenance as index_info
+from needle.lifecycle.field_summary import TOP_VALUES, summarise_fields, value_type
 
 
 class TestSummariseFields:
@@ -68,7 +68,7 @@ class TestStatusFields:
 
 @pytest.mark.integration
 def test_status_shows_the_index_run_under_way_and_nothing_after(demo_needle):
-    from needle.output import status_text
+    from needle.commands.render import status_text
 
     seen: list[dict] = []
     demo_needle.index(progress=lambda report: seen.append(demo_needle.status()))

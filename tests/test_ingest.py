@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from needle import index_info
-from needle.app import Needle
-from needle.loader import apply_overrides
-from needle.results import SearchFilters
+from needle.core.results import SearchFilters
+from needle.facade.api import Needle
+from needle.lifecycle import provenance as index_info
+from needle.runtime.loader import apply_overrides
 from tests.components.test_markdown_chunker import ALIAS_BOMB
 
 pytestmark = pytest.mark.integration
@@ -151,7 +151,7 @@ class TestIngest:
     def test_an_unreadable_file_keeps_what_the_index_has(self, needle, notes, monkeypatch):
         needle.index()
         before = indexed(needle)["sourdough.md"]
-        from components import markdown_file_reader
+        from haystack_integrations.components.converters.needle import markdown_file_reader
 
         real_open = open
 
@@ -245,7 +245,7 @@ class TestIngest:
         assert Needle(environment=needle.environment.derive(needle.settings)).store is needle.store
 
     def test_close_releases_both_index_folders(self, needle, settings):
-        from needle.document_stores import EdgeDocumentStore, StoreLockedError
+        from haystack_integrations.document_stores.needle import EdgeDocumentStore, StoreLockedError
 
         needle.index()
         folders = [str(settings.index_dir / "edge"), str(settings.index_dir / "edge_files")]
@@ -374,7 +374,7 @@ def test_a_killed_run_keeps_its_finished_batches_and_the_next_run_converges(sett
     import sys
     import time
 
-    from needle.file_records import FileRecords
+    from needle.core.file_records import FileRecords
 
     root = tmp_path / "many"
     root.mkdir()
@@ -384,7 +384,7 @@ def test_a_killed_run_keeps_its_finished_batches_and_the_next_run_converges(sett
     needle.collections.add(root, "many")
     env = {**os.environ, "NEEDLE_DATA_DIR": str(settings.data_dir), "NEEDLE_MODEL_DIR": str(settings.model_dir)}
     process = subprocess.Popen(
-        [sys.executable, "-m", "needle.cli", "index", "--set", "scanner.batch_files=5"],
+        [sys.executable, "-m", "needle.shells.cli", "index", "--set", "scanner.batch_files=5"],
         env=env, cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     records = FileRecords(settings.index_dir / "files.sqlite")
@@ -420,7 +420,7 @@ class TestDocumentsIngest:
 
     @pytest.fixture
     def mixed(self, notes: Path) -> Path:
-        from needle.evaluation import documents as make
+        from needle.evaluation import sample_documents as make
 
         make.write(notes / "papers" / "raft.pdf", make.pdf_bytes([
             "# Raft consensus\n\nA cluster of five servers tolerates two failures.",
@@ -441,8 +441,8 @@ class TestDocumentsIngest:
 
     @pytest.fixture
     def docs_needle(self, settings, mixed) -> Needle:
-        from needle.formats import DOCUMENT_INCLUDE
-        from needle.globs import DEFAULT_INCLUDE
+        from needle.core.file_formats import DOCUMENT_INCLUDE
+        from needle.core.globs import DEFAULT_INCLUDE
 
         n = Needle(settings)
         n.collections.add(mixed, "notes", include=[*DEFAULT_INCLUDE, *DOCUMENT_INCLUDE])
@@ -476,7 +476,7 @@ class TestDocumentsIngest:
         assert (top.path, top.format) == ("saved/stampede.html", "html") and "coalescing" in top.anchor
 
     def test_an_anchor_reads_back_the_chunks_place(self, docs_needle):
-        from needle.files.references import parse_ref
+        from needle.core.files.references import parse_ref
 
         docs_needle.index()
         hit = docs_needle.search("follower election timeout heartbeat candidate", top_k=1).results[0]
@@ -487,7 +487,7 @@ class TestDocumentsIngest:
         assert (note.format, docs_needle.files.read(ref, line, count).text) == ("markdown", note.text)
 
     def test_an_edited_document_re_embeds_only_its_changed_chunks(self, docs_needle, mixed):
-        from needle.evaluation import documents as make
+        from needle.evaluation import sample_documents as make
 
         docs_needle.index()
         make.write(mixed / "papers" / "raft.pdf", make.pdf_bytes([

@@ -1,4 +1,4 @@
-"""The one facade interface (`needle.interface`): the in-process `Needle` and the remote client both implement it."""
+"""The one facade interface (`needle.facade.interface`): the in-process `Needle` and the remote client both implement it."""
 
 import ast
 import inspect
@@ -8,10 +8,10 @@ import textwrap
 
 import pytest
 
-from needle.app import Needle
-from needle.files.multi_get import FileAccess
-from needle.interface import FilesInterface, NeedleInterface
-from needle.remote import RemoteFiles, RemoteNeedle
+from needle.core.files.multi_get import FileAccess
+from needle.facade.api import Needle
+from needle.facade.interface import FilesInterface, NeedleInterface
+from needle.owner.remote import RemoteFiles, RemoteNeedle
 
 PAIRS = [(NeedleInterface, Needle, RemoteNeedle), (FilesInterface, FileAccess, RemoteFiles)]
 
@@ -67,6 +67,6 @@ def test_a_local_needle_is_a_needle_interface(settings):
 
 
 def test_the_interface_loads_neither_haystack_nor_pydantic():
-    code = "import sys, needle.interface; print(sorted({m.split('.')[0] for m in sys.modules} & {'haystack', 'pydantic'}))"
+    code = "import sys, needle.facade.interface; print(sorted({m.split('.')[0] for m in sys.modules} & {'haystack', 'pydantic'}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

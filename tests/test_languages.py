@@ -2,9 +2,8 @@
 
 import pytest
 
-from needle.app import Needle
-from needle.collections import CollectionError
-from needle.languages import (
+from needle.core.collections import CollectionError
+from needle.core.languages import (
     bm25_kwargs,
     check_language,
     chunk_language,
@@ -16,6 +15,7 @@ from needle.languages import (
     main_languages,
     prepare,
 )
+from needle.facade.api import Needle
 from tests.conftest import make_settings
 
 ENGLISH_NOTES = {
@@ -163,7 +163,7 @@ class TestKeywordSearchInOtherLanguages:
         assert set(needle.query_languages(["en"])) == {"italian"}
 
     def test_an_index_that_recorded_only_language_names_is_counted_at_the_next_run(self, needle):
-        from needle import index_info
+        from needle.lifecycle import provenance as index_info
 
         info = index_info.read(needle.settings)
         index_info._write(needle.settings, {**info, "languages": {"de": ["german"], "zh": ["chinese", "italian"]}})

@@ -5,8 +5,8 @@ import pytest
 import yaml
 from haystack import Pipeline
 
-from needle.environment import Environment
-from needle.loader import (
+from needle.runtime.environment import Environment
+from needle.runtime.loader import (
     ALLOWED_MODULES,
     PIPELINES_DIR,
     PipelineError,

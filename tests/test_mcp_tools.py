@@ -8,8 +8,8 @@ import anyio
 import pytest
 from pydantic import ValidationError
 
-from needle.arguments import TOOLS
-from needle.mcp import (
+from needle.core.arguments import TOOLS
+from needle.shells.mcp import (
     PRESENTATION_ARGUMENTS,
     SERVER_PIPELINES_DIR,
     Endpoints,
@@ -109,8 +109,8 @@ def test_a_pdf_hit_keeps_its_anchor_and_snippet_header():
 
 
 def test_a_failed_start_becomes_every_calls_one_line():
-    from needle.mcp import Unavailable
-    from needle.models import MissingModelError
+    from needle.core.model_files import MissingModelError
+    from needle.shells.mcp import Unavailable
 
     def load():
         raise MissingModelError("the embedding model m is not installed in /x; run `needle models`")
@@ -125,7 +125,7 @@ def test_loading_waits_for_the_client_to_have_its_initialize_answer():
     """Nothing loads while `initialize` is answered; the client's next message (`notifications/initialized`) starts it."""
     from types import SimpleNamespace
 
-    from needle.mcp import _LoadAfterInitialize
+    from needle.shells.mcp import _LoadAfterInitialize
 
     endpoints = Endpoints(dict)
     middleware = _LoadAfterInitialize(endpoints)
@@ -144,7 +144,7 @@ def test_the_tool_list_needs_no_haystack():
     import subprocess
     import sys
 
-    code = ("import sys; from needle.mcp import NeedleMCP, Endpoints; NeedleMCP(Endpoints(dict)); "
+    code = ("import sys; from needle.shells.mcp import NeedleMCP, Endpoints; NeedleMCP(Endpoints(dict)); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('haystack', 'fastembed', 'hayhooks', 'fastapi')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1]).stdout
@@ -152,7 +152,7 @@ def test_the_tool_list_needs_no_haystack():
 
 
 def test_the_signature_the_sdk_reads_is_the_models():
-    from needle.mcp import _signature
+    from needle.shells.mcp import _signature
 
     signature = _signature(TOOLS["get"])
     assert list(signature.parameters) == ["ref", "from_line", "max_lines"]

@@ -1,8 +1,8 @@
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
-from needle.document_stores import EdgeDocumentStore, QdrantServerDocumentStore
-from needle.migrate import copy_index
+from haystack_integrations.document_stores.needle import EdgeDocumentStore, QdrantServerDocumentStore
+from needle.facade.migration import copy_index
 
 
 def chunk(i: int, vector: list[float]) -> Document:

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from needle import models
+from needle.core import model_files as models
 
 
 class TestModels:

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from needle import output
-from needle.files.multi_get import FileBatch, SkippedFile
-from needle.files.reading import FileText
-from needle.results import Hit, SearchAnswer
+from needle.commands import render as output
+from needle.core.files.multi_get import FileBatch, SkippedFile
+from needle.core.files.reading import FileText
+from needle.core.results import Hit, SearchAnswer
 
 # A name that clears the screen, one that rewrites its own line, one with a C1 control sequence introducer.
 NAMES = ["clear\x1b[2J.md", "over\rwrite.md", "csi\x9b31m.md", "two\nlines.md"]

@@ -1,4 +1,4 @@
-"""The owner record (`needle.owner`) and what a client makes of an owner's refusals (`needle.remote`)."""
+"""The owner record (`needle.owner.record`) and what a client makes of an owner's refusals (`needle.owner.remote`)."""
 
 import json
 import os
@@ -9,10 +9,11 @@ from pathlib import Path
 
 import httpx
 
-from needle import owner
-from needle.errors import EXIT_CODE_HEADER, RemoteFailure, classify
-from needle.remote import _failure
-from needle.settings import load_settings
+from needle.commands.failures import classify
+from needle.core.errors import EXIT_CODE_HEADER, RemoteFailure
+from needle.core.settings import load_settings
+from needle.owner import record as owner
+from needle.owner.remote import _failure
 
 
 def settings_for(data_dir: Path, **env: str):

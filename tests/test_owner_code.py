@@ -1,5 +1,5 @@
 """An owner that runs other code than the command (an upgrade, a `git pull`): real processes, one of them run
-from a copy of the code (another checkout, so another code stamp, `needle.stamp`)."""
+from a copy of the code (another checkout, so another code stamp, `needle.owner.code_stamp`)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from needle.document_stores.edge.shards import copy_keeping_holes
-from needle.stamp import code_stamp
+from haystack_integrations.document_stores.needle.edge.shards import copy_keeping_holes
+from needle.owner.code_stamp import code_stamp
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parent.parent
@@ -32,7 +32,7 @@ def environment(data: Path, code: Path, autostart: bool = True) -> dict[str, str
 
 
 def run(data: Path, *args: str, code: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "needle.cli", *args], cwd=code, env=environment(data, code),
+    return subprocess.run([sys.executable, "-m", "needle.shells.cli", *args], cwd=code, env=environment(data, code),
                           capture_output=True, text=True, timeout=600)
 
 
@@ -102,7 +102,7 @@ def test_an_idle_background_owner_of_other_code_is_replaced_by_one_of_this_code(
 def test_an_owner_the_user_started_is_used_with_one_line_on_restarting_it(data, other_code, tmp_path):
     log = tmp_path / "watch.log"
     with open(log, "w") as output:  # a file, not a pipe: a pipe nobody reads would stop the owner when full
-        watch = subprocess.Popen([sys.executable, "-m", "needle.cli", "watch"], cwd=other_code,
+        watch = subprocess.Popen([sys.executable, "-m", "needle.shells.cli", "watch"], cwd=other_code,
                                  env=environment(data, other_code), stdout=subprocess.DEVNULL, stderr=output)
     try:
         deadline = time.monotonic() + 300
@@ -124,7 +124,7 @@ def test_a_busy_background_owner_of_other_code_is_used_with_one_line_then_exits_
     started = run(data, "owner", "start", code=other_code)
     assert started.returncode == 0, started.stderr
     old = record(data)
-    indexing = subprocess.Popen([sys.executable, "-m", "needle.cli", "index", "--rebuild"], cwd=other_code,
+    indexing = subprocess.Popen([sys.executable, "-m", "needle.shells.cli", "index", "--rebuild"], cwd=other_code,
                                 env=environment(data, other_code), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120

@@ -120,7 +120,7 @@ def test_installed_needle_runs_from_outside_the_clone(installed: Path, elsewhere
 
 WRAPPERS = """
 import importlib.util, sys
-from needle.mcp import SERVER_PIPELINES_DIR
+from needle.shells.mcp import SERVER_PIPELINES_DIR
 for path in sorted(SERVER_PIPELINES_DIR.glob("*/pipeline_wrapper.py")):
     spec = importlib.util.spec_from_file_location("wrapper_" + path.parent.name, path)
     module = importlib.util.module_from_spec(spec)

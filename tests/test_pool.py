@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from needle.pool import GraphPool
+from needle.runtime.pool import GraphPool
 
 
 class Graph:
@@ -109,8 +109,8 @@ class TestNeedleGraphs:
 
     @staticmethod
     def _needle(settings, monkeypatch, slow: threading.Event, loading: threading.Event):
-        from needle import app
-        from needle.facade import graphs
+        from needle.facade import api as app
+        from needle.facade import graph_loading as graphs
 
         class Loaded:
             def __init__(self, name: str) -> None:

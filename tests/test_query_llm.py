@@ -7,8 +7,8 @@ is unusable, and still answers with ranked, labelled results.
 
 import pytest
 
-from components.result_labeler import LABELS
-from needle.app import Needle
+from haystack_integrations.components.classifiers.needle.result_labeler import LABELS
+from needle.facade.api import Needle
 from tests.llm_server import MODEL_NAME, llm_server  # noqa: F401
 
 pytestmark = pytest.mark.integration

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from needle.results import SearchAnswer
+from needle.core.results import SearchAnswer
 
 pytestmark = pytest.mark.integration
 NOTES = Path(__file__).resolve().parent.parent / "needle" / "demo" / "notes"
@@ -78,8 +78,8 @@ def test_run_inputs_can_be_set_per_search_and_init_parameters_refused_when_asked
 def test_every_instance_of_a_warmed_pool_answers_its_first_search_without_scrolling_the_index(demo_needle, monkeypatch):
     from contextlib import ExitStack
 
-    from needle.loader import load_pipeline
-    from needle.pool import GraphPool
+    from needle.runtime.loader import load_pipeline
+    from needle.runtime.pool import GraphPool
 
     def build():
         graph = load_pipeline("search", demo_needle.environment)
@@ -102,7 +102,7 @@ def test_every_instance_of_a_warmed_pool_answers_its_first_search_without_scroll
 
 
 def test_a_server_runs_one_search_once_its_first_graph_is_warm(demo_needle, monkeypatch):
-    from needle.http import service
+    from needle.owner import served_facade as service
 
     primed = []
     monkeypatch.setattr(demo_needle, "prime", lambda: primed.append(demo_needle.search("warm up", pipeline="search", top_k=1)))
@@ -118,7 +118,7 @@ def test_a_server_runs_one_search_once_its_first_graph_is_warm(demo_needle, monk
 
 
 def test_a_graph_left_on_demand_is_not_warmed_at_start_up(demo_needle, monkeypatch):
-    from needle.http import service
+    from needle.owner import served_facade as service
 
     warmed = []
     monkeypatch.setattr(demo_needle, "warm", lambda name: warmed.append(name))

@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from components.result_labeler import LABELS
-from needle.app import LLMError, Needle
+from haystack_integrations.components.classifiers.needle.result_labeler import LABELS
+from needle.facade.api import LLMError, Needle
 from tests.llm_server import MODEL_NAME, llm_server  # noqa: F401
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""Each request is declared once (`needle.requests`): the CLI, the HTTP routes, the MCP tools, the remote client
+"""Each request is declared once (`needle.core.requests`): the CLI, the HTTP routes, the MCP tools, the remote client
 and the `SearchRequest` component offer the same fields, descriptions and limits, and refuse the same values."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import anyio
 import pytest
 from pydantic import ValidationError
 
-from components.search_request import SearchRequest
-from needle import requests
-from needle.arguments import TOOLS, SearchFilters
-from needle.cli import _parser
-from needle.mcp import SERVER_PIPELINES_DIR, Endpoints, NeedleMCP
-from needle.requests import Param
+from haystack_integrations.components.query.needle.search_request import SearchRequest
+from needle.core import requests
+from needle.core.arguments import TOOLS, SearchFilters
+from needle.core.requests import Param
+from needle.shells.cli import _parser
+from needle.shells.mcp import SERVER_PIPELINES_DIR, Endpoints, NeedleMCP
 
 REPO = Path(__file__).resolve().parent.parent
 # Route and tool name → the request it takes.
@@ -122,8 +122,8 @@ class TestEverySurfaceOffersTheDeclaration:
                 assert isinstance(action, argparse._AppendAction)
 
     def test_multi_get_has_one_byte_budget_everywhere(self, openapi):
-        from needle.files.multi_get import FileAccess
-        from needle.remote import RemoteFiles
+        from needle.core.files.multi_get import FileAccess
+        from needle.owner.remote import RemoteFiles
 
         budget = requests.named(requests.MULTI_GET)["max_bytes"].default
         assert _subparser("multi-get").parse_args(["notes/*.md"]).max_bytes == budget
@@ -144,7 +144,7 @@ class TestEverySurfaceOffersTheDeclaration:
 
     @pytest.mark.parametrize("route", sorted(requests.SEARCHES))
     def test_the_remote_client_sends_every_field_the_route_takes(self, route):
-        from needle.remote import RemoteNeedle
+        from needle.owner.remote import RemoteNeedle
 
         sent: dict[str, Any] = {}
         remote = object.__new__(RemoteNeedle)
@@ -245,14 +245,14 @@ def _wrapper_model(route: str) -> Any:
 
 def test_the_cli_builds_its_parser_without_pydantic_or_haystack():
     """The thin client (`needle search` through an owner) parses its flags from the declaration alone."""
-    code = ("import sys, needle.cli, needle.client; needle.cli._parser(); "
+    code = ("import sys, needle.shells.cli, needle.owner.thin_client; needle.shells.cli._parser(); "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'haystack', 'hayhooks', 'httpx'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
     assert out.strip() == "[]"
 
 
 def test_a_route_method_gets_every_declared_field_with_its_default():
-    from needle.http.service import takes
+    from needle.shells.http.endpoints import takes
 
     class Wrapper:
         @takes(requests.GET)

@@ -12,9 +12,9 @@ from fastapi.testclient import TestClient
 from hayhooks import BasePipelineWrapper
 from hayhooks.server.logger import log
 
-from needle.http.run_routes import RunShortcut, lean_run_routes
-from needle.http.service import takes, user_error
-from needle.requests import VSEARCH
+from needle.core.requests import VSEARCH
+from needle.shells.http.endpoints import takes, user_error
+from needle.shells.http.run_routes import RunShortcut, lean_run_routes
 
 
 class PipelineWrapper(BasePipelineWrapper):
@@ -135,7 +135,7 @@ def test_the_lean_route_writes_no_line_with_the_request_to_the_log(clients):
 
 @pytest.mark.parametrize("env, asked", [({}, False), ({"HAYHOOKS_LOG_LEVEL": "INFO"}, True), ({"LOG": "DEBUG"}, True)])
 def test_a_log_level_set_for_debugging_keeps_hayhooks_routes_and_their_lines(monkeypatch, env, asked):
-    from needle.http.app import logs_asked_for
+    from needle.owner.processes import logs_asked_for
 
     for name in ("HAYHOOKS_LOG_LEVEL", "LOG"):
         monkeypatch.delenv(name, raising=False)

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from haystack.core.errors import PipelineRuntimeError
 
-from components._served import EmbeddingDimensionError
-from needle.errors import classify
-from needle.index_info import IndexMismatchError
-from needle.loader import loads_pipeline
+from haystack_integrations.components.needle._served import EmbeddingDimensionError
+from needle.commands.failures import classify
+from needle.lifecycle.provenance import IndexMismatchError
+from needle.runtime.loader import loads_pipeline
 from tests.conftest import make_settings
 from tests.embedding_server import MODEL, NOMIC, closed_port_url
 
@@ -38,7 +38,7 @@ def notes(tmp_path: Path) -> Path:
 
 
 def served_needle(data_dir: Path, model_dir: Path, notes: Path, provider: str, url: str, model: str = MODEL, **env: str):
-    from needle.app import Needle
+    from needle.facade.api import Needle
 
     settings = make_settings(
         data_dir, model_dir, NEEDLE_EMBEDDING__PROVIDER=provider, NEEDLE_EMBEDDING__URL=url, NEEDLE_EMBEDDING__MODEL=model,
@@ -73,7 +73,7 @@ def test_two_lines_of_configuration_index_and_search_through_the_server(served, 
 
 
 def needle_fingerprint(needle) -> dict:
-    from needle import index_info
+    from needle.lifecycle import provenance as index_info
 
     return index_info.read(needle.settings)["fingerprint"]
 
@@ -94,7 +94,7 @@ def test_a_known_models_prefixes_are_applied_and_recorded(served, tmp_path, mode
 
 
 def test_searching_with_another_model_refuses_naming_both(served, tmp_path, model_dir, notes):
-    from needle.app import Needle
+    from needle.facade.api import Needle
 
     needle = served_needle(tmp_path / "data", model_dir, notes, "openai", served.openai_url)
     needle.index()
@@ -176,6 +176,6 @@ def test_a_model_not_pulled_stops_the_index_run_in_one_line(served, tmp_path, mo
 
 
 def _root(error: BaseException) -> BaseException:
-    from needle.errors import root_cause
+    from needle.core.errors import root_cause
 
     return root_cause(error)

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from needle.settings import DEFAULT_CONFIG_FILE, ConfigError, Settings, load_settings, parse_assignments
+from needle.core.settings import DEFAULT_CONFIG_FILE, ConfigError, Settings, load_settings, parse_assignments
 
 
 class TestSettings:

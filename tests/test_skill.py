@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from needle.cli import _parser
+from needle.shells.cli import _parser
 
 SKILL = Path(__file__).resolve().parent.parent / "SKILL.md"
 

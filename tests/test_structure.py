@@ -1,20 +1,78 @@
-"""The project's shape, checked: layers that depend one way, no import cycle, stores outside `components/`, thin shells."""
+"""The project's shape, checked: folders that are layers depending one way, no import cycle, packages declared.
+
+The layers are read from the folders (docs/architecture.md#layers): a module's layer is the folder it lives in, and
+`pyproject.toml` says which package each folder installs as (`components/<kind>/` as
+`haystack_integrations.components.<kind>.needle`, `document_stores/` as `haystack_integrations.document_stores.needle`).
+"""
+
+from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
+import tomllib
+
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("needle", "components")
+
+# Lowest first: a module imports its own layer and the layers below it, never one above (lazy imports and imports
+# for type checking included). The key is the folder, relative to the repository.
+LAYERS = (
+    ("needle/core", "core"),
+    ("document_stores", "stores"),
+    ("components", "components"),
+    ("needle/lifecycle", "lifecycle"),
+    ("needle/runtime", "runtime"),
+    ("needle/facade", "facade"),
+    ("needle/commands", "commands"),
+    ("needle/owner", "owner"),
+    ("needle/evaluation", "evaluation"),
+    ("needle/shells", "shells"),
+    ("server", "server"),
+    ("needle", "package"),
+)
+RANK = {name: position for position, (_, name) in enumerate(LAYERS)}
+TOP_LEVEL_LIMIT = 12
+
+
+@cache
+def _package_dirs() -> dict[str, str]:
+    """Folder (relative to the repository) -> the package it installs as, from pyproject.toml."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    folders = {folder: package for package, folder in config["package-dir"].items()}
+    folders.update({package.replace(".", "/"): package for package in config["packages"] if package.startswith("needle")})
+    return folders
+
+
+def module_name(path: Path) -> str:
+    """The dotted name a project file is imported by."""
+    relative = path.relative_to(REPO).with_suffix("")
+    parts = relative.parts[:-1] if relative.name == "__init__" else relative.parts
+    if parts and parts[0] == "server":
+        return ".".join(parts)
+    folders = _package_dirs()
+    for cut in range(len(parts), 0, -1):
+        folder = "/".join(parts[:cut])
+        if folder in folders:
+            return ".".join([folders[folder], *parts[cut:]])
+    raise AssertionError(f"{path} lies in no package that pyproject.toml declares")
 
 
 def _modules() -> dict[str, Path]:
     found = {}
-    for package in PACKAGES:
-        for path in (REPO / package).rglob("*.py"):
-            parts = path.relative_to(REPO).with_suffix("").parts
-            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-            found[name] = path
+    for top in ("needle", "components", "document_stores", "server"):
+        for path in (REPO / top).rglob("*.py"):
+            found[module_name(path)] = path
     return found
+
+
+def layer(path: Path) -> str:
+    """The layer of a project file: the first folder of `LAYERS` that holds it."""
+    relative = path.relative_to(REPO).as_posix()
+    for folder, name in LAYERS:
+        if relative.startswith(folder + "/"):
+            return name
+    raise AssertionError(f"{relative} is in no layer")
 
 
 def _imports(path: Path, name: str, known: set[str]) -> set[str]:
@@ -36,6 +94,16 @@ def _imports(path: Path, name: str, known: set[str]) -> set[str]:
             if target and target != name:
                 out.add(target)
     return out
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    # A package's __init__ re-exporting its submodules is not a dependency of theirs on it.
+    return {
+        name: {t for t in _imports(path, name, known) if not (path.name != "__init__.py" and name.startswith(t + "."))}
+        for name, path in modules.items()
+    }
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -73,14 +141,14 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def _graph() -> dict[str, set[str]]:
-    modules = _modules()
-    known = set(modules)
-    # A package's __init__ re-exporting its submodules is not a dependency of theirs on it.
-    return {
-        name: {t for t in _imports(path, name, known) if not (path.name != "__init__.py" and name.startswith(t + "."))}
-        for name, path in modules.items()
-    }
+def _upward(graph: dict[str, set[str]], layers: dict[str, str]) -> list[str]:
+    """Every import of a module in a higher layer, as `importer (layer) -> imported (layer)`."""
+    return sorted(
+        f"{name} ({layers[name]}) -> {target} ({layers[target]})"
+        for name, targets in graph.items()
+        for target in targets
+        if RANK[layers[target]] > RANK[layers[name]]
+    )
 
 
 def test_no_import_cycle_among_the_projects_modules():
@@ -91,60 +159,49 @@ def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-# Needle's layers, lowest first (docs/architecture.md): a module imports its own layer and the layers below it,
-# never one above. The core holds the libraries that know nothing of graphs (stores, files, formats, globs,
-# languages, argument checks); the components are the graphs' stages, built on the core; the application
-# (the facade, the loader, the environment, the shells) loads and runs the graphs; the server's endpoint
-# wrappers sit on the application. A new `needle` module is in the application unless named here.
-CORE = (
-    "needle", "needle.arguments", "needle.atomic", "needle.bounded", "needle.checks", "needle.collections", "needle.disk",
-    "needle.document_stores", "needle.documents", "needle.file_records", "needle.files", "needle.formats", "needle.globs",
-    "needle.languages", "needle.requests",
-)
-LAYERS = ("core", "components", "application", "server")
-
-
-def layer(module: str) -> str:
-    """The layer a module belongs to (a package named in `CORE` holds all its modules)."""
-    top = module.partition(".")[0]
-    if top in ("components", "server"):
-        return top
-    if any(module == core or (core != "needle" and module.startswith(core + ".")) for core in CORE):
-        return "core"
-    return "application"
-
-
-def _upward(graph: dict[str, set[str]]) -> list[str]:
-    """Every import of a module in a higher layer, as `importer (layer) -> imported (layer)`."""
-    rank = {name: position for position, name in enumerate(LAYERS)}
-    return sorted(
-        f"{name} ({layer(name)}) -> {target} ({layer(target)})"
-        for name, targets in graph.items()
-        for target in targets
-        if rank[layer(target)] > rank[layer(name)]
-    )
-
-
-def test_packages_depend_one_way_core_components_application_server():
+def test_layers_depend_one_way_from_the_core_up():
     modules = _modules()
-    for path in (REPO / "server").rglob("*.py"):
-        modules[".".join(path.relative_to(REPO).with_suffix("").parts)] = path
-    known = set(modules)
-    graph = {name: _imports(path, name, known) - {name} for name, path in modules.items()}
-    assert _upward(graph) == []
+    layers = {name: layer(path) for name, path in modules.items()}
+    assert _upward(_graph(), layers) == []
 
 
 def test_the_layer_check_sees_a_store_importing_a_component():
-    assert layer("needle.document_stores.protocol") == "core" and layer("needle.app") == "application"
-    assert layer("needle") == "core" and layer("needle.files.walking") == "core"
-    assert _upward({"needle.document_stores.protocol": {"components._checks"}, "components.x": {"needle.globs"}}) == [
-        "needle.document_stores.protocol (core) -> components._checks (components)"
-    ]
+    store, component = REPO / "document_stores" / "protocol.py", REPO / "components" / "joiners" / "x.py"
+    assert layer(store) == "stores" and layer(component) == "components"
+    assert layer(REPO / "needle" / "core" / "files" / "walking.py") == "core"
+    layers = {"s": "stores", "c": "components"}
+    assert _upward({"s": {"c"}, "c": {"s"}}, layers) == ["s (stores) -> c (components)"]
+
+
+def test_every_file_is_in_a_layer_and_a_declared_package():
+    for path in _modules().values():
+        layer(path)
+    declared = set(_package_dirs())
+    for top in ("needle", "components", "document_stores"):
+        for init in (REPO / top).rglob("__init__.py"):
+            folder = init.parent.relative_to(REPO).as_posix()
+            assert folder in declared, f"{folder} is a package that pyproject.toml does not install"
+
+
+def test_the_top_of_needle_holds_few_modules_and_names_are_unique():
+    top = [p.name for p in (REPO / "needle").glob("*.py")]
+    assert len(top) <= TOP_LEVEL_LIMIT, top
+    seen: dict[str, Path] = {}
+    for folder in ("needle", "components", "document_stores"):
+        for path in (REPO / folder).rglob("*.py"):
+            if path.name in ("__init__.py", "__main__.py", "conftest.py"):
+                continue
+            assert path.name not in seen, f"{path.relative_to(REPO)} and {seen[path.name].relative_to(REPO)} share a name"
+            seen[path.name] = path
 
 
 def test_stores_live_outside_components_behind_a_protocol():
-    assert not [p.name for p in (REPO / "components").glob("*document_store.py") if not p.name.startswith("_")]
-    from needle.document_stores import EdgeDocumentStore, NeedleDocumentStore, QdrantServerDocumentStore
+    assert not list((REPO / "components").rglob("*document_store.py"))
+    from haystack_integrations.document_stores.needle import (
+        EdgeDocumentStore,
+        NeedleDocumentStore,
+        QdrantServerDocumentStore,
+    )
 
     assert isinstance(EdgeDocumentStore(path="/nonexistent/never-opened", embedding_dim=4), NeedleDocumentStore)
     assert isinstance(QdrantServerDocumentStore(embedding_dim=4, client_kwargs={"location": ":memory:"}), NeedleDocumentStore)
@@ -154,7 +211,9 @@ def test_no_shell_imports_the_one_that_starts_it():
     # `needle` starts the server, the MCP server and the eval runner; none of them reaches back.
     graph = _graph()
     for lower, upper in (
-        ("needle.mcp", "needle.http.app"), ("needle.mcp", "needle.cli"), ("needle.http.app", "needle.cli"),
-        ("needle.evaluation.cli", "needle.cli"), ("needle.app", "needle.cli"), ("needle.app", "needle.http.app"),
+        ("needle.shells.mcp", "needle.shells.http.server"),
+        ("needle.shells.mcp", "needle.shells.cli"),
+        ("needle.shells.http.server", "needle.shells.cli"),
+        ("needle.evaluation.eval_command", "needle.shells.cli"),
     ):
         assert upper not in graph[lower], f"{lower} imports {upper}"

@@ -18,9 +18,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from needle.globs import CollectionRules
-from needle.collections import Collection
-from needle.watch import Watcher, _served
+from needle.core.collections import Collection
+from needle.core.globs import CollectionRules
+from needle.lifecycle.watch import Watcher, _served
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "needle" / "demo" / "notes" / "howto"
@@ -35,7 +35,7 @@ def env_for(data: Path, model_dir: Path) -> dict[str, str]:
 
 def needle(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "needle.cli", *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "needle.shells.cli", *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=300
     )
 
 
@@ -55,7 +55,7 @@ class Watching:
         self.record_path = data / "owner.json"
         self.log = log
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "needle.cli", "watch"], env=env, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT
+            [sys.executable, "-m", "needle.shells.cli", "watch"], env=env, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT
         )
         poll(self.ready, 240, "needle watch did not start")
 
@@ -167,7 +167,7 @@ class TestNeedleWatch:
 
     def test_backup_runs_through_the_owner_into_a_folder_relative_to_the_shell(self, watching, folders, tmp_path):
         ran = subprocess.run(
-            [sys.executable, "-m", "needle.cli", "backup", "nightly", "--json"],
+            [sys.executable, "-m", "needle.shells.cli", "backup", "nightly", "--json"],
             env=folders["env"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
         )
         assert ran.returncode == 0, ran.stderr
@@ -252,7 +252,7 @@ def test_serve_with_watch_serves_what_was_saved_after_it_started(tmp_path, model
         port = sock.getsockname()[1]
     log = tmp_path / "serve.log"
     process = subprocess.Popen(
-        [sys.executable, "-m", "needle.cli", "serve", "--watch", "--port", str(port)],
+        [sys.executable, "-m", "needle.shells.cli", "serve", "--watch", "--port", str(port)],
         env=env, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"

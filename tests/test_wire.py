@@ -1,4 +1,4 @@
-"""`needle.wire`: the thin client's HTTP/1.1 over a loopback socket, against the standard library's own server."""
+"""`needle.owner.wire`: the thin client's HTTP/1.1 over a loopback socket, against the standard library's own server."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from needle.wire import Connection, WireError
+from needle.owner.wire import Connection, WireError
 
 
 class Handler(http.server.BaseHTTPRequestHandler):

@@ -18,11 +18,12 @@ INSTALL_HINT = (
 )
 
 try:
-    from haystack_integrations.components.evaluators.ragas import RagasEvaluator
     from ragas.dataset_schema import SingleTurnSample
     from ragas.embeddings.base import BaseRagasEmbedding
     from ragas.llms.base import InstructorLLM
     from ragas.metrics import collections as llm_metrics
+
+    from haystack_integrations.components.evaluators.ragas import RagasEvaluator
 
     with warnings.catch_warnings():
         # ragas 0.4 points `ragas.metrics` users at `ragas.metrics.collections`, which has no id-based metrics.

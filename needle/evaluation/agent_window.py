@@ -5,7 +5,7 @@ server the same way, so they share this class.
 
 Usage example:
 ```python
-window = AgentWindow(StdioServerParameters(command=sys.executable, args=["-m", "needle.cli", "mcp"]))
+window = AgentWindow(StdioServerParameters(command=sys.executable, args=["-m", "needle.shells.cli", "mcp"]))
 result = await window.search({"query": "certbot renew", "limit": 2})  # the SDK's CallToolResult
 await window.close()
 ```

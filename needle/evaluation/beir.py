@@ -22,12 +22,12 @@ from urllib.parse import quote, unquote
 
 from tqdm import tqdm
 
-from needle import index_info
-from needle.app import Needle, configured_graph
-from needle.collections import Collection, CollectionRegistry
+from needle.core.collections import Collection, CollectionRegistry
+from needle.core.settings import Settings, load_settings
 from needle.evaluation import metrics
-from needle.loader import read_graph
-from needle.settings import Settings, load_settings
+from needle.facade.api import Needle, configured_graph
+from needle.lifecycle import provenance as index_info
+from needle.runtime.loader import read_graph
 
 COLLECTION = "beir"
 DEFAULT_CACHE = Path(os.environ.get("NEEDLE_EVAL_CACHE", "~/.cache/needle/eval")).expanduser()

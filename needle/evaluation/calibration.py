@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from components.confidence_scorer import FEATURES
-from needle.loader import pipeline_path, read_graph
+from haystack_integrations.components.classifiers.needle.confidence_scorer import FEATURES
+from needle.runtime.loader import pipeline_path, read_graph
 
 # Signals no evaluation query exercises: a filter engaged. Its weight is left as the YAML sets it.
 UNFITTED = ("filter",)
@@ -202,19 +202,19 @@ def write_weights(pipeline: str, weights: dict[str, float], bias: float) -> Path
     Put fitted weights into a graph's YAML: the `weights:` and `bias:` lines of its `ConfidenceScorer`
     (the rest of the file, comments included, is left as it is).
 
-    A graph generated from `pipelines/parts/` (`needle.graphs`) gets them in its source, and every
+    A graph generated from `pipelines/parts/` (`needle.runtime.graph_sources`) gets them in its source, and every
     generated graph is written again.
 
     :returns: The file changed.
     :raises ValueError: When the file does not define a `ConfidenceScorer` itself (an overlay inherits one).
     """
-    from needle import graphs
+    from needle.runtime import graph_sources as graphs
 
     generated = pipeline_path(pipeline)
     path = graphs.source_of(generated) or generated
     text = path.read_text(encoding="utf-8")
     block = re.search(
-        r"(type: components\.confidence_scorer\.ConfidenceScorer\n(?:\s+.*\n)*?)(\s+)weights: .*\n\s+bias: .*\n", text
+        r"(type: [\w.]+\.ConfidenceScorer\n(?:\s+.*\n)*?)(\s+)weights: .*\n\s+bias: .*\n", text
     )
     if block is None:
         raise ValueError(f"{path} defines no ConfidenceScorer with weights and bias lines")

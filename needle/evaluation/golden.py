@@ -13,7 +13,13 @@ queries:
     modes: [search, vsearch, query]                        # the modes expected to answer it
     note: "optional free text"
     reference: "optional: what a good answer says"         # for ragas' LLM context precision and recall
+    answer: ["wal_level = logical"]                        # optional: exact substrings of an expected file
+                                                           # that show the answer (a snippet holding one shows it)
+    lang: en                                               # optional: the query's language
 ```
+
+A query the corpus does not answer has `expected: []` and `difficulty: unanswerable`: it scores no retrieval
+metric, and a confident label on it is a false one.
 
 Results are scored per document: chunk hits are grouped by path, each document taking the rank of its
 best chunk. A thresholds file (`eval/golden/thresholds.yml`) sets minimum values per mode, difficulty
@@ -42,10 +48,10 @@ from typing import Any
 
 import yaml
 
+from needle.core.settings import PROJECT_ROOT, Settings, load_settings
 from needle.evaluation import metrics
-from needle.settings import PROJECT_ROOT, Settings, load_settings
 
-DIFFICULTIES = ("easy", "medium", "hard", "fusion", "filter", "time")
+DIFFICULTIES = ("easy", "medium", "hard", "fusion", "filter", "time", "unanswerable")
 MODES = ("search", "vsearch", "query")
 METRICS = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@5", "recall@10", "precision@5", "mrr@10", "ndcg@10")
 ALL = "all"
@@ -67,6 +73,14 @@ class GoldenQuery:
     difficulty: str
     modes: tuple[str, ...]
     reference: str | None = None
+    # Exact substrings of an expected file that show the answer: a snippet that holds one shows it.
+    answers: tuple[str, ...] = ()
+    lang: str | None = None
+
+    @property
+    def answerable(self) -> bool:
+        """Whether the corpus answers it (an unanswerable query expects no file)."""
+        return bool(self.expected)
 
 
 @dataclass(frozen=True)
@@ -158,14 +172,20 @@ def parse_golden(data: Any, path: Path, check_files: bool = True) -> GoldenSet:
             if qid in seen:
                 problems.append(f"{where}: duplicate id")
             seen.add(qid)
-        unknown = set(item) - {"id", "query", "expected", "difficulty", "modes", "note", "reference"}
+        unknown = set(item) - {"id", "query", "expected", "difficulty", "modes", "note", "reference", "answer", "lang"}
         if unknown:
             problems.append(f"{where}: unknown keys {sorted(unknown)}")
         text = item.get("query")
         if not isinstance(text, str) or not text.strip():
             problems.append(f"{where}: query must be a non-empty string")
         expected = item.get("expected")
-        if not isinstance(expected, list) or not expected or not all(isinstance(e, str) and e for e in expected):
+        unanswerable = item.get("difficulty") == "unanswerable"
+        if unanswerable and expected not in (None, []):
+            problems.append(f"{where}: an unanswerable query expects no file (expected: [])")
+            expected = []
+        elif unanswerable:
+            expected = []
+        elif not isinstance(expected, list) or not expected or not all(isinstance(e, str) and e for e in expected):
             problems.append(f"{where}: expected must be a non-empty list of paths")
             expected = []
         elif check_files and corpus is not None:
@@ -187,9 +207,18 @@ def parse_golden(data: Any, path: Path, check_files: bool = True) -> GoldenSet:
         if reference is not None and (not isinstance(reference, str) or not reference.strip()):
             problems.append(f"{where}: reference must be a non-empty answer text")
             reference = None
+        answers = item.get("answer") or []
+        answers = [answers] if isinstance(answers, str) else answers
+        if not isinstance(answers, list) or not all(isinstance(a, str) and a.strip() for a in answers):
+            problems.append(f"{where}: answer must be a text or a list of texts")
+            answers = []
+        lang = item.get("lang")
+        if lang is not None and not isinstance(lang, str):
+            problems.append(f"{where}: lang must be a language code (en, de, zh...)")
+            lang = None
         queries.append(GoldenQuery(
             str(qid), str(text or "").strip(), tuple(expected), str(difficulty), tuple(modes),
-            reference.strip() if reference else None,
+            reference.strip() if reference else None, tuple(answers), lang,
         ))
     today = data.get("today")
     if today is not None:
@@ -298,7 +327,7 @@ def run_queries(
     """
     from tqdm import tqdm
 
-    from needle.results import SearchFilters
+    from needle.core.results import SearchFilters
 
     filters = SearchFilters(now=today) if today else None
     needle.pipeline(pipeline)  # load and warm up outside the timed loop
@@ -418,10 +447,10 @@ def prepare_index(golden: GoldenSet, settings: Settings | None = None, cache: Pa
     :param cache: Where built indexes are kept; the BEIR runner's cache when `None`.
     :returns: A `Needle` bound to that index.
     """
-    from needle import index_info
-    from needle.app import Needle, configured_graph
-    from needle.collections import Collection, CollectionRegistry
+    from needle.core.collections import Collection, CollectionRegistry
     from needle.evaluation.beir import DEFAULT_CACHE, index_is_built
+    from needle.facade.api import Needle, configured_graph
+    from needle.lifecycle import provenance as index_info
 
     base = settings or load_settings()
     corpus = corpus_digest(golden.corpus)

@@ -94,8 +94,7 @@ class HaystackTextEmbedding(BaseRagasEmbedding):
 def offline_embedding(settings: Any) -> HaystackTextEmbedding:
     """The query embedder of Needle's graphs (the configured model, offline when bundled) for ragas."""
     from haystack_integrations.components.embedders.fastembed import FastembedTextEmbedder
-
-    from needle.models import dense_embedder_params
+    from needle.core.model_files import dense_embedder_params
 
     params = dense_embedder_params(settings.embedding.model, settings.model_dir)
     embedder = FastembedTextEmbedder(**params, prefix=settings.embedding.query_prefix or "", threads=1, progress_bar=False)
@@ -117,7 +116,7 @@ def judge_llm(settings: Any, structured_output: str = "tools", max_tokens: int =
     import instructor
     import openai
 
-    from needle.errors import llm_error
+    from needle.core.errors import llm_error
 
     check_options(structured_output, max_tokens, retries)
     llm = settings.llm
@@ -214,8 +213,8 @@ def generate_answers(
     """
     from tqdm import tqdm
 
-    from needle.errors import LLMError
-    from needle.results import Answer
+    from needle.core.errors import LLMError
+    from needle.core.results import Answer
 
     answers = []
     for i, case in enumerate(tqdm(cases, desc=f"{pipeline} answers", unit="q", disable=not progress)):

@@ -1,4 +1,4 @@
-"""The facade's jobs, one module each; `needle.app.Needle` puts them together.
+"""The facade's jobs, one module each; `needle.facade.api.Needle` puts them together.
 
 - `base`: the state every job shares (settings, environment, collections, the stores, the stat record).
 - `graphs`: loading each graph once per set of overrides, in a pool, with its contract checked.

@@ -5,18 +5,18 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from needle.collections import CollectionRegistry
-from needle.contexts import ContextRegistry
-from needle.environment import Environment, records_file
-from needle.file_records import FileRecords
-from needle.files.multi_get import FileAccess
-from needle.loader import overrides_apply_somewhere
-from needle.pool import GraphPool
-from needle.settings import Settings, load_settings
+from needle.core.collections import CollectionRegistry
+from needle.core.contexts import ContextRegistry
+from needle.core.file_records import FileRecords, records_file
+from needle.core.files.multi_get import FileAccess
+from needle.core.settings import Settings, load_settings
+from needle.runtime.environment import Environment
+from needle.runtime.loader import overrides_apply_somewhere
+from needle.runtime.pool import GraphPool
 
 
 class FacadeBase:
-    """Needle's shared state for one configuration (see `needle.app.Needle`)."""
+    """Needle's shared state for one configuration (see `needle.facade.api.Needle`)."""
 
     def __init__(
         self, settings: Settings | None = None, progress_bar: bool = False, environment: Environment | None = None
@@ -43,7 +43,7 @@ class FacadeBase:
         self._expected_fingerprint: dict[str, Any] | None = None
         self._source_ids: tuple[tuple[Any, ...], list[str]] | None = None
         self._files: FileAccess | None = None
-        # The watcher keeping this Needle's index live (`needle.watch`), shown by `status`; none by default.
+        # The watcher keeping this Needle's index live (`needle.lifecycle.watch`), shown by `status`; none by default.
         self.watcher: Any = None
         # The index run under way, as `status` shows it to other commands (`index_run`); `None` between runs.
         self._run: dict[str, Any] | None = None
@@ -60,7 +60,7 @@ class FacadeBase:
 
     @property
     def records(self) -> FileRecords:
-        """The stat record of the indexed files (`needle.file_records`)."""
+        """The stat record of the indexed files (`needle.core.file_records`)."""
         return FileRecords(records_file(self.settings))
 
     def close(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from needle.file_records import FileRecords, split_key
+from needle.core.file_records import FileRecords, split_key
 
 
 class IndexReport:

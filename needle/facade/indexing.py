@@ -11,12 +11,13 @@ from typing import Any
 
 from haystack.core.errors import PipelineRuntimeError
 
-from needle import index_info, index_summary
-from needle.contract import GraphContract
-from needle.errors import root_cause
-from needle.facade.graphs import INGEST, Graphs
+from needle.core.errors import root_cause
+from needle.facade.graph_loading import INGEST, Graphs
 from needle.facade.index_report import IndexReport, note_problems
-from needle.loader import apply_overrides
+from needle.lifecycle import field_summary as index_summary
+from needle.lifecycle import provenance as index_info
+from needle.runtime.contract import GraphContract
+from needle.runtime.loader import apply_overrides
 
 # What an index run's progress report tells `status` while the run goes on.
 RUN_FIELDS = ("batches", "files_read", "files_pending", "texts_embedded", "chunks_reused")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from needle import index_info
-from needle.contract import GraphContract
-from needle.facade.graphs import INGEST, Graphs
-from needle.files.multi_get import FileAccess
-from needle.files.reading import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES
-from needle.formats import Extractor, Limits
+from needle.core.file_formats import Extractor, Limits
+from needle.core.files.multi_get import FileAccess
+from needle.core.files.reading import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES
+from needle.facade.graph_loading import INGEST, Graphs
+from needle.lifecycle import provenance as index_info
+from needle.runtime.contract import GraphContract
 
 # Most skipped files `status` lists (the count says how many there are in all).
 STATUS_PROBLEMS = 50
@@ -63,7 +63,7 @@ class Inventory(Graphs):
         index lives and the context annotations.
 
         Its cost does not grow with the index: the counts, languages, fields and tags are what the last index
-        run recorded (`needle.index_summary`), as that run left them; a collection without a record (an index
+        run recorded (`needle.lifecycle.field_summary`), as that run left them; a collection without a record (an index
         run that did not finish, an index built before records) is counted by the engine's facets instead.
         """
         for store in (self.store, self.file_store):  # damage the engine aborts on is named, not read past

@@ -10,11 +10,12 @@ from typing import Any
 
 from haystack.document_stores.errors import DocumentStoreError
 
-from needle import consistency, index_info
-from needle.collections import CollectionError
-from needle.document_stores.protocol import IndexDamagedError
+from haystack_integrations.document_stores.needle.protocol import IndexDamagedError
+from needle.core.collections import CollectionError
+from needle.core.file_records import split_key
 from needle.facade.indexing import Indexing
-from needle.file_records import split_key
+from needle.lifecycle import consistency
+from needle.lifecycle import provenance as index_info
 
 
 class Maintenance(Indexing):
@@ -24,7 +25,7 @@ class Maintenance(Indexing):
         """
         Read the whole index: the provenance, every chunk and whole file with its vectors, one search per kind
         of vector; report the damage a query would trip on before it does (`needle check`). Compare the chunk
-        store, the file store and the stat record (`needle.consistency`): files whose data is lost are
+        store, the file store and the stat record (`needle.lifecycle.consistency`): files whose data is lost are
         forgotten by the record, so that the next `needle index` reads them again, and collections holding
         orphaned data are compared in full by it.
 
@@ -126,25 +127,25 @@ class Maintenance(Indexing):
 
     def backup(self, path: str) -> dict[str, Any]:
         """
-        Back the index up into a new folder (`needle.backups`): a consistent copy of the embedded index, or
+        Back the index up into a new folder (`needle.lifecycle.backups`): a consistent copy of the embedded index, or
         snapshots on the Qdrant server, with the provenance and the collection list.
 
         :returns: The backup's manifest and folder.
         :raises BackupError: When the folder is not new or empty, or there is no index yet.
         """
-        from needle import backups
+        from needle.lifecycle import backups
 
         return backups.backup(self, path)
 
     def restore(self, path: str) -> dict[str, Any]:
         """
-        Put a backup in place of the index (`needle.backups`); no other process may have the index open.
+        Put a backup in place of the index (`needle.lifecycle.backups`); no other process may have the index open.
 
         :returns: The backup's manifest and the counts restored.
         :raises BackupError: When the folder is not a backup of this kind of store.
         :raises IndexMismatchError: When the backup was built by other embedding settings.
         """
-        from needle import backups
+        from needle.lifecycle import backups
 
         with self._index_lock:
             restored = backups.restore(self, path)

@@ -1,7 +1,7 @@
 import pytest
 from haystack import Document
 
-from components.best_chunk_selector import BestChunkSelector
+from haystack_integrations.components.rankers.needle.best_chunk_selector import BestChunkSelector
 
 
 def chunk(doc_id: str, source: str, text: str, score: float = 0.1) -> Document:

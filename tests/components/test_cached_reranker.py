@@ -9,10 +9,10 @@ from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.core.serialization import component_to_dict
 from haystack.utils import Secret
 
-from components import llm_cache
-from components.cached_reranker import CachedReranker, sigmoid
-from components.llm_judge_ranker import LLMJudgeRanker
-from needle.loader import loads_pipeline
+from haystack_integrations.components.needle import _llm_cache as llm_cache
+from haystack_integrations.components.rankers.needle.cached_reranker import CachedReranker, sigmoid
+from haystack_integrations.components.rankers.needle.llm_judge_ranker import LLMJudgeRanker
+from needle.runtime.loader import loads_pipeline
 from tests.llm_server import MODEL_NAME, free_port, llm_server  # noqa: F401
 
 
@@ -85,7 +85,7 @@ class TestCachedReranker:
         inner = judge()
         data = CachedReranker(ranker=inner, cache_path="/tmp/c.sqlite", candidates=20, model_name="m").to_dict()
         assert data == {
-            "type": "components.cached_reranker.CachedReranker",
+            "type": "haystack_integrations.components.rankers.needle.cached_reranker.CachedReranker",
             "init_parameters": {
                 "ranker": component_to_dict(inner, "ranker"), "cache_path": "/tmp/c.sqlite",
                 "cache_ttl_hours": 168, "model_name": "m", "candidates": 20, "top_k": 10, "score_transform": "auto",

@@ -1,8 +1,8 @@
 import pytest
 from haystack import Document
 
-from components.chunk_differ import ChunkDiffer
-from needle.document_stores import EdgeDocumentStore
+from haystack_integrations.components.caching.needle.chunk_differ import ChunkDiffer
+from haystack_integrations.document_stores.needle import EdgeDocumentStore
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ class TestChunkDiffer:
 
     def test_round_trip(self, store):
         data = ChunkDiffer(store).to_dict()
-        assert data["type"] == "components.chunk_differ.ChunkDiffer"
+        assert data["type"] == "haystack_integrations.components.caching.needle.chunk_differ.ChunkDiffer"
         assert ChunkDiffer.from_dict(data).to_dict() == data
 
     def test_new_changed_unchanged_and_removed(self, store, tmp_path):

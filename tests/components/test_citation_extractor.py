@@ -2,8 +2,8 @@ import pytest
 from haystack import Document, Pipeline
 from haystack.dataclasses import ChatMessage
 
-from components.citation_extractor import CitationExtractor, parse_citations
-from needle.loader import loads_pipeline
+from haystack_integrations.components.extractors.needle.citation_extractor import CitationExtractor, parse_citations
+from needle.runtime.loader import loads_pipeline
 
 
 def chunk(path: str, start: int, end: int, collection: str = "notes") -> Document:
@@ -50,7 +50,7 @@ class TestCitationExtractor:
 
     def test_to_dict(self):
         assert CitationExtractor(line_slack=3).to_dict() == {
-            "type": "components.citation_extractor.CitationExtractor",
+            "type": "haystack_integrations.components.extractors.needle.citation_extractor.CitationExtractor",
             "init_parameters": {"line_slack": 3},
         }
 

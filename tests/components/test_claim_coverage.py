@@ -2,9 +2,15 @@ import pytest
 from haystack import Document, component
 from haystack.dataclasses import ChatMessage
 
-from components.claim_coverage import ClaimCoverage, claim_terms, sentences, stem, term_overlap
-from needle.models import dense_embedder_params
-from needle.settings import Settings
+from haystack_integrations.components.validators.needle.claim_coverage import (
+    ClaimCoverage,
+    claim_terms,
+    sentences,
+    stem,
+    term_overlap,
+)
+from needle.core.model_files import dense_embedder_params
+from needle.core.settings import Settings
 
 WAL = Document(
     id="wal", content="Switch with PRAGMA journal_mode=WAL. The setting persists in the database file. "
@@ -71,7 +77,7 @@ class TestClaimCoverage:
 
     def test_to_dict_and_from_dict(self):
         data = ClaimCoverage(dense_model="m").to_dict()
-        assert data["type"] == "components.claim_coverage.ClaimCoverage"
+        assert data["type"] == "haystack_integrations.components.validators.needle.claim_coverage.ClaimCoverage"
         assert data["init_parameters"]["dense_model"] == "m" and data["init_parameters"]["chat_generator"] is None
         assert ClaimCoverage.from_dict(data).to_dict() == data
 

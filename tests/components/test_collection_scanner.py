@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from components.collection_scanner import CollectionScanner
-from needle.globs import Glob
+from haystack_integrations.components.fetchers.needle.collection_scanner import CollectionScanner
+from needle.core.globs import Glob
 
 # Seconds a pathological pattern may take: linear matching needs milliseconds, a backtracking one minutes,
 # so the bound holds on a loaded shared machine and still catches the regression.
@@ -66,7 +66,7 @@ class TestCollectionScanner:
 
     def test_to_dict(self):
         assert CollectionScanner(max_files=7, batch_files=3, records_path="/r/files.sqlite").to_dict() == {
-            "type": "components.collection_scanner.CollectionScanner",
+            "type": "haystack_integrations.components.fetchers.needle.collection_scanner.CollectionScanner",
             "init_parameters": {"max_files": 7, "batch_files": 3, "records_path": "/r/files.sqlite"},
         }
 
@@ -307,7 +307,7 @@ class TestCollectionScanner:
 
 def record_all(scanner: CollectionScanner, result: dict) -> None:
     """What the recorder does after the writers: every file of the batch recorded."""
-    from needle.file_records import FileRecords, FileStat
+    from needle.core.file_records import FileRecords, FileStat
 
     FileRecords(scanner.records_path).put(
         (*key.split(":", 1), FileStat(**stat), "sum") for key, stat in result["file_stats"].items()
@@ -356,7 +356,7 @@ class TestStatRecord:
         assert paths(scanner.run(collections=collections)) == ["b.md", "c.md"]
 
     def test_once_the_record_knows_every_indexed_file_deleted_ones_are_found_by_it(self, tmp_path):
-        from needle.file_records import FileRecords
+        from needle.core.file_records import FileRecords
 
         root = tmp_path / "notes"
         make_files(root, "a.md", "b.md")

@@ -3,7 +3,7 @@ import math
 import pytest
 from haystack import Document
 
-from components.confidence_scorer import (
+from haystack_integrations.components.classifiers.needle.confidence_scorer import (
     FEATURES,
     ConfidenceScorer,
     collect_signals,
@@ -11,8 +11,8 @@ from components.confidence_scorer import (
     exact_terms,
     sentences_of,
 )
-from components.result_labeler import ResultLabeler
-from needle.models import LOCAL_DENSE_MODEL, dense_embedder_params
+from haystack_integrations.components.classifiers.needle.result_labeler import ResultLabeler
+from needle.core.model_files import LOCAL_DENSE_MODEL, dense_embedder_params
 
 WEIGHTS = {"rerank": 1.6, "cosine": 3.6, "bm25": 2.8, "unknown": -2.5, "exact": 0.4, "exact_missing": -0.2,
            "agreement": 0.1, "support": -0.5, "margin": 4.8, "filter": 0.0}
@@ -89,7 +89,7 @@ class TestConfidenceScorer:
     def test_to_dict_and_from_dict(self):
         data = ConfidenceScorer(weights={"cosine": 2.0}, bias=-1.0).to_dict()
         assert data == {
-            "type": "components.confidence_scorer.ConfidenceScorer",
+            "type": "haystack_integrations.components.classifiers.needle.confidence_scorer.ConfidenceScorer",
             "init_parameters": {"weights": {"cosine": 2.0}, "bias": -1.0, "coverage_weight": 0.5,
                                 "agreement_depth": 5, "support_depth": 4, "support_min": 0.5,
                                 "sentence_check": False, "max_sentences": 24, "dense_model": "BAAI/bge-small-en-v1.5",

@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 from haystack import Document
-from haystack_integrations.components.embedders.fastembed import FastembedDocumentEmbedder
 
-from components.dense_document_embedder import DenseDocumentEmbedder
-from needle.models import LOCAL_DENSE_MODEL, dense_embedder_params
+from haystack_integrations.components.embedders.fastembed import FastembedDocumentEmbedder
+from haystack_integrations.components.embedders.needle.dense_document_embedder import DenseDocumentEmbedder
+from needle.core.model_files import LOCAL_DENSE_MODEL, dense_embedder_params
 
 
 def docs() -> list[Document]:
@@ -24,7 +24,7 @@ class TestDenseDocumentEmbedder:
 
     def test_to_dict_names_this_class_and_from_dict_restores_it(self):
         data = DenseDocumentEmbedder(model="m", batch_size=8).to_dict()
-        assert data["type"] == "components.dense_document_embedder.DenseDocumentEmbedder"
+        assert data["type"] == "haystack_integrations.components.embedders.needle.dense_document_embedder.DenseDocumentEmbedder"
         restored = DenseDocumentEmbedder.from_dict(data)
         assert isinstance(restored, DenseDocumentEmbedder) and restored.batch_size == 8
 
@@ -90,8 +90,9 @@ class TestSharedVector:
         import copy
         import json
 
-        from components._vectors import SharedVector, shared_sparse
         from haystack.dataclasses import SparseEmbedding
+
+        from haystack_integrations.components.needle._vectors import SharedVector, shared_sparse
 
         vector = SharedVector([0.6, 0.8])
         sparse = shared_sparse(SparseEmbedding(indices=[3], values=[1.5]))

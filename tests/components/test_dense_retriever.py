@@ -3,8 +3,8 @@ from haystack import Document, Pipeline
 from haystack.core.errors import DeserializationError
 from haystack.document_stores.types import FilterPolicy
 
-from components.dense_retriever import DenseRetriever
-from needle.document_stores import EdgeDocumentStore
+from haystack_integrations.components.retrievers.needle.dense_retriever import DenseRetriever
+from haystack_integrations.document_stores.needle import EdgeDocumentStore
 from tests.document_stores.stub_store import StubStore
 
 
@@ -63,7 +63,7 @@ class TestDenseRetriever:
         store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4)
         retriever = DenseRetriever(document_store=store, filters={"field": "meta.tags", "operator": "==", "value": "x"})
         assert retriever.to_dict() == {
-            "type": "components.dense_retriever.DenseRetriever",
+            "type": "haystack_integrations.components.retrievers.needle.dense_retriever.DenseRetriever",
             "init_parameters": {
                 "document_store": store.to_dict(),
                 "filters": {"field": "meta.tags", "operator": "==", "value": "x"},
@@ -76,7 +76,7 @@ class TestDenseRetriever:
         }
 
     def test_from_dict(self, tmp_path, monkeypatch):
-        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,needle.document_stores")
+        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,haystack_integrations.document_stores.needle")
         store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4)
         data = DenseRetriever(document_store=store, top_k=5, filter_policy="merge").to_dict()
         retriever = DenseRetriever.from_dict(data)
@@ -87,7 +87,7 @@ class TestDenseRetriever:
 
     def test_from_dict_without_store_raises(self):
         with pytest.raises(DeserializationError):
-            DenseRetriever.from_dict({"type": "components.dense_retriever.DenseRetriever", "init_parameters": {}})
+            DenseRetriever.from_dict({"type": "haystack_integrations.components.retrievers.needle.dense_retriever.DenseRetriever", "init_parameters": {}})
 
     def test_run_passes_query_top_k_and_filters_to_the_store(self):
         store = RecordingStore()
@@ -179,7 +179,7 @@ class TestDenseRetriever:
         assert [d.score for d in as_array] == pytest.approx([d.score for d in as_list])
 
     def test_pipeline_survives_dumps_and_loads(self, edge_store, monkeypatch):
-        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,needle.document_stores")
+        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,haystack_integrations.document_stores.needle")
         pipeline = Pipeline()
         pipeline.add_component("retriever", DenseRetriever(document_store=edge_store, top_k=2))
         loaded = Pipeline.loads(pipeline.dumps())

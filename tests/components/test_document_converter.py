@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from components.document_converter import DocumentConverter
-from components.markdown_file_reader import MarkdownFileReader
-from needle import formats
-from needle.evaluation import documents as make
+from haystack_integrations.components.converters.needle.document_converter import DocumentConverter
+from haystack_integrations.components.converters.needle.markdown_file_reader import MarkdownFileReader
+from needle.core import file_formats as formats
+from needle.evaluation import sample_documents as make
 
 PAGES = [
     "# Raft notes\n\nLeader election starts when a follower hears no heartbeat.",
@@ -58,7 +58,7 @@ class TestDocumentConverter:
 
     def test_to_dict(self):
         assert DocumentConverter(max_pages=7).to_dict() == {
-            "type": "components.document_converter.DocumentConverter",
+            "type": "haystack_integrations.components.converters.needle.document_converter.DocumentConverter",
             "init_parameters": {
                 "max_file_bytes": 50_000_000, "max_pages": 7, "max_unpacked_bytes": 200_000_000, "max_seconds": 60.0,
                 "max_memory_mb": 1024,

@@ -1,12 +1,12 @@
 import numpy as np
 import pytest
 from haystack.core.pipeline.utils import _deepcopy_with_exceptions
-from haystack_integrations.components.embedders.fastembed import FastembedTextEmbedder
 
-from components.fastembed_dense_query_embedder import FastembedDenseQueryEmbedder
-from needle.checks import check_query_embedding
-from needle.models import dense_embedder_params
-from needle.settings import Settings
+from haystack_integrations.components.embedders.fastembed import FastembedTextEmbedder
+from haystack_integrations.components.embedders.needle.fastembed_dense_query_embedder import FastembedDenseQueryEmbedder
+from needle.core.checks import check_query_embedding
+from needle.core.model_files import dense_embedder_params
+from needle.core.settings import Settings
 
 
 @pytest.fixture
@@ -18,7 +18,7 @@ class TestFastembedDenseQueryEmbedder:
     def test_round_trip_keeps_the_type(self, params):
         embedder = FastembedDenseQueryEmbedder(**params, prefix="query: ")
         data = embedder.to_dict()
-        assert data["type"] == "components.fastembed_dense_query_embedder.FastembedDenseQueryEmbedder"
+        assert data["type"] == "haystack_integrations.components.embedders.needle.fastembed_dense_query_embedder.FastembedDenseQueryEmbedder"
         assert data["init_parameters"]["prefix"] == "query: "
         assert FastembedDenseQueryEmbedder.from_dict(data).to_dict() == data
 

@@ -1,10 +1,12 @@
 import pytest
+
 from haystack_integrations.components.embedders.fastembed import (
     FastembedSparseTextEmbedder,
 )
-
-from components.fastembed_sparse_query_embedder import FastembedSparseQueryEmbedder
-from needle.models import BM25_MODEL, sparse_embedder_params
+from haystack_integrations.components.embedders.needle.fastembed_sparse_query_embedder import (
+    FastembedSparseQueryEmbedder,
+)
+from needle.core.model_files import BM25_MODEL, sparse_embedder_params
 
 
 @pytest.fixture
@@ -16,7 +18,7 @@ class TestFastembedSparseQueryEmbedder:
     def test_round_trip_keeps_the_type(self, params):
         embedder = FastembedSparseQueryEmbedder(**params)
         data = embedder.to_dict()
-        assert data["type"] == "components.fastembed_sparse_query_embedder.FastembedSparseQueryEmbedder"
+        assert data["type"] == "haystack_integrations.components.embedders.needle.fastembed_sparse_query_embedder.FastembedSparseQueryEmbedder"
         assert FastembedSparseQueryEmbedder.from_dict(data).to_dict() == data
 
     def test_init_keeps_a_language_holding_a_fifth_as_a_main_one(self, params):

@@ -1,8 +1,8 @@
 import pytest
 from haystack import Document
 
-from components.file_document_builder import FileDocumentBuilder
-from components.markdown_chunker import MarkdownChunker
+from haystack_integrations.components.preprocessors.needle.file_document_builder import FileDocumentBuilder
+from haystack_integrations.components.preprocessors.needle.markdown_chunker import MarkdownChunker
 
 TEXT = """---
 title: Kestrel
@@ -34,7 +34,7 @@ class TestFileDocumentBuilder:
             FileDocumentBuilder(max_chars=0)
         data = FileDocumentBuilder(max_chars=50).to_dict()
         assert data == {
-            "type": "components.file_document_builder.FileDocumentBuilder",
+            "type": "haystack_integrations.components.preprocessors.needle.file_document_builder.FileDocumentBuilder",
             "init_parameters": {"max_chars": 50, "max_pages": 3},
         }
         assert FileDocumentBuilder.from_dict(data).to_dict() == data

@@ -3,8 +3,8 @@ import os
 import pytest
 from haystack import Document
 
-from components.file_recorder import FileRecorder
-from needle.file_records import UNREAD, FileRecords, FileStat
+from haystack_integrations.components.writers.needle.file_recorder import FileRecorder
+from needle.core.file_records import UNREAD, FileRecords, FileStat
 
 
 def stat_of(path) -> dict:
@@ -28,7 +28,7 @@ class TestFileRecorder:
     def test_to_dict_and_from_dict(self, tmp_path):
         data = FileRecorder(records_path=str(tmp_path / "f.sqlite")).to_dict()
         assert data == {
-            "type": "components.file_recorder.FileRecorder",
+            "type": "haystack_integrations.components.writers.needle.file_recorder.FileRecorder",
             "init_parameters": {"records_path": str(tmp_path / "f.sqlite")},
         }
         assert FileRecorder.from_dict(data).records_path == str(tmp_path / "f.sqlite")

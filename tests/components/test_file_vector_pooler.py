@@ -4,8 +4,8 @@ import pytest
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
-from components.file_vector_pooler import FileVectorPooler
-from needle.document_stores import EdgeDocumentStore
+from haystack_integrations.components.embedders.needle.file_vector_pooler import FileVectorPooler
+from haystack_integrations.document_stores.needle import EdgeDocumentStore
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@ import pytest
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
-from components.hybrid_score_ranker import HybridScoreRanker
-from needle.document_stores import EdgeDocumentStore
+from haystack_integrations.components.rankers.needle.hybrid_score_ranker import HybridScoreRanker
+from haystack_integrations.document_stores.needle import EdgeDocumentStore
 
 QUERY = [1.0, 0.0, 0.0, 0.0]
 TERMS = SparseEmbedding(indices=[1, 2], values=[1.0, 1.0])
@@ -65,7 +65,7 @@ class TestHybridScoreRanker:
 
     def test_to_dict(self, store):
         data = HybridScoreRanker(document_store=store, bm25_weight=0.3, group_by="path").to_dict()
-        assert data["type"] == "components.hybrid_score_ranker.HybridScoreRanker"
+        assert data["type"] == "haystack_integrations.components.rankers.needle.hybrid_score_ranker.HybridScoreRanker"
         assert data["init_parameters"]["document_store"] == store.to_dict()
         assert {k: v for k, v in data["init_parameters"].items() if k != "document_store"} == {
             "bm25_weight": 0.3, "group_by": "path",

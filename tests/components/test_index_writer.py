@@ -1,8 +1,8 @@
 import pytest
 from haystack import Document
 
-from components.index_writer import IndexWriter
-from needle.document_stores import EdgeDocumentStore
+from haystack_integrations.components.writers.needle.index_writer import IndexWriter
+from haystack_integrations.document_stores.needle import EdgeDocumentStore
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ class TestIndexWriter:
 
     def test_round_trip(self, store):
         data = IndexWriter(store, batch_size=8).to_dict()
-        assert data["type"] == "components.index_writer.IndexWriter"
+        assert data["type"] == "haystack_integrations.components.writers.needle.index_writer.IndexWriter"
         assert data["init_parameters"]["batch_size"] == 8
         again = IndexWriter.from_dict(data)
         assert again.to_dict() == data

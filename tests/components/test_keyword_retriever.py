@@ -3,8 +3,8 @@ from haystack import Document, Pipeline
 from haystack.core.errors import DeserializationError
 from haystack.document_stores.types import FilterPolicy
 
-from components.keyword_retriever import KeywordRetriever
-from needle.document_stores import EdgeDocumentStore, QdrantServerDocumentStore
+from haystack_integrations.components.retrievers.needle.keyword_retriever import KeywordRetriever
+from haystack_integrations.document_stores.needle import EdgeDocumentStore, QdrantServerDocumentStore
 from tests.document_stores.stub_store import StubStore
 
 
@@ -55,7 +55,7 @@ class TestKeywordRetriever:
     def test_to_dict(self, tmp_path):
         store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4)
         assert KeywordRetriever(document_store=store, filter_policy="merge").to_dict() == {
-            "type": "components.keyword_retriever.KeywordRetriever",
+            "type": "haystack_integrations.components.retrievers.needle.keyword_retriever.KeywordRetriever",
             "init_parameters": {
                 "document_store": store.to_dict(),
                 "filters": None,
@@ -67,7 +67,7 @@ class TestKeywordRetriever:
         }
 
     def test_from_dict(self, tmp_path, monkeypatch):
-        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,needle.document_stores")
+        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,haystack_integrations.document_stores.needle")
         store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4)
         retriever = KeywordRetriever.from_dict(KeywordRetriever(document_store=store, top_k=5).to_dict())
         assert isinstance(retriever.document_store, EdgeDocumentStore)
@@ -76,7 +76,7 @@ class TestKeywordRetriever:
 
     def test_from_dict_without_store_raises(self):
         with pytest.raises(DeserializationError):
-            KeywordRetriever.from_dict({"type": "components.keyword_retriever.KeywordRetriever", "init_parameters": {}})
+            KeywordRetriever.from_dict({"type": "haystack_integrations.components.retrievers.needle.keyword_retriever.KeywordRetriever", "init_parameters": {}})
 
     def test_run_passes_query_top_k_and_filters_to_the_store(self):
         store = RecordingStore()
@@ -108,7 +108,7 @@ class TestKeywordRetriever:
             retriever.run(query="restic")
 
     def test_pipeline_survives_dumps_and_loads(self, edge_store, monkeypatch):
-        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,needle.document_stores")
+        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,haystack_integrations.document_stores.needle")
         pipeline = Pipeline()
         pipeline.add_component("retriever", KeywordRetriever(document_store=edge_store, top_k=2))
         loaded = Pipeline.loads(pipeline.dumps())

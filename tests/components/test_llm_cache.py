@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from components import llm_cache
-from components.llm_cache import LLMCache, cache_key, model_label
+from haystack_integrations.components.needle import _llm_cache as llm_cache
+from haystack_integrations.components.needle._llm_cache import LLMCache, cache_key, model_label
 
 REPO = Path(__file__).resolve().parents[2]
 
 WRITER = """
 import sys
-from components.llm_cache import LLMCache
+from haystack_integrations.components.needle._llm_cache import LLMCache
 cache = LLMCache(sys.argv[1], ttl_hours=1)
 for i in range(150):
     cache.put("rerank", "q", "m", {"writer": sys.argv[2], "i": i}, extra=f"{sys.argv[2]}-{i}")

@@ -5,8 +5,12 @@ from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage
 from haystack.utils import Secret
 
-from components.llm_judge_ranker import LLMJudgeRanker, order_known_scores, parse_judgement
-from needle.loader import loads_pipeline
+from haystack_integrations.components.rankers.needle.llm_judge_ranker import (
+    LLMJudgeRanker,
+    order_known_scores,
+    parse_judgement,
+)
+from needle.runtime.loader import loads_pipeline
 from tests.llm_server import MODEL_NAME, llm_server  # noqa: F401
 
 
@@ -92,7 +96,7 @@ class TestLLMJudgeRanker:
     def test_to_dict(self):
         generator = openai_generator(generation_kwargs={"max_tokens": 3})
         assert LLMJudgeRanker(chat_generator=generator, top_k=5).to_dict() == {
-            "type": "components.llm_judge_ranker.LLMJudgeRanker",
+            "type": "haystack_integrations.components.rankers.needle.llm_judge_ranker.LLMJudgeRanker",
             "init_parameters": {
                 "chat_generator": component_to_dict(generator, "chat_generator"), "top_k": 5, "max_chars": 2000,
             },

@@ -8,9 +8,14 @@ from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage
 from haystack.utils import Secret
 
-from components.llm_query_expander import LLMQueryExpander, build_messages, parse_expansion
-from needle.loader import loads_pipeline
+from haystack_integrations.components.query.needle.llm_query_expander import (
+    LLMQueryExpander,
+    build_messages,
+    parse_expansion,
+)
+from needle.runtime.loader import loads_pipeline
 from tests.llm_server import MODEL_NAME, free_port, llm_server  # noqa: F401
+
 
 @pytest.fixture(autouse=True)
 def _placeholder_api_key(monkeypatch):
@@ -171,7 +176,7 @@ class TestLLMQueryExpander:
         generator = openai_generator(timeout=5.0)
         data = LLMQueryExpander(chat_generator=generator, max_lex=2, cache_path="/tmp/c.sqlite").to_dict()
         assert data == {
-            "type": "components.llm_query_expander.LLMQueryExpander",
+            "type": "haystack_integrations.components.query.needle.llm_query_expander.LLMQueryExpander",
             "init_parameters": {
                 "chat_generator": component_to_dict(generator, "chat_generator"),
                 "max_lex": 2, "max_vec": 3, "include_hyde": True, "cache_path": "/tmp/c.sqlite",

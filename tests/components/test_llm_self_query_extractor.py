@@ -6,8 +6,8 @@ from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.dataclasses import ChatMessage
 from haystack.utils import Secret
 
-from components.llm_self_query_extractor import LLMSelfQueryExtractor
-from needle.document_stores import EdgeDocumentStore
+from haystack_integrations.components.query.needle.llm_self_query_extractor import LLMSelfQueryExtractor
+from haystack_integrations.document_stores.needle import EdgeDocumentStore
 
 NOW = "2024-06-15T12:00:00Z"
 

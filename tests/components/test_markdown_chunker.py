@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from haystack import Document, Pipeline
 
-from components.collection_scanner import CollectionScanner
-from components.markdown_chunker import MarkdownChunker
-from components.markdown_file_reader import MarkdownFileReader
+from haystack_integrations.components.converters.needle.markdown_file_reader import MarkdownFileReader
+from haystack_integrations.components.fetchers.needle.collection_scanner import CollectionScanner
+from haystack_integrations.components.preprocessors.needle.markdown_chunker import MarkdownChunker
 
 FILLER = "It has a few sentences of filler text in it. "
 
@@ -69,7 +69,7 @@ class TestMarkdownChunkerConfig:
 
     def test_to_dict(self):
         assert MarkdownChunker(target_chars=500, overlap_chars=50, min_chars=80, max_chars=1000).to_dict() == {
-            "type": "components.markdown_chunker.MarkdownChunker",
+            "type": "haystack_integrations.components.preprocessors.needle.markdown_chunker.MarkdownChunker",
             "init_parameters": {"target_chars": 500, "overlap_chars": 50, "min_chars": 80, "max_chars": 1000},
         }
 
@@ -505,7 +505,7 @@ class TestMarkdownChunkerFrontmatterBounds:
             "import json, resource, sys\n"
             "resource.setrlimit(resource.RLIMIT_AS, (1536 * 2**20, 1536 * 2**20))\n"
             "from haystack import Document\n"
-            "from components.markdown_chunker import MarkdownChunker\n"
+            "from haystack_integrations.components.preprocessors.needle.markdown_chunker import MarkdownChunker\n"
             "doc = Document(content=sys.stdin.read(), meta={'collection': 'n', 'path': 'bomb.md'})\n"
             "out = MarkdownChunker().run(documents=[doc])\n"
             "print(json.dumps({'chunks': [c.content for c in out['documents']], 'warnings': out['warnings']}))\n"
@@ -660,7 +660,7 @@ class TestMarkdownChunkerBadValues:
         assert meta["frontmatter"] == {"big": "123456789012345678901234567890", "small": -12}
 
     def test_a_file_that_cannot_be_chunked_is_skipped_with_its_reason_and_the_others_are_chunked(self, monkeypatch):
-        import components.markdown_chunker as module
+        import haystack_integrations.components.preprocessors.needle.markdown_chunker as module
 
         real = module.identifiers
 

@@ -5,8 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from components.markdown_file_reader import MarkdownFileReader
-from needle import formats
+from haystack_integrations.components.converters.needle.markdown_file_reader import MarkdownFileReader
+from needle.core import file_formats as formats
 
 
 def source(root: Path, path: str, collection: str = "notes") -> dict:
@@ -37,7 +37,7 @@ class TestMarkdownFileReader:
 
     def test_to_dict(self):
         assert MarkdownFileReader(max_file_bytes=1234).to_dict() == {
-            "type": "components.markdown_file_reader.MarkdownFileReader",
+            "type": "haystack_integrations.components.converters.needle.markdown_file_reader.MarkdownFileReader",
             "init_parameters": {"max_file_bytes": 1234},
         }
 

@@ -1,8 +1,8 @@
 import pytest
 from haystack import Document
 
-from components.metadata_refresher import MetadataRefresher
-from needle.document_stores import EdgeDocumentStore
+from haystack_integrations.components.writers.needle.metadata_refresher import MetadataRefresher
+from haystack_integrations.document_stores.needle import EdgeDocumentStore
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ class TestMetadataRefresher:
 
     def test_round_trip(self, store):
         data = MetadataRefresher(store).to_dict()
-        assert data["type"] == "components.metadata_refresher.MetadataRefresher"
+        assert data["type"] == "haystack_integrations.components.writers.needle.metadata_refresher.MetadataRefresher"
         assert MetadataRefresher.from_dict(data).to_dict() == data
 
     def test_every_document_of_the_file_gets_the_file_metadata_and_keeps_its_vector(self, store):

@@ -1,14 +1,16 @@
 import pytest
 from haystack import Document
+
 from haystack_integrations.components.embedders.fastembed import (
     FastembedSparseDocumentEmbedder,
 )
-
-from components.fastembed_sparse_query_embedder import FastembedSparseQueryEmbedder
-from components.multilingual_sparse_document_embedder import (
+from haystack_integrations.components.embedders.needle.fastembed_sparse_query_embedder import (
+    FastembedSparseQueryEmbedder,
+)
+from haystack_integrations.components.embedders.needle.multilingual_sparse_document_embedder import (
     MultilingualSparseDocumentEmbedder,
 )
-from needle.models import BM25_MODEL, sparse_embedder_params
+from needle.core.model_files import BM25_MODEL, sparse_embedder_params
 
 
 @pytest.fixture
@@ -33,7 +35,7 @@ class TestMultilingualSparseDocumentEmbedder:
     def test_round_trip_keeps_the_type(self, params):
         data = MultilingualSparseDocumentEmbedder(**params, meta_fields_to_embed=["context"], compounds="ngrams").to_dict()
         assert data["init_parameters"]["compounds"] == "ngrams"
-        assert data["type"] == "components.multilingual_sparse_document_embedder.MultilingualSparseDocumentEmbedder"
+        assert data["type"] == "haystack_integrations.components.embedders.needle.multilingual_sparse_document_embedder.MultilingualSparseDocumentEmbedder"
         assert MultilingualSparseDocumentEmbedder.from_dict(data).to_dict() == data
 
     def test_rejects_what_is_not_documents_and_unknown_languages(self, params):

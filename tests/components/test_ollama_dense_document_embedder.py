@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from haystack import Document
 
-from components._served import EmbeddingDimensionError, EmbeddingServerError
-from components.ollama_dense_document_embedder import OllamaDenseDocumentEmbedder
+from haystack_integrations.components.embedders.needle.ollama_dense_document_embedder import OllamaDenseDocumentEmbedder
+from haystack_integrations.components.needle._served import EmbeddingDimensionError, EmbeddingServerError
 from tests.embedding_server import MODEL, closed_port_url
 
 DOCS = [Document(content=f"note {i} about replication slots and wal_level {i}") for i in range(5)]
@@ -29,7 +29,7 @@ class TestOllamaDenseDocumentEmbedder:
     def test_to_dict(self):
         data = OllamaDenseDocumentEmbedder(model="m", prefix="search_document: ", embedding_dim=768).to_dict()
         assert data == {
-            "type": "components.ollama_dense_document_embedder.OllamaDenseDocumentEmbedder",
+            "type": "haystack_integrations.components.embedders.needle.ollama_dense_document_embedder.OllamaDenseDocumentEmbedder",
             "init_parameters": {
                 "model": "m", "url": "http://127.0.0.1:11434", "prefix": "search_document: ", "suffix": "",
                 "batch_size": 32, "progress_bar": False, "meta_fields_to_embed": None, "embedding_separator": "\n",

@@ -3,15 +3,15 @@
 import numpy as np
 import pytest
 
-from components._served import EmbeddingServerError
-from components.ollama_dense_query_embedder import OllamaDenseQueryEmbedder
+from haystack_integrations.components.embedders.needle.ollama_dense_query_embedder import OllamaDenseQueryEmbedder
+from haystack_integrations.components.needle._served import EmbeddingServerError
 from tests.embedding_server import MODEL, closed_port_url
 
 
 class TestOllamaDenseQueryEmbedder:
     def test_round_trip(self):
         data = OllamaDenseQueryEmbedder(model="m", prefix="search_query: ", embedding_dim=768).to_dict()
-        assert data["type"] == "components.ollama_dense_query_embedder.OllamaDenseQueryEmbedder"
+        assert data["type"] == "haystack_integrations.components.embedders.needle.ollama_dense_query_embedder.OllamaDenseQueryEmbedder"
         assert data["init_parameters"]["prefix"] == "search_query: "
         assert OllamaDenseQueryEmbedder.from_dict(data).to_dict() == data
 

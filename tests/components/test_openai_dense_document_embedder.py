@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 from haystack import Document
+
 from haystack_integrations.components.embedders.fastembed import (
     FastembedDocumentEmbedder,
 )
-
-from components._served import EmbeddingDimensionError, EmbeddingServerError
-from components.openai_dense_document_embedder import OpenAIDenseDocumentEmbedder
-from needle.models import LOCAL_DENSE_MODEL, dense_embedder_params
+from haystack_integrations.components.embedders.needle.openai_dense_document_embedder import OpenAIDenseDocumentEmbedder
+from haystack_integrations.components.needle._served import EmbeddingDimensionError, EmbeddingServerError
+from needle.core.model_files import LOCAL_DENSE_MODEL, dense_embedder_params
 from tests.embedding_server import MODEL, closed_port_url
 
 KEY_ENV = "NEEDLE_TEST_EMBEDDING_KEY"
@@ -49,7 +49,7 @@ class TestOpenAIDenseDocumentEmbedder:
         component = OpenAIDenseDocumentEmbedder(api_key=Secret.from_env_var(KEY_ENV), api_base_url="http://h/v1", model="m", embedding_dim=768)
         data = component.to_dict()
         assert data == {
-            "type": "components.openai_dense_document_embedder.OpenAIDenseDocumentEmbedder",
+            "type": "haystack_integrations.components.embedders.needle.openai_dense_document_embedder.OpenAIDenseDocumentEmbedder",
             "init_parameters": {
                 "api_key": {"type": "env_var", "env_vars": [KEY_ENV], "strict": True}, "model": "m",
                 "api_base_url": "http://h/v1", "prefix": "", "suffix": "", "batch_size": 32, "progress_bar": False,

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from components._served import EmbeddingDimensionError, EmbeddingServerError
-from components.fastembed_dense_query_embedder import FastembedDenseQueryEmbedder
-from components.openai_dense_query_embedder import OpenAIDenseQueryEmbedder
-from needle.models import LOCAL_DENSE_MODEL, dense_embedder_params
+from haystack_integrations.components.embedders.needle.fastembed_dense_query_embedder import FastembedDenseQueryEmbedder
+from haystack_integrations.components.embedders.needle.openai_dense_query_embedder import OpenAIDenseQueryEmbedder
+from haystack_integrations.components.needle._served import EmbeddingDimensionError, EmbeddingServerError
+from needle.core.model_files import LOCAL_DENSE_MODEL, dense_embedder_params
 from tests.embedding_server import MODEL, closed_port_url
 
 
@@ -25,7 +25,7 @@ class TestOpenAIDenseQueryEmbedder:
 
     def test_round_trip(self):
         data = OpenAIDenseQueryEmbedder(api_base_url="http://h/v1", model="m", prefix="search_query: ", embedding_dim=768).to_dict()
-        assert data["type"] == "components.openai_dense_query_embedder.OpenAIDenseQueryEmbedder"
+        assert data["type"] == "haystack_integrations.components.embedders.needle.openai_dense_query_embedder.OpenAIDenseQueryEmbedder"
         assert data["init_parameters"]["prefix"] == "search_query: " and data["init_parameters"]["embedding_dim"] == 768
         assert OpenAIDenseQueryEmbedder.from_dict(data).to_dict() == data
 

@@ -1,7 +1,7 @@
 import pytest
 from haystack import Document
 
-from components.position_aware_blender import PositionAwareBlender
+from haystack_integrations.components.rankers.needle.position_aware_blender import PositionAwareBlender
 
 
 def reranked(doc_id: str, rank: int, rerank: float | None) -> Document:

@@ -5,8 +5,8 @@ import pytest
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
-from components.pseudo_relevance_expander import PseudoRelevanceExpander
-from needle.document_stores import EdgeDocumentStore
+from haystack_integrations.components.query.needle.pseudo_relevance_expander import PseudoRelevanceExpander
+from haystack_integrations.document_stores.needle import EdgeDocumentStore
 from tests.document_stores.stub_store import StubStore
 
 # Sparse term ids of the tiny vocabulary below; the store applies IDF.

@@ -2,7 +2,12 @@ import pytest
 from haystack import component
 from haystack.dataclasses import ChatMessage
 
-from components.query_decomposer import QueryDecomposer, parse_questions, split_question, step_back
+from haystack_integrations.components.query.needle.query_decomposer import (
+    QueryDecomposer,
+    parse_questions,
+    split_question,
+    step_back,
+)
 
 
 @component
@@ -102,7 +107,7 @@ class TestQueryDecomposer:
     def test_to_dict_and_from_dict(self):
         data = QueryDecomposer(enabled=True).to_dict()
         assert data == {
-            "type": "components.query_decomposer.QueryDecomposer",
+            "type": "haystack_integrations.components.query.needle.query_decomposer.QueryDecomposer",
             "init_parameters": {"enabled": True, "max_questions": 4, "min_terms": 1, "step_back": False,
                                 "chat_generator": None, "max_chars": 300, "cache_path": None,
                                 "cache_ttl_hours": 168, "model_name": None},

@@ -1,7 +1,7 @@
 import pytest
 from haystack import Document
 
-from components.recency_ranker import RecencyRanker
+from haystack_integrations.components.rankers.needle.recency_ranker import RecencyRanker
 
 NOW = "2024-06-15T00:00:00Z"
 
@@ -28,7 +28,7 @@ class TestRecencyRanker:
 
     def test_to_dict_and_from_dict(self):
         data = RecencyRanker(half_life_days=7, weight=0.5, reference="now").to_dict()
-        assert data == {"type": "components.recency_ranker.RecencyRanker", "init_parameters": {
+        assert data == {"type": "haystack_integrations.components.rankers.needle.recency_ranker.RecencyRanker", "init_parameters": {
             "half_life_days": 7, "weight": 0.5, "enabled": False, "reference": "now", "reference_top_k": 5}}
         assert RecencyRanker.from_dict(data).to_dict() == data
 

@@ -1,7 +1,7 @@
 import pytest
 from haystack import Document
 
-from components.result_cutoff import ResultCutoff
+from haystack_integrations.components.samplers.needle.result_cutoff import ResultCutoff
 
 
 def ranked(*scores: float) -> list[Document]:
@@ -16,7 +16,7 @@ class TestResultCutoff:
 
     def test_to_dict_and_from_dict(self):
         data = ResultCutoff(default_top_k=4).to_dict()
-        assert data == {"type": "components.result_cutoff.ResultCutoff", "init_parameters": {"default_top_k": 4}}
+        assert data == {"type": "haystack_integrations.components.samplers.needle.result_cutoff.ResultCutoff", "init_parameters": {"default_top_k": 4}}
         assert ResultCutoff.from_dict(data).default_top_k == 4
 
     def test_keeps_top_k(self):

@@ -1,7 +1,7 @@
 import pytest
 from haystack import Document
 
-from components.result_labeler import ResultLabeler
+from haystack_integrations.components.classifiers.needle.result_labeler import ResultLabeler
 
 
 def candidate(cosine: float | None, bm25: float | None, rerank: float | None = None) -> Document:

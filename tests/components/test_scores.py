@@ -3,7 +3,7 @@
 import pytest
 from haystack import Document
 
-from components._scores import check_score_kind, normalised
+from haystack_integrations.components.needle._scores import check_score_kind, normalised
 
 
 class TestNormalised:

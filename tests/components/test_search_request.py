@@ -1,7 +1,8 @@
 import time
+
 import pytest
 
-from components.search_request import SearchRequest
+from haystack_integrations.components.query.needle.search_request import SearchRequest
 
 
 class TestSearchRequest:
@@ -26,7 +27,7 @@ class TestSearchRequest:
     def test_to_dict_and_from_dict(self):
         data = SearchRequest(max_query_chars=50, max_top_k=20).to_dict()
         assert data == {
-            "type": "components.search_request.SearchRequest",
+            "type": "haystack_integrations.components.query.needle.search_request.SearchRequest",
             "init_parameters": {"max_query_chars": 50, "max_top_k": 20, "top_k": 10, "min_score": 0.0, "document_store": None},
         }
         assert SearchRequest.from_dict(data).to_dict() == data
@@ -121,7 +122,7 @@ class TestSearchRequestFilters:
     def test_a_glob_is_matched_against_the_indexed_files(self, tmp_path):
         from haystack import Document
 
-        from needle.document_stores import EdgeDocumentStore
+        from haystack_integrations.document_stores.needle import EdgeDocumentStore
 
         store = EdgeDocumentStore(path=str(tmp_path / "files"), embedding_dim=2, use_sparse_embeddings=False)
         store.write_documents([

@@ -1,8 +1,8 @@
 import pytest
 from haystack import Document
 
-from components.self_query_extractor import SelfQueryExtractor
-from needle.document_stores import EdgeDocumentStore
+from haystack_integrations.components.query.needle.self_query_extractor import SelfQueryExtractor
+from haystack_integrations.document_stores.needle import EdgeDocumentStore
 
 NOW = "2024-06-15T12:00:00Z"
 
@@ -43,7 +43,7 @@ class TestSelfQueryExtractorConfig:
 
     def test_to_dict_and_from_dict(self, file_store):
         data = SelfQueryExtractor(document_store=file_store, min_results=5).to_dict()
-        assert data["type"] == "components.self_query_extractor.SelfQueryExtractor"
+        assert data["type"] == "haystack_integrations.components.query.needle.self_query_extractor.SelfQueryExtractor"
         assert {k: v for k, v in data["init_parameters"].items() if k != "document_store"} == {
             "enabled": True, "min_results": 5, "recent_on_request": True,
         }

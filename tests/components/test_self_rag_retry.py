@@ -3,9 +3,9 @@ import time
 import pytest
 from haystack import Document, component
 
-from components.self_rag_retry import SelfRAGRetry, gap_query
-from components.variant_retriever import VariantRetriever
-from needle.document_stores import EdgeDocumentStore
+from haystack_integrations.components.retrievers.needle.variant_retriever import VariantRetriever
+from haystack_integrations.components.routers.needle.self_rag_retry import SelfRAGRetry, gap_query
+from haystack_integrations.document_stores.needle import EdgeDocumentStore
 
 QUESTION = "how do I back up the database"
 GIVEN = [Document(id="g1", content="pg_dump writes a custom format archive", meta={"path": "howto/pg.md"})]
@@ -68,8 +68,8 @@ class TestSelfRAGRetry:
     def test_to_dict_and_from_dict_with_the_nested_retriever(self, tmp_path):
         store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4)
         data = SelfRAGRetry(retriever=VariantRetriever(document_store=store), enabled=True).to_dict()
-        assert data["type"] == "components.self_rag_retry.SelfRAGRetry"
-        assert data["init_parameters"]["retriever"]["type"] == "components.variant_retriever.VariantRetriever"
+        assert data["type"] == "haystack_integrations.components.routers.needle.self_rag_retry.SelfRAGRetry"
+        assert data["init_parameters"]["retriever"]["type"] == "haystack_integrations.components.retrievers.needle.variant_retriever.VariantRetriever"
         assert data["init_parameters"]["enabled"] is True
         assert SelfRAGRetry.from_dict(data).to_dict() == data
 

@@ -1,7 +1,7 @@
 import pytest
 from haystack import Document
 
-from components.similarity_gate import SimilarityGate
+from haystack_integrations.components.samplers.needle.similarity_gate import SimilarityGate
 
 
 def candidate(cosine: float | None, bm25: float | None, rerank: float | None = None) -> Document:

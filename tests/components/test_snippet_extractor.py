@@ -1,7 +1,7 @@
 import pytest
 from haystack import Document
 
-from components.snippet_extractor import SnippetExtractor
+from haystack_integrations.components.extractors.needle.snippet_extractor import SnippetExtractor
 
 TEXT = "\n".join(["# Title", "intro line", "filler", "the replication slot lags", "more filler", "end", "tail"])
 

@@ -4,8 +4,8 @@ from haystack.core.errors import DeserializationError
 from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.types import FilterPolicy
 
-from components.sparse_retriever import SparseRetriever
-from needle.document_stores import EdgeDocumentStore
+from haystack_integrations.components.retrievers.needle.sparse_retriever import SparseRetriever
+from haystack_integrations.document_stores.needle import EdgeDocumentStore
 from tests.document_stores.stub_store import StubStore
 
 
@@ -64,7 +64,7 @@ class TestSparseRetriever:
     def test_to_dict(self, tmp_path):
         store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4)
         assert SparseRetriever(document_store=store, top_k=7).to_dict() == {
-            "type": "components.sparse_retriever.SparseRetriever",
+            "type": "haystack_integrations.components.retrievers.needle.sparse_retriever.SparseRetriever",
             "init_parameters": {
                 "document_store": store.to_dict(),
                 "filters": None,
@@ -76,7 +76,7 @@ class TestSparseRetriever:
         }
 
     def test_from_dict(self, tmp_path, monkeypatch):
-        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,needle.document_stores")
+        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,haystack_integrations.document_stores.needle")
         store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4)
         retriever = SparseRetriever.from_dict(SparseRetriever(document_store=store, top_k=5).to_dict())
         assert isinstance(retriever.document_store, EdgeDocumentStore)
@@ -85,7 +85,7 @@ class TestSparseRetriever:
 
     def test_from_dict_without_store_raises(self):
         with pytest.raises(DeserializationError):
-            SparseRetriever.from_dict({"type": "components.sparse_retriever.SparseRetriever", "init_parameters": {}})
+            SparseRetriever.from_dict({"type": "haystack_integrations.components.retrievers.needle.sparse_retriever.SparseRetriever", "init_parameters": {}})
 
     def test_run_passes_query_top_k_and_filters_to_the_store(self):
         store = RecordingStore()
@@ -123,7 +123,7 @@ class TestSparseRetriever:
             SparseRetriever(document_store=edge_store, score_kind="dot")
 
     def test_pipeline_survives_dumps_and_loads(self, edge_store, monkeypatch):
-        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,needle.document_stores")
+        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,haystack_integrations.document_stores.needle")
         pipeline = Pipeline()
         pipeline.add_component("retriever", SparseRetriever(document_store=edge_store, top_k=1))
         loaded = Pipeline.loads(pipeline.dumps())

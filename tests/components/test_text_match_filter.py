@@ -1,6 +1,6 @@
 from haystack import Document
 
-from components.text_match_filter import TextMatchFilter
+from haystack_integrations.components.samplers.needle.text_match_filter import TextMatchFilter
 
 
 def docs():
@@ -14,7 +14,7 @@ def docs():
 class TestTextMatchFilter:
     def test_round_trip(self):
         data = TextMatchFilter().to_dict()
-        assert data == {"type": "components.text_match_filter.TextMatchFilter", "init_parameters": {}}
+        assert data == {"type": "haystack_integrations.components.samplers.needle.text_match_filter.TextMatchFilter", "init_parameters": {}}
         assert TextMatchFilter.from_dict(data).to_dict() == data
 
     def test_nothing_asked_passes_everything(self):

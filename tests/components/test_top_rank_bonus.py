@@ -1,7 +1,7 @@
 import pytest
 from haystack import Document
 
-from components.top_rank_bonus import TopRankBonus
+from haystack_integrations.components.rankers.needle.top_rank_bonus import TopRankBonus
 
 
 def fused(doc_id: str, score: float, ranks: dict[str, int]) -> Document:

@@ -1,9 +1,9 @@
 import pytest
 from haystack import Document
 
-from components.variant_retriever import VariantRetriever
-from needle.document_stores import EdgeDocumentStore
-from needle.models import BM25_MODEL, LOCAL_DENSE_MODEL, dense_embedder_params, sparse_embedder_params
+from haystack_integrations.components.retrievers.needle.variant_retriever import VariantRetriever
+from haystack_integrations.document_stores.needle import EdgeDocumentStore
+from needle.core.model_files import BM25_MODEL, LOCAL_DENSE_MODEL, dense_embedder_params, sparse_embedder_params
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ class TestVariantRetriever:
 
     def test_round_trip(self, retriever):
         data = retriever.to_dict()
-        assert data["type"] == "components.variant_retriever.VariantRetriever"
+        assert data["type"] == "haystack_integrations.components.retrievers.needle.variant_retriever.VariantRetriever"
         assert VariantRetriever.from_dict(data).to_dict() == data
 
     def test_no_variants_no_lists_and_no_model_load(self, retriever):

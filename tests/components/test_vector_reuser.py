@@ -2,8 +2,8 @@ import pytest
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
-from components.vector_reuser import VectorReuser
-from needle.document_stores import EdgeDocumentStore
+from haystack_integrations.components.caching.needle.vector_reuser import VectorReuser
+from haystack_integrations.document_stores.needle import EdgeDocumentStore
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ class TestVectorReuser:
 
     def test_to_dict_and_from_dict(self, store):
         data = VectorReuser(document_store=store, meta_fields_to_embed=["context"], batch_size=8).to_dict()
-        assert data["type"] == "components.vector_reuser.VectorReuser"
+        assert data["type"] == "haystack_integrations.components.caching.needle.vector_reuser.VectorReuser"
         assert data["init_parameters"]["meta_fields_to_embed"] == ["context"]
         assert data["init_parameters"]["embedding_separator"] == "\n" and data["init_parameters"]["batch_size"] == 8
         assert data["init_parameters"]["document_store"]["type"].endswith("EdgeDocumentStore")

@@ -1,8 +1,8 @@
 import pytest
 from haystack import Document, Pipeline
 
-from components.weighted_rrf_joiner import WeightedRRFJoiner
-from needle.loader import loads_pipeline
+from haystack_integrations.components.joiners.needle.weighted_rrf_joiner import WeightedRRFJoiner
+from needle.runtime.loader import loads_pipeline
 
 
 def docs(*ids: str) -> list[Document]:
@@ -42,7 +42,7 @@ class TestWeightedRRFJoiner:
     def test_to_dict(self):
         data = WeightedRRFJoiner(inputs=["x", "y"], weights={"x": 2.0}, k=30, top_k=7).to_dict()
         assert data == {
-            "type": "components.weighted_rrf_joiner.WeightedRRFJoiner",
+            "type": "haystack_integrations.components.joiners.needle.weighted_rrf_joiner.WeightedRRFJoiner",
             "init_parameters": {
                 "inputs": ["x", "y"], "weights": {"x": 2.0}, "k": 30, "top_k": 7,
                 "expansion_weight": 1.0, "group_by": None, "normalise": False,

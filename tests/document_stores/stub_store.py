@@ -1,6 +1,6 @@
 """A stand-in store for component tests: every `NeedleDocumentStore` method, each failing when called."""
 
-from needle.document_stores.protocol import STORE_METHODS
+from haystack_integrations.document_stores.needle.protocol import STORE_METHODS
 
 
 class StubStore:

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from haystack import Document
 
-from needle import disk
-from needle.document_stores.edge import shards
-from needle.document_stores.edge.document_store import EdgeDocumentStore
-from needle.document_stores.edge.seal import SEAL_FILE_NAME
-from needle.document_stores.edge.wal import read_wal
-from needle.document_stores.protocol import IndexDamagedError
+from haystack_integrations.document_stores.needle.edge import shards
+from haystack_integrations.document_stores.needle.edge.document_store import EdgeDocumentStore
+from haystack_integrations.document_stores.needle.edge.seal import SEAL_FILE_NAME
+from haystack_integrations.document_stores.needle.edge.wal import read_wal
+from haystack_integrations.document_stores.needle.protocol import IndexDamagedError
+from needle.core import disk
 
 DIM = 4
 
@@ -92,7 +92,7 @@ class TestCleanCloseSeal:
         assert (folder / SEAL_FILE_NAME).exists()
 
     def test_the_seal_records_what_a_walk_of_the_folder_finds(self, tmp_path):
-        from needle.document_stores.edge.seal import _state
+        from haystack_integrations.document_stores.needle.edge.seal import _state
 
         folder = _filled(tmp_path / "edge")
         (folder / "deep" / "deeper").mkdir(parents=True)

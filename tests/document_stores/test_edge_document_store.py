@@ -20,8 +20,13 @@ from haystack_integrations.document_stores.qdrant.converters import (
     convert_id,
 )
 
-from needle.document_stores.edge import DEFAULT_PAYLOAD_INDEXES, LOCK_FILE_NAME, EdgeDocumentStore, StoreLockedError
-from needle.document_stores.protocol import IndexDamagedError
+from haystack_integrations.document_stores.needle.edge import (
+    DEFAULT_PAYLOAD_INDEXES,
+    LOCK_FILE_NAME,
+    EdgeDocumentStore,
+    StoreLockedError,
+)
+from haystack_integrations.document_stores.needle.protocol import IndexDamagedError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -156,7 +161,7 @@ class TestEdgeDocumentStore:
     def test_to_dict(self, tmp_path):
         store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=8, payload_indexes={"meta.a": "keyword"})
         assert store.to_dict() == {
-            "type": "needle.document_stores.edge.document_store.EdgeDocumentStore",
+            "type": "haystack_integrations.document_stores.needle.edge.document_store.EdgeDocumentStore",
             "init_parameters": {
                 "path": str(tmp_path / "edge"),
                 "embedding_dim": 8,
@@ -536,7 +541,7 @@ class TestEdgeDocumentStore:
         assert len(cache) == 1
         assert store.read_ahead(batch=3, pause=0) == 40  # the documents, then the vectors
         assert len(cache) == 20 and cache.asked() == [("id", "content", "blob", "meta.path")]
-        from needle.document_stores.edge.converters import point_id
+        from haystack_integrations.document_stores.needle.edge.converters import point_id
 
         assert len(cache.found(cache.asked()[0], [point_id(str(n)) for n in range(20)])) == 20  # none left to read
         ahead = [(d.id, d.content, d.meta, d.score) for d in store.query_dense([1.0, 0.5, 0, 0], top_k=20, fields=["path"])]
@@ -798,7 +803,7 @@ class TestEdgeDocumentStoreBackup:
         assert store.count_documents() == 2
 
     def test_replace_shard_swaps_in_a_copy_and_refuses_an_open_index(self, tmp_path):
-        from needle.document_stores.edge.shards import replace_shard
+        from haystack_integrations.document_stores.needle.edge.shards import replace_shard
 
         source = EdgeDocumentStore(path=str(tmp_path / "old"), embedding_dim=4)
         source.write_documents([Document(id=str(i), content=f"n{i}") for i in range(3)])
@@ -816,7 +821,7 @@ class TestEdgeDocumentStoreBackup:
         source.close()
 
     def test_a_copy_keeps_a_files_holes_and_its_bytes(self, tmp_path):
-        from needle.document_stores.edge.shards import copy_keeping_holes
+        from haystack_integrations.document_stores.needle.edge.shards import copy_keeping_holes
 
         source, target = tmp_path / "pages.dat", tmp_path / "copy.dat"
         with open(source, "wb") as f:
@@ -885,7 +890,7 @@ class TestEdgeDocumentStoreAcrossProcesses:
         holder = Child(
             """
             import sys, time
-            from needle.document_stores.edge import EdgeDocumentStore
+            from haystack_integrations.document_stores.needle.edge import EdgeDocumentStore
             store = EdgeDocumentStore(path=sys.argv[1], embedding_dim=4)
             store.count_documents()
             print("ready", flush=True)
@@ -912,7 +917,7 @@ class TestEdgeDocumentStoreAcrossProcesses:
             f"""
             import os, sys
             from haystack import Document
-            from needle.document_stores.edge import EdgeDocumentStore, StoreLockedError
+            from haystack_integrations.document_stores.needle.edge import EdgeDocumentStore, StoreLockedError
             store = EdgeDocumentStore(path={str(tmp_path / "edge")!r}, embedding_dim=4, durable_writes=False)
             store.write_documents([Document(content="parent")])
             pid = os.fork()
@@ -937,7 +942,7 @@ class TestEdgeDocumentStoreAcrossProcesses:
             """
             import atexit, os, sys
             from haystack import Document
-            from needle.document_stores.edge import EdgeDocumentStore, StoreLockedError
+            from haystack_integrations.document_stores.needle.edge import EdgeDocumentStore, StoreLockedError
             path = sys.argv[1]
             store = EdgeDocumentStore(path=path, embedding_dim=4, durable_writes=False)
             store.write_documents([Document(content="parent")])
@@ -968,7 +973,7 @@ class TestEdgeDocumentStoreAcrossProcesses:
             """
             import sys
             from haystack import Document
-            from needle.document_stores.edge import EdgeDocumentStore
+            from haystack_integrations.document_stores.needle.edge import EdgeDocumentStore
             store = EdgeDocumentStore(path=sys.argv[1], embedding_dim=4)
             written, batch = 0, 0
             while True:

@@ -2,9 +2,9 @@ import pytest
 from haystack import Document
 from haystack.errors import FilterError
 
-from needle.document_stores._shared import Values, plain_filters
-from needle.document_stores.edge import EdgeDocumentStore
-from needle.document_stores.edge.filters import edge_filter
+from haystack_integrations.document_stores.needle._shared import Values, plain_filters
+from haystack_integrations.document_stores.needle.edge import EdgeDocumentStore
+from haystack_integrations.document_stores.needle.edge.filters import edge_filter
 
 
 class TestEdgeDocumentStoreFilters:

@@ -2,21 +2,21 @@ import pytest
 from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError
 
-from components.chunk_differ import ChunkDiffer
-from components.dense_retriever import DenseRetriever
-from components.hybrid_score_ranker import HybridScoreRanker
-from components.index_writer import IndexWriter
-from components.keyword_retriever import KeywordRetriever
-from components.pseudo_relevance_expander import PseudoRelevanceExpander
-from components.sparse_retriever import SparseRetriever
-from components.variant_retriever import VariantRetriever
-from needle.document_stores import (
+from haystack_integrations.components.caching.needle.chunk_differ import ChunkDiffer
+from haystack_integrations.components.query.needle.pseudo_relevance_expander import PseudoRelevanceExpander
+from haystack_integrations.components.rankers.needle.hybrid_score_ranker import HybridScoreRanker
+from haystack_integrations.components.retrievers.needle.dense_retriever import DenseRetriever
+from haystack_integrations.components.retrievers.needle.keyword_retriever import KeywordRetriever
+from haystack_integrations.components.retrievers.needle.sparse_retriever import SparseRetriever
+from haystack_integrations.components.retrievers.needle.variant_retriever import VariantRetriever
+from haystack_integrations.components.writers.needle.index_writer import IndexWriter
+from haystack_integrations.document_stores.needle import (
     EdgeDocumentStore,
     NeedleDocumentStore,
     QdrantServerDocumentStore,
     check_document_store,
 )
-from needle.document_stores.protocol import STORE_METHODS
+from haystack_integrations.document_stores.needle.protocol import STORE_METHODS
 from tests.document_stores.stub_store import StubStore
 
 UNREACHABLE = "http://127.0.0.1:9"
@@ -108,7 +108,7 @@ class TestOneErrorForOneCondition:
 def test_the_point_layout_is_qdrant_haystacks():
     from haystack_integrations.document_stores.qdrant import converters
 
-    from needle.document_stores import layout
+    from haystack_integrations.document_stores.needle import layout
 
     assert (layout.DENSE_VECTORS_NAME, layout.SPARSE_VECTORS_NAME) == (converters.DENSE_VECTORS_NAME, converters.SPARSE_VECTORS_NAME)
     assert layout.convert_id("notes:a.md#0") == converters.convert_id("notes:a.md#0")
@@ -118,6 +118,6 @@ def test_the_embedded_store_does_not_import_qdrant_client():
     import subprocess
     import sys
 
-    code = "import sys, needle.app, needle.cli; from needle.document_stores import EdgeDocumentStore; print('qdrant_client' in sys.modules, 'openai' in sys.modules)"
+    code = "import sys, needle.facade.api, needle.shells.cli; from haystack_integrations.document_stores.needle import EdgeDocumentStore; print('qdrant_client' in sys.modules, 'openai' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]

@@ -8,7 +8,7 @@ from haystack.utils import Secret
 from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 from qdrant_client.http import models as rest
 
-from needle.document_stores.qdrant_server import (
+from haystack_integrations.document_stores.needle.qdrant_server import (
     DEFAULT_PAYLOAD_FIELDS_TO_INDEX,
     QdrantServerDocumentStore,
     layout_parameters,
@@ -130,7 +130,7 @@ class TestQdrantServerDocumentStore:
             url=UNREACHABLE, index="notes", timeout=1, api_key=Secret.from_env_var("QDRANT_API_KEY", strict=False)
         )
         assert store.to_dict() == {
-            "type": "needle.document_stores.qdrant_server.QdrantServerDocumentStore",
+            "type": "haystack_integrations.document_stores.needle.qdrant_server.QdrantServerDocumentStore",
             "init_parameters": {
                 "url": UNREACHABLE,
                 "index": "notes",

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from needle.evaluation import calibration
-from needle.loader import read_graph
+from needle.runtime.loader import read_graph
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -71,7 +71,7 @@ class TestGraphs:
     @pytest.mark.parametrize("graph", ["search", "vsearch", "query", "search-native", "query-plain"])
     def test_every_search_graph_scores_a_confidence_that_its_label_passes_on(self, graph):
         components = read_graph(graph)["components"]
-        assert components["confidence"]["type"] == "components.confidence_scorer.ConfidenceScorer"
+        assert components["confidence"]["type"] == "haystack_integrations.components.classifiers.needle.confidence_scorer.ConfidenceScorer"
         assert components["confidence"]["init_parameters"]["weights"]
         assert calibration.threshold_of(graph) == components["label"]["init_parameters"]["min_confidence"] == 0.5
 

@@ -4,9 +4,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from needle.cli import main
 from needle.evaluation import compare
 from needle.evaluation import golden as golden_eval
+from needle.shells.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN_FILE = REPO / "eval" / "golden" / "demo.yml"

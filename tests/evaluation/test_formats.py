@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from needle.evaluation import formats
-from needle.formats import format_of
+from needle.core.file_formats import format_of
+from needle.evaluation import mixed_formats as formats
 from tests.conftest import make_settings
 
 pytestmark = pytest.mark.integration

@@ -236,7 +236,7 @@ class TestFilterQuestions:
         assert not failed, f"filter thresholds failed: {failed}\n{table}"
 
     def test_self_query_is_what_answers_them(self, demo_needle):
-        from needle.results import SearchFilters
+        from needle.core.results import SearchFilters
 
         filters = golden_eval.load_golden(DEMO_NOTES.parents[2] / "eval" / "golden" / "filters.yml")
         hits = {}

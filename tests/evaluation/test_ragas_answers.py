@@ -15,8 +15,6 @@ import pytest
 
 pytest.importorskip("ragas", reason="the ragas extra is not installed")
 
-from needle.app import Needle  # noqa: E402
-from needle.cli import main  # noqa: E402
 from needle.evaluation import golden as golden_eval  # noqa: E402
 from needle.evaluation.ragas_answers import (  # noqa: E402
     METRICS,
@@ -28,6 +26,8 @@ from needle.evaluation.ragas_answers import (  # noqa: E402
     score_answer,
     score_answers,
 )
+from needle.facade.api import Needle  # noqa: E402
+from needle.shells.cli import main  # noqa: E402
 from tests.evaluation.conftest import REPO  # noqa: E402
 from tests.llm_server import MODEL_NAME, llm_server  # noqa: E402, F401
 

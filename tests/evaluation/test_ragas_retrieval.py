@@ -12,7 +12,6 @@ import pytest
 
 pytest.importorskip("ragas", reason="the ragas extra is not installed")
 
-from needle.cli import main  # noqa: E402
 from needle.evaluation import beir  # noqa: E402
 from needle.evaluation import golden as golden_eval  # noqa: E402
 from needle.evaluation.ragas_retrieval import (  # noqa: E402
@@ -23,6 +22,7 @@ from needle.evaluation.ragas_retrieval import (  # noqa: E402
     retrieval_section,
     score_rankings,
 )
+from needle.shells.cli import main  # noqa: E402
 from tests.evaluation.conftest import GOLDEN_FILE  # noqa: E402
 from tests.evaluation.test_compare import write_tiny_beir  # noqa: E402
 

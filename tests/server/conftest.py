@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from needle.document_stores.edge.shards import copy_keeping_holes
+from haystack_integrations.document_stores.needle.edge.shards import copy_keeping_holes
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_NOTES = REPO / "needle" / "demo" / "notes"
@@ -73,7 +73,7 @@ def demo_index(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> dic
     data = base / "data"
     env = clean_env(data, model_dir)
     for args in (["collection", "add", str(notes), "--name", "notes"], ["index"]):
-        subprocess.run([sys.executable, "-m", "needle.cli", *args], env=env, check=True, capture_output=True, timeout=600)
+        subprocess.run([sys.executable, "-m", "needle.shells.cli", *args], env=env, check=True, capture_output=True, timeout=600)
     # Added after indexing: a large file that is not a note, and a link that leads out of the collection.
     (notes / "logs").mkdir()
     (notes / "logs" / "big.log").write_text("x" * (BIG_FILE_BYTES - 1) + "\n")
@@ -93,7 +93,7 @@ def start_server(data_dir: Path, model_dir: Path, log: Path, **env: str) -> Serv
     port = free_port()
     handle = log.open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "needle.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "needle.shells.cli", "serve", "--port", str(port)],
         env=clean_env(data_dir, model_dir, **env), stdout=handle, stderr=subprocess.STDOUT, cwd=REPO,
     )
     return Server(f"http://127.0.0.1:{port}", process, log, data_dir)

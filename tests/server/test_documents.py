@@ -7,7 +7,7 @@ import sys
 import pytest
 from mcp import Client
 
-from needle.evaluation import documents as make
+from needle.evaluation import sample_documents as make
 from tests.server.conftest import clean_env, start_server, stop, wait_ready
 from tests.server.test_mcp import result_of, run
 
@@ -29,10 +29,10 @@ def docs_server(tmp_path_factory, model_dir):
     make.write(folder / "scan.pdf", make.scanned_pdf_bytes())
     data = base / "data"
     env = clean_env(data, model_dir)
-    added = subprocess.run([sys.executable, "-m", "needle.cli", "collection", "add", str(folder), "--name", "papers",
+    added = subprocess.run([sys.executable, "-m", "needle.shells.cli", "collection", "add", str(folder), "--name", "papers",
                             "--documents"], env=env, capture_output=True, text=True, timeout=120)
     assert added.returncode == 0 and "**/*.pdf, **/*.docx, **/*.html" in added.stdout, added.stderr
-    indexed = subprocess.run([sys.executable, "-m", "needle.cli", "index"], env=env, capture_output=True, text=True,
+    indexed = subprocess.run([sys.executable, "-m", "needle.shells.cli", "index"], env=env, capture_output=True, text=True,
                              timeout=600)
     assert indexed.returncode == 0, indexed.stderr
     assert "skipped papers/scan.pdf: no text layer" in indexed.stdout

@@ -10,8 +10,8 @@ pytestmark = pytest.mark.integration
 schemathesis = pytest.importorskip("schemathesis")
 
 from hypothesis import HealthCheck, given  # noqa: E402
-from hypothesis.errors import Unsatisfiable  # noqa: E402
 from hypothesis import settings as hypothesis_settings  # noqa: E402
+from hypothesis.errors import Unsatisfiable  # noqa: E402
 from schemathesis import GenerationMode  # noqa: E402
 from schemathesis.checks import not_a_server_error  # noqa: E402
 from schemathesis.specs.openapi.checks import (  # noqa: E402

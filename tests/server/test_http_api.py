@@ -47,7 +47,7 @@ class TestSearchEndpoints:
 
     def test_a_request_writes_no_line_with_its_fields_to_the_server_log(self, http, server):
         # hayhooks' generic route logs each request's fields (the query's words) and its time; the served
-        # routes are Needle's lean ones (needle/http/run_routes.py), which keep only the access line.
+        # routes are Needle's lean ones (needle/shells/http/run_routes.py), which keep only the access line.
         hits(http, "search", query="renewal hook zebra-words", limit=3)
         log = server.log.read_text(errors="replace")
         assert "zebra-words" not in log and "Running pipeline" not in log

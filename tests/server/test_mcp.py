@@ -146,7 +146,7 @@ class TestStdio:
     def test_needle_mcp_serves_the_same_tools_over_stdio(self, demo_index, model_dir):
         data = copy_data(demo_index, "data-stdio")
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "needle.cli", "mcp"], env=clean_env(data, model_dir), cwd=str(REPO)
+            command=sys.executable, args=["-m", "needle.shells.cli", "mcp"], env=clean_env(data, model_dir), cwd=str(REPO)
         )
 
         async def go():
@@ -160,7 +160,7 @@ class TestStdio:
         data = copy_data(demo_index, "data-no-models")
         stderr = (tmp_path / "stderr.log").open("w+")
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "needle.cli", "mcp"], env=clean_env(data, tmp_path / "no-models"),
+            command=sys.executable, args=["-m", "needle.shells.cli", "mcp"], env=clean_env(data, tmp_path / "no-models"),
             cwd=str(REPO),
         )
 
@@ -185,7 +185,7 @@ class TestStdio:
         """The token server owns its index; `needle mcp` on the same data folder finds it in the owner record."""
         record = json.loads((locked_server.data_dir / "owner.json").read_text())
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "needle.cli", "mcp"], env=clean_env(locked_server.data_dir, model_dir),
+            command=sys.executable, args=["-m", "needle.shells.cli", "mcp"], env=clean_env(locked_server.data_dir, model_dir),
             cwd=str(REPO),
         )
 

@@ -1,9 +1,9 @@
 """Safe by default: reads stay inside collection roots, the token guards every route, errors stay clean."""
 
-import pytest
-
 import threading
 import time
+
+import pytest
 
 from tests.server.conftest import ALLOWED_ORIGIN, SECRET, TOKEN
 

@@ -4,9 +4,10 @@ from typing import Any
 
 from hayhooks import BasePipelineWrapper
 
-from needle.http.service import call, get_needle, search_filters, takes, user_error
-from needle.requests import ANSWER, MAX_QUERY_CHARS
-from needle.results import Answer
+from needle.core.requests import ANSWER, MAX_QUERY_CHARS
+from needle.core.results import Answer
+from needle.owner.served_facade import get_needle
+from needle.shells.http.endpoints import call, search_filters, takes, user_error
 
 
 class PipelineWrapper(BasePipelineWrapper):

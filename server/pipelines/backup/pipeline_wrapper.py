@@ -1,6 +1,6 @@
 """`POST /backup/run`: back the index up into a new folder (`needle backup` while another process holds it).
 
-Only the owner's own token opens this route (`needle.http.app.OwnerOnlyMiddleware`): it writes where it is
+Only the owner's own token opens this route (`needle.shells.http.server.OwnerOnlyMiddleware`): it writes where it is
 told, so it serves the `needle` commands of the user who started the process, never an HTTP client.
 """
 
@@ -10,7 +10,8 @@ from typing import Annotated, Any
 from hayhooks import BasePipelineWrapper
 from pydantic import Field
 
-from needle.http.service import call, get_needle
+from needle.owner.served_facade import get_needle
+from needle.shells.http.endpoints import call
 
 
 class PipelineWrapper(BasePipelineWrapper):

@@ -4,7 +4,8 @@ from typing import Any
 
 from hayhooks import BasePipelineWrapper
 
-from needle.http.service import call, get_needle
+from needle.owner.served_facade import get_needle
+from needle.shells.http.endpoints import call
 
 
 class PipelineWrapper(BasePipelineWrapper):

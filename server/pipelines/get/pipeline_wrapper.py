@@ -4,13 +4,14 @@ from typing import Any
 
 from hayhooks import BasePipelineWrapper
 
-from needle.files.reading import FileText
-from needle.http.service import call, get_needle, takes
-from needle.requests import GET
+from needle.core.files.reading import FileText
+from needle.core.requests import GET
+from needle.owner.served_facade import get_needle
+from needle.shells.http.endpoints import call, takes
 
 
 class PipelineWrapper(BasePipelineWrapper):
-    """Reads files through `needle.files`, which serves exactly what a collection includes."""
+    """Reads files through `needle.core.files`, which serves exactly what a collection includes."""
 
     def setup(self) -> None:
         """Open the process's one `Needle` at start-up; file reads run no graph."""

@@ -4,8 +4,9 @@ from typing import Any
 
 from hayhooks import BasePipelineWrapper
 
-from needle.http.service import call, takes, warm
-from needle.requests import INDEX
+from needle.core.requests import INDEX
+from needle.owner.served_facade import warm
+from needle.shells.http.endpoints import call, takes
 
 
 class PipelineWrapper(BasePipelineWrapper):

@@ -5,7 +5,8 @@ from typing import Annotated, Any
 from hayhooks import BasePipelineWrapper
 from pydantic import Field
 
-from needle.http.service import call, get_needle
+from needle.owner.served_facade import get_needle
+from needle.shells.http.endpoints import call
 
 
 class PipelineWrapper(BasePipelineWrapper):

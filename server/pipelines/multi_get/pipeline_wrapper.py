@@ -4,9 +4,10 @@ from typing import Any
 
 from hayhooks import BasePipelineWrapper
 
-from needle.files.multi_get import NEITHER_PATTERN_NOR_REFS, FileBatch
-from needle.http.service import call, get_needle, takes, user_error
-from needle.requests import MULTI_GET
+from needle.core.files.multi_get import NEITHER_PATTERN_NOR_REFS, FileBatch
+from needle.core.requests import MULTI_GET
+from needle.owner.served_facade import get_needle
+from needle.shells.http.endpoints import call, takes, user_error
 
 
 class PipelineWrapper(BasePipelineWrapper):

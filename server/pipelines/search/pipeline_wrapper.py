@@ -4,9 +4,10 @@ from typing import Any
 
 from hayhooks import BasePipelineWrapper
 
-from needle.http.service import search, takes, warm
-from needle.requests import SEARCH
-from needle.results import SearchAnswer
+from needle.core.requests import SEARCH
+from needle.core.results import SearchAnswer
+from needle.owner.served_facade import warm
+from needle.shells.http.endpoints import search, takes
 
 
 class PipelineWrapper(BasePipelineWrapper):

@@ -1,0 +1,32 @@
+"""Rebuilding a serialised store inside a component's `from_dict` (Haystack 2.x and 3.x alike).
+
+Haystack 2.x offered `deserialize_document_store_in_init_params_inplace`; 3.x removed it. Whether a store
+offers what the components call is `haystack_integrations.document_stores.needle.check_document_store`.
+"""
+
+from typing import Any
+
+from haystack.core.errors import DeserializationError
+from haystack.core.serialization import import_class_by_name
+
+
+def with_document_store(data: dict[str, Any], key: str = "document_store", optional: bool = False) -> dict[str, Any]:
+    """
+    A copy of a component's serialised form whose store under `key` is rebuilt from its `type`.
+
+    :param data: `{"type": ..., "init_parameters": {"document_store": {"type": ..., ...}, ...}}`.
+    :param key: The init parameter that holds the store.
+    :param optional: Leave a missing or `None` store as it is.
+    :returns: The same form with a `DocumentStore` instance in place of its dictionary (a store named by
+        role, `chunks`, stays a name for `needle.runtime.environment` to replace).
+    :raises DeserializationError: When the store has no `type`.
+    """
+    init_parameters = dict(data.get("init_parameters", {}))
+    store = init_parameters.get(key)
+    if (optional and store is None) or isinstance(store, str):  # a store named by role: the environment injects it
+        return {**data, "init_parameters": init_parameters}
+    if not isinstance(store, dict) or "type" not in store:
+        raise DeserializationError(f"Missing 'type' in the serialised {key}")
+    store_class = import_class_by_name(store["type"])
+    init_parameters[key] = store_class.from_dict(store)  # type: ignore[attr-defined]
+    return {**data, "init_parameters": init_parameters}

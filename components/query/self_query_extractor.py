@@ -1,0 +1,441 @@
+"""Read filters out of the question itself, with rules: tags, folders, fields, phrases, exclusions, dates, recency."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from haystack import component, default_from_dict, default_to_dict, logging
+
+from haystack_integrations.components.needle._dates import period_range, reference_time, rfc3339
+from haystack_integrations.components.needle._filters import (
+    IndexedFiles,
+    clean_tag,
+    collection_condition,
+    conjunction,
+    date_conditions,
+    path_condition,
+    tag_conditions,
+    where_condition,
+)
+from haystack_integrations.components.needle._store_deserialization import with_document_store
+from haystack_integrations.components.needle._vocabulary import IndexVocabulary
+from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore, check_document_store
+
+logger = logging.getLogger(__name__)
+
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_RELATIVE = (
+    r"(?:yesterday|today|this\s+(?:week|month|quarter|year)|last\s+(?:week|month|quarter|year)"
+    r"|(?:the\s+)?(?:last|past)\s+\d{1,3}\s+(?:days?|weeks?|months?|years?)|\d{1,3}\s+(?:days?|weeks?|months?|years?)\s+ago"
+    r"|an?\s+(?:week|month|year)\s+ago)"
+)
+_PREPOSITION = r"(since|after|from|before|until|till|in|during|on|of)"
+# A date phrase: relative words, a month (with a day or year after it, or a preposition before it), an ISO
+# date or month, a quarter, or a year after a preposition.
+_DATE = re.compile(
+    rf"(?<![\w-])(?:{_PREPOSITION}\s+)?("
+    rf"{_RELATIVE}"
+    rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|{_MONTH},?\s+\d{{4}}"
+    rf"|\d{{4}}-\d{{2}}(?:-\d{{2}})?|q[1-4]\s*\d{{4}}|\d{{4}}\s*q[1-4]"
+    rf")(?![\w-])"
+    rf"|(?<![\w-]){_PREPOSITION}\s+({_MONTH}|(?:19|20)\d{{2}})(?![\w-])",
+    re.IGNORECASE,
+)
+# An explicit span: "from 2009 to 2014", "between March and May 2024", "2024-01 to 2024-03".
+_POINT = rf"(?:{_MONTH}(?:\s+\d{{4}})?|\d{{4}}-\d{{2}}(?:-\d{{2}})?|(?:19|20)\d{{2}}|q[1-4]\s*\d{{4}})"
+_SPAN = re.compile(
+    rf"(?<![\w-])(?:from|between)\s+({_POINT})\s+(?:to|and|until|till|through)\s+({_POINT})(?![\w-])", re.IGNORECASE
+)
+_PHRASE = re.compile(r"[\"“]([^\"”]{1,200})[\"”]")
+# `-term`: a word of four or more characters; shorter ones and the single-dash options of common commands
+# (`set -euo`, `ls -la`, `find -name`) are flags, not exclusions.
+_EXCLUDED = re.compile(r"(?:(?<=\s)|^)-([A-Za-z][\w.']{3,})(?=\s|$)")
+_OPTION_WORDS = {
+    "name", "iname", "exec", "type", "print", "print0", "mtime", "mmin", "size", "path", "delete", "user", "perm",
+    "newer", "maxdepth", "mindepth", "regex", "empty", "prune", "version", "help", "verbose", "xtrace", "errexit",
+}
+_HASH_TAG = re.compile(r"(?:(?<=\s)|^)#([A-Za-z0-9_][\w/-]*)")
+_PREFIXED = re.compile(r"(?:(?<=\s)|^)(tags?|in|folder|path|collection):(\"[^\"]+\"|\S+)", re.IGNORECASE)
+_FOLDER_WORDS = re.compile(
+    r"(?<![\w-])(?:in|under)\s+(?:the\s+|my\s+)?([\w][\w./-]*)\s+(?:folder|directory)(?![\w-])"
+    r"|(?<![\w-])(?:in|under)\s+([\w][\w.-]*(?:/[\w.-]+)*/)(?=\s|$)",
+    re.IGNORECASE,
+)
+_FIELD = re.compile(r"(?:(?<=\s)|^)([A-Za-z_][\w-]*):\s?(\"[^\"]+\"|[^\s,;]+)")
+_RECENT = re.compile(
+    r"(?<![\w-])(?:(?:the\s+)?(?:latest|newest|most\s+recent(?:ly)?|most\s+up[- ]to[- ]date)"
+    r"|what\s+did\s+(?:i|we)\s+\w+\s+last"
+    r"|(?:the\s+)?current\s+(?:version|state|status|plan|runbook|setup|config\w*|process|approach|design|decision))(?![\w-])",
+    re.IGNORECASE,
+)
+_RESERVED_FIELDS = {"http", "https", "ftp", "file", "mailto", "tag", "tags", "in", "folder", "path", "collection"}
+
+
+@dataclass
+class _Extraction:
+    """What the rules found in one question."""
+
+    query: str
+    loose_query: str
+    tags: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    collections: list[str] = field(default_factory=list)
+    where: dict[str, Any] = field(default_factory=dict)
+    after: Any = None
+    before: Any = None
+    dates: list[str] = field(default_factory=list)
+    must_contain: list[str] = field(default_factory=list)
+    must_not_contain: list[str] = field(default_factory=list)
+    recent: bool = False
+
+    def has_filters(self) -> bool:
+        return bool(self.tags or self.paths or self.collections or self.where or self.after or self.before
+                    or self.must_contain or self.must_not_contain)
+
+
+@component
+class SelfQueryExtractor:
+    """
+    Reads filters out of a question and cleans the question for the searches, with rules and no model.
+
+    It recognises `#tag` and `tag:x` (tags), `in:folder/`, `folder:x`, `path:glob`, "in the x folder" and
+    an indexed folder named in words ("journal entries", "meeting notes", "from my journal"), `in:NAME`
+    or "in NAME" for an indexed collection, `field:value` for a frontmatter field the index holds, "quoted
+    phrases" (results must contain them), `-term` (results must not), dates in plain language
+    ("yesterday", "last week", "in March", "since 2024-05", "before Q3 2023", read by dateparser, see
+    `haystack_integrations.components.needle._dates`), and questions that ask for the newest ("latest", "most recent", "what did we
+    decide last"), which switch recency on. The filters join the request's own (AND) as Haystack filters;
+    the question loses the words that only said how to filter. A question with none of these passes
+    through untouched. What the index holds (collections, fields, folders) is read from `document_store`
+    (the whole-file store) and read again when its document count changes or after 5 minutes.
+    `self_query` reports what was read, for `--explain` and the JSON; when the filtered search finds fewer
+    than `min_results` results, the caller runs it again with `fallback=True`: the same question, its
+    words kept, without the extracted filters. Haystack has no self-query component (LangChain's
+    `SelfQueryRetriever` needs an LLM).
+
+    Usage example:
+    ```python
+    extractor = SelfQueryExtractor(document_store=file_store)
+    out = extractor.run(query="#homelab notes about alerts since May", now="2024-06-15T00:00:00Z")
+    out["query"]    # "notes about alerts"
+    out["filters"]  # {"operator": "AND", "conditions": [{"field": "meta.tags", "operator": "==", "value": "homelab"},
+                    #   {"field": "meta.date", "operator": ">=", "value": "2024-05-01T00:00:00Z"}]}
+    ```
+    """
+
+    def __init__(
+        self, document_store: NeedleDocumentStore | None = None, enabled: bool = True, min_results: int = 3,
+        recent_on_request: bool = True,
+    ) -> None:
+        """
+        Create the extractor.
+
+        :param document_store: The whole-file store, read for the collections and frontmatter fields the
+            index holds (`in:NAME`, `field:value`); without it those two rules are off.
+        :param enabled: Read filters out of questions; a request's `enabled` overrides it.
+        :param min_results: Fewer results than this from the filtered search make the caller fall back to
+            the unfiltered one (0 never falls back).
+        :param recent_on_request: Switch recency on when the question asks for the newest.
+        :raises ValueError: When `min_results` is negative.
+        """
+        if isinstance(min_results, bool) or not isinstance(min_results, int) or min_results < 0:
+            raise ValueError(f"min_results must be an integer >= 0, got {min_results!r}")
+        if document_store is not None:
+            check_document_store(document_store)
+        self.document_store = document_store
+        self._files = None if document_store is None else IndexedFiles.of(document_store)
+        self.enabled = enabled
+        self.min_results = min_results
+        self.recent_on_request = recent_on_request
+        self._vocabulary = None if document_store is None else IndexVocabulary.of(document_store)
+        self._counted = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the component."""
+        store = None if self.document_store is None else self.document_store.to_dict()
+        return default_to_dict(
+            self, document_store=store, enabled=self.enabled, min_results=self.min_results,
+            recent_on_request=self.recent_on_request,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SelfQueryExtractor:
+        """Deserialise the component."""
+        return default_from_dict(cls, with_document_store(data, optional=True))
+
+    @component.output_types(
+        query=str, filters=dict[str, Any] | None, must_contain=list[str], must_not_contain=list[str],
+        recent=bool, self_query=dict[str, Any], filters_engaged=bool,
+    )
+    def run(
+        self,
+        query: str,
+        filters: dict[str, Any] | None = None,
+        enabled: bool | None = None,
+        recent: bool | None = None,
+        now: str | None = None,
+        fallback: bool = False,
+    ) -> dict[str, Any]:
+        """
+        Read the question.
+
+        :param query: The question.
+        :param filters: The request's own filters, kept in any case.
+        :param enabled: Read filters out of the question; the init value when `None`.
+        :param recent: Recency asked for (`True`) or refused (`False`) by the request; when `None`, on when
+            the question asks for the newest.
+        :param now: The reference time of relative dates (ISO); the current time when `None`.
+        :param fallback: Run without the extracted filters and with the question's words kept (the caller's
+            second run when the filtered one found too little).
+        :returns: A dictionary with:
+            - `query`: the question without the words that only filtered (the question itself when nothing
+              was read, or on fallback).
+            - `filters`: the request's filters AND the extracted ones (Haystack syntax), or `None`.
+            - `must_contain`, `must_not_contain`: quoted phrases and `-terms`, for `TextMatchFilter`.
+            - `recent`: whether to rank by recency.
+            - `filters_engaged`: whether any filter (the request's or the question's) narrows the search.
+            - `self_query`: what was read (`{}` when the extractor is off): `original`, `query`, `filters`
+              (the extracted ones by kind), `must_contain`, `must_not_contain`, `recent`, `min_results`,
+              `applied` (whether any filter was read and applied) and `fallback`.
+        :raises ValueError: When `query` is not a string or `now` is not a date.
+        """
+        if not isinstance(query, str):
+            raise ValueError("query must be a string")
+        active = self.enabled if enabled is None else enabled
+        if not active:
+            return {"query": query, "filters": filters, "must_contain": [], "must_not_contain": [],
+                    "recent": bool(recent), "self_query": {}, "filters_engaged": filters is not None}
+        moment = reference_time(now)
+        found = self.extract(query, moment)
+        asked_recent = recent if recent is not None else (self.recent_on_request and found.recent)
+        applied = found.has_filters() and not fallback
+        extracted = None
+        if applied:
+            extracted = conjunction([
+                collection_condition(found.collections),
+                *tag_conditions(found.tags),
+                *(self._path(p) for p in found.paths),
+                *(where_condition(f"{k}={v}", moment) for k, v in found.where.items()),
+                *date_conditions(found.after, found.before),
+            ])
+        cleaned = query if not found.has_filters() and not found.recent else (found.loose_query if fallback else found.query)
+        info = {
+            "original": query,
+            "query": cleaned,
+            "filters": {
+                key: value for key, value in (
+                    ("tags", found.tags), ("paths", found.paths), ("collections", found.collections),
+                    ("where", found.where), ("dates", found.dates),
+                    ("after", rfc3339(found.after) if found.after else None),
+                    ("before", rfc3339(found.before) if found.before else None),
+                ) if value
+            },
+            "must_contain": found.must_contain,
+            "must_not_contain": found.must_not_contain,
+            "recent": bool(asked_recent),
+            "recent_from_question": found.recent and recent is None and self.recent_on_request,
+            "min_results": self.min_results,
+            "applied": applied,
+            "fallback": bool(fallback and found.has_filters()),
+            **self._extra_report(),
+        }
+        combined = conjunction([filters, extracted])
+        return {
+            "query": cleaned,
+            "filters": combined,
+            "filters_engaged": combined is not None,
+            "must_contain": [] if fallback else found.must_contain,
+            "must_not_contain": [] if fallback else found.must_not_contain,
+            "recent": bool(asked_recent),
+            "self_query": info,
+        }
+
+    def extract(self, query: str, now: Any) -> _Extraction:
+        """
+        Apply the rules to a question.
+
+        :param query: The question.
+        :param now: The reference time (naive UTC datetime).
+        :returns: What was found, and the question with (`query`) and without (`loose_query`) those words.
+        """
+        collections, fields, folders = self._known()
+        found = _Extraction(query="", loose_query="")
+        # Spans read as filters: the words the cleaned question keeps in their place, and those it keeps on fallback.
+        removed: list[tuple[int, int, str, str]] = []
+
+        def take(match: re.Match[str], keep: str = "", keep_searching: str = "") -> bool:
+            start, end = match.span()
+            if any(s < end and start < e for s, e, _, _ in removed):
+                return False
+            removed.append((start, end, keep_searching, keep))
+            return True
+
+        for match in _PHRASE.finditer(query):
+            phrase = " ".join(match.group(1).split()).strip(" .,;:!?")
+            if phrase and take(match, phrase, keep_searching=phrase):
+                found.must_contain.append(phrase)
+        for match in _PREFIXED.finditer(query):
+            kind, value = match.group(1).lower(), match.group(2).strip('"')
+            if kind in ("tag", "tags"):
+                tags = [clean_tag(t) for t in value.split(",") if clean_tag(t)]
+                if tags and take(match, " ".join(tags)):
+                    found.tags.extend(tags)
+            elif kind == "collection" or (kind == "in" and value.strip("/") in collections):
+                if take(match, value.strip("/")):
+                    found.collections.append(value.strip("/"))
+            elif take(match, value.strip("/").replace("/", " ")):
+                found.paths.append(value)
+        for match in _HASH_TAG.finditer(query):
+            tag = clean_tag(match.group(1))
+            if tag and not tag.replace("/", "").isdigit() and take(match, tag.replace("/", " ")):
+                found.tags.append(tag)
+        for match in _FOLDER_WORDS.finditer(query):
+            folder = (match.group(1) or match.group(2)).strip("/")
+            if take(match, folder.replace("/", " ")):
+                found.paths.append(folder + "/")
+        for match in _FIELD.finditer(query):
+            name, value = match.group(1), match.group(2).strip('"')
+            if name.lower() in _RESERVED_FIELDS or name not in fields:
+                continue
+            if take(match, value):
+                found.where[name] = _typed_value(value)
+        if collections:
+            for match in _collections_pattern(frozenset(collections)).finditer(query):
+                name = next(c for c in collections if c.lower() == match.group(1).lower())
+                if take(match, ""):
+                    found.collections.append(name)
+        if folders:
+            self._read_named_folders(query, folders, found, take)
+        for match in _EXCLUDED.finditer(query):
+            if match.group(1).lower() not in _OPTION_WORDS and take(match, ""):
+                found.must_not_contain.append(match.group(1))
+        for match in _SPAN.finditer(query):
+            first, last = period_range(match.group(1), now), period_range(match.group(2), now)
+            if first and last and first[0] < last[1] and take(match, match.group(0)):
+                found.dates.append(match.group(0).strip())
+                found.after = max(found.after or first[0], first[0])
+                found.before = min(found.before or last[1], last[1])
+        for match in _DATE.finditer(query):
+            self._read_date(match, now, found, take)
+        for match in _RECENT.finditer(query):
+            words = match.group(0)
+            asked = re.match(r"(what\s+did\s+\w+\s+\w+)\s+last$", words, re.IGNORECASE)
+            if take(match, words, keep_searching=asked.group(1) if asked else ""):
+                found.recent = True
+        found.query, found.loose_query = _without(query, removed)
+        if not found.query:
+            found.query = found.loose_query or query
+        return found
+
+    @staticmethod
+    def _read_named_folders(query: str, folders: set[str], found: _Extraction, take: Any) -> None:
+        """A folder named in words: "journal entries", "meeting notes", "from my journal"."""
+        pattern, names = _folders_pattern(frozenset(folders))
+        for match in pattern.finditer(query):
+            word = (match.group(1) or match.group(2)).lower()
+            if take(match, match.group(0)):
+                found.paths.append(names[word] + "/")
+
+    @staticmethod
+    def _read_date(match: re.Match[str], now: Any, found: _Extraction, take: Any) -> None:
+        preposition = (match.group(1) or match.group(3) or "").lower()
+        phrase = match.group(2) or match.group(4)
+        span = period_range(phrase, now)
+        if span is None or not take(match, match.group(0)):
+            return
+        start, end = span
+        found.dates.append(match.group(0).strip())
+        if preposition == "since":
+            found.after = max(found.after or start, start)
+        elif preposition == "after":
+            found.after = max(found.after or end, end)
+        elif preposition == "before":
+            found.before = min(found.before or start, start)
+        elif preposition in ("until", "till"):
+            found.before = min(found.before or end, end)
+        else:
+            found.after = max(found.after or start, start)
+            found.before = min(found.before or end, end)
+
+    def _known(self) -> tuple[set[str], set[str], set[str]]:
+        """
+        The indexed collections, frontmatter field names and folders, shared by every component reading the
+        same store in this process (`haystack_integrations.components.needle._vocabulary`); this instance's first read looks at the
+        store's document count at once, so it sees what was written before it.
+        """
+        if self._vocabulary is None:
+            return set(), set(), set()
+        first, self._counted = not self._counted, True
+        return self._vocabulary.read(check_count=first)
+
+    def _extra_report(self) -> dict[str, Any]:
+        """More to report on what was read (a subclass's); nothing here."""
+        return {}
+
+    def _path(self, pattern: str) -> dict[str, Any] | None:
+        """A path read from the question as a filter; `None` (left out) for a glob without a store to list."""
+        try:
+            return path_condition(pattern, self._files)
+        except ValueError:
+            logger.info("Path {pattern} left out: no file list to match it against", pattern=pattern)
+            return None
+
+
+def _typed_value(text: str) -> Any:
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _without(query: str, removed: list[tuple[int, int, str, str]]) -> tuple[str, str]:
+    """The question with each span replaced by the words it keeps, and by those it keeps on fallback."""
+    strict, loose, position = [], [], 0
+    for start, end, keep, keep_loose in sorted(removed):
+        strict.append(query[position:start] + " " + keep + " ")
+        loose.append(query[position:start] + " " + keep_loose + " ")
+        position = end
+    strict.append(query[position:])
+    loose.append(query[position:])
+    tidy = lambda text: re.sub(r"\s+([?.!,;:])", r"\1", " ".join(text.split())).strip(" ,;:")  # noqa: E731
+    return tidy("".join(strict)), tidy("".join(loose))
+
+
+# The patterns are compiled once per set of names (they change only when the index does): escaping and
+# compiling a few hundred folder names took most of the stage's time on every query.
+@functools.lru_cache(maxsize=16)
+def _collections_pattern(collections: frozenset[str]) -> re.Pattern[str]:
+    """Collections named in words: "in the work notes", "in work"."""
+    alternatives = "|".join(re.escape(c) for c in sorted(collections, key=len, reverse=True))
+    return re.compile(
+        rf"(?<![\w-])in\s+(?:the\s+|my\s+)?({alternatives})(?:\s+(?:collection|notes))?(?![\w-])", re.IGNORECASE
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _folders_pattern(folders: frozenset[str]) -> tuple[re.Pattern[str], dict[str, str]]:
+    """Folders named in words, and the folder each lowercase form (singular and plural) names."""
+    names: dict[str, str] = {}
+    for folder in sorted(folders):
+        last = folder.rsplit("/", 1)[-1].lower()
+        for form in sorted({last, last[:-1] if last.endswith("s") else last + "s"}):
+            if len(form) > 2:
+                names.setdefault(form, folder)
+    alternatives = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+    pattern = re.compile(
+        rf"(?<![\w/-])(?:(?:in|from)\s+(?:my\s+|the\s+)?({alternatives})"
+        rf"|({alternatives})\s+(?:entry|entries|note|notes|page|pages))(?![\w/-])",
+        re.IGNORECASE,
+    )
+    return pattern, names

@@ -1,0 +1,270 @@
+"""Offline reranking: rescore fused candidates by their files' exact BM25 and cosine scores."""
+
+from collections.abc import Callable
+from typing import Any
+
+from haystack import Document, component, default_to_dict
+from haystack.dataclasses.sparse_embedding import SparseEmbedding
+
+from haystack_integrations.components.needle._store_deserialization import with_document_store
+from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore, check_document_store
+from needle.core.checks import OptionalQueryVector, QueryVector, check_top_k
+from needle.core.documents import replace
+
+_COSINE_SCALES = ("best", "raw")
+
+
+@component
+class HybridScoreRanker:
+    """
+    Reranks candidate files by `bm25_weight * bm25 + (1 - bm25_weight) * cosine`, each signal exact and scaled.
+
+    Reciprocal rank fusion keeps ranks and throws the scores away, and a file that only one list retrieved
+    gets nothing from the other. This ranker asks the store for the exact score of each candidate file's best
+    chunk per signal (one search per file and signal, scores only; every search a store answers, the query
+    terms' best scores included, goes to it in one batch). The cosine is
+    divided by the best candidate's; the BM25 score by the best the query could reach (the sum, over its
+    terms, of the best single-term score in the index), so a file that matches one incidental word of a
+    paraphrased question scores low instead of being stretched to 1 by min-max scaling. It needs no model of
+    its own (the query's embeddings come from the graph) and is the offline default of the rerank stage: no
+    cross-encoder installs offline, and this rescoring is what lifts the hybrid graph on SciFact and on the
+    golden set (see docs/evaluation.md, Ablation). Haystack's rankers either run a model (cross-encoders, LLMs) or
+    sort by metadata; none rescores with the store's scores.
+
+    With a `file_document_store` (whole-file documents, see `FileDocumentBuilder`) each signal is read
+    twice, for the file's best chunk and for its whole text, each normalised as above, and mixed by
+    `file_weight`: words or meaning spread over several chunks then still count. With `bm25_weight` at
+    1.0 or 0.0 it is a single-signal ranker, which is how `search.yml` and `vsearch.yml` score files.
+
+    The cosine part is relative to the candidate set, so scores are not cached per document:
+    `cacheable = False` tells `CachedReranker` to skip its cache.
+
+    Usage example:
+    ```python
+    ranker = HybridScoreRanker(document_store=store, bm25_weight=0.5)
+    ranker.run(query="q", documents=candidates, query_embedding=vector, query_sparse_embedding=sparse)
+    ```
+    """
+
+    cacheable = False
+
+    def __init__(
+        self,
+        document_store: NeedleDocumentStore,
+        bm25_weight: float = 0.5,
+        group_by: str = "source_doc_id",
+        file_document_store: NeedleDocumentStore | None = None,
+        file_weight: float = 0.5,
+        cosine_scale: str = "best",
+    ) -> None:
+        """
+        Create the ranker.
+
+        :param document_store: A Needle document store; its `best_scores()` runs the requests of `best_scores_by_requests()` and `best_term_score_requests()`.
+        :param bm25_weight: Weight of the normalised BM25 score; the cosine gets the rest. At 1.0 the ranker
+            needs no dense query embedding, at 0.0 no sparse one.
+        :param group_by: Metadata field naming a document's file; candidates are scored per file.
+        :param file_document_store: The store of whole-file documents (see `FileDocumentBuilder`); when given,
+            each signal mixes the file's best chunk and its whole text.
+        :param file_weight: The whole text's share of each signal when `file_document_store` is given.
+        :param cosine_scale: `best` divides each cosine by the best candidate's (the best file always gets
+            1.0); `raw` keeps the cosine (clamped to [0, 1]), so a query nothing resembles stays low.
+        :raises ValueError: When a store is not a `NeedleDocumentStore`, `bm25_weight` or `file_weight` is outside
+            [0, 1], or `cosine_scale` is unknown.
+        """
+        check_document_store(document_store)
+        if file_document_store is not None:
+            check_document_store(file_document_store)
+        if not 0.0 <= bm25_weight <= 1.0:
+            raise ValueError(f"bm25_weight must be within [0, 1], got {bm25_weight}")
+        if not 0.0 <= file_weight <= 1.0:
+            raise ValueError(f"file_weight must be within [0, 1], got {file_weight}")
+        if cosine_scale not in _COSINE_SCALES:
+            raise ValueError(f"cosine_scale must be one of {_COSINE_SCALES}, got {cosine_scale!r}")
+        self.document_store = document_store
+        self.bm25_weight = bm25_weight
+        self.group_by = group_by
+        self.file_document_store = file_document_store
+        self.file_weight = file_weight
+        self.cosine_scale = cosine_scale
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the ranker and its stores."""
+        return default_to_dict(
+            self,
+            document_store=self.document_store.to_dict(),
+            bm25_weight=self.bm25_weight,
+            group_by=self.group_by,
+            file_document_store=self.file_document_store.to_dict() if self.file_document_store is not None else None,
+            file_weight=self.file_weight,
+            cosine_scale=self.cosine_scale,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "HybridScoreRanker":
+        """Deserialise the ranker; the stores are rebuilt from their own dictionaries."""
+        data = with_document_store(with_document_store(data), "file_document_store", optional=True)
+        return cls(**data["init_parameters"])
+
+    def _file(self, doc: Document) -> str:
+        return str(doc.meta.get(self.group_by, doc.id))
+
+    def _levels(self) -> list[tuple[str, Any, float]]:
+        """(name, store, weight) of each level a signal is read at."""
+        if self.file_document_store is None or self.file_weight == 0.0:
+            return [("chunk", self.document_store, 1.0)]
+        levels = [("file", self.file_document_store, self.file_weight)]
+        if self.file_weight < 1.0:
+            levels.insert(0, ("chunk", self.document_store, 1.0 - self.file_weight))
+        return levels
+
+    def _read(self, files: list[str], sparse: SparseEmbedding | None, dense: QueryVector | None) -> dict[str, dict[str, Any]]:
+        """
+        Every score the signals need, one batch of engine calls per level's store: each file's best BM25 and
+        cosine there (files without a scored document left out) and each query term's best single-term score.
+
+        :returns: level name → `bm25`, `terms`, `cosine` (those the weights need).
+        """
+        read: dict[str, dict[str, Any]] = {}
+        for name, store, _weight in self._levels():
+            lexical = store.best_scores_by_requests(self.group_by, files, query_sparse_embedding=sparse) if sparse is not None else []
+            terms = store.best_term_score_requests(sparse) if sparse is not None else []
+            semantic = store.best_scores_by_requests(self.group_by, files, query_embedding=dense) if dense is not None else []
+            scores = store.best_scores([*lexical, *terms, *semantic])
+            by_file = lambda found: {f: score for f, score in zip(files, found) if score is not None}  # noqa: E731
+            read[name] = {}
+            if sparse is not None:
+                read[name]["bm25"] = by_file(scores[: len(lexical)])
+                read[name]["terms"] = [0.0 if score is None else score for score in scores[len(lexical) : len(lexical) + len(terms)]]
+            if dense is not None:
+                read[name]["cosine"] = by_file(scores[len(lexical) + len(terms) :])
+        return read
+
+    def _lexical(self, files: list[str], read: dict[str, dict[str, Any]], trace: dict[str, dict[str, float]]) -> dict[str, float]:
+        """BM25 per file and level, divided by the best score the query could reach there, mixed by level."""
+
+        def normalise(level: str, scores: dict[str, float], name: str) -> dict[str, float]:
+            # The best the query could reach: each term's best single-term score, summed.
+            terms = [float(t) for t in read[level]["terms"]]
+            ceiling = sum(terms)
+            trace[f"{name}bm25_ceiling"] = dict.fromkeys(files, ceiling)
+            # The share of the query's terms that no document has (the ceiling leaves them out).
+            trace[f"{name}bm25_unknown"] = dict.fromkeys(files, sum(1 for t in terms if t <= 0) / len(terms) if terms else 0.0)
+            return {f: min(score / ceiling, 1.0) for f, score in scores.items()} if ceiling > 0 else {}
+
+        return self._mix(files, read, trace, "bm25", normalise)
+
+    def _semantic(self, files: list[str], read: dict[str, dict[str, Any]], trace: dict[str, dict[str, float]]) -> dict[str, float]:
+        """Cosine per file and level (divided by the best candidate's there, unless `raw`), mixed by level."""
+
+        def normalise(_level: str, scores: dict[str, float], _name: str) -> dict[str, float]:
+            best = max(scores.values(), default=0.0) if self.cosine_scale == "best" else 1.0
+            return {f: min(max(score, 0.0) / best, 1.0) for f, score in scores.items()} if best > 0 else {}
+
+        return self._mix(files, read, trace, "cosine", normalise)
+
+    def _mix(
+        self,
+        files: list[str],
+        read: dict[str, dict[str, Any]],
+        trace: dict[str, dict[str, float]],
+        signal: str,
+        normalise: Callable[[str, dict[str, float], str], dict[str, float]],
+    ) -> dict[str, float]:
+        """
+        One signal per file, mixed over the levels read.
+
+        A file with a chunk score but no whole-file score has no whole-file document (it was indexed before
+        whole files were), or its matching words lie past `FileDocumentBuilder.max_chars`: its chunk value
+        stands in for the missing one.
+        """
+        mixed = dict.fromkeys(files, 0.0)
+        chunk_values: dict[str, float] = {}
+        for name, _store, weight in self._levels():
+            prefix = "" if name == "chunk" else "file_"
+            scores = read[name][signal]
+            trace[f"{prefix}{signal}"] = {f: scores.get(f, 0.0) for f in files}
+            values = normalise(name, scores, prefix)
+            for f in files:
+                value = values.get(f)
+                if value is None:
+                    value = chunk_values.get(f, 0.0) if f not in scores else 0.0
+                mixed[f] += weight * value
+            if name == "chunk":
+                chunk_values = {f: values.get(f, 0.0) for f in files if f in scores}
+        return mixed
+
+    def rescore(
+        self,
+        documents: list[Document],
+        query_embedding: OptionalQueryVector = None,
+        query_sparse_embedding: SparseEmbedding | None = None,
+    ) -> list[tuple[float, dict[str, Any]]]:
+        """
+        The new score of each candidate and the metadata `run` adds to it, without building any document.
+
+        `CachedReranker` reads these instead of the documents `run` returns: it builds each reranked
+        document once, with every field it changes.
+
+        :param documents: Candidates, one per file.
+        :param query_embedding: The query's dense embedding.
+        :param query_sparse_embedding: The query's sparse (BM25) embedding.
+        :returns: One `(score, {"hybrid": ...})` per document, in input order (see `run`).
+        :raises ValueError: When an embedding the weights need is missing.
+        """
+        if not documents:
+            return []
+        if self.bm25_weight < 1.0 and query_embedding is None:
+            raise ValueError("HybridScoreRanker needs query_embedding (its bm25_weight is below 1)")
+        if self.bm25_weight > 0.0 and query_sparse_embedding is None:
+            raise ValueError("HybridScoreRanker needs query_sparse_embedding (its bm25_weight is above 0)")
+        files = list(dict.fromkeys(self._file(doc) for doc in documents))
+        read = self._read(
+            files,
+            query_sparse_embedding if self.bm25_weight > 0.0 else None,
+            query_embedding if self.bm25_weight < 1.0 else None,
+        )
+        trace: dict[str, dict[str, float]] = {}
+        mixed = dict.fromkeys(files, 0.0)
+        if self.bm25_weight > 0.0:
+            for f, value in self._lexical(files, read, trace).items():
+                mixed[f] += self.bm25_weight * value
+        if self.bm25_weight < 1.0:
+            for f, value in self._semantic(files, read, trace).items():
+                mixed[f] += (1.0 - self.bm25_weight) * value
+        keys = [self._file(doc) for doc in documents]
+        return [(mixed[key], {"hybrid": {name: values[key] for name, values in trace.items()}}) for key in keys]
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self,
+        query: str,
+        documents: list[Document],
+        top_k: int | None = None,
+        query_embedding: OptionalQueryVector = None,
+        query_sparse_embedding: SparseEmbedding | None = None,
+    ) -> dict[str, list[Document]]:
+        """
+        Rescore and sort the candidates; only the `top_k` returned are built as new documents.
+
+        :param query: The user's query (unused: the embeddings carry it; kept for the ranker interface).
+        :param documents: Candidates, one per file.
+        :param top_k: How many to return; all when `None`.
+        :param query_embedding: The query's dense embedding.
+        :param query_sparse_embedding: The query's sparse (BM25) embedding.
+        :returns: A dictionary with `documents`, best first, `score` in [0, 1] and `meta["hybrid"]` holding
+            the file's exact scores at each level read (`bm25`, `cosine`, `file_bm25`, `file_cosine`), the
+            query's `bm25_ceiling` (`file_bm25_ceiling`) and the share of its terms no document has
+            (`bm25_unknown`, `file_bm25_unknown`).
+        :raises ValueError: When `top_k` is below 1 or an embedding the weights need is missing.
+        """
+        check_top_k(top_k, optional=True)
+        scored = self.rescore(documents, query_embedding, query_sparse_embedding)
+        # A stable sort of the positions: ties keep their input order.
+        order = sorted(range(len(documents)), key=lambda i: -scored[i][0])
+        return {
+            "documents": [
+                replace(documents[i], score=scored[i][0], meta={**documents[i].meta, **scored[i][1]})
+                for i in (order if top_k is None else order[:top_k])
+            ]
+        }

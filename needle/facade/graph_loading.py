@@ -1,0 +1,157 @@
+"""Loading the YAML graphs: each once per set of overrides, in a pool of warmed instances, its contract checked."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from haystack import Pipeline
+
+from needle.core.settings import Settings
+from needle.facade.base import FacadeBase
+from needle.lifecycle import provenance as index_info
+from needle.runtime.contract import GraphContract
+from needle.runtime.loader import apply_overrides, load_pipeline, read_graph
+from needle.runtime.pool import GraphPool
+
+INGEST = "ingest"
+
+
+def reported_stages(graph: Pipeline, contract: GraphContract) -> set[str]:
+    """
+    The stages of a graph whose outputs a run returns: those the contract reads, and every stage with a
+    `warnings` output (a response reports them all).
+    """
+    known = getattr(graph, "_needle_reported", None)
+    if known is None:
+        nodes = graph.graph.nodes
+        warned = {name for name in nodes if "warnings" in nodes[name].get("output_sockets", {})}
+        known = contract.stages | warned
+        graph._needle_reported = known  # type: ignore[attr-defined]
+    return set(known)
+
+
+def configured_graph(name: str, settings: Settings) -> dict[str, Any]:
+    """
+    A graph's dictionary with the configuration's `set` overrides that apply to it.
+
+    :param name: Graph name or file.
+    :param settings: Needle's settings.
+    :returns: A fresh dictionary.
+    """
+    graph = read_graph(name)
+    return apply_overrides(graph, settings.set, strict=False) if settings.set else graph
+
+
+def _user_inputs(graph: Pipeline | None, name: str, free: Mapping[str, Any]) -> list[str]:
+    """A graph's free run inputs that its contract does not feed (those a user may set per run), as `stage.socket`."""
+    fed = GraphContract.of(graph, name).fed() if graph is not None else set()
+    return [f"{c}.{s}" for c, sockets in free.items() for s in sockets if f"{c}.{s}" not in fed]
+
+
+class Graphs(FacadeBase):
+    """The graphs of one configuration, loaded once each (thread-safe)."""
+
+    def pipeline(self, name: str, overrides: Mapping[str, Any] | None = None) -> Pipeline:
+        """
+        A graph (`pipelines/<name>.yml` or a path), loaded and warmed once per set of overrides.
+
+        :param name: Graph name or file.
+        :param overrides: `component.parameter` → value, on top of the configuration's `set`.
+        :raises PipelineError: When the graph or an override is invalid.
+        """
+        return self._pool(name, overrides).first
+
+    def _pool(self, name: str, overrides: Mapping[str, Any] | None = None) -> GraphPool:
+        """The pool of a graph's instances for a set of overrides (`serve.graph_instances` at most)."""
+        key = (str(name), json.dumps(dict(overrides or {}), sort_keys=True, default=str))
+        with self._lock:
+            pool = self._pools.get(key)
+            if pool is not None:
+                return pool
+            building = self._building.setdefault(key, threading.Lock())
+        # One graph builds at a time per key, outside the Needle's lock: a run of a graph already loaded
+        # does not wait while another loads (an owner warming its graphs in the background).
+        with building:
+            with self._lock:
+                pool = self._pools.get(key)
+            if pool is None:
+                combined = {**self._configured_overrides(name), **dict(overrides or {})}
+
+                def build() -> Pipeline:
+                    pipeline = load_pipeline(name, self.environment, combined)
+                    pipeline.warm_up()
+                    return pipeline
+
+                pool = GraphPool(build, self.settings.serve.graph_instances)
+                with self._lock:
+                    self._pools[key] = pool
+            return pool
+
+    def warm(self, name: str) -> Pipeline:
+        """
+        Load and warm every instance of a graph that concurrent runs may need (a server at start-up); the
+        ingest graph needs one, since index runs take turns. Components that load their models on first use
+        (the ingest graph's embedders, so that an index run with nothing to embed loads none) load them now.
+
+        :returns: The graph's first instance.
+        """
+        pool = self._pool(name)
+        if name != INGEST:
+            pool.fill()
+        for _, component in pool.first.walk():
+            load = getattr(component, "load", None)
+            if callable(load):
+                load()
+        return pool.first
+
+    def _with_overrides(
+        self, name: str, overrides: Mapping[str, Any] | None, init_level: bool = True
+    ) -> tuple[GraphPool, dict[str, dict[str, Any]]]:
+        """
+        The graph's pool for a set of overrides, and the run data for those that are run inputs of a component.
+
+        A key naming a run input that no connection feeds (`bm25_retriever.top_k`) goes into this run's
+        data; any other key is an init parameter, for which a variant of the graph is built once.
+
+        :param init_level: Allow init-parameter overrides (a server refuses them per request).
+        :raises ValueError: When `init_level` is off and a key is not a free run input.
+        """
+        run_data: dict[str, dict[str, Any]] = {}
+        init: dict[str, Any] = {}
+        graph = self.pipeline(name) if overrides else None
+        free = graph.inputs() if graph is not None else {}
+        for key, value in (overrides or {}).items():
+            component, _, parameter = str(key).partition(".")
+            if parameter in free.get(component, {}):
+                run_data.setdefault(component, {})[parameter] = value
+            elif init_level:
+                init[key] = value
+            else:
+                raise ValueError(
+                    f"set: '{key}' is not a run input of graph {name} (it has "
+                    f"{', '.join(_user_inputs(graph, name, free)) or 'none'}); "
+                    "init parameters are configured when the server starts (`set:` in the configuration)"
+                )
+        return self._pool(name, init), run_data
+
+    def _configured_overrides(self, name: str) -> dict[str, Any]:
+        """The configuration's `set`, restricted to the components this graph has."""
+        if not self.settings.set:
+            return {}
+        components = read_graph(name)["components"]
+        return {k: v for k, v in self.settings.set.items() if str(k).split(".", 1)[0] in components}
+
+    def _fingerprint(self) -> dict[str, Any]:
+        """The fingerprint an index built with this configuration has (every query compares it), computed once."""
+        if self._expected_fingerprint is None:
+            self._expected_fingerprint = index_info.fingerprint(self.settings, self.ingest_graph())
+        return self._expected_fingerprint
+
+    def ingest_graph(self) -> dict[str, Any]:
+        """The ingest graph's dictionary with the configuration's overrides (for the index's provenance)."""
+        if self._ingest_graph is None:
+            self._ingest_graph = configured_graph(INGEST, self.settings)
+        return self._ingest_graph

@@ -1,0 +1,364 @@
+"""The thin client: a `needle` command sent whole to the process that owns the index, without Haystack.
+
+A command that an owner can run (`THIN_COMMANDS`) finds the owner (`needle.owner.record`, which checks the record
+and the listener before anything is sent), posts its parsed arguments to `POST /needle/cli` and prints what
+comes back: the owner runs the very code the command would have run here (`needle.commands.dispatch.run`), so the
+output and the exit code are byte for byte the same. While the owner works it sends a line every second
+(and an index run's progress); a client that hears nothing for `owner.answer_timeout` seconds says so and
+exits 1 instead of waiting on a stopped owner. When no owner runs and `owner.autostart` is on, a command that
+needs the index starts one in the background (`needle owner run`, logging to `DATA_DIR/owner.log`) and
+goes through it. This module imports only the standard library, `needle.owner.locate`, `needle.owner.record` and `needle.commands.render`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from needle.commands.render import terminal_safe
+from needle.owner import record as records
+from needle.owner.code_stamp import code_stamp
+from needle.owner.locate import Location, locate
+
+if TYPE_CHECKING:
+    from subprocess import Popen
+
+CLI_PATH = "/needle/cli"
+OWNER_LOG = "owner.log"
+SPAWN_LOCK = "owner.start.lock"
+# How long a command waits for the background owner it started to load its graphs and answer.
+START_TIMEOUT = 300.0
+# Commands an owner runs for a client; those in `NEEDS_INDEX` also start a background owner when none runs.
+NEEDS_INDEX = {"search", "vsearch", "query", "get", "multi-get", "ls", "status", "index", "answer", "check", "optimize", "backup"}
+# `restore` and `migrate` go to an owner that runs, which queues them behind the requests and index runs under
+# way; with none they open the index here.
+THIN_COMMANDS = NEEDS_INDEX | {"collection", "context", "restore", "migrate"}
+# Commands that change nothing: sent again, once, when the owner goes away before it answers.
+RETRIED = {"search", "vsearch", "query", "get", "multi-get", "ls", "status", "check", "context", "collection"}
+
+
+class OwnerGoneError(ConnectionError):
+    """The owner's connection closed before the command's answer came."""
+
+
+class OwnerExitingError(OwnerGoneError):
+    """The owner refused the command because it is exiting: the command did not run there."""
+
+
+RETIRE_PATH = "/needle/retire"
+# How long a client waits for an owner that is exiting to be gone.
+EXIT_WAIT = 30.0
+
+
+def other_code(record: records.OwnerRecord, location: Location) -> records.OwnerRecord | None:
+    """
+    The owner runs other code than this command (`needle.owner.code_stamp`: an upgrade or a `git pull` since it started).
+
+    A background owner is asked to exit (`POST /needle/retire`): when idle it does, and this returns `None`
+    once it is gone (the caller starts a fresh one). When it is busy (an index run under way), the command
+    still goes through it, since the index is its until the run ends (waiting could take minutes, stopping it
+    would lose the run), with one line saying so; it exits by itself once idle, and the next command starts a
+    fresh one. An owner the user started (`serve`, `mcp`, `watch`) is used, with one line on how to restart it.
+
+    :returns: The owner to send the command to, or `None` when it is gone.
+    """
+    who = f"the owner (pid {record.pid}, needle {record.command or 'serve'})"
+    theirs = record.code.split("+")[0] if record.code else "an older version"
+    if record.command != records.BACKGROUND:
+        print(f"needle: {who} runs other code ({theirs}, started before Needle changed); restart it to use "
+              f"this code (stop it, then run `needle {record.command or 'serve'}` again)", file=sys.stderr)
+        return record
+    answer = _retire(record)
+    if answer.get("exiting"):  # it refuses every request from now on: stop it as `needle owner stop` does
+        records.stop_owner(record, EXIT_WAIT)
+        return None
+    busy = answer.get("busy") or "an owner from before code stamps"
+    ending = ("it exits once idle, and the next command starts one with this code" if "busy" in answer
+              else "`needle owner stop` replaces it")
+    print(f"needle: {who} runs other code ({theirs}) but is busy ({busy}): this command goes through it; {ending}",
+          file=sys.stderr)
+    return record
+
+
+def _retire(record: records.OwnerRecord) -> dict[str, Any]:
+    """Ask a background owner to exit when idle; `{}` when it does not know the route (older code)."""
+    connection = records.connect(record)
+    try:
+        connection.request("POST", RETIRE_PATH, body="{}", headers={**record.headers, "Content-Type": "application/json"})
+        response = connection.getresponse()
+        body = response.read()
+        if response.status != 200:
+            return {}
+        answer = json.loads(body)
+        return answer if isinstance(answer, dict) else {}
+    except (OSError, ValueError):
+        return {}
+    finally:
+        connection.close()
+
+
+def gone(record: records.OwnerRecord, timeout: float = EXIT_WAIT) -> None:
+    """Wait for an owner that is exiting to be gone (its process ended, or its record removed)."""
+    deadline = time.monotonic() + timeout
+    while records.same_process(record) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def eligible(args: Any) -> bool:
+    """Whether the owner can run this parsed command for a client."""
+    if args.command not in THIN_COMMANDS:
+        return False
+    if args.command == "collection":
+        return args.action in ("list", "remove")
+    return True
+
+
+def through_owner(args: Any, location: Location | None = None) -> int | None:
+    """
+    Run the command through the owner, starting a background one when none runs and the setting allows it.
+
+    :param args: The parsed command line (sent as it is: the owner runs `needle.commands.dispatch.run` on it).
+    :param location: Where the index lives; read from the environment when `None`.
+    :returns: The exit code, or `None` when the command should run in this process (no owner, autostart off,
+        a Qdrant server, a configuration only the full settings can read).
+    """
+    if not eligible(args):
+        return None
+    location = location or locate()
+    if location is None or location.store_url:
+        return None
+    try:
+        record = records.live_owner(location)
+        if record is not None and record.code != code_stamp():
+            record = other_code(record, location)
+        if record is None and location.autostart and args.command in NEEDS_INDEX:
+            record = start_owner(location, first=first_graphs(args))
+        if record is None:
+            return None
+        try:
+            return send(record, vars(args), location)
+        except OwnerExitingError:  # refused before it ran: any command goes to the next owner
+            gone(record)
+            record = records.live_owner(location) or (start_owner(location) if location.autostart else None)
+            if record is None:
+                return None
+            return send(record, vars(args), location)
+        except OwnerGoneError:
+            if args.command not in RETRIED:
+                raise
+            record = records.live_owner(location) or (start_owner(location) if location.autostart else None)
+            if record is None:
+                raise
+            return send(record, vars(args), location)
+    except ConnectionError as error:
+        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 1
+
+
+# The graph each command runs, which an owner it starts warms before answering (the others after).
+SEARCH_GRAPHS = ("search", "vsearch", "query")
+
+
+def first_graphs(args: Any) -> list[str]:
+    """The graphs an owner started for this command should warm first: the command's own, when it runs one."""
+    if args.command in SEARCH_GRAPHS and getattr(args, "pipeline", None) in SEARCH_GRAPHS:
+        return [args.pipeline]
+    if args.command == "index":
+        return ["ingest"]
+    return []
+
+
+def send(record: records.OwnerRecord, arguments: dict[str, Any], location: Location) -> int:
+    """
+    Post the command to the verified owner and print its output as it comes.
+
+    :raises OwnerSilentError: When the owner stops answering for `location.answer_timeout` seconds.
+    :raises OwnerGoneError: When the connection closes before the answer.
+    :raises UntrustedOwnerError: When the listener fails the owner's checks.
+    """
+    wait = location.answer_timeout
+    connection = records.connect(record, read_timeout=wait)
+    body = json.dumps({"args": arguments, "cwd": os.getcwd(), "tty": sys.stderr.isatty()})
+    try:
+        try:
+            connection.request(
+                "POST", CLI_PATH, body=body, headers={**record.headers, "Content-Type": "application/json"}
+            )
+            response = connection.getresponse()
+            if response.status != 200:
+                detail = response.read().decode("utf-8", "replace")
+                if response.status == 503:
+                    raise OwnerExitingError(f"the owner (pid {record.pid}) is exiting: {_detail(detail)}")
+                raise records.UntrustedOwnerError(f"the owner (pid {record.pid}) refused the command: {_detail(detail)}")
+            while True:
+                line = response.readline()
+                if not line:
+                    raise OwnerGoneError(
+                        f"the owner (pid {record.pid}) went away before it answered; the command may not have finished"
+                    )
+                message = json.loads(line)
+                if "progress" in message:
+                    print(message["progress"], file=sys.stderr, flush=True)
+                elif "done" in message:
+                    done = message["done"]
+                    # The owner printed into a pipe; a terminal here gets control characters escaped.
+                    sys.stdout.write(terminal_safe(done["stdout"]) if sys.stdout.isatty() else done["stdout"])
+                    sys.stderr.write(terminal_safe(done["stderr"]) if sys.stderr.isatty() else done["stderr"])
+                    return int(done["code"])
+        except (records.UntrustedOwnerError, OwnerGoneError):
+            raise
+        except TimeoutError:
+            stopped = f" (it is stopped: `kill -CONT {record.pid}` resumes it)" if records.pid_stopped(record.pid) else ""
+            raise records.OwnerSilentError(
+                f"the owner (pid {record.pid}) has not answered for {wait:g} s: it may be stopped{stopped}"
+            ) from None
+        except (OSError, ValueError) as error:
+            raise OwnerGoneError(
+                f"the owner (pid {record.pid}) went away before it answered ({type(error).__name__}); "
+                "the command may not have finished"
+            ) from None
+    finally:
+        connection.close()
+
+
+def _detail(body: str) -> str:
+    try:
+        detail = json.loads(body).get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    return str(detail or body.strip() or "no reason given")
+
+
+def start_owner(
+    location: Location, timeout: float = START_TIMEOUT, first: list[str] | None = None
+) -> records.OwnerRecord | None:
+    """
+    Start a background owner (`needle owner run`), detached and logging to `DATA_DIR/owner.log`, and wait for it.
+
+    One command starts it at a time (a lock file in the data folder); the others wait for its record.
+
+    :param first: The graphs the owner warms before it answers (the command's own); `None`: all of them.
+
+    :returns: The verified owner, or `None` when it could not start (its log says why; the command then runs
+        in this process and shows its own error).
+    """
+    import fcntl
+
+    data_dir = location.data_dir
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with open(data_dir / SPAWN_LOCK, "a") as spawn_lock:
+        fcntl.flock(spawn_lock, fcntl.LOCK_EX)
+        record = records.live_owner(location)
+        if record is not None:
+            return record
+        if records.index_locked(location):  # held by a command, or by an owner still loading: wait for it
+            return records.wait_for_owner(location, timeout)
+        ready, ready_in_owner = os.pipe()
+        try:
+            process = spawn_owner(data_dir, first, ready_fd=ready_in_owner)
+        finally:
+            os.close(ready_in_owner)
+        try:
+            return _wait_started(location, process, ready, timeout)
+        finally:
+            os.close(ready)
+
+
+def _wait_started(location: Location, process: Popen[bytes], ready: int, timeout: float) -> records.OwnerRecord | None:
+    """
+    Wait for the owner just started to answer: it writes to the `ready` pipe once it does (or closes it as it
+    ends), so that no polling interval is added to the command's wait; the record is checked then (not
+    before: a staged owner answers its challenge before it is ready for everything it was started for).
+    """
+    import select
+
+    deadline = time.monotonic() + timeout
+    told = False
+    while time.monotonic() < deadline:
+        if told:  # it wrote and closed its end: it answers (or it ended, a failed start)
+            time.sleep(0.05)
+        elif select.select([ready], [], [], min(1.0, max(0.0, deadline - time.monotonic())))[0]:
+            os.read(ready, 64)
+            told = True
+        if told:
+            record = records.live_owner(location)
+            if record is not None:
+                return record
+        if process.poll() is not None:
+            return None
+    return None
+
+
+def owner_command(action: str) -> int:
+    """
+    `needle owner status|start|stop`: show the process that holds the index, start a background one, stop it.
+
+    :returns: The exit code.
+    """
+    from needle.owner.locate import locate_or_load
+
+    location = locate_or_load()
+    if location.store_url:
+        print(f"no owner: the index is on a Qdrant server ({location.store_url}), which every command reaches itself")
+        return 0
+    try:
+        record = records.live_owner(location)
+        if action == "start" and record is None:
+            record = start_owner(location)
+            if record is None:
+                print(f"error: the background owner did not start; see {location.data_dir / OWNER_LOG}", file=sys.stderr)
+                return 1
+    except ConnectionError as error:
+        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 1
+    if record is None:
+        automatic = "the next command that needs the index starts one" if location.autostart else "owner.autostart is off"
+        print(f"no owner holds the index in {location.data_dir} ({automatic})")
+        return 0
+    if action == "stop":
+        if not records.stop_owner(record):
+            print(f"error: the owner (pid {record.pid}) did not exit within 30 s", file=sys.stderr)
+            return 1
+        print(f"stopped the owner (pid {record.pid}, needle {record.command or 'serve'})")
+        return 0
+    line = f"owner: pid {record.pid} (needle {record.command or 'serve'}) at {record.address} since {record.started}"
+    if record.command == records.BACKGROUND:
+        line += f"; exits after {location.idle_minutes:g} min without a request; log {location.data_dir / OWNER_LOG}"
+    if record.code != code_stamp():
+        line += "; it runs other code than this needle (started before Needle changed)"
+    print(line)
+    return 0
+
+
+def spawn_owner(data_dir: Path, first: list[str] | None = None, ready_fd: int | None = None) -> Popen[bytes]:
+    """
+    Start `needle owner run` in its own session, its output appended to `DATA_DIR/owner.log`.
+
+    :param first: The graphs it warms before answering (`--first`); `None`: all of them.
+    :param ready_fd: A pipe's write end the owner inherits and writes to once it answers (`--ready-fd`).
+    """
+    import subprocess
+
+    command = [sys.executable, "-m", "needle.shells.cli", "owner", "run"]
+    if first is not None:
+        command.append(f"--first={','.join(first)}")
+    if ready_fd is not None:
+        command.append(f"--ready-fd={ready_fd}")
+    env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir.absolute())}
+    if env.get("NEEDLE_CONFIG"):
+        env["NEEDLE_CONFIG"] = str(Path(env["NEEDLE_CONFIG"]).expanduser().absolute())
+    with open(data_dir / OWNER_LOG, "ab") as log:
+        return subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            start_new_session=True, close_fds=True, env=env, pass_fds=() if ready_fd is None else (ready_fd,),
+        )
+
+
+__all__ = [
+    "CLI_PATH", "OwnerExitingError", "OwnerGoneError", "other_code", "owner_command", "THIN_COMMANDS", "eligible", "first_graphs", "send", "start_owner",
+    "through_owner",
+]
