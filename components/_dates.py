@@ -78,7 +78,9 @@ def period_range(text: str, now: datetime.datetime) -> tuple[datetime.datetime, 
     return _span(data.date_obj.replace(tzinfo=None), data.period or "day", today)
 
 
-def _span(moment: datetime.datetime, period: str, today: datetime.datetime) -> tuple[datetime.datetime, datetime.datetime]:
+def _span(
+    moment: datetime.datetime, period: str, today: datetime.datetime
+) -> tuple[datetime.datetime, datetime.datetime]:
     day = moment.replace(hour=0, minute=0, second=0, microsecond=0)
     if period == "week":
         start = day - datetime.timedelta(days=day.weekday())
@@ -130,7 +132,7 @@ def parse_bound(text: str, now: datetime.datetime, end: bool = False) -> datetim
     :raises ValueError: When the text is not a date.
     """
     stripped = text.strip()
-    if "T" in stripped or " " in stripped and _ISO_DAY.match(stripped.split(" ")[0]):
+    if "T" in stripped or (" " in stripped and _ISO_DAY.match(stripped.split(" ")[0])):
         try:
             return reference_time(stripped)
         except ValueError:

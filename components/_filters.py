@@ -24,9 +24,16 @@ Filter = dict[str, Any]
 _WHERE = re.compile(r"^\s*([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)\s*(<=|>=|!=|=|<|>|:)\s*(.*?)\s*$", re.DOTALL)
 _RANGE = {">=": ">=", "<=": "<=", ">": ">", "<": "<"}
 # `where` keys that name Needle's own metadata rather than a frontmatter field.
-_OWN_FIELDS = {"date": "meta.date", "tag": "meta.tags", "tags": "meta.tags", "folder": "meta.folders",
-               "identifier": "meta.identifiers", "identifiers": "meta.identifiers", "collection": "meta.collection",
-               "title": "meta.title"}
+_OWN_FIELDS = {
+    "date": "meta.date",
+    "tag": "meta.tags",
+    "tags": "meta.tags",
+    "folder": "meta.folders",
+    "identifier": "meta.identifiers",
+    "identifiers": "meta.identifiers",
+    "collection": "meta.collection",
+    "title": "meta.title",
+}
 _GLOB_CHARS = set("*?[")
 
 
@@ -65,9 +72,10 @@ class IndexedFiles(PerStore):
                 self._listed, self._matches = (time.monotonic(), count, files), {}
             if pattern not in self._matches:
                 glob, listed_files = Glob(pattern), self._listed[2] if self._listed is not None else []
-                self._matches = {**dict(list(self._matches.items())[-63:]), pattern: sorted(
-                    {doc_id for doc_id, path in listed_files if glob.matches(path)}
-                )}
+                self._matches = {
+                    **dict(list(self._matches.items())[-63:]),
+                    pattern: sorted({doc_id for doc_id, path in listed_files if glob.matches(path)}),
+                }
             return self._matches[pattern]
 
 
@@ -139,10 +147,13 @@ def path_condition(pattern: str, match_files: Callable[[str], list[str]] | None)
     folder = folder_of(stripped)
     if folder is not None:
         if not stripped.endswith("/") and "." in folder.rsplit("/", 1)[-1]:
-            return {"operator": "OR", "conditions": [
-                {"field": "meta.path", "operator": "==", "value": folder},
-                {"field": "meta.folders", "operator": "==", "value": folder},
-            ]}
+            return {
+                "operator": "OR",
+                "conditions": [
+                    {"field": "meta.path", "operator": "==", "value": folder},
+                    {"field": "meta.folders", "operator": "==", "value": folder},
+                ],
+            }
         return {"field": "meta.folders", "operator": "==", "value": folder}
     if match_files is None:
         raise ValueError(f"path {pattern!r} is a glob: this graph cannot list its files (only folders work here)")
@@ -180,9 +191,7 @@ def where_condition(expression: str, now: datetime.datetime) -> Filter:
     """
     match = _WHERE.match(expression or "")
     if not match or not match.group(3):
-        raise ValueError(
-            f"where must read field=value (also !=, >, >=, <, <=; a|b for any of), got {expression!r}"
-        )
+        raise ValueError(f"where must read field=value (also !=, >, >=, <, <=; a|b for any of), got {expression!r}")
     name, operator, raw = match.groups()
     key = field_key(name)
     if operator in _RANGE:
@@ -202,7 +211,8 @@ def where_condition(expression: str, now: datetime.datetime) -> Filter:
 
         keywords = [field_value(name, value) for value in values]
         condition = (
-            {"field": "meta.fields", "operator": "==", "value": keywords[0]} if len(keywords) == 1
+            {"field": "meta.fields", "operator": "==", "value": keywords[0]}
+            if len(keywords) == 1
             else {"field": "meta.fields", "operator": "in", "value": keywords}
         )
     elif len(values) == 1:

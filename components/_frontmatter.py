@@ -121,7 +121,7 @@ def load_fields_bounded(text: str) -> tuple[Any, list[tuple[str, str]]]:
         _check_node(node)
         try:
             return loader.construct_document(node), []
-        except Exception as error:  # noqa: BLE001 - any value error: find the fields it came from
+        except Exception as error:
             if not isinstance(node, yaml.MappingNode):
                 raise yaml.YAMLError(_first_line(error)) from error
     finally:
@@ -141,7 +141,7 @@ def _construct_fields(node: yaml.MappingNode) -> tuple[dict[Any, Any], list[tupl
             key = constructor.construct_object(key_node, deep=True)
             hash(key)
             data[key] = constructor.construct_object(value_node, deep=True)
-        except Exception as error:  # noqa: BLE001 - a value error costs its field
+        except Exception as error:
             left_out.append((str(name)[:_MAX_NAME_CHARS], _first_line(error)))
     return data, left_out
 
@@ -300,7 +300,9 @@ def document_date(frontmatter: dict[str, Any], path: str, mtime: Any) -> tuple[s
     match = _FILE_NAME_DATE.search(PurePosixPath(path).name)
     if match:
         try:
-            return _rfc3339(datetime.datetime(int(match.group(1)), int(match.group(2)), int(match.group(3)))), "file name"
+            return _rfc3339(
+                datetime.datetime(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+            ), "file name"
         except ValueError:
             pass
     if isinstance(mtime, (int, float)) and not isinstance(mtime, bool) and math.isfinite(mtime):

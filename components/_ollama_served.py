@@ -68,8 +68,12 @@ class OllamaServed(ServedEmbedding):
         )
         try:
             result = retrying(
-                self._client.embed, model=self.model, input=batch, options=self.generation_kwargs or None,
-                keep_alive=self.keep_alive, dimensions=self.dimensions,
+                self._client.embed,
+                model=self.model,
+                input=batch,
+                options=self.generation_kwargs or None,
+                keep_alive=self.keep_alive,
+                dimensions=self.dimensions,
             )
         except ollama.ResponseError as error:
             if error.status_code == 413:
@@ -86,7 +90,9 @@ class OllamaServed(ServedEmbedding):
                 f"Ollama at {server} did not answer within {self.timeout} s (model {model}); raise embedding.timeout or check the server"
             )
         if not isinstance(error, ollama.ResponseError):
-            return EmbeddingServerError(f"no Ollama answers at {server} (model {model}); start it (`ollama serve`) or fix embedding.url")
+            return EmbeddingServerError(
+                f"no Ollama answers at {server} (model {model}); start it (`ollama serve`) or fix embedding.url"
+            )
         detail = one_line(error.error)
         if error.status_code == 404:
             return EmbeddingServerError(
@@ -94,4 +100,6 @@ class OllamaServed(ServedEmbedding):
                 transient=False,
             )
         transient = _transient(error)
-        return EmbeddingServerError(f"Ollama at {server} refused the request (HTTP {error.status_code}, model {model}): {detail}", transient)
+        return EmbeddingServerError(
+            f"Ollama at {server} refused the request (HTTP {error.status_code}, model {model}): {detail}", transient
+        )

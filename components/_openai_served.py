@@ -90,7 +90,9 @@ class OpenAIServed(ServedEmbedding):
                 "raise embedding.timeout or check the server"
             )
         if isinstance(error, openai.APIConnectionError):
-            return EmbeddingServerError(f"no embedding server answers at {server} (model {model}): {detail}; start it or fix embedding.url")
+            return EmbeddingServerError(
+                f"no embedding server answers at {server} (model {model}): {detail}; start it or fix embedding.url"
+            )
         if status in (401, 403):
             env = "/".join(getattr(self.api_key, "_env_vars", ()) or ("the key",))
             return EmbeddingServerError(
@@ -104,4 +106,6 @@ class OpenAIServed(ServedEmbedding):
                 transient=False,
             )
         transient = status is None or status == 429 or status >= 500
-        return EmbeddingServerError(f"the embedding server at {server} refused the request (HTTP {status}, model {model}): {detail}", transient)
+        return EmbeddingServerError(
+            f"the embedding server at {server} refused the request (HTTP {status}, model {model}): {detail}", transient
+        )

@@ -99,4 +99,3 @@ class StoreRetriever:
     def _scored(self, documents: list[Document]) -> dict[str, list[Document]]:
         """The run's output: the documents, their scores normalised when `score_kind` is set."""
         return {"documents": documents if self.score_kind is None else normalised(documents, self.score_kind)}
-

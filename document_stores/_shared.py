@@ -189,7 +189,10 @@ class NeedleStoreMixin:
         :returns: One score per term, in the embedding's order; 0.0 for a term no document has.
         :raises DocumentStoreError: When the store has no sparse vectors.
         """
-        return [0.0 if score is None else score for score in self.best_scores(self.best_term_score_requests(query_sparse_embedding))]
+        return [
+            0.0 if score is None else score
+            for score in self.best_scores(self.best_term_score_requests(query_sparse_embedding))
+        ]
 
     def best_term_score_requests(self, query_sparse_embedding: SparseEmbedding) -> list[BestScoreRequest]:
         """

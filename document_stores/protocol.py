@@ -339,4 +339,4 @@ def check_document_store(document_store: Any) -> None:
         )
 
 
-__all__ = ["IndexDamagedError", "NeedleDocumentStore", "STORE_METHODS", "check_document_store"]
+__all__ = ["STORE_METHODS", "IndexDamagedError", "NeedleDocumentStore", "check_document_store"]

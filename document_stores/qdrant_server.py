@@ -369,7 +369,9 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
         location = f"{self._base_url()}/collections/{self.index}/snapshots/{name}"
         api_key = self.api_key.resolve_value() if self.api_key else None
         with _snapshots("restore a snapshot of", self.index):
-            self._connected().recover_snapshot(collection_name=self.index, location=location, api_key=api_key, wait=True)
+            self._connected().recover_snapshot(
+                collection_name=self.index, location=location, api_key=api_key, wait=True
+            )
 
     def _connected(self) -> Any:
         self._initialize_client()
@@ -389,7 +391,9 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
                 limit=1,
                 with_payload=False,
                 with_vector=False,
-                params=self._exact_params() if request.exact else (self._search_params if request.query.indices is None else None),
+                params=self._exact_params()
+                if request.exact
+                else (self._search_params if request.query.indices is None else None),
             )
             for request in requests
         ]
@@ -509,6 +513,7 @@ def _check_quantization(config: dict) -> None:
 
 def _differs(wanted: dict, current: Any) -> bool:
     """Whether a configuration object differs from the wanted values (keys not wanted are left alone)."""
+
     def same(value: Any, found: Any) -> bool:
         return bool(found) == value if isinstance(value, bool) else found == value
 

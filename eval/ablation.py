@@ -18,10 +18,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from needle.core.settings import load_settings, parse_assignments  # noqa: E402
-from needle.evaluation import metrics  # noqa: E402
-from needle.evaluation.beir import DEFAULT_CACHE, eval_settings, load_dataset, prepare_index, run_pipeline  # noqa: E402
-from needle.facade.api import Needle  # noqa: E402
+from needle.core.settings import load_settings, parse_assignments
+from needle.evaluation import metrics
+from needle.evaluation.beir import DEFAULT_CACHE, eval_settings, load_dataset, prepare_index, run_pipeline
+from needle.facade.api import Needle
 
 EQUAL = {"fuse.weights": {"bm25": 1.0, "vector": 1.0}}
 NO_BONUS = {"bonus.rank1_bonus": 0.0, "bonus.rank23_bonus": 0.0}
@@ -40,7 +40,11 @@ STAGES: list[tuple[str, str, dict[str, Any]]] = [
     ("+ expansion (PRF), equal weights", "query", {**OFF, "expander.enabled": True, **EQUAL}),
     ("+ weights (original 2x)", "query", {**OFF, "expander.enabled": True}),
     ("expansion off again (it lost on train)", "query", OFF),
-    ("+ rerank (hybrid exact scores, best chunk)", "query", {"expander.enabled": False, "rerank.ranker.file_weight": 0.0}),
+    (
+        "+ rerank (hybrid exact scores, best chunk)",
+        "query",
+        {"expander.enabled": False, "rerank.ranker.file_weight": 0.0},
+    ),
     ("+ whole-file scores in the rerank", "query", {"expander.enabled": False}),
     ("+ blend (qmd 0.75 / 0.60 / 0.40)", "query", {"expander.enabled": False, **QMD_BLEND}),
     ("shipped default (query.yml as it is)", "query", {}),
@@ -71,9 +75,16 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--only", action="append", help="run only rows whose label contains this text")
-    parser.add_argument("--set", action="append", default=[], metavar="COMPONENT.PARAM=VALUE",
-                        help="extra override for every query.yml row (for tuning)")
-    parser.add_argument("--latency-queries", type=int, default=100, help="queries timed per row at the configured sizes")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="COMPONENT.PARAM=VALUE",
+        help="extra override for every query.yml row (for tuning)",
+    )
+    parser.add_argument(
+        "--latency-queries", type=int, default=100, help="queries timed per row at the configured sizes"
+    )
     parser.add_argument("--reports", type=Path, default=Path(__file__).parent / "reports")
     args = parser.parse_args()
 
@@ -90,8 +101,18 @@ def main() -> int:
         chosen = row_overrides(pipeline, overrides, extra)
         result = run_pipeline(needle, dataset, pipeline, args.candidates, args.limit, overrides=chosen)
         result["latency_ms_p50"] = latency_p50(needle, dataset, pipeline, chosen, args.latency_queries)
-        rows.append({"stage": label, "pipeline": pipeline, "overrides": overrides, **{k: v for k, v in result.items() if k not in ("per_query", "rankings")}})
-        print(f"{label}: nDCG@10 {result['ndcg@10']:.4f}  R@100 {result['recall@100']:.4f}  p50 {result['latency_ms_p50']:.1f} ms", flush=True)
+        rows.append(
+            {
+                "stage": label,
+                "pipeline": pipeline,
+                "overrides": overrides,
+                **{k: v for k, v in result.items() if k not in ("per_query", "rankings")},
+            }
+        )
+        print(
+            f"{label}: nDCG@10 {result['ndcg@10']:.4f}  R@100 {result['recall@100']:.4f}  p50 {result['latency_ms_p50']:.1f} ms",
+            flush=True,
+        )
 
     print(f"\nAblation on {dataset.name} {args.split} ({rows[0]['queries'] if rows else 0} queries)\n")
     print("| stage | nDCG@10 | Recall@100 | p50 ms |")

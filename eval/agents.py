@@ -106,8 +106,15 @@ def _train_rows(graph: str) -> list[dict[str, Any]]:
         asked: list[tuple[str, Any, SearchFilters | None, bool | None]] = []
         asked += [(q.query, [q.expected], filters, None) for q in train.queries]
         if number == 0:
-            asked += [(_join("{a}, and also {b}", a.query, b.query), [a.expected, b.expected], None,
-                       True if graph == "query" else None) for a, b in pairs_of(list(train.queries), TRAIN_PAIRS, 1)]
+            asked += [
+                (
+                    _join("{a}, and also {b}", a.query, b.query),
+                    [a.expected, b.expected],
+                    None,
+                    True if graph == "query" else None,
+                )
+                for a, b in pairs_of(list(train.queries), TRAIN_PAIRS, 1)
+            ]
             asked += [(q, [], None, None) for q in offtopic_questions(OFFTOPIC, "train")]
         for text, parts, given, decompose in asked:
             answer = needle.search(text, pipeline=graph, top_k=10, explain=True, filters=given, decompose=decompose)
@@ -132,9 +139,13 @@ def tune() -> dict[str, Any]:
         weights, bias = _fit(rows)
         write_weights(graph, weights, bias)
         passed = [r for r in rescore(rows, weights, bias, 0.5) if not r["offtopic"]]
-        chosen[graph] = {"weights": weights, "bias": bias, "rows": len(rows),
-                         "train_false_alarms": sum(1 for r in passed if r["relevant"] and r["label"] != "PASS"),
-                         "train_answered": sum(1 for r in passed if r["relevant"])}
+        chosen[graph] = {
+            "weights": weights,
+            "bias": bias,
+            "rows": len(rows),
+            "train_false_alarms": sum(1 for r in passed if r["relevant"] and r["label"] != "PASS"),
+            "train_answered": sum(1 for r in passed if r["relevant"]),
+        }
         if "sentence" in weights:  # what the sentence signal adds: the same fit without it
             chosen[graph]["train_false_alarms_without_sentence"] = _false_alarms(rows, _fit(rows, without="sentence"))
         print(f"tune: {graph}: {chosen[graph]}", file=sys.stderr)
@@ -175,8 +186,11 @@ def confidence(needle: Any, golden: Any) -> dict[str, Any]:
     report: dict[str, Any] = {}
     graphs = [(graph, graph) for graph in GRAPHS]
     if BEFORE:
-        graphs += [(f"{graph} (before)", str(BEFORE / "pipelines" / f"{graph}.yml")) for graph in GRAPHS
-                   if (BEFORE / "pipelines" / f"{graph}.yml").exists()]
+        graphs += [
+            (f"{graph} (before)", str(BEFORE / "pipelines" / f"{graph}.yml"))
+            for graph in GRAPHS
+            if (BEFORE / "pipelines" / f"{graph}.yml").exists()
+        ]
     ranked: dict[str, list[Any]] = {}
     for name, graph in graphs:
         single, by_difficulty, ranked[name] = [], {}, []
@@ -187,14 +201,22 @@ def confidence(needle: Any, golden: Any) -> dict[str, Any]:
             ranked[name].append([(hit.path, hit.start_line, hit.score) for hit in answer.results])
         parts = []
         for a, b in pairs:
-            answer = needle.search(_join("{a}, and also {b}", a.query, b.query), pipeline=graph, top_k=10,
-                                   decompose=True if name.startswith("query") else None)
+            answer = needle.search(
+                _join("{a}, and also {b}", a.query, b.query),
+                pipeline=graph,
+                top_k=10,
+                decompose=True if name.startswith("query") else None,
+            )
             passed = answer.label == "PASS"
             parts += [(passed, _answered(answer.results, a.expected)), (passed, _answered(answer.results, b.expected))]
         off = [needle.search(q, pipeline=graph, top_k=10).label == "PASS" for q in offtopic]
-        report[name] = {"single": _rates(single), "parts": _rates(parts),
-                         "offtopic_pass": sum(off), "offtopic": len(off),
-                         "by_difficulty": {d: _rates(rows) for d, rows in by_difficulty.items()}}
+        report[name] = {
+            "single": _rates(single),
+            "parts": _rates(parts),
+            "offtopic_pass": sum(off),
+            "offtopic": len(off),
+            "by_difficulty": {d: _rates(rows) for d, rows in by_difficulty.items()},
+        }
         before = ranked.get(name.removesuffix(" (before)")) if name.endswith(" (before)") else None
         if before is not None:  # the label must not change ranking: the same files, lines and scores
             report[name]["other_results"] = sum(1 for a, b in zip(before, ranked[name]) if a != b)
@@ -205,8 +227,10 @@ def _rates(rows: list[tuple[bool, bool]]) -> dict[str, Any]:
     answered = [p for p, a in rows if a]
     unanswered = [p for p, a in rows if not a]
     return {
-        "questions": len(rows), "answered": len(answered),
-        "false_alarms": sum(1 for p in answered if not p), "misses": sum(1 for p in unanswered if p),
+        "questions": len(rows),
+        "answered": len(answered),
+        "false_alarms": sum(1 for p in answered if not p),
+        "misses": sum(1 for p in unanswered if p),
         "unanswered": len(unanswered),
     }
 
@@ -227,8 +251,13 @@ def _sentence_embedder(needle: Any) -> Any:
 def _sentences(text: str) -> list[str]:
     from haystack_integrations.components.extractors.needle.snippet_extractor import is_content
 
-    return [part.strip() for line in text.split("\n") if is_content(line)
-            for part in re.split(r"(?<=[.!?])\s+", line) if len(part.strip()) > 3]
+    return [
+        part.strip()
+        for line in text.split("\n")
+        if is_content(line)
+        for part in re.split(r"(?<=[.!?])\s+", line)
+        if len(part.strip()) > 3
+    ]
 
 
 def snippets(needle: Any, golden: Any) -> dict[str, Any]:
@@ -251,8 +280,10 @@ def snippets(needle: Any, golden: Any) -> dict[str, Any]:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         extractors["before"] = module.SnippetExtractor(max_lines=10, context_lines=2)
-    counts = {name: {"snippets": 0, "term": 0, "show_answer": 0, "only_scaffolding": 0, "start_on_scaffolding": 0}
-              for name in extractors}
+    counts = {
+        name: {"snippets": 0, "term": 0, "show_answer": 0, "only_scaffolding": 0, "start_on_scaffolding": 0}
+        for name in extractors
+    }
     for q in golden.queries:
         terms = query_terms(q.query)
         stems = sorted({t[:5] for t in terms if len(t) >= 6})
@@ -263,9 +294,15 @@ def snippets(needle: Any, golden: Any) -> dict[str, Any]:
             if sentences:
                 vectors = np.array(list(embedder.embed(sentences)))
                 best = sentences[int(np.argmax(vectors @ query_vector))]
-            doc = Document(content=hit.text, meta={"start_line": hit.start_line, "collection": hit.collection, "path": hit.path})
+            doc = Document(
+                content=hit.text, meta={"start_line": hit.start_line, "collection": hit.collection, "path": hit.path}
+            )
             for name, extractor in extractors.items():
-                snippet = hit.snippet if extractor is None else extractor.run([doc], query=q.query)["documents"][0].meta["snippet"]
+                snippet = (
+                    hit.snippet
+                    if extractor is None
+                    else extractor.run([doc], query=q.query)["documents"][0].meta["snippet"]
+                )
                 body = snippet.split("\n")[1:]
                 joined = "\n".join(body)
                 c = counts[name]
@@ -288,7 +325,9 @@ def _params(data_dir: Path) -> Any:
     env.update({"NEEDLE_DATA_DIR": str(data_dir), "PYTHONPATH": str(REPO)})
     if os.environ.get("NEEDLE_MODEL_DIR"):
         env["NEEDLE_MODEL_DIR"] = os.environ["NEEDLE_MODEL_DIR"]
-    return StdioServerParameters(command=sys.executable, args=["-m", "needle.shells.cli", "mcp"], env=env, cwd=str(REPO))
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "needle.shells.cli", "mcp"], env=env, cwd=str(REPO)
+    )
 
 
 def tools(data_dir: Path, golden: Any) -> dict[str, Any]:
@@ -307,7 +346,8 @@ def tools(data_dir: Path, golden: Any) -> dict[str, Any]:
                 "tools": len(listed.tools),
                 "tools_list_chars": len(listed.model_dump_json(by_alias=True, exclude_none=True)),
                 "per_tool": {t.name: len(t.model_dump_json(by_alias=True, exclude_none=True)) for t in listed.tools},
-                "answer_chars_median": statistics.median(sizes), "answer_chars_max": max(sizes),
+                "answer_chars_median": statistics.median(sizes),
+                "answer_chars_max": max(sizes),
                 "full_answer_chars_median": statistics.median(full),
             }
 
@@ -319,7 +359,9 @@ def start(data_dir: Path, runs: int) -> dict[str, Any]:
     import anyio
     from mcp import Client
 
-    async def one(times: dict[str, list[float]], prefix: str, hold: anyio.Event | None, ready: anyio.Event | None) -> None:
+    async def one(
+        times: dict[str, list[float]], prefix: str, hold: anyio.Event | None, ready: anyio.Event | None
+    ) -> None:
         began = time.perf_counter()
         async with Client(_params(data_dir)) as client:
             times[f"{prefix}initialize"].append(time.perf_counter() - began)
@@ -335,8 +377,9 @@ def start(data_dir: Path, runs: int) -> dict[str, Any]:
                 await hold.wait()
 
     async def go() -> dict[str, list[float]]:
-        times: dict[str, list[float]] = {f"{who} {what}": [] for who in ("first", "second")
-                                         for what in ("initialize", "tools/list", "first query")}
+        times: dict[str, list[float]] = {
+            f"{who} {what}": [] for who in ("first", "second") for what in ("initialize", "tools/list", "first query")
+        }
         for _ in range(runs):
             hold, ready = anyio.Event(), anyio.Event()
             async with anyio.create_task_group() as group:
@@ -359,7 +402,12 @@ def start(data_dir: Path, runs: int) -> dict[str, Any]:
 # What the server's start-up is made of: the SDK's types, its low-level server with the stdio transport (what a
 # stdio server needs at least: the package's `__init__` imports the client and the high-level server as well),
 # the high-level server Needle uses, and `needle.shells.mcp` itself.
-IMPORTS = ("mcp_types", "mcp.server.lowlevel, mcp.server.stdio", "mcp.server.mcpserver, mcp.server.stdio", "needle.shells.mcp")
+IMPORTS = (
+    "mcp_types",
+    "mcp.server.lowlevel, mcp.server.stdio",
+    "mcp.server.mcpserver, mcp.server.stdio",
+    "needle.shells.mcp",
+)
 
 
 def cpu_to_import(modules: str) -> float:
@@ -367,8 +415,14 @@ def cpu_to_import(modules: str) -> float:
     import subprocess
 
     code = f"import resource, {modules}; r = resource.getrusage(resource.RUSAGE_SELF); print(r.ru_utime + r.ru_stime)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=str(REPO),
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=str(REPO),
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     return float(out.stdout.strip())
 
 
@@ -380,11 +434,26 @@ def cpu_to_initialize(data_dir: Path) -> float:
     import subprocess
 
     params = _params(data_dir)
-    process = subprocess.Popen([params.command, *params.args], env=params.env, cwd=params.cwd, text=True,
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [params.command, *params.args],
+        env=params.env,
+        cwd=params.cwd,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     try:
-        request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "eval", "version": "0"}}}
+        request = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "eval", "version": "0"},
+            },
+        }
         process.stdin.write(json.dumps(request) + "\n")
         process.stdin.flush()
         process.stdout.readline()
@@ -406,47 +475,77 @@ def table(results: dict[str, Any]) -> str:
     out = []
     if "tools" in results:
         t = results["tools"]
-        out += ["| measure | value | target |", "|---|---|---|",
-                f"| `tools/list`, compact JSON, {t['tools']} tools | {t['tools_list_chars']:,} chars | ≤ 10,000 |",
-                (f"| `query` answer, 10 hits (median / max of 10 golden questions) | {t['answer_chars_median']:,.0f} / "
-                 f"{t['answer_chars_max']:,} chars | ≤ 4,000 |"),
-                f"| the same with `full: true` (median) | {t['full_answer_chars_median']:,.0f} chars | |", ""]
+        out += [
+            "| measure | value | target |",
+            "|---|---|---|",
+            f"| `tools/list`, compact JSON, {t['tools']} tools | {t['tools_list_chars']:,} chars | ≤ 10,000 |",
+            (
+                f"| `query` answer, 10 hits (median / max of 10 golden questions) | {t['answer_chars_median']:,.0f} / "
+                f"{t['answer_chars_max']:,} chars | ≤ 4,000 |"
+            ),
+            f"| the same with `full: true` (median) | {t['full_answer_chars_median']:,.0f} chars | |",
+            "",
+        ]
     if "confidence" in results:
-        out += [("| graph | questions | false alarms (not PASS, a top-3 hit answers) | misses (PASS, no top-3 hit "
-                 "answers) | off-topic PASS |"), "|---|---|---|---|---|"]
+        out += [
+            (
+                "| graph | questions | false alarms (not PASS, a top-3 hit answers) | misses (PASS, no top-3 hit "
+                "answers) | off-topic PASS |"
+            ),
+            "|---|---|---|---|---|",
+        ]
         for graph, r in results["confidence"].items():
             for kind, label in (("single", "golden"), ("parts", "multi-part, per part")):
                 x = r[kind]
                 off = _pct(r["offtopic_pass"], r["offtopic"]) if kind == "single" else ""
-                out.append(f"| {graph} | {label} ({x['questions']}) | {_pct(x['false_alarms'], x['answered'])} | "
-                           f"{_pct(x['misses'], x['unanswered'])} | {off} |")
+                out.append(
+                    f"| {graph} | {label} ({x['questions']}) | {_pct(x['false_alarms'], x['answered'])} | "
+                    f"{_pct(x['misses'], x['unanswered'])} | {off} |"
+                )
         out.append("")
         difficulties = sorted({d for r in results["confidence"].values() for d in r.get("by_difficulty", {})})
         if difficulties:
-            out += ["| false alarms on golden questions, by difficulty | " + " | ".join(difficulties) + " |",
-                    "|---|" + "---|" * len(difficulties)]
+            out += [
+                "| false alarms on golden questions, by difficulty | " + " | ".join(difficulties) + " |",
+                "|---|" + "---|" * len(difficulties),
+            ]
             for graph, r in results["confidence"].items():
                 rates = r.get("by_difficulty", {})
-                out.append(f"| {graph} | " + " | ".join(
-                    _pct(rates[d]["false_alarms"], rates[d]["answered"]) if d in rates else "–" for d in difficulties) + " |")
+                out.append(
+                    f"| {graph} | "
+                    + " | ".join(
+                        _pct(rates[d]["false_alarms"], rates[d]["answered"]) if d in rates else "–"
+                        for d in difficulties
+                    )
+                    + " |"
+                )
             out.append("")
         changed = {g: r["other_results"] for g, r in results["confidence"].items() if "other_results" in r}
         if changed:
-            out += ["Golden questions whose results (files, lines, scores) differ from the before graph's: "
-                    + ", ".join(f"{g.removesuffix(' (before)')} {n} of {results['confidence'][g]['single']['questions']}"
-                                for g, n in changed.items()), ""]
+            out += [
+                "Golden questions whose results (files, lines, scores) differ from the before graph's: "
+                + ", ".join(
+                    f"{g.removesuffix(' (before)')} {n} of {results['confidence'][g]['single']['questions']}"
+                    for g, n in changed.items()
+                ),
+                "",
+            ]
     if "snippets" in results:
         runs = results["snippets"]
         names = list(runs)
-        out += ["| snippets of `query`'s top 3, golden questions | " + " | ".join(names) + " | target |",
-                "|---|" + "---|" * len(names) + "---|"]
+        out += [
+            "| snippets of `query`'s top 3, golden questions | " + " | ".join(names) + " | target |",
+            "|---|" + "---|" * len(names) + "---|",
+        ]
         for key, label, target in (
             ("show_answer", "show a query term (or its stem) or the chunk's sentence closest in meaning", "≥ 90%"),
             ("term", "show a query term (or its stem)", ""),
             ("only_scaffolding", "only heading, fence or blank lines", "0"),
             ("start_on_scaffolding", "start on a heading, fence or blank line", ""),
         ):
-            out.append(f"| {label} | " + " | ".join(_pct(runs[n][key], runs[n]["snippets"]) for n in names) + f" | {target} |")
+            out.append(
+                f"| {label} | " + " | ".join(_pct(runs[n][key], runs[n]["snippets"]) for n in names) + f" | {target} |"
+            )
         out.append("")
     if "start" in results:
         out += ["| `needle mcp`, spawn → | median s |", "|---|---|"]
@@ -465,16 +564,23 @@ def plot(results: dict[str, Any], path: Path) -> Path:
 
     rows = results["confidence"]
     names = [g for g in GRAPHS if g in rows]
-    measures = [("false alarms, golden", lambda r: r["single"]["false_alarms"] / max(1, r["single"]["answered"])),
-                ("false alarms, multi-part (per part)", lambda r: r["parts"]["false_alarms"] / max(1, r["parts"]["answered"])),
-                ("off-topic PASS", lambda r: r["offtopic_pass"] / max(1, r["offtopic"]))]
+    measures = [
+        ("false alarms, golden", lambda r: r["single"]["false_alarms"] / max(1, r["single"]["answered"])),
+        ("false alarms, multi-part (per part)", lambda r: r["parts"]["false_alarms"] / max(1, r["parts"]["answered"])),
+        ("off-topic PASS", lambda r: r["offtopic_pass"] / max(1, r["offtopic"])),
+    ]
     figure, axes = plt.subplots(1, len(measures), figsize=(12, 3.6), sharey=True)
     for axis, (title, value) in zip(axes, measures):
         width = 0.38
         for shift, suffix, colour in ((-width / 2, " (before)", "#bbbbbb"), (width / 2, "", "#3070b0")):
             present = [n for n in names if n + suffix in rows]
-            axis.bar([names.index(n) + shift for n in present], [100 * value(rows[n + suffix]) for n in present],
-                     width, color=colour, label="before" if suffix else "now")
+            axis.bar(
+                [names.index(n) + shift for n in present],
+                [100 * value(rows[n + suffix]) for n in present],
+                width,
+                color=colour,
+                label="before" if suffix else "now",
+            )
         axis.axhline(10 if "false" in title else 5, color="#c04040", linestyle="--", linewidth=1)
         axis.set_xticks(range(len(names)), names)
         axis.set_title(title, fontsize=10)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from needle.evaluation.beir import DEFAULT_CACHE, evaluate, format_table  # noqa: E402
+from needle.evaluation.beir import DEFAULT_CACHE, evaluate, format_table
 
 
 def main() -> int:
@@ -26,8 +26,13 @@ def main() -> int:
     parser.add_argument("--reports", type=Path, default=Path(__file__).parent / "reports")
     args = parser.parse_args()
     report = evaluate(
-        args.dataset, args.pipeline, split=args.split, candidates=args.candidates,
-        limit=args.limit, cache=args.cache, reports_dir=args.reports,
+        args.dataset,
+        args.pipeline,
+        split=args.split,
+        candidates=args.candidates,
+        limit=args.limit,
+        cache=args.cache,
+        reports_dir=args.reports,
     )
     print(format_table(report))
     print(f"\nreport: {report['report_file']}")

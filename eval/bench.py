@@ -16,12 +16,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from needle.core.collections import Collection, CollectionRegistry  # noqa: E402
-from needle.core.settings import load_settings  # noqa: E402
-from needle.evaluation import metrics  # noqa: E402
-from needle.evaluation.beir import DEFAULT_CACHE, BeirDataset, eval_settings, load_dataset, materialise, prepare_index  # noqa: E402
-from needle.evaluation.timing import ComponentTimer  # noqa: E402
-from needle.facade.api import Needle  # noqa: E402
+from needle.core.collections import Collection, CollectionRegistry
+from needle.core.settings import load_settings
+from needle.evaluation import metrics
+from needle.evaluation.beir import DEFAULT_CACHE, BeirDataset, eval_settings, load_dataset, materialise, prepare_index
+from needle.evaluation.timing import ComponentTimer
+from needle.facade.api import Needle
 
 
 def bench_ingest(dataset: BeirDataset, docs: int) -> None:
@@ -42,16 +42,31 @@ def bench_ingest(dataset: BeirDataset, docs: int) -> None:
         needle.close()  # before the folder goes
     seconds = timer.seconds
     embed = seconds["dense_embedder"] + seconds["sparse_embedder"]
-    store = sum(seconds.get(name, 0.0) for name in (
-        "writer", "differ", "file_writer", "file_differ", "file_builder", "chunk_vectors", "file_pool", "to_sparse", "route"
-    ))
+    store = sum(
+        seconds.get(name, 0.0)
+        for name in (
+            "writer",
+            "differ",
+            "file_writer",
+            "file_differ",
+            "file_builder",
+            "chunk_vectors",
+            "file_pool",
+            "to_sparse",
+            "route",
+        )
+    )
     parse = seconds["scanner"] + seconds["reader"] + seconds["chunker"]
-    print(f"\ningest: {docs} documents, {report['chunks']} chunks, {report['files_embedded']} whole files in {total:.1f} s "
-          f"({report['files_pooled']} with vectors pooled from their chunks')")
+    print(
+        f"\ningest: {docs} documents, {report['chunks']} chunks, {report['files_embedded']} whole files in {total:.1f} s "
+        f"({report['files_pooled']} with vectors pooled from their chunks')"
+    )
     print(f"  {docs / total:.2f} documents/s, {report['chunks'] / total:.2f} chunks/s")
-    print(f"  embedding {report['chunks_embedded']} chunks and {report['files_embedded']} whole files {embed:.1f} s "
-          f"(dense {seconds['dense_embedder']:.1f}, sparse {seconds['sparse_embedder']:.1f}), "
-          f"store {store:.2f} s, reading and chunking {parse:.2f} s")
+    print(
+        f"  embedding {report['chunks_embedded']} chunks and {report['files_embedded']} whole files {embed:.1f} s "
+        f"(dense {seconds['dense_embedder']:.1f}, sparse {seconds['sparse_embedder']:.1f}), "
+        f"store {store:.2f} s, reading and chunking {parse:.2f} s"
+    )
 
 
 def bench_queries(dataset: BeirDataset, queries: int, modes: list[str], cache: Path) -> None:
@@ -68,8 +83,10 @@ def bench_queries(dataset: BeirDataset, queries: int, modes: list[str], cache: P
             started = time.perf_counter()
             needle.search(text, pipeline=mode, top_k=10)
             latencies.append(1000 * (time.perf_counter() - started))
-        print(f"| {mode} | {metrics.percentile(latencies, 50):.1f} | {metrics.percentile(latencies, 95):.1f} | "
-              f"{metrics.mean(latencies):.1f} |")
+        print(
+            f"| {mode} | {metrics.percentile(latencies, 50):.1f} | {metrics.percentile(latencies, 95):.1f} | "
+            f"{metrics.mean(latencies):.1f} |"
+        )
         # A second pass with the stage timer on, so that tracing does not count in the latencies above.
         with ComponentTimer.active() as timer:
             for text in texts:
@@ -92,8 +109,10 @@ def bench_self_query(needle: Needle, texts: list[str]) -> None:
         out = extractor.run(query=text)
         latencies.append(1000 * (time.perf_counter() - started))
         read += bool(out["self_query"].get("applied") or out["self_query"].get("recent"))
-    print(f"\nself-query extractor: p50 {metrics.percentile(latencies, 50):.3f} ms, p95 {metrics.percentile(latencies, 95):.3f} ms; "
-          f"filters or recency read from {read} of {len(texts)} queries")
+    print(
+        f"\nself-query extractor: p50 {metrics.percentile(latencies, 50):.3f} ms, p95 {metrics.percentile(latencies, 95):.3f} ms; "
+        f"filters or recency read from {read} of {len(texts)} queries"
+    )
 
 
 def main() -> int:

@@ -64,8 +64,13 @@ def environment(data: Path, autostart: bool, repo: Path = REPO, **extra: str) ->
 def timed(args: list[str], env: dict[str, str], repo: Path = REPO) -> tuple[float, float, int]:
     """Run `needle ARGS` once (the code of the checkout `repo`): (wall seconds, peak RSS in MB, exit code)."""
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "needle.shells.cli", *args], cwd=repo, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "needle.shells.cli", *args],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -73,7 +78,9 @@ def timed(args: list[str], env: dict[str, str], repo: Path = REPO) -> tuple[floa
 
 
 def needle(args: list[str], env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "needle.shells.cli", *args], cwd=REPO, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "needle.shells.cli", *args], cwd=REPO, env=env, capture_output=True, text=True
+    )
     if check and done.returncode:
         raise SystemExit(f"needle {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
     return done
@@ -96,7 +103,12 @@ def generate(root: Path, count: int, start: int = 0, seed: int = 0) -> None:
         pick = lambda n: " ".join(rng.choice(words) for _ in range(n))  # noqa: E731
         lines = [f"# tool-{i:05d}", "", f"> {pick(12).capitalize()}.", ""]
         for _ in range(3):
-            lines += [f"- {pick(7).capitalize()}:", "", f"`tool-{i:05d} --{rng.choice(words)} {{{{{rng.choice(words)}}}}}`", ""]
+            lines += [
+                f"- {pick(7).capitalize()}:",
+                "",
+                f"`tool-{i:05d} --{rng.choice(words)} {{{{{rng.choice(words)}}}}}`",
+                "",
+            ]
         (folder / f"tool-{i:05d}.md").write_text("\n".join(lines), encoding="utf-8")
 
 
@@ -112,8 +124,11 @@ def build(base: Path, count: int) -> None:
 
 def median_row(name: str, runs: list[tuple[float, float, int]]) -> dict[str, Any]:
     return {
-        "command": name, "runs": len(runs), "wall_s": round(statistics.median(r[0] for r in runs), 3),
-        "peak_mb": round(statistics.median(r[1] for r in runs), 1), "exit_codes": sorted({r[2] for r in runs}),
+        "command": name,
+        "runs": len(runs),
+        "wall_s": round(statistics.median(r[0] for r in runs), 3),
+        "peak_mb": round(statistics.median(r[1] for r in runs), 1),
+        "exit_codes": sorted({r[2] for r in runs}),
     }
 
 
@@ -161,8 +176,10 @@ def first_calls(data: Path, repeat: int, before: Path | None = None) -> list[dic
                 found = timed(COMMANDS[name], environment(data, autostart, repo), repo)
                 runs.setdefault((name, column), []).append(found)
     stop_owner(data)
-    return [{**median_row(name, found), "mode": column, "each_s": [round(r[0], 2) for r in found]}
-            for (name, column), found in runs.items()]
+    return [
+        {**median_row(name, found), "mode": column, "each_s": [round(r[0], 2) for r in found]}
+        for (name, column), found in runs.items()
+    ]
 
 
 def through_owner(data: Path, repeat: int, before: Path) -> list[dict[str, Any]]:
@@ -177,10 +194,18 @@ def through_owner(data: Path, repeat: int, before: Path) -> list[dict[str, Any]]
         for column, repo in (("now", REPO), ("before", before)):
             stop_owner(data)
             env = environment(data, True, repo)
-            subprocess.run([sys.executable, "-m", "needle.shells.cli", "owner", "start"], cwd=repo, env=env, capture_output=True, check=True)
+            subprocess.run(
+                [sys.executable, "-m", "needle.shells.cli", "owner", "start"],
+                cwd=repo,
+                env=env,
+                capture_output=True,
+                check=True,
+            )
             for name in ("search", "get", "query"):
                 timed(COMMANDS[name], env, repo)
-                runs.setdefault((name, column), []).extend(timed(COMMANDS[name], env, repo) for _ in range(TIMED_PER_START))
+                runs.setdefault((name, column), []).extend(
+                    timed(COMMANDS[name], env, repo) for _ in range(TIMED_PER_START)
+                )
     stop_owner(data)
     return [{**median_row(name, found), "mode": column} for (name, column), found in runs.items()]
 
@@ -215,11 +240,19 @@ def breakdown(data: Path, repeat: int) -> list[dict[str, Any]]:
     stop_owner(data)
     found: dict[str, list[float]] = {}
     for _ in range(repeat):
-        done = subprocess.run([sys.executable, "-c", BREAKDOWN], cwd=REPO, env=environment(data, autostart=False),
-                              capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", BREAKDOWN],
+            cwd=REPO,
+            env=environment(data, autostart=False),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         for name, seconds in json.loads(done.stdout.strip().splitlines()[-1]):
             found.setdefault(name, []).append(seconds)
-    return [{"step": name, "at_s": round(statistics.median(times), 3), "runs": len(times)} for name, times in found.items()]
+    return [
+        {"step": name, "at_s": round(statistics.median(times), 3), "runs": len(times)} for name, times in found.items()
+    ]
 
 
 def during_index(base: Path, count: int) -> dict[str, Any]:
@@ -245,8 +278,11 @@ def during_index(base: Path, count: int) -> dict[str, Any]:
     seconds = time.perf_counter() - started
     needle(["collection", "remove", "more"], env, check=False)
     return {
-        "notes": count, "index_seconds": round(seconds, 1), "searches": len(latencies) + len(failures),
-        "answered": len(latencies), "failed": len(failures),
+        "notes": count,
+        "index_seconds": round(seconds, 1),
+        "searches": len(latencies) + len(failures),
+        "answered": len(latencies),
+        "failed": len(failures),
         "p50_s": round(statistics.median(latencies), 3) if latencies else None,
         "max_s": round(max(latencies), 3) if latencies else None,
     }
@@ -260,9 +296,12 @@ def handover(data: Path, repeat: int = 1, settle: float = 0.0) -> dict[str, Any]
     runs = [asyncio.run(_handover(data, settle)) for _ in range(repeat)]
     times = [r["seconds_to_answer_again"] for r in runs if r["seconds_to_answer_again"] is not None]
     return {
-        "runs": len(runs), "settle_seconds": settle, "median_seconds_to_answer_again": round(statistics.median(times), 2) if times else None,
+        "runs": len(runs),
+        "settle_seconds": settle,
+        "median_seconds_to_answer_again": round(statistics.median(times), 2) if times else None,
         "max_seconds_to_answer_again": max(times) if times else None,
-        "failed_calls": sum(r["failed_calls_until_then"] + r["failed_calls_of_20_after"] for r in runs), "each": runs,
+        "failed_calls": sum(r["failed_calls_until_then"] + r["failed_calls_of_20_after"] for r in runs),
+        "each": runs,
     }
 
 
@@ -272,8 +311,12 @@ async def _handover(data: Path, settle: float = 0.0) -> dict[str, Any]:
     from needle.evaluation.agent_window import AgentWindow
 
     stop_owner(data)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "needle.shells.cli", "mcp"], cwd=str(REPO),
-                                   env=environment(data, autostart=False))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "needle.shells.cli", "mcp"],
+        cwd=str(REPO),
+        env=environment(data, autostart=False),
+    )
     arguments = {"query": "rsync copy directory remote", "limit": 3}
     first = AgentWindow(params)
     await first.search(arguments)  # the first one owns the index once it answers
@@ -298,8 +341,11 @@ async def _handover(data: Path, settle: float = 0.0) -> dict[str, Any]:
         break
     await second.close()
     return {
-        "answered_before": not before.is_error, "seconds_to_answer_again": None if recovered is None else round(recovered, 2),
-        "failed_calls_until_then": failed_before, "failed_calls_of_20_after": failed_after, "errors": errors[:3],
+        "answered_before": not before.is_error,
+        "seconds_to_answer_again": None if recovered is None else round(recovered, 2),
+        "failed_calls_until_then": failed_before,
+        "failed_calls_of_20_after": failed_after,
+        "errors": errors[:3],
     }
 
 
@@ -325,10 +371,14 @@ def startup(repeat: int) -> list[dict[str, Any]]:
             started = time.perf_counter()
             process = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env)
             _, status, usage = os.wait4(process.pid, 0)
-            runs[name].append((time.perf_counter() - started, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)))
+            runs[name].append(
+                (time.perf_counter() - started, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status))
+            )
             cpu[name].append(usage.ru_utime + usage.ru_stime)
     # CPU time (user + system) moves less than wall time on a machine others load.
-    return [{**median_row(name, found), "cpu_s": round(statistics.median(cpu[name]), 3)} for name, found in runs.items()]
+    return [
+        {**median_row(name, found), "cpu_s": round(statistics.median(cpu[name]), 3)} for name, found in runs.items()
+    ]
 
 
 def table(rows: dict[str, list[dict[str, Any]]]) -> str:
@@ -402,13 +452,27 @@ def main() -> int:
     parser.add_argument("--notes", type=int, default=7200)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--during-notes", type=int, default=1500)
-    parser.add_argument("--only", choices=("commands", "first", "through", "breakdown", "during", "handover", "startup"),
-                        action="append")
-    parser.add_argument("--before", type=Path, default=None, metavar="CHECKOUT",
-                        help="first: also time the first call of another checkout's code, interleaved")
-    parser.add_argument("--settle", type=float, default=0.0,
-                        help="handover: seconds both windows stay open before the owner's closes (default 0)")
-    parser.add_argument("--get", default=COMMANDS["get"][1], metavar="REF", help="what `get` reads (another index's file)")
+    parser.add_argument(
+        "--only",
+        choices=("commands", "first", "through", "breakdown", "during", "handover", "startup"),
+        action="append",
+    )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        metavar="CHECKOUT",
+        help="first: also time the first call of another checkout's code, interleaved",
+    )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=0.0,
+        help="handover: seconds both windows stay open before the owner's closes (default 0)",
+    )
+    parser.add_argument(
+        "--get", default=COMMANDS["get"][1], metavar="REF", help="what `get` reads (another index's file)"
+    )
     parser.add_argument("--mode", choices=MODES, action="append", help="commands: only these columns (default all)")
     args = parser.parse_args()
     if args.build:
@@ -428,15 +492,19 @@ def main() -> int:
         if "first" in parts:
             results["first_calls"] = first_calls(data, args.repeat, args.before)
             for row in results["first_calls"]:
-                print(f"{row['command']} {row['mode']}: {row['wall_s']:.2f} s (median of {row['runs']}: {row['each_s']}), "
-                      f"{row['peak_mb']:.0f} MB, exit {row['exit_codes']}")
+                print(
+                    f"{row['command']} {row['mode']}: {row['wall_s']:.2f} s (median of {row['runs']}: {row['each_s']}), "
+                    f"{row['peak_mb']:.0f} MB, exit {row['exit_codes']}"
+                )
             plot_first(results["first_calls"], RESULTS / "client-first.png")
         if "through" in parts:
             if args.before is None:
                 parser.error("--only through needs --before CHECKOUT")
             results["through_owner_against_before"] = through_owner(data, args.repeat, args.before)
             for row in results["through_owner_against_before"]:
-                print(f"{row['command']} {row['mode']}: {row['wall_s']:.3f} s (median of {row['runs']}), {row['peak_mb']:.0f} MB")
+                print(
+                    f"{row['command']} {row['mode']}: {row['wall_s']:.3f} s (median of {row['runs']}), {row['peak_mb']:.0f} MB"
+                )
         if "breakdown" in parts:
             results["owner_start_breakdown"] = breakdown(data, args.repeat)
             for row in results["owner_start_breakdown"]:
@@ -451,8 +519,10 @@ def main() -> int:
         if "startup" in parts:
             results["startup"] = startup(args.repeat)
             for row in results["startup"]:
-                print(f"{row['command']}: {row['wall_s'] * 1000:.0f} ms wall, {row['cpu_s'] * 1000:.0f} ms CPU, "
-                      f"{row['peak_mb']:.0f} MB (median of {row['runs']})")
+                print(
+                    f"{row['command']}: {row['wall_s'] * 1000:.0f} ms wall, {row['cpu_s'] * 1000:.0f} ms CPU, "
+                    f"{row['peak_mb']:.0f} MB (median of {row['runs']})"
+                )
     finally:
         stop_owner(data)
     RESULTS.mkdir(parents=True, exist_ok=True)

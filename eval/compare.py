@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from needle.shells.cli import main  # noqa: E402
+from needle.shells.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main(["eval", "compare", *sys.argv[1:]]))

@@ -36,8 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     needle = prepare_index(golden)
     params = dense_embedder_params(needle.settings.embedding.model, needle.settings.model_dir)
     with_sentences = ConfidenceScorer(
-        sentence_check=True, threads=1, dense_model=params["model"], dense_model_kwargs=params.get("model_kwargs"),
-        dense_local_files_only=params["local_files_only"], dense_cache_dir=params.get("cache_dir"),
+        sentence_check=True,
+        threads=1,
+        dense_model=params["model"],
+        dense_model_kwargs=params.get("model_kwargs"),
+        dense_local_files_only=params["local_files_only"],
+        dense_cache_dir=params.get("cache_dir"),
     )
     with_sentences.warm_up()
     without = ConfidenceScorer()
@@ -60,8 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     sentences = [len(sentences_of(docs[0].content or "", with_sentences.max_sentences)) for _, docs in cases]
     print(f"{len(cases)} golden questions, vsearch's results, {args.rounds} rounds (medians; shared machine)")
     for name, values in timings.items():
-        print(f"ConfidenceScorer {name}: {statistics.median(values):.1f} ms per question, "
-              f"{statistics.median(cpu[name]):.1f} ms of CPU (the model runs on 1 thread)")
+        print(
+            f"ConfidenceScorer {name}: {statistics.median(values):.1f} ms per question, "
+            f"{statistics.median(cpu[name]):.1f} ms of CPU (the model runs on 1 thread)"
+        )
     print(f"sentences embedded per question: median {statistics.median(sentences)}, max {max(sentences)}")
     return 0
 

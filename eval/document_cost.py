@@ -49,15 +49,19 @@ def main() -> None:
     path = f"/tmp/needle-costly-{args.paragraphs}.docx"
     with open(path, "wb") as handle:
         handle.write(data)
-    print(f"costly DOCX: {args.paragraphs} paragraphs, {len(data) / 1e6:.1f} MB on disk, {unpacked / 1e6:.1f} MB unpacked")
+    print(
+        f"costly DOCX: {args.paragraphs} paragraphs, {len(data) / 1e6:.1f} MB on disk, {unpacked / 1e6:.1f} MB unpacked"
+    )
     print(_overhead())
     for mode in ("unbounded", "bounded"):
         done = run_measured([sys.executable, "-c", CHILD, path, mode, str(args.max_seconds), str(args.max_memory_mb)])
         if done.returncode != 0:
             raise SystemExit(done.stderr[-2000:])
         result = json.loads(done.stdout.strip().splitlines()[-1])
-        print(f"{mode:>9}: {result['seconds']} s, peak {done.peak_process_mb} MB (largest process), "
-              f"{done.peak_total_mb} MB (all its processes), {result['outcome']}")
+        print(
+            f"{mode:>9}: {result['seconds']} s, peak {done.peak_process_mb} MB (largest process), "
+            f"{done.peak_total_mb} MB (all its processes), {result['outcome']}"
+        )
 
 
 def _overhead(repeats: int = 11) -> str:

@@ -84,8 +84,11 @@ def create_app(model_dir: Path, names: list[str]) -> FastAPI:
 
     params = dense_embedder_params(LOCAL_DENSE_MODEL, model_dir)
     backend = _FastembedEmbeddingBackendFactory.get_embedding_backend(
-        model_name=params["model"], cache_dir=params.get("cache_dir"), threads=None,
-        local_files_only=params["local_files_only"], model_kwargs=params.get("model_kwargs"),
+        model_name=params["model"],
+        cache_dir=params.get("cache_dir"),
+        threads=None,
+        local_files_only=params["local_files_only"],
+        model_kwargs=params.get("model_kwargs"),
     )
     app = FastAPI(title="Needle test embedding server")
     faults = Faults()
@@ -130,18 +133,32 @@ def create_app(model_dir: Path, names: list[str]) -> FastAPI:
         if error is not None:
             status, message = error
             headers = {"Retry-After": "0"} if status == 429 else {}
-            return JSONResponse({"error": {"message": message, "type": "server_error", "code": status}}, status, headers)
+            return JSONResponse(
+                {"error": {"message": message, "type": "server_error", "code": status}}, status, headers
+            )
         if body.get("model") not in names:
             return JSONResponse(
-                {"error": {"message": f"The model `{body.get('model')}` does not exist", "type": "invalid_request_error",
-                           "code": "model_not_found"}}, 404,
+                {
+                    "error": {
+                        "message": f"The model `{body.get('model')}` does not exist",
+                        "type": "invalid_request_error",
+                        "code": "model_not_found",
+                    }
+                },
+                404,
             )
         vectors = await _in_thread(embed, texts)
-        return JSONResponse({
-            "object": "list", "model": body["model"],
-            "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)],
-            "usage": {"prompt_tokens": sum(len(t.split()) for t in texts), "total_tokens": sum(len(t.split()) for t in texts)},
-        })
+        return JSONResponse(
+            {
+                "object": "list",
+                "model": body["model"],
+                "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)],
+                "usage": {
+                    "prompt_tokens": sum(len(t.split()) for t in texts),
+                    "total_tokens": sum(len(t.split()) for t in texts),
+                },
+            }
+        )
 
     @app.post("/api/embed")
     async def ollama_embed(request: Request) -> JSONResponse:
@@ -152,13 +169,18 @@ def create_app(model_dir: Path, names: list[str]) -> FastAPI:
         if error is not None:
             return JSONResponse({"error": error[1]}, error[0])
         if body.get("model") not in names:
-            return JSONResponse({"error": f"model \"{body.get('model')}\" not found, try pulling it first"}, 404)
+            return JSONResponse({"error": f'model "{body.get("model")}" not found, try pulling it first'}, 404)
         started = time.perf_counter_ns()
         vectors = await _in_thread(embed, texts)
-        return JSONResponse({
-            "model": body["model"], "embeddings": vectors, "total_duration": time.perf_counter_ns() - started,
-            "load_duration": 0, "prompt_eval_count": sum(len(t.split()) for t in texts),
-        })
+        return JSONResponse(
+            {
+                "model": body["model"],
+                "embeddings": vectors,
+                "total_duration": time.perf_counter_ns() - started,
+                "load_duration": 0,
+                "prompt_eval_count": sum(len(t.split()) for t in texts),
+            }
+        )
 
     return app
 
@@ -177,8 +199,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8089)
-    parser.add_argument("--model", action="append", help="a name the model is served under (repeatable; default: minilm)")
-    parser.add_argument("--model-dir", type=Path, default=None, help="Needle's model folder (default: the configured one)")
+    parser.add_argument(
+        "--model", action="append", help="a name the model is served under (repeatable; default: minilm)"
+    )
+    parser.add_argument(
+        "--model-dir", type=Path, default=None, help="Needle's model folder (default: the configured one)"
+    )
     args = parser.parse_args(argv)
     model_dir = args.model_dir or load_settings().model_dir
     app = create_app(model_dir, args.model or ["minilm"])

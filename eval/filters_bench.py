@@ -25,11 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from needle.core.results import SearchFilters  # noqa: E402
-from needle.core.settings import load_settings  # noqa: E402
-from needle.evaluation import metrics  # noqa: E402
-from needle.evaluation.beir import DEFAULT_CACHE, eval_settings, load_dataset, prepare_index  # noqa: E402
-from needle.facade.api import Needle  # noqa: E402
+from needle.core.results import SearchFilters
+from needle.core.settings import load_settings
+from needle.evaluation import metrics
+from needle.evaluation.beir import DEFAULT_CACHE, eval_settings, load_dataset, prepare_index
+from needle.facade.api import Needle
 
 TAGS = 20
 FOLDERS = 10
@@ -68,8 +68,11 @@ def label_files(needle: Needle) -> None:
         folder = f"f{tag % FOLDERS}"
         status = STATUSES[tag % len(STATUSES)]
         meta = {
-            "tags": [f"t{tag:02d}"], "folder": folder, "folders": [folder],
-            "frontmatter": {"status": status}, "fields": [f"status={status}"],
+            "tags": [f"t{tag:02d}"],
+            "folder": folder,
+            "folders": [folder],
+            "frontmatter": {"status": status},
+            "fields": [f"status={status}"],
             "date": f"{2022 + month // 12}-{month % 12 + 1:02d}-15T00:00:00Z",
         }
         where = {"field": "meta.source_doc_id", "operator": "in", "value": ids}
@@ -78,8 +81,10 @@ def label_files(needle: Needle) -> None:
     for store in stores:
         store.durable_writes = True
         store.flush()
-    print(f"synthetic metadata on {sum(len(v) for v in groups.values())} files in {len(groups)} groups: "
-          f"{time.perf_counter() - started:.1f} s")
+    print(
+        f"synthetic metadata on {sum(len(v) for v in groups.values())} files in {len(groups)} groups: "
+        f"{time.perf_counter() - started:.1f} s"
+    )
 
 
 def bench(needle: Needle, texts: list[str], modes: list[str]) -> None:
@@ -95,8 +100,10 @@ def bench(needle: Needle, texts: list[str], modes: list[str]) -> None:
                 answer = needle.search(text, pipeline=mode, top_k=10, filters=filters)
                 latencies.append(1000 * (time.perf_counter() - started))
                 counts.append(len(answer.results))
-            print(f"| {mode} | {name} | {metrics.percentile(latencies, 50):.1f} | {metrics.percentile(latencies, 95):.1f} | "
-                  f"{metrics.mean(counts):.1f} |")
+            print(
+                f"| {mode} | {name} | {metrics.percentile(latencies, 50):.1f} | {metrics.percentile(latencies, 95):.1f} | "
+                f"{metrics.mean(counts):.1f} |"
+            )
 
 
 def recency_cost(needle: Needle, texts: list[str]) -> None:
@@ -112,7 +119,9 @@ def recency_cost(needle: Needle, texts: list[str]) -> None:
     shard = needle.store._shard().shard
     python_ms, native_ms = [], []
     for text in texts:
-        docs = graph.run({"request": {"query": text, "self_query": False}}, include_outputs_from={"blend"})["blend"]["documents"]
+        docs = graph.run({"request": {"query": text, "self_query": False}}, include_outputs_from={"blend"})["blend"][
+            "documents"
+        ]
         docs = [d for d in docs if d.meta.get("date")][:10]
         if not docs:
             continue
@@ -121,23 +130,38 @@ def recency_cost(needle: Needle, texts: list[str]) -> None:
         python_ms.append(1000 * (time.perf_counter() - started))
         vector = embedder.run(text=text)["embedding"]
         decay = qe.Expression.Decay(
-            qe.DecayKind.Exp, qe.Expression.DatetimeKey("meta.date"),
-            target=qe.Expression.Datetime("2025-01-01T00:00:00Z"), midpoint=0.5, scale=30 * 86400.0,
+            qe.DecayKind.Exp,
+            qe.Expression.DatetimeKey("meta.date"),
+            target=qe.Expression.Datetime("2025-01-01T00:00:00Z"),
+            midpoint=0.5,
+            scale=30 * 86400.0,
         )
-        formula = qe.Formula(qe.Expression.Sum([
-            qe.Expression.Mult([qe.Expression.Constant(0.7), qe.Expression.Variable("$score")]),
-            qe.Expression.Mult([qe.Expression.Constant(0.3), decay]),
-        ]))
+        formula = qe.Formula(
+            qe.Expression.Sum(
+                [
+                    qe.Expression.Mult([qe.Expression.Constant(0.7), qe.Expression.Variable("$score")]),
+                    qe.Expression.Mult([qe.Expression.Constant(0.3), decay]),
+                ]
+            )
+        )
         ids = qe.Filter(must=[qe.HasIdCondition({point_id(d.id) for d in docs})])
         request = qe.QueryRequest(
-            limit=len(docs), query=formula, with_payload=False,
-            prefetches=[qe.Prefetch(limit=len(docs), query=qe.Query.Nearest(list(map(float, vector)), using="text-dense"), filter=ids)],
+            limit=len(docs),
+            query=formula,
+            with_payload=False,
+            prefetches=[
+                qe.Prefetch(
+                    limit=len(docs), query=qe.Query.Nearest(list(map(float, vector)), using="text-dense"), filter=ids
+                )
+            ],
         )
         started = time.perf_counter()
         shard.query(request)
         native_ms.append(1000 * (time.perf_counter() - started))
-    print(f"\nrecency over ten results, {len(python_ms)} queries: Python stage p50 {metrics.percentile(python_ms, 50):.3f} ms; "
-          f"engine formula (one query restricted to them) p50 {metrics.percentile(native_ms, 50):.3f} ms")
+    print(
+        f"\nrecency over ten results, {len(python_ms)} queries: Python stage p50 {metrics.percentile(python_ms, 50):.3f} ms; "
+        f"engine formula (one query restricted to them) p50 {metrics.percentile(native_ms, 50):.3f} ms"
+    )
 
 
 def main() -> int:
@@ -157,9 +181,11 @@ def main() -> int:
         needle = Needle(source.model_copy(update={"data_dir": copy}))
         started = time.perf_counter()
         report = needle.index()
-        print(f"index run on the copy: {report['files_seen']} files, {report['chunks_embedded']} chunks and "
-              f"{report['files_embedded']} whole files embedded, {time.perf_counter() - started:.1f} s "
-              "(an index built before file metadata gets it here, nothing embedded again)")
+        print(
+            f"index run on the copy: {report['files_seen']} files, {report['chunks_embedded']} chunks and "
+            f"{report['files_embedded']} whole files embedded, {time.perf_counter() - started:.1f} s "
+            "(an index built before file metadata gets it here, nothing embedded again)"
+        )
         label_files(needle)
         texts = [dataset.queries[q] for q in sorted(dataset.queries)][: args.queries]
         bench(needle, texts, args.modes or ["search", "vsearch", "query"])

@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from needle.core.results import SearchFilters  # noqa: E402
-from needle.evaluation import golden as golden_eval  # noqa: E402
+from needle.core.results import SearchFilters
+from needle.evaluation import golden as golden_eval
 
 RESULTS = Path(__file__).resolve().parent / "results"
 KINDS = ("filter", "time", "all")
@@ -27,7 +27,10 @@ def score(needle, golden, mode: str, self_query: bool) -> dict[str, dict[str, fl
     filters = SearchFilters(now=golden.today, self_query=self_query)
     for q in golden.for_mode(mode):
         results = needle.search(q.query, pipeline=mode, top_k=golden_eval.DEFAULT_CANDIDATES, filters=filters).results
-        rows[q.id] = {"difficulty": q.difficulty, **golden_eval.score_ranking(golden_eval.group_by_document(results), q.expected)}
+        rows[q.id] = {
+            "difficulty": q.difficulty,
+            **golden_eval.score_ranking(golden_eval.group_by_document(results), q.expected),
+        }
     return golden_eval.summarise(rows)
 
 
@@ -41,15 +44,19 @@ def main() -> int:
     summaries = {(mode, on): score(needle, golden, mode, on) for mode in golden_eval.MODES for on in (True, False)}
     needle.close()
     lines = [
-        f"Self-query on and off, {args.file} (today: {golden.today})", "",
-        "| mode | questions | self-query on: hit@1 | hit@3 | off: hit@1 | hit@3 |", "|---|---|---|---|---|---|",
+        f"Self-query on and off, {args.file} (today: {golden.today})",
+        "",
+        "| mode | questions | self-query on: hit@1 | hit@3 | off: hit@1 | hit@3 |",
+        "|---|---|---|---|---|---|",
     ]
     for mode in golden_eval.MODES:
         for kind in KINDS:
             on, off = summaries[(mode, True)].get(kind), summaries[(mode, False)].get(kind)
             if on and off:
-                lines.append(f"| {mode} | {kind} ({int(on['queries'])}) | {on['hit@1']:.3f} | {on['hit@3']:.3f} | "
-                             f"{off['hit@1']:.3f} | {off['hit@3']:.3f} |")
+                lines.append(
+                    f"| {mode} | {kind} ({int(on['queries'])}) | {on['hit@1']:.3f} | {on['hit@3']:.3f} | "
+                    f"{off['hit@1']:.3f} | {off['hit@3']:.3f} |"
+                )
     table = "\n".join(lines)
     print(table)
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -69,7 +76,12 @@ def plot(summaries: dict, path: Path) -> None:
     for axis, kind in zip(axes, ("filter", "time")):
         labels, width = list(golden_eval.MODES), 0.2
         for offset, (on, metric, colour) in enumerate(
-            [(True, "hit@1", "#1f77b4"), (True, "hit@3", "#9ecae1"), (False, "hit@1", "#d62728"), (False, "hit@3", "#fcae91")]
+            [
+                (True, "hit@1", "#1f77b4"),
+                (True, "hit@3", "#9ecae1"),
+                (False, "hit@1", "#d62728"),
+                (False, "hit@3", "#fcae91"),
+            ]
         ):
             values = [summaries[(mode, on)].get(kind, {}).get(metric, 0.0) for mode in labels]
             xs = [i + (offset - 1.5) * width for i in range(len(labels))]

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from needle.core.settings import load_settings  # noqa: E402
-from needle.evaluation import mixed_formats as formats  # noqa: E402
+from needle.core.settings import load_settings
+from needle.evaluation import mixed_formats as formats
 
 REPORTS = Path(__file__).resolve().parent / "reports"
 
@@ -46,8 +46,11 @@ def main() -> int:
             texts = [(d["title"] or doc_id, d["text"]) for doc_id, d in list(corpus.items())[: args.docs]]
         else:
             texts = formats.demo_texts()
-        report["throughput"] = {"source": args.throughput, "texts": len(texts),
-                                "rows": formats.throughput(texts, args.pages_per_file)}
+        report["throughput"] = {
+            "source": args.throughput,
+            "texts": len(texts),
+            "rows": formats.throughput(texts, args.pages_per_file),
+        }
         print(formats.format_tables(None, report["throughput"]["rows"]))
     else:
         with tempfile.TemporaryDirectory(prefix="needle-formats-") as tmp:

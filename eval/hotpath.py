@@ -46,11 +46,49 @@ GRAPHS = ("search", "vsearch", "query")
 ROUTES = ("get", "search", "vsearch", "query", "status")
 STATUSES = ("draft", "review", "done", "archived")
 NOTES = 7_500
-TRAILING = {"the", "a", "an", "of", "in", "to", "that", "for", "from", "with", "using", "by", "and", "or", "is", "are", "on", "as", "if", "be", "can", "this", "it"}
+TRAILING = {
+    "the",
+    "a",
+    "an",
+    "of",
+    "in",
+    "to",
+    "that",
+    "for",
+    "from",
+    "with",
+    "using",
+    "by",
+    "and",
+    "or",
+    "is",
+    "are",
+    "on",
+    "as",
+    "if",
+    "be",
+    "can",
+    "this",
+    "it",
+}
 QUERY_COUNT = 80
 MAX_NOTE_CHARS = 1_600
 # Libraries of Needle's own environment whose docstrings join the standard library's (fixed by constraints.txt).
-LIBRARIES = ("numpy", "haystack", "pydantic", "httpx", "starlette", "fastapi", "networkx", "jinja2", "yaml", "dateutil", "onnxruntime", "qdrant_client", "openai")
+LIBRARIES = (
+    "numpy",
+    "haystack",
+    "pydantic",
+    "httpx",
+    "starlette",
+    "fastapi",
+    "networkx",
+    "jinja2",
+    "yaml",
+    "dateutil",
+    "onnxruntime",
+    "qdrant_client",
+    "openai",
+)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -67,7 +105,9 @@ def _docstrings(source: Path) -> list[tuple[str, str, str]]:
 
     def visit(body: list[ast.stmt], prefix: str) -> None:
         for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not node.name.startswith(
+                "_"
+            ):
                 doc = ast.get_docstring(node)
                 if doc and len(doc) >= 80:
                     found.append((prefix + node.name, doc))
@@ -93,7 +133,9 @@ def make_corpus(out: Path, count: int = NOTES) -> list[str]:
     roots = [Path(sysconfig.get_paths()["stdlib"])]
     roots += [Path(sysconfig.get_paths()["purelib"]) / name for name in LIBRARIES]
     sources = [
-        (root, p) for root in roots for p in sorted(root.rglob("*.py"))
+        (root, p)
+        for root in roots
+        for p in sorted(root.rglob("*.py"))
         if not {"test", "tests", "site-packages"} & set(p.relative_to(root).parts)
     ]
     entries: list[tuple[str, str, str, str]] = []
@@ -270,6 +312,7 @@ def instrument(needle: Any, timer: StageTracer) -> Timed:
         opened = store._shard()
         if not isinstance(opened.shard, _EngineProxy):
             opened.shard = _EngineProxy(opened.shard, timed, role)
+
     def copies(function: Callable[..., Any]) -> Callable[..., Any]:
         def timed_copy(value: Any) -> Any:
             started = time.perf_counter()
@@ -359,11 +402,18 @@ def run_stages(args: argparse.Namespace) -> dict[str, Any]:
     breakdown = stage_breakdown(needle, queries, tuple(args.graphs))
     for graph in args.graphs:
         b = breakdown[graph]
-        print(f"\n{graph}: p50 {timing[graph]['p50']:.1f} ms, p95 {timing[graph]['p95']:.1f} ms (untraced, median of {args.repeat})")
-        print(f"  traced mean {b['total']:.1f} ms = facade {b['facade']:.1f} + graph {b['graph']:.1f} "
-              f"(stages {sum(b['stages'].values()):.1f}, Haystack's input copies {b['haystack_copies']:.1f}, "
-              f"Haystack's scheduling {b['haystack_other']:.1f})")
-        print(f"  engine calls {b['engine']:.1f} ms: " + ", ".join(f"{k[7:]} {v:.2f}" for k, v in b["engine_calls"].items()))
+        print(
+            f"\n{graph}: p50 {timing[graph]['p50']:.1f} ms, p95 {timing[graph]['p95']:.1f} ms (untraced, median of {args.repeat})"
+        )
+        print(
+            f"  traced mean {b['total']:.1f} ms = facade {b['facade']:.1f} + graph {b['graph']:.1f} "
+            f"(stages {sum(b['stages'].values()):.1f}, Haystack's input copies {b['haystack_copies']:.1f}, "
+            f"Haystack's scheduling {b['haystack_other']:.1f})"
+        )
+        print(
+            f"  engine calls {b['engine']:.1f} ms: "
+            + ", ".join(f"{k[7:]} {v:.2f}" for k, v in b["engine_calls"].items())
+        )
         for name, ms in b["stages"].items():
             print(f"    {name:<18} {ms:7.2f} ms")
     return {"timing": timing, "breakdown": breakdown}
@@ -403,8 +453,24 @@ def run_builds(args: argparse.Namespace) -> dict[str, Any]:
         for where, calls in sorted(by_caller.items(), key=lambda kv: -kv[1]):
             print(f"  {calls:6.1f}  {where}")
         out[graph] = {"per_query": total, "by_caller": by_caller}
-    meta = {key: f"value of {key}" for key in ("collection", "path", "title", "heading_path", "start_line", "end_line",
-                                               "checksum", "source_doc_id", "format", "date", "fusion", "bonus", "term_hits")}
+    meta = {
+        key: f"value of {key}"
+        for key in (
+            "collection",
+            "path",
+            "title",
+            "heading_path",
+            "start_line",
+            "end_line",
+            "checksum",
+            "source_doc_id",
+            "format",
+            "date",
+            "fusion",
+            "bonus",
+            "term_hits",
+        )
+    }
     doc = Document(content="word " * 200, score=0.5, meta=meta)
     rounds = 2000
     best = min(timeit.repeat(lambda: replace(doc, score=0.4, meta={**doc.meta, "rerank": {}}), number=rounds, repeat=5))
@@ -435,7 +501,7 @@ def run_scheduling(args: argparse.Namespace) -> dict[str, Any]:
             needle.search(queries[0], graph)
             latencies: dict[str, list[float]] = {mode: [] for mode in modes}
             for round_ in range(2 * args.repeat):
-                for mode in (("haystack", "needle") if round_ % 2 == 0 else ("needle", "haystack")):
+                for mode in ("haystack", "needle") if round_ % 2 == 0 else ("needle", "haystack"):
                     NeedlePipeline._fill_queue = modes[mode]  # type: ignore[method-assign]
                     for query in queries:
                         started = time.perf_counter()
@@ -446,7 +512,9 @@ def run_scheduling(args: argparse.Namespace) -> dict[str, Any]:
             for mode in modes:
                 counted = [0]
 
-                def counting(comp: Any, comp_inputs: Any, counted: list[int] = counted, original: Any = calculate) -> Any:
+                def counting(
+                    comp: Any, comp_inputs: Any, counted: list[int] = counted, original: Any = calculate
+                ) -> Any:
                     counted[0] += 1
                     return original.__func__(comp, comp_inputs)
 
@@ -457,15 +525,26 @@ def run_scheduling(args: argparse.Namespace) -> dict[str, Any]:
                 finally:
                     PipelineBase._calculate_priority = calculate  # type: ignore[method-assign]
                 checks[mode] = counted[0]
-            out[graph] = {mode: {"p50": percentile(latencies[mode], 50), "p95": percentile(latencies[mode], 95),
-                                 "checks": checks[mode], "n": len(latencies[mode])} for mode in modes}
+            out[graph] = {
+                mode: {
+                    "p50": percentile(latencies[mode], 50),
+                    "p95": percentile(latencies[mode], 95),
+                    "checks": checks[mode],
+                    "n": len(latencies[mode]),
+                }
+                for mode in modes
+            }
     finally:
         NeedlePipeline._fill_queue = ours  # type: ignore[method-assign]
     print(f"\nscheduling, in-process, {len(queries)} queries x {args.repeat} passes each, alternating")
-    print("| graph | p50 Haystack's | p50 Needle's | p95 Haystack's | p95 Needle's | readiness checks a query |\n|---|---|---|---|---|---|")
+    print(
+        "| graph | p50 Haystack's | p50 Needle's | p95 Haystack's | p95 Needle's | readiness checks a query |\n|---|---|---|---|---|---|"
+    )
     for graph, row in out.items():
         h, n = row["haystack"], row["needle"]
-        print(f"| {graph} | {h['p50']:.1f} | {n['p50']:.1f} | {h['p95']:.1f} | {n['p95']:.1f} | {h['checks']} → {n['checks']} |")
+        print(
+            f"| {graph} | {h['p50']:.1f} | {n['p50']:.1f} | {h['p95']:.1f} | {n['p95']:.1f} | {h['checks']} → {n['checks']} |"
+        )
     return out
 
 
@@ -514,7 +593,7 @@ class WireClient:
         self.connection = Connection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=120)
         self.headers = {"Content-Type": "application/json", **headers}
 
-    def post(self, path: str, json: Any) -> WireClient.Answer:  # noqa: A002 - httpx's name for the body
+    def post(self, path: str, json: Any) -> WireClient.Answer:
         import json as json_module
 
         self.connection.request("POST", path, json_module.dumps(json).encode(), self.headers)
@@ -633,7 +712,9 @@ def run_clients(args: argparse.Namespace) -> dict[str, Any]:
         def call(side: str, route: str, payload: dict[str, Any]) -> float:
             return timed_post(clients[side], route, payload)
 
-        print(f"\nover HTTP, one server, httpx and needle.owner.wire taking turns, {len(queries)} queries x {args.repeat}")
+        print(
+            f"\nover HTTP, one server, httpx and needle.owner.wire taking turns, {len(queries)} queries x {args.repeat}"
+        )
         table = paired(("httpx", "wire"), args.repeat, queries, call)
     finally:
         stop(proc)
@@ -656,12 +737,26 @@ def run_shortcut(args: argparse.Namespace) -> dict[str, Any]:
 
     async def answer(route: str, payload: dict[str, Any]) -> bytes:
         body = json.dumps(payload).encode()
-        headers = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
-                   (b"content-length", str(len(body)).encode())]
-        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-                 "scheme": "http", "path": f"/{route}/run", "raw_path": f"/{route}/run".encode(), "root_path": "",
-                 "query_string": b"", "headers": headers, "client": ("127.0.0.1", 50000),
-                 "server": ("127.0.0.1", 8000), "state": {}}
+        headers = [
+            (b"host", b"127.0.0.1:8000"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": f"/{route}/run",
+            "raw_path": f"/{route}/run".encode(),
+            "root_path": "",
+            "query_string": b"",
+            "headers": headers,
+            "client": ("127.0.0.1", 50000),
+            "server": ("127.0.0.1", 8000),
+            "state": {},
+        }
         messages = [{"type": "http.request", "body": body, "more_body": False}]
         sent: list[dict[str, Any]] = []
 
@@ -747,13 +842,17 @@ def run_pair(args: argparse.Namespace) -> dict[str, Any]:
                     seen.append(elapsed)
                 return elapsed
 
-            print(f"\nover HTTP, {args.before} against this checkout, taking turns, {len(queries)} queries x {args.repeat}")
+            print(
+                f"\nover HTTP, {args.before} against this checkout, taking turns, {len(queries)} queries x {args.repeat}"
+            )
             table = paired(("before", "after"), args.repeat, queries, call)
             print("first round only (queries neither server met before):")
             print("| route | before p50 ms | after p50 ms |\n|---|---|---|")
             for route in table:
-                print(f"| {route} | {statistics.median(first[(route, 'before')]):.2f} | "
-                      f"{statistics.median(first[(route, 'after')]):.2f} |")
+                print(
+                    f"| {route} | {statistics.median(first[(route, 'before')]):.2f} | "
+                    f"{statistics.median(first[(route, 'after')]):.2f} |"
+                )
         finally:
             stop(after)
     finally:
@@ -787,10 +886,16 @@ def run_status(args: argparse.Namespace) -> dict[str, Any]:
         memory = rss_mb(proc.pid)
     finally:
         stop(proc)
-    result = {"chunks": chunks, "in_process_ms": statistics.median(inproc), "http_ms": statistics.median(over_http),
-              "rss": memory}
-    print(f"status at {chunks} chunks: {result['in_process_ms']:.1f} ms in-process, {result['http_ms']:.1f} ms over HTTP "
-          f"(medians of {args.calls}); serving RSS {memory} MB")
+    result = {
+        "chunks": chunks,
+        "in_process_ms": statistics.median(inproc),
+        "http_ms": statistics.median(over_http),
+        "rss": memory,
+    }
+    print(
+        f"status at {chunks} chunks: {result['in_process_ms']:.1f} ms in-process, {result['http_ms']:.1f} ms over HTTP "
+        f"(medians of {args.calls}); serving RSS {memory} MB"
+    )
     return result
 
 
@@ -810,8 +915,14 @@ def run_load(args: argparse.Namespace) -> dict[str, Any]:
             for _ in range(args.repeat):
                 stats = load(url, clients, args.seconds, ["query"], 10, queries)
                 ms = [v * 1000 for v in stats["query"]["latencies"]]
-                runs.append({"qps": len(ms) / args.seconds, "p50": percentile(ms, 50), "p95": percentile(ms, 95),
-                             "errors": stats["query"]["errors"]})
+                runs.append(
+                    {
+                        "qps": len(ms) / args.seconds,
+                        "p50": percentile(ms, 50),
+                        "p95": percentile(ms, 95),
+                        "errors": stats["query"]["errors"],
+                    }
+                )
             rows[str(clients)] = {k: statistics.median(r[k] for r in runs) for k in ("qps", "p50", "p95", "errors")}
         rows["rss"] = rss_mb(proc.pid)
     finally:
@@ -836,7 +947,9 @@ def dump_results(data_dir: Path, out: Path, compare: Path | None) -> int:
         for query in read_queries(data_dir):
             answer = needle.search(query, graph, explain=True)
             answers[f"{graph}: {query}"] = {
-                "label": answer.label, "confidence": answer.confidence, "explain": answer.explain,
+                "label": answer.label,
+                "confidence": answer.confidence,
+                "explain": answer.explain,
                 "results": [[r.docid, r.start_line, r.end_line, r.score, r.snippet, r.explain] for r in answer.results],
             }
     out.write_text(json.dumps(answers, indent=0))
@@ -856,8 +969,12 @@ def record_big(needle: Any) -> None:
     from needle.lifecycle import field_summary as index_summary
     from needle.lifecycle import provenance as index_info
 
-    index_info.record(needle.settings, needle.ingest_graph(), languages={"scale": ["en"]},
-                      summaries=index_summary.summaries(needle.store, needle.file_store, ["scale"]))
+    index_info.record(
+        needle.settings,
+        needle.ingest_graph(),
+        languages={"scale": ["en"]},
+        summaries=index_summary.summaries(needle.store, needle.file_store, ["scale"]),
+    )
 
 
 def build_big(data_dir: Path, chunks: int, per_file: int = 20, batch: int = 1000) -> int:
@@ -891,18 +1008,36 @@ def build_big(data_dir: Path, chunks: int, per_file: int = 20, batch: int = 1000
             file, part = divmod(number, per_file)
             stamp = _stamp(str(file))
             path = f"area-{file % 50:02d}/note-{file:06d}.md"
-            frontmatter = {"status": STATUSES[stamp % len(STATUSES)], "priority": 1 + stamp % 3,
-                           "owner": f"person-{stamp % 40}"}
+            frontmatter = {
+                "status": STATUSES[stamp % len(STATUSES)],
+                "priority": 1 + stamp % 3,
+                "owner": f"person-{stamp % 40}",
+            }
             meta = {
-                "collection": "scale", "path": path, "source_doc_id": f"scale:{path}", "title": f"note {file}",
-                "tags": [f"topic-{stamp % 30}", "scale"], "frontmatter": frontmatter,
-                "fields": [f"{k}={v}" for k, v in frontmatter.items()], "folders": [f"area-{file % 50:02d}"],
-                "language": "en", "start_line": 1 + part * 10, "end_line": 10 + part * 10, "chunk": part,
+                "collection": "scale",
+                "path": path,
+                "source_doc_id": f"scale:{path}",
+                "title": f"note {file}",
+                "tags": [f"topic-{stamp % 30}", "scale"],
+                "frontmatter": frontmatter,
+                "fields": [f"{k}={v}" for k, v in frontmatter.items()],
+                "folders": [f"area-{file % 50:02d}"],
+                "language": "en",
+                "start_line": 1 + part * 10,
+                "end_line": 10 + part * 10,
+                "chunk": part,
             }
             docs.append(replace(doc, meta=meta))
             if part == 0:
-                files.append(Document(id=f"file-{file:06d}", content=doc.content, embedding=doc.embedding,
-                                      sparse_embedding=doc.sparse_embedding, meta={**meta, "kind": "file"}))
+                files.append(
+                    Document(
+                        id=f"file-{file:06d}",
+                        content=doc.content,
+                        embedding=doc.embedding,
+                        sparse_embedding=doc.sparse_embedding,
+                        meta={**meta, "kind": "file"},
+                    )
+                )
         needle.store.write_documents(docs, DuplicatePolicy.OVERWRITE)
         if files:
             needle.file_store.write_documents(files, DuplicatePolicy.OVERWRITE)
@@ -949,11 +1084,24 @@ def plot(before: str, after: str, out: Path, http: bool = False) -> None:
     names = list(ROUTES) if http else [*GRAPHS, "status"]
     for offset, label in ((-width / 2, before), (width / 2, after)):
         if http:
-            heights = [median(label, lambda run, r=r: run.get("http", {}).get("routes", {}).get(r, {}).get("p50")) for r in ROUTES]
+            heights = [
+                median(label, lambda run, r=r: run.get("http", {}).get("routes", {}).get(r, {}).get("p50"))
+                for r in ROUTES
+            ]
         else:
             heights = [
-                median(label, lambda run, g=g: run.get("stages", {}).get("timing", {}).get(g, {}).get("p50")) for g in GRAPHS
-            ] + [median(label, lambda run: run.get("status", {}).get("in_process_ms") if run.get("status", {}).get("chunks", 0) < 100_000 else None)]
+                median(label, lambda run, g=g: run.get("stages", {}).get("timing", {}).get(g, {}).get("p50"))
+                for g in GRAPHS
+            ] + [
+                median(
+                    label,
+                    lambda run: (
+                        run.get("status", {}).get("in_process_ms")
+                        if run.get("status", {}).get("chunks", 0) < 100_000
+                        else None
+                    ),
+                )
+            ]
         bars = left.bar([i + offset for i in range(len(names))], heights, width, label=label)
         left.bar_label(bars, fmt="%.0f", fontsize=8)
     left.set_xticks(range(len(names)), names)
@@ -977,7 +1125,10 @@ def plot(before: str, after: str, out: Path, http: bool = False) -> None:
 def save(command: str, label: str, result: dict[str, Any], path: Path) -> None:
     """Add this run to the results file (eval/results/hotpath.json) under `label`: what the docs' table and plot read."""
     saved = json.loads(path.read_text()) if path.exists() else {}
-    saved.setdefault(label or "unlabelled", {})[command] = {**result, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    saved.setdefault(label or "unlabelled", {})[command] = {
+        **result,
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     path.write_text(json.dumps(saved, indent=1, default=float) + "\n")
 
 
@@ -994,21 +1145,27 @@ def main(argv: list[str] | None = None) -> int:
     build = sub.add_parser("build", help="index the notes into a data folder")
     build.add_argument("--data-dir", type=Path, required=True)
     build.add_argument("--notes", type=Path, required=True)
-    for name, helps in (("stages", "in-process timing per graph with the stage breakdown"),
-                        ("http", "p50/p95 per route over HTTP and the server's RSS"),
-                        ("load", "query throughput at several client counts"),
-                        ("status", "status in-process and over HTTP, and the serving RSS"),
-                        ("scheduling", "Haystack's scheduling against Needle's, alternating in one process"),
-                        ("builds", "Documents built per query and stage (cProfile), and what one build costs"),
-                        ("clients", "httpx and needle.owner.wire taking turns against one server, p50 per route"),
-                        ("shortcut", "the served app in-process with and without RunShortcut, taking turns"),
-                        ("pair", "a server from another checkout and one from this, taking turns, p50 per route")):
+    for name, helps in (
+        ("stages", "in-process timing per graph with the stage breakdown"),
+        ("http", "p50/p95 per route over HTTP and the server's RSS"),
+        ("load", "query throughput at several client counts"),
+        ("status", "status in-process and over HTTP, and the serving RSS"),
+        ("scheduling", "Haystack's scheduling against Needle's, alternating in one process"),
+        ("builds", "Documents built per query and stage (cProfile), and what one build costs"),
+        ("clients", "httpx and needle.owner.wire taking turns against one server, p50 per route"),
+        ("shortcut", "the served app in-process with and without RunShortcut, taking turns"),
+        ("pair", "a server from another checkout and one from this, taking turns, p50 per route"),
+    ):
         command = sub.add_parser(name, help=helps)
         command.add_argument("--data-dir", type=Path, required=True)
         command.add_argument("--repeat", type=int, default=3, help="runs; medians are reported")
         command.add_argument("--label", default="", help="a name for this run in the JSON report")
-        command.add_argument("--save", type=Path, default=ROOT / "eval" / "results" / "hotpath.json",
-                             help="the results file this run is added to")
+        command.add_argument(
+            "--save",
+            type=Path,
+            default=ROOT / "eval" / "results" / "hotpath.json",
+            help="the results file this run is added to",
+        )
         if name in ("stages", "scheduling", "builds"):
             command.add_argument("--graphs", nargs="+", default=list(GRAPHS))
         if name == "status":
@@ -1016,8 +1173,12 @@ def main(argv: list[str] | None = None) -> int:
         if name == "pair":
             command.add_argument("--before", type=Path, required=True, help="the checkout to compare with")
         if name == "http":
-            command.add_argument("--client", choices=("httpx", "wire"), default="httpx",
-                                 help="httpx, or needle.owner.wire, the client needle commands reach an owner with")
+            command.add_argument(
+                "--client",
+                choices=("httpx", "wire"),
+                default="httpx",
+                help="httpx, or needle.owner.wire, the client needle commands reach an owner with",
+            )
         if name == "load":
             command.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
             command.add_argument("--seconds", type=float, default=15)
@@ -1028,7 +1189,9 @@ def main(argv: list[str] | None = None) -> int:
     drawn.add_argument("--before", default="before")
     drawn.add_argument("--after", default="after")
     drawn.add_argument("--out", type=Path, default=ROOT / "eval" / "results" / "hotpath.png")
-    drawn.add_argument("--http", action="store_true", help="latency per route over HTTP instead of per graph in-process")
+    drawn.add_argument(
+        "--http", action="store_true", help="latency per route over HTTP instead of per graph in-process"
+    )
     dump = sub.add_parser("results", help="write every graph's answers; --compare checks them against a dump")
     dump.add_argument("--data-dir", type=Path, required=True)
     dump.add_argument("--out", type=Path, required=True)
@@ -1042,9 +1205,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "results":
         return dump_results(args.data_dir, args.out, args.compare)
     if args.command in ("stages", "http", "load", "status", "scheduling", "builds", "clients", "shortcut", "pair"):
-        result = {"stages": run_stages, "http": run_http, "load": run_load, "status": run_status,
-                  "scheduling": run_scheduling, "builds": run_builds, "clients": run_clients,
-                  "shortcut": run_shortcut, "pair": run_pair}[args.command](args)
+        result = {
+            "stages": run_stages,
+            "http": run_http,
+            "load": run_load,
+            "status": run_status,
+            "scheduling": run_scheduling,
+            "builds": run_builds,
+            "clients": run_clients,
+            "shortcut": run_shortcut,
+            "pair": run_pair,
+        }[args.command](args)
         save(args.command, args.label, result, args.save)
         return 0
     if args.command == "build":

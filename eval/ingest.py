@@ -67,10 +67,37 @@ from needle.facade.api import Needle  # noqa: E402
 
 DEMO_NOTES = ROOT / "needle" / "demo" / "notes"
 SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl"
-WORDS = (
-    "river stone lamp garden engine winter copper signal harbor maple orbit ledger canvas thunder meadow "
-    "circuit lantern falcon glacier pepper violin anchor compass ember quartz saddle tunnel velvet willow"
-).split()
+WORDS = [
+    "river",
+    "stone",
+    "lamp",
+    "garden",
+    "engine",
+    "winter",
+    "copper",
+    "signal",
+    "harbor",
+    "maple",
+    "orbit",
+    "ledger",
+    "canvas",
+    "thunder",
+    "meadow",
+    "circuit",
+    "lantern",
+    "falcon",
+    "glacier",
+    "pepper",
+    "violin",
+    "anchor",
+    "compass",
+    "ember",
+    "quartz",
+    "saddle",
+    "tunnel",
+    "velvet",
+    "willow",
+]
 CHANGED = 500
 KEYS = ("files_seen", "files_read", "files_skipped_by_stat", "texts_embedded", "chunks_reused", "deleted", "batches")
 
@@ -125,7 +152,9 @@ def cli_noop(rows: list[dict[str, Any]], size: int, data_dir: Path) -> None:
     """A no-op `needle index` in a new process: start-up, models and the run."""
     env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "needle.shells.cli", "index", "--json"], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "needle.shells.cli", "index", "--json"], env=env, capture_output=True, text=True
+    )
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"needle index failed: {done.stderr.strip()}")
@@ -140,8 +169,12 @@ def owner_noop(rows: list[dict[str, Any]], size: int, data_dir: Path) -> None:
     import httpx
 
     env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
-    watcher = subprocess.Popen([sys.executable, "-m", "needle.shells.cli", "watch"], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "needle.shells.cli", "watch"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         record_file, deadline = data_dir / "owner.json", time.time() + 600
         while True:
@@ -149,8 +182,12 @@ def owner_noop(rows: list[dict[str, Any]], size: int, data_dir: Path) -> None:
                 raise SystemExit("needle watch did not come up")
             try:
                 record = json.loads(record_file.read_text())
-                status = httpx.post(f"{record['address']}/status/run", json={}, timeout=30,
-                                    headers={"Authorization": f"Bearer {record['token']}"}).json()["result"]
+                status = httpx.post(
+                    f"{record['address']}/status/run",
+                    json={},
+                    timeout=30,
+                    headers={"Authorization": f"Bearer {record['token']}"},
+                ).json()["result"]
                 if status["watcher"]["last_update"] is not None:
                     break
             except (OSError, ValueError, KeyError, httpx.HTTPError):
@@ -158,14 +195,19 @@ def owner_noop(rows: list[dict[str, Any]], size: int, data_dir: Path) -> None:
             time.sleep(0.5)
         for _ in range(2):  # the owner's first index run through the route warms it; the second is timed
             started = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "needle.shells.cli", "index", "--json"], env=env,
-                                  capture_output=True, text=True)
+            done = subprocess.run(
+                [sys.executable, "-m", "needle.shells.cli", "index", "--json"], env=env, capture_output=True, text=True
+            )
             seconds = time.perf_counter() - started
         if done.returncode != 0:
             raise SystemExit(f"needle index through the owner failed: {done.stderr.strip()}")
         report = json.loads(done.stdout)
-        row = {"scenario": "cli no-op through needle watch", "files": size, "seconds": round(seconds, 2),
-               **{k: report[k] for k in KEYS}}
+        row = {
+            "scenario": "cli no-op through needle watch",
+            "files": size,
+            "seconds": round(seconds, 2),
+            **{k: report[k] for k in KEYS},
+        }
         rows.append(row)
         print(json.dumps(row), flush=True)
     finally:
@@ -183,7 +225,9 @@ def notes_benchmark(base: Path, size: int, changes: bool, rows: list[dict[str, A
     if changes:
         rng = random.Random(7)
         for path in rng.sample(files, CHANGED):
-            path.write_text(path.read_text() + "\nAn added line: " + " ".join(rng.choice(WORDS) for _ in range(12)) + "\n")
+            path.write_text(
+                path.read_text() + "\nAn added line: " + " ".join(rng.choice(WORDS) for _ in range(12)) + "\n"
+            )
         timed(rows, f"edit {CHANGED}", size, needle)
         moved = root / "moved"
         moved.mkdir()
@@ -224,10 +268,14 @@ def floor_embedders(settings: Any) -> tuple[Any, Any]:
 
     dense = FastembedDocumentEmbedder(
         **dense_embedder_params(settings.embedding.model, settings.model_dir),
-        prefix=settings.embedding.document_prefix or "", batch_size=16, progress_bar=False,
+        prefix=settings.embedding.document_prefix or "",
+        batch_size=16,
+        progress_bar=False,
     )
     sparse = FastembedSparseDocumentEmbedder(
-        **sparse_embedder_params(settings.sparse.model, settings.model_dir), batch_size=256, progress_bar=False,
+        **sparse_embedder_params(settings.sparse.model, settings.model_dir),
+        batch_size=256,
+        progress_bar=False,
     )
     dense.warm_up()
     sparse.warm_up()
@@ -268,9 +316,9 @@ def token_windows(text: str, tokenizer: Any, size: int = 254) -> list[str]:
         return [text]
     pieces = []
     for start in range(0, len(offsets), size):
-        window = offsets[start:start + size]
+        window = offsets[start : start + size]
         end = offsets[start + size][0] if start + size < len(offsets) else len(text)
-        pieces.append(text[(window[0][0] if start else 0):end])
+        pieces.append(text[(window[0][0] if start else 0) : end])
     return pieces
 
 
@@ -293,7 +341,7 @@ def padded_tokens(lengths: list[int], keys: list[int] | None = None, batch: int 
     capped = [min(n, window) for n in lengths]
     order = keys if keys is not None else capped
     ordered = [capped[i] for i in sorted(range(len(capped)), key=lambda i: order[i])]
-    return sum(max(ordered[i:i + batch]) * len(ordered[i:i + batch]) for i in range(0, len(ordered), batch))
+    return sum(max(ordered[i : i + batch]) * len(ordered[i : i + batch]) for i in range(0, len(ordered), batch))
 
 
 def needle_texts(files: list[Path], texts: list[str], needle: Needle) -> list[str]:
@@ -366,17 +414,21 @@ def token_table(base: Path, docs: int) -> str:
     needle = fresh_needle(base, "tokens", base)
     dense, _ = floor_embedders(needle.settings)
     tokenizer = model_tokenizer(dense, truncate=False)
-    lines = ["| set | files | floor tokens | full-text floor tokens | Needle tokens | Needle texts | floor / Needle | "
-             "Needle tokens, chunks in the chunker's order | Needle tokens, shortest in characters first | "
-             "Needle texts past 256 tokens | their tokens past it |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| set | files | floor tokens | full-text floor tokens | Needle tokens | Needle texts | floor / Needle | "
+        "Needle tokens, chunks in the chunker's order | Needle tokens, shortest in characters first | "
+        "Needle texts past 256 tokens | their tokens past it |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     try:
         for label, (_, files) in file_sets(base, docs).items():
             c = token_counts(files, needle, tokenizer)
-            lines.append(f"| {label} | {len(files)} | {c['floor']} | {c['full_text_floor']} | {c['needle']} | "
-                         f"{c['needle_texts']} | {c['floor'] / c['needle']:.3f} | {c['needle_given_order']} | "
-                         f"{c['needle_by_characters']} | {c['needle_texts_past_window']} | "
-                         f"{c['needle_tokens_past_window']} |")
+            lines.append(
+                f"| {label} | {len(files)} | {c['floor']} | {c['full_text_floor']} | {c['needle']} | "
+                f"{c['needle_texts']} | {c['floor'] / c['needle']:.3f} | {c['needle_given_order']} | "
+                f"{c['needle_by_characters']} | {c['needle_texts_past_window']} | "
+                f"{c['needle_tokens_past_window']} |"
+            )
     finally:
         needle.close()
     return "\n".join(lines)
@@ -427,16 +479,33 @@ def floor_benchmark(base: Path, docs: int, repeats: int) -> list[dict[str, Any]]
             fulls.append(full)
             seconds, report = needle_seconds(base, f"floor-{run}", root)
             needles.append(seconds)
-            print(json.dumps({"set": label, "run": run, "floor_s": round(floors[-1], 2), "full_floor_s": round(full, 2),
-                              "needle_s": round(seconds, 2)}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "set": label,
+                        "run": run,
+                        "floor_s": round(floors[-1], 2),
+                        "full_floor_s": round(full, 2),
+                        "needle_s": round(seconds, 2),
+                    }
+                ),
+                flush=True,
+            )
         floor_s, full_s, needle_s = statistics.median(floors), statistics.median(fulls), statistics.median(needles)
         row = {
-            "set": label, "files": len(files), "floor_s": round(floor_s, 2), "full_floor_s": round(full_s, 2),
-            "needle_s": round(needle_s, 2), "ratio": round(floor_s / needle_s, 3),
-            "full_ratio": round(full_s / needle_s, 3), "full_floor_texts_per_file": round(pieces / len(files), 2),
+            "set": label,
+            "files": len(files),
+            "floor_s": round(floor_s, 2),
+            "full_floor_s": round(full_s, 2),
+            "needle_s": round(needle_s, 2),
+            "ratio": round(floor_s / needle_s, 3),
+            "full_ratio": round(full_s / needle_s, 3),
+            "full_floor_texts_per_file": round(pieces / len(files), 2),
             "texts_per_file": round(report["texts_embedded"] / len(files), 2),
-            "floor_runs": [round(x, 2) for x in floors], "full_floor_runs": [round(x, 2) for x in fulls],
-            "needle_runs": [round(x, 2) for x in needles], **{k: report[k] for k in KEYS},
+            "floor_runs": [round(x, 2) for x in floors],
+            "full_floor_runs": [round(x, 2) for x in fulls],
+            "needle_runs": [round(x, 2) for x in needles],
+            **{k: report[k] for k in KEYS},
         }
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -445,11 +514,16 @@ def floor_benchmark(base: Path, docs: int, repeats: int) -> list[dict[str, Any]]
 
 def floor_table(rows: list[dict[str, Any]]) -> str:
     """The floor rows as a markdown table."""
-    lines = ["| set | files | floor s | full-text floor s | Needle s | ratio to floor | ratio to full-text floor | "
-             "texts per file (full-text floor) | texts per file (Needle) |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| set | files | floor s | full-text floor s | Needle s | ratio to floor | ratio to full-text floor | "
+        "texts per file (full-text floor) | texts per file (Needle) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['set']} | {r['files']} | {r['floor_s']} | {r['full_floor_s']} | {r['needle_s']} | {r['ratio']} | "
-                     f"{r['full_ratio']} | {r['full_floor_texts_per_file']} | {r['texts_per_file']} |")
+        lines.append(
+            f"| {r['set']} | {r['files']} | {r['floor_s']} | {r['full_floor_s']} | {r['needle_s']} | {r['ratio']} | "
+            f"{r['full_ratio']} | {r['full_floor_texts_per_file']} | {r['texts_per_file']} |"
+        )
     return "\n".join(lines)
 
 
@@ -465,8 +539,11 @@ def plot_floor(rows: list[dict[str, Any]], path: Path) -> None:
         seconds = [row["floor_s"], row["full_floor_s"], row["needle_s"]]
         bars = ax.bar(["floor", "full-text\nfloor", "Needle"], seconds, color=["#9aa5b1", "#6b7785", "#2f6fb0"])
         ax.bar_label(bars, fmt="%.2f s", fontsize=8)
-        ax.set_title(f"{row['set']} ({row['files']} files)\nfloor / Needle {row['ratio']}, "
-                     f"full-text floor / Needle {row['full_ratio']}", fontsize=9)
+        ax.set_title(
+            f"{row['set']} ({row['files']} files)\nfloor / Needle {row['ratio']}, "
+            f"full-text floor / Needle {row['full_ratio']}",
+            fontsize=9,
+        )
         ax.set_ylabel("seconds, first index (median)")
         ax.margins(y=0.15)
         ax.grid(axis="y", alpha=0.3)
@@ -487,8 +564,18 @@ def scifact_benchmark(base: Path, rows: list[dict[str, Any]], limit: int | None)
 
 def table(rows: list[dict[str, Any]]) -> str:
     """The rows as a markdown table."""
-    head = ["scenario", "files", "seconds", "files read", "skipped by stat", "texts embedded", "chunks reused",
-            "deleted", "batches", "files/s"]
+    head = [
+        "scenario",
+        "files",
+        "seconds",
+        "files read",
+        "skipped by stat",
+        "texts embedded",
+        "chunks reused",
+        "deleted",
+        "batches",
+        "files/s",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         lines.append(
@@ -507,25 +594,42 @@ def scratch(prefix: str) -> Iterator[Path]:
 
 def write_results(path: Path, rows: list[dict[str, Any]]) -> None:
     """Write a benchmark's rows as JSON, with the command that made them and the machine it ran on."""
-    path.write_text(json.dumps({
-        "command": "python eval/ingest.py " + " ".join(sys.argv[1:]),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "rows": rows,
-    }, indent=2) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "command": "python eval/ingest.py " + " ".join(sys.argv[1:]),
+                "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+                "rows": rows,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="*", default=[5000, 20000], help="generated notes per run (none: SciFact only)")
+    parser.add_argument(
+        "--sizes", type=int, nargs="*", default=[5000, 20000], help="generated notes per run (none: SciFact only)"
+    )
     parser.add_argument("--no-scifact", action="store_true", help="leave SciFact out")
     parser.add_argument("--scifact-docs", type=int, default=None, help="index only the first N SciFact abstracts")
-    parser.add_argument("--out", default=None, help="results file (default eval/results/ingest.json or ingest-floor.json)")
+    parser.add_argument(
+        "--out", default=None, help="results file (default eval/results/ingest.json or ingest-floor.json)"
+    )
     parser.add_argument("--floor", action="store_true", help="throughput against the floor (embedding each file once)")
     parser.add_argument("--floor-docs", type=int, default=300, help="SciFact abstracts in the floor's file set")
-    parser.add_argument("--repeats", type=int, default=2, help="runs per file set in --floor, per batch size in --batch-sizes (median)")
+    parser.add_argument(
+        "--repeats", type=int, default=2, help="runs per file set in --floor, per batch size in --batch-sizes (median)"
+    )
     parser.add_argument("--tokens", action="store_true", help="count the tokens the dense model runs over (no timing)")
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=None,
-                        help="time the dense model alone over the floor's texts and Needle's chunks per batch size")
+    parser.add_argument(
+        "--batch-sizes",
+        type=int,
+        nargs="+",
+        default=None,
+        help="time the dense model alone over the floor's texts and Needle's chunks per batch size",
+    )
     args = parser.parse_args()
     if args.batch_sizes:
         with scratch("needle-batches-") as base:
@@ -551,6 +655,7 @@ def main() -> None:
             scifact_benchmark(base, rows, args.scifact_docs)
     print(table(rows))
     write_results(Path(args.out or ROOT / "eval" / "results" / "ingest.json"), rows)
+
 
 if __name__ == "__main__":
     main()

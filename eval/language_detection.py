@@ -40,8 +40,22 @@ from needle.core.languages import CLEAR, LANGUAGES, identify, script_language  #
 
 RESULTS = ROOT / "eval" / "results" / "language_detection.json"
 SCIFACT = Path("/work/shared/datasets/scifact")
-CHATTERBOT = ("chinese", "dutch", "english", "french", "german", "italian", "japanese", "korean", "portuguese",
-              "russian", "spanish", "swedish", "tamil", "turkish")
+CHATTERBOT = (
+    "chinese",
+    "dutch",
+    "english",
+    "french",
+    "german",
+    "italian",
+    "japanese",
+    "korean",
+    "portuguese",
+    "russian",
+    "spanish",
+    "swedish",
+    "tamil",
+    "turkish",
+)
 BUCKETS = ((1, 20), (21, 60), (61, 10**9))
 
 
@@ -65,8 +79,17 @@ def chatterbot_texts() -> list[tuple[str, str]]:
 def note_texts() -> list[tuple[str, str]]:
     """(text, language) for the notes of eval/data/multilingual.yml (`english-only` is English; `quoted` is left out)."""
     data = yaml.safe_load((ROOT / "eval" / "data" / "multilingual.yml").read_text(encoding="utf-8"))
-    folders = {"en": "english", "english-only": "english", "de": "german", "fr": "french", "zh": "chinese", "ja": "japanese"}
-    return [(text, folders[path.split("/")[0]]) for path, text in data["notes"].items() if path.split("/")[0] in folders]
+    folders = {
+        "en": "english",
+        "english-only": "english",
+        "de": "german",
+        "fr": "french",
+        "zh": "chinese",
+        "ja": "japanese",
+    }
+    return [
+        (text, folders[path.split("/")[0]]) for path, text in data["notes"].items() if path.split("/")[0] in folders
+    ]
 
 
 def scifact_texts(limit: int | None) -> list[tuple[str, str]]:
@@ -92,7 +115,9 @@ def lingua_detector() -> Callable[[str], tuple[str | None, float]]:
     try:
         from lingua import Language, LanguageDetectorBuilder
     except ImportError:
-        raise SystemExit("--detector lingua needs lingua-language-detector: pip install -c constraints.txt lingua-language-detector") from None
+        raise SystemExit(
+            "--detector lingua needs lingua-language-detector: pip install -c constraints.txt lingua-language-detector"
+        ) from None
 
     names = {language: [language.upper()] for language in LANGUAGES}
     names["norwegian"] = ["BOKMAL", "NYNORSK"]
@@ -126,7 +151,11 @@ def score(detect: Callable[[str], tuple[str | None, float]], texts: list[tuple[s
     thresholds = {
         str(t): {
             "clear": round(sum(p >= t for _, p in told) / max(len(texts), 1), 4),
-            "clear_and_wrong": round(sum(p >= t and lang != truth for (lang, p), (_, truth) in zip(told, texts, strict=True)) / max(len(texts), 1), 4),
+            "clear_and_wrong": round(
+                sum(p >= t and lang != truth for (lang, p), (_, truth) in zip(told, texts, strict=True))
+                / max(len(texts), 1),
+                4,
+            ),
         }
         for t in THRESHOLDS
     }
@@ -159,13 +188,19 @@ def index_cost(limit: int | None) -> dict[str, Any]:
     )
     from haystack_integrations.components.preprocessors.needle.markdown_chunker import MarkdownChunker
 
-    files = [Document(content=text, meta={"collection": "c", "kind": "file", "source_doc_id": f"c:{i}"})
-             for i, (text, _) in enumerate(scifact_texts(limit))]
+    files = [
+        Document(content=text, meta={"collection": "c", "kind": "file", "source_doc_id": f"c:{i}"})
+        for i, (text, _) in enumerate(scifact_texts(limit))
+    ]
     chunker = MarkdownChunker(overlap_chars=0)
     chunks = []
     for doc in files:
-        for chunk in chunker.run(documents=[Document(content=doc.content, meta={"collection": "c", "path": doc.meta["source_doc_id"]})])["documents"]:
-            chunks.append(Document(content=chunk.content, meta={"collection": "c", "source_doc_id": doc.meta["source_doc_id"]}))
+        for chunk in chunker.run(
+            documents=[Document(content=doc.content, meta={"collection": "c", "path": doc.meta["source_doc_id"]})]
+        )["documents"]:
+            chunks.append(
+                Document(content=chunk.content, meta={"collection": "c", "source_doc_id": doc.meta["source_doc_id"]})
+            )
     embedder = MultilingualSparseDocumentEmbedder(model="Qdrant/bm25")
     dense = dense_embedder()
     runs, dense_runs = [], []
@@ -182,9 +217,13 @@ def index_cost(limit: int | None) -> dict[str, Any]:
     detect_ms = 1000 * statistics.median(runs) / len(chunks) * 1000
     dense_ms = 1000 * statistics.median(dense_runs) / len(sample) * 1000
     return {
-        "files": len(files), "chunks": len(chunks), "ms_per_1000_chunks": round(detect_ms, 1),
-        "dense_ms_per_1000_chunks": round(dense_ms, 1), "share_of_dense": round(detect_ms / dense_ms, 4),
-        "runs_seconds": [round(r, 2) for r in runs], "documents_not_english": not_english,
+        "files": len(files),
+        "chunks": len(chunks),
+        "ms_per_1000_chunks": round(detect_ms, 1),
+        "dense_ms_per_1000_chunks": round(dense_ms, 1),
+        "share_of_dense": round(detect_ms / dense_ms, 4),
+        "runs_seconds": [round(r, 2) for r in runs],
+        "documents_not_english": not_english,
     }
 
 
@@ -198,7 +237,9 @@ def dense_embedder() -> Any:
 
     model_dir = load_settings().model_dir
     provision(model_dir)
-    settings = load_settings(env={"NEEDLE_DATA_DIR": tempfile.mkdtemp(prefix="needle-detect-"), "NEEDLE_MODEL_DIR": str(model_dir)})
+    settings = load_settings(
+        env={"NEEDLE_DATA_DIR": tempfile.mkdtemp(prefix="needle-detect-"), "NEEDLE_MODEL_DIR": str(model_dir)}
+    )
     embedder = Needle(settings).pipeline("ingest").get_component("dense_embedder")
     embedder.warm_up()
     return embedder
@@ -214,14 +255,19 @@ def main() -> int:
     detectors = args.detector or ["py3langid", "lingua"]
     chatter = chatterbot_texts()
     sets = {
-        **{f"chatterbot {lo}-{hi if hi < 10**9 else ''} letters": [t for t in chatter if lo <= letters(t[0]) <= hi] for lo, hi in BUCKETS},
+        **{
+            f"chatterbot {lo}-{hi if hi < 10**9 else ''} letters": [t for t in chatter if lo <= letters(t[0]) <= hi]
+            for lo, hi in BUCKETS
+        },
         "notes": note_texts(),
         "scifact": scifact_texts(args.scifact_limit),
     }
     # Detectors not run now keep their rows from the last run.
     previous = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
-    results: dict[str, Any] = {"sets": {name: len(texts) for name, texts in sets.items()},
-                               "detectors": {k: v for k, v in previous.get("detectors", {}).items() if k not in detectors}}
+    results: dict[str, Any] = {
+        "sets": {name: len(texts) for name, texts in sets.items()},
+        "detectors": {k: v for k, v in previous.get("detectors", {}).items() if k not in detectors},
+    }
     for name in detectors:
         started = time.perf_counter()
         detect = py3langid_detector() if name == "py3langid" else lingua_detector()
@@ -234,17 +280,27 @@ def main() -> int:
     if not args.no_index_cost:
         print("== Needle's rule over SciFact's chunks", file=sys.stderr, flush=True)
         results["index_cost"] = index_cost(args.scifact_limit)
-    lines = ["| detector | set | texts | accuracy | told clearly | clearly wrong | ms per 1,000 texts |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| detector | set | texts | accuracy | told clearly | clearly wrong | ms per 1,000 texts |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, found in results["detectors"].items():
         for set_name, row in found["sets"].items():
             lines.append(
                 f"| {name} | {set_name} | {row['texts']} | {row['accuracy']:.3f} | {row['clear']:.3f} | "
                 f"{row['clear_and_wrong']:.4f} ({row['clear_and_wrong_count']}) | {row['ms_per_1000']:.0f} |"
             )
-    lines += ["", "py3langid by threshold (told clearly / clearly wrong):", "| set | " + " | ".join(map(str, THRESHOLDS)) + " |",
-              "|---|" + "---|" * len(THRESHOLDS)]
+    lines += [
+        "",
+        "py3langid by threshold (told clearly / clearly wrong):",
+        "| set | " + " | ".join(map(str, THRESHOLDS)) + " |",
+        "|---|" + "---|" * len(THRESHOLDS),
+    ]
     for set_name, row in results["detectors"].get("py3langid", {}).get("sets", {}).items():
-        cells = [f"{row['thresholds'][str(t)]['clear']:.3f} / {row['thresholds'][str(t)]['clear_and_wrong']:.4f}" for t in THRESHOLDS]
+        cells = [
+            f"{row['thresholds'][str(t)]['clear']:.3f} / {row['thresholds'][str(t)]['clear_and_wrong']:.4f}"
+            for t in THRESHOLDS
+        ]
         lines.append(f"| {set_name} | " + " | ".join(cells) + " |")
     loads = ", ".join(f"{name} {found['load_seconds']} s" for name, found in results["detectors"].items())
     cost = results.get("index_cost")

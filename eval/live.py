@@ -60,14 +60,20 @@ def owner(data: Path, process: subprocess.Popen, timeout: float) -> dict:
 
 def generate(folder: Path, count: int) -> None:
     """Write `count` small notes built from the demo notes' paragraphs, each with two words of its own."""
-    paragraphs = [part.strip() for note in sorted(DEMO.rglob("*.md"))
-                  for part in note.read_text(encoding="utf-8").split("\n\n") if len(part.strip()) > 80]
+    paragraphs = [
+        part.strip()
+        for note in sorted(DEMO.rglob("*.md"))
+        for part in note.read_text(encoding="utf-8").split("\n\n")
+        if len(part.strip()) > 80
+    ]
     for i in range(count):
         picked = [paragraphs[(i * 7 + j * 13) % len(paragraphs)] for j in range(3)]
         note = folder / f"g{i // 500:02d}" / f"note-{i:05d}.md"
         note.parent.mkdir(parents=True, exist_ok=True)
-        note.write_text(f"# Note {i}\n\nTopic gennote{i}z, series genseries{i % 97}k.\n\n" + "\n\n".join(picked) + "\n",
-                        encoding="utf-8")
+        note.write_text(
+            f"# Note {i}\n\nTopic gennote{i}z, series genseries{i % 97}k.\n\n" + "\n\n".join(picked) + "\n",
+            encoding="utf-8",
+        )
 
 
 def found(client: httpx.Client, route: str, word: str, path: str) -> bool:
@@ -86,12 +92,16 @@ def run(name: str, source: Path | None, generated: int, args: argparse.Namespace
     else:
         generate(notes, generated)
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
-    env.update({"NEEDLE_DATA_DIR": str(data), "NEEDLE_MODEL_DIR": os.environ.get("NEEDLE_MODEL_DIR", "~/.cache/needle/models")})
+    env.update(
+        {"NEEDLE_DATA_DIR": str(data), "NEEDLE_MODEL_DIR": os.environ.get("NEEDLE_MODEL_DIR", "~/.cache/needle/models")}
+    )
     debounce = os.environ.get("NEEDLE_WATCH__DEBOUNCE_MS")
     if debounce:
         env["NEEDLE_WATCH__DEBOUNCE_MS"] = debounce
     cli = [sys.executable, "-m", "needle.shells.cli"]
-    subprocess.run([*cli, "collection", "add", str(notes), "--name", "notes"], env=env, cwd=REPO, check=True, capture_output=True)
+    subprocess.run(
+        [*cli, "collection", "add", str(notes), "--name", "notes"], env=env, cwd=REPO, check=True, capture_output=True
+    )
     log = (base / "watch.log").open("w")
     started = time.perf_counter()
     process = subprocess.Popen([*cli, "watch"], env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
@@ -110,7 +120,10 @@ def run(name: str, source: Path | None, generated: int, args: argparse.Namespace
                     raise SystemExit(f"needle watch exited with {process.returncode}")
                 time.sleep(0.5)
             catch_up = time.perf_counter() - started
-            print(f"[{name}] needle watch up and caught up with {len(existing)} notes in {catch_up:.1f} s", file=sys.stderr)
+            print(
+                f"[{name}] needle watch up and caught up with {len(existing)} notes in {catch_up:.1f} s",
+                file=sys.stderr,
+            )
             for i in range(args.edits):
                 word = f"livewordx{i}q"
                 if i % 2 == 0:
@@ -129,8 +142,10 @@ def run(name: str, source: Path | None, generated: int, args: argparse.Namespace
                         raise SystemExit(f"edit {i} ({rel}) not searchable within {args.timeout} s")
                     time.sleep(0.05)
                 latencies.append(time.perf_counter() - t0)
-                print(f"[{name}] edit {i + 1:2d} {'change' if i % 2 == 0 else 'new   '} {rel:40s} {latencies[-1]:6.2f} s",
-                      file=sys.stderr)
+                print(
+                    f"[{name}] edit {i + 1:2d} {'change' if i % 2 == 0 else 'new   '} {rel:40s} {latencies[-1]:6.2f} s",
+                    file=sys.stderr,
+                )
     finally:
         process.terminate()
         process.wait(timeout=60)
@@ -161,11 +176,17 @@ def plot(reports: list[dict], path: Path) -> None:
     for row, report in enumerate(reports):
         ordered = sorted(report["latencies_s"])
         share = [(k + 1) / len(ordered) for k in range(len(ordered))]
-        line, = ax.step(ordered, share, where="post", label=f"{report['corpus']} ({report['notes']} notes)")
+        (line,) = ax.step(ordered, share, where="post", label=f"{report['corpus']} ({report['notes']} notes)")
         for q, key, marker in ((0.5, "p50_s", "o"), (0.95, "p95_s", "^")):
             ax.plot([report[key]], [q], marker, color=line.get_color())
-            ax.annotate(f"p{int(q * 100)} {report[key]} s", (report[key], q), textcoords="offset points",
-                        xytext=(8, -12 - 12 * row), fontsize=8, color=line.get_color())
+            ax.annotate(
+                f"p{int(q * 100)} {report[key]} s",
+                (report[key], q),
+                textcoords="offset points",
+                xytext=(8, -12 - 12 * row),
+                fontsize=8,
+                color=line.get_color(),
+            )
     ax.set_xlabel(f"seconds from save until `{reports[0]['route']}` finds the note")
     ax.set_ylabel("share of edits")
     ax.set_title("needle watch: edit to searchable")
@@ -200,8 +221,10 @@ def main() -> int:
         print(f"\n{report['corpus']}: catch-up (first index) {report['catch_up_s']} s")
         print("| corpus | edits | notes | route | debounce | p50 | p95 | max |")
         print("|---|---|---|---|---|---|---|---|")
-        print(f"| {report['corpus']} | {report['edits']} | {report['notes']} | {report['route']} | "
-              f"{report['debounce_ms']} ms | {report['p50_s']} s | {report['p95_s']} s | {report['max_s']} s |")
+        print(
+            f"| {report['corpus']} | {report['edits']} | {report['notes']} | {report['route']} | "
+            f"{report['debounce_ms']} ms | {report['p50_s']} s | {report['p95_s']} s | {report['max_s']} s |"
+        )
     merged = {}
     if args.output.exists():
         try:

@@ -67,7 +67,9 @@ def start_server(data_dir: Path, timeout: float = 300, instances: int | None = N
     log = tempfile.NamedTemporaryFile(prefix="needle-load-server-", suffix=".log", delete=False)
     proc = subprocess.Popen(
         [sys.executable, "-m", "needle.shells.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=log,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
     )
     proc.log_path = log.name  # type: ignore[attr-defined]
     url = f"http://127.0.0.1:{port}"
@@ -177,11 +179,19 @@ def table_rows(stats: dict[str, dict], seconds: float, instances: int | str, cli
             latencies, count = entry["latencies"], entry["errors"]
             everything, errors = everything + latencies, errors + count
         ms = [v * 1000 for v in latencies]
-        rows.append({
-            "instances": str(instances), "clients": str(clients), "endpoint": name, "requests": str(len(ms)),
-            "req/s": f"{len(ms) / seconds:.1f}", "p50 ms": f"{_percentile(ms, 50):.1f}",
-            "p95 ms": f"{_percentile(ms, 95):.1f}", "p99 ms": f"{_percentile(ms, 99):.1f}", "errors": str(count),
-        })
+        rows.append(
+            {
+                "instances": str(instances),
+                "clients": str(clients),
+                "endpoint": name,
+                "requests": str(len(ms)),
+                "req/s": f"{len(ms) / seconds:.1f}",
+                "p50 ms": f"{_percentile(ms, 50):.1f}",
+                "p95 ms": f"{_percentile(ms, 95):.1f}",
+                "p99 ms": f"{_percentile(ms, 99):.1f}",
+                "errors": str(count),
+            }
+        )
     return rows
 
 
@@ -196,11 +206,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default="http://127.0.0.1:1416", help="a running server (loopback only)")
     parser.add_argument("--data-dir", type=Path, help="start a server on 127.0.0.1 against this data dir instead")
-    parser.add_argument("--clients", type=int, action="append", help="concurrent clients, 1 to 64 (repeatable; default 4)")
-    parser.add_argument("--instances", type=int, action="append",
-                        help="with --data-dir: warmed instances of each graph in the server (repeatable; default: the configuration's)")
+    parser.add_argument(
+        "--clients", type=int, action="append", help="concurrent clients, 1 to 64 (repeatable; default 4)"
+    )
+    parser.add_argument(
+        "--instances",
+        type=int,
+        action="append",
+        help="with --data-dir: warmed instances of each graph in the server (repeatable; default: the configuration's)",
+    )
     parser.add_argument("--seconds", type=float, default=20, help="duration of each run (1 to 600)")
-    parser.add_argument("--endpoint", action="append", choices=["query", "search", "vsearch"], help="default: query and search")
+    parser.add_argument(
+        "--endpoint", action="append", choices=["query", "search", "vsearch"], help="default: query and search"
+    )
     parser.add_argument("--limit", type=int, default=10, help="results per request")
     parser.add_argument("--dataset", type=Path, default=None, help="send this BEIR folder's queries (queries.jsonl)")
     args = parser.parse_args(argv)
@@ -221,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
             httpx.post(f"{url}/{endpoints[0]}/run", json={"query": "warm up"}, headers=_auth(), timeout=60)
             for clients in clients_list:
                 label = "configured" if instances is None else instances
-                print(f"{clients} clients for {args.seconds:g} s against {url} ({', '.join(endpoints)}; instances {label})")
+                print(
+                    f"{clients} clients for {args.seconds:g} s against {url} ({', '.join(endpoints)}; instances {label})"
+                )
                 stats = run_load(url, clients, args.seconds, endpoints, args.limit, queries)
                 print(report(stats, args.seconds), flush=True)
                 rows += table_rows(stats, args.seconds, label, clients)

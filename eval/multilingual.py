@@ -61,7 +61,9 @@ def write_notes(data: dict[str, Any], folder: Path, keep: Any) -> None:
 class Run:
     """One Needle data folder with one collection of notes."""
 
-    def __init__(self, root: Path, name: str, notes: Path, language: str = "auto", overrides: dict[str, Any] | None = None):
+    def __init__(
+        self, root: Path, name: str, notes: Path, language: str = "auto", overrides: dict[str, Any] | None = None
+    ):
         from needle.core.model_files import provision
         from needle.core.settings import load_settings
         from needle.facade.api import Needle
@@ -81,7 +83,9 @@ class Run:
         self.needle.close()
 
 
-def score(run: Run, questions: list[dict[str, str]], pipeline: str, overrides: dict[str, Any] | None = None) -> dict[str, float]:
+def score(
+    run: Run, questions: list[dict[str, str]], pipeline: str, overrides: dict[str, Any] | None = None
+) -> dict[str, float]:
     """hit@1, hit@3 and MRR@10 of questions (each names its one note)."""
     hits1, hits3, mrr, missed = [], [], [], []
     for q in questions:
@@ -92,8 +96,13 @@ def score(run: Run, questions: list[dict[str, str]], pipeline: str, overrides: d
         mrr.append(mrr_at_k(ranking, relevant, 10))
         if not hits1[-1]:
             missed.append({"q": q["q"], "note": q["note"], "top3": ranking[:3]})
-    return {"questions": len(questions), "hit@1": round(mean(hits1), 3), "hit@3": round(mean(hits3), 3),
-            "mrr@10": round(mean(mrr), 3), "missed_first": missed}
+    return {
+        "questions": len(questions),
+        "hit@1": round(mean(hits1), 3),
+        "hit@3": round(mean(hits3), 3),
+        "mrr@10": round(mean(mrr), 3),
+        "missed_first": missed,
+    }
 
 
 def told_right(run: Run) -> dict[str, Any]:
@@ -116,7 +125,9 @@ def baseline(tmp: Path, data: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"mixed": {}, "english-only": {}}
     run = Run(tmp, "mixed-data", tmp / "mixed")
     for pipeline in ("search", "query"):
-        out["mixed"][pipeline] = {lang: score(run, data["questions"][lang], pipeline) for lang in languages_of(data["questions"])}
+        out["mixed"][pipeline] = {
+            lang: score(run, data["questions"][lang], pipeline) for lang in languages_of(data["questions"])
+        }
     run.close()
     run = Run(tmp, "english-data", tmp / "english")
     for pipeline in ("search", "query"):
@@ -134,12 +145,16 @@ def full(tmp: Path, data: dict[str, Any]) -> dict[str, Any]:
     out["shares"] = {"mixed": {}, "mostly-english": {}, "quoted": {}}
     for share in SHARES:
         over = {"bm25_embedder.min_share": share}
-        out["shares"]["mixed"][str(share)] = {lang: score(run, questions[lang], "search", over) for lang in languages_of(questions)}
+        out["shares"]["mixed"][str(share)] = {
+            lang: score(run, questions[lang], "search", over) for lang in languages_of(questions)
+        }
     run.close()
     for mode in ("affixes", "ngrams", "none"):
         run = Run(tmp, f"mixed-{mode}", tmp / "mixed", overrides={"sparse_embedder.compounds": mode})
         over = {"bm25_embedder.compounds": mode}
-        out.setdefault("compounds", {})[mode] = {lang: score(run, questions[lang], "search", over) for lang in languages_of(questions)}
+        out.setdefault("compounds", {})[mode] = {
+            lang: score(run, questions[lang], "search", over) for lang in languages_of(questions)
+        }
         run.close()
     # A mostly English collection with two short German notes.
     keep = ("en/", "english-only/", "de/datenbank.md", "de/notizen.md")
@@ -151,7 +166,8 @@ def full(tmp: Path, data: dict[str, Any]) -> dict[str, Any]:
     for share in SHARES:
         over = {"bm25_embedder.min_share": share}
         out["shares"]["mostly-english"][str(share)] = {
-            "english": score(run, english, "search", over), "german": score(run, german, "search", over),
+            "english": score(run, english, "search", over),
+            "german": score(run, german, "search", over),
         }
     run.close()
     # English notes with two files quoted in other languages (a French poem, an Italian recipe).
@@ -174,7 +190,10 @@ def full(tmp: Path, data: dict[str, Any]) -> dict[str, Any]:
 
 def table(rows: dict[str, dict[str, float]], label: str) -> list[str]:
     lines = [f"| {label} | questions | hit@1 | hit@3 | MRR@10 |", "|---|---|---|---|---|"]
-    lines += [f"| {name} | {r['questions']} | {r['hit@1']:.3f} | {r['hit@3']:.3f} | {r['mrr@10']:.3f} |" for name, r in rows.items()]
+    lines += [
+        f"| {name} | {r['questions']} | {r['hit@1']:.3f} | {r['hit@3']:.3f} | {r['mrr@10']:.3f} |"
+        for name, r in rows.items()
+    ]
     return lines
 
 
@@ -182,28 +201,57 @@ def report(out: dict[str, Any]) -> str:
     lines: list[str] = []
     for pipeline in ("search", "query"):
         lines += ["", f"mixed collection, {pipeline}:"] + table(out["mixed"][pipeline], "language")
-        lines.append(f"| english-only | {out['english-only'][pipeline]['questions']} | {out['english-only'][pipeline]['hit@1']:.3f} | "
-                     f"{out['english-only'][pipeline]['hit@3']:.3f} | {out['english-only'][pipeline]['mrr@10']:.3f} |")
+        lines.append(
+            f"| english-only | {out['english-only'][pipeline]['questions']} | {out['english-only'][pipeline]['hit@1']:.3f} | "
+            f"{out['english-only'][pipeline]['hit@3']:.3f} | {out['english-only'][pipeline]['mrr@10']:.3f} |"
+        )
     if "told" in out:
-        lines += ["", f"files told in their language: {out['told']['right']:.3f} of {out['told']['files']} (wrong: {out['told']['wrong']})"]
-        lines += ["", "German compounds (search, mixed collection), hit@1 / hit@3:", "| mode | " + " | ".join(languages_of_out(out)) + " |",
-                  "|---|" + "---|" * len(languages_of_out(out))]
+        lines += [
+            "",
+            f"files told in their language: {out['told']['right']:.3f} of {out['told']['files']} (wrong: {out['told']['wrong']})",
+        ]
+        lines += [
+            "",
+            "German compounds (search, mixed collection), hit@1 / hit@3:",
+            "| mode | " + " | ".join(languages_of_out(out)) + " |",
+            "|---|" + "---|" * len(languages_of_out(out)),
+        ]
         for mode, rows in out["compounds"].items():
-            lines.append(f"| {mode} | " + " | ".join(f"{rows[lang]['hit@1']:.3f} / {rows[lang]['hit@3']:.3f}" for lang in languages_of_out(out)) + " |")
-        lines += ["", "min_share (search), hit@1 / hit@3:", "| min_share | " + " | ".join(languages_of_out(out))
-                  + " | mostly-english: english | mostly-english: german | quoted: english |", "|---|" + "---|" * (len(languages_of_out(out)) + 3)]
+            lines.append(
+                f"| {mode} | "
+                + " | ".join(f"{rows[lang]['hit@1']:.3f} / {rows[lang]['hit@3']:.3f}" for lang in languages_of_out(out))
+                + " |"
+            )
+        lines += [
+            "",
+            "min_share (search), hit@1 / hit@3:",
+            "| min_share | "
+            + " | ".join(languages_of_out(out))
+            + " | mostly-english: english | mostly-english: german | quoted: english |",
+            "|---|" + "---|" * (len(languages_of_out(out)) + 3),
+        ]
         for share, rows in out["shares"]["mixed"].items():
             mostly = out["shares"]["mostly-english"][share]
-            lines.append(f"| {share} | " + " | ".join(f"{rows[lang]['hit@1']:.3f} / {rows[lang]['hit@3']:.3f}" for lang in languages_of_out(out))
-                         + f" | {mostly['english']['hit@1']:.3f} / {mostly['english']['hit@3']:.3f} | {mostly['german']['hit@1']:.3f} / {mostly['german']['hit@3']:.3f}"
-                         + f" | {out['shares']['quoted'][share]['hit@1']:.3f} / {out['shares']['quoted'][share]['hit@3']:.3f} |")
-        lines += ["", f"mostly-english chunks per language: {out['mostly-english']['languages']}",
-                  f"quoted chunks per language: {out['quoted']['languages']}", "",
-                  "English-only collection, told per file (auto) against declared English:",
-                  "| collection language | search hit@1 | search hit@3 | query hit@1 | query hit@3 | chunks per language |", "|---|---|---|---|---|---|"]
+            lines.append(
+                f"| {share} | "
+                + " | ".join(f"{rows[lang]['hit@1']:.3f} / {rows[lang]['hit@3']:.3f}" for lang in languages_of_out(out))
+                + f" | {mostly['english']['hit@1']:.3f} / {mostly['english']['hit@3']:.3f} | {mostly['german']['hit@1']:.3f} / {mostly['german']['hit@3']:.3f}"
+                + f" | {out['shares']['quoted'][share]['hit@1']:.3f} / {out['shares']['quoted'][share]['hit@3']:.3f} |"
+            )
+        lines += [
+            "",
+            f"mostly-english chunks per language: {out['mostly-english']['languages']}",
+            f"quoted chunks per language: {out['quoted']['languages']}",
+            "",
+            "English-only collection, told per file (auto) against declared English:",
+            "| collection language | search hit@1 | search hit@3 | query hit@1 | query hit@3 | chunks per language |",
+            "|---|---|---|---|---|---|",
+        ]
         for language, r in out["english-analysis"].items():
-            lines.append(f"| {language} | {r['search']['hit@1']:.3f} | {r['search']['hit@3']:.3f} | {r['query']['hit@1']:.3f} | "
-                         f"{r['query']['hit@3']:.3f} | {r['languages']} |")
+            lines.append(
+                f"| {language} | {r['search']['hit@1']:.3f} | {r['search']['hit@3']:.3f} | {r['query']['hit@1']:.3f} | "
+                f"{r['query']['hit@3']:.3f} | {r['languages']} |"
+            )
     return "\n".join(lines)
 
 

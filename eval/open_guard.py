@@ -70,7 +70,9 @@ def main() -> None:
             "open, probed": median_seconds(lambda: open_store(False), args.repeat),
             "probe alone": median_seconds(lambda: probe(str(folder)), args.repeat),
             "probe, read all": median_seconds(lambda: probe(str(folder), read_all=True), args.repeat),
-            "seal check alone": median_seconds(lambda: (seal(str(folder), SKIP), unseal(str(folder), SKIP)), args.repeat),
+            "seal check alone": median_seconds(
+                lambda: (seal(str(folder), SKIP), unseal(str(folder), SKIP)), args.repeat
+            ),
             "free-space check alone": median_seconds(lambda: ensure_space(folder), args.repeat),
         }
     print(f"chunk store of {args.data_dir}: {files} files; median of {args.repeat} runs")

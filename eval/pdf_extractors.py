@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from needle.evaluation import mixed_formats as formats  # noqa: E402
-from needle.evaluation import sample_documents as make  # noqa: E402
+from needle.evaluation import mixed_formats as formats
+from needle.evaluation import sample_documents as make
 
 
 def words(text: str) -> list[str]:
@@ -27,8 +27,10 @@ def words(text: str) -> list[str]:
 def fidelity(extracted: str, source: list[str]) -> tuple[float, float]:
     got = words(extracted)
     found, pairs = set(got), set(zip(got, got[1:]))
-    return (sum(w in found for w in source) / len(source),
-            sum(p in pairs for p in zip(source, source[1:])) / (len(source) - 1))
+    return (
+        sum(w in found for w in source) / len(source),
+        sum(p in pairs for p in zip(source, source[1:])) / (len(source) - 1),
+    )
 
 
 def timed(extract, data: bytes) -> tuple[float, str]:
@@ -55,7 +57,9 @@ def main() -> int:
         from haystack.components.converters import PDFMinerToDocument
 
         miner = PDFMinerToDocument()
-        extractors["pdfminer.six (PDFMinerToDocument)"] = lambda d: miner.run(sources=[ByteStream(d)])["documents"][0].content
+        extractors["pdfminer.six (PDFMinerToDocument)"] = lambda d: (
+            miner.run(sources=[ByteStream(d)])["documents"][0].content
+        )
     except ImportError:
         pass
     try:
@@ -74,7 +78,7 @@ def main() -> int:
     for name, extract in extractors.items():
         try:
             seconds, text = timed(extract, data)
-        except Exception as error:  # noqa: BLE001 - a library missing its own dependencies is left out
+        except Exception as error:
             print(f"| {name} | failed: {error} | | |")
             continue
         pages = pages or text.count("\f") + 1

@@ -41,7 +41,9 @@ def main() -> int:
         xs = [j + i * width for j in range(len(sets))]
         ax.bar(xs, [rows[s]["accuracy"] if s in rows else 0 for s in sets], width, label=f"{name} accuracy")
     ax.set_xticks([j + width * (len(names) - 1) / 2 for j in range(len(sets))])
-    ax.set_xticklabels([s.replace("chatterbot ", "chat ").replace(" letters", "") for s in sets], rotation=20, fontsize=8)
+    ax.set_xticklabels(
+        [s.replace("chatterbot ", "chat ").replace(" letters", "") for s in sets], rotation=20, fontsize=8
+    )
     ax.set_ylim(0, 1.05)
     ax.set_title("Language told right (21 languages; scifact: first 1,000)")
     ax.legend(fontsize=8, loc="lower right")
@@ -49,10 +51,14 @@ def main() -> int:
     # hit@3 per language: search and query, before (main) and after.
     for ax, pipeline in zip(axes[1:], ("search", "query"), strict=True):
         languages = list(after["mixed"][pipeline]) + ["english-only"]
-        values_after = [after["mixed"][pipeline][lang]["hit@3"] for lang in languages[:-1]] + [after["english-only"][pipeline]["hit@3"]]
+        values_after = [after["mixed"][pipeline][lang]["hit@3"] for lang in languages[:-1]] + [
+            after["english-only"][pipeline]["hit@3"]
+        ]
         xs = list(range(len(languages)))
         if before is not None:
-            values_before = [before["mixed"][pipeline][lang]["hit@3"] for lang in languages[:-1]] + [before["english-only"][pipeline]["hit@3"]]
+            values_before = [before["mixed"][pipeline][lang]["hit@3"] for lang in languages[:-1]] + [
+                before["english-only"][pipeline]["hit@3"]
+            ]
             ax.bar([x - 0.2 for x in xs], values_before, 0.4, label="before (main)", color="#bbbbbb")
             ax.bar([x + 0.2 for x in xs], values_after, 0.4, label="py3langid rule", color="#3a7dc9")
         else:

@@ -50,10 +50,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -283,8 +284,15 @@ class Child:
         changed = store.optimize()
         seconds = time.perf_counter() - t0
         self.emit(
-            event="end", phase="build", finished=True, seconds=seconds + step_s, final_seconds=seconds,
-            step_seconds=step_s, changed=changed, shard_before=before, shard_after=_shard_info(store),
+            event="end",
+            phase="build",
+            finished=True,
+            seconds=seconds + step_s,
+            final_seconds=seconds,
+            step_seconds=step_s,
+            changed=changed,
+            shard_before=before,
+            shard_after=_shard_info(store),
             count=store.count_documents(),
         )
 
@@ -305,7 +313,9 @@ class Child:
             self.emit(event="end", phase=kind, **_time_queries(search, queries[kind], query_budget, kind))
         if args.child_store == "edge":
             self.start("recall", query_budget)
-            self.emit(event="end", phase="recall", **_recall(store, queries["dense"][: args.recall_queries], query_budget))
+            self.emit(
+                event="end", phase="recall", **_recall(store, queries["dense"][: args.recall_queries], query_budget)
+            )
 
 
 def _count_builds(store: Any) -> dict[str, float]:
@@ -351,14 +361,25 @@ def _open_store(kind: str, path: str, args: argparse.Namespace) -> Any:
         from haystack_integrations.document_stores.needle import EdgeDocumentStore
 
         return EdgeDocumentStore(
-            path=path, embedding_dim=DIM, use_sparse_embeddings=True, sparse_idf=True, text_index=True,
-            durable_writes=args.durable_writes, **json.loads(args.child_layout or "{}"),
+            path=path,
+            embedding_dim=DIM,
+            use_sparse_embeddings=True,
+            sparse_idf=True,
+            text_index=True,
+            durable_writes=args.durable_writes,
+            **json.loads(args.child_layout or "{}"),
         )
     from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
     return QdrantDocumentStore(
-        path=path, index="Document", embedding_dim=DIM, use_sparse_embeddings=True, sparse_idf=True,
-        recreate_index=args.child_mode == "build", write_batch_size=args.batch_size, progress_bar=False,
+        path=path,
+        index="Document",
+        embedding_dim=DIM,
+        use_sparse_embeddings=True,
+        sparse_idf=True,
+        recreate_index=args.child_mode == "build",
+        write_batch_size=args.batch_size,
+        progress_bar=False,
     )
 
 
@@ -430,13 +451,16 @@ def _recall(store: Any, queries: list[list[float]], budget: float) -> dict[str, 
             found["recall"].append(len(hits & truth) / max(len(truth), 1))
     done = len(recalls)
     return {
-        "finished": done == len(queries), "queries": done, "of": len(queries),
+        "finished": done == len(queries),
+        "queries": done,
+        "of": len(queries),
         "recall_at_10": float(np.mean(recalls)) if recalls else None,
         "min_recall_at_10": float(np.min(recalls)) if recalls else None,
         "exact_p50_ms": float(np.percentile(exact_ms, 50)) if exact_ms else None,
         "by_ef": {
             str(ef): {"recall_at_10": float(np.mean(f["recall"])), "engine_p50_ms": float(np.percentile(f["ms"], 50))}
-            for ef, f in by_ef.items() if f["recall"]
+            for ef, f in by_ef.items()
+            if f["recall"]
         },
     }
 
@@ -458,8 +482,10 @@ def _time_queries(search: Callable[[Any], Any], queries: list[Any], budget: floa
     result: dict[str, Any] = {"finished": done == len(queries), "queries": done, "of": len(queries)}
     if latencies:
         result.update(
-            p50_ms=float(np.percentile(latencies, 50)), p95_ms=float(np.percentile(latencies, 95)),
-            mean_ms=float(np.mean(latencies)), mean_hits=hits / done,
+            p50_ms=float(np.percentile(latencies, 50)),
+            p95_ms=float(np.percentile(latencies, 95)),
+            mean_ms=float(np.mean(latencies)),
+            mean_hits=hits / done,
         )
     return result
 
@@ -515,16 +541,42 @@ def _folder_mb(path: str) -> float:
 # The parent: one subprocess per phase group, watched
 
 
-def run_child(mode: str, store: str, size: int, layout: dict[str, Any], path: Path, args: argparse.Namespace) -> dict[str, Any]:
+def run_child(
+    mode: str, store: str, size: int, layout: dict[str, Any], path: Path, args: argparse.Namespace
+) -> dict[str, Any]:
     """Run the build or the query child; returns its phases, killed or not, with memory peaks."""
     read_fd, write_fd = os.pipe()
     command = [
-        sys.executable, str(Path(__file__).resolve()), "--child-mode", mode, "--child-store", store,
-        "--child-size", str(size), "--child-path", str(path), "--child-fd", str(write_fd),
-        "--child-layout", json.dumps(layout), "--seed", str(args.seed), "--vectors", args.vectors, "--batch-size", str(args.batch_size),
-        "--queries", str(args.queries), "--recall-queries", str(args.recall_queries),
-        "--budget-seconds", str(args.budget_seconds), "--query-budget-seconds", str(args.query_budget_seconds or 0),
-        "--build-budget-seconds", str(args.build_budget_seconds or 0),
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child-mode",
+        mode,
+        "--child-store",
+        store,
+        "--child-size",
+        str(size),
+        "--child-path",
+        str(path),
+        "--child-fd",
+        str(write_fd),
+        "--child-layout",
+        json.dumps(layout),
+        "--seed",
+        str(args.seed),
+        "--vectors",
+        args.vectors,
+        "--batch-size",
+        str(args.batch_size),
+        "--queries",
+        str(args.queries),
+        "--recall-queries",
+        str(args.recall_queries),
+        "--budget-seconds",
+        str(args.budget_seconds),
+        "--query-budget-seconds",
+        str(args.query_budget_seconds or 0),
+        "--build-budget-seconds",
+        str(args.build_budget_seconds or 0),
     ]
     if args.durable_writes:
         command.append("--durable-writes")
@@ -586,7 +638,9 @@ def run_child(mode: str, store: str, size: int, layout: dict[str, Any], path: Pa
     return result
 
 
-def run_layout(store: str, size: int, name: str, layout: dict[str, Any], args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
+def run_layout(
+    store: str, size: int, name: str, layout: dict[str, Any], args: argparse.Namespace, data_dir: Path
+) -> dict[str, Any]:
     """Build one index in one process, then open and query it in another."""
     path = data_dir / f"{store}-{name}-{size}"
     shutil.rmtree(path, ignore_errors=True)
@@ -698,9 +752,13 @@ def notes(result: dict[str, Any]) -> list[str]:
         )
     recall = (result.get("serve") or {}).get("phases", {}).get("recall", {})
     if recall.get("exact_p50_ms"):
-        out.append(f"{label}: exact search p50 {recall['exact_p50_ms']:.1f} ms; lowest recall@10 of a query {recall['min_recall_at_10']:.1f}")
+        out.append(
+            f"{label}: exact search p50 {recall['exact_p50_ms']:.1f} ms; lowest recall@10 of a query {recall['min_recall_at_10']:.1f}"
+        )
     if recall.get("by_ef"):
-        sweep = ", ".join(f"ef {ef}: {v['recall_at_10']:.3f} ({v['engine_p50_ms']:.2f} ms)" for ef, v in recall["by_ef"].items())
+        sweep = ", ".join(
+            f"ef {ef}: {v['recall_at_10']:.3f} ({v['engine_p50_ms']:.2f} ms)" for ef, v in recall["by_ef"].items()
+        )
         out.append(f"{label}: recall@10 (engine p50) by hnsw_ef: {sweep}")
     return out
 
@@ -716,7 +774,9 @@ def plot(reports: list[Path], out: Path) -> None:
     import matplotlib.pyplot as plt
 
     results = [
-        _current(result) for path in reports for result in json.loads(path.read_text())["results"]
+        _current(result)
+        for path in reports
+        for result in json.loads(path.read_text())["results"]
         if result.get("store", "edge") == "edge"
     ]
     labels = [f"{r['layout']}\n{r['n'] // 1000:,}k" for r in results]
@@ -732,10 +792,21 @@ def plot(reports: list[Path], out: Path) -> None:
     fig, (memory, speed) = plt.subplots(1, 2, figsize=(12, 4.8))
     known = [a or 0 for a in anon]
     memory.bar(x - 0.2, known, 0.4, label="build: anonymous (must fit in RAM)", color="#c0392b")
-    memory.bar(x - 0.2, [t - a if a is not None else 0 for t, a in zip(total, anon)], 0.4, bottom=known,
-               label="build: file pages (evictable)", color="#f5b7b1")
-    memory.bar(x - 0.2, [t if a is None else 0 for t, a in zip(total, anon)], 0.4, label="build: total (split not measured)",
-               color="#aab7b8")
+    memory.bar(
+        x - 0.2,
+        [t - a if a is not None else 0 for t, a in zip(total, anon)],
+        0.4,
+        bottom=known,
+        label="build: file pages (evictable)",
+        color="#f5b7b1",
+    )
+    memory.bar(
+        x - 0.2,
+        [t if a is None else 0 for t, a in zip(total, anon)],
+        0.4,
+        label="build: total (split not measured)",
+        color="#aab7b8",
+    )
     memory.bar(x + 0.2, serving, 0.4, label="serving queries: peak RSS", color="#2e86c1")
     memory.axhline(4096, color="black", linestyle="--", linewidth=1)
     memory.text(len(results) - 0.5, 4200, "4 GB target", ha="right")
@@ -766,7 +837,9 @@ def _current(result: dict[str, Any]) -> dict[str, Any]:
     if "build" in result:
         return result
     return {
-        "layout": "before", "n": result["n"], "build": {"peak_rss_mb": result.get("peak_rss_mb"), "phases": result["phases"]},
+        "layout": "before",
+        "n": result["n"],
+        "build": {"peak_rss_mb": result.get("peak_rss_mb"), "phases": result["phases"]},
         "serve": {"phases": result["phases"]},
     }
 
@@ -775,26 +848,48 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000], help="chunk counts to run")
     parser.add_argument("--store", choices=STORES, default="edge")
-    parser.add_argument("--layout", action="append", dest="layouts", metavar="NAME|NAME:key=value,...",
-                        help=f"index layout (repeatable; presets {', '.join(LAYOUTS)}; default today)")
-    parser.add_argument("--segment-kb", type=int, default=DEFAULT_SEGMENT_KB,
-                        help="max_segment_size_kb (the build step) of the stepped presets")
+    parser.add_argument(
+        "--layout",
+        action="append",
+        dest="layouts",
+        metavar="NAME|NAME:key=value,...",
+        help=f"index layout (repeatable; presets {', '.join(LAYOUTS)}; default today)",
+    )
+    parser.add_argument(
+        "--segment-kb",
+        type=int,
+        default=DEFAULT_SEGMENT_KB,
+        help="max_segment_size_kb (the build step) of the stepped presets",
+    )
     parser.add_argument("--batch-size", type=int, default=1000, help="Documents per write_documents() call")
     parser.add_argument("--queries", type=int, default=200, help="queries per kind (plus one untimed warm-up)")
     parser.add_argument("--recall-queries", type=int, default=100, help="dense queries checked against exact search")
-    parser.add_argument("--budget-seconds", type=float, default=600, help="budget of the upsert (and default of the others)")
-    parser.add_argument("--build-budget-seconds", type=float, default=None,
-                        help="budget of the HNSW build (default: --budget-seconds)")
-    parser.add_argument("--query-budget-seconds", type=float, default=None,
-                        help="budget of each query kind (default: --budget-seconds)")
-    parser.add_argument("--durable-writes", action="store_true",
-                        help="edge: flush after every batch instead of once at the end")
+    parser.add_argument(
+        "--budget-seconds", type=float, default=600, help="budget of the upsert (and default of the others)"
+    )
+    parser.add_argument(
+        "--build-budget-seconds", type=float, default=None, help="budget of the HNSW build (default: --budget-seconds)"
+    )
+    parser.add_argument(
+        "--query-budget-seconds", type=float, default=None, help="budget of each query kind (default: --budget-seconds)"
+    )
+    parser.add_argument(
+        "--durable-writes", action="store_true", help="edge: flush after every batch instead of once at the end"
+    )
     parser.add_argument("--max-rss-mb", type=float, default=16_000, help="kill a child above this RSS (default 16000)")
-    parser.add_argument("--min-available-mb", type=float, default=1_500,
-                        help="kill a child when the machine's available memory falls under this (default 1500)")
-    parser.add_argument("--data-dir", type=Path, default=None, help="where the stores are written (default: a temp dir)")
+    parser.add_argument(
+        "--min-available-mb",
+        type=float,
+        default=1_500,
+        help="kill a child when the machine's available memory falls under this (default 1500)",
+    )
+    parser.add_argument(
+        "--data-dir", type=Path, default=None, help="where the stores are written (default: a temp dir)"
+    )
     parser.add_argument("--keep-data", action="store_true", help="keep the stores' folders")
-    parser.add_argument("--vectors", choices=VECTOR_KINDS, default="lowrank", help="synthetic dense vectors (see above)")
+    parser.add_argument(
+        "--vectors", choices=VECTOR_KINDS, default="lowrank", help="synthetic dense vectors (see above)"
+    )
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--plot", type=Path, nargs="+", metavar="REPORT", help="chart these reports' results (no run)")
     parser.add_argument("--plot-out", type=Path, default=ROOT / "eval" / "results" / "scale.png")
@@ -814,7 +909,17 @@ def main() -> int:
         return 0
     if args.plot:
         results = [_current(r) for path in args.plot for r in json.loads(path.read_text())["results"]]
-        print(markdown([table_row(r, args) for r in results if "build" in r and "phases" in r["build"] and r["build"]["phases"].get("upsert", {}).get("peak_rss_mb")]))
+        print(
+            markdown(
+                [
+                    table_row(r, args)
+                    for r in results
+                    if "build" in r
+                    and "phases" in r["build"]
+                    and r["build"]["phases"].get("upsert", {}).get("peak_rss_mb")
+                ]
+            )
+        )
         plot(args.plot, args.plot_out)
         return 0
 
@@ -829,14 +934,26 @@ def main() -> int:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     report: dict[str, Any] = {
         "started": datetime.now().isoformat(timespec="seconds"),
-        "args": {key: (str(value) if isinstance(value, Path) else value)
-                 for key, value in vars(args).items() if not key.startswith("child")},
+        "args": {
+            key: (str(value) if isinstance(value, Path) else value)
+            for key, value in vars(args).items()
+            if not key.startswith("child")
+        },
         "machine": _machine(),
         "settings": {
-            "dim": DIM, "words": WORDS, "sparse_vocab": SPARSE_VOCAB, "words_per_chunk": WORDS_PER_CHUNK,
-            "sparse_terms": SPARSE_TERMS, "query_sparse_terms": QUERY_SPARSE_TERMS, "query_words": QUERY_WORDS,
-            "vectors": args.vectors, "spectrum_decay": SPECTRUM_DECAY, "mean_norm": MEAN_NORM,
-            "edge_durable_writes": args.durable_writes, "top_k": 10, "hybrid_candidates": HYBRID_CANDIDATES,
+            "dim": DIM,
+            "words": WORDS,
+            "sparse_vocab": SPARSE_VOCAB,
+            "words_per_chunk": WORDS_PER_CHUNK,
+            "sparse_terms": SPARSE_TERMS,
+            "query_sparse_terms": QUERY_SPARSE_TERMS,
+            "query_words": QUERY_WORDS,
+            "vectors": args.vectors,
+            "spectrum_decay": SPECTRUM_DECAY,
+            "mean_norm": MEAN_NORM,
+            "edge_durable_writes": args.durable_writes,
+            "top_k": 10,
+            "hybrid_candidates": HYBRID_CANDIDATES,
         },
         "results": [],
     }

@@ -42,7 +42,9 @@ def start_server(port: int) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     process = subprocess.Popen(
         [sys.executable, str(REPO / "eval" / "embedding_server.py"), "--port", str(port), "--model", MODEL],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
     )
     for _ in range(600):
         try:
@@ -58,7 +60,8 @@ def settings_for(provider: str, data_dir: Path, root: str) -> Any:
     env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir)}
     if provider != "fastembed":
         env.update(
-            NEEDLE_EMBEDDING__PROVIDER=provider, NEEDLE_EMBEDDING__MODEL=MODEL,
+            NEEDLE_EMBEDDING__PROVIDER=provider,
+            NEEDLE_EMBEDDING__MODEL=MODEL,
             NEEDLE_EMBEDDING__URL=f"{root}/v1" if provider == "openai" else root,
         )
     return load_settings(env=env)
@@ -72,7 +75,8 @@ def one_round(provider: str, root: str, queries: list[str]) -> dict[str, Any]:
         needle.collections.add(REPO / "needle" / "demo" / "notes", "notes")
         report = needle.index()
         out: dict[str, Any] = {
-            "texts": report["texts_embedded"], "index_seconds": report["seconds"],
+            "texts": report["texts_embedded"],
+            "index_seconds": report["seconds"],
             "texts_per_second": report["texts_embedded"] / report["seconds"],
         }
         for pipeline in ("vsearch", "query"):
@@ -108,7 +112,9 @@ def plot(summary: dict[str, dict[str, float]], path: Path) -> None:
     right.set_xticks(list(xs), names)
     right.set_title("query p50 ms")
     right.legend()
-    fig.suptitle("Dense model in-process (fastembed) vs served over HTTP on 127.0.0.1 (shared 2-core machine)", fontsize=9)
+    fig.suptitle(
+        "Dense model in-process (fastembed) vs served over HTTP on 127.0.0.1 (shared 2-core machine)", fontsize=9
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -120,7 +126,9 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=30, help="golden queries timed per graph")
     parser.add_argument("--out", type=Path, default=REPO / "eval" / "results" / "served-embedders")
     args = parser.parse_args()
-    queries = [q.query for q in load_golden(REPO / "eval" / "golden" / "demo.yml", check_files=False).queries][: args.queries]
+    queries = [q.query for q in load_golden(REPO / "eval" / "golden" / "demo.yml", check_files=False).queries][
+        : args.queries
+    ]
     server = start_server(args.port)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out
     root = f"http://127.0.0.1:{args.port}"
@@ -130,7 +138,10 @@ def main() -> int:
             for provider in PROVIDERS:
                 result = one_round(provider, root, queries)
                 rounds[provider].append(result)
-                print(f"round {round_number + 1} {provider}: {json.dumps({k: round(v, 1) for k, v in result.items()})}", flush=True)
+                print(
+                    f"round {round_number + 1} {provider}: {json.dumps({k: round(v, 1) for k, v in result.items()})}",
+                    flush=True,
+                )
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -145,7 +156,9 @@ def main() -> int:
             f"{row['vsearch_p95_ms']:>7.1f} {row['query_p50_ms']:>10.1f} {row['query_p95_ms']:>7.1f}"
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps({"texts": texts, "queries": len(queries), "summary": summary, "rounds": rounds}, indent=2))
+    args.out.with_suffix(".json").write_text(
+        json.dumps({"texts": texts, "queries": len(queries), "summary": summary, "rounds": rounds}, indent=2)
+    )
     plot(summary, args.out.with_suffix(".png"))
     print(f"\nwrote {args.out.with_suffix('.json')} and {args.out.with_suffix('.png')}")
     return 0

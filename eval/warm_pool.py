@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from client import COMMANDS, REPO, environment, stop_owner, timed  # noqa: E402
-from hotpath import read_queries  # noqa: E402
+from client import COMMANDS, REPO, environment, stop_owner, timed
+from hotpath import read_queries
 
 INSTANCES = 4  # serve.graph_instances' default
 
@@ -46,7 +46,13 @@ def start_owner(data: Path, repo: Path) -> None:
     """`needle owner start` (returns once every graph is warm), its wall time kept in `STARTS`."""
     env = environment(data, True, repo)
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "needle.shells.cli", "owner", "start"], cwd=repo, env=env, capture_output=True, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "needle.shells.cli", "owner", "start"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        check=True,
+    )
     STARTS.setdefault(repo, []).append(time.perf_counter() - started)
 
 
@@ -107,7 +113,9 @@ def _owner_gone(data: Path) -> None:
     """Stop the owner and wait until no owner process runs (a command that starts too soon finds the index locked)."""
     stop_owner(data)
     for _ in range(100):
-        if not subprocess.run(["pgrep", "-f", "needle.shells.cli owner run"], capture_output=True, text=True).stdout.strip():
+        if not subprocess.run(
+            ["pgrep", "-f", "needle.shells.cli owner run"], capture_output=True, text=True
+        ).stdout.strip():
             return
         time.sleep(0.1)
 
@@ -138,7 +146,9 @@ def main() -> int:
     parser.add_argument("--before", type=Path, help="another checkout's tree, measured interleaved with this one")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--searches", type=int, default=5)
-    parser.add_argument("--first-call", action="store_true", help="the first call that starts an owner, against in-process")
+    parser.add_argument(
+        "--first-call", action="store_true", help="the first call that starts an owner, against in-process"
+    )
     parser.add_argument("--in-process", action="store_true", help="each graph instance's first search, in this process")
     args = parser.parse_args()
     if args.first_call:
@@ -155,13 +165,23 @@ def main() -> int:
         for name, repo in reversed(checkouts):
             seq[name].append(sequential(args.dir, repo, queries, args.searches))
             con[name].append(concurrent(args.dir, repo, queries))
-            print(name, "sequential", [round(w, 2) for w in seq[name][-1]],
-                  "concurrent", [[round(w, 2) for w in r] for r in con[name][-1]], flush=True)
+            print(
+                name,
+                "sequential",
+                [round(w, 2) for w in seq[name][-1]],
+                "concurrent",
+                [[round(w, 2) for w in r] for r in con[name][-1]],
+                flush=True,
+            )
     print(f"\nsequential searches after `needle owner start`, median of {args.repeat} (s)")
     print("| checkout | " + " | ".join(f"search {i + 1}" for i in range(args.searches)) + " |")
     print("| --- |" + " --- |" * args.searches)
     for name, runs in seq.items():
-        print(f"| {name} | " + " | ".join(f"{statistics.median(r[i] for r in runs):.2f}" for i in range(args.searches)) + " |")
+        print(
+            f"| {name} | "
+            + " | ".join(f"{statistics.median(r[i] for r in runs):.2f}" for i in range(args.searches))
+            + " |"
+        )
     print(f"\n{INSTANCES} searches at once, two rounds, median over {args.repeat} of each round's slowest / median (s)")
     print("| checkout | round 1 slowest | round 1 median | round 2 slowest | round 2 median |")
     print("| --- | --- | --- | --- | --- |")

@@ -20,7 +20,6 @@ AUTOSTART_ENV = "NEEDLE_OWNER__AUTOSTART"
 os.environ[AUTOSTART_ENV] = "false"
 
 
-
 @pytest.fixture(scope="session")
 def model_dir() -> Path:
     """The provisioned offline models (`make models` already did the work; this is a no-op check)."""

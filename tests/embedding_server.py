@@ -68,7 +68,16 @@ class EmbeddingServer:
 
 def _start() -> EmbeddingServer:
     port = free_port()
-    command = [sys.executable, str(REPO / "eval" / "embedding_server.py"), "--port", str(port), "--model", MODEL, "--model", NOMIC]
+    command = [
+        sys.executable,
+        str(REPO / "eval" / "embedding_server.py"),
+        "--port",
+        str(port),
+        "--model",
+        MODEL,
+        "--model",
+        NOMIC,
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
     log = tempfile.TemporaryFile()  # noqa: SIM115 - the server writes to it until it stops
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -77,7 +86,9 @@ def _start() -> EmbeddingServer:
     while time.monotonic() < deadline:
         if process.poll() is not None:
             log.seek(0)
-            raise RuntimeError(f"embedding server exited with {process.returncode}: {log.read().decode(errors='replace')[-2000:]}")
+            raise RuntimeError(
+                f"embedding server exited with {process.returncode}: {log.read().decode(errors='replace')[-2000:]}"
+            )
         try:
             server._call("/health")
             _server.update(process=process, handle=server)

@@ -50,8 +50,23 @@ def _start() -> str:
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
     command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--model_alias", MODEL_NAME,
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--verbose", "False",
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(smollm2_path()),
+        "--model_alias",
+        MODEL_NAME,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "2048",
+        "--n_threads",
+        "2",
+        "--verbose",
+        "False",
     ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     log = tempfile.TemporaryFile()  # a file, not a pipe: nobody reads the log while the server runs

@@ -47,7 +47,11 @@ def _renames(path: Path) -> list[str]:
     """The calls in a module that rename a temporary file onto another (`os.replace`, `tempfile.mkstemp`...)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+        ):
             call = f"{node.func.value.id}.{node.func.attr}"
             if call in ("os.replace", "tempfile.mkstemp", "tempfile.NamedTemporaryFile"):
                 found.append(f"{path.relative_to(REPO)}:{node.lineno} {call}")
@@ -55,7 +59,9 @@ def _renames(path: Path) -> list[str]:
 
 
 def test_needles_files_are_rewritten_by_the_one_helper_only():
-    modules = [p for package in ("needle", "components", "document_stores", "server") for p in (REPO / package).rglob("*.py")]
+    modules = [
+        p for package in ("needle", "components", "document_stores", "server") for p in (REPO / package).rglob("*.py")
+    ]
     found = [call for path in modules if path != REPO / "needle" / "core" / "atomic.py" for call in _renames(path)]
     assert found == []
 

@@ -20,7 +20,9 @@ NOTES = {
 
 
 class TestParseInterval:
-    @pytest.mark.parametrize(("text", "seconds"), [("90", 90), ("90s", 90), ("30m", 1800), ("6h", 21600), ("1d", 86400), ("0.5h", 1800)])
+    @pytest.mark.parametrize(
+        ("text", "seconds"), [("90", 90), ("90s", 90), ("30m", 1800), ("6h", 21600), ("1d", 86400), ("0.5h", 1800)]
+    )
     def test_reads_units(self, text, seconds):
         assert parse_interval(text) == seconds
 
@@ -40,8 +42,11 @@ class TestBackupScheduler:
     def test_keeps_the_newest_backups(self, tmp_path):
         dropped = []
         scheduler = BackupScheduler(
-            make=lambda folder: folder.mkdir(), drop=lambda folder: dropped.append(folder.name) or folder.rmdir(),
-            directory=tmp_path, every=3600, keep=2,
+            make=lambda folder: folder.mkdir(),
+            drop=lambda folder: dropped.append(folder.name) or folder.rmdir(),
+            directory=tmp_path,
+            every=3600,
+            keep=2,
         )
         made = [scheduler.run_once().name for _ in range(4)]
         assert [p.name for p in scheduler.backups()] == made[2:]
@@ -95,16 +100,23 @@ class TestServerBackups:
     def test_a_server_backup_is_a_snapshot_per_collection(self, tmp_path, settings):
         from needle.core.settings import load_settings
 
-        server = load_settings(env={"NEEDLE_DATA_DIR": str(tmp_path / "data"), "NEEDLE_STORE__URL": "http://qdrant:6333"})
+        server = load_settings(
+            env={"NEEDLE_DATA_DIR": str(tmp_path / "data"), "NEEDLE_STORE__URL": "http://qdrant:6333"}
+        )
         needle = Needle(server)
         stores = {"chunks": FakeServerStore("needle", 12), "files": FakeServerStore("needle_files", 3)}
         needle.environment._stores.update(stores)
-        index_info._write(server, {"fingerprint": index_info.fingerprint(server, needle.ingest_graph()), "layout": None})
+        index_info._write(
+            server, {"fingerprint": index_info.fingerprint(server, needle.ingest_graph()), "layout": None}
+        )
 
         made = needle.backup(str(tmp_path / "b1"))
         assert made["kind"] == "server" and (made["chunks"], made["files"]) == (12, 3)
         assert made["snapshots"]["files"] == {
-            "collection": "needle_files", "name": "needle_files-1.snapshot", "creation_time": "2026-01-01T00:00:00", "size": 10,
+            "collection": "needle_files",
+            "name": "needle_files-1.snapshot",
+            "creation_time": "2026-01-01T00:00:00",
+            "size": 10,
         }
         restored = needle.restore(str(tmp_path / "b1"))
         assert restored["restored"] == {"chunks": 12, "files": 3}
@@ -145,7 +157,12 @@ class TestEmbeddedBackups:
         made = needle.backup(str(tmp_path / "backup"))
         assert (made["chunks"], made["files"]) == counts
         assert made["collections"] == ["notes"]
-        assert {p.name for p in (tmp_path / "backup").iterdir()} == {"index", "needle_backup.json", "needle_index.json", "collections.yml"}
+        assert {p.name for p in (tmp_path / "backup").iterdir()} == {
+            "index",
+            "needle_backup.json",
+            "needle_index.json",
+            "collections.yml",
+        }
         assert needle.status()["last_backup"]["path"] == str(tmp_path / "backup")
         # The engine's page files are mostly holes: a copy keeps them holes instead of writing them whole.
         index_dir = needle.settings.index_dir

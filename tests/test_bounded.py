@@ -33,7 +33,9 @@ def die() -> None:
 
 
 class TestBounds:
-    @pytest.mark.parametrize("kwargs", [{"max_seconds": 0}, {"max_seconds": True}, {"max_memory_mb": 0}, {"max_memory_mb": 1.5}])
+    @pytest.mark.parametrize(
+        "kwargs", [{"max_seconds": 0}, {"max_seconds": True}, {"max_memory_mb": 0}, {"max_memory_mb": 1.5}]
+    )
     def test_bad_bounds_are_refused(self, kwargs):
         with pytest.raises(ValueError, match=next(iter(kwargs))):
             Bounds(**kwargs)

@@ -26,7 +26,11 @@ class TestCliSearch:
         [
             ("search", "pg_replication_slots logical replication", "howto/postgres-logical-replication.md"),
             ("search", "certbot renew", "howto/certbot-tls-renewal.md"),
-            ("vsearch", "why does my container keep getting killed for using too much memory", "runbooks/k8s-oomkilled-debugging.md"),
+            (
+                "vsearch",
+                "why does my container keep getting killed for using too much memory",
+                "runbooks/k8s-oomkilled-debugging.md",
+            ),
             ("vsearch", "backing up my laptop to an encrypted repository", "howto/restic-laptop-backups.md"),
             ("query", "git rebase onto another branch", "howto/git-rebase-onto.md"),
             ("query", "sqlite write-ahead log concurrent readers", "howto/sqlite-wal-mode.md"),
@@ -43,7 +47,17 @@ class TestCliSearch:
         answer = json.loads(out)
         assert answer["label"] == "PASS"
         for result in answer["results"]:
-            assert set(result) >= {"docid", "collection", "path", "title", "heading_path", "start_line", "end_line", "score", "text"}
+            assert set(result) >= {
+                "docid",
+                "collection",
+                "path",
+                "title",
+                "heading_path",
+                "start_line",
+                "end_line",
+                "score",
+                "text",
+            }
             assert result["docid"].startswith("#") and result["collection"] == "notes"
             lines = (REPO / "needle" / "demo" / "notes" / result["path"]).read_text().split("\n")
             assert result["text"].strip() in "\n".join(lines[result["start_line"] - 1 : result["end_line"]])
@@ -104,9 +118,12 @@ class TestCliFilters:
         assert "howto/postgres-logical-replication.md" not in top_paths(out)
         code, out, _ = cli("vsearch", "what went wrong", "--where", "status=final", "--json")
         assert code == 0 and set(top_paths(out)) == {
-            "incidents/2024-02-cache-stampede-postmortem.md", "incidents/2023-11-expired-certificate.md",
+            "incidents/2024-02-cache-stampede-postmortem.md",
+            "incidents/2023-11-expired-certificate.md",
         }
-        code, out, _ = cli("query", "kestrel", "--after", "2024-05-01", "--before", "2024-06", "--no-self-query", "--json")
+        code, out, _ = cli(
+            "query", "kestrel", "--after", "2024-05-01", "--before", "2024-06", "--no-self-query", "--json"
+        )
         assert code == 0 and top_paths(out)[0] == "meetings/2024-05-13-kestrel-launch-retro.md"
         notes = REPO / "needle" / "demo" / "notes"
         assert all("\ndate: 2024-05-" in (notes / p).read_text() for p in top_paths(out))
@@ -140,10 +157,14 @@ class TestCliFilters:
             assert code == 0 and "context for 'notes/runbooks'" in out
             code, out, _ = cli("query", "pod killed for memory", "--json", "-n", "3")
             contexts = {r["path"]: r["context"] for r in json.loads(out)["results"]}
-            assert contexts["runbooks/k8s-oomkilled-debugging.md"] == "my personal notes › on-call runbooks for the kestrel services"
+            assert (
+                contexts["runbooks/k8s-oomkilled-debugging.md"]
+                == "my personal notes › on-call runbooks for the kestrel services"
+            )
             assert all(c == "my personal notes" for p, c in contexts.items() if not p.startswith("runbooks/"))
             assert cli("context", "list")[1].splitlines() == [
-                "notes\tmy personal notes", "notes/runbooks\ton-call runbooks for the kestrel services",
+                "notes\tmy personal notes",
+                "notes/runbooks\ton-call runbooks for the kestrel services",
             ]
             code, _, err = cli("context", "add", "nope/x", "text")
             assert code == 2 and "unknown collection" in err
@@ -159,7 +180,11 @@ class TestCliFiles:
         batch = json.loads(out)
         assert code == 0 and [f["path"] for f in batch["files"]] == ["howto/sqlite-wal-mode.md"]
         code, out, _ = cli("multi-get", "notes/howto/git-rebase-onto.md", "howto/sqlite-wal-mode.md")
-        assert code == 0 and "==> notes/howto/git-rebase-onto.md <==" in out and "==> notes/howto/sqlite-wal-mode.md <==" in out
+        assert (
+            code == 0
+            and "==> notes/howto/git-rebase-onto.md <==" in out
+            and "==> notes/howto/sqlite-wal-mode.md <==" in out
+        )
 
     def test_multi_get_byte_cap_skips_with_a_reason(self, cli):
         code, out, _ = cli("multi-get", "notes/howto/sqlite*.md", "--max-bytes", "10")
@@ -209,7 +234,11 @@ class TestCliErrors:
     def test_no_stack_trace_from_a_fresh_process(self, demo_needle, tmp_path):
         env = {**os.environ, "NEEDLE_DATA_DIR": str(tmp_path / "fresh")}
         proc = subprocess.run(
-            [sys.executable, "-m", "needle.shells.cli", "search", "anything"], capture_output=True, text=True, env=env, timeout=120
+            [sys.executable, "-m", "needle.shells.cli", "search", "anything"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
         )
         assert proc.returncode == 2
         assert "no collections yet" in proc.stderr or "collection" in proc.stderr
@@ -220,8 +249,11 @@ class TestCliClosedPipe:
     @pytest.mark.parametrize("args", [["search", "sqlite", "--format", "files"], ["ls"]])
     def test_a_reader_that_went_away_ends_the_command_quietly(self, demo_needle, args):
         demo_needle.close()  # the command opens the index itself
-        env = {**os.environ, "NEEDLE_DATA_DIR": str(demo_needle.settings.data_dir),
-               "NEEDLE_MODEL_DIR": str(demo_needle.settings.model_dir)}
+        env = {
+            **os.environ,
+            "NEEDLE_DATA_DIR": str(demo_needle.settings.data_dir),
+            "NEEDLE_MODEL_DIR": str(demo_needle.settings.model_dir),
+        }
         proc = subprocess.Popen(
             [sys.executable, "-m", "needle.shells.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
         )

@@ -122,8 +122,13 @@ def fakes(data: Path, tmp_path: Path) -> Iterator[list[Fake]]:
 def write_record(data: Path, pid: int, port: int, token: str = "the-token", host: str = "127.0.0.1") -> Path:
     path = data / owner.OWNER_FILE
     record = owner.OwnerRecord(
-        pid=pid, address=f"http://{host}:{port}", token=token, started="x", command="background",
-        pid_start=owner.pid_start(pid), code=code_stamp(),  # an owner of this code: not asked to make way
+        pid=pid,
+        address=f"http://{host}:{port}",
+        token=token,
+        started="x",
+        command="background",
+        pid_start=owner.pid_start(pid),
+        code=code_stamp(),  # an owner of this code: not asked to make way
     )
     owner.write(path, record)
     return path
@@ -132,7 +137,11 @@ def write_record(data: Path, pid: int, port: int, token: str = "the-token", host
 def needle(data: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
     return subprocess.run(
-        [sys.executable, "-m", "needle.shells.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "needle.shells.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**clean, "NEEDLE_DATA_DIR": str(data), "NEEDLE_OWNER__AUTOSTART": "true", **env},
     )
 
@@ -192,12 +201,18 @@ def test_a_stopped_owner_is_reported_within_the_answer_timeout(data, fakes, tmp_
     fakes.append(real)
     write_record(data, real.pid, real.port)
     client = subprocess.Popen(
-        [sys.executable, "-m", "needle.shells.cli", "query", "stuck"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env={**os.environ, "NEEDLE_DATA_DIR": str(data), "NEEDLE_OWNER__ANSWER_TIMEOUT": "1"},
+        [sys.executable, "-m", "needle.shells.cli", "query", "stuck"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NEEDLE_DATA_DIR": str(data), "NEEDLE_OWNER__ANSWER_TIMEOUT": "1"},
     )
     deadline = time.monotonic() + 60
     while not any(r["path"] == "/needle/cli" for r in real.requests()):
-        assert time.monotonic() < deadline and client.poll() is None, client.stderr.read() if client.poll() is not None else ""
+        assert time.monotonic() < deadline and client.poll() is None, (
+            client.stderr.read() if client.poll() is not None else ""
+        )
         time.sleep(0.05)
     os.kill(real.pid, signal.SIGSTOP)  # mid-request
     out, err = client.communicate(timeout=60)
@@ -209,12 +224,15 @@ def test_a_stopped_owner_is_reported_within_the_answer_timeout(data, fakes, tmp_
 
 
 class TestLocate:
-    @pytest.mark.parametrize("env", [
-        {},
-        {"NEEDLE_DATA_DIR": "/tmp/x/$USER"},
-        {"NEEDLE_STORE__URL": "http://127.0.0.1:6333", "NEEDLE_OWNER__AUTOSTART": "false"},
-        {"NEEDLE_OWNER__IDLE_MINUTES": "2.5", "NEEDLE_OWNER__ANSWER_TIMEOUT": "3", "NEEDLE_STORE__URL": "null"},
-    ])
+    @pytest.mark.parametrize(
+        "env",
+        [
+            {},
+            {"NEEDLE_DATA_DIR": "/tmp/x/$USER"},
+            {"NEEDLE_STORE__URL": "http://127.0.0.1:6333", "NEEDLE_OWNER__AUTOSTART": "false"},
+            {"NEEDLE_OWNER__IDLE_MINUTES": "2.5", "NEEDLE_OWNER__ANSWER_TIMEOUT": "3", "NEEDLE_STORE__URL": "null"},
+        ],
+    )
     def test_reads_what_the_full_settings_read(self, env, tmp_path, monkeypatch):
         config = tmp_path / "needle.yml"
         config.write_text("data_dir: ~/notes-data\nowner: {autostart: false}\n")
@@ -257,14 +275,17 @@ def test_without_an_owner_and_autostart_off_the_command_runs_in_its_own_process(
 class TestFirstCommandFirst:
     """An owner a command starts warms that command's graph before answering, the others after."""
 
-    @pytest.mark.parametrize(("argv", "graphs"), [
-        (["search", "certbot"], ["search"]),
-        (["query", "why", "--pipeline", "vsearch"], ["vsearch"]),
-        (["search", "certbot", "--pipeline", "my-graph.yml"], []),
-        (["index"], ["ingest"]),
-        (["get", "notes/a.md"], []),
-        (["status"], []),
-    ])
+    @pytest.mark.parametrize(
+        ("argv", "graphs"),
+        [
+            (["search", "certbot"], ["search"]),
+            (["query", "why", "--pipeline", "vsearch"], ["vsearch"]),
+            (["search", "certbot", "--pipeline", "my-graph.yml"], []),
+            (["index"], ["ingest"]),
+            (["get", "notes/a.md"], []),
+            (["status"], []),
+        ],
+    )
     def test_a_command_names_the_graph_it_runs(self, argv, graphs):
         from needle.owner.thin_client import first_graphs
         from needle.shells.cli import _parser
@@ -296,7 +317,12 @@ class TestFirstCommandFirst:
         service.use_needle(Warming())
         try:
             service.warm_first(["search"])
-            assert [service.warm(name) for name in ("ingest", "query", "search", "vsearch")] == [None, None, "search", None]
+            assert [service.warm(name) for name in ("ingest", "query", "search", "vsearch")] == [
+                None,
+                None,
+                "search",
+                None,
+            ]
             assert warmed == ["search (one)"]
             assert service.warm_deferred() == ["query", "search", "vsearch", "ingest"]
             assert warmed == ["search (one)", "query", "search", "vsearch", "ingest"]
@@ -356,8 +382,10 @@ class TestStartUp:
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
         env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), NEEDLE_DATA_DIR=str(tmp_path / "data"))
-        seen = [subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
-                for _ in range(2)]
+        seen = [
+            subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+            for _ in range(2)
+        ]
         assert seen[0].returncode == 0 and "'yaml'" in seen[0].stdout  # the first reads the configuration file
         assert (seen[1].returncode, seen[1].stdout) == (0, "[]\n"), seen[1].stderr
 
@@ -424,8 +452,14 @@ class TestQueue:
 
         class Owner:
             _index_lock = threading.RLock()
-            index_run = {"collections": ["notes"], "phase": "indexing", "started": time.time(), "batches": 2,
-                         "files_read": 40, "files_pending": 300}
+            index_run = {
+                "collections": ["notes"],
+                "phase": "indexing",
+                "started": time.time(),
+                "batches": 2,
+                "files_read": 40,
+                "files_pending": 300,
+            }
 
             def restore(self, path: str) -> dict:
                 return {"restored": path}
@@ -439,7 +473,9 @@ class TestQueue:
             owner_routes.ACTIVITY.admit()  # the restore's own
             done: list[dict] = []
             arguments = {"command": "restore", "path": "/backups/monday", "json": True}
-            runner = threading.Thread(target=lambda: done.append(owner_routes.execute(arguments, "/", None, notices.append)))
+            runner = threading.Thread(
+                target=lambda: done.append(owner_routes.execute(arguments, "/", None, notices.append))
+            )
             runner.start()
             deadline = time.monotonic() + 30
             while not notices and time.monotonic() < deadline:
@@ -451,8 +487,10 @@ class TestQueue:
             owner_routes.ACTIVITY = activity
             service.use_needle(previous)
         assert done and done[0]["code"] == 0 and json.loads(done[0]["stdout"]) == {"restored": "/backups/monday"}
-        assert notices[0].startswith(f"needle restore: waiting for 1 request under way in the owner (pid {os.getpid()}) to finish: "
-                                     "index run under way for notes (indexing: 40 of 300 files read in 2 batches")
+        assert notices[0].startswith(
+            f"needle restore: waiting for 1 request under way in the owner (pid {os.getpid()}) to finish: "
+            "index run under way for notes (indexing: 40 of 300 files read in 2 batches"
+        )
         assert notices[0].endswith("; new ones wait for this restore")
 
     def test_restore_and_migrate_go_to_a_running_owner(self):
@@ -466,9 +504,20 @@ class TestQueue:
     def test_status_shows_an_index_run_under_way(self):
         from needle.commands.render import status_text
 
-        status = {"store": "/data/index", "embedding_model": "m", "sparse_model": "s", "collections": [],
-                  "index_run": {"collections": ["notes"], "phase": "indexing", "started": time.time() - 12, "batches": 3,
-                                "files_read": 120, "files_pending": 7424}}
+        status = {
+            "store": "/data/index",
+            "embedding_model": "m",
+            "sparse_model": "s",
+            "collections": [],
+            "index_run": {
+                "collections": ["notes"],
+                "phase": "indexing",
+                "started": time.time() - 12,
+                "batches": 3,
+                "files_read": 120,
+                "files_pending": 7424,
+            },
+        }
         assert status_text(status, False).splitlines()[-1] == (
             "index run under way for notes (indexing: 120 of 7424 files read in 3 batches, 12 s so far)"
         )

@@ -34,12 +34,21 @@ COMMANDS = [
 
 def run(data: Path, *args: str, autostart: bool) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
-    env.update(NEEDLE_DATA_DIR=str(data), NEEDLE_MODEL_DIR=os.environ.get("NEEDLE_MODEL_DIR", ""),
-               NEEDLE_OWNER__AUTOSTART=str(autostart).lower())
+    env.update(
+        NEEDLE_DATA_DIR=str(data),
+        NEEDLE_MODEL_DIR=os.environ.get("NEEDLE_MODEL_DIR", ""),
+        NEEDLE_OWNER__AUTOSTART=str(autostart).lower(),
+    )
     if not env["NEEDLE_MODEL_DIR"]:
         del env["NEEDLE_MODEL_DIR"]
-    return subprocess.run([sys.executable, "-m", "needle.shells.cli", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "needle.shells.cli", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +58,12 @@ def copies(demo_needle, tmp_path_factory: pytest.TempPathFactory) -> Iterator[di
     base = tmp_path_factory.mktemp("client")
     folders = {name: base / name for name in ("owned", "local")}
     for folder in folders.values():
-        shutil.copytree(demo_needle.settings.data_dir, folder, ignore=shutil.ignore_patterns("owner.json"),
-                        copy_function=copy_keeping_holes)
+        shutil.copytree(
+            demo_needle.settings.data_dir,
+            folder,
+            ignore=shutil.ignore_patterns("owner.json"),
+            copy_function=copy_keeping_holes,
+        )
     os.environ.setdefault("NEEDLE_MODEL_DIR", str(demo_needle.settings.model_dir))
     first = run(folders["owned"], "search", "certbot renew", "-n", "3", autostart=True)
     assert first.returncode == 0, first.stderr + (folders["owned"] / "owner.log").read_text()[-3000:]
@@ -94,7 +107,9 @@ def test_the_owner_answers_before_building_its_http_api_then_serves_all_of_it(co
     headers = {"Authorization": f"Bearer {record['token']}"}
     status = httpx.post(f"{record['address']}/status/run", json={}, headers=headers, timeout=60)
     assert status.status_code == 200 and status.json()["result"]["collections"][0]["files"] > 0
-    found = httpx.post(f"{record['address']}/search/run", json={"query": "certbot renew", "limit": 1}, headers=headers, timeout=60)
+    found = httpx.post(
+        f"{record['address']}/search/run", json={"query": "certbot renew", "limit": 1}, headers=headers, timeout=60
+    )
     assert found.status_code == 200 and "certbot" in found.json()["result"]["results"][0]["path"]
 
 
@@ -124,8 +139,14 @@ def test_a_command_through_the_owner_imports_no_haystack_models_or_store(copies)
         f"print(code, sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})), file=sys.stderr)"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
-    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env={**env, "NEEDLE_DATA_DIR": str(copies["owned"]), "NEEDLE_OWNER__AUTOSTART": "true"})
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "NEEDLE_DATA_DIR": str(copies["owned"]), "NEEDLE_OWNER__AUTOSTART": "true"},
+    )
     assert done.stderr.strip().splitlines()[-1] == "0 []" and "certbot" in done.stdout
 
 

@@ -31,8 +31,10 @@ def two_collections(tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyP
     """Two small indexed collections; commands run in-process as a shell would, returning (code, out, err)."""
     monkeypatch.setenv("NEEDLE_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("NEEDLE_MODEL_DIR", str(model_dir))
-    for name, text in (("work", "Deploy the billing service with the blue-green runbook."),
-                       ("home", "Repot the fiddle leaf fig in spring with fresh soil.")):
+    for name, text in (
+        ("work", "Deploy the billing service with the blue-green runbook."),
+        ("home", "Repot the fiddle leaf fig in spring with fresh soil."),
+    ):
         folder = tmp_path / name
         folder.mkdir()
         (folder / f"{name}.md").write_text(f"# {name}\n\n{text}\n", encoding="utf-8")
@@ -63,7 +65,10 @@ def unlist(data: Path, name: str) -> None:
 
 def test_remove_while_another_process_holds_the_index_changes_nothing(two_collections, capsys):
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_THE_INDEX], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [sys.executable, "-c", HOLD_THE_INDEX],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
     try:

@@ -6,8 +6,11 @@ pytestmark = pytest.mark.integration
 
 # Off-topic test questions (eval/golden/offtopic.yml, `test`) that the label used to PASS: nothing in the notes
 # answers them, yet their words (history, cost, take up) occur in many notes.
-OFFTOPIC = ("What is the history of yodeling?", "How much does it cost to take up bookbinding?",
-            "What is the history of ventriloquism?")
+OFFTOPIC = (
+    "What is the history of yodeling?",
+    "How much does it cost to take up bookbinding?",
+    "What is the history of ventriloquism?",
+)
 
 
 @pytest.mark.parametrize("graph", ["search", "vsearch", "query"])
@@ -33,4 +36,5 @@ def test_vsearch_sentence_reads_the_top_results_best_sentence_and_ranks_as_vsear
     plain = demo_needle.search(question, pipeline="vsearch", top_k=10, explain=True)
     assert "sentence" not in plain.explain["confidence"]  # vsearch.yml pays nothing for it
     assert [(r.path, r.start_line, r.score) for r in plain.results] == [
-        (r.path, r.start_line, r.score) for r in answer.results]
+        (r.path, r.start_line, r.score) for r in answer.results
+    ]

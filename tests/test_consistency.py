@@ -19,7 +19,9 @@ STAT = FileStat(10, 1, 1, 1)
 
 def _chunk(collection: str, path: str, index: int) -> Document:
     meta = {"collection": collection, "path": path, "source_doc_id": f"{collection}:{path}", "chunk_index": index}
-    return Document(id=f"{collection}:{path}#{index}", content=f"chunk {index}", embedding=[1.0, 0.0, 0.0, float(index)], meta=meta)
+    return Document(
+        id=f"{collection}:{path}#{index}", content=f"chunk {index}", embedding=[1.0, 0.0, 0.0, float(index)], meta=meta
+    )
 
 
 def _file(collection: str, path: str) -> Document:

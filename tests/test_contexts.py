@@ -10,7 +10,8 @@ class TestContextRegistry:
         contexts.add("/notes/runbooks/", "on-call runbooks   for the kestrel services")
         contexts.add("notes/runbooks/k8s", "kubernetes only")
         assert contexts.load() == {
-            "notes": "my personal notes", "notes/runbooks": "on-call runbooks for the kestrel services",
+            "notes": "my personal notes",
+            "notes/runbooks": "on-call runbooks for the kestrel services",
             "notes/runbooks/k8s": "kubernetes only",
         }
         assert contexts.describe("notes", "runbooks/k8s/oom.md") == (

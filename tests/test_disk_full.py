@@ -72,7 +72,12 @@ def test_every_command_on_a_full_disk_is_one_line_and_exit_1(small_disk, notes, 
     CollectionRegistry(data / "collections.yml").add(notes, "notes")
     env = {**os.environ, "NEEDLE_DATA_DIR": str(data), "NEEDLE_MODEL_DIR": str(model_dir), "PYTHONPATH": str(REPO)}
     first = subprocess.run(
-        [sys.executable, "-m", "needle.shells.cli", "index"], env=env, capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, "-m", "needle.shells.cli", "index"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert_no_space(first.returncode, first.stderr, data)
     monkeypatch.setenv("NEEDLE_DATA_DIR", str(data))

@@ -12,15 +12,23 @@ from needle.core.documents import from_stored, replace
 
 def _document() -> Document:
     return Document(
-        content="alpha beta", meta={"path": "a.md", "tags": ["x"]}, score=0.5, embedding=[0.1, 0.2],
+        content="alpha beta",
+        meta={"path": "a.md", "tags": ["x"]},
+        score=0.5,
+        embedding=[0.1, 0.2],
         sparse_embedding=SparseEmbedding(indices=[1, 4], values=[0.3, 0.7]),
     )
 
 
 @pytest.mark.parametrize(
     "changes",
-    [{}, {"score": 0.9}, {"meta": {"path": "b.md"}}, {"embedding": None, "sparse_embedding": None},
-     {"score": None, "meta": {}, "embedding": [1.0, 2.0]}],
+    [
+        {},
+        {"score": 0.9},
+        {"meta": {"path": "b.md"}},
+        {"embedding": None, "sparse_embedding": None},
+        {"score": None, "meta": {}, "embedding": [1.0, 2.0]},
+    ],
 )
 def test_replace_equals_dataclasses_replace_and_leaves_the_original(changes):
     original = _document()
@@ -50,10 +58,22 @@ def test_a_copy_warns_on_mutation_like_any_document():
 @pytest.mark.parametrize(
     "data",
     [
-        {"id": "d1", "content": "text", "meta": {"path": "a.md"}, "score": 1.5, "embedding": None,
-         "sparse_embedding": None},
-        {"id": "d2", "content": None, "meta": {}, "score": None, "embedding": [0.5],
-         "sparse_embedding": {"indices": [3], "values": [0.25]}},
+        {
+            "id": "d1",
+            "content": "text",
+            "meta": {"path": "a.md"},
+            "score": 1.5,
+            "embedding": None,
+            "sparse_embedding": None,
+        },
+        {
+            "id": "d2",
+            "content": None,
+            "meta": {},
+            "score": None,
+            "embedding": [0.5],
+            "sparse_embedding": {"indices": [3], "values": [0.25]},
+        },
         {"id": "d3", "content": "t", "path": "flattened.md", "score": 0.1},
         {"id": "d4", "content": "t", "blob": ByteStream(b"x").to_dict(), "meta": {}},
         {"id": "", "content": "no id yet", "meta": {}},

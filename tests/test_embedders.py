@@ -37,7 +37,9 @@ class TestPrefixes:
         assert embedders.prefixes(served_settings(tmp_path, model_dir)) == ("search_query: ", "search_document: ")
 
     def test_configured_prefixes_win_even_when_empty(self, tmp_path, model_dir):
-        settings = served_settings(tmp_path, model_dir, NEEDLE_EMBEDDING__QUERY_PREFIX="", NEEDLE_EMBEDDING__DOCUMENT_PREFIX="doc: ")
+        settings = served_settings(
+            tmp_path, model_dir, NEEDLE_EMBEDDING__QUERY_PREFIX="", NEEDLE_EMBEDDING__DOCUMENT_PREFIX="doc: "
+        )
         assert embedders.prefixes(settings) == ("", "doc: ")
 
     def test_fastembed_models_keep_the_configured_prefixes(self, tmp_path, model_dir):
@@ -72,14 +74,20 @@ class TestResolve:
             "type": "haystack_integrations.components.embedders.needle.openai_dense_document_embedder.OpenAIDenseDocumentEmbedder",
             "init_parameters": {"meta_fields_to_embed": ["context"], "embedding_separator": "\n"},
         }
-        assert graph["components"]["dense_embedder"]["type"] == "haystack_integrations.components.embedders.needle.dense_document_embedder.DenseDocumentEmbedder"
+        assert (
+            graph["components"]["dense_embedder"]["type"]
+            == "haystack_integrations.components.embedders.needle.dense_document_embedder.DenseDocumentEmbedder"
+        )
         assert resolved["components"]["sparse_embedder"] == graph["components"]["sparse_embedder"]
 
     @pytest.mark.parametrize("name", ["query", "vsearch", "query-plain", "rag"])
     def test_every_query_graphs_dense_embedder_is_swapped(self, tmp_path, model_dir, name):
         resolved = Environment(served_settings(tmp_path, model_dir, provider="ollama")).resolve(read_graph(name))
         types = [c["type"] for c in resolved["components"].values()]
-        assert "haystack_integrations.components.embedders.needle.ollama_dense_query_embedder.OllamaDenseQueryEmbedder" in types
+        assert (
+            "haystack_integrations.components.embedders.needle.ollama_dense_query_embedder.OllamaDenseQueryEmbedder"
+            in types
+        )
         assert not any(t.endswith("FastembedDenseQueryEmbedder") for t in types)
 
 

@@ -78,7 +78,9 @@ def local_key(monkeypatch):
 
 class TestStartUpAndIndex:
     @pytest.mark.parametrize("missing", ["model.onnx", "tokenizer.json"])
-    def test_a_missing_model_or_tokenizer_file_names_the_folder_and_the_fix(self, cli, demo_needle, tmp_path, monkeypatch, missing):
+    def test_a_missing_model_or_tokenizer_file_names_the_folder_and_the_fix(
+        self, cli, demo_needle, tmp_path, monkeypatch, missing
+    ):
         models = tmp_path / "models"
         shutil.copytree(demo_needle.settings.model_dir, models, symlinks=True)
         broken = next(p for p in models.rglob(missing))
@@ -109,7 +111,9 @@ class TestSearch:
         monkeypatch.setattr(backend.model, "embed", fail)
         degraded = demo_needle.search(query, top_k=3, explain=True)
         assert degraded.results and degraded.results[0].path == "recipes/sourdough-starter-feeding.md"
-        assert degraded.warnings and degraded.warnings[0].startswith("vector search skipped: the embedding model failed")
+        assert degraded.warnings and degraded.warnings[0].startswith(
+            "vector search skipped: the embedding model failed"
+        )
         assert "cosine" not in degraded.explain["confidence"]
         assert degraded.confidence < healthy.confidence
 
@@ -148,7 +152,11 @@ class TestAnswerLoop:
         given = [Document(id="a", content="Feed the starter equal weights of flour and water every morning.")]
         retry = SelfRAGRetry(retriever=_NeverCalled(), enabled=True)
         out = retry.run(
-            query=QUESTION, documents=given, answer="x", coverage=0.0, uncovered=["Feed flour and water every morning."],
+            query=QUESTION,
+            documents=given,
+            answer="x",
+            coverage=0.0,
+            uncovered=["Feed flour and water every morning."],
             claims=[{"text": "Feed flour and water every morning.", "covered": False}],
         )
         assert out["retries"] == 0 and out["answer"] == "x" and "would search the same" in out["warnings"][0]
@@ -160,7 +168,9 @@ class TestAnswerLoop:
         pipeline, chat = rag_with(demo_needle, script)
         out = ask(demo_needle, pipeline)
         assert len(chat.prompts) == 2 and out["retry"]["retries"] == 1 and out["retry"]["coverage"] == 0.0
-        assert out["retry"]["warnings"] == ["low coverage: 1 of 1 claims are not supported by the chunks they cite after 1 retry"]
+        assert out["retry"]["warnings"] == [
+            "low coverage: 1 of 1 claims are not supported by the chunks they cite after 1 retry"
+        ]
         assert out["retry"]["uncovered"] == ["Kafka brokers rebalance partitions nightly ."]
         assert out["answer_confidence"]["confidence"] == pytest.approx(out["confidence"]["confidence"] * 0.5, abs=1e-4)
         assert out["answer_label"]["label"] == "HALLUCINATION_RISK"

@@ -66,7 +66,9 @@ def tree(tmp_path):
     registry.add(notes, "notes")
     registry.add(other, "other")
     ids = ["notes:a.md", "notes:howto/git.md", "other:only.md", "notes:deleted.md", "gone:x.md"]
-    return SimpleNamespace(base=tmp_path, notes=notes, registry=registry, ids=ids, access=FileAccess(registry, lambda: ids))
+    return SimpleNamespace(
+        base=tmp_path, notes=notes, registry=registry, ids=ids, access=FileAccess(registry, lambda: ids)
+    )
 
 
 def refusal(call, *args, **kwargs) -> CollectionError:
@@ -96,7 +98,9 @@ class TestParseRef:
 
 
 class TestResolve:
-    @pytest.mark.parametrize("ref", ["notes/howto/git.md", "notes:howto/git.md", "howto/git.md", "notes/./howto//git.md"])
+    @pytest.mark.parametrize(
+        "ref", ["notes/howto/git.md", "notes:howto/git.md", "howto/git.md", "notes/./howto//git.md"]
+    )
     def test_every_form_names_the_same_file(self, tree, ref):
         served = tree.access.resolve(ref)
         assert (served.collection.name, served.rel) == ("notes", "howto/git.md")
@@ -324,7 +328,9 @@ class TestReadMany:
     def test_a_glob_over_every_collection_serves_exactly_the_indexed_notes(self, tree):
         batch = tree.access.read_many(pattern="**/*", max_bytes=1_000_000)
         scanned = CollectionScanner().run(collections=[c.as_source() for c in tree.registry.load().values()])
-        assert sorted((f.collection, f.path) for f in batch.files) == [(s["collection"], s["path"]) for s in scanned["sources"]]
+        assert sorted((f.collection, f.path) for f in batch.files) == [
+            (s["collection"], s["path"]) for s in scanned["sources"]
+        ]
         assert all(SECRET not in f.text for f in batch.files)
         reasons = {s.path: s.reason for s in batch.skipped}
         assert reasons["notes/howto/escape.md"] == reasons["notes/outside"] == walking.OUTSIDE_ROOT
@@ -333,7 +339,9 @@ class TestReadMany:
         assert reasons["notes/self.md"].startswith("symlink loop") and reasons["notes/up"].startswith("symlink loop")
         batch.model_dump_json()  # the escaped names go out as JSON
 
-    @pytest.mark.parametrize("pattern", ["**/.env", "**/.git/*", "**/.hidden/*", "**/node_modules/**", "**/*.log", "**/.*"])
+    @pytest.mark.parametrize(
+        "pattern", ["**/.env", "**/.git/*", "**/.hidden/*", "**/node_modules/**", "**/*.log", "**/.*"]
+    )
     def test_globs_never_reach_what_the_collection_leaves_out(self, tree, pattern):
         batch = tree.access.read_many(pattern=pattern)
         assert batch.files == [] and all(SECRET not in s.path for s in batch.skipped)
@@ -342,7 +350,9 @@ class TestReadMany:
         batch = tree.access.read_many(pattern="notes/a.md", max_bytes=10)
         assert batch.files == []
         assert batch.skipped == [
-            SkippedFile(path="notes/a.md", reason="35 bytes is over max_bytes=10; raise max_bytes or use get with from_line")
+            SkippedFile(
+                path="notes/a.md", reason="35 bytes is over max_bytes=10; raise max_bytes or use get with from_line"
+            )
         ]
         assert [f.bytes for f in tree.access.read_many(pattern="notes/a.md", max_bytes=35).files] == [35]
 
@@ -356,7 +366,9 @@ class TestReadMany:
         monkeypatch.setattr(multi_get, "MULTI_GET_MAX_FILES", 1)
         batch = tree.access.read_many(pattern="notes/howto/*.md")
         assert [f.path for f in batch.files] == ["howto/git.md"]
-        assert batch.skipped[-1] == SkippedFile(path="notes/howto/sqlite.md", reason="more than 1 files matched; narrow the pattern")
+        assert batch.skipped[-1] == SkippedFile(
+            path="notes/howto/sqlite.md", reason="more than 1 files matched; narrow the pattern"
+        )
 
     def test_the_skipped_list_is_capped_too(self, tree, monkeypatch):
         monkeypatch.setattr(multi_get, "MULTI_GET_MAX_SKIPPED", 1)
@@ -366,7 +378,11 @@ class TestReadMany:
     def test_refs_are_read_in_order_once_each(self, tree):
         refs = ["other:only.md", "notes/howto/git.md", "#" + docid("notes:a.md"), "howto/git.md"]
         batch = tree.access.read_many(refs=refs)
-        assert [(f.collection, f.path) for f in batch.files] == [("other", "only.md"), ("notes", "howto/git.md"), ("notes", "a.md")]
+        assert [(f.collection, f.path) for f in batch.files] == [
+            ("other", "only.md"),
+            ("notes", "howto/git.md"),
+            ("notes", "a.md"),
+        ]
         assert batch.skipped == [SkippedFile(path="notes/howto/git.md", reason="asked for twice; returned once")]
 
     def test_refs_past_the_file_cap_are_not_even_looked_up(self, tree, monkeypatch):
@@ -375,7 +391,9 @@ class TestReadMany:
         assert [f.path for f in batch.files] == ["a.md"]
         assert batch.skipped[0].reason == "more than 1 files asked for; ask for the rest in another call"
 
-    @pytest.mark.parametrize("ref", ["../../etc/passwd", "notes/howto/escape.md", "notes/%2e%2e%2fsecret.txt", "/etc/passwd"])
+    @pytest.mark.parametrize(
+        "ref", ["../../etc/passwd", "notes/howto/escape.md", "notes/%2e%2e%2fsecret.txt", "/etc/passwd"]
+    )
     def test_one_ref_that_leaves_refuses_the_whole_request(self, tree, ref):
         error = refusal(tree.access.read_many, refs=["notes/howto/git.md", ref])
         assert not isinstance(error, FileNotServed) and SECRET not in str(error)
@@ -387,7 +405,9 @@ class TestReadMany:
     def test_patterns_that_leave_are_refused(self, tree, pattern):
         assert not isinstance(refusal(tree.access.read_many, pattern=pattern), FileNotServed)
 
-    @pytest.mark.parametrize("kwargs, said", [({}, "neither was sent"), ({"pattern": "*.md", "refs": ["a.md"]}, "not both")])
+    @pytest.mark.parametrize(
+        "kwargs, said", [({}, "neither was sent"), ({"pattern": "*.md", "refs": ["a.md"]}, "not both")]
+    )
     def test_either_a_pattern_or_refs(self, tree, kwargs, said):
         assert said in str(refusal(tree.access.read_many, **kwargs))
 
@@ -398,7 +418,9 @@ class TestReadMany:
     def test_a_docid_that_is_not_hexadecimal_is_named_as_such(self, tree):
         assert "'#zzzzzz' is not a docid" in str(refusal(tree.access.read, "#zzzzzz"))
 
-    @pytest.mark.parametrize("kwargs", [{"max_bytes": 0}, {"max_bytes": True}, {"deadline_seconds": 0}, {"refs": "a.md"}])
+    @pytest.mark.parametrize(
+        "kwargs", [{"max_bytes": 0}, {"max_bytes": True}, {"deadline_seconds": 0}, {"refs": "a.md"}]
+    )
     def test_bad_arguments_are_user_errors(self, tree, kwargs):
         refusal(tree.access.read_many, **{"pattern": "*.md", **kwargs} if "refs" not in kwargs else kwargs)
 
@@ -434,7 +456,10 @@ class TestReadMany:
         monkeypatch.setattr(FileAccess, "_text", staticmethod(text_then_late))
         batch = tree.access.read_many(pattern="notes/howto/*.md", deadline_seconds=5)
         assert [f.path for f in batch.files] == ["howto/git.md"]
-        assert SkippedFile(path="notes/howto/sqlite.md", reason="not read: the time budget of 5 s ran out") in batch.skipped
+        assert (
+            SkippedFile(path="notes/howto/sqlite.md", reason="not read: the time budget of 5 s ran out")
+            in batch.skipped
+        )
 
     def test_a_file_that_cannot_be_read_is_skipped_with_the_reason(self, tree, monkeypatch):
         def failing_open(*args, **kwargs):
@@ -455,8 +480,15 @@ class TestWalkCollection:
         rules = CollectionRules()
         listed = list(walk_collection(str(tree.notes), rules, descend=lambda rel: rel == "howto"))
         assert [(i.rel, i.reason is None) for i in listed] == [
-            ("a.md", True), ("alias.md", False), ("bad\\xff.md", False), ("gone.md", False), (LONG_NAME, True),
-            ("self.md", False), ("howto/escape.md", False), ("howto/git.md", True), ("howto/sqlite.md", True),
+            ("a.md", True),
+            ("alias.md", False),
+            ("bad\\xff.md", False),
+            ("gone.md", False),
+            (LONG_NAME, True),
+            ("self.md", False),
+            ("howto/escape.md", False),
+            ("howto/git.md", True),
+            ("howto/sqlite.md", True),
         ]
 
     def test_a_deadline_in_the_past_stops_it(self, tree):
@@ -483,13 +515,23 @@ class TestDocuments:
         from needle.evaluation import sample_documents as make
 
         root = tmp_path / "docs"
-        make.write(root / "raft.pdf", make.pdf_bytes(
-            ["# Raft\n\nLeader election.\n\nHeartbeats.", "## Log\n\nAppend entries.", "## Membership\n\nJoint consensus."],
-            title="Raft notes",
-        ))
-        make.write(root / "spec.docx", make.docx_bytes(
-            "# Deploy\n\nIntro.\n\n## Rollout\n\nCanary first.\n\n### CI/CD\n\nPipelines.\n\n## Rollback\n\nBurn rate."
-        ))
+        make.write(
+            root / "raft.pdf",
+            make.pdf_bytes(
+                [
+                    "# Raft\n\nLeader election.\n\nHeartbeats.",
+                    "## Log\n\nAppend entries.",
+                    "## Membership\n\nJoint consensus.",
+                ],
+                title="Raft notes",
+            ),
+        )
+        make.write(
+            root / "spec.docx",
+            make.docx_bytes(
+                "# Deploy\n\nIntro.\n\n## Rollout\n\nCanary first.\n\n### CI/CD\n\nPipelines.\n\n## Rollback\n\nBurn rate."
+            ),
+        )
         make.write(root / "locked.pdf", make.pdf_bytes(["secret"], user_password="pw"))
         write(root, "note.md", "# Note\ntext\n")
         registry = CollectionRegistry(tmp_path / "data" / "collections.yml")

@@ -2,13 +2,25 @@ import pytest
 
 from needle.core.file_formats import Extracted, find_section, format_of, is_document
 
-TEXT = "# Guide\n\nIntro.\n\n## Setup\n\n```sh\n# not a heading\n```\n\n### Linux\n\napt install\n\n## Usage\n\nRun it.\n"
+TEXT = (
+    "# Guide\n\nIntro.\n\n## Setup\n\n```sh\n# not a heading\n```\n\n### Linux\n\napt install\n\n## Usage\n\nRun it.\n"
+)
 
 
-@pytest.mark.parametrize("path, fmt", [
-    ("a/b.md", "markdown"), ("x.MARKDOWN", "markdown"), ("n.txt", "text"), ("n.org", "text"), ("p.PDF", "pdf"),
-    ("s.docx", "docx"), ("w.htm", "html"), ("w.html", "html"), ("archive.pdf.zip", "text"),
-])
+@pytest.mark.parametrize(
+    "path, fmt",
+    [
+        ("a/b.md", "markdown"),
+        ("x.MARKDOWN", "markdown"),
+        ("n.txt", "text"),
+        ("n.org", "text"),
+        ("p.PDF", "pdf"),
+        ("s.docx", "docx"),
+        ("w.htm", "html"),
+        ("w.html", "html"),
+        ("archive.pdf.zip", "text"),
+    ],
+)
 def test_format_of_goes_by_extension(path, fmt):
     assert format_of(path) == fmt
     assert is_document(path) == (fmt in ("pdf", "docx", "html"))

@@ -129,7 +129,14 @@ class TestCollectionRules:
     def test_custom_excludes_folder_name_path_glob_and_file_name(self):
         rules = CollectionRules(exclude=["templates/", "archive/**", "*.draft.md", "a/b/"])
         assert rules.serves("keep.md") and rules.serves("archive.md") and rules.serves("c/a/b/y.md")
-        for rel in ["templates/t.md", "x/templates/t.md", "archive/2020/old.md", "x.draft.md", "s/y.draft.md", "a/b/x.md"]:
+        for rel in [
+            "templates/t.md",
+            "x/templates/t.md",
+            "archive/2020/old.md",
+            "x.draft.md",
+            "s/y.draft.md",
+            "a/b/x.md",
+        ]:
             assert not rules.serves(rel), rel
 
     @pytest.mark.parametrize(

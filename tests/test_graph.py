@@ -57,6 +57,7 @@ class Source:
     def run(self) -> dict[str, list[Document]]:
         return {"documents": DOCS}
 
+
 DOCS = [
     Document(id=str(i), content=f"text {i}", score=1.0 - i / 10, meta={"path": f"{i}.md", "hybrid": {"bm25": i}})
     for i in range(3)
@@ -243,7 +244,7 @@ class TestNeedlePipelineScheduling:
             RUNS.clear()
             checked.clear()  # Haystack's own run above checked every stage
             assert ours.run(data, include_outputs_from={"add"}) == theirs
-            assert RUNS == theirs_order
+            assert theirs_order == RUNS
             if start in seen:
                 assert checked == []  # every shape was met in the first run from the same start
             seen.add(start)

@@ -25,8 +25,13 @@ from tests.conftest import DEMO_NOTES, make_settings
 from tests.llm_server import MODEL_NAME, llm_server  # noqa: F401
 
 GRAPHS = sorted(PIPELINES_DIR.glob("*.yml"))
-NOTES = ["recipes/sourdough-starter-feeding.md", "recipes/espresso-dialing-in.md", "recipes/pancakes.txt",
-         "howto/restic-laptop-backups.md", "howto/sqlite-wal-mode.md"]
+NOTES = [
+    "recipes/sourdough-starter-feeding.md",
+    "recipes/espresso-dialing-in.md",
+    "recipes/pancakes.txt",
+    "howto/restic-laptop-backups.md",
+    "howto/sqlite-wal-mode.md",
+]
 HTML = "<html><head><title>Kettle</title></head><body><h1>Kettle descaling</h1><p>Descale the kettle with citric acid every month.</p></body></html>"
 
 
@@ -58,11 +63,18 @@ def _rename_graph(data: dict[str, Any]) -> dict[str, Any]:
         out["set"] = {renamed(key): value for key, value in data["set"].items()}
     contract = (data.get("metadata") or {}).get("contract")
     if contract:
-        out["metadata"] = {**data["metadata"], "contract": {
-            "inputs": {name: [renamed(p) for p in paths] for name, paths in (contract.get("inputs") or {}).items()},
-            "outputs": {renamed(path): name for path, name in (contract.get("outputs") or {}).items()},
-            **({"parameters": {name: renamed(p) for name, p in contract["parameters"].items()}} if "parameters" in contract else {}),
-        }}
+        out["metadata"] = {
+            **data["metadata"],
+            "contract": {
+                "inputs": {name: [renamed(p) for p in paths] for name, paths in (contract.get("inputs") or {}).items()},
+                "outputs": {renamed(path): name for path, name in (contract.get("outputs") or {}).items()},
+                **(
+                    {"parameters": {name: renamed(p) for name, p in contract["parameters"].items()}}
+                    if "parameters" in contract
+                    else {}
+                ),
+            },
+        }
     return out
 
 
@@ -103,13 +115,22 @@ class TestEveryStageRenamed:
         new = set(RENAMED.values())
         for path in renamed_graphs.glob("*.yml"):
             data = yaml.safe_load(path.read_text())
-            contract = (data.get("metadata") or {}).get("contract") or {"inputs": {}, "outputs": {}}  # overlays inherit theirs
-            named = [*data["components"], *(c[k] for c in data.get("connections") or [] for k in ("sender", "receiver")),
-                     *(p for paths in contract["inputs"].values() for p in paths), *contract["outputs"]]
+            contract = (data.get("metadata") or {}).get("contract") or {
+                "inputs": {},
+                "outputs": {},
+            }  # overlays inherit theirs
+            named = [
+                *data["components"],
+                *(c[k] for c in data.get("connections") or [] for k in ("sender", "receiver")),
+                *(p for paths in contract["inputs"].values() for p in paths),
+                *contract["outputs"],
+            ]
             assert {name.split(".")[0] for name in named} <= new, path.name
 
     @pytest.mark.integration
-    def test_index_search_get_and_status_give_the_same_results(self, renamed_graphs, notes, tmp_path, model_dir, monkeypatch):
+    def test_index_search_get_and_status_give_the_same_results(
+        self, renamed_graphs, notes, tmp_path, model_dir, monkeypatch
+    ):
         seen: dict[str, Any] = {}
         for label, folder in (("original", PIPELINES_DIR), ("renamed", renamed_graphs)):
             _graphs_in(folder, monkeypatch)
@@ -126,8 +147,10 @@ class TestEveryStageRenamed:
                 filtered = needle.search("backups #restic", pipeline="query", collections=["notes"]).model_dump()
                 files = needle.files
                 seen[label] = {
-                    "index": _without_seconds(first), "again": _without_seconds(again),
-                    "searches": searches, "filtered": filtered,
+                    "index": _without_seconds(first),
+                    "again": _without_seconds(again),
+                    "searches": searches,
+                    "filtered": filtered,
                     "limits": (files.max_file_bytes, files.max_document_bytes, files.extractor.limits),
                     "get": files.read("notes/recipes/pancakes.txt", from_line=2, max_lines=3).model_dump(),
                     "get_html": files.read("notes/home/kettle.html").model_dump(),
@@ -153,36 +176,54 @@ class TestEveryStageRenamed:
 
 @pytest.mark.integration
 class TestRenamedWithAnLLM:
-    def test_answer_and_llm_search_give_the_same_results(self, renamed_graphs, notes, tmp_path, model_dir, llm_server, monkeypatch):  # noqa: F811
+    def test_answer_and_llm_search_give_the_same_results(
+        self, renamed_graphs, notes, tmp_path, model_dir, llm_server, monkeypatch
+    ):  # noqa: F811
         monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
         seen: dict[str, Any] = {}
         for label, folder in (("original", PIPELINES_DIR), ("renamed", renamed_graphs)):
             name = (lambda stage: stage) if label == "original" else renamed
             _graphs_in(folder, monkeypatch)
-            settings = make_settings(tmp_path / label, model_dir, NEEDLE_LLM__URL=llm_server, NEEDLE_LLM__MODEL=MODEL_NAME,
-                                     NEEDLE_LLM__TIMEOUT="120")
+            settings = make_settings(
+                tmp_path / label,
+                model_dir,
+                NEEDLE_LLM__URL=llm_server,
+                NEEDLE_LLM__MODEL=MODEL_NAME,
+                NEEDLE_LLM__TIMEOUT="120",
+            )
             needle = Needle(settings)
             try:
                 needle.collections.add(notes, "notes")
                 needle.index()
                 answer = needle.answer(
                     # No retry: whether it searches again follows the LLM's judgement, which may differ run to run.
-                    "How do I feed my sourdough starter?", top_k=2, retry=False,
-                    overrides={name("generate") + ".generation_kwargs.max_tokens": 32, name("retry") + ".max_seconds": 600.0},
+                    "How do I feed my sourdough starter?",
+                    top_k=2,
+                    retry=False,
+                    overrides={
+                        name("generate") + ".generation_kwargs.max_tokens": 32,
+                        name("retry") + ".max_seconds": 600.0,
+                    },
                 )
                 small = {
-                    name("expander") + ".max_lex": 1, name("expander") + ".max_vec": 1,
+                    name("expander") + ".max_lex": 1,
+                    name("expander") + ".max_vec": 1,
                     name("expander") + ".chat_generator.generation_kwargs": {"max_tokens": 24, "temperature": 0.0},
                     name("rerank") + ".ranker.chat_generator.generation_kwargs": {"max_tokens": 24, "temperature": 0.0},
-                    name("rerank") + ".candidates": 2, name("rerank") + ".top_k": 2,
+                    name("rerank") + ".candidates": 2,
+                    name("rerank") + ".top_k": 2,
                 }
-                llm_search = needle.search("sourdough starter feeding", pipeline="query-llm", top_k=2, overrides=small, expand=False)
+                llm_search = needle.search(
+                    "sourdough starter feeding", pipeline="query-llm", top_k=2, overrides=small, expand=False
+                )
                 # The local LLM's words can differ between two runs of one prompt (llama.cpp reuses the cached
                 # prefix of the previous prompt, which changes its arithmetic): what the graphs were fed and
                 # gave back is compared, the LLM's own text only for being there.
                 assert answer.answer.strip() and answer.label and llm_search.label
-                seen[label] = (answer.model_dump(include={"results", "warnings"}),
-                               sorted((r.path, r.start_line) for r in llm_search.results))
+                seen[label] = (
+                    answer.model_dump(include={"results", "warnings"}),
+                    sorted((r.path, r.start_line) for r in llm_search.results),
+                )
             finally:
                 needle.close()
         assert seen["original"][0]["results"] and seen["original"][1]
@@ -212,14 +253,23 @@ class TestContractChecks:
             contract.require(kind)
             mapping = pipeline.metadata["contract"]
             # Haystack's own wrapper takes the same two mappings (it checks every socket and type).
-            SuperComponent(pipeline, input_mapping={k: list(v) for k, v in mapping["inputs"].items()},
-                           output_mapping=dict(mapping["outputs"]))
+            SuperComponent(
+                pipeline,
+                input_mapping={k: list(v) for k, v in mapping["inputs"].items()},
+                output_mapping=dict(mapping["outputs"]),
+            )
         assert set(REQUIRED) == {"search", "answer", "ingest"}
 
     def test_a_contract_naming_a_missing_socket_is_refused_in_one_line(self, tmp_path, settings):
         from needle.runtime.environment import Environment
 
-        path = self._write(tmp_path, "search", lambda c: c["outputs"].update({"snippets.documentz": "documents"}) or c["outputs"].pop("snippets.documents"))
+        path = self._write(
+            tmp_path,
+            "search",
+            lambda c: (
+                c["outputs"].update({"snippets.documentz": "documents"}) or c["outputs"].pop("snippets.documents")
+            ),
+        )
         with pytest.raises(ContractError) as refused:
             loader.load_pipeline(path, Environment(settings))
         message = str(refused.value)
@@ -229,7 +279,9 @@ class TestContractChecks:
         from needle.runtime.environment import Environment
 
         path = self._write(tmp_path, "ingest", lambda c: c["inputs"].update({"paths": ["walker.paths"]}))
-        with pytest.raises(ContractError, match=r"^graph .*broken-ingest\.yml: contract input 'paths' names no stage 'walker'$"):
+        with pytest.raises(
+            ContractError, match=r"^graph .*broken-ingest\.yml: contract input 'paths' names no stage 'walker'$"
+        ):
             loader.load_pipeline(path, Environment(settings))
 
     def test_a_graph_without_a_contract_is_refused(self, tmp_path, settings):

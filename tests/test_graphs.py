@@ -26,7 +26,15 @@ def test_a_changed_source_makes_its_graph_stale(tmp_path, capsys, monkeypatch):
     shared.write_text(shared.read_text().replace("max_chars: 200", "max_chars: 300"))
     stale = {p.name for p in graphs.stale(parts, out)}
     # The shared tail is in every search graph, and in those extending query.yml or vsearch.yml.
-    assert stale == {"search.yml", "vsearch.yml", "vsearch-sentence.yml", "query.yml", "query-llm.yml", "query-crossencoder.yml", "rag.yml"}
+    assert stale == {
+        "search.yml",
+        "vsearch.yml",
+        "vsearch-sentence.yml",
+        "query.yml",
+        "query-llm.yml",
+        "query-crossencoder.yml",
+        "rag.yml",
+    }
 
 
 def test_shared_stages_are_written_once_and_land_in_every_search_graph():

@@ -31,8 +31,12 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captur
 class TestMistypedCommand:
     @pytest.mark.parametrize(
         "args, suggestion",
-        [(["serch", "x"], "did you mean 'search'?"), (["colection", "list"], "did you mean 'collection'?"),
-         (["collection", "lst"], "did you mean 'list'?"), (["query", "x", "--format", "jsn"], "did you mean 'json'?")],
+        [
+            (["serch", "x"], "did you mean 'search'?"),
+            (["colection", "list"], "did you mean 'collection'?"),
+            (["collection", "lst"], "did you mean 'list'?"),
+            (["query", "x", "--format", "jsn"], "did you mean 'json'?"),
+        ],
     )
     def test_the_closest_command_or_choice_is_suggested(self, shell, args, suggestion):
         code, out, err = shell(*args)
@@ -58,7 +62,12 @@ class TestFolderAlreadyInACollection:
 
 class TestUnreadyHints:
     def test_never_indexed_and_empty_collections_name_the_command(self):
-        collections = [Collection("notes", "/n"), Collection("papers", "/p"), Collection("empty", "/e"), Collection("full", "/f")]
+        collections = [
+            Collection("notes", "/n"),
+            Collection("papers", "/p"),
+            Collection("empty", "/e"),
+            Collection("full", "/f"),
+        ]
         hints = unready_hints(collections, {"full": 12}, lambda name: name in {"empty", "full"})
         assert hints[0] == "collections 'notes', 'papers' are not indexed yet: run `needle index`"
         assert hints[1].startswith("collection 'empty' has no indexed files") and "/e" in hints[1]

@@ -24,7 +24,9 @@ async def _handover(data: Path, model_dir: Path) -> dict:
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
     env.update(NEEDLE_DATA_DIR=str(data), NEEDLE_MODEL_DIR=str(model_dir), NEEDLE_OWNER__AUTOSTART="false")
-    params = StdioServerParameters(command=sys.executable, args=["-m", "needle.shells.cli", "mcp"], cwd=str(REPO), env=env)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "needle.shells.cli", "mcp"], cwd=str(REPO), env=env
+    )
     arguments = {"query": "certbot renew", "limit": 2}
     first = AgentWindow(params)
     first_answer = await first.search(arguments)
@@ -47,8 +49,12 @@ async def _handover(data: Path, model_dir: Path) -> dict:
 def test_the_second_mcp_takes_the_index_over_when_the_owner_closes(demo_needle, tmp_path):
     demo_needle.close()
     data = tmp_path / "data"
-    shutil.copytree(demo_needle.settings.data_dir, data, ignore=shutil.ignore_patterns("owner.json"),
-                    copy_function=copy_keeping_holes)
+    shutil.copytree(
+        demo_needle.settings.data_dir,
+        data,
+        ignore=shutil.ignore_patterns("owner.json"),
+        copy_function=copy_keeping_holes,
+    )
     seen = asyncio.run(_handover(data, demo_needle.settings.model_dir))
     assert not seen["before"].is_error
     text = seen["before"].content[0].text

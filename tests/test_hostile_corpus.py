@@ -20,17 +20,22 @@ from needle.evaluation.memory import run_measured
 
 pytestmark = pytest.mark.integration
 
-ALIAS_BOMB = "---\na: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
-    f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n" for prev, name in zip("abcdefgh", "bcdefghi")
-) + "---\n# Bomb\n\nThe alias bomb note talks about pineapples.\n"
+ALIAS_BOMB = (
+    "---\na: &a [x,x,x,x,x,x,x,x,x]\n"
+    + "".join(f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n" for prev, name in zip("abcdefgh", "bcdefghi"))
+    + "---\n# Bomb\n\nThe alias bomb note talks about pineapples.\n"
+)
 
 # (file name as bytes, content, what the run must say of it: None = indexed, "skip:<reason>" or "warn:<reason>")
 CORPUS: list[tuple[bytes, bytes, str | None]] = [
     (b"good.md", b"# Good note\n\nThe quarterly budget review happens on the first Monday.\n", None),
     (b"bad-\xff\xfe-name.md", b"# Latin-1 name\n\nZebra crossings.\n", "skip:not valid UTF-8"),
     (b"bomb.md", ALIAS_BOMB.encode(), "warn:aliases"),
-    (b"deep.md", b"---\nx: " + b"[" * 5000 + b"]" * 5000 + b"\n---\n# Deep\n\nNested frontmatter about walruses.\n",
-     "warn:frontmatter"),
+    (
+        b"deep.md",
+        b"---\nx: " + b"[" * 5000 + b"]" * 5000 + b"\n---\n# Deep\n\nNested frontmatter about walruses.\n",
+        "warn:frontmatter",
+    ),
     (b"binary.md", bytes(range(256)) * 16, "skip:binary"),
     (b"latin1.md", "# Café\n\nCrème brûlée with caramel.\n".encode("latin-1"), "warn:invalid UTF-8"),
     (b"bom-crlf.md", "\ufeff# Kangaroos\r\n\r\nWindows line endings about kangaroos.\r\n".encode(), None),
@@ -43,14 +48,20 @@ CORPUS: list[tuple[bytes, bytes, str | None]] = [
     (b"cr\rover.md", b"# Return\n\nA name with a carriage return, about axolotls.\n", None),
     (b"esc\x1b]0;empty.md", b"", "skip:empty"),
     # Frontmatter values that scan but cannot be built: each costs its field, never the run.
-    (b"bad-date.md", b"---\ndate: 2024-13-45\n---\n# Bad date\n\nA note about otters.\n", "warn:month must be in 1..12"),
+    (
+        b"bad-date.md",
+        b"---\ndate: 2024-13-45\n---\n# Bad date\n\nA note about otters.\n",
+        "warn:month must be in 1..12",
+    ),
     (b"bad-int.md", b"---\nprio: !!int high\n---\n# Bad int\n\nA note about herons.\n", "warn:frontmatter field prio"),
     (b"digits.md", b"---\nn: " + b"7" * 5000 + b"\n---\n# Digits\n\nA note about capybaras.\n", "warn:4300 digits"),
     (b"clock.md", b"---\ndate: 2024-01-01 25:61:61\n---\n# Clock\n\nA note about pelicans.\n", "warn:hour must be"),
     # Within every size limit (a few MB on disk), minutes and gigabytes to convert without a bound.
     (b"costly.docx", b"", "skip:its text was not extracted"),
 ]
-PEAK_MB_BOUND = 2048  # the largest process of the run (models loaded, or a converter child): the DOCX alone took 3.6 GB unbounded
+PEAK_MB_BOUND = (
+    2048  # the largest process of the run (models loaded, or a converter child): the DOCX alone took 3.6 GB unbounded
+)
 
 
 def in_process(data: Path, model_dir: Path, capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
@@ -66,10 +77,15 @@ def in_process(data: Path, model_dir: Path, capsys: pytest.CaptureFixture, *args
 
 
 def needle(data: Path, model_dir: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "NEEDLE_DATA_DIR": str(data), "NEEDLE_MODEL_DIR": str(model_dir),
-           "PYTHONPATH": os.pathsep.join(sys.path)}
-    return subprocess.run([sys.executable, "-m", "needle.shells.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    env = {
+        **os.environ,
+        "NEEDLE_DATA_DIR": str(data),
+        "NEEDLE_MODEL_DIR": str(model_dir),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "needle.shells.cli", *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="module")
@@ -96,8 +112,12 @@ def hostile(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
     data = root / "data"
     assert needle(data, model_dir, "collection", "add", str(notes), "--name", "h", "--documents").returncode == 0
     # The peak memory of the largest process of the run, the converter's children included.
-    env = {**os.environ, "NEEDLE_DATA_DIR": str(data), "NEEDLE_MODEL_DIR": str(model_dir),
-           "PYTHONPATH": os.pathsep.join(sys.path)}
+    env = {
+        **os.environ,
+        "NEEDLE_DATA_DIR": str(data),
+        "NEEDLE_MODEL_DIR": str(model_dir),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
     # Two seconds: far below what converting the costly DOCX takes on any machine (tens of seconds), so it is
     # skipped by its time bound however fast the machine is; at 20 s a quiet machine converted it and the run
     # went on to embed its 300,000 paragraphs.
@@ -128,10 +148,20 @@ def test_one_run_indexes_every_note_it_can_and_reports_each_other_with_a_reason(
 
 @pytest.mark.parametrize(
     ("query", "path"),
-    [("quarterly budget review", "good.md"), ("pineapples", "bomb.md"), ("walruses", "deep.md"),
-     ("kangaroos line endings", "bom-crlf.md"), ("lighthouses", "x" * 250 + ".md"), ("narwhals", "ctrl\x01char.md"),
-     ("manatees", "esc\x1b[2Jclear.md"), ("axolotls", "cr\rover.md"), ("otters", "bad-date.md"), ("herons", "bad-int.md"),
-     ("capybaras", "digits.md"), ("pelicans", "clock.md")],
+    [
+        ("quarterly budget review", "good.md"),
+        ("pineapples", "bomb.md"),
+        ("walruses", "deep.md"),
+        ("kangaroos line endings", "bom-crlf.md"),
+        ("lighthouses", "x" * 250 + ".md"),
+        ("narwhals", "ctrl\x01char.md"),
+        ("manatees", "esc\x1b[2Jclear.md"),
+        ("axolotls", "cr\rover.md"),
+        ("otters", "bad-date.md"),
+        ("herons", "bad-int.md"),
+        ("capybaras", "digits.md"),
+        ("pelicans", "clock.md"),
+    ],
 )
 def test_the_notes_next_to_hostile_files_are_searchable(hostile, model_dir, capsys, query, path):
     data, _, _ = hostile
@@ -142,9 +172,16 @@ def test_the_notes_next_to_hostile_files_are_searchable(hostile, model_dir, caps
 
 @pytest.mark.parametrize(
     ("ref", "reason"),
-    [("h/.env", "hidden"), ("h/.git/config", "hidden"), ("h/passwd.md", "outside"), ("h/fifo.md", "not a regular file"),
-     ("h/huge.md", "max_file_bytes"), ("h/" + "y" * 300 + ".md", ""), ("h/../../etc/passwd", ".."),
-     ("h/loop/good.md", "")],
+    [
+        ("h/.env", "hidden"),
+        ("h/.git/config", "hidden"),
+        ("h/passwd.md", "outside"),
+        ("h/fifo.md", "not a regular file"),
+        ("h/huge.md", "max_file_bytes"),
+        ("h/" + "y" * 300 + ".md", ""),
+        ("h/../../etc/passwd", ".."),
+        ("h/loop/good.md", ""),
+    ],
 )
 def test_get_serves_only_what_the_collection_includes(hostile, model_dir, capsys, ref, reason):
     data, _, _ = hostile
@@ -158,7 +195,9 @@ def test_a_pathological_glob_ends_fast_and_serves_no_hidden_file(hostile, model_
     data, _, _ = hostile
     many = needle(data, model_dir, "multi-get", "h/" + "**/" * 12 + "*x", timeout=120)
     assert many.returncode in (0, 2) and "Traceback" not in many.stderr
-    every = needle(data, model_dir, "multi-get", "h/**/*.md", "--json")  # the notes (a costly DOCX would use the time budget)
+    every = needle(
+        data, model_dir, "multi-get", "h/**/*.md", "--json"
+    )  # the notes (a costly DOCX would use the time budget)
     assert every.returncode == 0, every.stderr
     served = [item.get("path", "") for item in json.loads(every.stdout)["files"]]
     assert "good.md" in served
@@ -177,8 +216,9 @@ def test_the_run_stays_within_its_memory_bound_and_accounts_for_every_file(hosti
     )
 
 
-@pytest.mark.parametrize("args", [["ls"], ["search", "manatees axolotls", "--format", "files"], ["multi-get", "h/esc*"],
-                                  ["status"]])
+@pytest.mark.parametrize(
+    "args", [["ls"], ["search", "manatees axolotls", "--format", "files"], ["multi-get", "h/esc*"], ["status"]]
+)
 def test_names_reach_the_terminal_escaped(hostile, model_dir, capsys, args):
     data, _, _ = hostile
     code, out, err = in_process(data, model_dir, capsys, *args)

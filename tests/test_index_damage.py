@@ -132,8 +132,13 @@ def test_every_command_fails_in_one_line_and_check_finds_what_a_query_trips_on(k
 @pytest.mark.integration
 @pytest.mark.parametrize(
     ("kind", "how"),
-    [("segment_state", "garbled"), ("dense_vectors", "emptied"), ("payload", "emptied"), ("provenance", "garbled"),
-     ("file_store_config", "truncated")],
+    [
+        ("segment_state", "garbled"),
+        ("dense_vectors", "emptied"),
+        ("payload", "emptied"),
+        ("provenance", "garbled"),
+        ("file_store_config", "truncated"),
+    ],
 )
 def test_rebuild_heals_any_damage_and_moves_a_store_it_cannot_open_aside(kind, how, damaged_copy, capsys):
     data = damaged_copy(kind, how)
@@ -164,7 +169,14 @@ def test_check_passes_a_sound_index(pristine, monkeypatch, capsys, model_dir):
 def run_in_child(data: Path, model_dir: Path, *args: str) -> subprocess.CompletedProcess:
     """A command in a process of its own: a crash of the engine there cannot end the test run."""
     env = {**os.environ, "NEEDLE_DATA_DIR": str(data), "NEEDLE_MODEL_DIR": str(model_dir), "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "needle.shells.cli", *args], env=env, capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "needle.shells.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def wild_id_tracker(data: Path) -> None:
@@ -240,7 +252,6 @@ def test_check_repair_heals_lost_and_orphaned_data_without_a_rebuild(damaged_cop
         assert sorted(row["path"] for row in json.loads(out)) == ["garden.md", "sourdough.md"]
     finally:
         gone.write_text(moved, encoding="utf-8")
-
 
 
 @pytest.mark.integration

@@ -57,7 +57,9 @@ class TestProvenance:
 
     def test_languages_recorded_replace_a_collections_and_keep_the_others(self, tmp_path):
         settings = settings_with(tmp_path)
-        index_info.record(settings, {"components": {}}, languages={"notes": {"english": 40, "italian": 1}, "wiki": {"chinese": 3}})
+        index_info.record(
+            settings, {"components": {}}, languages={"notes": {"english": 40, "italian": 1}, "wiki": {"chinese": 3}}
+        )
         index_info.record(settings, {"components": {}}, languages={"notes": {"english": 41}})
         index_info.record(settings, {"components": {}})
         assert index_info.read(settings)["languages"] == {"notes": {"english": 41}, "wiki": {"chinese": 3}}
@@ -67,7 +69,9 @@ class TestProvenance:
         settings = settings_with(tmp_path)
         index_info.record(settings, {"components": {}})
         info = index_info.read(settings)
-        index_info._write(settings, {**info, "languages": {"notes": ["english", "italian"]}})  # an index built before counts
+        index_info._write(
+            settings, {**info, "languages": {"notes": ["english", "italian"]}}
+        )  # an index built before counts
         assert index_info.languages(settings) == {"notes": {"english": 1, "italian": 1}}
         assert index_info.languages_uncounted(settings)
 

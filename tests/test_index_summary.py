@@ -13,11 +13,18 @@ from needle.lifecycle.field_summary import TOP_VALUES, summarise_fields, value_t
 class TestSummariseFields:
     def test_types_read_from_the_values(self):
         assert [value_type(v) for v in ("true", "3", "-2", "0.5", "2024-05-01", "draft")] == [
-            "boolean", "integer", "integer", "number", "date", "string"
+            "boolean",
+            "integer",
+            "integer",
+            "number",
+            "date",
+            "string",
         ]
 
     def test_fields_with_types_counts_and_most_frequent_values_first(self):
-        fields = summarise_fields({"status=draft": 4, "status=done": 7, "priority=1": 2, "priority=2.5": 1, "pinned=true": 3})
+        fields = summarise_fields(
+            {"status=draft": 4, "status=done": 7, "priority=1": 2, "priority=2.5": 1, "pinned=true": 3}
+        )
         assert fields["status"] == {"type": "string", "values": 2, "top": [["done", 7], ["draft", 4]]}
         assert fields["priority"]["type"] == "number" and fields["pinned"]["type"] == "boolean"
         assert list(fields) == ["status", "pinned", "priority"]  # the most widespread first, ties by name
@@ -36,7 +43,9 @@ class TestProvenanceRead:
         assert index_info.read(settings)["languages"] == {"a": ["de", "en"]}
 
     def test_forgetting_a_collection_drops_its_summary_and_languages(self, settings):
-        index_info._write(settings, {"languages": {"a": ["en"], "b": ["en"]}, "summaries": {"a": {"tags": []}, "b": {"tags": []}}})
+        index_info._write(
+            settings, {"languages": {"a": ["en"], "b": ["en"]}, "summaries": {"a": {"tags": []}, "b": {"tags": []}}}
+        )
         index_info.forget_collection(settings, "a")
         recorded = index_info.read(settings)
         assert list(recorded["languages"]) == ["b"] and list(recorded["summaries"]) == ["b"]
@@ -63,7 +72,10 @@ class TestStatusFields:
         monkeypatch.setattr(demo_needle.store, "count_values", refuse)
         monkeypatch.setattr(demo_needle.file_store, "count_values", refuse)
         notes = demo_needle.status()["collections"][0]
-        assert notes["files"] == demo_needle.first_report["files_read"] and notes["chunks"] == demo_needle.first_report["chunks"]
+        assert (
+            notes["files"] == demo_needle.first_report["files_read"]
+            and notes["chunks"] == demo_needle.first_report["chunks"]
+        )
 
 
 @pytest.mark.integration

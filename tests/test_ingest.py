@@ -66,12 +66,16 @@ class TestIngest:
         assert set(indexed(needle)) == {"ops/replication.md", "sourdough.md", "training.txt"}
         assert report["files_embedded"] == 3
         assert {path: len(ids) for path, ids in indexed(needle, files=True).items()} == {
-            "ops/replication.md": 1, "sourdough.md": 1, "training.txt": 1,
+            "ops/replication.md": 1,
+            "sourdough.md": 1,
+            "training.txt": 1,
         }
 
     def test_whole_file_documents_span_the_body_with_its_lines(self, needle, notes):
         needle.index()
-        (doc,) = needle.file_store.filter_documents({"field": "meta.path", "operator": "==", "value": "ops/replication.md"})
+        (doc,) = needle.file_store.filter_documents(
+            {"field": "meta.path", "operator": "==", "value": "ops/replication.md"}
+        )
         lines = (notes / "ops" / "replication.md").read_text().split("\n")
         assert doc.meta["kind"] == "file" and doc.meta["title"] == "Replication"
         assert doc.meta["tags"] == ["postgres", "ops"] and doc.meta["heading_path"] == []
@@ -120,24 +124,34 @@ class TestIngest:
     def test_a_frontmatter_edit_or_a_touch_refreshes_the_metadata_without_embedding(self, needle, notes):
         needle.index()
         before = indexed(needle)
-        (notes / "ops" / "replication.md").write_text(NOTE_A.replace("tags: [postgres, ops]", "tags: [postgres, kestrel]\nstatus: done"))
+        (notes / "ops" / "replication.md").write_text(
+            NOTE_A.replace("tags: [postgres, ops]", "tags: [postgres, kestrel]\nstatus: done")
+        )
         os.utime(notes / "sourdough.md", (1_700_000_000, 1_700_000_000))
         report = needle.index()
         assert report["chunks_embedded"] == 0 and report["files_embedded"] == 0 and indexed(needle) == before
         for store in (needle.store, needle.file_store):
-            rows = {r["meta"]["path"]: r["meta"] for r in store.list_documents_meta(fields=["path", "tags", "frontmatter", "date"])}
+            rows = {
+                r["meta"]["path"]: r["meta"]
+                for r in store.list_documents_meta(fields=["path", "tags", "frontmatter", "date"])
+            }
             assert rows["ops/replication.md"]["tags"] == ["postgres", "kestrel"]
             assert rows["ops/replication.md"]["frontmatter"]["status"] == "done"
             assert rows["sourdough.md"]["date"] == "2023-11-14T22:13:20Z"
-        tagged = needle.search("replication slot", pipeline="search", filters=SearchFilters(tags=["kestrel"], where=["status=done"]))
+        tagged = needle.search(
+            "replication slot", pipeline="search", filters=SearchFilters(tags=["kestrel"], where=["status=done"])
+        )
         assert [h.path for h in tagged.results] == ["ops/replication.md"]
 
     def test_a_note_with_an_alias_bomb_is_indexed_without_its_frontmatter(self, needle, notes):
         bomb = ALIAS_BOMB.replace("The body is still indexed.", "The bomb's body about zebras is still indexed.")
         (notes / "bomb.md").write_text(bomb)
         report = needle.index()
-        assert {"collection": "notes", "path": "bomb.md",
-                "reason": "frontmatter left out: over 10000 values once its aliases are expanded"} in report["warnings"]
+        assert {
+            "collection": "notes",
+            "path": "bomb.md",
+            "reason": "frontmatter left out: over 10000 values once its aliases are expanded",
+        } in report["warnings"]
         assert [h.path for h in needle.search("zebras", pipeline="search").results] == ["bomb.md"]
 
     def test_a_removed_file_leaves_the_index(self, needle, notes):
@@ -194,7 +208,7 @@ class TestIngest:
         report = needle.index()
         reasons = {s["path"]: s["reason"] for s in report["skipped"]}
         assert "binary.md" in reasons and "huge.md" in reasons and "empty.md" in reasons
-        assert any("latin1.md" == w["path"] for w in report["warnings"])
+        assert any(w["path"] == "latin1.md" for w in report["warnings"])
         assert {"ops/replication.md", "sourdough.md", "training.txt", "latin1.md"} <= set(indexed(needle))
 
     def test_index_records_and_enforces_its_model(self, needle, settings):
@@ -202,7 +216,9 @@ class TestIngest:
         recorded = index_info.read(settings)["fingerprint"]
         assert recorded["embedding_model"] == settings.embedding.model
         assert recorded["query_prefix"] == "" and recorded["embedding_dim"] == 384
-        other = settings.model_copy(update={"embedding": settings.embedding.model_copy(update={"query_prefix": "query: "})})
+        other = settings.model_copy(
+            update={"embedding": settings.embedding.model_copy(update={"query_prefix": "query: "})}
+        )
         with pytest.raises(index_info.IndexMismatchError, match="needle index --rebuild"):
             index_info.check(other, needle.ingest_graph())
 
@@ -334,7 +350,9 @@ class TestIncrementalIngest:
         assert report["texts_embedded"] == 0 and report["chunks_reused"] == len(old) > 0
         assert report["files_reused"] == 1 and report["files_removed"] == 1
         assert report["deleted"] == len(old) + 1
-        moved = needle.store.filter_documents({"field": "meta.path", "operator": "==", "value": "archive/replication.md"})
+        moved = needle.store.filter_documents(
+            {"field": "meta.path", "operator": "==", "value": "archive/replication.md"}
+        )
         vectors = {d.meta["content_checksum"]: d.embedding for d in moved}
         assert sorted(vectors) == sorted(d.meta["content_checksum"] for d in old)
         for doc in old:
@@ -344,7 +362,9 @@ class TestIncrementalIngest:
 
     def test_a_section_moved_within_a_file_is_not_embedded_again(self, needle, notes):
         first = "## Boilers\n\n" + "The boiler heats water for the radiators and keeps the pressure steady. " * 8
-        second = "## Gutters\n\n" + "Clear the gutters in autumn so that rain runs off instead of soaking the walls. " * 8
+        second = (
+            "## Gutters\n\n" + "Clear the gutters in autumn so that rain runs off instead of soaking the walls. " * 8
+        )
         third = "## Locks\n\n" + "Oil the door locks once a year with graphite, never with a greasy oil. " * 8
         (notes / "house.md").write_text(f"# House\n\n{first}\n\n{second}\n\n{third}\n")
         needle.index()
@@ -379,13 +399,18 @@ def test_a_killed_run_keeps_its_finished_batches_and_the_next_run_converges(sett
     root = tmp_path / "many"
     root.mkdir()
     for i in range(KILLED_NOTES):
-        (root / f"note-{i:03d}.md").write_text(f"# Note {i}\n\nNote {i} talks about subject {i * 37 % 101} and nothing else.\n")
+        (root / f"note-{i:03d}.md").write_text(
+            f"# Note {i}\n\nNote {i} talks about subject {i * 37 % 101} and nothing else.\n"
+        )
     needle = Needle(settings)
     needle.collections.add(root, "many")
     env = {**os.environ, "NEEDLE_DATA_DIR": str(settings.data_dir), "NEEDLE_MODEL_DIR": str(settings.model_dir)}
     process = subprocess.Popen(
         [sys.executable, "-m", "needle.shells.cli", "index", "--set", "scanner.batch_files=5"],
-        env=env, cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=Path(__file__).resolve().parents[1],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     records = FileRecords(settings.index_dir / "files.sqlite")
     deadline = time.monotonic() + 300
@@ -422,19 +447,31 @@ class TestDocumentsIngest:
     def mixed(self, notes: Path) -> Path:
         from needle.evaluation import sample_documents as make
 
-        make.write(notes / "papers" / "raft.pdf", make.pdf_bytes([
-            "# Raft consensus\n\nA cluster of five servers tolerates two failures.",
-            "## Leader election\n\nA follower that hears no heartbeat within the election timeout becomes a "
-            "candidate, votes for itself and asks the others for their votes.",
-        ], title="Raft consensus"))
-        make.write(notes / "specs" / "deploy.docx", make.docx_bytes(
-            "# Deploy spec\n\nHow the billing service ships.\n\n## Canary rollout\n\nFive percent of the traffic "
-            "goes to the canary for one hour before the fleet is upgraded."
-        ))
-        make.write(notes / "saved" / "stampede.html", make.html_bytes(
-            "# Cache stampede\n\nWhen a hot key expired, every worker recomputed it at once.\n\n## Request "
-            "coalescing\n\nOne worker recomputes the value while the others wait for its result."
-        ))
+        make.write(
+            notes / "papers" / "raft.pdf",
+            make.pdf_bytes(
+                [
+                    "# Raft consensus\n\nA cluster of five servers tolerates two failures.",
+                    "## Leader election\n\nA follower that hears no heartbeat within the election timeout becomes a "
+                    "candidate, votes for itself and asks the others for their votes.",
+                ],
+                title="Raft consensus",
+            ),
+        )
+        make.write(
+            notes / "specs" / "deploy.docx",
+            make.docx_bytes(
+                "# Deploy spec\n\nHow the billing service ships.\n\n## Canary rollout\n\nFive percent of the traffic "
+                "goes to the canary for one hour before the fleet is upgraded."
+            ),
+        )
+        make.write(
+            notes / "saved" / "stampede.html",
+            make.html_bytes(
+                "# Cache stampede\n\nWhen a hot key expired, every worker recomputed it at once.\n\n## Request "
+                "coalescing\n\nOne worker recomputes the value while the others wait for its result."
+            ),
+        )
         make.write(notes / "papers" / "scan.pdf", make.scanned_pdf_bytes())
         make.write(notes / "specs" / "locked.pdf", make.pdf_bytes(["secret"], user_password="pw"))
         return notes
@@ -468,7 +505,9 @@ class TestDocumentsIngest:
             assert top.snippet.startswith("@@ page 2 -1,")
         top = docs_needle.search("canary rollout five percent of the traffic", top_k=3).results[0]
         assert (top.path, top.heading_path, top.anchor) == (
-            "specs/deploy.docx", ["Deploy spec", "Canary rollout"], "notes/specs/deploy.docx#section=Deploy spec › Canary rollout"
+            "specs/deploy.docx",
+            ["Deploy spec", "Canary rollout"],
+            "notes/specs/deploy.docx#section=Deploy spec › Canary rollout",
         )
         assert top.snippet.startswith('@@ section "Deploy spec › Canary rollout" -')
         assert "Five percent" in docs_needle.files.read(top.anchor.split("#")[0] + "#section=Canary rollout").text
@@ -490,10 +529,16 @@ class TestDocumentsIngest:
         from needle.evaluation import sample_documents as make
 
         docs_needle.index()
-        make.write(mixed / "papers" / "raft.pdf", make.pdf_bytes([
-            "# Raft consensus\n\nA cluster of five servers tolerates two failures.",
-            "## Log replication\n\nThe leader appends entries and waits for a majority.",
-        ], title="Raft consensus"))
+        make.write(
+            mixed / "papers" / "raft.pdf",
+            make.pdf_bytes(
+                [
+                    "# Raft consensus\n\nA cluster of five servers tolerates two failures.",
+                    "## Log replication\n\nThe leader appends entries and waits for a majority.",
+                ],
+                title="Raft consensus",
+            ),
+        )
         report = docs_needle.index()
         assert report["files_changed"] == 1 and report["chunks_embedded"] == 1
 
@@ -506,7 +551,12 @@ class TestEveryFileAccountedFor:
                 (notes / "training.txt").unlink()
 
         report = needle.index(overrides={"scanner.batch_files": 1}, progress=delete_the_rest)
-        assert (report["files_seen"], report["files_read"], report["files_not_read"], report["files_vanished"]) == (3, 1, 0, 2)
+        assert (report["files_seen"], report["files_read"], report["files_not_read"], report["files_vanished"]) == (
+            3,
+            1,
+            0,
+            2,
+        )
         assert report["files_seen"] == (
             report["files_read"] + report["files_skipped_by_stat"] + report["files_not_read"] + report["files_vanished"]
         )
@@ -530,7 +580,9 @@ class TestBadValues:
 
     def test_one_bad_value_costs_its_field_and_the_run_goes_on(self, needle, notes):
         for name, line in self.BAD.items():
-            (notes / name).write_text(f"---\ntitle: Otter {name}\n{line}\n---\n# Otters\n\nOtters hold hands while sleeping.\n")
+            (notes / name).write_text(
+                f"---\ntitle: Otter {name}\n{line}\n---\n# Otters\n\nOtters hold hands while sleeping.\n"
+            )
         report = needle.index()
         assert report["files_read"] == 3 + len(self.BAD) and report["skipped"] == []
         warned = {w["path"]: w["reason"] for w in report["warnings"]}

@@ -36,7 +36,7 @@ def test_both_implementations_take_the_interfaces_parameters_with_the_same_defau
         assert here[: len(declared)] == there[: len(declared)], f"{name}: the facades' defaults differ"
         for (n, _, default), (_, _, wanted) in zip(here, declared):
             assert wanted is Ellipsis or default == wanted, f"{name}({n}=...): {default!r} != {wanted!r}"
-        extra = here[len(declared):] + there[len(declared):]
+        extra = here[len(declared) :] + there[len(declared) :]
         assert all(default is not inspect.Parameter.empty for _, _, default in extra), f"{name}: a required extra"
 
 
@@ -44,7 +44,8 @@ def _assigned_in_init(cls: type) -> set[str]:
     tree = ast.parse(textwrap.dedent(inspect.getsource(cls.__init__)))
     return {
         target.attr
-        for node in ast.walk(tree) if isinstance(node, ast.Assign)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
         for target in node.targets
         if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
     }
@@ -54,7 +55,9 @@ def test_both_facades_have_every_attribute_of_the_interface():
     attributes = {name for name, value in vars(NeedleInterface).items() if isinstance(value, property)}
     assert attributes == {"settings", "collections", "contexts", "files"}
     for facade in (Needle, RemoteNeedle):
-        missing = {a for a in attributes if not isinstance(getattr(facade, a, None), property)} - _assigned_in_init(facade)
+        missing = {a for a in attributes if not isinstance(getattr(facade, a, None), property)} - _assigned_in_init(
+            facade
+        )
         assert not missing, f"{facade.__name__} lacks {missing}"
 
 

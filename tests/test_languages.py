@@ -70,7 +70,10 @@ class TestAnalysis:
 
     def test_a_short_german_note_is_told_clearly(self):
         assert detect(GERMAN_NOTE) == "german"
-        assert detect("# Notizen verknüpfen\n\nVerweise zwischen Notizen mit doppelten eckigen Klammern setzen.") == "german"
+        assert (
+            detect("# Notizen verknüpfen\n\nVerweise zwischen Notizen mit doppelten eckigen Klammern setzen.")
+            == "german"
+        )
 
     def test_a_query_is_told_among_the_languages_searched(self):
         assert identify("Où est la sauvegarde ?")[0] == "french"
@@ -121,7 +124,9 @@ class TestKeywordSearchInOtherLanguages:
         (german / "garten.md").write_text("# Garten\n\nIm Garten wachsen Tomaten und Bohnen.\n")
         chinese = tmp_path / "zh"
         chinese.mkdir()
-        (chinese / "ml.md").write_text("# 机器学习\n\n机器学习是人工智能的一个分支，研究计算机怎样模拟人类的学习行为。\n")
+        (chinese / "ml.md").write_text(
+            "# 机器学习\n\n机器学习是人工智能的一个分支，研究计算机怎样模拟人类的学习行为。\n"
+        )
         (chinese / "cooking.md").write_text("# 做饭\n\n红烧肉需要慢火炖两个小时，再加冰糖收汁。\n")
         n = Needle(settings)
         n.collections.add(german, "de", language="german")
@@ -154,7 +159,9 @@ class TestKeywordSearchInOtherLanguages:
         notes.mkdir()
         section = "The starter needs feeding twice a day and it should be kept in a warm place in the kitchen. " * 4
         quote = "La casa della nonna è vicino al mare e il gatto dorme sul divano tutto il giorno."
-        (notes / "bread.md").write_text(f"# Bread\n\n## Feeding\n\n{section}\n\n## A quote\n\n{quote}\n\n## Baking\n\n{section}\n")
+        (notes / "bread.md").write_text(
+            f"# Bread\n\n## Feeding\n\n{section}\n\n## A quote\n\n{quote}\n\n## Baking\n\n{section}\n"
+        )
         needle.collections.add(notes, "en")
         needle.index(["en"])
         assert set(needle.query_languages(["en"])) == {"english"}

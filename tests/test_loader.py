@@ -59,7 +59,11 @@ class TestGraphFiles:
 
 
 def _stores_of(component) -> list:
-    found = [getattr(component, k) for k in ("document_store", "file_document_store") if getattr(component, k, None) is not None]
+    found = [
+        getattr(component, k)
+        for k in ("document_store", "file_document_store")
+        if getattr(component, k, None) is not None
+    ]
     ranker = getattr(component, "ranker", None)
     return found + (_stores_of(ranker) if ranker is not None else [])
 
@@ -80,7 +84,11 @@ class TestEnvironment:
             build_pipeline(graph)
 
     def test_url_switches_to_a_qdrant_server(self, settings):
-        env = Environment(settings.model_copy(update={"store": settings.store.model_copy(update={"url": "http://qdrant.internal:6333"})}))
+        env = Environment(
+            settings.model_copy(
+                update={"store": settings.store.model_copy(update={"url": "http://qdrant.internal:6333"})}
+            )
+        )
         definition = env.store_definition("files")
         assert definition["type"].endswith("QdrantServerDocumentStore")
         params = definition["init_parameters"]
@@ -136,7 +144,10 @@ class TestOverlays:
             "components": {"a": {"type": "x.A", "init_parameters": {}}, "b": {"type": "x.B", "init_parameters": {}}},
             "connections": [{"sender": "a.out", "receiver": "b.in"}],
         }
-        out = compose(base, {"components": {"b": None, "c": {"type": "x.C"}}, "connections": [{"sender": "a.out", "receiver": "c.in"}]})
+        out = compose(
+            base,
+            {"components": {"b": None, "c": {"type": "x.C"}}, "connections": [{"sender": "a.out", "receiver": "c.in"}]},
+        )
         assert set(out["components"]) == {"a", "c"}
         assert out["connections"] == [{"sender": "a.out", "receiver": "c.in"}]
         assert base["connections"] == [{"sender": "a.out", "receiver": "b.in"}], "the base is not changed"
@@ -158,7 +169,9 @@ class TestOverlays:
 
 class TestOverrides:
     def test_component_and_parameter_address_the_graph(self):
-        graph = apply_overrides(read_graph("query"), {"fuse.k": 30, "rerank.ranker.bm25_weight": 0.65, "fuse.weights.bm25": 3.0})
+        graph = apply_overrides(
+            read_graph("query"), {"fuse.k": 30, "rerank.ranker.bm25_weight": 0.65, "fuse.weights.bm25": 3.0}
+        )
         assert graph["components"]["fuse"]["init_parameters"]["k"] == 30
         assert graph["components"]["rerank"]["init_parameters"]["ranker"]["init_parameters"]["bm25_weight"] == 0.65
         assert graph["components"]["fuse"]["init_parameters"]["weights"] == {"bm25": 3.0, "vector": 2.0}
@@ -191,7 +204,9 @@ def _modules_outside_allowlist_are_refused() -> bool:
     return "allowed_modules" in inspect.signature(Pipeline.from_dict).parameters
 
 
-@pytest.mark.skipif(not _modules_outside_allowlist_are_refused(), reason="Haystack 2.x has no deserialisation allowlist")
+@pytest.mark.skipif(
+    not _modules_outside_allowlist_are_refused(), reason="Haystack 2.x has no deserialisation allowlist"
+)
 def test_classes_outside_the_allowlist_are_refused():
     data = {"components": {"x": {"type": "tests.test_loader.Nothing", "init_parameters": {}}}, "connections": []}
     with pytest.raises(Exception, match="allow"):
@@ -215,7 +230,8 @@ def _unordered_connections(node):
     """A pipeline dictionary with every connection list sorted, nested graphs included."""
     if isinstance(node, dict):
         return {
-            key: sorted(value, key=lambda c: (c["sender"], c["receiver"])) if key == "connections"
+            key: sorted(value, key=lambda c: (c["sender"], c["receiver"]))
+            if key == "connections"
             else _unordered_connections(value)
             for key, value in node.items()
         }

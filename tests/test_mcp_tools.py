@@ -48,7 +48,9 @@ def test_each_tool_takes_exactly_its_endpoints_arguments(name):
     """The arguments model and the endpoint wrapper's `run_api` (the HTTP route) name the same fields and defaults."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(f"wrapper_{name}", SERVER_PIPELINES_DIR / name / "pipeline_wrapper.py")
+    spec = importlib.util.spec_from_file_location(
+        f"wrapper_{name}", SERVER_PIPELINES_DIR / name / "pipeline_wrapper.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     parameters = dict(inspect.signature(module.PipelineWrapper.run_api).parameters)
@@ -81,7 +83,9 @@ class TestArguments:
     def test_status_takes_no_argument(self):
         with pytest.raises(ValidationError) as error:
             TOOLS["status"].model_validate({"verbose": True})
-        assert _refusal("status", TOOLS["status"], error.value) == "unknown argument 'verbose': status takes no arguments"
+        assert (
+            _refusal("status", TOOLS["status"], error.value) == "unknown argument 'verbose': status takes no arguments"
+        )
 
     def test_a_refusal_quotes_the_value_sent(self):
         with pytest.raises(ValidationError) as error:
@@ -92,19 +96,51 @@ class TestArguments:
 
 
 def test_an_answer_carries_snippets_and_the_chunk_only_when_asked():
-    hit = {"docid": "#a1b2c3", "collection": "n", "path": "a.md", "title": "A", "heading_path": ["A", "Setup"],
-           "start_line": 10, "end_line": 14, "score": 0.123456789, "snippet": "@@ -12,2 +12,2 @@ n/a.md\nx\ny",
-           "text": "chunk", "format": "markdown", "anchor": "n/a.md:10:5"}
+    hit = {
+        "docid": "#a1b2c3",
+        "collection": "n",
+        "path": "a.md",
+        "title": "A",
+        "heading_path": ["A", "Setup"],
+        "start_line": 10,
+        "end_line": 14,
+        "score": 0.123456789,
+        "snippet": "@@ -12,2 +12,2 @@ n/a.md\nx\ny",
+        "text": "chunk",
+        "format": "markdown",
+        "anchor": "n/a.md:10:5",
+    }
     answer = {"label": "PASS", "results": [hit], "warnings": [], "explain": None}
-    assert json.loads(_compact(json.loads(json.dumps(answer)), full=False)) == {"label": "PASS", "results": [
-        {"docid": "#a1b2c3", "collection": "n", "path": "a.md", "heading_path": ["Setup"], "start_line": 10,
-         "end_line": 14, "score": 0.123, "snippet": "x\ny", "snippet_line": 12}]}
+    assert json.loads(_compact(json.loads(json.dumps(answer)), full=False)) == {
+        "label": "PASS",
+        "results": [
+            {
+                "docid": "#a1b2c3",
+                "collection": "n",
+                "path": "a.md",
+                "heading_path": ["Setup"],
+                "start_line": 10,
+                "end_line": 14,
+                "score": 0.123,
+                "snippet": "x\ny",
+                "snippet_line": 12,
+            }
+        ],
+    }
     assert json.loads(_compact(answer, full=True))["results"][0]["text"] == "chunk"
 
 
 def test_a_pdf_hit_keeps_its_anchor_and_snippet_header():
-    hit = {"collection": "p", "path": "r.pdf", "start_line": 40, "end_line": 44, "format": "pdf", "page": 3,
-           "anchor": "p/r.pdf#page=3:12:5", "snippet": "@@ page 3 -12,5 +12,5 @@ p/r.pdf\nx"}
+    hit = {
+        "collection": "p",
+        "path": "r.pdf",
+        "start_line": 40,
+        "end_line": 44,
+        "format": "pdf",
+        "page": 3,
+        "anchor": "p/r.pdf#page=3:12:5",
+        "snippet": "@@ page 3 -12,5 +12,5 @@ p/r.pdf\nx",
+    }
     assert json.loads(_compact({"results": [dict(hit)]}, full=False))["results"][0] == hit
 
 
@@ -144,10 +180,17 @@ def test_the_tool_list_needs_no_haystack():
     import subprocess
     import sys
 
-    code = ("import sys; from needle.shells.mcp import NeedleMCP, Endpoints; NeedleMCP(Endpoints(dict)); "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('haystack', 'fastembed', 'hayhooks', 'fastapi')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parents[1]).stdout
+    code = (
+        "import sys; from needle.shells.mcp import NeedleMCP, Endpoints; NeedleMCP(Endpoints(dict)); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('haystack', 'fastembed', 'hayhooks', 'fastapi')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    ).stdout
     assert out.strip() == "[]"
 
 

@@ -7,7 +7,9 @@ from needle.facade.migration import copy_index
 
 def chunk(i: int, vector: list[float]) -> Document:
     return Document(
-        id=f"c{i}", content=f"chunk {i} about topic {i}", embedding=vector,
+        id=f"c{i}",
+        content=f"chunk {i} about topic {i}",
+        embedding=vector,
         sparse_embedding=SparseEmbedding(indices=[i, 100 + i], values=[1.0, 0.5]),
         meta={"collection": "notes", "path": f"n{i}.md", "source_doc_id": f"notes:n{i}.md", "start_line": 1},
     )

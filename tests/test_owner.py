@@ -73,7 +73,9 @@ class TestRecord:
         try:
             assert sleeper.stdout.readline().strip() == "locked"
             assert owner.index_locked(settings)
-            owner.write(path, owner.OwnerRecord(pid=sleeper.pid, address=f"http://127.0.0.1:{port}", token="t", started="x"))
+            owner.write(
+                path, owner.OwnerRecord(pid=sleeper.pid, address=f"http://127.0.0.1:{port}", token="t", started="x")
+            )
             assert owner.live_owner(settings) is None
             assert owner.wait_for_owner(settings, timeout=0.5) is None
             assert path.exists()  # it may be an owner still loading its models
@@ -121,7 +123,9 @@ def test_a_record_whose_process_holds_no_index_is_stale(tmp_path):
         port = closed.getsockname()[1]
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        owner.write(path, owner.OwnerRecord(pid=sleeper.pid, address=f"http://127.0.0.1:{port}", token="t", started="x"))
+        owner.write(
+            path, owner.OwnerRecord(pid=sleeper.pid, address=f"http://127.0.0.1:{port}", token="t", started="x")
+        )
         (settings.index_dir / "edge").mkdir(parents=True)
         (settings.index_dir / "edge" / ".edge_document_store.lock").write_text(str(sleeper.pid))
         assert not owner.index_locked(settings)

@@ -32,8 +32,14 @@ def environment(data: Path, code: Path, autostart: bool = True) -> dict[str, str
 
 
 def run(data: Path, *args: str, code: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "needle.shells.cli", *args], cwd=code, env=environment(data, code),
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "needle.shells.cli", *args],
+        cwd=code,
+        env=environment(data, code),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def record(data: Path) -> dict:
@@ -69,8 +75,12 @@ def data(demo_needle, tmp_path: Path) -> Iterator[Path]:
     demo_needle.close()
     os.environ.setdefault("NEEDLE_MODEL_DIR", str(demo_needle.settings.model_dir))
     folder = tmp_path / "data"
-    shutil.copytree(demo_needle.settings.data_dir, folder, ignore=shutil.ignore_patterns("owner.json", "owner.log"),
-                    copy_function=copy_keeping_holes)
+    shutil.copytree(
+        demo_needle.settings.data_dir,
+        folder,
+        ignore=shutil.ignore_patterns("owner.json", "owner.log"),
+        copy_function=copy_keeping_holes,
+    )
     yield folder
     if (folder / "owner.json").exists():
         pid = record(folder)["pid"]
@@ -90,7 +100,9 @@ def test_an_idle_background_owner_of_other_code_is_replaced_by_one_of_this_code(
     old = record(data)
     assert old["command"] == "background" and old["code"] != code_stamp()
     shown = run(data, "owner")
-    assert shown.returncode == 0 and shown.stdout.rstrip().endswith("it runs other code than this needle (started before Needle changed)")
+    assert shown.returncode == 0 and shown.stdout.rstrip().endswith(
+        "it runs other code than this needle (started before Needle changed)"
+    )
     done = run(data, "search", "certbot renew", "-n", "2")
     assert done.returncode == 0, done.stderr
     assert "certbot-tls-renewal.md" in done.stdout and done.stderr == ""
@@ -102,11 +114,18 @@ def test_an_idle_background_owner_of_other_code_is_replaced_by_one_of_this_code(
 def test_an_owner_the_user_started_is_used_with_one_line_on_restarting_it(data, other_code, tmp_path):
     log = tmp_path / "watch.log"
     with open(log, "w") as output:  # a file, not a pipe: a pipe nobody reads would stop the owner when full
-        watch = subprocess.Popen([sys.executable, "-m", "needle.shells.cli", "watch"], cwd=other_code,
-                                 env=environment(data, other_code), stdout=subprocess.DEVNULL, stderr=output)
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "needle.shells.cli", "watch"],
+            cwd=other_code,
+            env=environment(data, other_code),
+            stdout=subprocess.DEVNULL,
+            stderr=output,
+        )
     try:
         deadline = time.monotonic() + 300
-        while "watching the collections" not in log.read_text() and watch.poll() is None and time.monotonic() < deadline:
+        while (
+            "watching the collections" not in log.read_text() and watch.poll() is None and time.monotonic() < deadline
+        ):
             time.sleep(0.1)
         assert "watching the collections" in log.read_text(), log.read_text()[-3000:]
         done = run(data, "search", "certbot renew", "-n", "2")
@@ -124,8 +143,13 @@ def test_a_busy_background_owner_of_other_code_is_used_with_one_line_then_exits_
     started = run(data, "owner", "start", code=other_code)
     assert started.returncode == 0, started.stderr
     old = record(data)
-    indexing = subprocess.Popen([sys.executable, "-m", "needle.shells.cli", "index", "--rebuild"], cwd=other_code,
-                                env=environment(data, other_code), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    indexing = subprocess.Popen(
+        [sys.executable, "-m", "needle.shells.cli", "index", "--rebuild"],
+        cwd=other_code,
+        env=environment(data, other_code),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 120
         while indexing.poll() is None and time.monotonic() < deadline:

@@ -23,7 +23,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 # What the working tree holds besides the source: environments, build output, caches, reports.
 NOT_SOURCE = shutil.ignore_patterns(
-".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".demo")
+    ".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".demo"
+)
 
 pytestmark = pytest.mark.integration
 
@@ -41,10 +42,25 @@ def wheel(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel of the copy, built as `pip install .` builds it (no build isolation: offline)."""
     wheels = tmp_path_factory.mktemp("wheels")
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(source)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheels),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
-    assert built.returncode == 0, built.stderr  # setuptools older than pyproject's build requirement: `make install-test`
+    assert built.returncode == 0, (
+        built.stderr
+    )  # setuptools older than pyproject's build requirement: `make install-test`
     (built,) = wheels.glob("needle_search-*.whl")
     return built
 
@@ -57,14 +73,18 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     python = venv / "bin" / "python"
     purelib = subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     # Appended to sys.path as a plain folder: its own .pth files (this environment's editable Needle) are not run.
     shared = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     Path(purelib, "shared-environment.pth").write_text("".join(f"{p}\n" for p in sorted(shared)))
     done = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index", str(wheel)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     return venv / "bin"
@@ -76,21 +96,29 @@ def elsewhere(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     home = tmp_path_factory.mktemp("elsewhere")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEEDLE_", "HAYHOOKS_")) and k != "PYTHONPATH"}
     # Each command opens the index itself: a background owner would outlive the test by its idle period.
-    env |= {"NEEDLE_DATA_DIR": str(home / "data"), "NEEDLE_MODEL_DIR": str(home / "models"), "NEEDLE_OWNER__AUTOSTART": "false"}
+    env |= {
+        "NEEDLE_DATA_DIR": str(home / "data"),
+        "NEEDLE_MODEL_DIR": str(home / "models"),
+        "NEEDLE_OWNER__AUTOSTART": "false",
+    }
     return home, env
 
 
 def run(bin_dir: Path, where: tuple[Path, dict[str, str]], *args: str) -> subprocess.CompletedProcess:
     home, env = where
-    return subprocess.run([bin_dir / args[0], *args[1:]], cwd=home, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [bin_dir / args[0], *args[1:]], cwd=home, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_wheel_carries_the_graphs_the_configuration_and_the_endpoint_wrappers(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {f"needle/_data/pipelines/{p.name}" for p in (REPO / "pipelines").glob("*.yml")}
     expected |= {"needle/_data/config/needle.yml"}
-    expected |= {f"needle/_data/server/pipelines/{p.parent.name}/pipeline_wrapper.py"
-                 for p in (REPO / "server" / "pipelines").glob("*/pipeline_wrapper.py")}
+    expected |= {
+        f"needle/_data/server/pipelines/{p.parent.name}/pipeline_wrapper.py"
+        for p in (REPO / "server" / "pipelines").glob("*/pipeline_wrapper.py")
+    }
     assert expected <= names, sorted(expected - names)
     assert not any("__pycache__" in name for name in names)
 
@@ -130,7 +158,9 @@ for path in sorted(SERVER_PIPELINES_DIR.glob("*/pipeline_wrapper.py")):
 """
 
 
-def test_installed_needle_imports_every_endpoint_wrapper(installed: Path, elsewhere: tuple[Path, dict[str, str]]) -> None:
+def test_installed_needle_imports_every_endpoint_wrapper(
+    installed: Path, elsewhere: tuple[Path, dict[str, str]]
+) -> None:
     """What `needle serve` hands hayhooks and `needle mcp` imports: the wrappers shipped in the wheel."""
     loaded = run(installed, elsewhere, "python", "-c", WRAPPERS)
     assert loaded.returncode == 0, loaded.stderr
@@ -141,13 +171,16 @@ def test_installed_needle_imports_every_endpoint_wrapper(installed: Path, elsewh
 def test_source_distribution_carries_the_runtime_folders(source: Path, tmp_path: Path) -> None:
     """`python -m build` builds the wheel from the sdist: MANIFEST.in must bring the folders setup.py copies."""
     script = "import sys; from setuptools import build_meta; print(build_meta.build_sdist(sys.argv[1]))"
-    built = subprocess.run([sys.executable, "-c", script, str(tmp_path / "dist")], cwd=source, capture_output=True,
-                           text=True, timeout=300)
+    built = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "dist")], cwd=source, capture_output=True, text=True, timeout=300
+    )
     assert built.returncode == 0, built.stderr
     name = built.stdout.strip().splitlines()[-1]
     with tarfile.open(tmp_path / "dist" / name) as sdist:
         names = {member.split("/", 1)[1] for member in sdist.getnames() if "/" in member}
     expected = {f"pipelines/{p.name}" for p in (REPO / "pipelines").glob("*.yml")} | {"config/needle.yml", "setup.py"}
-    expected |= {f"server/pipelines/{p.parent.name}/pipeline_wrapper.py"
-                 for p in (REPO / "server" / "pipelines").glob("*/pipeline_wrapper.py")}
+    expected |= {
+        f"server/pipelines/{p.parent.name}/pipeline_wrapper.py"
+        for p in (REPO / "server" / "pipelines").glob("*/pipeline_wrapper.py")
+    }
     assert expected <= names, sorted(expected - names)

@@ -79,9 +79,8 @@ class TestGraphPool:
 
         pool = GraphPool(build, size=2)
         with pool.lend():
-            with pytest.raises(RuntimeError, match="model missing"):
-                with pool.lend():
-                    pass
+            with pytest.raises(RuntimeError, match="model missing"), pool.lend():
+                pass
             assert pool.made == 1
             with pool.lend() as second:
                 assert second is not pool.first
@@ -89,9 +88,8 @@ class TestGraphPool:
 
     def test_an_instance_comes_back_after_a_failed_run(self):
         pool = GraphPool(Graph, size=1)
-        with pytest.raises(ValueError):
-            with pool.lend():
-                raise ValueError("bad query")
+        with pytest.raises(ValueError), pool.lend():
+            raise ValueError("bad query")
         lent = []
 
         def borrow() -> None:

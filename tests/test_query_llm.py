@@ -17,10 +17,12 @@ pytestmark = pytest.mark.integration
 # What the settings' `max_tokens`, `max_lex`, `max_vec` and the rerank section's `candidates`/`top_n` were
 # before the knobs moved into the graph: overrides by component and parameter.
 SMALL = {
-    "expander.max_lex": 1, "expander.max_vec": 1,
+    "expander.max_lex": 1,
+    "expander.max_vec": 1,
     "expander.chat_generator.generation_kwargs": {"max_tokens": 40, "temperature": 0.0},
     "rerank.ranker.chat_generator.generation_kwargs": {"max_tokens": 40, "temperature": 0.0},
-    "rerank.candidates": 2, "rerank.top_k": 2,
+    "rerank.candidates": 2,
+    "rerank.top_k": 2,
 }
 
 
@@ -32,7 +34,9 @@ def with_llm(needle: Needle, **llm: object) -> Needle:
 def test_llm_graph_expands_reranks_and_answers(demo_needle, llm_server, monkeypatch):  # noqa: F811
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
     needle = with_llm(demo_needle, url=llm_server, model=MODEL_NAME, timeout=60.0)
-    answer = needle.search("sourdough starter feeding schedule", pipeline="query-llm", top_k=3, explain=True, overrides=SMALL)
+    answer = needle.search(
+        "sourdough starter feeding schedule", pipeline="query-llm", top_k=3, explain=True, overrides=SMALL
+    )
     assert answer.label in LABELS
     results = answer.results
     assert results and results[0].path.startswith("recipes/sourdough")
@@ -43,5 +47,7 @@ def test_llm_graph_expands_reranks_and_answers(demo_needle, llm_server, monkeypa
 def test_llm_graph_falls_back_when_the_server_is_down(demo_needle, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
     needle = with_llm(demo_needle, url="http://127.0.0.1:9/v1", timeout=2.0)
-    results = needle.search("sourdough starter feeding schedule", pipeline="query-llm", top_k=3, overrides=SMALL).results
+    results = needle.search(
+        "sourdough starter feeding schedule", pipeline="query-llm", top_k=3, overrides=SMALL
+    ).results
     assert results and results[0].path.startswith("recipes/sourdough")

@@ -69,7 +69,9 @@ def test_gate_answers_no_results_instead_of_bad_hits(demo_needle):
 
 
 def test_run_inputs_can_be_set_per_search_and_init_parameters_refused_when_asked(demo_needle):
-    narrow = demo_needle.search("certbot renew deploy hook", overrides={"bm25_retriever.top_k": 1, "vector_retriever.top_k": 1})
+    narrow = demo_needle.search(
+        "certbot renew deploy hook", overrides={"bm25_retriever.top_k": 1, "vector_retriever.top_k": 1}
+    )
     assert len(narrow.results) == 1
     with pytest.raises(ValueError, match="fuse.k.*not a run input"):
         demo_needle.search("certbot", overrides={"fuse.k": 30}, init_overrides=False)
@@ -96,7 +98,9 @@ def test_every_instance_of_a_warmed_pool_answers_its_first_search_without_scroll
         copies = [held.enter_context(pool.lend()) for _ in range(3)]  # three different instances
         assert len({id(copy) for copy in copies}) == 3
         for copy in copies:
-            documents = copy.run({"request": {"query": "kubernetes pod memory limit in notes"}})["snippets"]["documents"]
+            documents = copy.run({"request": {"query": "kubernetes pod memory limit in notes"}})["snippets"][
+                "documents"
+            ]
             assert documents[0].meta["path"] == "runbooks/k8s-oomkilled-debugging.md"
     assert len(scrolls) <= 1  # the index's vocabulary is read once for the process, not once per instance
 
@@ -105,7 +109,9 @@ def test_a_server_runs_one_search_once_its_first_graph_is_warm(demo_needle, monk
     from needle.owner import served_facade as service
 
     primed = []
-    monkeypatch.setattr(demo_needle, "prime", lambda: primed.append(demo_needle.search("warm up", pipeline="search", top_k=1)))
+    monkeypatch.setattr(
+        demo_needle, "prime", lambda: primed.append(demo_needle.search("warm up", pipeline="search", top_k=1))
+    )
     monkeypatch.setattr(service, "_prime_done", False)
     previous = service._needle
     service.use_needle(demo_needle)

@@ -86,14 +86,24 @@ class TestCliAnswer:
     def test_json_answer_lists_its_sources(self, cli, llm_server, monkeypatch):  # noqa: F811
         monkeypatch.setenv("NEEDLE_LLM__URL", llm_server)
         monkeypatch.setenv("NEEDLE_LLM__MODEL", MODEL_NAME)
-        code, out, _ = cli("answer", *QUESTION.split(), "-n", "1", "--json", "--set", "generate.generation_kwargs.max_tokens=32")
+        code, out, _ = cli(
+            "answer", *QUESTION.split(), "-n", "1", "--json", "--set", "generate.generation_kwargs.max_tokens=32"
+        )
         assert code == 0
         answer = json.loads(out)
         assert answer["answer"].strip()
         assert [r["path"] for r in answer["results"]][0].startswith("recipes/sourdough")
         assert set(answer) == {
-            "answer", "label", "unknown_citations", "cited", "results", "confidence", "retries",
-            "uncovered_claims", "sub_questions", "warnings",
+            "answer",
+            "label",
+            "unknown_citations",
+            "cited",
+            "results",
+            "confidence",
+            "retries",
+            "uncovered_claims",
+            "sub_questions",
+            "warnings",
         } | ({"coverage"} if answer.get("coverage") is not None else set())
         assert 0.0 <= answer["confidence"] <= 1.0 and answer["retries"] == 0
 

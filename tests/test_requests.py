@@ -23,8 +23,13 @@ from needle.shells.mcp import SERVER_PIPELINES_DIR, Endpoints, NeedleMCP
 
 REPO = Path(__file__).resolve().parent.parent
 # Route and tool name → the request it takes.
-ROUTES = {**requests.SEARCHES, "get": requests.GET, "multi_get": requests.MULTI_GET, "index": requests.INDEX,
-          "answer": requests.ANSWER}
+ROUTES = {
+    **requests.SEARCHES,
+    "get": requests.GET,
+    "multi_get": requests.MULTI_GET,
+    "index": requests.INDEX,
+    "answer": requests.ANSWER,
+}
 # CLI command → the request its flags come from.
 COMMANDS = {**requests.SEARCHES, "get": requests.GET, "multi-get": requests.MULTI_GET, "answer": requests.ANSWER}
 
@@ -33,7 +38,9 @@ def _wrapper(name: str) -> Any:
     """The endpoint wrapper of a route, instantiated as hayhooks does (no `setup`: no model, no index)."""
     from hayhooks.server.utils.module_loader import _set_method_implementation_flags
 
-    spec = importlib.util.spec_from_file_location(f"request_wrapper_{name}", SERVER_PIPELINES_DIR / name / "pipeline_wrapper.py")
+    spec = importlib.util.spec_from_file_location(
+        f"request_wrapper_{name}", SERVER_PIPELINES_DIR / name / "pipeline_wrapper.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     wrapper = module.PipelineWrapper()
@@ -55,7 +62,9 @@ def openapi() -> dict[str, Any]:
 
 
 def _request_schema(openapi: dict[str, Any], route: str) -> dict[str, Any]:
-    reference = openapi["paths"][f"/{route}/run"]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    reference = openapi["paths"][f"/{route}/run"]["post"]["requestBody"]["content"]["application/json"]["schema"][
+        "$ref"
+    ]
     return openapi["components"]["schemas"][reference.rsplit("/", 1)[1]]
 
 
@@ -139,7 +148,9 @@ class TestEverySurfaceOffersTheDeclaration:
         assert set(SearchFilters.model_fields) == {p.name for p in requests.FILTERS} | {"now"}
         component = SearchRequest()
         assert (component.max_query_chars, component.max_top_k, component.top_k) == (
-            requests.MAX_QUERY_CHARS, requests.MAX_LIMIT, requests.DEFAULT_LIMIT
+            requests.MAX_QUERY_CHARS,
+            requests.MAX_LIMIT,
+            requests.DEFAULT_LIMIT,
         )
 
     @pytest.mark.parametrize("route", sorted(requests.SEARCHES))
@@ -149,10 +160,32 @@ class TestEverySurfaceOffersTheDeclaration:
         sent: dict[str, Any] = {}
         remote = object.__new__(RemoteNeedle)
         remote.post = lambda name, payload: sent.update(payload) or {"label": "PASS", "results": []}  # type: ignore[method-assign]
-        filters = SearchFilters(tags=["a"], tags_any=["b"], tags_none=["c"], path="p/", where=["s=d"], after="2024-01-01",
-                                before="2025-01-01", recent=True, self_query=False, now="2024-06-01")
-        remote.search("x", route, top_k=3, collections=["n"], min_score=0.1, expand=True, rerank=False, chunks=True,
-                      explain=True, overrides={"fuse.top_k": 5}, filters=filters, decompose=True)
+        filters = SearchFilters(
+            tags=["a"],
+            tags_any=["b"],
+            tags_none=["c"],
+            path="p/",
+            where=["s=d"],
+            after="2024-01-01",
+            before="2025-01-01",
+            recent=True,
+            self_query=False,
+            now="2024-06-01",
+        )
+        remote.search(
+            "x",
+            route,
+            top_k=3,
+            collections=["n"],
+            min_score=0.1,
+            expand=True,
+            rerank=False,
+            chunks=True,
+            explain=True,
+            overrides={"fuse.top_k": 5},
+            filters=filters,
+            decompose=True,
+        )
         assert set(sent) == {p.name for p in requests.SEARCHES[route] if p.http}
 
 
@@ -239,14 +272,18 @@ def _wrapper_model(route: str) -> Any:
         from hayhooks.server.pipelines.models import create_request_model_from_callable
 
         run = _wrapper(route).run_api
-        _MODELS[route] = create_request_model_from_callable(run, route, docstring_parser.parse(inspect.getdoc(run) or ""))
+        _MODELS[route] = create_request_model_from_callable(
+            run, route, docstring_parser.parse(inspect.getdoc(run) or "")
+        )
     return _MODELS[route]
 
 
 def test_the_cli_builds_its_parser_without_pydantic_or_haystack():
     """The thin client (`needle search` through an owner) parses its flags from the declaration alone."""
-    code = ("import sys, needle.shells.cli, needle.owner.thin_client; needle.shells.cli._parser(); "
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'haystack', 'hayhooks', 'httpx'}))")
+    code = (
+        "import sys, needle.shells.cli, needle.owner.thin_client; needle.shells.cli._parser(); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'haystack', 'hayhooks', 'httpx'}))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
     assert out.strip() == "[]"
 
@@ -265,6 +302,8 @@ def test_a_route_method_gets_every_declared_field_with_its_default():
             return request
 
     assert Wrapper().run_api(ref="a.md") == {"ref": "a.md", "from_line": 1, "max_lines": None}
-    assert Wrapper.run_api.__doc__.endswith(":param max_lines: How many lines (default: to the end)\n:returns: What it was given.")
+    assert Wrapper.run_api.__doc__.endswith(
+        ":param max_lines: How many lines (default: to the end)\n:returns: What it was given."
+    )
     with pytest.raises(TypeError):
         Wrapper().run_api(ref="a.md", line=3)

@@ -37,12 +37,19 @@ def notes(tmp_path: Path) -> Path:
     return folder
 
 
-def served_needle(data_dir: Path, model_dir: Path, notes: Path, provider: str, url: str, model: str = MODEL, **env: str):
+def served_needle(
+    data_dir: Path, model_dir: Path, notes: Path, provider: str, url: str, model: str = MODEL, **env: str
+):
     from needle.facade.api import Needle
 
     settings = make_settings(
-        data_dir, model_dir, NEEDLE_EMBEDDING__PROVIDER=provider, NEEDLE_EMBEDDING__URL=url, NEEDLE_EMBEDDING__MODEL=model,
-        NEEDLE_EMBEDDING__MAX_RETRIES="0", **env,
+        data_dir,
+        model_dir,
+        NEEDLE_EMBEDDING__PROVIDER=provider,
+        NEEDLE_EMBEDDING__URL=url,
+        NEEDLE_EMBEDDING__MODEL=model,
+        NEEDLE_EMBEDDING__MAX_RETRIES="0",
+        **env,
     )
     needle = Needle(settings)
     if not needle.collections.load():
@@ -56,8 +63,15 @@ def test_two_lines_of_configuration_index_and_search_through_the_server(served, 
         report = needle.index()
         assert report["chunks_embedded"] == 4 and served.stats()["texts"] >= 4
         fingerprint = needle_fingerprint(needle)
-        assert {k: fingerprint[k] for k in ("embedding_provider", "embedding_model", "embedding_dim", "query_prefix", "document_prefix")} == {
-            "embedding_provider": "openai", "embedding_model": MODEL, "embedding_dim": 384, "query_prefix": "", "document_prefix": "",
+        assert {
+            k: fingerprint[k]
+            for k in ("embedding_provider", "embedding_model", "embedding_dim", "query_prefix", "document_prefix")
+        } == {
+            "embedding_provider": "openai",
+            "embedding_model": MODEL,
+            "embedding_dim": 384,
+            "query_prefix": "",
+            "document_prefix": "",
         }
         answer = needle.search("replication slot for a subscriber", pipeline="vsearch")
         assert answer.results[0].path.endswith("postgres.md") and answer.warnings == []
@@ -84,7 +98,9 @@ def test_a_known_models_prefixes_are_applied_and_recorded(served, tmp_path, mode
         needle.index()
         fingerprint = needle_fingerprint(needle)
         assert (fingerprint["embedding_provider"], fingerprint["query_prefix"], fingerprint["document_prefix"]) == (
-            "ollama", "search_query: ", "search_document: "
+            "ollama",
+            "search_query: ",
+            "search_document: ",
         )
         embedder = needle.pipeline("query").get_component("dense_embedder")
         assert type(embedder).__name__ == "OllamaDenseQueryEmbedder" and embedder.prefix == "search_query: "
@@ -124,7 +140,10 @@ def test_a_failure_mid_run_keeps_the_finished_batches_and_the_next_run_continues
             needle.index(overrides={"scanner.batch_files": 1}, progress=fail_after_the_first_batch)
         failure = classify(caught.value)
         assert failure.exit_code == 1 and failure.http_status == 503 and "\n" not in failure.message
-        assert failure.message.startswith("the embedding server at http://127.0.0.1:") and "HTTP 500, model minilm" in failure.message
+        assert (
+            failure.message.startswith("the embedding server at http://127.0.0.1:")
+            and "HTTP 500, model minilm" in failure.message
+        )
         assert len(batches) == 1 and needle.store.count_documents() == 1  # the first file's chunk stayed
         served.reset()
         report = needle.index(overrides={"scanner.batch_files": 1})
@@ -143,7 +162,9 @@ def test_a_server_that_goes_down_leaves_queries_to_keyword_search(served, tmp_pa
     try:
         answer = needle.search("replication slot", pipeline="query")
         assert answer.results[0].path.endswith("postgres.md")
-        assert any(w.startswith(f"vector search skipped: no embedding server answers at {down}") for w in answer.warnings)
+        assert any(
+            w.startswith(f"vector search skipped: no embedding server answers at {down}") for w in answer.warnings
+        )
     finally:
         needle.close()
 
@@ -169,7 +190,9 @@ def test_a_model_not_pulled_stops_the_index_run_in_one_line(served, tmp_path, mo
         with pytest.raises(Exception) as caught:
             needle.index()
         message = classify(caught.value).message
-        assert message.startswith(f"Ollama at {served.root} does not have the model bge-m3: pull it with `ollama pull bge-m3`")
+        assert message.startswith(
+            f"Ollama at {served.root} does not have the model bge-m3: pull it with `ollama pull bge-m3`"
+        )
         assert "\n" not in message and not (needle.settings.index_dir / "needle_index.json").exists()
     finally:
         needle.close()

@@ -20,13 +20,26 @@ class TestSettings:
     def test_settings_hold_environment_only(self):
         # Ranking and chunking knobs live in the graphs, not in the settings.
         assert set(Settings.model_fields) == {
-            "data_dir", "model_dir", "embedding", "sparse", "store", "index", "serve", "watch", "llm", "owner", "set"
+            "data_dir",
+            "model_dir",
+            "embedding",
+            "sparse",
+            "store",
+            "index",
+            "serve",
+            "watch",
+            "llm",
+            "owner",
+            "set",
         }
 
     def test_environment_overrides_nested_keys(self, tmp_path: Path):
         settings = load_settings(
-            env={"NEEDLE_EMBEDDING__MODEL": "BAAI/bge-small-en-v1.5", "NEEDLE_STORE__TIMEOUT": "7",
-                 "NEEDLE_DATA_DIR": str(tmp_path)}
+            env={
+                "NEEDLE_EMBEDDING__MODEL": "BAAI/bge-small-en-v1.5",
+                "NEEDLE_STORE__TIMEOUT": "7",
+                "NEEDLE_DATA_DIR": str(tmp_path),
+            }
         )
         assert settings.embedding.model == "BAAI/bge-small-en-v1.5"
         assert settings.store.timeout == 7

@@ -40,7 +40,9 @@ def _package_dirs() -> dict[str, str]:
     """Folder (relative to the repository) -> the package it installs as, from pyproject.toml."""
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     folders = {folder: package for package, folder in config["package-dir"].items()}
-    folders.update({package.replace(".", "/"): package for package in config["packages"] if package.startswith("needle")})
+    folders.update(
+        {package.replace(".", "/"): package for package in config["packages"] if package.startswith("needle")}
+    )
     return folders
 
 
@@ -86,7 +88,9 @@ def _imports(path: Path, name: str, known: set[str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
         for target in targets:
             while target and target not in known:
@@ -191,7 +195,9 @@ def test_the_top_of_needle_holds_few_modules_and_names_are_unique():
         for path in (REPO / folder).rglob("*.py"):
             if path.name in ("__init__.py", "__main__.py", "conftest.py"):
                 continue
-            assert path.name not in seen, f"{path.relative_to(REPO)} and {seen[path.name].relative_to(REPO)} share a name"
+            assert path.name not in seen, (
+                f"{path.relative_to(REPO)} and {seen[path.name].relative_to(REPO)} share a name"
+            )
             seen[path.name] = path
 
 
@@ -204,7 +210,9 @@ def test_stores_live_outside_components_behind_a_protocol():
     )
 
     assert isinstance(EdgeDocumentStore(path="/nonexistent/never-opened", embedding_dim=4), NeedleDocumentStore)
-    assert isinstance(QdrantServerDocumentStore(embedding_dim=4, client_kwargs={"location": ":memory:"}), NeedleDocumentStore)
+    assert isinstance(
+        QdrantServerDocumentStore(embedding_dim=4, client_kwargs={"location": ":memory:"}), NeedleDocumentStore
+    )
 
 
 def test_no_shell_imports_the_one_that_starts_it():

@@ -29,13 +29,22 @@ BOUND = 60.0  # seconds an edit may take to become searchable on a loaded test m
 
 
 def env_for(data: Path, model_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEEDLE_", "HAYHOOKS_")) or k == "NEEDLE_OWNER__AUTOSTART"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("NEEDLE_", "HAYHOOKS_")) or k == "NEEDLE_OWNER__AUTOSTART"
+    }
     return {**env, "NEEDLE_DATA_DIR": str(data), "NEEDLE_MODEL_DIR": str(model_dir), "NEEDLE_WATCH__DEBOUNCE_MS": "200"}
 
 
 def needle(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "needle.shells.cli", *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "needle.shells.cli", *args],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -55,7 +64,11 @@ class Watching:
         self.record_path = data / "owner.json"
         self.log = log
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "needle.shells.cli", "watch"], env=env, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT
+            [sys.executable, "-m", "needle.shells.cli", "watch"],
+            env=env,
+            cwd=REPO,
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
         )
         poll(self.ready, 240, "needle watch did not start")
 
@@ -78,7 +91,9 @@ class Watching:
 
     def post(self, route: str, payload: dict) -> object:
         record = self.record
-        response = httpx.post(f"{record['address']}/{route}/run", json=payload, headers=self.headers(record), timeout=120)
+        response = httpx.post(
+            f"{record['address']}/{route}/run", json=payload, headers=self.headers(record), timeout=120
+        )
         response.raise_for_status()
         return response.json()["result"]
 
@@ -125,7 +140,10 @@ class TestNeedleWatch:
         status = needle(folders["env"], "status")
         assert remote.returncode == 0, remote.stderr
         assert "certbot-tls-renewal.md" in remote.stdout
-        assert missing.returncode == 2 and missing.stderr.strip() == "error: no file 'no-such-note.md' in collection 'notes'"
+        assert (
+            missing.returncode == 2
+            and missing.stderr.strip() == "error: no file 'no-such-note.md' in collection 'notes'"
+        )
         assert "watcher: running" in status.stdout
         log = watching.log.read_text()
         assert "renew the TLS certificate" not in log and "Running component" not in log  # requests stay quiet
@@ -158,17 +176,26 @@ class TestNeedleWatch:
         optimized = needle(folders["env"], "optimize")  # runs inside the owner, which keeps serving
         assert optimized.returncode == 0, optimized.stderr
         refused = needle(folders["env"], "restore", "/no/such/backup")  # runs inside the owner too, in its turn
-        assert (refused.returncode, refused.stderr) == (2, "error: /no/such/backup is not a Needle backup (no needle_backup.json)\n")
+        assert (refused.returncode, refused.stderr) == (
+            2,
+            "error: /no/such/backup is not a Needle backup (no needle_backup.json)\n",
+        )
 
     def test_migrate_runs_in_the_owner_in_its_turn(self, watching, folders):
         failed = needle(folders["env"], "migrate", "--to", "http://127.0.0.1:9")  # no server there: its own failure
-        assert failed.returncode == 1 and failed.stderr.startswith("error: cannot reach the Qdrant server at http://127.0.0.1:9")
+        assert failed.returncode == 1 and failed.stderr.startswith(
+            "error: cannot reach the Qdrant server at http://127.0.0.1:9"
+        )
         assert failed.stderr.count("\n") == 1
 
     def test_backup_runs_through_the_owner_into_a_folder_relative_to_the_shell(self, watching, folders, tmp_path):
         ran = subprocess.run(
             [sys.executable, "-m", "needle.shells.cli", "backup", "nightly", "--json"],
-            env=folders["env"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+            env=folders["env"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert ran.returncode == 0, ran.stderr
         assert (tmp_path / "nightly" / "needle_backup.json").is_file()
@@ -189,8 +216,12 @@ class TestNeedleWatch:
         poll(lambda: watching.finds("heronsgoodword") and watching.finds("ottersbadword"), BOUND, "not both indexed")
         status = watching.post("status", {})
         assert status["watcher"]["last_error"] is None
-        assert {"collection": "notes", "path": "bad-date.md", "kind": "warning",
-                "reason": "frontmatter field date left out: month must be in 1..12"} in status["problems"]
+        assert {
+            "collection": "notes",
+            "path": "bad-date.md",
+            "kind": "warning",
+            "reason": "frontmatter field date left out: month must be in 1..12",
+        } in status["problems"]
         shown = needle(folders["env"], "status")
         assert "warning notes/bad-date.md: frontmatter field date left out: month must be in 1..12" in shown.stdout
 
@@ -253,7 +284,10 @@ def test_serve_with_watch_serves_what_was_saved_after_it_started(tmp_path, model
     log = tmp_path / "serve.log"
     process = subprocess.Popen(
         [sys.executable, "-m", "needle.shells.cli", "serve", "--watch", "--port", str(port)],
-        env=env, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT,
+        env=env,
+        cwd=REPO,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
 
@@ -269,8 +303,11 @@ def test_serve_with_watch_serves_what_was_saved_after_it_started(tmp_path, model
     try:
         poll(lambda: any("certbot" in hit["text"] for hit in search("certbot")), 240, "serve --watch did not catch up")
         (notes / "saved-later.md").write_text("# Saved later\n\nservewatchword arrived while the server ran.\n")
-        poll(lambda: any("servewatchword" in hit["text"] for hit in search("servewatchword")), BOUND,
-             "a note saved while serving was not indexed")
+        poll(
+            lambda: any("servewatchword" in hit["text"] for hit in search("servewatchword")),
+            BOUND,
+            "a note saved while serving was not indexed",
+        )
         status = httpx.post(f"{url}/status/run", json={}, timeout=30).json()["result"]
         assert status["watcher"]["running"] is True
         through_owner = needle(env, "search", "servewatchword")  # a shell command goes through the server

@@ -105,7 +105,13 @@ class VectorReuser:
         """
         languages = languages or {}
         stamped = [
-            replace(doc, meta={**doc.meta, "content_checksum": self.checksum(doc, languages.get(doc.meta.get("collection", "")))})
+            replace(
+                doc,
+                meta={
+                    **doc.meta,
+                    "content_checksum": self.checksum(doc, languages.get(doc.meta.get("collection", ""))),
+                },
+            )
             for doc in documents
         ]
         stored: dict[str, Document] = {}

@@ -16,17 +16,26 @@ from haystack_integrations.components.needle._scores import query_terms
 
 # The signals, each on 0..1; a weight per signal (and a bias) in the graph's YAML.
 FEATURES = (
-    "rerank", "cosine", "bm25", "unknown", "exact", "exact_missing", "agreement", "support", "margin", "filter",
-    "words", "words_unseen", "sentence",
+    "rerank",
+    "cosine",
+    "bm25",
+    "unknown",
+    "exact",
+    "exact_missing",
+    "agreement",
+    "support",
+    "margin",
+    "filter",
+    "words",
+    "words_unseen",
+    "sentence",
 )
 
 # Exact terms of a query: quoted phrases, and identifiers (words with a digit, an underscore, an inner dot,
 # slash or colon, camelCase, a leading dash, or in capitals).
 _QUOTED = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”|`([^`]{2,80})`|(?<![\w])'([^']{2,80})'(?![\w])")
 _TOKEN = re.compile(r"(?<![\w-])-{0,2}[\w][\w.:/+#-]*[\w+#]|(?<![\w-])[\w]")
-_IDENTIFIER = re.compile(
-    r"\d.*[\w]|[\w].*\d|_|\w[.:/]\w|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]|^-{1,2}\w|^[A-Z]{3,}$"
-)
+_IDENTIFIER = re.compile(r"\d.*[\w]|[\w].*\d|_|\w[.:/]\w|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]|^-{1,2}\w|^[A-Z]{3,}$")
 
 
 def exact_terms(query: str) -> list[str]:
@@ -114,7 +123,12 @@ def _text(doc: Document) -> str:
     """A document's text, title, headings and path, lower-cased: where a query's words are looked for."""
     meta = doc.meta
     return " ".join(
-        [doc.content or "", str(meta.get("title", "")), " ".join(meta.get("heading_path") or []), str(meta.get("path", ""))]
+        [
+            doc.content or "",
+            str(meta.get("title", "")),
+            " ".join(meta.get("heading_path") or []),
+            str(meta.get("path", "")),
+        ]
     ).lower()
 
 
@@ -186,7 +200,9 @@ def collect_signals(
         signals["unknown"] = float(unknown)
     ranks = [_lexical_ranks(d) for d in pool[:agreement_depth]]
     if any(b is not None for b, _ in ranks) and any(v is not None for _, v in ranks):
-        both = sum(1 for b, v in ranks if b is not None and v is not None and b < agreement_depth and v < agreement_depth)
+        both = sum(
+            1 for b, v in ranks if b is not None and v is not None and b < agreement_depth and v < agreement_depth
+        )
         signals["agreement"] = both / agreement_depth
     others = pool[1 : 1 + support_depth]
     evidence = [max(x for x in (_cosine(d), _bm25(d), 0.0) if x is not None) for d in others]
@@ -322,8 +338,11 @@ class ConfidenceScorer:
         for name, value in (("coverage_weight", coverage_weight), ("support_min", support_min)):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be within [0, 1], got {value}")
-        for name, value in (("agreement_depth", agreement_depth), ("support_depth", support_depth),
-                            ("max_sentences", max_sentences)):
+        for name, value in (
+            ("agreement_depth", agreement_depth),
+            ("support_depth", support_depth),
+            ("max_sentences", max_sentences),
+        ):
             if value < 1:
                 raise ValueError(f"{name} must be > 0, got {value}")
         self.weights = {name: float(value) for name, value in weights.items()}
@@ -347,11 +366,20 @@ class ConfidenceScorer:
         from haystack.core.serialization import component_to_dict
 
         return default_to_dict(
-            self, weights=self.weights, bias=self.bias, coverage_weight=self.coverage_weight,
-            agreement_depth=self.agreement_depth, support_depth=self.support_depth, support_min=self.support_min,
-            sentence_check=self.sentence_check, max_sentences=self.max_sentences, dense_model=self.dense_model,
-            dense_model_kwargs=self.dense_model_kwargs, dense_local_files_only=self.dense_local_files_only,
-            dense_cache_dir=self.dense_cache_dir, threads=self.threads,
+            self,
+            weights=self.weights,
+            bias=self.bias,
+            coverage_weight=self.coverage_weight,
+            agreement_depth=self.agreement_depth,
+            support_depth=self.support_depth,
+            support_min=self.support_min,
+            sentence_check=self.sentence_check,
+            max_sentences=self.max_sentences,
+            dense_model=self.dense_model,
+            dense_model_kwargs=self.dense_model_kwargs,
+            dense_local_files_only=self.dense_local_files_only,
+            dense_cache_dir=self.dense_cache_dir,
+            threads=self.threads,
             dense_embedder=component_to_dict(self.dense_embedder, "dense_embedder") if self.dense_embedder else None,
         )
 
@@ -367,8 +395,11 @@ class ConfidenceScorer:
         """Load (or share) the dense model when the sentence check is on; a second call does nothing."""
         if self._dense is None and self.sentence_check:
             self._dense = self.dense_embedder or _FastembedEmbeddingBackendFactory.get_embedding_backend(
-                model_name=self.dense_model, cache_dir=self.dense_cache_dir, threads=self.threads,
-                local_files_only=self.dense_local_files_only, model_kwargs=self.dense_model_kwargs,
+                model_name=self.dense_model,
+                cache_dir=self.dense_cache_dir,
+                threads=self.threads,
+                local_files_only=self.dense_local_files_only,
+                model_kwargs=self.dense_model_kwargs,
             )
 
     def _embed(self, texts: list[str]) -> list[Any]:
@@ -437,8 +468,16 @@ class ConfidenceScorer:
         else:
             parts = [str(v["text"]) for v in sub_questions or [] if v.get("origin") != "step_back" and v.get("text")]
             signals = collect_signals(
-                documents, query, candidates, bool(filters_engaged), self.agreement_depth, self.support_depth,
-                self.support_min, parts or None, self._embed if self.sentence_check else None, self.max_sentences,
+                documents,
+                query,
+                candidates,
+                bool(filters_engaged),
+                self.agreement_depth,
+                self.support_depth,
+                self.support_min,
+                parts or None,
+                self._embed if self.sentence_check else None,
+                self.max_sentences,
             )
             confidence = self.combine(signals, coverage)
         if coverage is not None:

@@ -46,8 +46,10 @@ class ResultLabeler:
         :raises ValueError: On a threshold outside [0, 1].
         """
         for name, value in (
-            ("min_rerank", min_rerank), ("high_similarity", high_similarity),
-            ("min_confidence", min_confidence), ("min_coverage", min_coverage),
+            ("min_rerank", min_rerank),
+            ("high_similarity", high_similarity),
+            ("min_confidence", min_confidence),
+            ("min_coverage", min_coverage),
         ):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be within [0, 1], got {value}")
@@ -59,8 +61,11 @@ class ResultLabeler:
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
         return default_to_dict(
-            self, min_rerank=self.min_rerank, high_similarity=self.high_similarity,
-            min_confidence=self.min_confidence, min_coverage=self.min_coverage,
+            self,
+            min_rerank=self.min_rerank,
+            high_similarity=self.high_similarity,
+            min_confidence=self.min_confidence,
+            min_coverage=self.min_coverage,
         )
 
     @classmethod

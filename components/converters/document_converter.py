@@ -61,7 +61,9 @@ class DocumentConverter:
         :raises ValueError: When a limit is not a positive integer (`max_seconds`: a positive number).
         """
         for name, value in (
-            ("max_file_bytes", max_file_bytes), ("max_pages", max_pages), ("max_unpacked_bytes", max_unpacked_bytes),
+            ("max_file_bytes", max_file_bytes),
+            ("max_pages", max_pages),
+            ("max_unpacked_bytes", max_unpacked_bytes),
             ("max_memory_mb", max_memory_mb),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -74,8 +76,12 @@ class DocumentConverter:
         self.max_seconds = max_seconds
         self.max_memory_mb = max_memory_mb
         self._extractor = Extractor(
-            Limits(max_pages=max_pages, max_unpacked_bytes=max_unpacked_bytes, max_seconds=max_seconds,
-                   max_memory_mb=max_memory_mb)
+            Limits(
+                max_pages=max_pages,
+                max_unpacked_bytes=max_unpacked_bytes,
+                max_seconds=max_seconds,
+                max_memory_mb=max_memory_mb,
+            )
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,8 +91,12 @@ class DocumentConverter:
         :returns: Dictionary with the init parameters.
         """
         return default_to_dict(
-            self, max_file_bytes=self.max_file_bytes, max_pages=self.max_pages, max_unpacked_bytes=self.max_unpacked_bytes,
-            max_seconds=self.max_seconds, max_memory_mb=self.max_memory_mb,
+            self,
+            max_file_bytes=self.max_file_bytes,
+            max_pages=self.max_pages,
+            max_unpacked_bytes=self.max_unpacked_bytes,
+            max_seconds=self.max_seconds,
+            max_memory_mb=self.max_memory_mb,
         )
 
     @classmethod
@@ -161,7 +171,7 @@ class DocumentConverter:
             extracted = self._extractor.extract(data, fmt)
         except Unreadable:
             raise
-        except Exception as error:  # noqa: BLE001 - a converter's library failing on one file skips that file
+        except Exception as error:
             message = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
             raise Unreadable(f"malformed {fmt.upper()}: {message}") from None
         meta: dict[str, Any] = {

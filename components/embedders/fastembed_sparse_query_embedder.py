@@ -70,8 +70,14 @@ class FastembedSparseQueryEmbedder(FastembedSparseTextEmbedder):
         :raises ValueError: When `min_share` is not in [0, 1] or `compounds` is unknown.
         """
         FastembedSparseTextEmbedder.__init__(
-            self, model=model, cache_dir=cache_dir, threads=threads, progress_bar=progress_bar, parallel=parallel,
-            local_files_only=local_files_only, model_kwargs=model_kwargs,
+            self,
+            model=model,
+            cache_dir=cache_dir,
+            threads=threads,
+            progress_bar=progress_bar,
+            parallel=parallel,
+            local_files_only=local_files_only,
+            model_kwargs=model_kwargs,
         )
         if not 0.0 <= min_share <= 1.0:
             raise ValueError(f"min_share must be between 0 and 1, got {min_share}")

@@ -54,7 +54,9 @@ class FileVectorPooler:
         return cls(**with_document_store(data)["init_parameters"])
 
     @component.output_types(documents=list[Document])
-    def run(self, files: list[Document], chunks: list[Document], embedded: list[Document] | None = None) -> dict[str, list[Document]]:
+    def run(
+        self, files: list[Document], chunks: list[Document], embedded: list[Document] | None = None
+    ) -> dict[str, list[Document]]:
         """
         Pool the file documents' vectors.
 
@@ -72,12 +74,15 @@ class FileVectorPooler:
         for file in files:
             start, end = file.meta["char_start"], file.meta["char_end"]
             members[file.id] = [
-                c.id for c in by_source.get(str(file.meta.get("source_doc_id")), [])
+                c.id
+                for c in by_source.get(str(file.meta.get("source_doc_id")), [])
                 if c.meta["char_start"] >= start and c.meta["char_end"] <= end
             ]
         missing = sorted({cid for ids in members.values() for cid in ids if cid not in vectors})
         if missing:
-            for found in self.document_store.filter_documents(filters={"field": "id", "operator": "in", "value": missing}):
+            for found in self.document_store.filter_documents(
+                filters={"field": "id", "operator": "in", "value": missing}
+            ):
                 if found.embedding is not None:
                     vectors[found.id] = found
         out = []
@@ -94,4 +99,3 @@ def _mean(parts: list[Document]) -> list[float]:
     mean = np.mean(np.asarray([p.embedding for p in parts], dtype=np.float32), axis=0)
     norm = float(np.linalg.norm(mean))
     return SharedVector((mean / norm if norm > 0 else mean).tolist())
-

@@ -78,9 +78,17 @@ class MultilingualSparseDocumentEmbedder(LoadsOnFirstUse, FastembedSparseDocumen
         :raises ValueError: When `compounds` is unknown.
         """
         FastembedSparseDocumentEmbedder.__init__(
-            self, model=model, cache_dir=cache_dir, threads=threads, batch_size=batch_size, progress_bar=progress_bar,
-            parallel=parallel, local_files_only=local_files_only, meta_fields_to_embed=meta_fields_to_embed,
-            embedding_separator=embedding_separator, model_kwargs=model_kwargs,
+            self,
+            model=model,
+            cache_dir=cache_dir,
+            threads=threads,
+            batch_size=batch_size,
+            progress_bar=progress_bar,
+            parallel=parallel,
+            local_files_only=local_files_only,
+            meta_fields_to_embed=meta_fields_to_embed,
+            embedding_separator=embedding_separator,
+            model_kwargs=model_kwargs,
         )
         self.compounds = check_compounds(compounds)
 
@@ -97,7 +105,10 @@ class MultilingualSparseDocumentEmbedder(LoadsOnFirstUse, FastembedSparseDocumen
 
     @component.output_types(documents=list[Document], languages=dict[str, dict[str, int]])
     def run(  # type: ignore[override]
-        self, documents: list[Document], languages: dict[str, str] | None = None, main_languages: dict[str, str] | None = None
+        self,
+        documents: list[Document],
+        languages: dict[str, str] | None = None,
+        main_languages: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         """
         Embed documents, each in the language of its collection (`meta.collection`).
@@ -128,13 +139,19 @@ class MultilingualSparseDocumentEmbedder(LoadsOnFirstUse, FastembedSparseDocumen
             if language == DEFAULT:
                 group = FastembedSparseDocumentEmbedder.run(self, documents=group)["documents"]
             else:
-                texts = [prepare(text, language, self.compounds) for text in self._prepare_texts_to_embed(documents=group)]
+                texts = [
+                    prepare(text, language, self.compounds) for text in self._prepare_texts_to_embed(documents=group)
+                ]
                 vectors = language_backend(self, language).embed(
                     texts, batch_size=self.batch_size, progress_bar=self.progress_bar, parallel=self.parallel
                 )
                 group = [replace(doc, sparse_embedding=vector) for doc, vector in zip(group, vectors, strict=True)]
             for i, doc in zip(positions, group, strict=True):
-                embedded[i] = replace(doc, sparse_embedding=shared_sparse(doc.sparse_embedding) if doc.sparse_embedding else None, meta={**doc.meta, "language": language})
+                embedded[i] = replace(
+                    doc,
+                    sparse_embedding=shared_sparse(doc.sparse_embedding) if doc.sparse_embedding else None,
+                    meta={**doc.meta, "language": language},
+                )
         found: dict[str, dict[str, int]] = {}
         for doc, language in zip(documents, chosen, strict=True):
             counts = found.setdefault(str(doc.meta.get("collection", "")), {})

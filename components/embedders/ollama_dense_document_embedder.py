@@ -67,9 +67,16 @@ class OllamaDenseDocumentEmbedder(OllamaServed, OllamaDocumentEmbedder):
         check_limits(batch_size, timeout, max_retries, embedding_dim)
         OllamaDocumentEmbedder.__init__(
             self,
-            model=model, url=url, timeout=timeout, keep_alive=keep_alive, prefix=prefix, suffix=suffix,  # type: ignore[arg-type]
-            progress_bar=progress_bar, meta_fields_to_embed=meta_fields_to_embed,
-            embedding_separator=embedding_separator, batch_size=batch_size,
+            model=model,
+            url=url,
+            timeout=timeout,
+            keep_alive=keep_alive,
+            prefix=prefix,
+            suffix=suffix,  # type: ignore[arg-type]
+            progress_bar=progress_bar,
+            meta_fields_to_embed=meta_fields_to_embed,
+            embedding_separator=embedding_separator,
+            batch_size=batch_size,
         )
         self.max_retries = max_retries
         self.embedding_dim = embedding_dim
@@ -77,10 +84,19 @@ class OllamaDenseDocumentEmbedder(OllamaServed, OllamaDocumentEmbedder):
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
         return default_to_dict(
-            self, model=self.model, url=self.url, prefix=self.prefix, suffix=self.suffix, batch_size=self.batch_size,
-            progress_bar=self.progress_bar, meta_fields_to_embed=self.meta_fields_to_embed,
-            embedding_separator=self.embedding_separator, timeout=self.timeout, max_retries=self.max_retries,
-            keep_alive=self.keep_alive, embedding_dim=self.embedding_dim,
+            self,
+            model=self.model,
+            url=self.url,
+            prefix=self.prefix,
+            suffix=self.suffix,
+            batch_size=self.batch_size,
+            progress_bar=self.progress_bar,
+            meta_fields_to_embed=self.meta_fields_to_embed,
+            embedding_separator=self.embedding_separator,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            keep_alive=self.keep_alive,
+            embedding_dim=self.embedding_dim,
         )
 
     @classmethod
@@ -104,7 +120,9 @@ class OllamaDenseDocumentEmbedder(OllamaServed, OllamaDocumentEmbedder):
         if not documents:
             return {"documents": []}
         vectors = self.embed_texts(self._prepare_texts_to_embed(documents=documents))
-        return {"documents": [replace(doc, embedding=SharedVector(v)) for doc, v in zip(documents, vectors, strict=True)]}
+        return {
+            "documents": [replace(doc, embedding=SharedVector(v)) for doc, v in zip(documents, vectors, strict=True)]
+        }
 
     @component.output_types(documents=list[Document])
     async def run_async(self, documents: list[Document]) -> dict[str, list[Document]]:  # type: ignore[override]

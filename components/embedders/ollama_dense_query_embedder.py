@@ -66,8 +66,15 @@ class OllamaDenseQueryEmbedder(OllamaServed, OllamaTextEmbedder):
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
         return default_to_dict(
-            self, model=self.model, url=self.url, prefix=self.prefix, suffix=self.suffix, timeout=self.timeout,
-            max_retries=self.max_retries, keep_alive=self.keep_alive, embedding_dim=self.embedding_dim,
+            self,
+            model=self.model,
+            url=self.url,
+            prefix=self.prefix,
+            suffix=self.suffix,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            keep_alive=self.keep_alive,
+            embedding_dim=self.embedding_dim,
             batch_size=self.batch_size,
         )
 

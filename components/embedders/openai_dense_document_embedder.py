@@ -67,9 +67,18 @@ class OpenAIDenseDocumentEmbedder(OpenAIServed, OpenAIDocumentEmbedder):
         check_limits(batch_size, timeout, max_retries, embedding_dim)
         OpenAIDocumentEmbedder.__init__(
             self,
-            api_key=usable_key(api_key), model=model, api_base_url=api_base_url, prefix=prefix, suffix=suffix,
-            batch_size=batch_size, progress_bar=progress_bar, meta_fields_to_embed=meta_fields_to_embed,
-            embedding_separator=embedding_separator, timeout=timeout, max_retries=max_retries, raise_on_failure=True,
+            api_key=usable_key(api_key),
+            model=model,
+            api_base_url=api_base_url,
+            prefix=prefix,
+            suffix=suffix,
+            batch_size=batch_size,
+            progress_bar=progress_bar,
+            meta_fields_to_embed=meta_fields_to_embed,
+            embedding_separator=embedding_separator,
+            timeout=timeout,
+            max_retries=max_retries,
+            raise_on_failure=True,
         )
         self.api_key = api_key  # the variable, serialised; the client got a placeholder if it is unset
         self.embedding_dim = embedding_dim
@@ -77,10 +86,19 @@ class OpenAIDenseDocumentEmbedder(OpenAIServed, OpenAIDocumentEmbedder):
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component (the key as the name of its variable)."""
         return default_to_dict(
-            self, api_key=self.api_key.to_dict(), model=self.model, api_base_url=self.api_base_url, prefix=self.prefix,
-            suffix=self.suffix, batch_size=self.batch_size, progress_bar=self.progress_bar,
-            meta_fields_to_embed=self.meta_fields_to_embed, embedding_separator=self.embedding_separator,
-            timeout=self.timeout, max_retries=self.max_retries, embedding_dim=self.embedding_dim,
+            self,
+            api_key=self.api_key.to_dict(),
+            model=self.model,
+            api_base_url=self.api_base_url,
+            prefix=self.prefix,
+            suffix=self.suffix,
+            batch_size=self.batch_size,
+            progress_bar=self.progress_bar,
+            meta_fields_to_embed=self.meta_fields_to_embed,
+            embedding_separator=self.embedding_separator,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            embedding_dim=self.embedding_dim,
         )
 
     @classmethod
@@ -106,13 +124,18 @@ class OpenAIDenseDocumentEmbedder(OpenAIServed, OpenAIDocumentEmbedder):
         if not documents:
             return {"documents": []}
         texts = [
-            self.prefix + self.embedding_separator.join(
-                [str(doc.meta[key]) for key in self.meta_fields_to_embed if doc.meta.get(key) is not None] + [doc.content or ""]
-            ) + self.suffix
+            self.prefix
+            + self.embedding_separator.join(
+                [str(doc.meta[key]) for key in self.meta_fields_to_embed if doc.meta.get(key) is not None]
+                + [doc.content or ""]
+            )
+            + self.suffix
             for doc in documents
         ]
         vectors = self.embed_texts(texts)
-        return {"documents": [replace(doc, embedding=SharedVector(v)) for doc, v in zip(documents, vectors, strict=True)]}
+        return {
+            "documents": [replace(doc, embedding=SharedVector(v)) for doc, v in zip(documents, vectors, strict=True)]
+        }
 
     @component.output_types(documents=list[Document])
     async def run_async(self, documents: list[Document]) -> dict[str, list[Document]]:  # type: ignore[override]

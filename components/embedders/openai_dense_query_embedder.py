@@ -60,8 +60,13 @@ class OpenAIDenseQueryEmbedder(OpenAIServed, OpenAITextEmbedder):
         check_limits(batch_size, timeout, max_retries, embedding_dim)
         OpenAITextEmbedder.__init__(
             self,
-            api_key=usable_key(api_key), model=model, api_base_url=api_base_url, prefix=prefix, suffix=suffix,
-            timeout=timeout, max_retries=max_retries,
+            api_key=usable_key(api_key),
+            model=model,
+            api_base_url=api_base_url,
+            prefix=prefix,
+            suffix=suffix,
+            timeout=timeout,
+            max_retries=max_retries,
         )
         self.api_key = api_key  # the variable, serialised; the client got a placeholder if it is unset
         self.embedding_dim = embedding_dim
@@ -70,8 +75,15 @@ class OpenAIDenseQueryEmbedder(OpenAIServed, OpenAITextEmbedder):
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component (the key as the name of its variable)."""
         return default_to_dict(
-            self, api_key=self.api_key.to_dict(), model=self.model, api_base_url=self.api_base_url, prefix=self.prefix,
-            suffix=self.suffix, timeout=self.timeout, max_retries=self.max_retries, embedding_dim=self.embedding_dim,
+            self,
+            api_key=self.api_key.to_dict(),
+            model=self.model,
+            api_base_url=self.api_base_url,
+            prefix=self.prefix,
+            suffix=self.suffix,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            embedding_dim=self.embedding_dim,
             batch_size=self.batch_size,
         )
 

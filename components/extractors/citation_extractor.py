@@ -121,5 +121,7 @@ class CitationExtractor:
                 unknown.append(f"{citation[0]}:{citation[1]}-{citation[2]}")
             cited.extend(doc for doc in selected if all(doc.id != seen.id for seen in cited))
         if unknown:
-            logger.info("The answer cites {count} passage(s) it was not given: {unknown}", count=len(unknown), unknown=unknown)
+            logger.info(
+                "The answer cites {count} passage(s) it was not given: {unknown}", count=len(unknown), unknown=unknown
+            )
         return {"answer": answer, "cited": cited, "unknown": unknown}

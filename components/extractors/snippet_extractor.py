@@ -57,7 +57,9 @@ class SnippetExtractor:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
-        return default_to_dict(self, max_lines=self.max_lines, context_lines=self.context_lines, max_chars=self.max_chars)
+        return default_to_dict(
+            self, max_lines=self.max_lines, context_lines=self.context_lines, max_chars=self.max_chars
+        )
 
     def _window(self, lines: list[str], best: int) -> tuple[int, int]:
         """The lines around `best` the snippet shows, as `[start, end)`."""

@@ -178,7 +178,10 @@ class CollectionScanner:
             # A collection whose root is missing (an unmounted drive) keeps its files, as the differs do.
             scanned = {spec["name"] for spec in specs if os.path.isdir(spec["root"])}
             gone = sorted(
-                key for name, rows in recorded.items() if name in scanned for path in rows
+                key
+                for name, rows in recorded.items()
+                if name in scanned
+                for path in rows
                 if (key := f"{name}:{path}") not in on_disk
             )
             if records is not None and all(records.listed(spec["name"]) for spec in specs):
@@ -285,7 +288,11 @@ class CollectionScanner:
 
 
 def _folder(
-    spec: dict[str, Any], rules: CollectionRules, folder: str, sources: list[dict[str, Any]], skipped: list[dict[str, Any]]
+    spec: dict[str, Any],
+    rules: CollectionRules,
+    folder: str,
+    sources: list[dict[str, Any]],
+    skipped: list[dict[str, Any]],
 ) -> None:
     """The notes under one folder of a collection, found by the collection's own walk."""
 
@@ -298,7 +305,9 @@ def _folder(
         if item.reason is not None:
             skipped.append({"collection": spec["name"], "path": item.rel, "reason": item.reason})
         else:
-            sources.append({"collection": spec["name"], "root": spec["root"], "path": item.rel, "stat": _stat(item.path)})
+            sources.append(
+                {"collection": spec["name"], "root": spec["root"], "path": item.rel, "stat": _stat(item.path)}
+            )
 
 
 def collection_path(root: str, path: str) -> str | None:

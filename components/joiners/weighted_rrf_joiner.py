@@ -147,7 +147,11 @@ class WeightedRRFJoiner:
                     rank_of_group[key] = len(rank_of_group)
                     rank = rank_of_group[key]
                     scores[key] = scores.get(key, 0.0) + weight / (self.k + rank + 1)
-                    trace.setdefault(key, {})[name] = {"rank": rank, "score": doc.score, "kind": doc.meta.get("score_kind")}
+                    trace.setdefault(key, {})[name] = {
+                        "rank": rank,
+                        "score": doc.score,
+                        "kind": doc.meta.get("score_kind"),
+                    }
                 group = chunks.setdefault(key, {})
                 group.setdefault(doc.id, doc)
                 best_position[doc.id] = min(best_position.get(doc.id, float("inf")), position)

@@ -10,8 +10,18 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 
 # Chunk metadata that describes one chunk, not its file.
 _CHUNK_KEYS = (
-    "chunk_index", "heading_path", "start_line", "end_line", "char_start", "char_end", "checksum", "context",
-    "page", "page_end", "page_line", "page_end_line",
+    "chunk_index",
+    "heading_path",
+    "start_line",
+    "end_line",
+    "char_start",
+    "char_end",
+    "checksum",
+    "context",
+    "page",
+    "page_end",
+    "page_line",
+    "page_end_line",
 )
 
 

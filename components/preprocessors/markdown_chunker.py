@@ -188,7 +188,7 @@ class MarkdownChunker:
             found: list[dict[str, Any]] = []
             try:
                 chunks.extend(self._chunk_document(doc, found))
-            except Exception as error:  # noqa: BLE001 - one file's unforeseen value costs that file alone
+            except Exception as error:
                 collection, path = str(doc.meta.get("collection", "")), str(doc.meta.get("path") or doc.id)
                 reason = f"cannot be chunked: {str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__}"
                 logger.warning("Skipped {collection}:{path}: {reason}", collection=collection, path=path, reason=reason)
@@ -217,7 +217,10 @@ class MarkdownChunker:
         file_meta: dict[str, Any] = {
             "title": title,
             "tags": unique_tags(
-                [*split_tags(frontmatter.get("tags", frontmatter.get("tag"))), *inline_tags(lines, code_lines, body_start)]
+                [
+                    *split_tags(frontmatter.get("tags", frontmatter.get("tag"))),
+                    *inline_tags(lines, code_lines, body_start),
+                ]
             ),
             "frontmatter": frontmatter,
             "fields": field_values(frontmatter),
@@ -341,9 +344,7 @@ class MarkdownChunker:
             size = end - current[0]
             # Chunks after the first will also repeat up to `overlap_chars` of the one before them.
             budget = self.target_chars - (self.overlap_chars if spans else 0)
-            if size <= budget or (
-                size <= self.max_chars and (current[2] or current[1] - current[0] < self.min_chars)
-            ):
+            if size <= budget or (size <= self.max_chars and (current[2] or current[1] - current[0] < self.min_chars)):
                 current = [current[0], end, current[2] and is_heading]
                 continue
             spans.append((current[0], current[1]))
@@ -449,7 +450,7 @@ def _list_end(lines: list[str], first: int) -> int:
             last = _fence_end(lines, i, marker, indented=True) if marker else i
             i = last + 1
             continue
-        if _top_level_item(line) or not _starts_block(lines, i) and not _is_table(lines, i):
+        if _top_level_item(line) or (not _starts_block(lines, i) and not _is_table(lines, i)):
             last, i = i, i + 1
             continue
         break

@@ -259,9 +259,7 @@ class LLMQueryExpander:
             return {"variants": [], "skipped": "disabled"}
         if not query or not query.strip():
             return {"variants": [], "skipped": "empty query"}
-        if probe_documents and strong_signal(
-            probe_documents, self.strong_signal_min_score, self.strong_signal_min_gap
-        ):
+        if probe_documents and strong_signal(probe_documents, self.strong_signal_min_score, self.strong_signal_min_gap):
             return {"variants": [], "skipped": "strong BM25 signal"}
         self.warm_up()
         assert self._cache is not None
@@ -273,7 +271,7 @@ class LLMQueryExpander:
         messages = build_messages(query, self.max_lex, self.max_vec, self.include_hyde)
         try:
             replies = self.chat_generator.run(messages=messages).get("replies") or []
-        except Exception as error:  # noqa: BLE001 - any generator failure falls back to the plain query
+        except Exception as error:
             reason = f"expansion failed: {type(error).__name__}: {error}"
             logger.warning("Query expansion failed, searching the query alone: {reason}", reason=reason)
             return {"variants": [], "skipped": reason}

@@ -115,8 +115,11 @@ class LLMSelfQueryExtractor(SelfQueryExtractor):
         """Serialise the component, the chat generator included."""
         base = SelfQueryExtractor.to_dict(self)["init_parameters"]
         return default_to_dict(
-            self, chat_generator=component_to_dict(self.chat_generator, "chat_generator"), **base,
-            cache_path=self.cache_path, cache_ttl_hours=self.cache_ttl_hours,
+            self,
+            chat_generator=component_to_dict(self.chat_generator, "chat_generator"),
+            **base,
+            cache_path=self.cache_path,
+            cache_ttl_hours=self.cache_ttl_hours,
         )
 
     @classmethod
@@ -175,20 +178,27 @@ class LLMSelfQueryExtractor(SelfQueryExtractor):
         collections, fields, folders = self._known()
         tags = self._known_tags()
         today = now.date().isoformat()
-        extra = f"v{PROMPT_VERSION}:{today}:{hash((tuple(sorted(fields)), tuple(sorted(folders)), tuple(sorted(tags))))}"
+        extra = (
+            f"v{PROMPT_VERSION}:{today}:{hash((tuple(sorted(fields)), tuple(sorted(folders)), tuple(sorted(tags))))}"
+        )
         model = model_label(self.chat_generator)
         cached = self._cache.get("self_query", query, model, extra)
         if cached is not None:
             return _Reading.model_validate(cached), None
         system = _SYSTEM_PROMPT.format(
-            tags=", ".join(sorted(tags)[:200]) or "(none)", folders=", ".join(sorted(folders)[:200]) or "(none)",
-            fields=", ".join(sorted(fields)[:100]) or "(none)", today=today,
+            tags=", ".join(sorted(tags)[:200]) or "(none)",
+            folders=", ".join(sorted(folders)[:200]) or "(none)",
+            fields=", ".join(sorted(fields)[:100]) or "(none)",
+            today=today,
         )
         try:
-            replies = self.chat_generator.run(
-                messages=[ChatMessage.from_system(system), ChatMessage.from_user(f"Question: {query}")]
-            ).get("replies") or []
-        except Exception as error:  # noqa: BLE001 - any generator failure leaves the rules' reading
+            replies = (
+                self.chat_generator.run(
+                    messages=[ChatMessage.from_system(system), ChatMessage.from_user(f"Question: {query}")]
+                ).get("replies")
+                or []
+            )
+        except Exception as error:
             return None, f"the model failed: {type(error).__name__}: {error}"
         answer = "\n".join(reply.text or "" for reply in replies if hasattr(reply, "text"))
         match = re.search(r"\{.*\}", answer, re.DOTALL)

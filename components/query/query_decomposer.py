@@ -86,7 +86,9 @@ def step_back(query: str, min_terms: int = 1) -> str | None:
     return general
 
 
-def parse_questions(text: str, query: str, max_questions: int, max_chars: int, min_overlap: float = 0.5) -> list[str] | None:
+def parse_questions(
+    text: str, query: str, max_questions: int, max_chars: int, min_overlap: float = 0.5
+) -> list[str] | None:
     """
     Sub-questions from an LLM's answer: one per line, list markers and quotes stripped, repeats dropped.
 
@@ -235,7 +237,7 @@ class QueryDecomposer:
         ]
         try:
             replies = self.chat_generator.run(messages=messages).get("replies") or []
-        except Exception as error:  # noqa: BLE001 - any generator failure falls back to the rules
+        except Exception as error:
             return None, f"{type(error).__name__}: {error}"
         answer = "\n".join(reply.text or "" for reply in replies if hasattr(reply, "text")).strip()
         if not answer:

@@ -89,8 +89,12 @@ class SearchRequest:
         """Serialise the component."""
         store = None if self.document_store is None else self.document_store.to_dict()
         return default_to_dict(
-            self, max_query_chars=self.max_query_chars, max_top_k=self.max_top_k, top_k=self.top_k,
-            min_score=self.min_score, document_store=store,
+            self,
+            max_query_chars=self.max_query_chars,
+            max_top_k=self.max_top_k,
+            top_k=self.top_k,
+            min_score=self.min_score,
+            document_store=store,
         )
 
     @classmethod
@@ -99,9 +103,18 @@ class SearchRequest:
         return default_from_dict(cls, with_document_store(data, optional=True))
 
     @component.output_types(
-        query=str, top_k=int, min_score=float, filters=dict[str, Any] | None,
-        expand=bool | None, rerank=bool | None, chunks=bool, decompose=bool | None, recent=bool | None,
-        self_query=bool | None, now=str, started_at=float,
+        query=str,
+        top_k=int,
+        min_score=float,
+        filters=dict[str, Any] | None,
+        expand=bool | None,
+        rerank=bool | None,
+        chunks=bool,
+        decompose=bool | None,
+        recent=bool | None,
+        self_query=bool | None,
+        now=str,
+        started_at=float,
     )
     def run(
         self,
@@ -165,12 +178,26 @@ class SearchRequest:
             raise ValueError(f"min_score must be a number >= 0, got {min_score!r}")
         if collections and not all(isinstance(c, str) and c for c in collections):
             raise ValueError(f"collections must be a list of names, got {collections!r}")
-        for name, value in (("expand", expand), ("rerank", rerank), ("chunks", chunks), ("decompose", decompose), ("recent", recent),
-                            ("self_query", self_query)):
+        for name, value in (
+            ("expand", expand),
+            ("rerank", rerank),
+            ("chunks", chunks),
+            ("decompose", decompose),
+            ("recent", recent),
+            ("self_query", self_query),
+        ):
             if value is not None and not isinstance(value, bool):
                 raise ValueError(f"{name} must be true or false, got {value!r}")
-        for name, given in (("collections", collections), ("tags", tags), ("tags_any", tags_any), ("tags_none", tags_none),
-                            ("path", path), ("where", where), ("after", after), ("before", before)):
+        for name, given in (
+            ("collections", collections),
+            ("tags", tags),
+            ("tags_any", tags_any),
+            ("tags_none", tags_none),
+            ("path", path),
+            ("where", where),
+            ("after", after),
+            ("before", before),
+        ):
             problem = FIELDS[name].refusal(given)
             if problem:
                 raise ValueError(problem)
@@ -178,17 +205,28 @@ class SearchRequest:
             moment = reference_time(now)
         except (TypeError, ValueError):
             raise ValueError(f"now must be an ISO date or time, got {now!r}") from None
-        filters = conjunction([
-            collection_condition(collections or []),
-            *tag_conditions(tags or [], tags_any or [], tags_none or []),
-            path_condition(path, self._files) if path else None,
-            *(where_condition(expression, moment) for expression in where or []),
-            *date_conditions(
-                parse_bound(after, moment) if after else None, parse_bound(before, moment) if before else None
-            ),
-        ])
+        filters = conjunction(
+            [
+                collection_condition(collections or []),
+                *tag_conditions(tags or [], tags_any or [], tags_none or []),
+                path_condition(path, self._files) if path else None,
+                *(where_condition(expression, moment) for expression in where or []),
+                *date_conditions(
+                    parse_bound(after, moment) if after else None, parse_bound(before, moment) if before else None
+                ),
+            ]
+        )
         return {
-            "query": query.strip(), "top_k": top_k, "min_score": float(min_score), "filters": filters,
-            "expand": expand, "rerank": rerank, "chunks": bool(chunks), "decompose": decompose, "recent": recent, "self_query": self_query,
-            "now": rfc3339(moment), "started_at": time.monotonic(),
+            "query": query.strip(),
+            "top_k": top_k,
+            "min_score": float(min_score),
+            "filters": filters,
+            "expand": expand,
+            "rerank": rerank,
+            "chunks": bool(chunks),
+            "decompose": decompose,
+            "recent": recent,
+            "self_query": self_query,
+            "now": rfc3339(moment),
+            "started_at": time.monotonic(),
         }

@@ -57,8 +57,30 @@ _PHRASE = re.compile(r"[\"“]([^\"”]{1,200})[\"”]")
 # (`set -euo`, `ls -la`, `find -name`) are flags, not exclusions.
 _EXCLUDED = re.compile(r"(?:(?<=\s)|^)-([A-Za-z][\w.']{3,})(?=\s|$)")
 _OPTION_WORDS = {
-    "name", "iname", "exec", "type", "print", "print0", "mtime", "mmin", "size", "path", "delete", "user", "perm",
-    "newer", "maxdepth", "mindepth", "regex", "empty", "prune", "version", "help", "verbose", "xtrace", "errexit",
+    "name",
+    "iname",
+    "exec",
+    "type",
+    "print",
+    "print0",
+    "mtime",
+    "mmin",
+    "size",
+    "path",
+    "delete",
+    "user",
+    "perm",
+    "newer",
+    "maxdepth",
+    "mindepth",
+    "regex",
+    "empty",
+    "prune",
+    "version",
+    "help",
+    "verbose",
+    "xtrace",
+    "errexit",
 }
 _HASH_TAG = re.compile(r"(?:(?<=\s)|^)#([A-Za-z0-9_][\w/-]*)")
 _PREFIXED = re.compile(r"(?:(?<=\s)|^)(tags?|in|folder|path|collection):(\"[^\"]+\"|\S+)", re.IGNORECASE)
@@ -95,8 +117,16 @@ class _Extraction:
     recent: bool = False
 
     def has_filters(self) -> bool:
-        return bool(self.tags or self.paths or self.collections or self.where or self.after or self.before
-                    or self.must_contain or self.must_not_contain)
+        return bool(
+            self.tags
+            or self.paths
+            or self.collections
+            or self.where
+            or self.after
+            or self.before
+            or self.must_contain
+            or self.must_not_contain
+        )
 
 
 @component
@@ -130,7 +160,10 @@ class SelfQueryExtractor:
     """
 
     def __init__(
-        self, document_store: NeedleDocumentStore | None = None, enabled: bool = True, min_results: int = 3,
+        self,
+        document_store: NeedleDocumentStore | None = None,
+        enabled: bool = True,
+        min_results: int = 3,
         recent_on_request: bool = True,
     ) -> None:
         """
@@ -160,7 +193,10 @@ class SelfQueryExtractor:
         """Serialise the component."""
         store = None if self.document_store is None else self.document_store.to_dict()
         return default_to_dict(
-            self, document_store=store, enabled=self.enabled, min_results=self.min_results,
+            self,
+            document_store=store,
+            enabled=self.enabled,
+            min_results=self.min_results,
             recent_on_request=self.recent_on_request,
         )
 
@@ -170,8 +206,13 @@ class SelfQueryExtractor:
         return default_from_dict(cls, with_document_store(data, optional=True))
 
     @component.output_types(
-        query=str, filters=dict[str, Any] | None, must_contain=list[str], must_not_contain=list[str],
-        recent=bool, self_query=dict[str, Any], filters_engaged=bool,
+        query=str,
+        filters=dict[str, Any] | None,
+        must_contain=list[str],
+        must_not_contain=list[str],
+        recent=bool,
+        self_query=dict[str, Any],
+        filters_engaged=bool,
     )
     def run(
         self,
@@ -209,32 +250,48 @@ class SelfQueryExtractor:
             raise ValueError("query must be a string")
         active = self.enabled if enabled is None else enabled
         if not active:
-            return {"query": query, "filters": filters, "must_contain": [], "must_not_contain": [],
-                    "recent": bool(recent), "self_query": {}, "filters_engaged": filters is not None}
+            return {
+                "query": query,
+                "filters": filters,
+                "must_contain": [],
+                "must_not_contain": [],
+                "recent": bool(recent),
+                "self_query": {},
+                "filters_engaged": filters is not None,
+            }
         moment = reference_time(now)
         found = self.extract(query, moment)
         asked_recent = recent if recent is not None else (self.recent_on_request and found.recent)
         applied = found.has_filters() and not fallback
         extracted = None
         if applied:
-            extracted = conjunction([
-                collection_condition(found.collections),
-                *tag_conditions(found.tags),
-                *(self._path(p) for p in found.paths),
-                *(where_condition(f"{k}={v}", moment) for k, v in found.where.items()),
-                *date_conditions(found.after, found.before),
-            ])
-        cleaned = query if not found.has_filters() and not found.recent else (found.loose_query if fallback else found.query)
+            extracted = conjunction(
+                [
+                    collection_condition(found.collections),
+                    *tag_conditions(found.tags),
+                    *(self._path(p) for p in found.paths),
+                    *(where_condition(f"{k}={v}", moment) for k, v in found.where.items()),
+                    *date_conditions(found.after, found.before),
+                ]
+            )
+        cleaned = (
+            query if not found.has_filters() and not found.recent else (found.loose_query if fallback else found.query)
+        )
         info = {
             "original": query,
             "query": cleaned,
             "filters": {
-                key: value for key, value in (
-                    ("tags", found.tags), ("paths", found.paths), ("collections", found.collections),
-                    ("where", found.where), ("dates", found.dates),
+                key: value
+                for key, value in (
+                    ("tags", found.tags),
+                    ("paths", found.paths),
+                    ("collections", found.collections),
+                    ("where", found.where),
+                    ("dates", found.dates),
                     ("after", rfc3339(found.after) if found.after else None),
                     ("before", rfc3339(found.before) if found.before else None),
-                ) if value
+                )
+                if value
             },
             "must_contain": found.must_contain,
             "must_not_contain": found.must_not_contain,

@@ -174,14 +174,15 @@ class CachedReranker:
             # Copies: some rankers set `score` on the documents they are given.
             copies = [replace(doc) for doc in documents]
             ranked = self.ranker.run(query=query, documents=copies, top_k=len(copies), **extra)["documents"]
-        except Exception as error:  # noqa: BLE001 - a failed rerank leaves the fused order in place
+        except Exception as error:
             logger.warning("Reranking failed, keeping the fused order: {error}", error=error)
             return {}, {}
         given = {doc.id: doc.meta for doc in documents}
         scores = {doc.id: float(doc.score) for doc in ranked if doc.score is not None}
         added = {
             doc.id: {k: v for k, v in doc.meta.items() if k not in given.get(doc.id, {})}
-            for doc in ranked if doc.id in scores
+            for doc in ranked
+            if doc.id in scores
         }
         return scores, added
 
@@ -250,7 +251,8 @@ class CachedReranker:
             replace(
                 candidates[i],
                 meta={
-                    **candidates[i].meta, **added.get(keys[i], {}),
+                    **candidates[i].meta,
+                    **added.get(keys[i], {}),
                     "rerank": {"score": scores[i], "raw": raws[i], "input_rank": i + 1},
                 },
             )

@@ -118,7 +118,9 @@ class HybridScoreRanker:
             levels.insert(0, ("chunk", self.document_store, 1.0 - self.file_weight))
         return levels
 
-    def _read(self, files: list[str], sparse: SparseEmbedding | None, dense: QueryVector | None) -> dict[str, dict[str, Any]]:
+    def _read(
+        self, files: list[str], sparse: SparseEmbedding | None, dense: QueryVector | None
+    ) -> dict[str, dict[str, Any]]:
         """
         Every score the signals need, one batch of engine calls per level's store: each file's best BM25 and
         cosine there (files without a scored document left out) and each query term's best single-term score.
@@ -127,20 +129,30 @@ class HybridScoreRanker:
         """
         read: dict[str, dict[str, Any]] = {}
         for name, store, _weight in self._levels():
-            lexical = store.best_scores_by_requests(self.group_by, files, query_sparse_embedding=sparse) if sparse is not None else []
+            lexical = (
+                store.best_scores_by_requests(self.group_by, files, query_sparse_embedding=sparse)
+                if sparse is not None
+                else []
+            )
             terms = store.best_term_score_requests(sparse) if sparse is not None else []
-            semantic = store.best_scores_by_requests(self.group_by, files, query_embedding=dense) if dense is not None else []
+            semantic = (
+                store.best_scores_by_requests(self.group_by, files, query_embedding=dense) if dense is not None else []
+            )
             scores = store.best_scores([*lexical, *terms, *semantic])
             by_file = lambda found: {f: score for f, score in zip(files, found) if score is not None}  # noqa: E731
             read[name] = {}
             if sparse is not None:
                 read[name]["bm25"] = by_file(scores[: len(lexical)])
-                read[name]["terms"] = [0.0 if score is None else score for score in scores[len(lexical) : len(lexical) + len(terms)]]
+                read[name]["terms"] = [
+                    0.0 if score is None else score for score in scores[len(lexical) : len(lexical) + len(terms)]
+                ]
             if dense is not None:
                 read[name]["cosine"] = by_file(scores[len(lexical) + len(terms) :])
         return read
 
-    def _lexical(self, files: list[str], read: dict[str, dict[str, Any]], trace: dict[str, dict[str, float]]) -> dict[str, float]:
+    def _lexical(
+        self, files: list[str], read: dict[str, dict[str, Any]], trace: dict[str, dict[str, float]]
+    ) -> dict[str, float]:
         """BM25 per file and level, divided by the best score the query could reach there, mixed by level."""
 
         def normalise(level: str, scores: dict[str, float], name: str) -> dict[str, float]:
@@ -149,12 +161,16 @@ class HybridScoreRanker:
             ceiling = sum(terms)
             trace[f"{name}bm25_ceiling"] = dict.fromkeys(files, ceiling)
             # The share of the query's terms that no document has (the ceiling leaves them out).
-            trace[f"{name}bm25_unknown"] = dict.fromkeys(files, sum(1 for t in terms if t <= 0) / len(terms) if terms else 0.0)
+            trace[f"{name}bm25_unknown"] = dict.fromkeys(
+                files, sum(1 for t in terms if t <= 0) / len(terms) if terms else 0.0
+            )
             return {f: min(score / ceiling, 1.0) for f, score in scores.items()} if ceiling > 0 else {}
 
         return self._mix(files, read, trace, "bm25", normalise)
 
-    def _semantic(self, files: list[str], read: dict[str, dict[str, Any]], trace: dict[str, dict[str, float]]) -> dict[str, float]:
+    def _semantic(
+        self, files: list[str], read: dict[str, dict[str, Any]], trace: dict[str, dict[str, float]]
+    ) -> dict[str, float]:
         """Cosine per file and level (divided by the best candidate's there, unless `raw`), mixed by level."""
 
         def normalise(_level: str, scores: dict[str, float], _name: str) -> dict[str, float]:

@@ -137,7 +137,7 @@ class LLMJudgeRanker:
         ]
         try:
             replies = self.chat_generator.run(messages=messages).get("replies") or []
-        except Exception as error:  # noqa: BLE001 - a failed judgement leaves the document unscored
+        except Exception as error:
             logger.warning("Relevance judgement failed for {doc_id}: {error}", doc_id=document.id, error=error)
             return None
         answer = " ".join(reply.text or "" for reply in replies if hasattr(reply, "text"))

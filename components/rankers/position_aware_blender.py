@@ -52,8 +52,12 @@ class PositionAwareBlender:
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
         return default_to_dict(
-            self, top_weight=self.top_weight, mid_weight=self.mid_weight, tail_weight=self.tail_weight,
-            top_ranks=self.top_ranks, mid_ranks=self.mid_ranks,
+            self,
+            top_weight=self.top_weight,
+            mid_weight=self.mid_weight,
+            tail_weight=self.tail_weight,
+            top_ranks=self.top_ranks,
+            mid_ranks=self.mid_ranks,
         )
 
     @classmethod
@@ -87,8 +91,15 @@ class PositionAwareBlender:
             w = self.weight(rank)
             final = w / rank + (1 - w) * score
             out.append(
-                replace(doc, score=final, meta={**doc.meta, "fused_score": doc.score,
-                                                 "blend": {"weight": w, "fused_rank": rank, "rerank": score}})
+                replace(
+                    doc,
+                    score=final,
+                    meta={
+                        **doc.meta,
+                        "fused_score": doc.score,
+                        "blend": {"weight": w, "fused_rank": rank, "rerank": score},
+                    },
+                )
             )
         out.sort(key=lambda d: -(d.score or 0.0))
         return {"documents": out}

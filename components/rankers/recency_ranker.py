@@ -71,7 +71,11 @@ class RecencyRanker:
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
         return default_to_dict(
-            self, half_life_days=self.half_life_days, weight=self.weight, enabled=self.enabled, reference=self.reference,
+            self,
+            half_life_days=self.half_life_days,
+            weight=self.weight,
+            enabled=self.enabled,
+            reference=self.reference,
             reference_top_k=self.reference_top_k,
         )
 
@@ -81,7 +85,9 @@ class RecencyRanker:
         return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document])
-    def run(self, documents: list[Document], enabled: bool | None = None, now: str | None = None) -> dict[str, list[Document]]:
+    def run(
+        self, documents: list[Document], enabled: bool | None = None, now: str | None = None
+    ) -> dict[str, list[Document]]:
         """
         Mix recency in.
 

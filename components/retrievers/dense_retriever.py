@@ -89,5 +89,3 @@ class DenseRetriever(StoreRetriever):
             fields=self.meta_fields,
         )
         return self._scored(documents)
-
-

@@ -41,5 +41,3 @@ class KeywordRetriever(StoreRetriever):
         filters, top_k = self._request(filters, top_k)
         documents = self.document_store.query_text(query=query, top_k=top_k, filters=filters, fields=self.meta_fields)
         return self._scored(documents)
-
-

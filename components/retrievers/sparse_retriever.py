@@ -47,5 +47,3 @@ class SparseRetriever(StoreRetriever):
             query_sparse_embedding=query_sparse_embedding, top_k=top_k, filters=filters, fields=self.meta_fields
         )
         return self._scored(documents)
-
-

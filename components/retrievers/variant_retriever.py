@@ -134,15 +134,21 @@ class VariantRetriever:
         """Load (or share) the fastembed models; a second call does nothing."""
         if self._sparse is None:
             self._sparse = _FastembedSparseEmbeddingBackendFactory.get_embedding_backend(
-                model_name=self.sparse_model, cache_dir=self.sparse_cache_dir, threads=self.threads,
-                local_files_only=self.sparse_local_files_only, model_kwargs=self.sparse_model_kwargs,
+                model_name=self.sparse_model,
+                cache_dir=self.sparse_cache_dir,
+                threads=self.threads,
+                local_files_only=self.sparse_local_files_only,
+                model_kwargs=self.sparse_model_kwargs,
             )
         if self._dense is None and self.dense_embedder is not None:
             self._dense = self.dense_embedder  # a served embedder: `embed(texts)` like fastembed's backend
         if self._dense is None:
             self._dense = _FastembedEmbeddingBackendFactory.get_embedding_backend(
-                model_name=self.dense_model, cache_dir=self.dense_cache_dir, threads=self.threads,
-                local_files_only=self.dense_local_files_only, model_kwargs=self.dense_model_kwargs,
+                model_name=self.dense_model,
+                cache_dir=self.dense_cache_dir,
+                threads=self.threads,
+                local_files_only=self.dense_local_files_only,
+                model_kwargs=self.dense_model_kwargs,
             )
 
     @component.output_types(lists=dict[str, list[Document]])

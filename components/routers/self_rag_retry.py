@@ -15,7 +15,9 @@ logger = logging.getLogger(__name__)
 _WORD = re.compile(r"\b[a-z][a-z0-9_-]{3,}\b")
 
 
-def gap_query(question: str, uncovered: list[str], documents: list[Document], max_claims: int = 2, max_terms: int = 5) -> str:
+def gap_query(
+    question: str, uncovered: list[str], documents: list[Document], max_claims: int = 2, max_terms: int = 5
+) -> str:
     """
     A query aimed at what the answer could not support: the question plus the uncovered claims' words
     (four letters or more) that none of the given chunks contains.
@@ -141,19 +143,33 @@ class SelfRAGRetry:
     def _search(self, query: str, documents: list[Document], filters: dict[str, Any] | None) -> list[Document]:
         """Chunks for the gap query that the answer was not given, best first, at most `max_new_documents`."""
         try:
-            lists = self.retriever.run(variants=[{"kind": "sub", "text": query, "name": "gap"}], filters=filters)["lists"]
-        except Exception as error:  # noqa: BLE001 - a failed retry keeps the answer it has
+            lists = self.retriever.run(variants=[{"kind": "sub", "text": query, "name": "gap"}], filters=filters)[
+                "lists"
+            ]
+        except Exception as error:
             logger.warning("The retry search failed: {error}", error=error)
             return []
         given = {doc.id for doc in documents}
         fresh = [doc for doc in _fuse(lists) if doc.id not in given]
-        return [replace(doc, embedding=None, meta={**doc.meta, "found_by": query}) for doc in fresh[: self.max_new_documents]]
+        return [
+            replace(doc, embedding=None, meta={**doc.meta, "found_by": query})
+            for doc in fresh[: self.max_new_documents]
+        ]
 
     @component.output_types(
-        documents=list[Document], query=str, state=dict[str, Any],
-        final_documents=list[Document], answer=str, cited=list[Document], unknown=list[str],
-        coverage=float | None, claims=list[dict[str, Any]], uncovered=list[str], retries=int,
-        queries=list[str], warnings=list[str],
+        documents=list[Document],
+        query=str,
+        state=dict[str, Any],
+        final_documents=list[Document],
+        answer=str,
+        cited=list[Document],
+        unknown=list[str],
+        coverage=float | None,
+        claims=list[dict[str, Any]],
+        uncovered=list[str],
+        retries=int,
+        queries=list[str],
+        warnings=list[str],
     )
     def run(
         self,
@@ -189,8 +205,15 @@ class SelfRAGRetry:
             the loop. To stop: `final_documents`, `answer`, `cited`, `unknown`, `coverage`, `claims`,
             `uncovered`, `retries`, `queries` (the gap queries searched) and `warnings`.
         """
-        state = dict(state or {"retries": 0, "queries": [], "filters": filters,
-                                "started_at": started_at if started_at is not None else time.monotonic()})
+        state = dict(
+            state
+            or {
+                "retries": 0,
+                "queries": [],
+                "filters": filters,
+                "started_at": started_at if started_at is not None else time.monotonic(),
+            }
+        )
         warnings: list[str] = []
         reason = None
         low = coverage is not None and coverage < self.min_coverage
@@ -213,11 +236,20 @@ class SelfRAGRetry:
             logger.info("No retry: {reason}", reason=reason)
         if low:
             share = f"{sum(1 for c in claims or [] if not c.get('covered'))} of {len(claims or [])} claims"
-            after = f" after {state['retries']} retr{'y' if state['retries'] == 1 else 'ies'}" if state["retries"] else ""
+            after = (
+                f" after {state['retries']} retr{'y' if state['retries'] == 1 else 'ies'}" if state["retries"] else ""
+            )
             why = f" (no retry: {reason})" if reason and not state["retries"] else ""
             warnings.append(f"low coverage: {share} are not supported by the chunks they cite{after}{why}")
         return {
-            "final_documents": documents, "answer": answer, "cited": list(cited or []), "unknown": list(unknown or []),
-            "coverage": coverage, "claims": list(claims or []), "uncovered": list(uncovered or []),
-            "retries": state["retries"], "queries": state["queries"], "warnings": warnings,
+            "final_documents": documents,
+            "answer": answer,
+            "cited": list(cited or []),
+            "unknown": list(unknown or []),
+            "coverage": coverage,
+            "claims": list(claims or []),
+            "uncovered": list(uncovered or []),
+            "retries": state["retries"],
+            "queries": state["queries"],
+            "warnings": warnings,
         }

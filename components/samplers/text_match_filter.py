@@ -53,7 +53,11 @@ class TextMatchFilter:
         :returns: A dictionary with `documents`: the chunks kept, in their order.
         """
         required = [_phrase(p) for p in must_contain or [] if p.strip()]
-        excluded = [re.compile(rf"(?<!\w){re.escape(t.strip())}(?!\w)", re.IGNORECASE) for t in must_not_contain or [] if t.strip()]
+        excluded = [
+            re.compile(rf"(?<!\w){re.escape(t.strip())}(?!\w)", re.IGNORECASE)
+            for t in must_not_contain or []
+            if t.strip()
+        ]
         if not required and not excluded:
             return {"documents": documents}
         kept = []

@@ -187,8 +187,11 @@ class ClaimCoverage:
             self._dense = self.dense_embedder  # a served embedder: `embed(texts)` like fastembed's backend
         if self._dense is None and self.min_similarity < 1.0:
             self._dense = _FastembedEmbeddingBackendFactory.get_embedding_backend(
-                model_name=self.dense_model, cache_dir=self.dense_cache_dir, threads=self.threads,
-                local_files_only=self.dense_local_files_only, model_kwargs=self.dense_model_kwargs,
+                model_name=self.dense_model,
+                cache_dir=self.dense_cache_dir,
+                threads=self.threads,
+                local_files_only=self.dense_local_files_only,
+                model_kwargs=self.dense_model_kwargs,
             )
         if self.chat_generator is not None and hasattr(self.chat_generator, "warm_up"):
             self.chat_generator.warm_up()
@@ -207,7 +210,9 @@ class ClaimCoverage:
         if not pool:
             return [0.0] * len(claims)
         texts = list(pool)
-        vectors = np.asarray(list(self._dense.embed([*(_BRACKETS.sub(" ", c) for c in claims), *texts], progress_bar=False)))
+        vectors = np.asarray(
+            list(self._dense.embed([*(_BRACKETS.sub(" ", c) for c in claims), *texts], progress_bar=False))
+        )
         vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         claim_vectors, sentence_vectors = vectors[: len(claims)], vectors[len(claims) :]
         index = {text: i for i, text in enumerate(texts)}
@@ -222,10 +227,15 @@ class ClaimCoverage:
         assert self.chat_generator is not None
         passage = "\n\n".join(doc.content or "" for doc in docs)[:6000]
         try:
-            replies = self.chat_generator.run(
-                messages=[ChatMessage.from_user(_JUDGE_PROMPT.format(passage=passage, claim=_BRACKETS.sub("", claim)))]
-            ).get("replies") or []
-        except Exception as error:  # noqa: BLE001 - a failed judgement falls back to the offline check
+            replies = (
+                self.chat_generator.run(
+                    messages=[
+                        ChatMessage.from_user(_JUDGE_PROMPT.format(passage=passage, claim=_BRACKETS.sub("", claim)))
+                    ]
+                ).get("replies")
+                or []
+            )
+        except Exception as error:
             logger.warning("The coverage judge failed: {error}", error=error)
             return None
         words = re.findall(r"[a-z]+", " ".join(r.text or "" for r in replies if hasattr(r, "text")).lower())
@@ -244,12 +254,14 @@ class ClaimCoverage:
             (`text`, `covered`, `term_overlap`, `similarity`, `judged`, `citations` per claim), `uncovered`
             (the uncovered claims' text, citations removed) and `warnings`.
         """
-        claims = [s for s in sentences(answer) if not _REFUSAL.search(s) and len(claim_terms(s)) >= self.min_claim_terms]
+        claims = [
+            s for s in sentences(answer) if not _REFUSAL.search(s) and len(claim_terms(s)) >= self.min_claim_terms
+        ]
         if not claims:
             return {"coverage": None, "claims": [], "uncovered": [], "warnings": []}
-        everything = cited if cited is not None else [
-            d for c in parse_citations(answer) for d in documents if selects(c, d)
-        ]
+        everything = (
+            cited if cited is not None else [d for c in parse_citations(answer) for d in documents if selects(c, d)]
+        )
         supports = []
         for claim in claims:
             own = [d for c in parse_citations(claim) for d in documents if selects(c, d)]
@@ -266,13 +278,23 @@ class ClaimCoverage:
                     warnings.append("the judge LLM gave no verdict on a claim; it was checked offline")
                 else:
                     covered = judged
-            rows.append({
-                "text": _BRACKETS.sub("", claim).strip(), "covered": covered, "term_overlap": round(overlap, 4),
-                "similarity": round(sim, 4), "judged": judged,
-                "citations": [f"{d.meta.get('path', '')}:{d.meta.get('start_line', '')}-{d.meta.get('end_line', '')}" for d in docs],
-            })
+            rows.append(
+                {
+                    "text": _BRACKETS.sub("", claim).strip(),
+                    "covered": covered,
+                    "term_overlap": round(overlap, 4),
+                    "similarity": round(sim, 4),
+                    "judged": judged,
+                    "citations": [
+                        f"{d.meta.get('path', '')}:{d.meta.get('start_line', '')}-{d.meta.get('end_line', '')}"
+                        for d in docs
+                    ],
+                }
+            )
         coverage = sum(bool(r["covered"]) for r in rows) / len(rows)
         return {
-            "coverage": round(coverage, 4), "claims": rows,
-            "uncovered": [r["text"] for r in rows if not r["covered"]], "warnings": list(dict.fromkeys(warnings)),
+            "coverage": round(coverage, 4),
+            "claims": rows,
+            "uncovered": [r["text"] for r in rows if not r["covered"]],
+            "warnings": list(dict.fromkeys(warnings)),
         }

@@ -77,7 +77,8 @@ class FileRecorder:
         if not self.records_path:
             return {"recorded": 0, "forgotten": 0}
         checksums = {
-            f"{doc.meta.get('collection', '')}:{doc.meta.get('path', '')}": doc.meta.get("content_hash") for doc in files
+            f"{doc.meta.get('collection', '')}:{doc.meta.get('path', '')}": doc.meta.get("content_hash")
+            for doc in files
         }
         rows = [
             (*split_key(key), FileStat(**stat), checksums[key]) for key, stat in file_stats.items() if key in checksums

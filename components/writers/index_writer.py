@@ -77,6 +77,11 @@ class IndexWriter:
             self.document_store.delete_documents(stale_ids)
         if hasattr(self.document_store, "flush"):
             self.document_store.flush()
-        if self.optimize and optimize is not False and (written or stale_ids) and hasattr(self.document_store, "optimize"):
+        if (
+            self.optimize
+            and optimize is not False
+            and (written or stale_ids)
+            and hasattr(self.document_store, "optimize")
+        ):
             self.document_store.optimize()
         return {"written": written, "deleted": len(stale_ids)}

@@ -167,9 +167,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
         resolved_indexes = dict(DEFAULT_PAYLOAD_INDEXES if payload_indexes is None else payload_indexes)
         for field, schema in resolved_indexes.items():
             if schema not in SCHEMA_TYPES:
-                raise ValueError(
-                    f"payload_indexes['{field}'] must be one of {', '.join(SCHEMA_TYPES)}, got {schema!r}"
-                )
+                raise ValueError(f"payload_indexes['{field}'] must be one of {', '.join(SCHEMA_TYPES)}, got {schema!r}")
         if hnsw_m < 0:
             raise ValueError(f"hnsw_m must be >= 0, got {hnsw_m}")
         if hnsw_ef_construct < 4:
@@ -872,8 +870,19 @@ def _match(key: str, value: Any) -> Any:
 
 
 # What the engine says when a file of the shard cannot be read: the index is damaged, not the request wrong.
-_DAMAGE_SIGNS = ("io error", "not readable", "out of bounds", "failed to load", "deserializ", "corrupt",
-                 "unexpected end", "checksum", "no such file", "mmap", "invalid utf-8")
+_DAMAGE_SIGNS = (
+    "io error",
+    "not readable",
+    "out of bounds",
+    "failed to load",
+    "deserializ",
+    "corrupt",
+    "unexpected end",
+    "checksum",
+    "no such file",
+    "mmap",
+    "invalid utf-8",
+)
 
 
 @contextmanager

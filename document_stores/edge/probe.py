@@ -90,7 +90,7 @@ def _main(argv: list[str]) -> int:
                 if offset is None:
                     break
         shard.close()
-    except BaseException as error:  # noqa: BLE001 - the engine's panics derive from BaseException
+    except BaseException as error:
         print(f"{type(error).__name__}: {error}".splitlines()[0], file=sys.stderr)
         return 1
     print(count)

@@ -97,7 +97,9 @@ def quantization_config(quantization: str) -> Any:
     return None
 
 
-def edge_config(embedding_dim: int, similarity: str, use_sparse_embeddings: bool, sparse_idf: bool, layout: Layout) -> Any:
+def edge_config(
+    embedding_dim: int, similarity: str, use_sparse_embeddings: bool, sparse_idf: bool, layout: Layout
+) -> Any:
     """
     The engine configuration of a shard: a named dense vector, an optional IDF-weighted sparse one, the layout.
 

@@ -58,13 +58,15 @@ def run(
     :param progress: Called with an index run's report after each batch, or `None`.
     :returns: The exit code.
     """
-    print = partial(_print, file=out)  # noqa: A001 - every line of a command goes to `out`
+    print = partial(_print, file=out)
     if args.command == "migrate":
         from needle.facade.migration import migrate
 
         done = migrate(needle.local("needle migrate"), args.to, args.collection, progress=sys.stderr.isatty())
-        print(f"copied {done['copied']} chunks to {done['url']} (collection {done['collection']}); "
-              f"use it with NEEDLE_STORE__URL={done['url']} NEEDLE_STORE__COLLECTION={done['collection']}")
+        print(
+            f"copied {done['copied']} chunks to {done['url']} (collection {done['collection']}); "
+            f"use it with NEEDLE_STORE__URL={done['url']} NEEDLE_STORE__COLLECTION={done['collection']}"
+        )
     elif args.command == "collection":
         if args.action == "add":
             from needle.core.file_formats import (
@@ -76,7 +78,9 @@ def run(
             c = needle.collections.add(
                 args.path, args.name, include=include, language=args.language, allow_overlap=args.allow_overlap
             )
-            print(f"collection '{c.name}' → {c.root} ({', '.join(c.include)}; language {c.language}); run `needle index` to index it")
+            print(
+                f"collection '{c.name}' → {c.root} ({', '.join(c.include)}; language {c.language}); run `needle index` to index it"
+            )
         elif args.action == "list":
             collections = needle.collections.load()
             if not collections:
@@ -87,22 +91,43 @@ def run(
             deleted = needle.remove_collection(args.name)
             print(f"removed collection '{args.name}' and {deleted} chunks")
     elif args.command == "index":
-        report = needle.index(args.names, rebuild=args.rebuild, overrides=_overrides(args.set), paths=args.paths, progress=progress)
+        report = needle.index(
+            args.names, rebuild=args.rebuild, overrides=_overrides(args.set), paths=args.paths, progress=progress
+        )
         print(output.index_report(report, args.json))
     elif args.command in SEARCH_COMMANDS:
         answer = needle.search(
-            " ".join(args.query), pipeline=args.pipeline, top_k=args.limit, collections=args.collections,
-            min_score=args.min_score, chunks=args.chunks, expand=getattr(args, "expand", None),
-            rerank=getattr(args, "rerank", None), explain=args.explain,
-            overrides=_overrides(args.set), filters=_filters(args), decompose=getattr(args, "decompose", None),
+            " ".join(args.query),
+            pipeline=args.pipeline,
+            top_k=args.limit,
+            collections=args.collections,
+            min_score=args.min_score,
+            chunks=args.chunks,
+            expand=getattr(args, "expand", None),
+            rerank=getattr(args, "rerank", None),
+            explain=args.explain,
+            overrides=_overrides(args.set),
+            filters=_filters(args),
+            decompose=getattr(args, "decompose", None),
         )
         print(output.search_answer(answer, args.format, explain=args.explain))
     elif args.command == "answer":
-        print(output.answer_text(needle.answer(
-            " ".join(args.question), top_k=args.limit, collections=args.collections, min_score=args.min_score,
-            pipeline=args.pipeline, overrides=_overrides(args.set), filters=_filters(args), decompose=args.decompose,
-            retry=args.retry,
-        ), args.json))
+        print(
+            output.answer_text(
+                needle.answer(
+                    " ".join(args.question),
+                    top_k=args.limit,
+                    collections=args.collections,
+                    min_score=args.min_score,
+                    pipeline=args.pipeline,
+                    overrides=_overrides(args.set),
+                    filters=_filters(args),
+                    decompose=args.decompose,
+                    retry=args.retry,
+                ),
+                args.json,
+            )
+        )
     elif args.command == "context":
         if args.action == "add":
             needle.collections.select([args.prefix.strip().strip("/").split("/")[0]])

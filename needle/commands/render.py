@@ -71,8 +71,20 @@ def _safe(render: Callable[..., str]) -> Callable[..., str]:
         return terminal_safe(render(*args, **kwargs))
 
     return wrapper
+
+
 _CSV_FIELDS = (
-    "docid", "score", "collection", "path", "start_line", "end_line", "title", "heading_path", "snippet", "page", "anchor",
+    "docid",
+    "score",
+    "collection",
+    "path",
+    "start_line",
+    "end_line",
+    "title",
+    "heading_path",
+    "snippet",
+    "page",
+    "anchor",
     "confidence",
 )
 
@@ -97,11 +109,22 @@ def search_answer(answer: SearchAnswer, fmt: str = "text", explain: bool = False
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(_CSV_FIELDS)
         for h in answer.results:
-            writer.writerow([
-                h.docid, f"{h.score:.4f}", h.collection, h.path, h.start_line, h.end_line, h.title,
-                " › ".join(h.heading_path), h.snippet, "" if h.page is None else h.page, h.anchor,
-                "" if answer.confidence is None else f"{answer.confidence:.4f}",
-            ])
+            writer.writerow(
+                [
+                    h.docid,
+                    f"{h.score:.4f}",
+                    h.collection,
+                    h.path,
+                    h.start_line,
+                    h.end_line,
+                    h.title,
+                    " › ".join(h.heading_path),
+                    h.snippet,
+                    "" if h.page is None else h.page,
+                    h.anchor,
+                    "" if answer.confidence is None else f"{answer.confidence:.4f}",
+                ]
+            )
         return out.getvalue().rstrip("\n")
     if fmt == "files":
         return "\n".join(dict.fromkeys(_name(f"{h.collection}/{h.path}") for h in answer.results))
@@ -126,11 +149,16 @@ def _where(h: Any) -> str:
 def _self_query_lines(answer: SearchAnswer, explain: bool) -> list[str]:
     """What the question said to filter by (with --explain), and always when the search fell back."""
     read = answer.self_query
-    if read is None or not (read.fallback or explain and (read.applied or read.recent or read.query != read.original)):
+    if read is None or not (
+        read.fallback or (explain and (read.applied or read.recent or read.query != read.original))
+    ):
         return []
     lines = []
     if explain:
-        lines.append(f"self-query: searched {read.query!r}" + (f" (asked {read.original!r})" if read.query != read.original else ""))
+        lines.append(
+            f"self-query: searched {read.query!r}"
+            + (f" (asked {read.original!r})" if read.query != read.original else "")
+        )
         for key, value in read.filters.items():
             lines.append(f"  {key}: {json.dumps(value, default=str)}")
         if read.must_contain:
@@ -165,7 +193,12 @@ def _text(answer: SearchAnswer, explain: bool) -> str:
     warnings = [f"warning: {w}" for w in answer.warnings]
     if not answer.results:
         return "\n".join([*header, f"no results ({answer.label})", *warnings])
-    lines = header + [_trust(answer.label, answer.confidence), *warnings, *(_query_trace(answer) if explain else []), ""]
+    lines = header + [
+        _trust(answer.label, answer.confidence),
+        *warnings,
+        *(_query_trace(answer) if explain else []),
+        "",
+    ]
     for rank, h in enumerate(answer.results, 1):
         lines.append(f"{rank:>2}. {h.docid} {_place(h)}  score {h.score:.4f}")
         lines.append(f"    {_where(h)}")
@@ -190,8 +223,7 @@ def _markdown(answer: SearchAnswer, explain: bool) -> str:
     lines = [f"> {_trust(answer.label, answer.confidence)}", *[f"> warning: {w}" for w in answer.warnings]]
     lines += [f"> {line}" for line in (_query_trace(answer) if explain else [])] + [""]
     for rank, h in enumerate(answer.results, 1):
-        lines.append(f"{rank}. **{h.title}** — `{_place(h)}` "
-                     f"({h.docid}, score {h.score:.4f})")
+        lines.append(f"{rank}. **{h.title}** — `{_place(h)}` ({h.docid}, score {h.score:.4f})")
         if h.context:
             lines.append(f"   _{h.context}_")
         lines.append("")
@@ -252,8 +284,10 @@ def index_run_line(run: dict[str, Any]) -> str:
         where = f"{run['phase']}: {run['files_read']} of {run['files_pending']} files read in {run['batches']} batches"
     else:
         where = "indexing the first batch" if run["phase"] == "indexing" else run["phase"]
-    return (f"index run under way for {', '.join(run['collections']) or 'no collection'} "
-            f"({where}, {max(0, round(time.time() - run['started']))} s so far)")
+    return (
+        f"index run under way for {', '.join(run['collections']) or 'no collection'} "
+        f"({where}, {max(0, round(time.time() - run['started']))} s so far)"
+    )
 
 
 @_safe
@@ -274,8 +308,11 @@ def index_report(report: dict[str, Any], as_json: bool) -> str:
         f"{report['chunks_deleted']} deleted; {report['files_embedded']} whole files embedded; "
         f"{report['texts_embedded']} texts embedded in {report['batches']} batches"
     ]
-    lines += [f"  {kind} {_name(i.get('collection', '') + '/' + i.get('path', ''))}: {_name(i.get('reason', ''))}"
-              for kind, key in (("skipped", "skipped"), ("warning", "warnings")) for i in report[key]]
+    lines += [
+        f"  {kind} {_name(i.get('collection', '') + '/' + i.get('path', ''))}: {_name(i.get('reason', ''))}"
+        for kind, key in (("skipped", "skipped"), ("warning", "warnings"))
+        for i in report[key]
+    ]
     lines += [f"  moved the damaged store aside to {path}" for path in report.get("set_aside", [])]
     return "\n".join(lines)
 
@@ -305,16 +342,21 @@ def status_text(status: dict[str, Any], as_json: bool) -> str:
         return json.dumps(status, indent=2)
     provider = status.get("embedding_provider", "fastembed")
     served = "" if provider == "fastembed" else f" (served by {provider})"
-    lines = [f"store: {status['store']}", f"embedding model: {status['embedding_model']}{served}",
-             f"sparse model: {status['sparse_model']}"]
+    lines = [
+        f"store: {status['store']}",
+        f"embedding model: {status['embedding_model']}{served}",
+        f"sparse model: {status['sparse_model']}",
+    ]
     if not status["collections"]:
         lines.append("no collections yet: add one with `needle collection add PATH --name NAME`")
     for c in status["collections"]:
         lines.append(f"  {c['name']}: {c['files']} files, {c['chunks']} chunks ({c['root']})")
         lines += _filterable_lines(c)
     for name, chunks in (status.get("orphaned") or {}).items():
-        lines.append(f"  {name or '(no collection)'}: {chunks} chunks of a collection no longer listed; "
-                     "`needle index` drops them")
+        lines.append(
+            f"  {name or '(no collection)'}: {chunks} chunks of a collection no longer listed; "
+            "`needle index` drops them"
+        )
     layout = status.get("index_layout")
     if layout:
         placed = [name for name in ("vectors", "hnsw", "sparse", "payload") if layout.get(f"{name}_on_disk")]
@@ -364,9 +406,14 @@ def check_report(report: dict[str, Any], as_json: bool) -> str:
         )
     if report["problems"]:
         damaged = report.get("damaged", True)
-        lines += [problem if problem.startswith(("lost: ", "orphaned: ")) else f"damaged: {problem}" for problem in report["problems"]]
+        lines += [
+            problem if problem.startswith(("lost: ", "orphaned: ")) else f"damaged: {problem}"
+            for problem in report["problems"]
+        ]
         if damaged:
-            lines.append("run `needle index --rebuild` to rebuild the index from your notes (a damaged store is moved aside)")
+            lines.append(
+                "run `needle index --rebuild` to rebuild the index from your notes (a damaged store is moved aside)"
+            )
         else:
             lines.append(
                 f"{len(report.get('lost', []))} files lost data, {len(report.get('orphaned', []))} files left orphaned data: "
@@ -423,7 +470,9 @@ def file_list(files: list[dict[str, Any]], as_json: bool) -> str:
         return json.dumps(files, indent=2, ensure_ascii=False)
     if not files:
         return "no indexed files (run `needle index`)"
-    return "\n".join(f"{_name(f['collection'] + '/' + f['path'])}\t{f['chunks']} chunks\t{_name(f['title'])}" for f in files)
+    return "\n".join(
+        f"{_name(f['collection'] + '/' + f['path'])}\t{f['chunks']} chunks\t{_name(f['title'])}" for f in files
+    )
 
 
 @_safe
@@ -437,6 +486,15 @@ def file_batch(batch: Any, as_json: bool) -> str:
 
 
 __all__ = [
-    "FORMATS", "search_answer", "answer_text", "index_report", "status_text", "optimize_report", "backup_report",
-    "file_list", "file_batch", "terminal_safe", "escape_logs",
+    "FORMATS",
+    "answer_text",
+    "backup_report",
+    "escape_logs",
+    "file_batch",
+    "file_list",
+    "index_report",
+    "optimize_report",
+    "search_answer",
+    "status_text",
+    "terminal_safe",
 ]

@@ -102,14 +102,17 @@ class FilterValues(BaseModel):
         return {key: value for key, value in self.model_dump().items() if value is not None}
 
 
-_NOW = Param("now", str, "Reference time of relative dates and recency (ISO; default now)", max_chars=requests.MAX_DATE_CHARS)
+_NOW = Param(
+    "now", str, "Reference time of relative dates and recency (ISO; default now)", max_chars=requests.MAX_DATE_CHARS
+)
 if TYPE_CHECKING:
     SearchFilters = FilterValues
 else:
     # The facade's filters (`needle.core.results.SearchFilters`): the declared filters and the reference time, typed
     # but not limited (the query graph's `SearchRequest` checks the limits, with the facade's error messages).
     SearchFilters = create_model(
-        "SearchFilters", __base__=FilterValues,
+        "SearchFilters",
+        __base__=FilterValues,
         **{p.name: ({list: list[str]}.get(p.kind, p.kind) | None, field(p)) for p in (*requests.FILTERS, _NOW)},
     )
 
@@ -146,8 +149,26 @@ def input_schema(model: type[ToolArguments]) -> dict[str, Any]:
 
 
 __all__ = [
-    "CompactSchema", "DEFAULT_MAX_BYTES", "FilterValues", "GetArguments", "IndexArguments",
-    "MAX_BYTES", "MAX_LIMIT", "MAX_LINES", "MAX_QUERY_CHARS", "MAX_REF_CHARS", "MultiGetArguments",
-    "QueryArguments", "SearchArguments", "SearchFilters", "StatusArguments", "TOOLS", "ToolArguments",
-    "VSearchArguments", "annotation", "arguments_model", "field", "input_schema",
+    "DEFAULT_MAX_BYTES",
+    "MAX_BYTES",
+    "MAX_LIMIT",
+    "MAX_LINES",
+    "MAX_QUERY_CHARS",
+    "MAX_REF_CHARS",
+    "TOOLS",
+    "CompactSchema",
+    "FilterValues",
+    "GetArguments",
+    "IndexArguments",
+    "MultiGetArguments",
+    "QueryArguments",
+    "SearchArguments",
+    "SearchFilters",
+    "StatusArguments",
+    "ToolArguments",
+    "VSearchArguments",
+    "annotation",
+    "arguments_model",
+    "field",
+    "input_schema",
 ]

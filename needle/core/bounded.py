@@ -30,7 +30,9 @@ T = TypeVar("T")
 # Modules the server process imports once, so that each child starts with them loaded.
 # (a converter's library that is not installed is passed over; `Extractor` says what to install).
 PRELOAD = [
-    "needle.core.file_formats", "haystack.components.converters.docx", "haystack.components.converters.pypdf",
+    "needle.core.file_formats",
+    "haystack.components.converters.docx",
+    "haystack.components.converters.pypdf",
     "haystack.components.converters.html",
 ]
 # How close to its memory limit a failing call must have come for the failure to be the limit's.
@@ -51,7 +53,11 @@ class Bounds:
     max_memory_mb: int = 1024
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_seconds, bool) or not isinstance(self.max_seconds, (int, float)) or self.max_seconds <= 0:
+        if (
+            isinstance(self.max_seconds, bool)
+            or not isinstance(self.max_seconds, (int, float))
+            or self.max_seconds <= 0
+        ):
             raise ValueError(f"max_seconds must be a number > 0, got {self.max_seconds!r}")
         if isinstance(self.max_memory_mb, bool) or not isinstance(self.max_memory_mb, int) or self.max_memory_mb <= 0:
             raise ValueError(f"max_memory_mb must be an integer > 0, got {self.max_memory_mb!r}")
@@ -118,7 +124,7 @@ def _child(sender: Any, func: Callable[..., Any], args: tuple[Any, ...], max_mem
         result: tuple[bool, Any] = (True, func(*args))
     except MemoryError:
         result = (False, too_big)
-    except BaseException as error:  # noqa: BLE001 - handed to the parent, which raises it
+    except BaseException as error:
         # A C library that could not allocate often says something else ("error return without exception
         # set"): a failure at the edge of the limit is the limit's.
         result = (False, too_big if base and _peak_address_space() > limit - _MARGIN else error)
@@ -126,7 +132,7 @@ def _child(sender: Any, func: Callable[..., Any], args: tuple[Any, ...], max_mem
         sender.send(result)
     except MemoryError:
         sender.send((False, OutOfBounds(f"needs more than {max_memory_mb} MB of memory (max_memory_mb)")))
-    except Exception as error:  # noqa: BLE001 - an exception that does not pickle: its message does
+    except Exception as error:
         sender.send((False, RuntimeError(str(error) or type(error).__name__)))
     finally:
         sender.close()

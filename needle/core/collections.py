@@ -143,7 +143,9 @@ class CollectionRegistry:
         if not allow_overlap:
             _refuse_overlap(folder, name, collections)
         language = language or (existing.language if existing else AUTO)
-        collection = Collection(name=name, root=str(folder), include=list(include or DEFAULT_INCLUDE), language=language)
+        collection = Collection(
+            name=name, root=str(folder), include=list(include or DEFAULT_INCLUDE), language=language
+        )
         collections[name] = collection
         self.save(collections)
         return collection

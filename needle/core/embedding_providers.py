@@ -158,6 +158,15 @@ def dimension(settings: Settings, recorded: dict[str, Any] | None = None) -> int
 
 
 __all__ = [
-    "DEFAULT_URLS", "KNOWN_PREFIXES", "SERVED_TYPES", "dimension", "is_served", "known_prefixes", "prefixes",
-    "served_embedder", "served_params", "served_type", "server_url",
+    "DEFAULT_URLS",
+    "KNOWN_PREFIXES",
+    "SERVED_TYPES",
+    "dimension",
+    "is_served",
+    "known_prefixes",
+    "prefixes",
+    "served_embedder",
+    "served_params",
+    "served_type",
+    "server_url",
 ]

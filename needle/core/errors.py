@@ -81,4 +81,12 @@ def llm_error(settings: object, error: BaseException) -> LLMError:
     )
 
 
-__all__ = ["EXIT_CODE_HEADER", "LLMError", "RemoteFailure", "is_graph_error", "is_lock_error", "llm_error", "root_cause"]
+__all__ = [
+    "EXIT_CODE_HEADER",
+    "LLMError",
+    "RemoteFailure",
+    "is_graph_error",
+    "is_lock_error",
+    "llm_error",
+    "root_cause",
+]

@@ -269,14 +269,14 @@ def _decrypted(reader: Any) -> bool:
     """Whether an encrypted PDF opens without a password (pypdf tries the empty one)."""
     try:
         return bool(reader.decrypt(""))
-    except Exception:  # noqa: BLE001 - pypdf raises several kinds for an unsupported or broken encryption
+    except Exception:
         return False
 
 
 def _pdf_title(reader: Any) -> str:
     try:
         title = (reader.metadata or {}).get("/Title")
-    except Exception:  # noqa: BLE001 - a broken info dictionary is no reason to skip the text
+    except Exception:
         return ""
     return str(title or "").strip()
 
@@ -356,7 +356,7 @@ def _style_name(paragraph: Any, cache: dict[int, dict[str, str]]) -> str:
             cache.clear()
             cache[id(part)] = {style.style_id: str(style.name or "") for style in part.styles}
         return cache[id(part)].get(style_id, "")
-    except Exception:  # noqa: BLE001 - a broken style reference leaves the paragraph as plain text
+    except Exception:
         return ""
 
 
@@ -377,7 +377,7 @@ def find_section(text: str, section: str) -> tuple[int, int] | None:
         if not wanted or not wanted[-1]:
             continue
         for index, (number, level, path) in enumerate(headings):
-            if path[-len(wanted):] != wanted:
+            if path[-len(wanted) :] != wanted:
                 continue
             end = next((n - 1 for n, lvl, _ in headings[index + 1 :] if lvl <= level), len(lines))
             while end > number and not lines[end - 1].strip():

@@ -132,7 +132,10 @@ class FileRecords:
         found: dict[str, FileRecord] = {}
         with self._connect() as db:
             if paths is None:
-                rows = db.execute("SELECT path, size, mtime_ns, ctime_ns, inode, checksum FROM files WHERE collection = ?", (collection,))
+                rows = db.execute(
+                    "SELECT path, size, mtime_ns, ctime_ns, inode, checksum FROM files WHERE collection = ?",
+                    (collection,),
+                )
                 found.update((r[0], FileRecord(FileStat(*r[1:5]), r[5])) for r in rows)
                 return found
             wanted = list(paths)
@@ -203,7 +206,9 @@ class FileRecords:
         if not self.path.exists():
             return False
         with self._connect() as db:
-            return db.execute("SELECT 1 FROM signatures WHERE key = ?", (f"listed:{collection}",)).fetchone() is not None
+            return (
+                db.execute("SELECT 1 FROM signatures WHERE key = ?", (f"listed:{collection}",)).fetchone() is not None
+            )
 
     def signed(self, key: str) -> bool:
         """Whether a signature is recorded under `key` (e.g. `collection:notes`: an index run took that collection)."""
@@ -230,7 +235,10 @@ class FileRecords:
             return row is not None
 
     def note_problems(
-        self, handled: Iterable[tuple[str, str]], problems: Iterable[tuple[str, str, str, str]], listing: Iterable[str] = ()
+        self,
+        handled: Iterable[tuple[str, str]],
+        problems: Iterable[tuple[str, str, str, str]],
+        listing: Iterable[str] = (),
     ) -> None:
         """
         Replace what is known of the problems of the files a batch handled.

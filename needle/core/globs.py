@@ -24,7 +24,7 @@ _GLOBSTAR = "**"  # a pattern segment that matches zero or more whole path parts
 class _Class:
     """A `[...]` character class: characters and ranges, negated by a leading `!`."""
 
-    __slots__ = ("chars", "ranges", "negated")
+    __slots__ = ("chars", "negated", "ranges")
 
     def __init__(self, body: str) -> None:
         self.negated = body.startswith("!")
@@ -117,7 +117,7 @@ class _Piece:
 class _Segment:
     """One pattern segment without `**`, matched against one path part."""
 
-    __slots__ = ("pieces", "literal")
+    __slots__ = ("literal", "pieces")
 
     def __init__(self, segment: str) -> None:
         atoms = _parse_segment(segment)
@@ -180,7 +180,7 @@ class Glob:
     ```
     """
 
-    __slots__ = ("pattern", "_segments", "_closure")
+    __slots__ = ("_closure", "_segments", "pattern")
 
     def __init__(self, pattern: str) -> None:
         """

@@ -26,8 +26,24 @@ from typing import Any
 
 # fastembed's Bm25 stemmers (Snowball, via py-rust-stemmers).
 SNOWBALL = (
-    "arabic", "danish", "dutch", "english", "finnish", "french", "german", "greek", "hungarian", "italian",
-    "norwegian", "portuguese", "romanian", "russian", "spanish", "swedish", "tamil", "turkish",
+    "arabic",
+    "danish",
+    "dutch",
+    "english",
+    "finnish",
+    "french",
+    "german",
+    "greek",
+    "hungarian",
+    "italian",
+    "norwegian",
+    "portuguese",
+    "romanian",
+    "russian",
+    "spanish",
+    "swedish",
+    "tamil",
+    "turkish",
 )
 CJK = ("chinese", "japanese", "korean")
 LANGUAGES = tuple(sorted(SNOWBALL + CJK))
@@ -41,10 +57,27 @@ FOLDED = ("dutch", "french", "italian", "portuguese", "romanian", "spanish")
 COMPOUNDS = ("affixes", "ngrams", "none")
 
 ISO_CODES = {
-    "arabic": "ar", "chinese": "zh", "danish": "da", "dutch": "nl", "english": "en", "finnish": "fi",
-    "french": "fr", "german": "de", "greek": "el", "hungarian": "hu", "italian": "it", "japanese": "ja",
-    "korean": "ko", "norwegian": "no", "portuguese": "pt", "romanian": "ro", "russian": "ru", "spanish": "es",
-    "swedish": "sv", "tamil": "ta", "turkish": "tr",
+    "arabic": "ar",
+    "chinese": "zh",
+    "danish": "da",
+    "dutch": "nl",
+    "english": "en",
+    "finnish": "fi",
+    "french": "fr",
+    "german": "de",
+    "greek": "el",
+    "hungarian": "hu",
+    "italian": "it",
+    "japanese": "ja",
+    "korean": "ko",
+    "norwegian": "no",
+    "portuguese": "pt",
+    "romanian": "ro",
+    "russian": "ru",
+    "spanish": "es",
+    "swedish": "sv",
+    "tamil": "ta",
+    "turkish": "tr",
 }
 _BY_CODE = {code: language for language, code in ISO_CODES.items()}
 
@@ -326,7 +359,26 @@ def main_languages(counts: Mapping[str, int], min_share: float) -> list[str]:
 
 
 __all__ = [
-    "AUTO", "CJK", "CLEAR", "COMPOUNDS", "DEFAULT", "FOLDED", "ISO_CODES", "LANGUAGES", "SNOWBALL", "FoldingStemmer",
-    "bm25_kwargs", "check_compounds", "check_language", "chunk_language", "cjk_pairs", "compound_parts", "detect",
-    "fold", "identify", "main_languages", "prepare", "script_language",
+    "AUTO",
+    "CJK",
+    "CLEAR",
+    "COMPOUNDS",
+    "DEFAULT",
+    "FOLDED",
+    "ISO_CODES",
+    "LANGUAGES",
+    "SNOWBALL",
+    "FoldingStemmer",
+    "bm25_kwargs",
+    "check_compounds",
+    "check_language",
+    "chunk_language",
+    "cjk_pairs",
+    "compound_parts",
+    "detect",
+    "fold",
+    "identify",
+    "main_languages",
+    "prepare",
+    "script_language",
 ]

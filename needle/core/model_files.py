@@ -41,7 +41,9 @@ _TOKENIZER_FILES = {
 }
 # The model was trained on 256 tokens; fastembed truncates at the smaller of model_max_length and max_length.
 _MAX_LENGTH = 256
-_STOPWORDS = Path(str(importlib.resources.files("haystack_integrations.components.needle") / "data" / "english_stopwords.txt"))
+_STOPWORDS = Path(
+    str(importlib.resources.files("haystack_integrations.components.needle") / "data" / "english_stopwords.txt")
+)
 _MARKER = ".needle-provisioned"
 
 
@@ -95,9 +97,7 @@ def bm25_model_dir(model_dir: Path) -> Path:
 
 
 def _dense_complete(folder: Path) -> bool:
-    return (folder / _MARKER).exists() and all(
-        (folder / name).exists() for name in ["model.onnx", *_TOKENIZER_FILES]
-    )
+    return (folder / _MARKER).exists() and all((folder / name).exists() for name in ["model.onnx", *_TOKENIZER_FILES])
 
 
 def _provision_dense(folder: Path) -> bool:

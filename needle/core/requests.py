@@ -87,7 +87,9 @@ class Param:
             return ""
         each = "each " if self.kind is list else "keys " if self.kind is dict else ""
         low = self.min_chars or 0
-        return f"{each}{low} to {self.max_chars} characters" if low > 1 else f"{each}at most {self.max_chars} characters"
+        return (
+            f"{each}{low} to {self.max_chars} characters" if low > 1 else f"{each}at most {self.max_chars} characters"
+        )
 
     def refusal(self, value: Any) -> str | None:
         """
@@ -139,38 +141,119 @@ def named(params: tuple[Param, ...]) -> dict[str, Param]:
 
 # ---- search ------------------------------------------------------------------------------------------
 QUERY_TEXT = Param(
-    "query", str, "Words or a question", required=True, min_chars=1, max_chars=MAX_QUERY_CHARS, graph="query",
-    flags=(), nargs="+",
+    "query",
+    str,
+    "Words or a question",
+    required=True,
+    min_chars=1,
+    max_chars=MAX_QUERY_CHARS,
+    graph="query",
+    flags=(),
+    nargs="+",
 )
 COLLECTIONS = Param(
-    "collections", list, "Only these collections (names from status)", min_chars=1, max_chars=MAX_COLLECTION_CHARS,
-    graph="collections", flags=("-c", "--collection"), metavar="NAME",
+    "collections",
+    list,
+    "Only these collections (names from status)",
+    min_chars=1,
+    max_chars=MAX_COLLECTION_CHARS,
+    graph="collections",
+    flags=("-c", "--collection"),
+    metavar="NAME",
 )
-LIMIT = Param("limit", int, "How many results", default=DEFAULT_LIMIT, low=1, high=MAX_LIMIT, graph="top_k", flags=("-n",), metavar="N")
+LIMIT = Param(
+    "limit",
+    int,
+    "How many results",
+    default=DEFAULT_LIMIT,
+    low=1,
+    high=MAX_LIMIT,
+    graph="top_k",
+    flags=("-n",),
+    metavar="N",
+)
 MIN_SCORE = Param("min_score", float, "Drop results scoring below this", default=0.0, low=0.0, graph="min_score")
-FULL = Param("full", bool, "Add each result's whole chunk as text (default: snippet only)", default=False, cli=False, http=False)
+FULL = Param(
+    "full", bool, "Add each result's whole chunk as text (default: snippet only)", default=False, cli=False, http=False
+)
 CHUNKS = Param("chunks", bool, "Every matching chunk, not one result per file", default=False, graph="chunks")
 EXPLAIN = Param("explain", bool, "Add each result's rank and score at every stage", default=False)
 FILTERS = (
-    Param("tags", list, "Only notes with all these tags", min_chars=1, max_chars=MAX_TAG_CHARS, graph="tags",
-          flags=("--tag",), metavar="TAG"),
-    Param("tags_any", list, "Only notes with at least one of these tags", min_chars=1, max_chars=MAX_TAG_CHARS,
-          graph="tags_any", flags=("--tag-any",), metavar="TAG"),
-    Param("tags_none", list, "Only notes with none of these tags", min_chars=1, max_chars=MAX_TAG_CHARS,
-          graph="tags_none", flags=("--tag-none",), metavar="TAG"),
-    Param("path", str, "Only notes under this folder (runbooks/) or glob", min_chars=1, max_chars=MAX_REF_CHARS,
-          graph="path", metavar="FOLDER|GLOB"),
-    Param("where", list, "Frontmatter conditions: status=draft, priority>=2, a|b", min_chars=MIN_WHERE_CHARS,
-          max_chars=MAX_WHERE_CHARS, graph="where", metavar="FIELD=VALUE"),
-    Param("after", str, "Only notes dated on or after: 2024-05-01, last week", min_chars=1, max_chars=MAX_DATE_CHARS,
-          graph="after", metavar="DATE"),
-    Param("before", str, "Only notes dated before this", min_chars=1, max_chars=MAX_DATE_CHARS, graph="before",
-          metavar="DATE"),
+    Param(
+        "tags",
+        list,
+        "Only notes with all these tags",
+        min_chars=1,
+        max_chars=MAX_TAG_CHARS,
+        graph="tags",
+        flags=("--tag",),
+        metavar="TAG",
+    ),
+    Param(
+        "tags_any",
+        list,
+        "Only notes with at least one of these tags",
+        min_chars=1,
+        max_chars=MAX_TAG_CHARS,
+        graph="tags_any",
+        flags=("--tag-any",),
+        metavar="TAG",
+    ),
+    Param(
+        "tags_none",
+        list,
+        "Only notes with none of these tags",
+        min_chars=1,
+        max_chars=MAX_TAG_CHARS,
+        graph="tags_none",
+        flags=("--tag-none",),
+        metavar="TAG",
+    ),
+    Param(
+        "path",
+        str,
+        "Only notes under this folder (runbooks/) or glob",
+        min_chars=1,
+        max_chars=MAX_REF_CHARS,
+        graph="path",
+        metavar="FOLDER|GLOB",
+    ),
+    Param(
+        "where",
+        list,
+        "Frontmatter conditions: status=draft, priority>=2, a|b",
+        min_chars=MIN_WHERE_CHARS,
+        max_chars=MAX_WHERE_CHARS,
+        graph="where",
+        metavar="FIELD=VALUE",
+    ),
+    Param(
+        "after",
+        str,
+        "Only notes dated on or after: 2024-05-01, last week",
+        min_chars=1,
+        max_chars=MAX_DATE_CHARS,
+        graph="after",
+        metavar="DATE",
+    ),
+    Param(
+        "before",
+        str,
+        "Only notes dated before this",
+        min_chars=1,
+        max_chars=MAX_DATE_CHARS,
+        graph="before",
+        metavar="DATE",
+    ),
     Param("recent", bool, "Rank newer notes higher (default: if the query asks)", graph="recent"),
     Param("self_query", bool, "Read filters out of the query text (default on)", graph="self_query"),
 )
 RUN_INPUTS = Param(
-    "set", dict, 'Graph run inputs, e.g. {"bm25_retriever.top_k": 80}', max_chars=MAX_RUN_INPUT_CHARS, cli=False,
+    "set",
+    dict,
+    'Graph run inputs, e.g. {"bm25_retriever.top_k": 80}',
+    max_chars=MAX_RUN_INPUT_CHARS,
+    cli=False,
 )
 SWITCHES = (
     Param("expand", bool, "Query expansion on/off (default: configured)", graph="expand"),
@@ -179,7 +262,14 @@ SWITCHES = (
 )
 SEARCH = (
     replace(QUERY_TEXT, help='Words to find; #tag, in:folder/, field:value, "phrase", -word, dates work'),
-    COLLECTIONS, LIMIT, MIN_SCORE, FULL, CHUNKS, EXPLAIN, *FILTERS, RUN_INPUTS,
+    COLLECTIONS,
+    LIMIT,
+    MIN_SCORE,
+    FULL,
+    CHUNKS,
+    EXPLAIN,
+    *FILTERS,
+    RUN_INPUTS,
 )
 VSEARCH = (replace(QUERY_TEXT, help="A question or description; notes may use other words"), *SEARCH[1:])
 QUERY = (QUERY_TEXT, *SEARCH[1:], *SWITCHES)
@@ -200,29 +290,81 @@ ANSWER = (
 # The CLI names them its own way: `needle index NAME... --path PATH`.
 INDEX = (
     replace(COLLECTIONS, help="Collections to index (default all)", graph=None, cli=False),
-    Param("paths", list, "Only these files: absolute or relative to a collection root", min_chars=1,
-          max_chars=MAX_REF_CHARS, max_items=MAX_LIMIT, cli=False),
+    Param(
+        "paths",
+        list,
+        "Only these files: absolute or relative to a collection root",
+        min_chars=1,
+        max_chars=MAX_REF_CHARS,
+        max_items=MAX_LIMIT,
+        cli=False,
+    ),
 )
 
 # ---- files -------------------------------------------------------------------------------------------
 GET = (
-    Param("ref", str, "A result's path (collection/path), #docid or anchor", required=True, min_chars=1,
-          max_chars=MAX_REF_CHARS, flags=()),
+    Param(
+        "ref",
+        str,
+        "A result's path (collection/path), #docid or anchor",
+        required=True,
+        min_chars=1,
+        max_chars=MAX_REF_CHARS,
+        flags=(),
+    ),
     Param("from_line", int, "First line to return (1-based)", default=1, low=1, cli=False),
     Param("max_lines", int, "How many lines (default: to the end)", low=1, high=MAX_LINES, cli=False),
 )
 MULTI_GET = (
-    Param("pattern", str, "A glob over collection/path, e.g. notes/howto/*.md (or give refs)", min_chars=1,
-          max_chars=MAX_REF_CHARS, cli=False),
-    Param("refs", list, "Paths or #docids from results (or give pattern)", min_chars=1, max_chars=MAX_REF_CHARS,
-          cli=False),
-    Param("max_bytes", int, "Larger files are listed under skipped, not read", default=DEFAULT_MAX_BYTES, low=1,
-          high=MAX_BYTES),
+    Param(
+        "pattern",
+        str,
+        "A glob over collection/path, e.g. notes/howto/*.md (or give refs)",
+        min_chars=1,
+        max_chars=MAX_REF_CHARS,
+        cli=False,
+    ),
+    Param(
+        "refs", list, "Paths or #docids from results (or give pattern)", min_chars=1, max_chars=MAX_REF_CHARS, cli=False
+    ),
+    Param(
+        "max_bytes",
+        int,
+        "Larger files are listed under skipped, not read",
+        default=DEFAULT_MAX_BYTES,
+        low=1,
+        high=MAX_BYTES,
+    ),
 )
 
 __all__ = [
-    "ANSWER", "COLLECTIONS", "DEFAULT_LIMIT", "DEFAULT_MAX_BYTES", "FILTERS", "GET", "INDEX", "LIMIT", "MAX_BYTES",
-    "MAX_COLLECTION_CHARS", "MAX_DATE_CHARS", "MAX_LIMIT", "MAX_LINES", "MAX_QUERY_CHARS", "MAX_REF_CHARS",
-    "MAX_RUN_INPUT_CHARS", "MAX_TAG_CHARS", "MAX_WHERE_CHARS", "MIN_SCORE", "MIN_WHERE_CHARS", "MULTI_GET", "Param", "number",
-    "QUERY", "SEARCH", "SEARCHES", "SWITCHES", "VSEARCH", "named",
+    "ANSWER",
+    "COLLECTIONS",
+    "DEFAULT_LIMIT",
+    "DEFAULT_MAX_BYTES",
+    "FILTERS",
+    "GET",
+    "INDEX",
+    "LIMIT",
+    "MAX_BYTES",
+    "MAX_COLLECTION_CHARS",
+    "MAX_DATE_CHARS",
+    "MAX_LIMIT",
+    "MAX_LINES",
+    "MAX_QUERY_CHARS",
+    "MAX_REF_CHARS",
+    "MAX_RUN_INPUT_CHARS",
+    "MAX_TAG_CHARS",
+    "MAX_WHERE_CHARS",
+    "MIN_SCORE",
+    "MIN_WHERE_CHARS",
+    "MULTI_GET",
+    "QUERY",
+    "SEARCH",
+    "SEARCHES",
+    "SWITCHES",
+    "VSEARCH",
+    "Param",
+    "named",
+    "number",
 ]

@@ -18,11 +18,15 @@ from needle.core.files.references import docid
 if TYPE_CHECKING:
     from haystack import Document
 
-LABELS = "PASS (confident enough), NO_RESULTS (nothing relevant enough), IRRELEVANT (no result judged relevant) or " \
-    "HALLUCINATION_RISK (similar-looking results judged irrelevant, or an answer its citations do not cover: do not " \
+LABELS = (
+    "PASS (confident enough), NO_RESULTS (nothing relevant enough), IRRELEVANT (no result judged relevant) or "
+    "HALLUCINATION_RISK (similar-looking results judged irrelevant, or an answer its citations do not cover: do not "
     "trust it)"
-CONFIDENCE = "How likely the top result answers the query, 0..1 (a probability fitted on judged queries; 0 without " \
+)
+CONFIDENCE = (
+    "How likely the top result answers the query, 0..1 (a probability fitted on judged queries; 0 without "
     "results); the label is PASS at or above the graph's threshold (`label.min_confidence`), so the two always agree"
+)
 
 
 class Hit(BaseModel):
@@ -41,18 +45,22 @@ class Hit(BaseModel):
         "(the chunk's text when the graph makes no snippets)"
     )
     text: str | None = Field(None, description="The whole matching chunk (MCP: only with `full`)")
-    format: str = Field("markdown", description="markdown, text, pdf, docx or html (PDF, DOCX and HTML as extracted text)")
+    format: str = Field(
+        "markdown", description="markdown, text, pdf, docx or html (PDF, DOCX and HTML as extracted text)"
+    )
     page: int | None = Field(None, description="PDF: the page the chunk starts on (1-based)")
     page_end: int | None = Field(None, description="PDF: the page the chunk ends on")
     anchor: str = Field(
-        "", description="A reference `get` reads the chunk's place with: `collection/path:start:count` (lines of "
+        "",
+        description="A reference `get` reads the chunk's place with: `collection/path:start:count` (lines of "
         "the file, or of a document's extracted text), `collection/path#page=3:12:5` for a PDF (lines within the "
-        "page), `collection/path#section=Setup › Linux` for a section of a DOCX or HTML file"
+        "page), `collection/path#section=Setup › Linux` for a section of a DOCX or HTML file",
     )
     explain: dict[str, Any] | None = Field(None, description="Rank and score at every stage, when asked for")
     context: str | None = Field(
-        None, description="What the user wrote about this file's collection and folders (`needle context add`), "
-        "outermost first; null when nothing was written"
+        None,
+        description="What the user wrote about this file's collection and folders (`needle context add`), "
+        "outermost first; null when nothing was written",
     )
 
 
@@ -61,12 +69,16 @@ class SelfQuery(BaseModel):
 
     original: str = Field(description="The question as asked")
     query: str = Field(description="The question the searches ran, without the words that only filtered")
-    filters: dict[str, Any] = Field(description="Filters read from the question: tags, paths, collections, where, dates, after, before")
+    filters: dict[str, Any] = Field(
+        description="Filters read from the question: tags, paths, collections, where, dates, after, before"
+    )
     must_contain: list[str] = Field(description="Quoted phrases every result contains")
     must_not_contain: list[str] = Field(description="-terms no result contains")
     recent: bool = Field(description="Whether newer notes ranked higher")
     recent_from_question: bool = Field(description="Whether the question itself asked for the newest")
-    min_results: int = Field(description="Fewer results than this with the question's filters make the search fall back")
+    min_results: int = Field(
+        description="Fewer results than this with the question's filters make the search fall back"
+    )
     applied: bool = Field(description="Whether filters were read from the question and applied")
     fallback: bool = Field(description="Whether the search also ran without the question's filters (too few results)")
     fallback_reason: str | None = Field(None, description="Why it fell back")
@@ -101,14 +113,19 @@ class Answer(BaseModel):
     cited: list[Hit] = Field(description="The chunks the answer cites")
     unknown_citations: list[str] = Field(description="Citations of chunks the LLM was not given (path:start-end)")
     confidence: float | None = Field(
-        None, description=CONFIDENCE.replace("top result answers the query", "answer is supported by the notes")
-        + "; an answer's claim coverage lowers it"
+        None,
+        description=CONFIDENCE.replace("top result answers the query", "answer is supported by the notes")
+        + "; an answer's claim coverage lowers it",
     )
     coverage: float | None = Field(
         None, description="Share of the answer's claims (its sentences) that the chunks they cite support, 0..1"
     )
-    retries: int = Field(0, description="How many times the answer was searched for again and rewritten to cover its claims")
-    uncovered_claims: list[str] = Field(default_factory=list, description="The answer's sentences its citations do not support")
+    retries: int = Field(
+        0, description="How many times the answer was searched for again and rewritten to cover its claims"
+    )
+    uncovered_claims: list[str] = Field(
+        default_factory=list, description="The answer's sentences its citations do not support"
+    )
     sub_questions: list[str] = Field(default_factory=list, description="The parts a multi-part question was split into")
     warnings: list[str] = Field(default_factory=list, description="What went wrong but did not stop the answer")
 
@@ -175,4 +192,4 @@ def anchor(meta: dict[str, Any], start: int, end: int) -> str:
     return f"{where}:{start}:{count}"
 
 
-__all__ = ["Hit", "SearchAnswer", "SearchFilters", "SelfQuery", "Answer", "hit", "explain", "anchor", "docid"]
+__all__ = ["Answer", "Hit", "SearchAnswer", "SearchFilters", "SelfQuery", "anchor", "docid", "explain", "hit"]

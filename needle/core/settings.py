@@ -175,14 +175,19 @@ def parse_assignments(text: str) -> dict[str, Any]:
     return pairs
 
 
-_OVERRIDES_SOURCES: ContextVar[tuple[Mapping[str, str], list[Path]] | None] = ContextVar("needle_settings_sources", default=None)
+_OVERRIDES_SOURCES: ContextVar[tuple[Mapping[str, str], list[Path]] | None] = ContextVar(
+    "needle_settings_sources", default=None
+)
 
 
 class Settings(BaseSettings):
     """Everything Needle reads from its environment."""
 
     model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", validate_assignment=True,
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_assignment=True,
         env_parse_none_str="null",  # NEEDLE_INDEX__HNSW_EF=null, as `null` in the YAML files
     )
 
@@ -312,9 +317,7 @@ def load_settings(
     try:
         return Settings(**dict(overrides or {}))
     except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in error.errors()
-        )
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in error.errors())
         raise ConfigError(f"invalid configuration: {problems}") from None
     except (ValueError, TypeError) as error:  # a value pydantic-settings could not even decode
         if isinstance(error, ConfigError):
@@ -324,4 +327,4 @@ def load_settings(
         _OVERRIDES_SOURCES.reset(token)
 
 
-__all__ = ["Settings", "ConfigError", "load_settings", "parse_assignments", "PROJECT_ROOT", "DEFAULT_CONFIG_FILE"]
+__all__ = ["DEFAULT_CONFIG_FILE", "PROJECT_ROOT", "ConfigError", "Settings", "load_settings", "parse_assignments"]

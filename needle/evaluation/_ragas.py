@@ -33,10 +33,10 @@ except ImportError as error:  # pragma: no cover - depends on the installation
     raise ImportError(f"{INSTALL_HINT} ({error})") from error
 
 __all__ = [
+    "INSTALL_HINT",
     "BaseRagasEmbedding",
     "IDBasedContextPrecision",
     "IDBasedContextRecall",
-    "INSTALL_HINT",
     "InstructorLLM",
     "RagasEvaluator",
     "SingleTurnSample",

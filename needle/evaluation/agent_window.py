@@ -51,7 +51,9 @@ class AgentWindow:
         done, _ = await asyncio.wait({getter, self.task}, timeout=self.timeout, return_when=asyncio.FIRST_COMPLETED)
         if getter not in done:
             getter.cancel()
-            raise RuntimeError(f"the agent's needle mcp ended: {self.task.exception() if self.task.done() else 'timeout'}")
+            raise RuntimeError(
+                f"the agent's needle mcp ended: {self.task.exception() if self.task.done() else 'timeout'}"
+            )
         return getter.result()
 
     async def close(self) -> None:

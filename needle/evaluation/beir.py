@@ -81,9 +81,14 @@ def load_dataset(folder: str | Path, split: str = "test") -> BeirDataset:
     folder = Path(folder)
     corpus_file = folder / "corpus.jsonl"
     digest = hashlib.sha256(corpus_file.read_bytes()).hexdigest()
-    corpus = {str(row["_id"]): {"title": row.get("title") or "", "text": row.get("text") or ""} for row in _read_jsonl(corpus_file)}
+    corpus = {
+        str(row["_id"]): {"title": row.get("title") or "", "text": row.get("text") or ""}
+        for row in _read_jsonl(corpus_file)
+    }
     qrels = read_qrels(folder / "qrels" / f"{split}.tsv")
-    queries = {str(row["_id"]): row["text"] for row in _read_jsonl(folder / "queries.jsonl") if str(row["_id"]) in qrels}
+    queries = {
+        str(row["_id"]): row["text"] for row in _read_jsonl(folder / "queries.jsonl") if str(row["_id"]) in qrels
+    }
     return BeirDataset(folder.name, folder, corpus, queries, {q: qrels[q] for q in queries}, digest)
 
 
@@ -104,7 +109,11 @@ def materialise(dataset: BeirDataset, folder: Path) -> None:
         return
     folder.mkdir(parents=True, exist_ok=True)
     for doc_id, doc in tqdm(dataset.corpus.items(), desc="writing corpus", unit="doc"):
-        body = f"# {doc['title'].strip()}\n\n{doc['text'].strip()}\n" if doc["title"].strip() else f"{doc['text'].strip()}\n"
+        body = (
+            f"# {doc['title'].strip()}\n\n{doc['text'].strip()}\n"
+            if doc["title"].strip()
+            else f"{doc['text'].strip()}\n"
+        )
         (folder / doc_filename(doc_id)).write_text(body, encoding="utf-8")
     marker.write_text(dataset.corpus_sha256)
 
@@ -115,7 +124,10 @@ def eval_settings(base: Settings, dataset: BeirDataset, cache: Path, candidates:
 
     :param candidates: Unused (kept for callers); the candidate pool is set per search, see `candidate_pool`.
     """
-    key = json.dumps({"corpus": dataset.corpus_sha256, **index_info.fingerprint(base, configured_graph("ingest", base))}, sort_keys=True)
+    key = json.dumps(
+        {"corpus": dataset.corpus_sha256, **index_info.fingerprint(base, configured_graph("ingest", base))},
+        sort_keys=True,
+    )
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     data_dir = cache / f"{dataset.name}-{dataset.corpus_sha256[:8]}-{digest}"
     return base.model_copy(update={"data_dir": data_dir})
@@ -123,8 +135,11 @@ def eval_settings(base: Settings, dataset: BeirDataset, cache: Path, candidates:
 
 # Init parameters that size a graph's candidate lists, by component class.
 _POOL_PARAMETERS = {
-    "SparseRetriever": ("top_k",), "DenseRetriever": ("top_k",), "KeywordRetriever": ("top_k",),
-    "VariantRetriever": ("bm25_top_k", "vector_top_k"), "PseudoRelevanceExpander": ("probe_top_k",),
+    "SparseRetriever": ("top_k",),
+    "DenseRetriever": ("top_k",),
+    "KeywordRetriever": ("top_k",),
+    "VariantRetriever": ("bm25_top_k", "vector_top_k"),
+    "PseudoRelevanceExpander": ("probe_top_k",),
     "WeightedRRFJoiner": ("top_k",),
 }
 

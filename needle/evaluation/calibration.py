@@ -58,7 +58,9 @@ def offtopic_cases(questions: Sequence[str], source: str) -> list[Case]:
     return [Case(f"offtopic-{i}", q, source, frozenset()) for i, q in enumerate(questions)]
 
 
-def run_cases(needle: Any, cases: Sequence[Case], pipeline: str, key: Any, progress: bool = False) -> list[dict[str, Any]]:
+def run_cases(
+    needle: Any, cases: Sequence[Case], pipeline: str, key: Any, progress: bool = False
+) -> list[dict[str, Any]]:
     """
     Run each case through a graph and record its confidence, label, signals and the top result's relevance.
 
@@ -72,15 +74,23 @@ def run_cases(needle: Any, cases: Sequence[Case], pipeline: str, key: Any, progr
 
     needle.pipeline(pipeline)
     rows = []
-    for case in tqdm(cases, desc=f"{Path(pipeline).stem} {cases[0].source if cases else ''}", unit="q", disable=not progress):
+    for case in tqdm(
+        cases, desc=f"{Path(pipeline).stem} {cases[0].source if cases else ''}", unit="q", disable=not progress
+    ):
         answer = needle.search(case.query, pipeline=pipeline, top_k=10, explain=True)
         top = key(answer.results[0]) if answer.results else None
-        rows.append({
-            "id": case.id, "source": case.source, "query": case.query, "top": top,
-            "relevant": top is not None and top in case.relevant,
-            "confidence": float(answer.confidence if answer.confidence is not None else 0.0),
-            "label": answer.label, "signals": (answer.explain or {}).get("confidence") or {},
-        })
+        rows.append(
+            {
+                "id": case.id,
+                "source": case.source,
+                "query": case.query,
+                "top": top,
+                "relevant": top is not None and top in case.relevant,
+                "confidence": float(answer.confidence if answer.confidence is not None else 0.0),
+                "label": answer.label,
+                "signals": (answer.explain or {}).get("confidence") or {},
+            }
+        )
     return rows
 
 
@@ -116,10 +126,15 @@ def reliability(scores: Sequence[float], labels: Sequence[bool], bins: int = 10)
         lo, hi = b / bins, (b + 1) / bins
         inside = [(s, y) for s, y in zip(scores, labels) if lo <= s < hi or (b == bins - 1 and s == 1.0)]
         if inside:
-            out.append({
-                "lo": lo, "hi": hi, "count": len(inside),
-                "confidence": float(np.mean([s for s, _ in inside])), "relevant": float(np.mean([y for _, y in inside])),
-            })
+            out.append(
+                {
+                    "lo": lo,
+                    "hi": hi,
+                    "count": len(inside),
+                    "confidence": float(np.mean([s for s, _ in inside])),
+                    "relevant": float(np.mean([y for _, y in inside])),
+                }
+            )
     return out
 
 
@@ -150,7 +165,9 @@ def fitted_features(rows: Iterable[dict[str, Any]]) -> list[str]:
     return [f for f in FEATURES if f in seen and f not in UNFITTED]
 
 
-def fit_logistic(rows: Sequence[dict[str, Any]], features: Sequence[str], l2: float = 1.0) -> tuple[dict[str, float], float]:
+def fit_logistic(
+    rows: Sequence[dict[str, Any]], features: Sequence[str], l2: float = 1.0
+) -> tuple[dict[str, float], float]:
     """
     Logistic regression of "the top result is relevant" on the rows' signals (a missing signal is 0),
     by Newton's method with an L2 penalty on the weights (not the bias).
@@ -176,7 +193,9 @@ def fit_logistic(rows: Sequence[dict[str, Any]], features: Sequence[str], l2: fl
     return {f: round(float(v), 3) for f, v in zip(features, w[1:])}, round(float(w[0]), 3)
 
 
-def rescore(rows: Sequence[dict[str, Any]], weights: dict[str, float], bias: float, threshold: float) -> list[dict[str, Any]]:
+def rescore(
+    rows: Sequence[dict[str, Any]], weights: dict[str, float], bias: float, threshold: float
+) -> list[dict[str, Any]]:
     """The rows with confidence and label recomputed from other weights (labels past NO_RESULTS only)."""
     out = []
     for row in rows:
@@ -213,9 +232,7 @@ def write_weights(pipeline: str, weights: dict[str, float], bias: float) -> Path
     generated = pipeline_path(pipeline)
     path = graphs.source_of(generated) or generated
     text = path.read_text(encoding="utf-8")
-    block = re.search(
-        r"(type: [\w.]+\.ConfidenceScorer\n(?:\s+.*\n)*?)(\s+)weights: .*\n\s+bias: .*\n", text
-    )
+    block = re.search(r"(type: [\w.]+\.ConfidenceScorer\n(?:\s+.*\n)*?)(\s+)weights: .*\n\s+bias: .*\n", text)
     if block is None:
         raise ValueError(f"{path} defines no ConfidenceScorer with weights and bias lines")
     indent = block.group(2)
@@ -245,21 +262,35 @@ def format_report(report: dict[str, Any]) -> str:
                 f"| {Path(name).stem} | {source} | {s['queries']} | {s['relevant']} | {cell(s['auc'])} | {cell(s['ece'])} | "
                 f"{cell(s['brier'])} | {cell(s['pass_rate'])} | {cell(s['pass_precision'])} |"
             )
-    signals = [(n, src, s["signal_auc"]) for n, res in report["pipelines"].items() for src, s in res["summaries"].items()
-               if s["auc"] is not None and s["signal_auc"]]
+    signals = [
+        (n, src, s["signal_auc"])
+        for n, res in report["pipelines"].items()
+        for src, s in res["summaries"].items()
+        if s["auc"] is not None and s["signal_auc"]
+    ]
     if signals:
         names = [f for f in FEATURES if f not in UNFITTED]
-        lines += ["", "ROC AUC of each signal alone (below 0.5: the signal counts against; the confidence combines them):",
-                  "", "| graph | data | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+        lines += [
+            "",
+            "ROC AUC of each signal alone (below 0.5: the signal counts against; the confidence combines them):",
+            "",
+            "| graph | data | " + " | ".join(names) + " |",
+            "|---|---|" + "---|" * len(names),
+        ]
         for name, source, aucs in signals:
             lines.append(f"| {Path(name).stem} | {source} | " + " | ".join(cell(aucs.get(f)) for f in names) + " |")
     offtopic = [(n, src, r) for n, res in report["pipelines"].items() for src, r in res["false_confidence"].items()]
     if offtopic:
-        lines += ["", "| graph | off-topic questions on | questions | PASS (confidence ≥ threshold) | rate | max confidence |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "| graph | off-topic questions on | questions | PASS (confidence ≥ threshold) | rate | max confidence |",
+            "|---|---|---|---|---|---|",
+        ]
         for name, source, r in offtopic:
-            lines.append(f"| {Path(name).stem} | {source} | {r['questions']} | {r['passed']} | {r['rate']:.3f} | "
-                         f"{r['max_confidence']:.3f} |")
+            lines.append(
+                f"| {Path(name).stem} | {source} | {r['questions']} | {r['passed']} | {r['rate']:.3f} | "
+                f"{r['max_confidence']:.3f} |"
+            )
     fits = [(n, r["fit"]) for n, r in report["pipelines"].items() if r.get("fit")]
     if fits:
         lines += ["", "Fitted weights (logistic regression on these rows):", ""]
@@ -290,8 +321,12 @@ def plot_reliability(report: dict[str, Any], path: Path) -> Path:
             table = s["reliability"]
             if not table or source.startswith("off-topic"):  # all wrong by construction: the histogram shows them
                 continue
-            top.plot([b["confidence"] for b in table], [b["relevant"] for b in table], marker="o",
-                     label=f"{source} (AUC {s['auc']:.2f})" if s["auc"] is not None else source)
+            top.plot(
+                [b["confidence"] for b in table],
+                [b["relevant"] for b in table],
+                marker="o",
+                label=f"{source} (AUC {s['auc']:.2f})" if s["auc"] is not None else source,
+            )
         top.axvline(result["threshold"], color="red", linewidth=0.8, linestyle="--")
         top.set_title(Path(name).stem)
         top.set_xlabel("confidence")
@@ -300,8 +335,13 @@ def plot_reliability(report: dict[str, Any], path: Path) -> Path:
         top.set_ylim(0, 1)
         top.legend(fontsize=7, loc="upper left")
         rows = result["rows"]
-        bottom.hist([[r["confidence"] for r in rows if r["relevant"]], [r["confidence"] for r in rows if not r["relevant"]]],
-                    bins=20, range=(0, 1), label=["top result relevant", "not relevant / off-topic"], stacked=False)
+        bottom.hist(
+            [[r["confidence"] for r in rows if r["relevant"]], [r["confidence"] for r in rows if not r["relevant"]]],
+            bins=20,
+            range=(0, 1),
+            label=["top result relevant", "not relevant / off-topic"],
+            stacked=False,
+        )
         bottom.axvline(result["threshold"], color="red", linewidth=0.8, linestyle="--")
         bottom.set_xlabel("confidence")
         bottom.set_ylabel("queries")
@@ -332,8 +372,11 @@ def evaluate(
     :param l2: The fit's L2 penalty.
     :returns: The report: per graph its rows, summaries, false-confidence rates, threshold and fit.
     """
-    report: dict[str, Any] = {"kind": "calibration", "data": sorted({c.source for _, cases, _ in runs for c in cases}),
-                              "pipelines": {}}
+    report: dict[str, Any] = {
+        "kind": "calibration",
+        "data": sorted({c.source for _, cases, _ in runs for c in cases}),
+        "pipelines": {},
+    }
     for pipeline in pipelines:
         rows: list[dict[str, Any]] = []
         for needle, cases, key in runs:
@@ -343,7 +386,7 @@ def evaluate(
         if fit:
             features = fitted_features(rows)
             weights, bias = fit_logistic(rows, features, l2)
-            weights.update({name: 0.0 for name in UNFITTED})
+            weights.update(dict.fromkeys(UNFITTED, 0.0))
             result["fit"] = {"weights": weights, "bias": bias, "features": features, "l2": l2}
             rows = rescore(rows, weights, bias, threshold)
         result["rows"] = rows
@@ -361,7 +404,9 @@ def evaluate(
                 off = [r for r in rows if r["source"] == source]
                 passed = sum(1 for r in off if r["label"] == "PASS")
                 result["false_confidence"][source.removeprefix("off-topic on ")] = {
-                    "questions": len(off), "passed": passed, "rate": passed / len(off),
+                    "questions": len(off),
+                    "passed": passed,
+                    "rate": passed / len(off),
                     "max_confidence": max(r["confidence"] for r in off),
                 }
         report["pipelines"][pipeline] = result
@@ -369,6 +414,15 @@ def evaluate(
 
 
 __all__ = [
-    "Case", "evaluate", "fit_logistic", "format_report", "offtopic_cases", "offtopic_questions", "plot_reliability",
-    "roc_auc", "reliability", "summary", "write_weights",
+    "Case",
+    "evaluate",
+    "fit_logistic",
+    "format_report",
+    "offtopic_cases",
+    "offtopic_questions",
+    "plot_reliability",
+    "reliability",
+    "roc_auc",
+    "summary",
+    "write_weights",
 ]

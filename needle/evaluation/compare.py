@@ -122,7 +122,8 @@ def compare_per_query(
     if metric_names is None:
         first_a, first_b = per_query_a[ids[0]], per_query_b[ids[0]]
         metric_names = [
-            name for name, value in first_a.items()
+            name
+            for name, value in first_a.items()
             if name in first_b and isinstance(value, float) and name != "latency_ms"
         ]
     if primary not in metric_names:
@@ -157,13 +158,25 @@ def compare_per_query(
 
 def _latency(per_query: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
     values = [row["latency_ms"] for row in per_query.values() if "latency_ms" in row]
-    return {"latency_ms_p50": ranking_metrics.percentile(values, 50), "latency_ms_p95": ranking_metrics.percentile(values, 95)}
+    return {
+        "latency_ms_p50": ranking_metrics.percentile(values, 50),
+        "latency_ms_p95": ranking_metrics.percentile(values, 95),
+    }
 
 
 def compare_golden(
-    needle: Any, golden: golden_eval.GoldenSet, a: str, b: str, mode: str | None = None,
-    candidates: int = golden_eval.DEFAULT_CANDIDATES, primary: str = PRIMARY, margin: float = 0.0,
-    permutations: int = PERMUTATIONS, seed: int = 0, limit: int | None = None, progress: bool = False,
+    needle: Any,
+    golden: golden_eval.GoldenSet,
+    a: str,
+    b: str,
+    mode: str | None = None,
+    candidates: int = golden_eval.DEFAULT_CANDIDATES,
+    primary: str = PRIMARY,
+    margin: float = 0.0,
+    permutations: int = PERMUTATIONS,
+    seed: int = 0,
+    limit: int | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """
     Compare two pipelines on a golden set.
@@ -194,9 +207,18 @@ def compare_golden(
 
 
 def compare_beir(
-    dataset_dir: str | Path, a: str, b: str, split: str = "test", candidates: int = 300, limit: int | None = None,
-    cache: Path | None = None, settings: Any = None, primary: str = PRIMARY, margin: float = 0.0,
-    permutations: int = PERMUTATIONS, seed: int = 0,
+    dataset_dir: str | Path,
+    a: str,
+    b: str,
+    split: str = "test",
+    candidates: int = 300,
+    limit: int | None = None,
+    cache: Path | None = None,
+    settings: Any = None,
+    primary: str = PRIMARY,
+    margin: float = 0.0,
+    permutations: int = PERMUTATIONS,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """
     Compare two pipelines on a BEIR dataset, both on the one cached index of that dataset.
@@ -206,8 +228,13 @@ def compare_beir(
     from needle.evaluation import beir
 
     report = beir.evaluate(
-        dataset_dir, [a, b], split=split, candidates=candidates, limit=limit,
-        cache=Path(cache or beir.DEFAULT_CACHE), settings=settings,
+        dataset_dir,
+        [a, b],
+        split=split,
+        candidates=candidates,
+        limit=limit,
+        cache=Path(cache or beir.DEFAULT_CACHE),
+        settings=settings,
     )
     run_a, run_b = report["results"]
     comparison = compare_per_query(run_a["per_query"], run_b["per_query"], None, primary, margin, permutations, seed)
@@ -243,8 +270,10 @@ def format_comparison(report: Mapping[str, Any]) -> str:
             f"[{m['ci95'][0]:+.3f}, {m['ci95'][1]:+.3f}] | {m['p_value']:.4f} | {m['wins']} / {m['losses']} / {m['ties']} |"
         )
     la, lb = report["latency"]["a"], report["latency"]["b"]
-    lines.append(f"| latency p50 / p95 ms | {la['latency_ms_p50']:.1f} / {la['latency_ms_p95']:.1f} | "
-                 f"{lb['latency_ms_p50']:.1f} / {lb['latency_ms_p95']:.1f} | | | | |")
+    lines.append(
+        f"| latency p50 / p95 ms | {la['latency_ms_p50']:.1f} / {la['latency_ms_p95']:.1f} | "
+        f"{lb['latency_ms_p50']:.1f} / {lb['latency_ms_p95']:.1f} | | | | |"
+    )
     p = report["metrics"][report["primary"]]
     verdict = "REGRESSION" if report["regression"] else "no regression"
     lines += [
@@ -305,7 +334,8 @@ def plot_comparison(report: Mapping[str, Any], path: Path) -> Path:
     queries.set_ylabel(f"{primary}: B − A")
     queries.set_title(
         f"per query: {p['wins']} better, {p['losses']} worse, {p['ties']} tied\n"
-        f"p = {p['p_value']:.4f}, 95% CI of the mean [{p['ci95'][0]:+.3f}, {p['ci95'][1]:+.3f}]", fontsize=10,
+        f"p = {p['p_value']:.4f}, 95% CI of the mean [{p['ci95'][0]:+.3f}, {p['ci95'][1]:+.3f}]",
+        fontsize=10,
     )
     queries.legend(loc="upper right")
     path.parent.mkdir(parents=True, exist_ok=True)

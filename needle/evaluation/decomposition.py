@@ -35,13 +35,23 @@ def pairs_of(queries: Sequence[Any], count: int, seed: int = 0) -> list[tuple[An
 
 
 def _join(template: str, a: str, b: str) -> str:
-    first = a.rstrip(" ?.!") if template.startswith("{a}?") or template.startswith("{a};") or template.startswith("{a},") else a
+    first = (
+        a.rstrip(" ?.!")
+        if template.startswith("{a}?") or template.startswith("{a};") or template.startswith("{a},")
+        else a
+    )
     return template.format(a=first, b=b[0].upper() + b[1:] if template.startswith("{a}?") else b)
 
 
 def evaluate(
-    needle: Any, golden: Any, pipeline: str = "query", pairs: int = 60, seed: int = 0,
-    joiners: Sequence[str] = JOINERS, top_k: int = 10, progress: bool = False,
+    needle: Any,
+    golden: Any,
+    pipeline: str = "query",
+    pairs: int = 60,
+    seed: int = 0,
+    joiners: Sequence[str] = JOINERS,
+    top_k: int = 10,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """
     Run every joined pair with decomposition off and on.
@@ -59,8 +69,15 @@ def evaluate(
 
     drawn = pairs_of(list(golden.queries), pairs, seed)
     needle.pipeline(pipeline)
-    report: dict[str, Any] = {"kind": "decompose", "golden": str(golden.path), "pipeline": pipeline, "pairs": len(drawn),
-                              "seed": seed, "top_k": top_k, "joiners": {}}
+    report: dict[str, Any] = {
+        "kind": "decompose",
+        "golden": str(golden.path),
+        "pipeline": pipeline,
+        "pairs": len(drawn),
+        "seed": seed,
+        "top_k": top_k,
+        "joiners": {},
+    }
     for template in joiners:
         result: dict[str, Any] = {}
         for switch in (False, True):
@@ -72,11 +89,16 @@ def evaluate(
                 latency = 1000 * (time.perf_counter() - started)
                 found = {h.path for h in answer.results}
                 top5 = {h.path for h in answer.results[:5]}
-                rows.append({
-                    "query": text, "a": bool(found & set(a.expected)), "b": bool(found & set(b.expected)),
-                    "both@5": bool(top5 & set(a.expected)) and bool(top5 & set(b.expected)),
-                    "sub_questions": (answer.explain or {}).get("sub_questions") or [], "latency_ms": latency,
-                })
+                rows.append(
+                    {
+                        "query": text,
+                        "a": bool(found & set(a.expected)),
+                        "b": bool(found & set(b.expected)),
+                        "both@5": bool(top5 & set(a.expected)) and bool(top5 & set(b.expected)),
+                        "sub_questions": (answer.explain or {}).get("sub_questions") or [],
+                        "latency_ms": latency,
+                    }
+                )
             latencies = [r["latency_ms"] for r in rows]
             result["on" if switch else "off"] = {
                 "both": metrics.mean([float(r["a"] and r["b"]) for r in rows]),

@@ -37,7 +37,9 @@ def _existing(path: Path, what: str) -> Path:
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache", type=Path, default=None, help="where built indexes are kept (~/.cache/needle/eval)")
-    parser.add_argument("--reports", type=Path, default=Path("eval/reports"), help="reports folder (default: eval/reports)")
+    parser.add_argument(
+        "--reports", type=Path, default=Path("eval/reports"), help="reports folder (default: eval/reports)"
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -53,11 +55,19 @@ def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
 
     golden = esub.add_parser("golden", help="score modes on a golden query set and check its thresholds")
     golden.add_argument("--file", type=Path, default=DEFAULT_GOLDEN, help="golden file (default: eval/golden/demo.yml)")
-    golden.add_argument("--mode", action="append", dest="modes",
-                        help="mode or pipeline YAML (repeatable; default: search, vsearch, query)")
-    golden.add_argument("--thresholds", type=Path, default=None,
-                        help="thresholds file (default: NAME-thresholds.yml beside the golden file NAME.yml, else "
-                             "thresholds.yml there, when present)")
+    golden.add_argument(
+        "--mode",
+        action="append",
+        dest="modes",
+        help="mode or pipeline YAML (repeatable; default: search, vsearch, query)",
+    )
+    golden.add_argument(
+        "--thresholds",
+        type=Path,
+        default=None,
+        help="thresholds file (default: NAME-thresholds.yml beside the golden file NAME.yml, else "
+        "thresholds.yml there, when present)",
+    )
     golden.add_argument("--no-thresholds", action="store_true", help="report only, check no thresholds")
     golden.add_argument("--candidates", type=int, default=50, help="chunk results per query before grouping")
     _common(golden)
@@ -81,8 +91,12 @@ def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
     compare.add_argument("--limit", type=int, default=None, help="only the first N queries")
     compare.add_argument("--candidates", type=int, default=None, help="chunk results per query (golden 50, BEIR 300)")
     compare.add_argument("--metric", default="ndcg@10", help="primary metric (default: ndcg@10)")
-    compare.add_argument("--margin", type=float, default=0.0,
-                         help="exit 1 when B trails A on the primary metric by more than this (default: 0.0)")
+    compare.add_argument(
+        "--margin",
+        type=float,
+        default=0.0,
+        help="exit 1 when B trails A on the primary metric by more than this (default: 0.0)",
+    )
     compare.add_argument("--permutations", type=int, default=10_000, help="sign flips of the randomisation test")
     compare.add_argument("--seed", type=int, default=0, help="seed of the test and the bootstrap")
     _common(compare)
@@ -98,18 +112,31 @@ def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
     ragas.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
     ragas.add_argument("--limit", type=int, default=None, help="only the first N queries")
     ragas.add_argument("--candidates", type=int, default=None, help="chunk results per query (golden 50, BEIR 300)")
-    ragas.add_argument("--llm", action="store_true",
-                       help="also answer each query with --rag-pipeline and judge the answers with the `llm:` server")
+    ragas.add_argument(
+        "--llm",
+        action="store_true",
+        help="also answer each query with --rag-pipeline and judge the answers with the `llm:` server",
+    )
     ragas.add_argument("--rag-pipeline", default="rag", help="answer graph, name or YAML path (default: rag)")
     ragas.add_argument("--contexts", type=int, default=3, help="chunks given to the LLM per answer (default: 3)")
     ragas.add_argument("--max-tokens", type=int, default=1024, help="tokens per judgement (default: 1024)")
-    ragas.add_argument("--retries", type=int, default=1, help="re-asks after a judgement that does not parse (default: 1)")
-    ragas.add_argument("--structured-output", choices=["tools", "json"], default="tools",
-                       help="how the judge returns structured output: a forced tool call or a JSON object (default: tools)")
-    ragas.add_argument("--metric", action="append", dest="metrics", metavar="NAME",
-                       choices=["faithfulness", "answer_relevancy", "context_utilization", "context_precision",
-                                "context_recall"],
-                       help="LLM metric to score (repeatable; default: all five)")
+    ragas.add_argument(
+        "--retries", type=int, default=1, help="re-asks after a judgement that does not parse (default: 1)"
+    )
+    ragas.add_argument(
+        "--structured-output",
+        choices=["tools", "json"],
+        default="tools",
+        help="how the judge returns structured output: a forced tool call or a JSON object (default: tools)",
+    )
+    ragas.add_argument(
+        "--metric",
+        action="append",
+        dest="metrics",
+        metavar="NAME",
+        choices=["faithfulness", "answer_relevancy", "context_utilization", "context_precision", "context_recall"],
+        help="LLM metric to score (repeatable; default: all five)",
+    )
     _common(ragas)
 
     calibration = esub.add_parser(
@@ -118,41 +145,72 @@ def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
     calibration.add_argument("--dataset", type=Path, help="BEIR folder")
     calibration.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
     calibration.add_argument("--golden", type=Path, help="golden file (its top results judged by `expected`)")
-    calibration.add_argument("--golden-as-index", action="store_true",
-                             help="run only the off-topic questions on the golden corpus, not its queries (fit without them)")
-    calibration.add_argument("--offtopic", type=Path, help="off-topic questions (eval/golden/offtopic.yml), run on every index")
+    calibration.add_argument(
+        "--golden-as-index",
+        action="store_true",
+        help="run only the off-topic questions on the golden corpus, not its queries (fit without them)",
+    )
+    calibration.add_argument(
+        "--offtopic", type=Path, help="off-topic questions (eval/golden/offtopic.yml), run on every index"
+    )
     calibration.add_argument("--offtopic-split", default=None, help="which off-topic questions (default: --split)")
-    calibration.add_argument("--pipeline", action="append", dest="pipelines", metavar="NAME|FILE",
-                             help="graph to score (repeatable; default: search, vsearch, query)")
+    calibration.add_argument(
+        "--pipeline",
+        action="append",
+        dest="pipelines",
+        metavar="NAME|FILE",
+        help="graph to score (repeatable; default: search, vsearch, query)",
+    )
     calibration.add_argument("--limit", type=int, default=None, help="only the first N queries of each data set")
-    calibration.add_argument("--fit", action="store_true", help="fit each graph's weights on these queries and report with them")
+    calibration.add_argument(
+        "--fit", action="store_true", help="fit each graph's weights on these queries and report with them"
+    )
     calibration.add_argument("--write", action="store_true", help="with --fit: write the weights into the graphs' YAML")
     calibration.add_argument("--l2", type=float, default=1.0, help="the fit's L2 penalty (default: 1.0)")
     calibration.add_argument("--bins", type=int, default=10, help="reliability diagram bins (default: 10)")
-    calibration.add_argument("--plot", type=Path, default=None, help="where the reliability diagram goes (default: beside the report)")
+    calibration.add_argument(
+        "--plot", type=Path, default=None, help="where the reliability diagram goes (default: beside the report)"
+    )
     _common(calibration)
 
     decompose = esub.add_parser(
-        "decompose", help="multi-part questions made of two golden questions: are both parts found, with and without splitting"
+        "decompose",
+        help="multi-part questions made of two golden questions: are both parts found, with and without splitting",
     )
-    decompose.add_argument("--golden", type=Path, default=DEFAULT_GOLDEN, help="golden file (default: eval/golden/demo.yml)")
+    decompose.add_argument(
+        "--golden", type=Path, default=DEFAULT_GOLDEN, help="golden file (default: eval/golden/demo.yml)"
+    )
     decompose.add_argument("--pipeline", default="query", help="graph (default: query)")
     decompose.add_argument("--pairs", type=int, default=60, help="how many question pairs (default: 60)")
     decompose.add_argument("--seed", type=int, default=0, help="seed of the pairing (default: 0)")
-    decompose.add_argument("--joiner", action="append", dest="joiners", metavar="TEMPLATE",
-                           help="how two questions are joined, with {a} and {b} (repeatable; default: the rule forms)")
+    decompose.add_argument(
+        "--joiner",
+        action="append",
+        dest="joiners",
+        metavar="TEMPLATE",
+        help="how two questions are joined, with {a} and {b} (repeatable; default: the rule forms)",
+    )
     _common(decompose)
 
     retry = esub.add_parser(
         "retry", help="self-RAG: answer each golden question with the retry loop off and on (the `llm:` server)"
     )
-    retry.add_argument("--golden", type=Path, default=Path("eval/golden/answers.yml"),
-                       help="golden file (default: eval/golden/answers.yml)")
+    retry.add_argument(
+        "--golden",
+        type=Path,
+        default=Path("eval/golden/answers.yml"),
+        help="golden file (default: eval/golden/answers.yml)",
+    )
     retry.add_argument("--pipeline", default="rag", help="answer graph with a `retry` stage (default: rag)")
     retry.add_argument("--contexts", type=int, default=3, help="chunks given to the LLM (default: 3)")
     retry.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    retry.add_argument("--set", action="append", dest="overrides", metavar="COMPONENT.PARAM=VALUE",
-                       help="override a parameter of the graph for both runs (repeatable)")
+    retry.add_argument(
+        "--set",
+        action="append",
+        dest="overrides",
+        metavar="COMPONENT.PARAM=VALUE",
+        help="override a parameter of the graph for both runs (repeatable)",
+    )
     _common(retry)
     return evaluation
 
@@ -185,7 +243,9 @@ def _golden(args: argparse.Namespace) -> int:
             thresholds = golden_eval.load_thresholds(_existing(path, "thresholds file"))
     needle = golden_eval.prepare_index(golden, cache=args.cache)
     modes = args.modes or list(golden_eval.MODES)
-    report = golden_eval.evaluate_golden(needle, golden, modes, args.candidates, thresholds, progress=sys.stderr.isatty())
+    report = golden_eval.evaluate_golden(
+        needle, golden, modes, args.candidates, thresholds, progress=sys.stderr.isatty()
+    )
     markdown = golden_eval.format_table(report)
     stem = write_report(report, markdown, args.reports, label("+".join(label(m) for m in modes), golden.name))
     _emit(report, markdown, args, [stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".md")])
@@ -199,8 +259,13 @@ def _beir(args: argparse.Namespace) -> int:
     _positive(args.limit, "--limit")
     dataset = _existing(args.dataset, "dataset folder")
     report = beir.evaluate(
-        dataset, args.pipeline, split=args.split, candidates=args.candidates, limit=args.limit,
-        cache=args.cache or beir.DEFAULT_CACHE, reports_dir=args.reports,
+        dataset,
+        args.pipeline,
+        split=args.split,
+        candidates=args.candidates,
+        limit=args.limit,
+        cache=args.cache or beir.DEFAULT_CACHE,
+        reports_dir=args.reports,
     )
     markdown = beir.format_table(report)
     summary = Path(report["report_file"]).with_suffix(".md")
@@ -229,18 +294,33 @@ def _compare(args: argparse.Namespace) -> int:
         golden = golden_eval.load_golden(_existing(args.golden, "golden file"))
         needle = golden_eval.prepare_index(golden, cache=args.cache)
         report = compare.compare_golden(
-            needle, golden, args.a, args.b, mode=args.mode, limit=args.limit,
-            candidates=args.candidates or golden_eval.DEFAULT_CANDIDATES, progress=sys.stderr.isatty(), **options,
+            needle,
+            golden,
+            args.a,
+            args.b,
+            mode=args.mode,
+            limit=args.limit,
+            candidates=args.candidates or golden_eval.DEFAULT_CANDIDATES,
+            progress=sys.stderr.isatty(),
+            **options,
         )
     else:
         if args.mode:
             raise ValueError("--mode applies to --golden only")
         report = compare.compare_beir(
-            _existing(args.dataset, "dataset folder"), args.a, args.b, split=args.split, limit=args.limit,
-            candidates=args.candidates or 300, cache=args.cache, **options,
+            _existing(args.dataset, "dataset folder"),
+            args.a,
+            args.b,
+            split=args.split,
+            limit=args.limit,
+            candidates=args.candidates or 300,
+            cache=args.cache,
+            **options,
         )
     markdown = compare.format_comparison(report)
-    stem = write_report(report, markdown, args.reports, label(f"{label(args.a)}-vs-{label(args.b)}", report["data_name"]))
+    stem = write_report(
+        report, markdown, args.reports, label(f"{label(args.a)}-vs-{label(args.b)}", report["data_name"])
+    )
     files = [stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".md")]
     try:
         files.append(compare.plot_comparison(report, stem.with_name(stem.name + ".png")))
@@ -302,8 +382,15 @@ def _ragas(args: argparse.Namespace) -> int:
         from needle.evaluation import ragas_answers
 
         report["answers"] = ragas_answers.answers_section(
-            needle, cases, args.rag_pipeline, args.contexts, args.structured_output, args.max_tokens, args.retries,
-            metrics=args.metrics or ragas_answers.METRICS, progress=progress,
+            needle,
+            cases,
+            args.rag_pipeline,
+            args.contexts,
+            args.structured_output,
+            args.max_tokens,
+            args.retries,
+            metrics=args.metrics or ragas_answers.METRICS,
+            progress=progress,
         )
         markdown += "\n\n" + ragas_answers.format_answers(report["answers"])
     report = without_nan(report)
@@ -333,7 +420,9 @@ def _calibration(args: argparse.Namespace) -> int:
         pipeline_path(pipeline)
     offtopic = []
     if args.offtopic is not None:
-        offtopic = calibration.offtopic_questions(_existing(args.offtopic, "off-topic file"), args.offtopic_split or args.split)
+        offtopic = calibration.offtopic_questions(
+            _existing(args.offtopic, "off-topic file"), args.offtopic_split or args.split
+        )
         offtopic = offtopic[: args.limit or None]
     runs = []
     if args.dataset is not None:
@@ -341,11 +430,15 @@ def _calibration(args: argparse.Namespace) -> int:
         from needle.evaluation import beir
 
         dataset = beir.load_dataset(_existing(args.dataset, "dataset folder"), args.split)
-        needle, _ = beir.prepare_index(dataset, beir.eval_settings(load_settings(), dataset, args.cache or beir.DEFAULT_CACHE))
+        needle, _ = beir.prepare_index(
+            dataset, beir.eval_settings(load_settings(), dataset, args.cache or beir.DEFAULT_CACHE)
+        )
         source = f"{dataset.name} {args.split}"
         ids = sorted(dataset.queries)[: args.limit or None]
-        cases = [calibration.Case(q, dataset.queries[q], source, frozenset(d for d, g in dataset.qrels[q].items() if g > 0))
-                 for q in ids]
+        cases = [
+            calibration.Case(q, dataset.queries[q], source, frozenset(d for d, g in dataset.qrels[q].items() if g > 0))
+            for q in ids
+        ]
         key = lambda h: doc_id_from_path(h.path)  # noqa: E731
         runs.append((needle, cases, key))
         if offtopic:
@@ -354,11 +447,16 @@ def _calibration(args: argparse.Namespace) -> int:
         golden = golden_eval.load_golden(_existing(args.golden, "golden file"))
         needle = golden_eval.prepare_index(golden, cache=args.cache)
         if not args.golden_as_index:
-            cases = [calibration.Case(q.id, q.query, golden.name, frozenset(q.expected)) for q in golden.queries[: args.limit or None]]
+            cases = [
+                calibration.Case(q.id, q.query, golden.name, frozenset(q.expected))
+                for q in golden.queries[: args.limit or None]
+            ]
             runs.append((needle, cases, lambda h: h.path))
         if offtopic:
             runs.append((needle, calibration.offtopic_cases(offtopic, f"off-topic on {golden.name}"), lambda h: h.path))
-    report = calibration.evaluate(runs, pipelines, fit=args.fit, l2=args.l2, bins=args.bins, progress=sys.stderr.isatty())
+    report = calibration.evaluate(
+        runs, pipelines, fit=args.fit, l2=args.l2, bins=args.bins, progress=sys.stderr.isatty()
+    )
     markdown = calibration.format_report(report)
     files = []
     if args.write:
@@ -369,7 +467,9 @@ def _calibration(args: argparse.Namespace) -> int:
             except ValueError as error:
                 print(f"warning: {error}", file=sys.stderr)
     names = "+".join(label(p) for p in pipelines)
-    stem = write_report(without_nan(report), markdown, args.reports, label(f"calibration-{names}", "+".join(report["data"])))
+    stem = write_report(
+        without_nan(report), markdown, args.reports, label(f"calibration-{names}", "+".join(report["data"]))
+    )
     files += [stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".md")]
     try:
         files.append(calibration.plot_reliability(report, args.plot or stem.with_name(stem.name + ".png")))
@@ -390,8 +490,13 @@ def _decompose(args: argparse.Namespace) -> int:
     golden = golden_eval.load_golden(_existing(args.golden, "golden file"))
     needle = golden_eval.prepare_index(golden, cache=args.cache)
     report = decomposition.evaluate(
-        needle, golden, args.pipeline, pairs=args.pairs, seed=args.seed,
-        joiners=args.joiners or list(decomposition.JOINERS), progress=sys.stderr.isatty(),
+        needle,
+        golden,
+        args.pipeline,
+        pairs=args.pairs,
+        seed=args.seed,
+        joiners=args.joiners or list(decomposition.JOINERS),
+        progress=sys.stderr.isatty(),
     )
     markdown = decomposition.format_report(report)
     stem = write_report(report, markdown, args.reports, label(f"decompose-{label(args.pipeline)}", golden.name))
@@ -415,7 +520,12 @@ def _retry(args: argparse.Namespace) -> int:
     golden = golden_eval.load_golden(_existing(args.golden, "golden file"))
     needle = golden_eval.prepare_index(golden, cache=args.cache)
     report = selfrag.evaluate(
-        needle, golden.queries[: args.limit or None], args.pipeline, args.contexts, overrides, progress=sys.stderr.isatty()
+        needle,
+        golden.queries[: args.limit or None],
+        args.pipeline,
+        args.contexts,
+        overrides,
+        progress=sys.stderr.isatty(),
     )
     report["model"] = needle.settings.llm.model
     markdown = selfrag.format_report(report, needle.settings.llm.model)
@@ -432,7 +542,12 @@ def run_eval(args: argparse.Namespace) -> int:
     :raises ValueError: On a usage mistake (missing file, bad number, invalid golden file).
     """
     handlers = {
-        "golden": _golden, "beir": _beir, "compare": _compare, "ragas": _ragas,
-        "calibration": _calibration, "decompose": _decompose, "retry": _retry,
+        "golden": _golden,
+        "beir": _beir,
+        "compare": _compare,
+        "ragas": _ragas,
+        "calibration": _calibration,
+        "decompose": _decompose,
+        "retry": _retry,
     }
     return handlers[args.eval_command](args)

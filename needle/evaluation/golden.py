@@ -216,10 +216,18 @@ def parse_golden(data: Any, path: Path, check_files: bool = True) -> GoldenSet:
         if lang is not None and not isinstance(lang, str):
             problems.append(f"{where}: lang must be a language code (en, de, zh...)")
             lang = None
-        queries.append(GoldenQuery(
-            str(qid), str(text or "").strip(), tuple(expected), str(difficulty), tuple(modes),
-            reference.strip() if reference else None, tuple(answers), lang,
-        ))
+        queries.append(
+            GoldenQuery(
+                str(qid),
+                str(text or "").strip(),
+                tuple(expected),
+                str(difficulty),
+                tuple(modes),
+                reference.strip() if reference else None,
+                tuple(answers),
+                lang,
+            )
+        )
     today = data.get("today")
     if today is not None:
         try:
@@ -229,8 +237,9 @@ def parse_golden(data: Any, path: Path, check_files: bool = True) -> GoldenSet:
     if problems:
         raise GoldenError(f"{path}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
     assert corpus is not None
-    return GoldenSet(path=path, name=path.stem, corpus=corpus, queries=tuple(queries),
-                     today=None if today is None else str(today))
+    return GoldenSet(
+        path=path, name=path.stem, corpus=corpus, queries=tuple(queries), today=None if today is None else str(today)
+    )
 
 
 def load_golden(path: str | Path, check_files: bool = True) -> GoldenSet:
@@ -265,7 +274,9 @@ def parse_thresholds(data: Any, path: Path) -> list[Threshold]:
             continue
         for difficulty, minimums in per_difficulty.items():
             if difficulty not in (*DIFFICULTIES, ALL):
-                problems.append(f"{mode}: unknown difficulty {difficulty!r}; use one of {', '.join((*DIFFICULTIES, ALL))}")
+                problems.append(
+                    f"{mode}: unknown difficulty {difficulty!r}; use one of {', '.join((*DIFFICULTIES, ALL))}"
+                )
                 continue
             if not isinstance(minimums, dict):
                 problems.append(f"{mode}.{difficulty}: expected a mapping of metric to minimum")
@@ -274,7 +285,9 @@ def parse_thresholds(data: Any, path: Path) -> list[Threshold]:
                 if metric not in METRICS:
                     problems.append(f"{mode}.{difficulty}: unknown metric {metric!r}; use one of {', '.join(METRICS)}")
                 elif isinstance(minimum, bool) or not isinstance(minimum, (int, float)) or not 0 <= minimum <= 1:
-                    problems.append(f"{mode}.{difficulty}.{metric}: minimum must be a number from 0 to 1, got {minimum!r}")
+                    problems.append(
+                        f"{mode}.{difficulty}.{metric}: minimum must be a number from 0 to 1, got {minimum!r}"
+                    )
                 else:
                     found.append(Threshold(mode, difficulty, metric, float(minimum)))
     if problems:
@@ -295,7 +308,7 @@ def group_by_document(results: Iterable[Any]) -> list[str]:
 
 def score_ranking(ranking: Sequence[str], expected: Iterable[str]) -> dict[str, float]:
     """Every golden metric of one document ranking, with each expected path judged relevant (grade 1)."""
-    qrels = {path: 1 for path in expected}
+    qrels = dict.fromkeys(expected, 1)
     return {
         "hit@1": metrics.hit_at_k(ranking, qrels, 1),
         "hit@3": metrics.hit_at_k(ranking, qrels, 3),
@@ -310,8 +323,12 @@ def score_ranking(ranking: Sequence[str], expected: Iterable[str]) -> dict[str, 
 
 
 def run_queries(
-    needle: Any, queries: Sequence[GoldenQuery], pipeline: str, candidates: int = DEFAULT_CANDIDATES,
-    progress: bool = False, today: str | None = None,
+    needle: Any,
+    queries: Sequence[GoldenQuery],
+    pipeline: str,
+    candidates: int = DEFAULT_CANDIDATES,
+    progress: bool = False,
+    today: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """
     Run golden queries through a pipeline and score each document ranking.
@@ -375,7 +392,9 @@ def summarise(per_query: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str,
     return summary
 
 
-def check_thresholds(summaries: Mapping[str, Mapping[str, Mapping[str, float]]], thresholds: Sequence[Threshold]) -> list[dict[str, Any]]:
+def check_thresholds(
+    summaries: Mapping[str, Mapping[str, Mapping[str, float]]], thresholds: Sequence[Threshold]
+) -> list[dict[str, Any]]:
     """
     Compare summaries with the thresholds.
 
@@ -389,16 +408,26 @@ def check_thresholds(summaries: Mapping[str, Mapping[str, Mapping[str, float]]],
         if t.mode not in summaries:
             continue
         actual = summaries[t.mode].get(t.difficulty, {}).get(t.metric)
-        checks.append({
-            "mode": t.mode, "difficulty": t.difficulty, "metric": t.metric, "minimum": t.minimum,
-            "actual": actual, "passed": actual is not None and actual >= t.minimum - 1e-9,
-        })
+        checks.append(
+            {
+                "mode": t.mode,
+                "difficulty": t.difficulty,
+                "metric": t.metric,
+                "minimum": t.minimum,
+                "actual": actual,
+                "passed": actual is not None and actual >= t.minimum - 1e-9,
+            }
+        )
     return checks
 
 
 def evaluate_golden(
-    needle: Any, golden: GoldenSet, modes: Sequence[str] = MODES, candidates: int = DEFAULT_CANDIDATES,
-    thresholds: Sequence[Threshold] | None = None, progress: bool = False,
+    needle: Any,
+    golden: GoldenSet,
+    modes: Sequence[str] = MODES,
+    candidates: int = DEFAULT_CANDIDATES,
+    thresholds: Sequence[Threshold] | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """
     Score pipelines on a golden set.
@@ -454,10 +483,17 @@ def prepare_index(golden: GoldenSet, settings: Settings | None = None, cache: Pa
 
     base = settings or load_settings()
     corpus = corpus_digest(golden.corpus)
-    key = json.dumps({"corpus": corpus, **index_info.fingerprint(base, configured_graph("ingest", base))}, sort_keys=True)
-    data_dir = Path(cache or DEFAULT_CACHE) / f"golden-{golden.corpus.name}-{corpus[:8]}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+    key = json.dumps(
+        {"corpus": corpus, **index_info.fingerprint(base, configured_graph("ingest", base))}, sort_keys=True
+    )
+    data_dir = (
+        Path(cache or DEFAULT_CACHE)
+        / f"golden-{golden.corpus.name}-{corpus[:8]}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+    )
     settings = base.model_copy(update={"data_dir": data_dir})
-    CollectionRegistry(settings.collections_file).save({COLLECTION: Collection(name=COLLECTION, root=str(golden.corpus))})
+    CollectionRegistry(settings.collections_file).save(
+        {COLLECTION: Collection(name=COLLECTION, root=str(golden.corpus))}
+    )
     needle = Needle(settings, progress_bar=sys.stderr.isatty() and not os.environ.get("CI"))
     # Always an index run: on a built index it embeds nothing and brings the notes' metadata up to date
     # (a cache built by an older Needle, or notes whose frontmatter changed), in about a second.
@@ -488,6 +524,8 @@ def format_table(report: Mapping[str, Any]) -> str:
         lines += ["", "| threshold | minimum | actual | |", "|---|---|---|---|"]
         for c in checks:
             actual = "n/a" if c["actual"] is None else f"{c['actual']:.3f}"
-            lines.append(f"| {c['mode']} {c['difficulty']} {c['metric']} | {c['minimum']:.2f} | {actual} | "
-                         f"{'pass' if c['passed'] else 'FAIL'} |")
+            lines.append(
+                f"| {c['mode']} {c['difficulty']} {c['metric']} | {c['minimum']:.2f} | {actual} | "
+                f"{'pass' if c['passed'] else 'FAIL'} |"
+            )
     return "\n".join(lines)

@@ -26,7 +26,9 @@ class Measured:
     seconds: float
 
 
-def run_measured(args: list[str], env: dict[str, str] | None = None, timeout: float = 900, interval: float = 0.1) -> Measured:
+def run_measured(
+    args: list[str], env: dict[str, str] | None = None, timeout: float = 900, interval: float = 0.1
+) -> Measured:
     """
     Run `args` to its end, sampling the resident memory of every process of its session.
 
@@ -62,7 +64,11 @@ def run_measured(args: list[str], env: dict[str, str] | None = None, timeout: fl
             process.kill()
             process.wait()
     return Measured(
-        process.returncode, stdout, stderr, peaks["process"] // 2**20, peaks["total"] // 2**20,
+        process.returncode,
+        stdout,
+        stderr,
+        peaks["process"] // 2**20,
+        peaks["total"] // 2**20,
         round(time.perf_counter() - started, 1),
     )
 

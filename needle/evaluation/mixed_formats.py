@@ -106,19 +106,29 @@ def evaluate(needle: Any, pipeline: str = "query", candidates: int = golden_eval
     for fmt in SCORED:
         group = [r for r in rows.values() if r["format"] == fmt]
         if group:
-            summary[fmt] = {"queries": len(group), **{m: sum(r[m] for r in group) / len(group)
-                                                     for m in ("hit@1", "hit@3", "hit@5", "mrr@10")}}
+            summary[fmt] = {
+                "queries": len(group),
+                **{m: sum(r[m] for r in group) / len(group) for m in ("hit@1", "hit@3", "hit@5", "mrr@10")},
+            }
     paged = [r for r in rows.values() if r["expected_page"] is not None]
     pdf_page = sum(r["page"] == r["expected_page"] for r in paged) / len(paged) if paged else 0.0
     checks = []
     for key, minimum in (extra.get("thresholds") or {}).items():
         actual = pdf_page if key == "pdf_page" else summary.get(key, {}).get("hit@3")
-        checks.append({"name": key, "minimum": float(minimum), "actual": actual,
-                       "passed": actual is not None and actual >= float(minimum) - 1e-9})
+        checks.append(
+            {
+                "name": key,
+                "minimum": float(minimum),
+                "actual": actual,
+                "passed": actual is not None and actual >= float(minimum) - 1e-9,
+            }
+        )
     return {"pipeline": pipeline, "formats": summary, "pdf_page": pdf_page, "per_query": rows, "checks": checks}
 
 
-def throughput(texts: list[tuple[str, str]], pages_per_file: int = 10, base: Settings | None = None) -> list[dict[str, Any]]:
+def throughput(
+    texts: list[tuple[str, str]], pages_per_file: int = 10, base: Settings | None = None
+) -> list[dict[str, Any]]:
     """
     Index the same texts as markdown files and as PDF, DOCX and HTML files (each file `pages_per_file`
     texts: one per PDF page, one per `##` section otherwise) into fresh indexes, timing each stage.
@@ -164,14 +174,22 @@ def throughput(texts: list[tuple[str, str]], pages_per_file: int = 10, base: Set
         s = timer.seconds
         extraction = s.get("converter", 0.0) + s.get("reader", 0.0)
         pages = report["documents"].get("pdf", {}).get("pages", 0)
-        rows.append({
-            "format": fmt, "files": report["files_read"], "pages": pages, "chunks": report["chunks"],
-            "skipped": len(report["skipped"]), "write_fixtures_s": written, "extraction_s": extraction,
-            "chunking_s": s.get("chunker", 0.0),
-            "embedding_s": s.get("dense_embedder", 0.0) + s.get("sparse_embedder", 0.0),
-            "store_s": sum(s.get(n, 0.0) for n in ("writer", "file_writer", "differ", "file_differ")),
-            "total_s": total, "pdf_pages_per_s": pages / extraction if pages and extraction else None,
-        })
+        rows.append(
+            {
+                "format": fmt,
+                "files": report["files_read"],
+                "pages": pages,
+                "chunks": report["chunks"],
+                "skipped": len(report["skipped"]),
+                "write_fixtures_s": written,
+                "extraction_s": extraction,
+                "chunking_s": s.get("chunker", 0.0),
+                "embedding_s": s.get("dense_embedder", 0.0) + s.get("sparse_embedder", 0.0),
+                "store_s": sum(s.get(n, 0.0) for n in ("writer", "file_writer", "differ", "file_differ")),
+                "total_s": total,
+                "pdf_pages_per_s": pages / extraction if pages and extraction else None,
+            }
+        )
     return rows
 
 
@@ -194,21 +212,36 @@ def format_tables(quality: dict[str, Any] | None, speed: list[dict[str, Any]] | 
     """Markdown tables of what `evaluate` and `throughput` measured."""
     lines: list[str] = []
     if quality:
-        lines += [f"retrieval per format ({quality['pipeline']}, mixed index)", "",
-                  "| format | queries | hit@1 | hit@3 | hit@5 | MRR@10 |", "|---|---|---|---|---|---|"]
+        lines += [
+            f"retrieval per format ({quality['pipeline']}, mixed index)",
+            "",
+            "| format | queries | hit@1 | hit@3 | hit@5 | MRR@10 |",
+            "|---|---|---|---|---|---|",
+        ]
         for fmt, s in quality["formats"].items():
-            lines.append(f"| {fmt} | {int(s['queries'])} | {s['hit@1']:.3f} | {s['hit@3']:.3f} | {s['hit@5']:.3f} | "
-                         f"{s['mrr@10']:.3f} |")
-        lines.append(f"\nPDF queries whose best chunk of the expected file is on the answer's page: {quality['pdf_page']:.3f}")
-        lines += [f"threshold {c['name']} >= {c['minimum']:.2f}: {c['actual']:.3f} {'pass' if c['passed'] else 'FAIL'}"
-                  for c in quality["checks"]]
+            lines.append(
+                f"| {fmt} | {int(s['queries'])} | {s['hit@1']:.3f} | {s['hit@3']:.3f} | {s['hit@5']:.3f} | "
+                f"{s['mrr@10']:.3f} |"
+            )
+        lines.append(
+            f"\nPDF queries whose best chunk of the expected file is on the answer's page: {quality['pdf_page']:.3f}"
+        )
+        lines += [
+            f"threshold {c['name']} >= {c['minimum']:.2f}: {c['actual']:.3f} {'pass' if c['passed'] else 'FAIL'}"
+            for c in quality["checks"]
+        ]
     if speed:
-        lines += ["", "| format | files | PDF pages | chunks | extraction s | PDF pages/s | chunking s | embedding s | "
-                  "total s |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "| format | files | PDF pages | chunks | extraction s | PDF pages/s | chunking s | embedding s | total s |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in speed:
             rate = f"{r['pdf_pages_per_s']:.0f}" if r["pdf_pages_per_s"] else "—"
-            lines.append(f"| {r['format']} | {r['files']} | {r['pages'] or '—'} | {r['chunks']} | {r['extraction_s']:.2f} | "
-                         f"{rate} | {r['chunking_s']:.2f} | {r['embedding_s']:.1f} | {r['total_s']:.1f} |")
+            lines.append(
+                f"| {r['format']} | {r['files']} | {r['pages'] or '—'} | {r['chunks']} | {r['extraction_s']:.2f} | "
+                f"{rate} | {r['chunking_s']:.2f} | {r['embedding_s']:.1f} | {r['total_s']:.1f} |"
+            )
     return "\n".join(lines)
 
 

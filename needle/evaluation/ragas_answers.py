@@ -36,7 +36,11 @@ STRUCTURED_OUTPUT = ("tools", "json")
 
 
 def check_options(
-    structured_output: str = "tools", max_tokens: int = 1024, retries: int = 1, strictness: int = 3, top_k: int = 1,
+    structured_output: str = "tools",
+    max_tokens: int = 1024,
+    retries: int = 1,
+    strictness: int = 3,
+    top_k: int = 1,
     metrics: Sequence[str] = METRICS,
 ) -> None:
     """
@@ -97,7 +101,9 @@ def offline_embedding(settings: Any) -> HaystackTextEmbedding:
     from needle.core.model_files import dense_embedder_params
 
     params = dense_embedder_params(settings.embedding.model, settings.model_dir)
-    embedder = FastembedTextEmbedder(**params, prefix=settings.embedding.query_prefix or "", threads=1, progress_bar=False)
+    embedder = FastembedTextEmbedder(
+        **params, prefix=settings.embedding.query_prefix or "", threads=1, progress_bar=False
+    )
     return HaystackTextEmbedding(embedder, settings.embedding.model)
 
 
@@ -128,8 +134,12 @@ def judge_llm(settings: Any, structured_output: str = "tools", max_tokens: int =
         raise llm_error(settings, error) from None
     mode = instructor.Mode.TOOLS if structured_output == "tools" else instructor.Mode.JSON
     return InstructorLLM(
-        client=instructor.from_openai(client, mode=mode), model=llm.model, provider="openai",
-        max_tokens=max_tokens, temperature=0.0, max_retries=retries,
+        client=instructor.from_openai(client, mode=mode),
+        model=llm.model,
+        provider="openai",
+        max_tokens=max_tokens,
+        temperature=0.0,
+        max_retries=retries,
     )
 
 
@@ -179,12 +189,16 @@ async def score_answer(evaluators: Mapping[str, Any], sample: Mapping[str, Any])
             value, reason = math.nan, "no answer to score"
         else:
             try:
-                result = (await evaluator.run_async(
-                    query=sample["question"], response=sample["answer"], documents=list(sample["contexts"]),
-                    reference=sample["reference"],
-                ))["result"][name]
+                result = (
+                    await evaluator.run_async(
+                        query=sample["question"],
+                        response=sample["answer"],
+                        documents=list(sample["contexts"]),
+                        reference=sample["reference"],
+                    )
+                )["result"][name]
                 value, reason = float(result.value), result.reason
-            except Exception as error:  # noqa: BLE001 - a failed metric must not end the run
+            except Exception as error:
                 value, reason = math.nan, failure_reason(error)
             if math.isnan(value) and not reason:
                 reason = "ragas found nothing to score in the judgement (e.g. no statements, no verdicts)"
@@ -227,24 +241,32 @@ def generate_answers(
                 raise
             answer = Answer(answer="", label="NO_RESULTS", results=[], cited=[], unknown_citations=[])
             error = str(failure)
-        answers.append({
-            "id": case["id"],
-            "question": case["question"],
-            "reference": case.get("reference"),
-            "answer": answer.answer,
-            "contexts": [r.text for r in answer.results],
-            "context_refs": [f"{r.collection}/{r.path}:{r.start_line}-{r.end_line}" for r in answer.results],
-            "cited": [f"{r.collection}/{r.path}:{r.start_line}-{r.end_line}" for r in answer.cited],
-            "unknown_citations": answer.unknown_citations,
-            "seconds": round(time.perf_counter() - started, 2),
-            "error": error,
-        })
+        answers.append(
+            {
+                "id": case["id"],
+                "question": case["question"],
+                "reference": case.get("reference"),
+                "answer": answer.answer,
+                "contexts": [r.text for r in answer.results],
+                "context_refs": [f"{r.collection}/{r.path}:{r.start_line}-{r.end_line}" for r in answer.results],
+                "cited": [f"{r.collection}/{r.path}:{r.start_line}-{r.end_line}" for r in answer.cited],
+                "unknown_citations": answer.unknown_citations,
+                "seconds": round(time.perf_counter() - started, 2),
+                "error": error,
+            }
+        )
     return answers
 
 
 def score_answers(
-    answers: Sequence[Mapping[str, Any]], settings: Any, embeddings: Any = None, structured_output: str = "tools",
-    max_tokens: int = 1024, retries: int = 1, strictness: int = 3, metrics: Sequence[str] = METRICS,
+    answers: Sequence[Mapping[str, Any]],
+    settings: Any,
+    embeddings: Any = None,
+    structured_output: str = "tools",
+    max_tokens: int = 1024,
+    retries: int = 1,
+    strictness: int = 3,
+    metrics: Sequence[str] = METRICS,
     progress: bool = False,
 ) -> list[dict[str, dict[str, Any]]]:
     """
@@ -293,15 +315,26 @@ def summarise(per_query: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str,
         if not values:
             continue
         numbers = [v for v in values if not math.isnan(v)]
-        summary[name] = {"mean": metrics.mean(numbers) if numbers else math.nan, "scored": len(numbers),
-                         "nan": len(values) - len(numbers)}
+        summary[name] = {
+            "mean": metrics.mean(numbers) if numbers else math.nan,
+            "scored": len(numbers),
+            "nan": len(values) - len(numbers),
+        }
     return summary
 
 
 def answers_section(
-    needle: Any, cases: Sequence[Mapping[str, Any]], pipeline: str = "rag", top_k: int = 3,
-    structured_output: str = "tools", max_tokens: int = 1024, retries: int = 1, strictness: int = 3,
-    metrics: Sequence[str] = METRICS, embeddings: Any = None, progress: bool = False,
+    needle: Any,
+    cases: Sequence[Mapping[str, Any]],
+    pipeline: str = "rag",
+    top_k: int = 3,
+    structured_output: str = "tools",
+    max_tokens: int = 1024,
+    retries: int = 1,
+    strictness: int = 3,
+    metrics: Sequence[str] = METRICS,
+    embeddings: Any = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """
     Answer the questions and score the answers with ragas' LLM metrics.
@@ -330,7 +363,11 @@ def answers_section(
     per_query = {answer["id"]: {**answer, "metrics": scores} for answer, scores in zip(answers, scored)}
     return {
         "pipeline": pipeline,
-        "judge": {"url": needle.settings.llm.url, "model": needle.settings.llm.model, "structured_output": structured_output},
+        "judge": {
+            "url": needle.settings.llm.url,
+            "model": needle.settings.llm.model,
+            "structured_output": structured_output,
+        },
         "contexts": top_k,
         "summary": summarise(per_query),
         "per_query": per_query,
@@ -342,14 +379,21 @@ def format_answers(section: Mapping[str, Any]) -> str:
     judge = section["judge"]
     lines = [
         f"{section['pipeline']} answers judged by {judge['model']} at {judge['url']} ({judge['structured_output']} mode), "
-        f"{section['contexts']} contexts each", "", "| metric | mean | scored | NaN |", "|---|---|---|---|",
+        f"{section['contexts']} contexts each",
+        "",
+        "| metric | mean | scored | NaN |",
+        "|---|---|---|---|",
     ]
     for name, s in section["summary"].items():
         lines.append(f"| {name} | {s['mean']:.4f} | {s['scored']} | {s['nan']} |")
-    reasons = sorted({
-        f"{name}: {m['reason']}" for row in section["per_query"].values() for name, m in row["metrics"].items()
-        if math.isnan(m["value"])
-    })
+    reasons = sorted(
+        {
+            f"{name}: {m['reason']}"
+            for row in section["per_query"].values()
+            for name, m in row["metrics"].items()
+            if math.isnan(m["value"])
+        }
+    )
     if reasons:
         lines += ["", "NaN reasons:", *(f"- {r}" for r in reasons)]
     return "\n".join(lines)

@@ -93,10 +93,12 @@ def ragas_scores(runs: Sequence[JudgedRanking], k: int) -> list[dict[str, float]
     scores = []
     for run in runs:
         sample = SingleTurnSample(retrieved_context_ids=list(run.ranking[:k]), reference_context_ids=run.relevant)
-        scores.append({
-            "id_context_precision": float(precision.single_turn_score(sample)),
-            "id_context_recall": float(recall.single_turn_score(sample)),
-        })
+        scores.append(
+            {
+                "id_context_precision": float(precision.single_turn_score(sample)),
+                "id_context_recall": float(recall.single_turn_score(sample)),
+            }
+        )
     return scores
 
 
@@ -104,9 +106,7 @@ def haystack_scores(runs: Sequence[JudgedRanking], k: int) -> list[dict[str, flo
     """Haystack's document evaluators on each run's first `k` ids (documents matched by id)."""
     if not runs:
         return []
-    truth = [
-        [Document(id=doc, score=float(grade)) for doc, grade in run.qrels.items() if grade > 0] for run in runs
-    ]
+    truth = [[Document(id=doc, score=float(grade)) for doc, grade in run.qrels.items() if grade > 0] for run in runs]
     retrieved = [[Document(id=doc) for doc in run.ranking[:k]] for run in runs]
     columns: dict[str, Any] = {
         "ndcg": DocumentNDCGEvaluator(document_comparison_field="id"),
@@ -149,14 +149,24 @@ def score_rankings(runs: Sequence[JudgedRanking], k: int = MAX_K) -> dict[str, d
 def _pairs(k: int) -> list[tuple[str, str, str, Any]]:
     """(other score, our score, why queries are left out, which rows to compare) for each pair that should agree."""
     return [
-        ("ragas.id_context_recall", f"recall@{k}", "no relevant document: ragas gives NaN, ours 0",
-         lambda row: row["relevant"] > 0),
-        ("ragas.id_context_precision", f"precision@{k}",
-         f"fewer than {k} documents retrieved: ragas divides by the number retrieved (NaN for none), ours by k",
-         lambda row: row["retrieved"] == k),
-        ("haystack.ndcg", f"ndcg@{k}",
-         f"more than {k} relevant documents: Haystack's ideal DCG counts all of them, ours the best {k}",
-         lambda row: row["relevant"] <= k),
+        (
+            "ragas.id_context_recall",
+            f"recall@{k}",
+            "no relevant document: ragas gives NaN, ours 0",
+            lambda row: row["relevant"] > 0,
+        ),
+        (
+            "ragas.id_context_precision",
+            f"precision@{k}",
+            f"fewer than {k} documents retrieved: ragas divides by the number retrieved (NaN for none), ours by k",
+            lambda row: row["retrieved"] == k,
+        ),
+        (
+            "haystack.ndcg",
+            f"ndcg@{k}",
+            f"more than {k} relevant documents: Haystack's ideal DCG counts all of them, ours the best {k}",
+            lambda row: row["relevant"] <= k,
+        ),
         ("haystack.mrr", f"mrr@{k}", "", lambda row: True),
         ("haystack.recall_multi_hit", f"recall@{k}", "", lambda row: True),
         ("haystack.recall_single_hit", f"hit@{k}", "", lambda row: True),
@@ -183,12 +193,18 @@ def agreement(rows: Mapping[str, Mapping[str, Any]], k: int = MAX_K) -> list[dic
         checks.append(_check(other, ours, diffs, len(rows) - len(diffs), why))
     short = [row for row in rows.values() if 0 < row["retrieved"] < k]
     diffs = [
-        abs(row["ragas"]["id_context_precision"] - row["ours"][f"precision@{k}"] * k / row["retrieved"]) for row in short
+        abs(row["ragas"]["id_context_precision"] - row["ours"][f"precision@{k}"] * k / row["retrieved"])
+        for row in short
     ]
-    checks.append(_check(
-        "ragas.id_context_precision", f"precision@{k} × {k} / retrieved", diffs, len(rows) - len(short),
-        f"{k} or no documents retrieved (compared above)",
-    ))
+    checks.append(
+        _check(
+            "ragas.id_context_precision",
+            f"precision@{k} × {k} / retrieved",
+            diffs,
+            len(rows) - len(short),
+            f"{k} or no documents retrieved (compared above)",
+        )
+    )
     return checks
 
 
@@ -222,7 +238,8 @@ def summarise(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, dict
         for name, values in scores.items():
             defined = [v for v in values if not math.isnan(v)]
             summary.setdefault(source, {})[name] = {
-                "mean": metrics.mean(defined) if defined else math.nan, "undefined": len(values) - len(defined),
+                "mean": metrics.mean(defined) if defined else math.nan,
+                "undefined": len(values) - len(defined),
             }
     return summary
 
@@ -245,10 +262,12 @@ def golden_rankings(
 
     queries = golden.for_mode(pipeline)[:limit] if limit else golden.for_mode(pipeline)
     rows = golden_eval.run_queries(needle, queries, pipeline, candidates, progress, golden.today)
-    return [JudgedRanking(q.id, tuple(rows[q.id]["ranking"]), {path: 1 for path in q.expected}) for q in queries]
+    return [JudgedRanking(q.id, tuple(rows[q.id]["ranking"]), dict.fromkeys(q.expected, 1)) for q in queries]
 
 
-def beir_rankings(needle: Any, dataset: Any, pipeline: str, candidates: int, limit: int | None = None) -> list[JudgedRanking]:
+def beir_rankings(
+    needle: Any, dataset: Any, pipeline: str, candidates: int, limit: int | None = None
+) -> list[JudgedRanking]:
     """
     Run a BEIR dataset's judged queries through a pipeline with the BEIR runner (it shows a progress bar).
 
@@ -263,15 +282,21 @@ def beir_rankings(needle: Any, dataset: Any, pipeline: str, candidates: int, lim
 def format_retrieval(section: Mapping[str, Any]) -> str:
     """A markdown summary of a retrieval section: the means, then every agreement check."""
     k = section["k"]
-    lines = [f"{Path(section['pipeline']).stem}: {section['queries']} queries, first {k} documents", "",
-             "| source | score | mean | undefined |", "|---|---|---|---|"]
+    lines = [
+        f"{Path(section['pipeline']).stem}: {section['queries']} queries, first {k} documents",
+        "",
+        "| source | score | mean | undefined |",
+        "|---|---|---|---|",
+    ]
     for source, scores in section["summary"].items():
         for name, entry in scores.items():
             lines.append(f"| {source} | {name} | {entry['mean']:.4f} | {entry['undefined']} |")
     lines += ["", "| other | ours | compared | left out | max abs diff | agree |", "|---|---|---|---|---|---|"]
     for c in section["agreement"]:
-        lines.append(f"| {c['other']} | {c['ours']} | {c['compared']} | {c['left_out']} | {c['max_abs_diff']:.2e} | "
-                     f"{'yes' if c['agree'] else 'NO'} |")
+        lines.append(
+            f"| {c['other']} | {c['ours']} | {c['compared']} | {c['left_out']} | {c['max_abs_diff']:.2e} | "
+            f"{'yes' if c['agree'] else 'NO'} |"
+        )
     return "\n".join(lines)
 
 

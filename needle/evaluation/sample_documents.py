@@ -36,7 +36,9 @@ def _blocks(text: str) -> list[tuple[str, int, str]]:
     return blocks
 
 
-def pdf_bytes(pages: list[str], title: str = "", user_password: str | None = None, owner_password: str | None = None) -> bytes:
+def pdf_bytes(
+    pages: list[str], title: str = "", user_password: str | None = None, owner_password: str | None = None
+) -> bytes:
     """
     A PDF with one page per entry of `pages` (each in the markdown subset), headings in bold. The PDF's
     core font covers Latin-1 only: other characters are written as their closest Latin-1 letters, else `?`.
@@ -154,7 +156,7 @@ def costly_docx_bytes(paragraphs: int) -> bytes:
     skeleton = zipfile.ZipFile(io.BytesIO(docx_bytes("placeholder")))
     xml = skeleton.read("word/document.xml").decode("utf-8")
     head, _, tail = xml.partition("<w:body>")
-    tail = tail[tail.index("<w:sectPr"):] if "<w:sectPr" in tail else "</w:body></w:document>"
+    tail = tail[tail.index("<w:sectPr") :] if "<w:sectPr" in tail else "</w:body></w:document>"
     body = "".join(
         f"<w:p><w:r><w:t>Paragraph {i} about otters, herons and the river delta at tide {i * 7919 % 104729}.</w:t></w:r></w:p>"
         for i in range(paragraphs)
@@ -162,7 +164,11 @@ def costly_docx_bytes(paragraphs: int) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for entry in skeleton.infolist():
-            data = (head + "<w:body>" + body + tail).encode() if entry.filename == "word/document.xml" else skeleton.read(entry)
+            data = (
+                (head + "<w:body>" + body + tail).encode()
+                if entry.filename == "word/document.xml"
+                else skeleton.read(entry)
+            )
             archive.writestr(entry.filename, data)
     return out.getvalue()
 

@@ -17,19 +17,32 @@ from typing import Any
 from needle.evaluation import metrics
 
 
-def _answer(needle: Any, question: str, pipeline: str, contexts: int, retry: bool, overrides: dict[str, Any]) -> dict[str, Any]:
+def _answer(
+    needle: Any, question: str, pipeline: str, contexts: int, retry: bool, overrides: dict[str, Any]
+) -> dict[str, Any]:
     started = time.perf_counter()
     answer = needle.answer(question, top_k=contexts, pipeline=pipeline, retry=retry, overrides=overrides)
     return {
-        "coverage": answer.coverage, "retries": answer.retries, "label": answer.label, "confidence": answer.confidence,
-        "uncovered": answer.uncovered_claims, "chunks": len(answer.results), "cited": len(answer.cited),
-        "seconds": time.perf_counter() - started, "answer": answer.answer, "warnings": answer.warnings,
+        "coverage": answer.coverage,
+        "retries": answer.retries,
+        "label": answer.label,
+        "confidence": answer.confidence,
+        "uncovered": answer.uncovered_claims,
+        "chunks": len(answer.results),
+        "cited": len(answer.cited),
+        "seconds": time.perf_counter() - started,
+        "answer": answer.answer,
+        "warnings": answer.warnings,
     }
 
 
 def evaluate(
-    needle: Any, queries: Sequence[Any], pipeline: str = "rag", contexts: int = 3,
-    overrides: dict[str, Any] | None = None, progress: bool = False,
+    needle: Any,
+    queries: Sequence[Any],
+    pipeline: str = "rag",
+    contexts: int = 3,
+    overrides: dict[str, Any] | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """
     Answer each question with the retry loop off and on.
@@ -63,8 +76,14 @@ def evaluate(
         "seconds_off": metrics.mean([r["off"]["seconds"] for r in rows]) if rows else None,
         "seconds_on": metrics.mean([r["on"]["seconds"] for r in rows]) if rows else None,
     }
-    return {"kind": "selfrag", "pipeline": pipeline, "contexts": contexts, "overrides": dict(overrides or {}),
-            "summary": summary, "rows": rows}
+    return {
+        "kind": "selfrag",
+        "pipeline": pipeline,
+        "contexts": contexts,
+        "overrides": dict(overrides or {}),
+        "summary": summary,
+        "rows": rows,
+    }
 
 
 def format_report(report: dict[str, Any], model: str = "") -> str:

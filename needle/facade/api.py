@@ -37,6 +37,13 @@ class Needle(Searching, Maintenance, Inventory):
 
 
 __all__ = [
-    "Needle", "CollectionError", "LLMError", "INGEST", "STATUS_PROBLEMS", "configured_graph", "reported_stages",
-    "sub_questions", "warnings",
+    "INGEST",
+    "STATUS_PROBLEMS",
+    "CollectionError",
+    "LLMError",
+    "Needle",
+    "configured_graph",
+    "reported_stages",
+    "sub_questions",
+    "warnings",
 ]

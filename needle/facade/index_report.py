@@ -62,13 +62,16 @@ class IndexReport:
         pooled = len(output.get("files_pooled") or [])
         self._count("files_pooled", pooled)
         self._count(
-            "texts_embedded", len(output.get("chunks_to_embed") or []) + len(output.get("files_to_embed") or []) - pooled,
+            "texts_embedded",
+            len(output.get("chunks_to_embed") or []) + len(output.get("files_to_embed") or []) - pooled,
         )
         self._count("chunks_deleted", output["chunks_deleted"])
         self._count("file_points_deleted", output["file_points_deleted"])
         self.skipped.extend(output["read_skipped"] + converted_skipped + unchunked)
         self.warnings.extend(
-            (output.get("read_warnings") or []) + (output.get("converted_warnings") or []) + (output.get("chunk_warnings") or [])
+            (output.get("read_warnings") or [])
+            + (output.get("converted_warnings") or [])
+            + (output.get("chunk_warnings") or [])
         )
         for key, value in (output.get("converted_stats") or {}).items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -79,7 +82,10 @@ class IndexReport:
     @property
     def changed(self) -> bool:
         """Whether any batch wrote or deleted anything."""
-        return any(self.totals.get(k) for k in ("chunks_written", "chunks_deleted", "files_embedded", "files_reused", "file_points_deleted"))
+        return any(
+            self.totals.get(k)
+            for k in ("chunks_written", "chunks_deleted", "files_embedded", "files_reused", "file_points_deleted")
+        )
 
     def as_dict(self, seconds: float) -> dict[str, Any]:
         """The report so far."""

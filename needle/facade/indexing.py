@@ -62,8 +62,12 @@ class Indexing(Graphs):
             raise ValueError("paths must name at least one file")
         with self._index_lock:
             self._run = {
-                "collections": list(names or []) or sorted(self.collections.load()), "phase": "starting",
-                "started": time.time(), "batches": 0, "files_read": 0, "files_pending": 0,
+                "collections": list(names or []) or sorted(self.collections.load()),
+                "phase": "starting",
+                "started": time.time(),
+                "batches": 0,
+                "files_read": 0,
+                "files_pending": 0,
             }
 
             def tracked(report: dict[str, Any]) -> None:
@@ -113,7 +117,9 @@ class Indexing(Graphs):
         graph.pop("metadata", None)
         records.check_signature("graph", _signature(graph))
         for collection in selected:
-            records.check_signature(f"collection:{collection.name}", _signature(collection.as_source()), collection.name)
+            records.check_signature(
+                f"collection:{collection.name}", _signature(collection.as_source()), collection.name
+            )
 
     def _index(
         self,
@@ -139,7 +145,8 @@ class Indexing(Graphs):
         graph = self.pipeline(INGEST, overrides)
         contract = GraphContract.of(graph, INGEST).require("ingest")
         languages_of = {
-            "languages": {c.name: c.language for c in selected}, "main_languages": self.main_languages(),
+            "languages": {c.name: c.language for c in selected},
+            "main_languages": self.main_languages(),
         }
         fixed = {name: value for name, value in languages_of.items() if contract.accepts(name)}
         report = IndexReport([c.name for c in selected])
@@ -169,7 +176,9 @@ class Indexing(Graphs):
                     writer.document_store.optimize()
         if report.changed or index_info.languages_uncounted(self.settings):
             languages = {
-                c.name: self.store.count_values("language", {"field": "meta.collection", "operator": "==", "value": c.name})
+                c.name: self.store.count_values(
+                    "language", {"field": "meta.collection", "operator": "==", "value": c.name}
+                )
                 for c in selected
             }
         # What each collection's notes hold to filter by, for `status` (counted once here, read there).

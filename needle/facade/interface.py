@@ -43,9 +43,7 @@ class FilesInterface(Protocol):
         """A file or a range of its lines (`needle.core.files.reading.FileReader.read`)."""
         ...
 
-    def read_many(
-        self, pattern: str | None = None, refs: list[str] | None = None, max_bytes: int = ...
-    ) -> FileBatch:
+    def read_many(self, pattern: str | None = None, refs: list[str] | None = None, max_bytes: int = ...) -> FileBatch:
         """
         The files a glob or a list of references names, within budgets
         (`needle.core.files.multi_get.FileAccess.read_many`; `max_bytes` defaults to its `DEFAULT_MAX_BYTES`).

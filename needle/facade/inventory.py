@@ -25,14 +25,19 @@ class Inventory(Graphs):
             # The ingest graph's own limits (its contract's `parameters`), so that `get` reads what indexing reads.
             graph = self.ingest_graph()
             contract = GraphContract.from_dict(graph, INGEST)
-            limits = Limits(**{
-                key: contract.parameter(graph, key)
-                for key in ("max_pages", "max_unpacked_bytes", "max_seconds", "max_memory_mb")
-                if contract.parameter(graph, key) is not None
-            })
+            limits = Limits(
+                **{
+                    key: contract.parameter(graph, key)
+                    for key in ("max_pages", "max_unpacked_bytes", "max_seconds", "max_memory_mb")
+                    if contract.parameter(graph, key) is not None
+                }
+            )
             self._files = FileAccess(
-                self.collections, self._indexed_source_ids, contract.parameter(graph, "max_file_bytes", DEFAULT_MAX_FILE_BYTES),
-                contract.parameter(graph, "max_document_bytes", DEFAULT_MAX_DOCUMENT_BYTES), Extractor(limits),
+                self.collections,
+                self._indexed_source_ids,
+                contract.parameter(graph, "max_file_bytes", DEFAULT_MAX_FILE_BYTES),
+                contract.parameter(graph, "max_document_bytes", DEFAULT_MAX_DOCUMENT_BYTES),
+                Extractor(limits),
             )
         return self._files
 
@@ -92,14 +97,23 @@ class Inventory(Graphs):
             if chunks and not files:  # an index without whole-file documents: count its files' ids
                 in_collection = {"field": "meta.collection", "operator": "==", "value": name}
                 files = len(self.store.count_values("source_doc_id", in_collection))
-            collections.append({
-                "name": name, "root": collection.root, "files": files, "chunks": chunks,
-                "languages": sorted(languages.get(name) or []), "fields": summary.get("fields", {}), "tags": summary.get("tags", []),
-            })
+            collections.append(
+                {
+                    "name": name,
+                    "root": collection.root,
+                    "files": files,
+                    "chunks": chunks,
+                    "languages": sorted(languages.get(name) or []),
+                    "fields": summary.get("fields", {}),
+                    "tags": summary.get("tags", []),
+                }
+            )
         if counted is not None:
             orphaned = {name: count for name, count in counted["chunks"].items() if name not in listed}
         else:
-            orphaned = {name: int(s.get("chunks", 0)) for name, s in summaries.items() if name not in listed and s.get("chunks")}
+            orphaned = {
+                name: int(s.get("chunks", 0)) for name, s in summaries.items() if name not in listed and s.get("chunks")
+            }
         problems, problems_total = self.records.problems(limit=STATUS_PROBLEMS)
         return {
             "collections": collections,
@@ -137,7 +151,12 @@ class Inventory(Graphs):
                 continue
             entry = files.setdefault(
                 (meta.get("collection", ""), meta.get("path", "")),
-                {"collection": meta.get("collection", ""), "path": meta.get("path", ""), "title": meta.get("title", ""), "chunks": 0},
+                {
+                    "collection": meta.get("collection", ""),
+                    "path": meta.get("path", ""),
+                    "title": meta.get("title", ""),
+                    "chunks": 0,
+                },
             )
             entry["chunks"] += 1
         return [files[key] for key in sorted(files)]

@@ -30,7 +30,9 @@ def copy_index(source: EdgeDocumentStore, target: Any, batch_size: int = 256, pr
     """
     copied = 0
     batch = []
-    for doc in tqdm(source.iter_documents(), total=source.count_documents(), disable=not progress, desc="copying", unit="chunk"):
+    for doc in tqdm(
+        source.iter_documents(), total=source.count_documents(), disable=not progress, desc="copying", unit="chunk"
+    ):
         batch.append(doc)
         if len(batch) == batch_size:
             copied += target.write_documents(batch, policy=DuplicatePolicy.OVERWRITE)
@@ -49,7 +51,9 @@ def migrate(needle: Needle, url: str, collection: str | None = None, progress: b
     """
     settings = needle.settings
     if settings.store.url:
-        raise ValueError(f"the configured store is already a server ({settings.store.url}); migrate copies the embedded index")
+        raise ValueError(
+            f"the configured store is already a server ({settings.store.url}); migrate copies the embedded index"
+        )
     index_info.check(settings, needle.ingest_graph())
     store = settings.store.model_copy(update={"url": url, "collection": collection or settings.store.collection})
     target = Environment(settings.model_copy(update={"store": store}))

@@ -93,16 +93,24 @@ class Searching(Graphs):
             output, given = self._run_search(pool, contract, {**values, "fallback": True}, run_data)
             kept = len({(r.docid, r.start_line) for r in results})
             results = merged_with_fallback(results, [hit(doc, explain) for doc in given["documents"]])
-            read = {**read, "fallback": True, "fallback_reason": (
-                f"the question's filters left {kept} result(s), fewer than min_results={read['min_results']}: "
-                "they stay first, followed by the search without those filters"
-            )}
+            read = {
+                **read,
+                "fallback": True,
+                "fallback_reason": (
+                    f"the question's filters left {kept} result(s), fewer than min_results={read['min_results']}: "
+                    "they stay first, followed by the search without those filters"
+                ),
+            }
         label = given.get("label") or ("PASS" if results else "NO_RESULTS")
         said = read and (read["applied"] or read["recent"] or read["query"] != read["original"] or read.get("fallback"))
         trace = {"confidence": given.get("signals"), "sub_questions": sub_questions(given)} if explain else None
         return SearchAnswer(
-            label=label, results=self._annotated(results), confidence=given.get("confidence"),
-            warnings=warnings(output) + (self._unready_hints(collections) if not results else []), explain=trace, self_query=SelfQuery(**read) if said and read else None,
+            label=label,
+            results=self._annotated(results),
+            confidence=given.get("confidence"),
+            warnings=warnings(output) + (self._unready_hints(collections) if not results else []),
+            explain=trace,
+            self_query=SelfQuery(**read) if said and read else None,
         )
 
     def _run_search(
@@ -115,7 +123,9 @@ class Searching(Graphs):
         """
         try:
             with pool.lend() as graph:
-                output = graph.run(contract.feed(values, run_data), include_outputs_from=reported_stages(graph, contract))
+                output = graph.run(
+                    contract.feed(values, run_data), include_outputs_from=reported_stages(graph, contract)
+                )
                 return output, contract.read(output)
         except PipelineRuntimeError as error:
             cause = root_cause(error)
@@ -158,7 +168,9 @@ class Searching(Graphs):
         contexts = self.contexts.load()
         if not contexts:
             return results
-        return [r.model_copy(update={"context": self.contexts.describe(r.collection, r.path, contexts)}) for r in results]
+        return [
+            r.model_copy(update={"context": self.contexts.describe(r.collection, r.path, contexts)}) for r in results
+        ]
 
     def answer(
         self,
@@ -206,7 +218,9 @@ class Searching(Graphs):
             if retry is not None and contract.accepts("retry"):
                 values["retry"] = retry
             with pool.lend() as graph:
-                output = graph.run(contract.feed(values, run_data), include_outputs_from=reported_stages(graph, contract))
+                output = graph.run(
+                    contract.feed(values, run_data), include_outputs_from=reported_stages(graph, contract)
+                )
         except openai.OpenAIError as error:  # the client refused to start, e.g. without a key
             raise llm_error(self.settings, error) from None
         except PipelineRuntimeError as error:
@@ -236,7 +250,8 @@ class Searching(Graphs):
         """When nothing was found: the searched collections never indexed or holding no file, with the command to run."""
         records = self.records
         return unready_hints(
-            self.collections.select(collections), self.store.count_values("collection"),
+            self.collections.select(collections),
+            self.store.count_values("collection"),
             lambda name: records.signed(f"collection:{name}"),
         )
 
@@ -273,7 +288,11 @@ class Searching(Graphs):
         index_info.check(self.settings, self.ingest_graph(), self._fingerprint())
         request: dict[str, Any] = {"query": query, "collections": collections or None, "chunks": chunks}
         for key, value in (
-            ("top_k", top_k), ("min_score", min_score), ("expand", expand), ("rerank", rerank), ("decompose", decompose)
+            ("top_k", top_k),
+            ("min_score", min_score),
+            ("expand", expand),
+            ("rerank", rerank),
+            ("decompose", decompose),
         ):
             if value is not None:
                 request[key] = value

@@ -92,7 +92,8 @@ def backup(needle: Needle, path: str | Path) -> dict[str, Any]:
         shutil.rmtree(partial, ignore_errors=True)
         raise
     index_info.record_backup(
-        settings, {"path": str(target), "time": manifest["time"], "chunks": manifest["chunks"], "files": manifest["files"]}
+        settings,
+        {"path": str(target), "time": manifest["time"], "chunks": manifest["chunks"], "files": manifest["files"]},
     )
     logger.info("Backed the index up to %s: %s chunks, %s files", target, manifest["chunks"], manifest["files"])
     return {**manifest, "path": str(target)}
@@ -208,7 +209,7 @@ def drop(needle: Needle, path: str | Path) -> None:
     for role, snapshot in (manifest.get("snapshots") or {}).items():
         try:
             needle.environment.store(role).delete_snapshot(snapshot["name"])
-        except Exception as error:  # noqa: BLE001 - an old snapshot that will not go is logged, not fatal
+        except Exception as error:
             logger.warning("Could not delete snapshot %s: %s", snapshot.get("name"), error)
     shutil.rmtree(folder, ignore_errors=True)
 
@@ -308,11 +309,18 @@ class BackupScheduler:
             try:
                 folder = self.run_once()
                 logger.info("Scheduled backup written to %s", folder)
-            except Exception as error:  # noqa: BLE001 - the schedule goes on after a failed backup
+            except Exception as error:
                 logger.error("Scheduled backup failed: %s", error)
             self._stop.wait(self.every)
 
 
 __all__ = [
-    "BackupError", "BackupScheduler", "backup", "check_restorable", "drop", "parse_interval", "read_manifest", "restore",
+    "BackupError",
+    "BackupScheduler",
+    "backup",
+    "check_restorable",
+    "drop",
+    "parse_interval",
+    "read_manifest",
+    "restore",
 ]

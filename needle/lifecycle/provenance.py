@@ -47,8 +47,14 @@ _RECORDED_BEFORE = {"embedding_provider": "fastembed"}
 _SEARCH_TIME = frozenset({"hnsw_ef", "quantization_rescore", "quantization_oversampling"})
 # The layout every index had before the index settings existed (float vectors and graph in RAM, one build).
 LEGACY_LAYOUT = {
-    "hnsw_m": 16, "hnsw_ef_construct": 100, "quantization": "none", "vectors_on_disk": False,
-    "hnsw_on_disk": False, "sparse_on_disk": False, "payload_on_disk": True, "max_segment_size_kb": None,
+    "hnsw_m": 16,
+    "hnsw_ef_construct": 100,
+    "quantization": "none",
+    "vectors_on_disk": False,
+    "hnsw_on_disk": False,
+    "sparse_on_disk": False,
+    "payload_on_disk": True,
+    "max_segment_size_kb": None,
 }
 
 
@@ -95,7 +101,8 @@ def dense_dimension(settings: Settings) -> int:
 def differences(recorded: dict[str, Any], expected: dict[str, Any]) -> list[str]:
     """The keys of two fingerprints that differ and that no index run can change in place (models, prefixes)."""
     return [
-        key for key, value in expected.items()
+        key
+        for key, value in expected.items()
         if key not in _SOFT_KEYS and recorded.get(key, _RECORDED_BEFORE.get(key)) != value
     ]
 
@@ -151,7 +158,9 @@ def check(settings: Settings, ingest: dict[str, Any], expected: dict[str, Any] |
     differing = differences(recorded.get("fingerprint", {}), expected)
     if differing:
         had = recorded["fingerprint"]
-        details = ", ".join(f"{k}: index has {had.get(k, _RECORDED_BEFORE.get(k))!r}, config has {expected[k]!r}" for k in differing)
+        details = ", ".join(
+            f"{k}: index has {had.get(k, _RECORDED_BEFORE.get(k))!r}, config has {expected[k]!r}" for k in differing
+        )
         raise IndexMismatchError(
             f"the index at {info_path(settings).parent} was built with other settings ({details}); "
             "rebuild it with `needle index --rebuild`"
@@ -202,26 +211,34 @@ def record(
     known = _counts(previous.get("languages"))
     known.update(_counts(languages))
     summarised = {**(previous.get("summaries") or {}), **(summaries or {})}
-    _write(settings, {
-        "fingerprint": fingerprint(settings, ingest),
-        "layout": layout(settings) if optimized or not previous else previous.get("layout") or LEGACY_LAYOUT,
-        "languages": {name: dict(sorted(found.items())) for name, found in sorted(known.items())},
-        "summaries": dict(sorted(summarised.items())),
-        "created": previous.get("created", time.time()),
-        "updated": time.time(),
-        **({"backup": previous["backup"]} if "backup" in previous else {}),
-    })
+    _write(
+        settings,
+        {
+            "fingerprint": fingerprint(settings, ingest),
+            "layout": layout(settings) if optimized or not previous else previous.get("layout") or LEGACY_LAYOUT,
+            "languages": {name: dict(sorted(found.items())) for name, found in sorted(known.items())},
+            "summaries": dict(sorted(summarised.items())),
+            "created": previous.get("created", time.time()),
+            "updated": time.time(),
+            **({"backup": previous["backup"]} if "backup" in previous else {}),
+        },
+    )
 
 
 def forget_collection(settings: Settings, name: str) -> None:
     """Drop what was recorded of a collection whose chunks left the index (its languages, fields and tags)."""
     previous = read(settings)
-    if previous is not None and (name in (previous.get("summaries") or {}) or name in (previous.get("languages") or {})):
-        _write(settings, {
-            **previous,
-            "languages": {k: v for k, v in (previous.get("languages") or {}).items() if k != name},
-            "summaries": {k: v for k, v in (previous.get("summaries") or {}).items() if k != name},
-        })
+    if previous is not None and (
+        name in (previous.get("summaries") or {}) or name in (previous.get("languages") or {})
+    ):
+        _write(
+            settings,
+            {
+                **previous,
+                "languages": {k: v for k, v in (previous.get("languages") or {}).items() if k != name},
+                "summaries": {k: v for k, v in (previous.get("summaries") or {}).items() if k != name},
+            },
+        )
 
 
 def languages(settings: Settings) -> dict[str, dict[str, int]]:

@@ -189,7 +189,7 @@ class Watcher:
                     for key in ("files_new", "files_changed", "files_removed", "chunks_embedded", "chunks_deleted")
                 }
                 logger.info("Indexed %s: %s", ", ".join(sorted(pending)), self._last["report"])
-        except Exception as error:  # noqa: BLE001 - a failed run is reported, the watcher goes on
+        except Exception as error:
             logger.error("Indexing %s failed: %s", ", ".join(sorted(pending)) or "nothing", error, exc_info=error)
             self._last["error"] = {"time": _now(), "message": str(error) or type(error).__name__}
 
@@ -200,7 +200,7 @@ class Watcher:
         while not self._stop.is_set():
             try:
                 self._watch(seen)
-            except Exception as error:  # noqa: BLE001 - a vanished folder, a full inotify table...: log, retry
+            except Exception as error:
                 logger.error("Watching the collections failed: %s", error, exc_info=error)
                 self._last["error"] = {"time": _now(), "message": f"watching: {error}"}
                 self._stop.wait(POLL_MS / 1000)
@@ -218,7 +218,7 @@ class Watcher:
     def _collections(self) -> dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]]:
         try:
             loaded = self.needle.collections.load()
-        except Exception as error:  # noqa: BLE001 - a half-written file by hand: keep the last good list
+        except Exception as error:
             logger.error("Cannot read the collections: %s", error)
             return {}
         return {c.name: (c.root, tuple(c.include), tuple(c.exclude)) for c in loaded.values()}
@@ -235,8 +235,13 @@ class Watcher:
         rules = {c.name: CollectionRules(c.include, c.exclude) for c in collections}
         data_dir = str(Path(self.needle.settings.data_dir).expanduser())
         for changes in watchfiles.watch(
-            *roots, step=self.debounce_ms, debounce=self.max_wait_ms, stop_event=self._stop,
-            rust_timeout=POLL_MS, yield_on_timeout=True, raise_interrupt=False,
+            *roots,
+            step=self.debounce_ms,
+            debounce=self.max_wait_ms,
+            stop_event=self._stop,
+            rust_timeout=POLL_MS,
+            yield_on_timeout=True,
+            raise_interrupt=False,
         ):
             affected: dict[str, set[str] | None] = {}
             for _change, path in changes:

@@ -20,10 +20,13 @@ Scope = dict[str, Any]
 async def refuse(send: Any, status: int, detail: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
     """Answer a request with `status` and `{"detail": ...}` (plus `headers`) before any route sees it."""
     body = json.dumps({"detail": detail}).encode()
-    await send({
-        "type": "http.response.start", "status": status,
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
-    })
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 

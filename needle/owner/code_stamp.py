@@ -39,14 +39,16 @@ def installed_version() -> str:
             continue
         for name in names:
             if name.startswith(DIST_PREFIX) and name.endswith((".dist-info", ".egg-info")):
-                return name[len(DIST_PREFIX):].rsplit(".", 1)[0]
+                return name[len(DIST_PREFIX) :].rsplit(".", 1)[0]
     return "unknown"
 
 
 def source_digest() -> str:
     """12 hexadecimal digits naming the path, size and mtime of every source file (a change changes them)."""
     digest = hashlib.sha256()
-    roots = dict.fromkeys([PACKAGE_DIR, PIPELINES_DIR, SERVER_PIPELINES_DIR, ROOT / "components", ROOT / "document_stores"])
+    roots = dict.fromkeys(
+        [PACKAGE_DIR, PIPELINES_DIR, SERVER_PIPELINES_DIR, ROOT / "components", ROOT / "document_stores"]
+    )
     for root in roots:
         for line in sorted(_files(str(root))):
             digest.update(line.encode("utf-8", "surrogateescape"))

@@ -65,7 +65,10 @@ def locate(env: Mapping[str, str] | None = None) -> Location | None:
     """
     env = os.environ if env is None else env
     values: dict[str, Any] = {
-        "data_dir": "~/.local/share/needle", "store.url": None, "owner.autostart": True, "owner.idle_minutes": 15.0,
+        "data_dir": "~/.local/share/needle",
+        "store.url": None,
+        "owner.autostart": True,
+        "owner.idle_minutes": 15.0,
         "owner.answer_timeout": 10.0,
     }
     files = [DEFAULT_CONFIG_FILE] if DEFAULT_CONFIG_FILE.exists() else []
@@ -87,8 +90,12 @@ def locate(env: Mapping[str, str] | None = None) -> Location | None:
     except (TypeError, ValueError):
         return None
     url = values["store.url"]
-    if autostart is None or idle <= 0 or answer <= 0 or not isinstance(values["data_dir"], str) or not (
-        url is None or isinstance(url, str)
+    if (
+        autostart is None
+        or idle <= 0
+        or answer <= 0
+        or not isinstance(values["data_dir"], str)
+        or not (url is None or isinstance(url, str))
     ):
         return None
     data_dir = Path(os.path.expandvars(values["data_dir"])).expanduser()
@@ -122,7 +129,7 @@ def _file_values(files: list[Path], defaults: dict[str, Any], env: Mapping[str, 
     if stats is not None:
         changed = {name: value for name, value in values.items() if value != defaults[name]}
         others = {k: v for k, v in entries.items() if k != key}
-        kept_others = dict(list(others.items())[-(CACHE_ENTRIES - 1):])  # one entry per set of files, a few sets
+        kept_others = dict(list(others.items())[-(CACHE_ENTRIES - 1) :])  # one entry per set of files, a few sets
         _write_cache(cache, {**kept_others, key: {"files": stats, "readable": readable, "values": changed}})
     return values if readable else None
 
@@ -168,7 +175,7 @@ def _merge_file(values: dict[str, Any], file: Path) -> bool:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when PyYAML has it: 10x faster
     try:
-        data = yaml.load(file.read_text(encoding="utf-8"), Loader=loader) or {}  # noqa: S506 - a safe loader
+        data = yaml.load(file.read_text(encoding="utf-8"), Loader=loader) or {}
     except (OSError, yaml.YAMLError):
         return False
     if not isinstance(data, dict):
@@ -189,7 +196,6 @@ def _boolean(value: Any) -> bool | None:
         return value
     text = str(value).strip().lower()
     return True if text in _TRUE else False if text in _FALSE else None
-
 
 
 __all__ = ["Location", "locate", "locate_or_load"]

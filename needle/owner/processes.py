@@ -60,13 +60,12 @@ def quiet_request_logs() -> None:
     from hayhooks.server.logger import formatter
     from hayhooks.server.logger import log as hayhooks_log
 
-
     hayhooks_log.remove()
     hayhooks_log.add(sys.stderr, level="WARNING", format=formatter)
     quiet_graph_runs()
 
 
-def _Server(config: Any) -> Any:  # noqa: N802 - a class, defined when uvicorn is imported
+def _Server(config: Any) -> Any:
     """A uvicorn server with an event set once it listens (or its start-up failed): `up`."""
     import uvicorn
 
@@ -141,7 +140,6 @@ class BackgroundServer:
         if self.staged:
             from needle.owner.staged import StagedApp
 
-
             quiet_graph_runs()
             self._app = StagedApp(self.record, build=self._full_app)
         else:
@@ -154,14 +152,18 @@ class BackgroundServer:
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError(f"the routes of needle {self.command} failed to start: {self._failure or 'see the messages above'}")
+                raise RuntimeError(
+                    f"the routes of needle {self.command} failed to start: {self._failure or 'see the messages above'}"
+                )
             self._server.up.wait(0.05)  # set as soon as it listens: no polling interval added to the start
         return self.record
 
     def _full_app(self, own_record: bool = False) -> Any:
         """Every route (`self.app`), for this process's record."""
         assert self.record is not None
-        app = self.app(host="127.0.0.1", token=self.record.token, owner=self.record, watch=self.watch, own_record=own_record)
+        app = self.app(
+            host="127.0.0.1", token=self.record.token, owner=self.record, watch=self.watch, own_record=own_record
+        )
         quiet_request_logs()
         return app
 
@@ -183,7 +185,7 @@ class BackgroundServer:
     def _run(self, sock: Any) -> None:
         try:
             self._server.run(sockets=[sock])
-        except BaseException as error:  # noqa: BLE001 - reported by start()
+        except BaseException as error:
             self._failure = error
         finally:
             sock.close()
@@ -268,8 +270,12 @@ def _own_or_join(watch: bool, app: AppFactory) -> BackgroundServer | None:
     from needle.owner.code_stamp import code_stamp
 
     if record.code != code_stamp():
-        logger.warning("The owner (pid %s, needle %s) runs other code than this needle mcp (started before Needle "
-                       "changed): its tools may not match; restart it to use this code", record.pid, record.command or "serve")
+        logger.warning(
+            "The owner (pid %s, needle %s) runs other code than this needle mcp (started before Needle "
+            "changed): its tools may not match; restart it to use this code",
+            record.pid,
+            record.command or "serve",
+        )
     logger.info("The index is open in process %s: serving its tools through %s", record.pid, record.address)
     use_needle(RemoteNeedle(settings, record, on_gone=lambda: _take_over(settings, watch, app)))
     if settings.owner.standby:
@@ -321,7 +327,7 @@ class Standby:
                     importlib.import_module(module)
                 for name in self.LATER:
                     needle.warm(name)
-        except Exception as error:  # noqa: BLE001 - the take-over loads them itself and reports what fails
+        except Exception as error:
             logger.warning("Could not prepare to take the index over: %s", error)
 
     def take(self) -> Any:
@@ -382,7 +388,7 @@ def _serve_taken_over(server: BackgroundServer) -> None:
     try:
         with contextlib.redirect_stdout(sys.stderr):  # stdout carries the MCP protocol
             record = server.start()
-    except Exception as error:  # noqa: BLE001 - this process's own calls go on; others find no owner
+    except Exception as error:
         logger.error("Took the index over, but its routes did not start: %s", error)
         return
     logger.info("The owner went away: this process holds the index now (%s)", record.address)
@@ -415,8 +421,12 @@ def run_watch(app: AppFactory) -> int:
             records.refuse_second_owner(settings)
             running: Any = BackgroundServer(command="watch", app=app, watch=True)
             record = running.start()
-            print(f"needle watch: watching the collections (pid {record.pid}); other needle commands reach the index "
-                  f"at {record.address}", file=sys.stderr, flush=True)
+            print(
+                f"needle watch: watching the collections (pid {record.pid}); other needle commands reach the index "
+                f"at {record.address}",
+                file=sys.stderr,
+                flush=True,
+            )
         else:
             from needle.facade.api import Needle
             from needle.lifecycle.watch import Watcher
@@ -477,21 +487,39 @@ def run_owner(app: AppFactory, first: list[str] | None = None, ready_fd: int | N
 
             for name in first:  # one instance of the command's graph before it is told to come
                 get_needle().pipeline(name)  # type: ignore[attr-defined]
-            threading.Thread(target=_complete_after_first_request, args=(server,), name="needle-warm", daemon=True).start()
+            threading.Thread(
+                target=_complete_after_first_request, args=(server,), name="needle-warm", daemon=True
+            ).start()
         _tell_ready(ready)
-        print(f"needle owner: holding the index (pid {record.pid}) at {record.address}; exits after "
-              f"{settings.owner.idle_minutes:g} min without a request", file=sys.stderr, flush=True)
+        print(
+            f"needle owner: holding the index (pid {record.pid}) at {record.address}; exits after "
+            f"{settings.owner.idle_minutes:g} min without a request",
+            file=sys.stderr,
+            flush=True,
+        )
         if first is not None:
-            print(f"needle owner: answering with {', '.join(first) or 'no graph'} warm; the other routes and graphs "
-                  "load once the first request is answered", file=sys.stderr, flush=True)
+            print(
+                f"needle owner: answering with {', '.join(first) or 'no graph'} warm; the other routes and graphs "
+                "load once the first request is answered",
+                file=sys.stderr,
+                flush=True,
+            )
         try:
             while not stopped.wait(1.0):
                 if ACTIVITY.retire_when_idle and ACTIVITY.close_if_idle():
-                    print("needle owner: exiting, idle now, to make way for other code (a command of another "
-                          "Needle version or checkout asked)", file=sys.stderr, flush=True)
+                    print(
+                        "needle owner: exiting, idle now, to make way for other code (a command of another "
+                        "Needle version or checkout asked)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                     break
                 if ACTIVITY.idle_seconds() >= idle and ACTIVITY.close_if_idle():
-                    print(f"needle owner: no request for {settings.owner.idle_minutes:g} min, exiting", file=sys.stderr, flush=True)
+                    print(
+                        f"needle owner: no request for {settings.owner.idle_minutes:g} min, exiting",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                     break
         except KeyboardInterrupt:
             pass

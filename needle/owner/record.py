@@ -56,7 +56,7 @@ class OwnerSilentError(ConnectionError):
     """The owner took no connection, or stopped answering within the timeout."""
 
 
-class TookOver(Exception):  # noqa: N818 - not an error: the request goes on elsewhere
+class TookOver(Exception):
     """
     This process took the index over from an owner that went away (a second `needle mcp`): the request that
     met the closed connection runs again on this process's own `Needle` (`needle.shells.http.endpoints.call`).
@@ -109,7 +109,12 @@ def new_record(address: str, token: str, command: str) -> OwnerRecord:
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     pid = os.getpid()
     return OwnerRecord(
-        pid=pid, address=address, token=token, started=started, command=command, pid_start=pid_start(pid),
+        pid=pid,
+        address=address,
+        token=token,
+        started=started,
+        command=command,
+        pid_start=pid_start(pid),
         code=code_stamp(),
     )
 
@@ -159,7 +164,10 @@ def read(path: Path) -> OwnerRecord | None:
         data = json.loads(path.read_text(encoding="utf-8"))
         fields = {k: data[k] for k in ("pid", "address", "token", "started")}
         record = OwnerRecord(
-            **fields, command=data.get("command", ""), pid_start=int(data.get("pid_start", 0)), code=str(data.get("code", ""))
+            **fields,
+            command=data.get("command", ""),
+            pid_start=int(data.get("pid_start", 0)),
+            code=str(data.get("code", "")),
         )
     except FileNotFoundError:
         return None
@@ -313,11 +321,15 @@ def connect(record: OwnerRecord, timeout: float = CONNECT_TIMEOUT, read_timeout:
     except OSError as error:
         if connection is not None:
             connection.close()
-        raise OwnerSilentError(f"the owner (pid {record.pid}, {record.address}) did not answer: {error or type(error).__name__}") from None
+        raise OwnerSilentError(
+            f"the owner (pid {record.pid}, {record.address}) did not answer: {error or type(error).__name__}"
+        ) from None
     try:
         answer = json.loads(body)
-        proven = response.status == 200 and answer.get("pid") == record.pid and hmac.compare_digest(
-            str(answer.get("proof", "")), proof(record.token, nonce, record.pid)
+        proven = (
+            response.status == 200
+            and answer.get("pid") == record.pid
+            and hmac.compare_digest(str(answer.get("proof", "")), proof(record.token, nonce, record.pid))
         )
     except (ValueError, AttributeError):
         proven = False
@@ -493,8 +505,36 @@ def loopback_socket() -> socket.socket:
 
 
 __all__ = [
-    "BACKGROUND", "HELLO_PATH", "IndexOwnedError", "TookOver", "OWNER_FILE", "OwnerRecord", "OwnerSilentError", "UntrustedOwnerError", "answers",
-    "check_private", "connect", "hold_index", "holds_lock", "index_locked", "live_owner", "lock_holders",
-    "loopback_socket", "new_record", "new_token", "owner_path", "pid_alive", "pid_start", "pid_stopped", "proof", "read",
-    "refuse_second_owner", "remove", "same_process", "stop_owner", "uses_owner", "wait_for_owner", "write",
+    "BACKGROUND",
+    "HELLO_PATH",
+    "OWNER_FILE",
+    "IndexOwnedError",
+    "OwnerRecord",
+    "OwnerSilentError",
+    "TookOver",
+    "UntrustedOwnerError",
+    "answers",
+    "check_private",
+    "connect",
+    "hold_index",
+    "holds_lock",
+    "index_locked",
+    "live_owner",
+    "lock_holders",
+    "loopback_socket",
+    "new_record",
+    "new_token",
+    "owner_path",
+    "pid_alive",
+    "pid_start",
+    "pid_stopped",
+    "proof",
+    "read",
+    "refuse_second_owner",
+    "remove",
+    "same_process",
+    "stop_owner",
+    "uses_owner",
+    "wait_for_owner",
+    "write",
 ]

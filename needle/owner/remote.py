@@ -138,7 +138,7 @@ class RemoteNeedle:
         def run() -> None:
             try:
                 done["response"] = self._client.post(f"/{route}/run", json=dict(payload), timeout=timeout)  # type: ignore[union-attr]
-            except BaseException as error:  # noqa: BLE001 - raised below, on the caller's thread
+            except BaseException as error:
                 done["error"] = error
 
         worker = threading.Thread(target=run, daemon=True)
@@ -158,11 +158,17 @@ class RemoteNeedle:
             return request()
         except httpx.TimeoutException as error:
             if isinstance(error, httpx.ConnectTimeout):
-                raise records.OwnerSilentError(f"the owner ({self._who()}) took no connection within {self.connect_timeout:g} s") from None
+                raise records.OwnerSilentError(
+                    f"the owner ({self._who()}) took no connection within {self.connect_timeout:g} s"
+                ) from None
             raise records.OwnerSilentError(self._silent()) from None
 
     def _silent(self) -> str:
-        stopped = f" (it is stopped: `kill -CONT {self.record.pid}` resumes it)" if records.pid_stopped(self.record.pid) else ""
+        stopped = (
+            f" (it is stopped: `kill -CONT {self.record.pid}` resumes it)"
+            if records.pid_stopped(self.record.pid)
+            else ""
+        )
         return f"the owner (pid {self.record.pid}) has not answered for {self.answer_timeout:g} s: it may be stopped{stopped}"
 
     def _who(self) -> str:
@@ -216,12 +222,22 @@ class RemoteNeedle:
         if pipeline not in SEARCH_ROUTES:
             raise RemoteFailure(
                 f"graph {pipeline!r} runs only in the process that holds the index ({self._who()}), which serves "
-                f"{', '.join(SEARCH_ROUTES)}", 2, 400,
+                f"{', '.join(SEARCH_ROUTES)}",
+                2,
+                400,
             )
         values = {
-            "query": query, "limit": top_k, "collections": collections, "min_score": min_score, "chunks": chunks,
-            "explain": explain, "expand": expand, "rerank": rerank, "decompose": decompose,
-            "set": dict(overrides or {}) or None, **(filters or SearchFilters()).request_inputs(),
+            "query": query,
+            "limit": top_k,
+            "collections": collections,
+            "min_score": min_score,
+            "chunks": chunks,
+            "explain": explain,
+            "expand": expand,
+            "rerank": rerank,
+            "decompose": decompose,
+            "set": dict(overrides or {}) or None,
+            **(filters or SearchFilters()).request_inputs(),
         }
         return SearchAnswer.model_validate(self.post(pipeline, body(requests.SEARCHES[pipeline], values)))
 
@@ -247,11 +263,18 @@ class RemoteNeedle:
         if pipeline != "rag" or overrides or expand is not None or rerank is not None:
             raise RemoteFailure(
                 f"another answer graph, --set, --expand or --rerank run only in the process that holds the index "
-                f"({self._who()}), which answers with rag as configured", 2, 400,
+                f"({self._who()}), which answers with rag as configured",
+                2,
+                400,
             )
         values = {
-            "question": question, "collections": collections, "limit": top_k, "min_score": min_score,
-            "decompose": decompose, "retry": retry, **(filters or SearchFilters()).request_inputs(),
+            "question": question,
+            "collections": collections,
+            "limit": top_k,
+            "min_score": min_score,
+            "decompose": decompose,
+            "retry": retry,
+            **(filters or SearchFilters()).request_inputs(),
         }
         return Answer.model_validate(self.post("answer", body(requests.ANSWER, values)))
 
@@ -347,4 +370,3 @@ if TYPE_CHECKING:
     def _both_facades_conform(local: Needle, remote: RemoteNeedle) -> tuple[NeedleInterface, NeedleInterface]:
         """Where mypy proves that the in-process facade and this remote client both implement the interface."""
         return local, remote
-

@@ -177,26 +177,38 @@ def owner_routes(owner: OwnerRecord) -> list[Any]:
     async def cli(request: Request) -> Response:
         provided = request.headers.get("authorization", "").encode()
         if not hmac.compare_digest(provided, expected):
-            return JSONResponse({"detail": "this route serves only the needle commands of the user who started this process"}, status_code=403)
+            return JSONResponse(
+                {"detail": "this route serves only the needle commands of the user who started this process"},
+                status_code=403,
+            )
         try:
             body = await request.json()
             arguments, cwd, tty = body["args"], str(body["cwd"]), bool(body.get("tty"))
             if not isinstance(arguments, dict) or not isinstance(arguments.get("command"), str):
                 raise TypeError("args")
         except (ValueError, KeyError, TypeError):
-            return JSONResponse({"detail": 'expected {"args": {"command": str, ...}, "cwd": str, "tty": bool}'}, status_code=400)
+            return JSONResponse(
+                {"detail": 'expected {"args": {"command": str, ...}, "cwd": str, "tty": bool}'}, status_code=400
+            )
         return StreamingResponse(_stream(arguments, cwd, tty), media_type="application/x-ndjson")
 
     async def retire(request: Request) -> Response:
         provided = request.headers.get("authorization", "").encode()
         if not hmac.compare_digest(provided, expected):
-            return JSONResponse({"detail": "this route serves only the needle commands of the user who started this process"}, status_code=403)
+            return JSONResponse(
+                {"detail": "this route serves only the needle commands of the user who started this process"},
+                status_code=403,
+            )
         if owner.command != BACKGROUND:
-            return JSONResponse({"detail": f"needle {owner.command or 'serve'} was started by its user: it exits when they stop it"}, status_code=409)
+            return JSONResponse(
+                {"detail": f"needle {owner.command or 'serve'} was started by its user: it exits when they stop it"},
+                status_code=409,
+            )
         return JSONResponse(retire_answer(ACTIVITY))
 
     return [
-        Route(HELLO_PATH, hello, methods=["GET"]), Route(CLI_PATH, cli, methods=["POST"]),
+        Route(HELLO_PATH, hello, methods=["GET"]),
+        Route(CLI_PATH, cli, methods=["POST"]),
         Route(RETIRE_PATH, retire, methods=["POST"]),
     ]
 
@@ -283,12 +295,16 @@ def execute(
         value = getattr(args, name, None)
         if name == "path" and args.command not in ("backup", "restore"):
             continue
-        if isinstance(value, str) and not os.path.isabs(value) and (name == "path" or os.path.exists(os.path.join(cwd, value))):
+        if (
+            isinstance(value, str)
+            and not os.path.isabs(value)
+            and (name == "path" or os.path.exists(os.path.join(cwd, value)))
+        ):
             setattr(args, name, os.path.join(cwd, os.path.expanduser(value)))
     try:
         with _turn(args.command, notice or (lambda line: None)):
             code = run(args, get_needle(), out=out, progress=progress)
-    except BaseException as error:  # noqa: BLE001 - shown to the client as the CLI shows it
+    except BaseException as error:
         code = failed(args, error, err)
     return {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
@@ -317,8 +333,10 @@ def _turn(command: str, notice: Callable[[str], None]) -> Iterator[None]:
         if others < 0:
             tell("waiting for another command that needs the index to itself to finish")
         else:
-            tell(f"waiting for {others} request{'s' if others > 1 else ''} under way in the owner (pid {os.getpid()}) "
-                 f"to finish{_run_under_way(needle)}; new ones wait for this {command}")
+            tell(
+                f"waiting for {others} request{'s' if others > 1 else ''} under way in the owner (pid {os.getpid()}) "
+                f"to finish{_run_under_way(needle)}; new ones wait for this {command}"
+            )
 
     if command in EXCLUSIVE:
         with ACTIVITY.exclusive(requests), _index_turn(needle, tell):
@@ -333,7 +351,9 @@ def _index_turn(needle: Any, tell: Callable[[str], None]) -> Iterator[None]:
     """Hold the `Needle`'s index lock (index runs, optimising and backups take turns on it), saying what holds it."""
     lock = needle._index_lock
     while not lock.acquire(timeout=0.5):
-        tell(f"waiting for the index run under way to finish{_run_under_way(needle) or ' (or an optimize, backup or check)'}")
+        tell(
+            f"waiting for the index run under way to finish{_run_under_way(needle) or ' (or an optimize, backup or check)'}"
+        )
     try:
         yield
     finally:
@@ -350,4 +370,16 @@ def _run_under_way(needle: Any) -> str:
     return ": " + index_run_line(run)
 
 
-__all__ = ["ACTIVITY", "EXITING", "RETIRE_PATH", "retire_answer", "EXCLUSIVE", "WRITES_PAUSED", "Activity", "ActivityMiddleware", "CLI_PATH", "execute", "owner_routes"]
+__all__ = [
+    "ACTIVITY",
+    "CLI_PATH",
+    "EXCLUSIVE",
+    "EXITING",
+    "RETIRE_PATH",
+    "WRITES_PAUSED",
+    "Activity",
+    "ActivityMiddleware",
+    "execute",
+    "owner_routes",
+    "retire_answer",
+]

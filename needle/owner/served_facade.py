@@ -92,7 +92,7 @@ def _primed(needle: NeedleInterface, graph: T) -> T:
         _prime_done = True
     try:
         needle.prime()
-    except Exception as error:  # noqa: BLE001 - the first request meets it and says it in one line
+    except Exception as error:
         logger.info("The first search at start-up failed: %s", error)
         return graph
     threading.Thread(target=_read_ahead, args=(needle,), name="needle-read-ahead", daemon=True).start()
@@ -103,7 +103,7 @@ def _read_ahead(needle: Needle) -> None:
     """`Needle.read_ahead` on its own thread; a failure (the index closed meanwhile...) is only logged."""
     try:
         read = needle.read_ahead()
-    except Exception as error:  # noqa: BLE001 - the searches read what they need themselves
+    except Exception as error:
         logger.info("Reading the index ahead stopped: %s", error)
         return
     logger.debug("Read %d points of the index ahead of the searches", read)
@@ -159,7 +159,7 @@ def warm_deferred() -> list[str]:
         try:
             _primed(get_needle(), get_needle().warm(name))
             warmed.append(name)
-        except Exception as error:  # noqa: BLE001 - the request that needs it reports it
+        except Exception as error:
             logger.warning("Could not warm the %s graph in the background: %s", name, error)
     return warmed
 
@@ -198,6 +198,13 @@ def owned(owner: OwnerRecord | None) -> Iterator[None]:
 
 
 __all__ = [
-    "get_needle", "holding_the_index", "on_the_facade", "owned", "use_needle", "warm", "warm_deferred", "warm_first",
+    "get_needle",
+    "holding_the_index",
+    "on_the_facade",
+    "owned",
+    "use_needle",
+    "warm",
+    "warm_deferred",
+    "warm_first",
     "warm_on_demand",
 ]

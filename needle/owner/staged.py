@@ -88,7 +88,7 @@ class StagedApp:
             return self.ready.wait(timeout) and self._full is not None
         try:
             app = self._build()
-        except Exception as error:  # noqa: BLE001 - the owner routes go on; other routes answer 503
+        except Exception as error:
             logger.error("The owner's HTTP routes failed to build: %s", error)
             self.failure = error
             self._set_ready()
@@ -111,7 +111,7 @@ class StagedApp:
                 self._full = app
                 self._set_ready()
                 await self._stop.wait()
-        except Exception as error:  # noqa: BLE001 - reported by build_full; other routes answer 503
+        except Exception as error:
             logger.error("The owner's HTTP routes failed to start: %s", error)
             self.failure = error
         finally:
@@ -133,7 +133,7 @@ class StagedApp:
         holding = owned(self.owner)
         try:
             holding.__enter__()
-        except Exception as error:  # noqa: BLE001 - uvicorn reports it and exits
+        except Exception as error:
             await send({"type": "lifespan.startup.failed", "message": str(error)})
             return
         try:

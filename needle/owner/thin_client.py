@@ -33,7 +33,20 @@ SPAWN_LOCK = "owner.start.lock"
 # How long a command waits for the background owner it started to load its graphs and answer.
 START_TIMEOUT = 300.0
 # Commands an owner runs for a client; those in `NEEDS_INDEX` also start a background owner when none runs.
-NEEDS_INDEX = {"search", "vsearch", "query", "get", "multi-get", "ls", "status", "index", "answer", "check", "optimize", "backup"}
+NEEDS_INDEX = {
+    "search",
+    "vsearch",
+    "query",
+    "get",
+    "multi-get",
+    "ls",
+    "status",
+    "index",
+    "answer",
+    "check",
+    "optimize",
+    "backup",
+}
 # `restore` and `migrate` go to an owner that runs, which queues them behind the requests and index runs under
 # way; with none they open the index here.
 THIN_COMMANDS = NEEDS_INDEX | {"collection", "context", "restore", "migrate"}
@@ -69,18 +82,26 @@ def other_code(record: records.OwnerRecord, location: Location) -> records.Owner
     who = f"the owner (pid {record.pid}, needle {record.command or 'serve'})"
     theirs = record.code.split("+")[0] if record.code else "an older version"
     if record.command != records.BACKGROUND:
-        print(f"needle: {who} runs other code ({theirs}, started before Needle changed); restart it to use "
-              f"this code (stop it, then run `needle {record.command or 'serve'}` again)", file=sys.stderr)
+        print(
+            f"needle: {who} runs other code ({theirs}, started before Needle changed); restart it to use "
+            f"this code (stop it, then run `needle {record.command or 'serve'}` again)",
+            file=sys.stderr,
+        )
         return record
     answer = _retire(record)
     if answer.get("exiting"):  # it refuses every request from now on: stop it as `needle owner stop` does
         records.stop_owner(record, EXIT_WAIT)
         return None
     busy = answer.get("busy") or "an owner from before code stamps"
-    ending = ("it exits once idle, and the next command starts one with this code" if "busy" in answer
-              else "`needle owner stop` replaces it")
-    print(f"needle: {who} runs other code ({theirs}) but is busy ({busy}): this command goes through it; {ending}",
-          file=sys.stderr)
+    ending = (
+        "it exits once idle, and the next command starts one with this code"
+        if "busy" in answer
+        else "`needle owner stop` replaces it"
+    )
+    print(
+        f"needle: {who} runs other code ({theirs}) but is busy ({busy}): this command goes through it; {ending}",
+        file=sys.stderr,
+    )
     return record
 
 
@@ -88,7 +109,9 @@ def _retire(record: records.OwnerRecord) -> dict[str, Any]:
     """Ask a background owner to exit when idle; `{}` when it does not know the route (older code)."""
     connection = records.connect(record)
     try:
-        connection.request("POST", RETIRE_PATH, body="{}", headers={**record.headers, "Content-Type": "application/json"})
+        connection.request(
+            "POST", RETIRE_PATH, body="{}", headers={**record.headers, "Content-Type": "application/json"}
+        )
         response = connection.getresponse()
         body = response.read()
         if response.status != 200:
@@ -193,7 +216,9 @@ def send(record: records.OwnerRecord, arguments: dict[str, Any], location: Locat
                 detail = response.read().decode("utf-8", "replace")
                 if response.status == 503:
                     raise OwnerExitingError(f"the owner (pid {record.pid}) is exiting: {_detail(detail)}")
-                raise records.UntrustedOwnerError(f"the owner (pid {record.pid}) refused the command: {_detail(detail)}")
+                raise records.UntrustedOwnerError(
+                    f"the owner (pid {record.pid}) refused the command: {_detail(detail)}"
+                )
             while True:
                 line = response.readline()
                 if not line:
@@ -212,7 +237,9 @@ def send(record: records.OwnerRecord, arguments: dict[str, Any], location: Locat
         except (records.UntrustedOwnerError, OwnerGoneError):
             raise
         except TimeoutError:
-            stopped = f" (it is stopped: `kill -CONT {record.pid}` resumes it)" if records.pid_stopped(record.pid) else ""
+            stopped = (
+                f" (it is stopped: `kill -CONT {record.pid}` resumes it)" if records.pid_stopped(record.pid) else ""
+            )
             raise records.OwnerSilentError(
                 f"the owner (pid {record.pid}) has not answered for {wait:g} s: it may be stopped{stopped}"
             ) from None
@@ -310,13 +337,17 @@ def owner_command(action: str) -> int:
         if action == "start" and record is None:
             record = start_owner(location)
             if record is None:
-                print(f"error: the background owner did not start; see {location.data_dir / OWNER_LOG}", file=sys.stderr)
+                print(
+                    f"error: the background owner did not start; see {location.data_dir / OWNER_LOG}", file=sys.stderr
+                )
                 return 1
     except ConnectionError as error:
         print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
         return 1
     if record is None:
-        automatic = "the next command that needs the index starts one" if location.autostart else "owner.autostart is off"
+        automatic = (
+            "the next command that needs the index starts one" if location.autostart else "owner.autostart is off"
+        )
         print(f"no owner holds the index in {location.data_dir} ({automatic})")
         return 0
     if action == "stop":
@@ -353,12 +384,27 @@ def spawn_owner(data_dir: Path, first: list[str] | None = None, ready_fd: int | 
         env["NEEDLE_CONFIG"] = str(Path(env["NEEDLE_CONFIG"]).expanduser().absolute())
     with open(data_dir / OWNER_LOG, "ab") as log:
         return subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-            start_new_session=True, close_fds=True, env=env, pass_fds=() if ready_fd is None else (ready_fd,),
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+            env=env,
+            pass_fds=() if ready_fd is None else (ready_fd,),
         )
 
 
 __all__ = [
-    "CLI_PATH", "OwnerExitingError", "OwnerGoneError", "other_code", "owner_command", "THIN_COMMANDS", "eligible", "first_graphs", "send", "start_owner",
+    "CLI_PATH",
+    "THIN_COMMANDS",
+    "OwnerExitingError",
+    "OwnerGoneError",
+    "eligible",
+    "first_graphs",
+    "other_code",
+    "owner_command",
+    "send",
+    "start_owner",
     "through_owner",
 ]

@@ -122,7 +122,9 @@ class Connection:
         self.sock: socket.socket | None = socket.create_connection((host, port), timeout=timeout)
         self._reader = self.sock.makefile("rb")
 
-    def request(self, method: str, path: str, body: bytes | str = b"", headers: Mapping[str, str] | None = None) -> None:
+    def request(
+        self, method: str, path: str, body: bytes | str = b"", headers: Mapping[str, str] | None = None
+    ) -> None:
         """
         Send one request.
 

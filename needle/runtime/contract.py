@@ -40,11 +40,24 @@ REQUIRED: dict[str, dict[str, frozenset[str]]] = {
     },
     "ingest": {
         "inputs": frozenset({"collections", "paths", "after", "optimize"}),
-        "outputs": frozenset({
-            "scan_skipped", "pending", "sources", "next", "counts", "gone",
-            "read_documents", "read_skipped", "chunk_skipped", "diff_stats",
-            "chunks_written", "chunks_deleted", "file_points_written", "file_points_deleted",
-        }),
+        "outputs": frozenset(
+            {
+                "scan_skipped",
+                "pending",
+                "sources",
+                "next",
+                "counts",
+                "gone",
+                "read_documents",
+                "read_skipped",
+                "chunk_skipped",
+                "diff_stats",
+                "chunks_written",
+                "chunks_deleted",
+                "file_points_written",
+                "file_points_deleted",
+            }
+        ),
     },
 }
 
@@ -150,12 +163,16 @@ class GraphContract:
                     )
         for name, (owner, socket) in self.outputs.items():
             if socket not in stage(owner, "output", name).get("output_sockets", {}):
-                raise ContractError(f"graph {self.graph}: contract output '{name}' names {owner}.{socket}, which stage '{owner}' does not give")
+                raise ContractError(
+                    f"graph {self.graph}: contract output '{name}' names {owner}.{socket}, which stage '{owner}' does not give"
+                )
         for name, (owner, parameter) in self.parameters.items():
             instance = stage(owner, "parameter", name)["instance"]
             accepted = inspect.signature(type(instance).__init__).parameters
             if parameter not in accepted:
-                raise ContractError(f"graph {self.graph}: contract parameter '{name}' names {owner}.{parameter}, which stage '{owner}' does not take")
+                raise ContractError(
+                    f"graph {self.graph}: contract parameter '{name}' names {owner}.{parameter}, which stage '{owner}' does not take"
+                )
 
     def require(self, kind: str) -> GraphContract:
         """
@@ -182,7 +199,9 @@ class GraphContract:
         """Every `stage.socket` the contract feeds."""
         return {f"{owner}.{socket}" for paths in self.inputs.values() for owner, socket in paths}
 
-    def feed(self, values: Mapping[str, Any], data: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+    def feed(
+        self, values: Mapping[str, Any], data: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> dict[str, dict[str, Any]]:
         """
         Run data for `Pipeline.run`: each named value on every socket its name maps to, over `data`.
 
@@ -244,4 +263,4 @@ class GraphContract:
         return graph
 
 
-__all__ = ["GraphContract", "ContractError", "REQUIRED", "REQUEST_INPUTS"]
+__all__ = ["REQUEST_INPUTS", "REQUIRED", "ContractError", "GraphContract"]

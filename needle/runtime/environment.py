@@ -203,7 +203,9 @@ class Environment:
         for key, value in self._values_for(component_class, accepted).items():
             if key in accepted and key not in init_params:
                 init_params[key] = value
-        if str(init_params.get("model", "")).startswith("local/") or str(init_params.get("dense_model", "")).startswith("local/"):
+        if str(init_params.get("model", "")).startswith("local/") or str(init_params.get("dense_model", "")).startswith(
+            "local/"
+        ):
             register_local_models()
 
     def _values_for(self, component_class: type, accepted: frozenset[str]) -> dict[str, Any]:
@@ -248,13 +250,17 @@ class Environment:
             values["query_prefix"] = query_prefix
             values["document_prefix"] = document_prefix
             if embedders.is_served(settings) and "dense_embedder" in accepted:
-                values["dense_embedder"] = embedders.served_embedder(settings, "query", index_info.dense_dimension(settings))
+                values["dense_embedder"] = embedders.served_embedder(
+                    settings, "query", index_info.dense_dimension(settings)
+                )
         return values
 
 
 # Parameters filled by name on components that embed with the index's models themselves.
 _BY_NAME = frozenset(
-    f"{prefix}_{key}" for prefix in ("dense", "sparse") for key in ("model", "model_kwargs", "local_files_only", "cache_dir")
+    f"{prefix}_{key}"
+    for prefix in ("dense", "sparse")
+    for key in ("model", "model_kwargs", "local_files_only", "cache_dir")
 )
 
 
@@ -291,7 +297,7 @@ def _fastembed_kind(component_class: type) -> str | None:
 
 @cache
 def _served_kind(component_class: type) -> str | None:
-    """"query" or "document" for Needle's served dense embedders (by name: no provider's client is imported)."""
+    """ "query" or "document" for Needle's served dense embedders (by name: no provider's client is imported)."""
     if not isinstance(component_class, type):
         return None
     names = {f"{base.__module__}.{base.__qualname__}" for base in component_class.__mro__}
@@ -311,7 +317,7 @@ def _class_named(type_name: Any) -> type | None:
         return None
     try:
         return import_class_by_name(type_name)
-    except Exception:  # noqa: BLE001 - building the graph raises the real error
+    except Exception:
         return None
 
 
@@ -327,4 +333,4 @@ def _is_chat_generator(component_class: type) -> bool:
     )
 
 
-__all__ = ["Environment", "STORE_ROLES", "records_file"]
+__all__ = ["STORE_ROLES", "Environment", "records_file"]

@@ -99,7 +99,9 @@ def read_graph(name_or_path: str | Path, _chain: tuple[Path, ...] = ()) -> dict[
         return data
     unknown = set(data) - _OVERLAY_KEYS
     if unknown:
-        raise PipelineError(f"{path}: an overlay takes {', '.join(sorted(_OVERLAY_KEYS))}; not {', '.join(sorted(unknown))}")
+        raise PipelineError(
+            f"{path}: an overlay takes {', '.join(sorted(_OVERLAY_KEYS))}; not {', '.join(sorted(unknown))}"
+        )
     base_ref = Path(str(data["extends"]))
     base_path = base_ref if base_ref.is_absolute() else path.parent / base_ref
     base = read_graph(base_path if base_path.is_file() else str(data["extends"]), (*_chain, path))
@@ -133,7 +135,9 @@ def compose(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
     for removed in overlay.get("remove_connections") or []:
         pair = {"sender": removed["sender"], "receiver": removed["receiver"]}
         if pair not in connections:
-            raise PipelineError(f"remove_connections: {pair['sender']} -> {pair['receiver']} is not a connection of the base")
+            raise PipelineError(
+                f"remove_connections: {pair['sender']} -> {pair['receiver']} is not a connection of the base"
+            )
         connections.remove(pair)
     connections.extend({"sender": c["sender"], "receiver": c["receiver"]} for c in overlay.get("connections") or [])
     graph["connections"] = connections

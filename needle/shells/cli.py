@@ -43,7 +43,9 @@ class SuggestingParser(argparse.ArgumentParser):
             close = difflib.get_close_matches(value, [str(c) for c in choices], n=1)
             if close:
                 valid = ", ".join(map(str, choices))
-                raise argparse.ArgumentError(action, f"invalid choice: {value!r}; did you mean {close[0]!r}? (choose from {valid})")
+                raise argparse.ArgumentError(
+                    action, f"invalid choice: {value!r}; did you mean {close[0]!r}? (choose from {valid})"
+                )
         super()._check_value(action, value)
 
 
@@ -97,11 +99,19 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     add.add_argument("path", help="folder of notes")
     add.add_argument("--name", required=True, help="collection name")
     add.add_argument("--mask", action="append", help="glob of files to include (repeatable; default **/*.md and text)")
-    add.add_argument("--documents", action="store_true",
-                     help="also include PDF, Word (.docx) and HTML files (**/*.pdf, **/*.docx, **/*.html, **/*.htm)")
-    add.add_argument("--language", help="language of its notes for keyword search, e.g. german or chinese (default auto: per file)")
-    add.add_argument("--allow-overlap", action="store_true",
-                     help="accept a folder another collection already covers (same, inside or containing it): its notes are found twice")
+    add.add_argument(
+        "--documents",
+        action="store_true",
+        help="also include PDF, Word (.docx) and HTML files (**/*.pdf, **/*.docx, **/*.html, **/*.htm)",
+    )
+    add.add_argument(
+        "--language", help="language of its notes for keyword search, e.g. german or chinese (default auto: per file)"
+    )
+    add.add_argument(
+        "--allow-overlap",
+        action="store_true",
+        help="accept a folder another collection already covers (same, inside or containing it): its notes are found twice",
+    )
     csub.add_parser("list", help="list collections")
     remove = csub.add_parser("remove", help="remove a collection and its chunks from the index")
     remove.add_argument("name")
@@ -110,27 +120,46 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     index.add_argument("names", nargs="*", metavar="NAME")
     index.add_argument("--rebuild", action="store_true", help="drop the index first (after changing the model)")
     index.add_argument("--json", action="store_true", help="print the report as JSON")
-    index.add_argument("--set", action="append", metavar="COMPONENT.PARAM=VALUE", help="override a parameter of ingest.yml")
-    index.add_argument("--path", action="append", dest="paths", metavar="PATH",
-                       help="index only this file (absolute or relative to a collection root; a deleted file leaves the index; repeatable)")
+    index.add_argument(
+        "--set", action="append", metavar="COMPONENT.PARAM=VALUE", help="override a parameter of ingest.yml"
+    )
+    index.add_argument(
+        "--path",
+        action="append",
+        dest="paths",
+        metavar="PATH",
+        help="index only this file (absolute or relative to a collection root; a deleted file leaves the index; repeatable)",
+    )
 
     for command, text in SEARCH_COMMANDS.items():
         search = sub.add_parser(command, help=text)
         add_request_arguments(search, requests.SEARCHES[command])
         search.add_argument("--format", choices=output.FORMATS, default="text", help="output format (default text)")
         search.add_argument("--json", action="store_const", const="json", dest="format", help="same as --format json")
-        search.add_argument("--set", action="append", metavar="COMPONENT.PARAM=VALUE",
-                            help="override a parameter of the graph, e.g. fuse.k=30 (repeatable)")
-        search.add_argument("--pipeline", default=command, metavar="NAME|FILE",
-                            help=f"another graph, e.g. query-llm or my-graph.yml (default: {command})")
+        search.add_argument(
+            "--set",
+            action="append",
+            metavar="COMPONENT.PARAM=VALUE",
+            help="override a parameter of the graph, e.g. fuse.k=30 (repeatable)",
+        )
+        search.add_argument(
+            "--pipeline",
+            default=command,
+            metavar="NAME|FILE",
+            help=f"another graph, e.g. query-llm or my-graph.yml (default: {command})",
+        )
 
     answer = sub.add_parser("answer", help="answer a question from the notes with the configured LLM, citing them")
     add_request_arguments(answer, requests.ANSWER)
     answer.add_argument("--json", action="store_true", help="print the answer and its sources as JSON")
     answer.add_argument("--pipeline", default="rag", metavar="NAME|FILE", help="another answer graph (default: rag)")
-    answer.add_argument("--set", action="append", metavar="COMPONENT.PARAM=VALUE", help="override a parameter of the graph")
+    answer.add_argument(
+        "--set", action="append", metavar="COMPONENT.PARAM=VALUE", help="override a parameter of the graph"
+    )
 
-    context = sub.add_parser("context", help="describe what a collection or folder holds; shown with every result under it")
+    context = sub.add_parser(
+        "context", help="describe what a collection or folder holds; shown with every result under it"
+    )
     xsub = context.add_subparsers(dest="action", required=True, metavar="ACTION")
     xadd = xsub.add_parser("add", help='attach a description: needle context add notes/runbooks "on-call runbooks"')
     xadd.add_argument("prefix", metavar="COLLECTION[/FOLDER]")
@@ -151,13 +180,18 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true")
     check = sub.add_parser("check", help="read the whole index and report damage (exit 1) before a query trips on it")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
-    check.add_argument("--repair", action="store_true",
-                       help="index the files whose data was lost again and delete orphaned data (no rebuild)")
+    check.add_argument(
+        "--repair",
+        action="store_true",
+        help="index the files whose data was lost again and delete orphaned data (no rebuild)",
+    )
     status = sub.add_parser("status", help="collections, counts, model and index location")
     status.add_argument("--json", action="store_true")
     optimize = sub.add_parser("optimize", help="lay the index out as the `index:` settings say (no re-embedding)")
     optimize.add_argument("--json", action="store_true")
-    backup = sub.add_parser("backup", help="back the index up into a new folder (a consistent copy, or server snapshots)")
+    backup = sub.add_parser(
+        "backup", help="back the index up into a new folder (a consistent copy, or server snapshots)"
+    )
     backup.add_argument("path", help="a folder that does not exist yet")
     backup.add_argument("--json", action="store_true")
     restore = sub.add_parser("restore", help="put a backup in place of the index (refuses another model's)")
@@ -170,25 +204,49 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve HTTP endpoints and MCP tools (hayhooks) on 127.0.0.1:1416")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, this machine only)")
     serve.add_argument("--port", type=int, default=1416, help="port (default 1416)")
-    serve.add_argument("--every", metavar="INTERVAL", help="back the index up this often, e.g. 6h or 30m (default: never)")
+    serve.add_argument(
+        "--every", metavar="INTERVAL", help="back the index up this often, e.g. 6h or 30m (default: never)"
+    )
     serve.add_argument("--keep", type=int, default=7, help="scheduled backups to keep (default 7)")
     serve.add_argument("--backup-dir", metavar="DIR", help="where scheduled backups go (default: DATA_DIR/backups)")
-    serve.add_argument("--watch", action=argparse.BooleanOptionalAction, default=False,
-                       help="keep the index live: index changed notes as they are saved (default: off)")
+    serve.add_argument(
+        "--watch",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="keep the index live: index changed notes as they are saved (default: off)",
+    )
     mcp = sub.add_parser("mcp", help="serve the MCP tools over stdin/stdout, for desktop agents")
-    mcp.add_argument("--watch", action=argparse.BooleanOptionalAction, default=False,
-                     help="keep the index live: index changed notes as they are saved (default: off)")
+    mcp.add_argument(
+        "--watch",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="keep the index live: index changed notes as they are saved (default: off)",
+    )
     sub.add_parser("watch", help="keep the index live: index changed notes as they are saved, until interrupted")
-    owner = sub.add_parser("owner", help="see, start or stop the background process that holds the index for every command")
+    owner = sub.add_parser(
+        "owner", help="see, start or stop the background process that holds the index for every command"
+    )
     osub = owner.add_subparsers(dest="action", metavar="ACTION")
     osub.add_parser("status", help="which process holds the index, and where (the default)")
     osub.add_parser("start", help="start a background owner now (commands start one when they need it)")
     osub.add_parser("stop", help="stop the process that holds the index")
-    orun = osub.add_parser("run", help="hold the index in this terminal until idle (what `start` runs in the background)")
-    orun.add_argument("--first", metavar="GRAPH[,GRAPH]", type=lambda v: [g for g in v.split(",") if g], default=None,
-                      help="answer once these graphs are warm, then warm the others (default: all before answering)")
-    orun.add_argument("--ready-fd", type=int, default=None, metavar="FD",
-                      help="write a line to this inherited file descriptor, and close it, once the owner answers")
+    orun = osub.add_parser(
+        "run", help="hold the index in this terminal until idle (what `start` runs in the background)"
+    )
+    orun.add_argument(
+        "--first",
+        metavar="GRAPH[,GRAPH]",
+        type=lambda v: [g for g in v.split(",") if g],
+        default=None,
+        help="answer once these graphs are warm, then warm the others (default: all before answering)",
+    )
+    orun.add_argument(
+        "--ready-fd",
+        type=int,
+        default=None,
+        metavar="FD",
+        help="write a line to this inherited file descriptor, and close it, once the owner answers",
+    )
     if only in (None, "eval"):
         from needle.evaluation.eval_command import add_eval_parser  # a dozen subcommands of its own
 
@@ -213,16 +271,25 @@ def add_request_arguments(parser: argparse.ArgumentParser, params: tuple[request
         if not param.option_strings:
             parser.add_argument(param.name, nargs=param.nargs, metavar=param.metavar, help=help)
         elif param.kind is list:
-            parser.add_argument(*param.option_strings, action="append", dest=param.name, metavar=param.metavar, help=help)
+            parser.add_argument(
+                *param.option_strings, action="append", dest=param.name, metavar=param.metavar, help=help
+            )
         elif param.kind is bool and param.default is False:
             parser.add_argument(*param.option_strings, action="store_true", dest=param.name, help=help)
         elif param.kind is bool:
-            parser.add_argument(*param.option_strings, action=argparse.BooleanOptionalAction, default=None,
-                                dest=param.name, help=help)
+            parser.add_argument(
+                *param.option_strings, action=argparse.BooleanOptionalAction, default=None, dest=param.name, help=help
+            )
         else:
             default = None if param.graph else param.default
-            parser.add_argument(*param.option_strings, type=param.kind, default=default, dest=param.name,
-                                metavar=param.metavar, help=help)
+            parser.add_argument(
+                *param.option_strings,
+                type=param.kind,
+                default=default,
+                dest=param.name,
+                metavar=param.metavar,
+                help=help,
+            )
 
 
 def _help(param: requests.Param) -> str:
@@ -357,7 +424,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = _run_here(args) if code is None else code
         sys.stdout.flush()  # a reader that went away (`| head`) is met here, not at exit
         return code
-    except BaseException as error:  # noqa: BLE001 - the one place every failure becomes an exit code
+    except BaseException as error:
         if isinstance(error, SystemExit):
             raise
         if isinstance(error, BrokenPipeError) and _stdout_closed():

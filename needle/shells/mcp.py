@@ -40,27 +40,55 @@ SEARCH_TOOLS = frozenset({"search", "vsearch", "query"})
 PRESENTATION_ARGUMENTS = frozenset({"full"})
 # Title and description of each tool; the server's instructions say how they work together.
 DESCRIPTIONS = {
-    "search": ("Keyword search", (
-        "Keyword search (BM25): notes containing the query's exact words. For names, commands, config keys and "
-        "error codes; for other wording use vsearch, when unsure query.")),
-    "vsearch": ("Vector search", (
-        "Vector search: notes close in meaning to the query, even in other words (questions, a paraphrase). "
-        "Exact names or codes: search; the best of both: query.")),
-    "query": ("Hybrid search", (
-        "Hybrid search, keywords and vectors fused: the best quality, use it by default. decompose splits a "
-        "question that asks several things.")),
-    "get": ("Read a note", (
-        "Read a note, whole or a line range: ref is a result's path, #docid or anchor. To read around a hit, "
-        "pass its start_line as from_line with max_lines 40. PDF, DOCX, HTML as extracted text.")),
-    "multi_get": ("Read several notes", (
-        "Read several notes: a glob (pattern) or paths and #docids (refs). Files over max_bytes are listed "
-        "under skipped: read those with get and a line range.")),
-    "status": ("Collections", (
-        "The collections (name, files, chunks, description), models and index location; search, query and "
-        "index take these collection names.")),
-    "index": ("Re-index notes", (
-        "Re-index collections after notes changed (unchanged files are not re-read); searches see changes "
-        "only after it. Returns what was read, added, changed and removed.")),
+    "search": (
+        "Keyword search",
+        (
+            "Keyword search (BM25): notes containing the query's exact words. For names, commands, config keys and "
+            "error codes; for other wording use vsearch, when unsure query."
+        ),
+    ),
+    "vsearch": (
+        "Vector search",
+        (
+            "Vector search: notes close in meaning to the query, even in other words (questions, a paraphrase). "
+            "Exact names or codes: search; the best of both: query."
+        ),
+    ),
+    "query": (
+        "Hybrid search",
+        (
+            "Hybrid search, keywords and vectors fused: the best quality, use it by default. decompose splits a "
+            "question that asks several things."
+        ),
+    ),
+    "get": (
+        "Read a note",
+        (
+            "Read a note, whole or a line range: ref is a result's path, #docid or anchor. To read around a hit, "
+            "pass its start_line as from_line with max_lines 40. PDF, DOCX, HTML as extracted text."
+        ),
+    ),
+    "multi_get": (
+        "Read several notes",
+        (
+            "Read several notes: a glob (pattern) or paths and #docids (refs). Files over max_bytes are listed "
+            "under skipped: read those with get and a line range."
+        ),
+    ),
+    "status": (
+        "Collections",
+        (
+            "The collections (name, files, chunks, description), models and index location; search, query and "
+            "index take these collection names."
+        ),
+    ),
+    "index": (
+        "Re-index notes",
+        (
+            "Re-index collections after notes changed (unchanged files are not re-read); searches see changes "
+            "only after it. Returns what was read, added, changed and removed."
+        ),
+    ),
 }
 INSTRUCTIONS = (
     "Needle searches the user's notes. `query` (hybrid) is the best default; `search` for exact words, names and "
@@ -68,7 +96,7 @@ INSTRUCTIONS = (
     "{label_meaning} Each hit has its place (`collection`, `path`, the chunk's `start_line`..`end_line`, `docid`) and "
     "a `snippet`, its best-matching lines from `snippet_line` on; read more with `get` (path or #docid, from_line, "
     "max_lines) or several files with `multi_get`; `full` adds each hit's whole chunk. Filter with tags, path, where (frontmatter "
-    "field=value), after/before (dates), or in the query itself (#tag, in:folder/, field:value, \"phrase\", -word, "
+    'field=value), after/before (dates), or in the query itself (#tag, in:folder/, field:value, "phrase", -word, '
     "'last week'). `status` lists collections and what the user wrote about them (each hit's `context`); `index` "
     "re-reads notes after they changed."
 )
@@ -133,7 +161,7 @@ class Endpoints:
         try:
             with contextlib.redirect_stdout(sys.stderr):  # stdout carries the protocol; nothing else may write there
                 self._wrappers = self._load()
-        except BaseException as error:  # noqa: BLE001 - every call reports it
+        except BaseException as error:
             self._failure = _one_line(error)
             print(f"needle mcp: {self._failure}", file=sys.stderr, flush=True)
         finally:
@@ -209,7 +237,9 @@ def _signature(model: type[ToolArguments]) -> inspect.Signature:
     """A keyword-only signature with the model's fields, types and defaults (what the SDK builds a tool from)."""
     parameters = [
         inspect.Parameter(
-            name, inspect.Parameter.KEYWORD_ONLY, annotation=field.rebuild_annotation(),
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=field.rebuild_annotation(),
             default=inspect.Parameter.empty if field.is_required() else field.default,
         )
         for name, field in model.model_fields.items()
@@ -240,8 +270,14 @@ def _tool(name: str, endpoints: Endpoints) -> Any:
     call.__signature__ = _signature(model)  # type: ignore[attr-defined]
     title, description = DESCRIPTIONS[name]
     tool = Tool.from_function(
-        call, name=name, title=title, description=description, structured_output=False,
-        annotations=ToolAnnotations(read_only_hint=name not in READ_WRITE_TOOLS, destructive_hint=False, open_world_hint=False),
+        call,
+        name=name,
+        title=title,
+        description=description,
+        structured_output=False,
+        annotations=ToolAnnotations(
+            read_only_hint=name not in READ_WRITE_TOOLS, destructive_hint=False, open_world_hint=False
+        ),
     )
     tool.parameters = input_schema(model)
     return tool
@@ -322,7 +358,11 @@ class NeedleMCP:
         self.endpoints = endpoints
         self.tools = [_tool(name, endpoints) for name in TOOLS]
         self.server = MCPServer(
-            "needle", version=_version(), instructions=instructions(), tools=self.tools, log_level=log_level,
+            "needle",
+            version=_version(),
+            instructions=instructions(),
+            tools=self.tools,
+            log_level=log_level,
             middleware=[_LoadAfterInitialize(endpoints), _CheckArguments()],
         )
 

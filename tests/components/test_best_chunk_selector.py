@@ -44,8 +44,9 @@ class TestBestChunkSelector:
         assert [(d.id, d.score) for d in out] == [("a2", 0.9), ("b1", 0.5)]
 
     def test_a_whole_file_document_stands_in_only_without_chunks(self):
-        whole = Document(id="af", content="replication slot replication slot", score=0.4,
-                         meta={"source_doc_id": "A", "kind": "file"})
+        whole = Document(
+            id="af", content="replication slot replication slot", score=0.4, meta={"source_doc_id": "A", "kind": "file"}
+        )
         lone = Document(id="bf", content="replication", score=0.2, meta={"source_doc_id": "B", "kind": "file"})
         docs = [whole, chunk("a1", "A", "the replication slot", 0.4), lone]
         out = BestChunkSelector().run(docs, query="replication slot")["documents"]

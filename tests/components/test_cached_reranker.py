@@ -55,8 +55,11 @@ def docs(*scores: float) -> list[Document]:
 
 def judge(url: str = "http://127.0.0.1:9/v1", **kwargs) -> LLMJudgeRanker:
     generator = OpenAIChatGenerator(
-        api_key=Secret.from_env_var("OPENAI_API_KEY", strict=False), model=MODEL_NAME, api_base_url=url,
-        max_retries=0, **kwargs,
+        api_key=Secret.from_env_var("OPENAI_API_KEY", strict=False),
+        model=MODEL_NAME,
+        api_base_url=url,
+        max_retries=0,
+        **kwargs,
     )
     return LLMJudgeRanker(chat_generator=generator)
 
@@ -87,8 +90,13 @@ class TestCachedReranker:
         assert data == {
             "type": "haystack_integrations.components.rankers.needle.cached_reranker.CachedReranker",
             "init_parameters": {
-                "ranker": component_to_dict(inner, "ranker"), "cache_path": "/tmp/c.sqlite",
-                "cache_ttl_hours": 168, "model_name": "m", "candidates": 20, "top_k": 10, "score_transform": "auto",
+                "ranker": component_to_dict(inner, "ranker"),
+                "cache_path": "/tmp/c.sqlite",
+                "cache_ttl_hours": 168,
+                "model_name": "m",
+                "candidates": 20,
+                "top_k": 10,
+                "score_transform": "auto",
                 "enabled": True,
             },
         }
@@ -122,9 +130,13 @@ class TestCachedReranker:
         class TracingRanker:
             @component.output_types(documents=list[Document])
             def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict:
-                return {"documents": [replace(d, score=0.5, meta={**d.meta, "hybrid": {"bm25": 1.0}}) for d in documents]}
+                return {
+                    "documents": [replace(d, score=0.5, meta={**d.meta, "hybrid": {"bm25": 1.0}}) for d in documents]
+                }
 
-        out = CachedReranker(ranker=TracingRanker(), candidates=2, top_k=2).run(query="q", documents=docs(0.1, 0.2, 0.3))["documents"]
+        out = CachedReranker(ranker=TracingRanker(), candidates=2, top_k=2).run(
+            query="q", documents=docs(0.1, 0.2, 0.3)
+        )["documents"]
         assert [d.meta.get("hybrid") for d in out] == [{"bm25": 1.0}, {"bm25": 1.0}, None]
         assert out[0].meta["checksum"] == "c0"
 
@@ -191,8 +203,13 @@ class TestCachedReranker:
                 self.received: list = []
 
             @component.output_types(documents=list[Document])
-            def run(self, query: str, documents: list[Document], top_k: int | None = None,
-                    query_embedding: list[float] | None = None) -> dict:
+            def run(
+                self,
+                query: str,
+                documents: list[Document],
+                top_k: int | None = None,
+                query_embedding: list[float] | None = None,
+            ) -> dict:
                 self.received.append(query_embedding)
                 return {"documents": [replace(d, score=0.5) for d in documents]}
 
@@ -228,9 +245,7 @@ class TestCachedReranker:
 
     def test_document_the_ranker_left_out_keeps_its_position(self):
         out = CachedReranker(ranker=FakeRanker(skip=("d1",))).run(query="q", documents=docs(0.2, 0.5, 0.9))
-        assert [(d.id, d.meta["rerank"]["score"]) for d in out["documents"]] == [
-            ("d2", 0.9), ("d1", None), ("d0", 0.2)
-        ]
+        assert [(d.id, d.meta["rerank"]["score"]) for d in out["documents"]] == [("d2", 0.9), ("d1", None), ("d0", 0.2)]
 
     def test_does_not_mutate_input_documents(self):
         documents = docs(0.2, 0.9)
@@ -247,7 +262,9 @@ class TestCachedReranker:
 
             def rescore(self, documents: list[Document]) -> list[tuple[float, dict]]:
                 self.seen.append([d.id for d in documents])
-                return [(float(d.content.split()[-1]), {"hybrid": {"bm25": 1.0}, "checksum": "ignored"}) for d in documents]
+                return [
+                    (float(d.content.split()[-1]), {"hybrid": {"bm25": 1.0}, "checksum": "ignored"}) for d in documents
+                ]
 
             @component.output_types(documents=list[Document])
             def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict:

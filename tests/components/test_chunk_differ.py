@@ -12,7 +12,9 @@ def store(tmp_path):
 
 def chunk(i: str, path: str, text: str = "x", collection: str = "c") -> Document:
     return Document(
-        id=i, content=text, embedding=[1.0, 0.0],
+        id=i,
+        content=text,
+        embedding=[1.0, 0.0],
         meta={"collection": collection, "path": path, "source_doc_id": f"{collection}:{path}"},
     )
 
@@ -35,28 +37,46 @@ class TestChunkDiffer:
         store.write_documents([chunk("a1", "a.md"), chunk("a2", "a.md"), chunk("b1", "b.md"), chunk("g1", "gone.md")])
         collections = [{"name": "c", "root": str(tmp_path)}]
         out = ChunkDiffer(store).run(
-            documents=[chunk("a1", "a.md"), chunk("a3", "a.md", "longer new text"), chunk("b1", "b.md"), chunk("n1", "new.md")],
+            documents=[
+                chunk("a1", "a.md"),
+                chunk("a3", "a.md", "longer new text"),
+                chunk("b1", "b.md"),
+                chunk("n1", "new.md"),
+            ],
             sources=[source("a.md"), source("b.md"), source("new.md")],
             collections=collections,
         )
         assert [d.id for d in out["documents"]] == ["n1", "a3"]  # shortest first
         assert sorted(out["stale_ids"]) == ["a2", "g1"]
         assert out["stats"] == {
-            "files_new": 1, "files_changed": 1, "files_unchanged": 1, "files_removed": 1,
-            "chunks_total": 4, "chunks_new": 2, "chunks_unchanged": 2, "chunks_stale": 2, "files_refreshed": 0,
+            "files_new": 1,
+            "files_changed": 1,
+            "files_unchanged": 1,
+            "files_removed": 1,
+            "chunks_total": 4,
+            "chunks_new": 2,
+            "chunks_unchanged": 2,
+            "chunks_stale": 2,
+            "files_refreshed": 0,
         }
         assert out["refreshed"] == []
 
     def test_file_whose_metadata_changed_alone_is_refreshed_not_embedded(self, store, tmp_path):
         def tagged(i: str, path: str, checksum: str | None) -> Document:
             doc = chunk(i, path)
-            return Document(id=doc.id, content=doc.content, embedding=doc.embedding, meta={**doc.meta, "meta_checksum": checksum})
+            return Document(
+                id=doc.id, content=doc.content, embedding=doc.embedding, meta={**doc.meta, "meta_checksum": checksum}
+            )
 
         store.write_documents([tagged("a1", "a.md", "old"), tagged("a2", "a.md", "old"), tagged("b1", "b.md", "same")])
         store.write_documents([chunk("c1", "legacy.md")])  # indexed before files had a metadata checksum
         out = ChunkDiffer(store).run(
-            documents=[tagged("a1", "a.md", "new"), tagged("a2", "a.md", "new"), tagged("b1", "b.md", "same"),
-                       tagged("c1", "legacy.md", "x")],
+            documents=[
+                tagged("a1", "a.md", "new"),
+                tagged("a2", "a.md", "new"),
+                tagged("b1", "b.md", "same"),
+                tagged("c1", "legacy.md", "x"),
+            ],
             sources=[source("a.md"), source("b.md"), source("legacy.md")],
             collections=[{"name": "c", "root": str(tmp_path)}],
         )
@@ -66,12 +86,16 @@ class TestChunkDiffer:
 
     def test_unreadable_file_keeps_its_chunks(self, store, tmp_path):
         store.write_documents([chunk("a1", "a.md")])
-        out = ChunkDiffer(store).run(documents=[], sources=[source("a.md")], collections=[{"name": "c", "root": str(tmp_path)}])
+        out = ChunkDiffer(store).run(
+            documents=[], sources=[source("a.md")], collections=[{"name": "c", "root": str(tmp_path)}]
+        )
         assert out["stale_ids"] == [] and out["documents"] == []
 
     def test_missing_root_and_other_collections_are_left_alone(self, store, tmp_path):
         store.write_documents([chunk("a1", "a.md"), chunk("o1", "o.md", collection="other")])
-        out = ChunkDiffer(store).run(documents=[], sources=[], collections=[{"name": "c", "root": str(tmp_path / "gone")}])
+        out = ChunkDiffer(store).run(
+            documents=[], sources=[], collections=[{"name": "c", "root": str(tmp_path / "gone")}]
+        )
         assert out["stale_ids"] == []
         out = ChunkDiffer(store).run(documents=[], sources=[], collections=[{"name": "c", "root": str(tmp_path)}])
         assert out["stale_ids"] == ["a1"]

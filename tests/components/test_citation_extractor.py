@@ -8,7 +8,8 @@ from needle.runtime.loader import loads_pipeline
 
 def chunk(path: str, start: int, end: int, collection: str = "notes") -> Document:
     return Document(
-        id=f"{path}:{start}", content=f"{path} lines {start}-{end}",
+        id=f"{path}:{start}",
+        content=f"{path} lines {start}-{end}",
         meta={"collection": collection, "path": path, "start_line": start, "end_line": end},
     )
 

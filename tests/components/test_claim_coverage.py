@@ -13,11 +13,14 @@ from needle.core.model_files import dense_embedder_params
 from needle.core.settings import Settings
 
 WAL = Document(
-    id="wal", content="Switch with PRAGMA journal_mode=WAL. The setting persists in the database file. "
-    "Set busy_timeout on every connection.", meta={"path": "howto/sqlite.md", "start_line": 1, "end_line": 9},
+    id="wal",
+    content="Switch with PRAGMA journal_mode=WAL. The setting persists in the database file. "
+    "Set busy_timeout on every connection.",
+    meta={"path": "howto/sqlite.md", "start_line": 1, "end_line": 9},
 )
 SLOT = Document(
-    id="slot", content="Create a replication slot on the publisher before the subscription.",
+    id="slot",
+    content="Create a replication slot on the publisher before the subscription.",
     meta={"path": "howto/pg.md", "start_line": 3, "end_line": 7},
 )
 
@@ -44,7 +47,9 @@ class TestHelpers:
     def test_sentences_keep_the_citations_that_follow_them(self):
         answer = "Use WAL mode. [howto/sqlite.md:1-9] Then set busy_timeout.\n- Create a slot first [howto/pg.md:3-7]."
         assert sentences(answer) == [
-            "Use WAL mode. [howto/sqlite.md:1-9]", "Then set busy_timeout.", "Create a slot first [howto/pg.md:3-7].",
+            "Use WAL mode. [howto/sqlite.md:1-9]",
+            "Then set busy_timeout.",
+            "Create a slot first [howto/pg.md:3-7].",
         ]
 
     def test_terms_are_stemmed_topic_words_without_citations(self):
@@ -68,8 +73,12 @@ class TestClaimCoverage:
 
     @pytest.mark.parametrize(
         "kwargs, message",
-        [({"min_term_overlap": 1.5}, "min_term_overlap"), ({"min_similarity": -1}, "min_similarity"),
-         ({"min_claim_terms": 0}, "min_claim_terms"), ({"max_sentences": 0}, "max_sentences")],
+        [
+            ({"min_term_overlap": 1.5}, "min_term_overlap"),
+            ({"min_similarity": -1}, "min_similarity"),
+            ({"min_claim_terms": 0}, "min_claim_terms"),
+            ({"max_sentences": 0}, "max_sentences"),
+        ],
     )
     def test_bad_params_raise(self, kwargs, message):
         with pytest.raises(ValueError, match=message):
@@ -82,8 +91,10 @@ class TestClaimCoverage:
         assert ClaimCoverage.from_dict(data).to_dict() == data
 
     def test_each_sentence_is_checked_against_the_chunks_it_cites(self):
-        answer = ("Switch with PRAGMA journal_mode=WAL [howto/sqlite.md:1-9]. "
-                  "Create a replication slot on the publisher [howto/sqlite.md:1-9].")
+        answer = (
+            "Switch with PRAGMA journal_mode=WAL [howto/sqlite.md:1-9]. "
+            "Create a replication slot on the publisher [howto/sqlite.md:1-9]."
+        )
         out = offline().run(answer=answer, documents=[WAL, SLOT])
         assert out["coverage"] == 0.5
         assert [c["covered"] for c in out["claims"]] == [True, False]
@@ -112,7 +123,9 @@ class TestClaimCoverage:
     def test_a_paraphrase_is_covered_by_meaning(self, model_dir):
         params = dense_embedder_params(Settings().embedding.model, model_dir)
         coverage = ClaimCoverage(
-            min_term_overlap=1.0, dense_model=params["model"], dense_model_kwargs=params["model_kwargs"],
+            min_term_overlap=1.0,
+            dense_model=params["model"],
+            dense_model_kwargs=params["model_kwargs"],
             dense_local_files_only=True,
         )
         paraphrase = "Every connection needs its own busy timeout [howto/sqlite.md:1-9]."

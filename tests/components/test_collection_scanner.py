@@ -328,7 +328,10 @@ class TestBatches:
             if after is None:
                 break
         assert seen == [["a.md", "b.md"], ["c.md", "d.md"], ["e.md"]]
-        assert results[0]["scope"] == ["n:a.md", "n:b.md"] and [s["path"] for s in results[0]["present"]] == ["a.md", "b.md"]
+        assert results[0]["scope"] == ["n:a.md", "n:b.md"] and [s["path"] for s in results[0]["present"]] == [
+            "a.md",
+            "b.md",
+        ]
         assert results[-1]["scope"] is None and len(results[-1]["present"]) == 5
         assert set(results[0]["file_stats"]) == {"n:a.md", "n:b.md"}
         assert results[0]["file_stats"]["n:a.md"]["size"] == len("# a.md\n")
@@ -346,7 +349,10 @@ class TestStatRecord:
 
         again = scanner.run(collections=collections)
         assert paths(again) == [] and again["counts"] == {
-            "files_found": 3, "files_skipped_by_stat": 3, "files_pending": 0, "files_gone": 0,
+            "files_found": 3,
+            "files_skipped_by_stat": 3,
+            "files_pending": 0,
+            "files_gone": 0,
         }
         assert again["scope"] is None and len(again["present"]) == 3  # the last batch still sees every file
 
@@ -402,7 +408,9 @@ class TestPaths:
 
     def test_a_file_the_globs_leave_out_is_skipped_with_the_reason(self, tmp_path):
         make_files(tmp_path, "image.png", ".hidden.md")
-        result = CollectionScanner().run(collections=[{"name": "n", "root": str(tmp_path)}], paths=["image.png", ".hidden.md"])
+        result = CollectionScanner().run(
+            collections=[{"name": "n", "root": str(tmp_path)}], paths=["image.png", ".hidden.md"]
+        )
         assert paths(result) == [] and result["scope"] == []
         assert reasons(result)["image.png"].startswith("not indexed: it matches none of the collection's include globs")
         assert "hidden" in reasons(result)[".hidden.md"]
@@ -414,7 +422,9 @@ class TestPaths:
 
     def test_a_folder_stands_for_its_notes(self, tmp_path):
         make_files(tmp_path, "a.md", "sub/b.md", "sub/deep/c.md", "sub/image.png", "subway.md")
-        result = CollectionScanner().run(collections=[{"name": "n", "root": str(tmp_path)}], paths=[str(tmp_path / "sub")])
+        result = CollectionScanner().run(
+            collections=[{"name": "n", "root": str(tmp_path)}], paths=[str(tmp_path / "sub")]
+        )
         assert paths(result) == ["sub/b.md", "sub/deep/c.md"]
 
     def test_a_deleted_folder_stands_for_its_recorded_files(self, tmp_path):
@@ -433,7 +443,10 @@ class TestPaths:
         make_files(tmp_path / "one", "x.md")
         make_files(tmp_path / "two", "y.md")
         result = CollectionScanner().run(
-            collections=[{"name": "one", "root": str(tmp_path / "one")}, {"name": "two", "root": str(tmp_path / "two")}],
+            collections=[
+                {"name": "one", "root": str(tmp_path / "one")},
+                {"name": "two", "root": str(tmp_path / "two")},
+            ],
             paths=["y.md"],
         )
         assert [(s["collection"], s["path"]) for s in result["sources"]] == [("two", "y.md")]

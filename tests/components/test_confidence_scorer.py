@@ -14,13 +14,29 @@ from haystack_integrations.components.classifiers.needle.confidence_scorer impor
 from haystack_integrations.components.classifiers.needle.result_labeler import ResultLabeler
 from needle.core.model_files import LOCAL_DENSE_MODEL, dense_embedder_params
 
-WEIGHTS = {"rerank": 1.6, "cosine": 3.6, "bm25": 2.8, "unknown": -2.5, "exact": 0.4, "exact_missing": -0.2,
-           "agreement": 0.1, "support": -0.5, "margin": 4.8, "filter": 0.0}
+WEIGHTS = {
+    "rerank": 1.6,
+    "cosine": 3.6,
+    "bm25": 2.8,
+    "unknown": -2.5,
+    "exact": 0.4,
+    "exact_missing": -0.2,
+    "agreement": 0.1,
+    "support": -0.5,
+    "margin": 4.8,
+    "filter": 0.0,
+}
 
 
 def result(
-    path: str = "howto/pg.md", content: str = "", rerank: float | None = None, cosine: float | None = None,
-    bm25: float | None = None, ceiling: float = 10.0, unknown: float = 0.0, ranks: tuple[int | None, int | None] = (0, 0),
+    path: str = "howto/pg.md",
+    content: str = "",
+    rerank: float | None = None,
+    cosine: float | None = None,
+    bm25: float | None = None,
+    ceiling: float = 10.0,
+    unknown: float = 0.0,
+    ranks: tuple[int | None, int | None] = (0, 0),
 ) -> Document:
     """A final result as the query graph leaves it: fusion trace, rerank score, the rescore's exact scores."""
     fusion = {}
@@ -90,11 +106,22 @@ class TestConfidenceScorer:
         data = ConfidenceScorer(weights={"cosine": 2.0}, bias=-1.0).to_dict()
         assert data == {
             "type": "haystack_integrations.components.classifiers.needle.confidence_scorer.ConfidenceScorer",
-            "init_parameters": {"weights": {"cosine": 2.0}, "bias": -1.0, "coverage_weight": 0.5,
-                                "agreement_depth": 5, "support_depth": 4, "support_min": 0.5,
-                                "sentence_check": False, "max_sentences": 24, "dense_model": "BAAI/bge-small-en-v1.5",
-                                "dense_model_kwargs": None, "dense_local_files_only": False, "dense_cache_dir": None,
-                                "threads": None, "dense_embedder": None},
+            "init_parameters": {
+                "weights": {"cosine": 2.0},
+                "bias": -1.0,
+                "coverage_weight": 0.5,
+                "agreement_depth": 5,
+                "support_depth": 4,
+                "support_min": 0.5,
+                "sentence_check": False,
+                "max_sentences": 24,
+                "dense_model": "BAAI/bge-small-en-v1.5",
+                "dense_model_kwargs": None,
+                "dense_local_files_only": False,
+                "dense_cache_dir": None,
+                "threads": None,
+                "dense_embedder": None,
+            },
         }
         assert ConfidenceScorer.from_dict(data).to_dict() == data
 
@@ -110,19 +137,30 @@ class TestConfidenceScorer:
 
     def test_off_topic_scores_low_and_is_not_floored(self):
         scorer = ConfidenceScorer(weights=WEIGHTS, bias=-4.8)
-        weak = [result(rerank=0.5, cosine=0.2, bm25=0.0, unknown=1.0, ranks=(None, 0)),
-                result(path="b.md", rerank=0.49, cosine=0.19, ranks=(None, 1))]
-        weaker = [result(rerank=0.5, cosine=0.05, bm25=0.0, unknown=1.0, ranks=(None, 0)),
-                  result(path="b.md", rerank=0.49, cosine=0.04, ranks=(None, 1))]
-        low, lower = scorer.run(documents=weak, query="tune a cello")["confidence"], scorer.run(documents=weaker, query="tune a cello")["confidence"]
+        weak = [
+            result(rerank=0.5, cosine=0.2, bm25=0.0, unknown=1.0, ranks=(None, 0)),
+            result(path="b.md", rerank=0.49, cosine=0.19, ranks=(None, 1)),
+        ]
+        weaker = [
+            result(rerank=0.5, cosine=0.05, bm25=0.0, unknown=1.0, ranks=(None, 0)),
+            result(path="b.md", rerank=0.49, cosine=0.04, ranks=(None, 1)),
+        ]
+        low, lower = (
+            scorer.run(documents=weak, query="tune a cello")["confidence"],
+            scorer.run(documents=weaker, query="tune a cello")["confidence"],
+        )
         assert low < 0.1 and lower < low
 
     def test_an_exact_identifier_hit_scores_high_and_higher_than_a_miss(self):
         scorer = ConfidenceScorer(weights=WEIGHTS, bias=-4.8)
-        hit = [result(content="pg_dump -Fc writes the custom format", rerank=0.98, cosine=0.47, bm25=0.99),
-               result(path="b.md", rerank=0.37, cosine=0.2, bm25=0.3, ranks=(1, 4))]
-        miss = [result(content="pg_restore reads archives", rerank=0.98, cosine=0.47, bm25=0.99),
-                result(path="b.md", rerank=0.37, cosine=0.2, bm25=0.3, ranks=(1, 4))]
+        hit = [
+            result(content="pg_dump -Fc writes the custom format", rerank=0.98, cosine=0.47, bm25=0.99),
+            result(path="b.md", rerank=0.37, cosine=0.2, bm25=0.3, ranks=(1, 4)),
+        ]
+        miss = [
+            result(content="pg_restore reads archives", rerank=0.98, cosine=0.47, bm25=0.99),
+            result(path="b.md", rerank=0.37, cosine=0.2, bm25=0.3, ranks=(1, 4)),
+        ]
         hit_out = scorer.run(documents=hit, query="pg_dump custom format")
         miss_out = scorer.run(documents=miss, query="pg_dump custom format")
         assert hit_out["signals"]["exact"] == 1.0 and miss_out["signals"]["exact_missing"] == 1.0
@@ -133,7 +171,13 @@ class TestConfidenceScorer:
         assert signals["bm25"] == 0.5 and signals["unknown"] == 0.5
 
     def test_agreement_counts_files_leading_both_lists(self):
-        docs = [result(ranks=(0, 1)), result(ranks=(1, 0)), result(ranks=(2, None)), result(ranks=(None, 2)), result(ranks=(9, 9))]
+        docs = [
+            result(ranks=(0, 1)),
+            result(ranks=(1, 0)),
+            result(ranks=(2, None)),
+            result(ranks=(None, 2)),
+            result(ranks=(9, 9)),
+        ]
         assert collect_signals(docs, "x")["agreement"] == pytest.approx(2 / 5)
 
     def test_agreement_needs_both_kinds_of_list(self):
@@ -141,8 +185,12 @@ class TestConfidenceScorer:
 
     def test_support_and_margin_come_from_the_candidates_not_the_cut_results(self):
         top = result(rerank=0.9, cosine=0.7)
-        candidates = [top, result(rerank=0.6, cosine=0.65, ranks=(None, 1)), result(rerank=0.5, cosine=0.1, bm25=0.7),
-                      result(rerank=0.4, cosine=0.1, ranks=(None, 3))]
+        candidates = [
+            top,
+            result(rerank=0.6, cosine=0.65, ranks=(None, 1)),
+            result(rerank=0.5, cosine=0.1, bm25=0.7),
+            result(rerank=0.4, cosine=0.1, ranks=(None, 3)),
+        ]
         signals = collect_signals([top], "x", candidates=candidates)
         assert signals["support"] == pytest.approx(2 / 4)
         assert signals["margin"] == pytest.approx(0.3)
@@ -177,8 +225,10 @@ class TestConfidenceScorer:
     def test_a_split_question_is_read_by_the_part_its_top_result_holds(self):
         top = result(path="health/knee.md", content="Clamshells and glute bridges, daily.")
         query = "clamshells glute bridges, and also sourdough starter"
-        parts = [{"kind": "sub", "text": "clamshells glute bridges", "origin": "split"},
-                 {"kind": "sub", "text": "sourdough starter", "origin": "split"}]
+        parts = [
+            {"kind": "sub", "text": "clamshells glute bridges", "origin": "split"},
+            {"kind": "sub", "text": "sourdough starter", "origin": "split"},
+        ]
         whole = ConfidenceScorer().run(documents=[top], query=query)["signals"]
         split = ConfidenceScorer().run(documents=[top], query=query, sub_questions=parts)["signals"]
         assert whole["words"] == pytest.approx(3 / 5) and whole["words_unseen"] == pytest.approx(2 / 5)
@@ -197,7 +247,10 @@ class TestSentenceSignal:
         assert sentences_of(text, limit=2) == ["multitool with chain breaker", "Flip it when bubbles pop."]
 
     def test_off_by_default_and_serialised(self):
-        assert "sentence" not in ConfidenceScorer().run(documents=[result(content="Flip the pancakes.")], query="x")["signals"]
+        assert (
+            "sentence"
+            not in ConfidenceScorer().run(documents=[result(content="Flip the pancakes.")], query="x")["signals"]
+        )
         scorer = ConfidenceScorer(sentence_check=True, max_sentences=8, dense_model="m", threads=1)
         data = scorer.to_dict()
         assert data["init_parameters"]["sentence_check"] is True and data["init_parameters"]["max_sentences"] == 8
@@ -209,22 +262,30 @@ class TestSentenceSignal:
     def test_a_paraphrase_finds_its_sentence_and_a_stock_phrase_does_not(self, model_dir):
         params = dense_embedder_params(LOCAL_DENSE_MODEL, model_dir)
         scorer = ConfidenceScorer(
-            weights={"sentence": 1.0}, sentence_check=True, dense_model=params["model"],
-            dense_model_kwargs=params["model_kwargs"], dense_local_files_only=True,
+            weights={"sentence": 1.0},
+            sentence_check=True,
+            dense_model=params["model"],
+            dense_model_kwargs=params["model_kwargs"],
+            dense_local_files_only=True,
         )
         scorer.warm_up()
-        recipe = result(path="recipes/crepes.md", content=(
-            "# Crepes\n\n- 250 ml milk, 2 eggs, 120 g flour\n- Rest the batter for half an hour.\n"
-            "- Turn each one over when the edges go golden and lift from the pan."
-        ))
+        recipe = result(
+            path="recipes/crepes.md",
+            content=(
+                "# Crepes\n\n- 250 ml milk, 2 eggs, 120 g flour\n- Rest the batter for half an hour.\n"
+                "- Turn each one over when the edges go golden and lift from the pan."
+            ),
+        )
         kit = result(path="home/kit.md", content="## Tools\n\n- hex keys, a pump\n- tyre levers and a spare tube")
         paraphrase = scorer.run(documents=[recipe], query="when do I flip my thin french breakfast wraps")
         stock = scorer.run(documents=[kit], query="which tools do I need for windsurfing")
         assert 0.0 < stock["signals"]["sentence"] < paraphrase["signals"]["sentence"] <= 1.0
         assert paraphrase["confidence"] > stock["confidence"]
         # A split question is read by its best part.
-        parts = [{"text": "when do I flip my thin french breakfast wraps", "origin": "split"},
-                 {"text": "what is the capital of Peru", "origin": "split"}]
+        parts = [
+            {"text": "when do I flip my thin french breakfast wraps", "origin": "split"},
+            {"text": "what is the capital of Peru", "origin": "split"},
+        ]
         whole = "what is the capital of Peru, and also when do I flip my thin french breakfast wraps"
         split = scorer.run(documents=[recipe], query=whole, sub_questions=parts)
         assert split["signals"]["sentence"] == pytest.approx(paraphrase["signals"]["sentence"], abs=1e-3)

@@ -9,9 +9,12 @@ from needle.core.model_files import LOCAL_DENSE_MODEL, dense_embedder_params
 
 def docs() -> list[Document]:
     return [
-        Document(id="long", content="Feed the sourdough starter twice a day with equal weights of flour and water, "
-                                    "keep it at room temperature and discard half before each feeding.",
-                 meta={"context": "Bread > Starter"}),
+        Document(
+            id="long",
+            content="Feed the sourdough starter twice a day with equal weights of flour and water, "
+            "keep it at room temperature and discard half before each feeding.",
+            meta={"context": "Bread > Starter"},
+        ),
         Document(id="short", content="Renew TLS certificates.", meta={"context": "Ops"}),
         Document(id="mid", content="The garden needs water every second evening in July.", meta={}),
     ]
@@ -24,7 +27,10 @@ class TestDenseDocumentEmbedder:
 
     def test_to_dict_names_this_class_and_from_dict_restores_it(self):
         data = DenseDocumentEmbedder(model="m", batch_size=8).to_dict()
-        assert data["type"] == "haystack_integrations.components.embedders.needle.dense_document_embedder.DenseDocumentEmbedder"
+        assert (
+            data["type"]
+            == "haystack_integrations.components.embedders.needle.dense_document_embedder.DenseDocumentEmbedder"
+        )
         restored = DenseDocumentEmbedder.from_dict(data)
         assert isinstance(restored, DenseDocumentEmbedder) and restored.batch_size == 8
 

@@ -76,7 +76,9 @@ class TestDenseRetriever:
         }
 
     def test_from_dict(self, tmp_path, monkeypatch):
-        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,haystack_integrations.document_stores.needle")
+        monkeypatch.setenv(
+            "HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,haystack_integrations.document_stores.needle"
+        )
         store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4)
         data = DenseRetriever(document_store=store, top_k=5, filter_policy="merge").to_dict()
         retriever = DenseRetriever.from_dict(data)
@@ -87,7 +89,12 @@ class TestDenseRetriever:
 
     def test_from_dict_without_store_raises(self):
         with pytest.raises(DeserializationError):
-            DenseRetriever.from_dict({"type": "haystack_integrations.components.retrievers.needle.dense_retriever.DenseRetriever", "init_parameters": {}})
+            DenseRetriever.from_dict(
+                {
+                    "type": "haystack_integrations.components.retrievers.needle.dense_retriever.DenseRetriever",
+                    "init_parameters": {},
+                }
+            )
 
     def test_run_passes_query_top_k_and_filters_to_the_store(self):
         store = RecordingStore()
@@ -137,7 +144,9 @@ class TestDenseRetriever:
         assert with_vector.embedding == pytest.approx([1.0, 0.0, 0.0, 0.0])
 
     def test_meta_fields_keep_only_the_named_metadata(self, edge_store):
-        [full] = DenseRetriever(document_store=edge_store, top_k=1).run(query_embedding=[1.0, 0.0, 0.0, 0.0])["documents"]
+        [full] = DenseRetriever(document_store=edge_store, top_k=1).run(query_embedding=[1.0, 0.0, 0.0, 0.0])[
+            "documents"
+        ]
         [slim] = DenseRetriever(document_store=edge_store, top_k=1, meta_fields=["path"]).run(
             query_embedding=[1.0, 0.0, 0.0, 0.0]
         )["documents"]
@@ -179,7 +188,9 @@ class TestDenseRetriever:
         assert [d.score for d in as_array] == pytest.approx([d.score for d in as_list])
 
     def test_pipeline_survives_dumps_and_loads(self, edge_store, monkeypatch):
-        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,haystack_integrations.document_stores.needle")
+        monkeypatch.setenv(
+            "HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,haystack_integrations.document_stores.needle"
+        )
         pipeline = Pipeline()
         pipeline.add_component("retriever", DenseRetriever(document_store=edge_store, top_k=2))
         loaded = Pipeline.loads(pipeline.dumps())

@@ -43,14 +43,18 @@ class TestDocumentConverter:
     def test_init_defaults(self):
         converter = DocumentConverter()
         assert (converter.max_file_bytes, converter.max_pages, converter.max_unpacked_bytes) == (
-            50_000_000, 2000, 200_000_000
+            50_000_000,
+            2000,
+            200_000_000,
         )
 
     def test_init_custom(self):
         converter = DocumentConverter(max_file_bytes=10, max_pages=3, max_unpacked_bytes=1000)
         assert (converter.max_file_bytes, converter.max_pages, converter.max_unpacked_bytes) == (10, 3, 1000)
 
-    @pytest.mark.parametrize("name", ["max_file_bytes", "max_pages", "max_unpacked_bytes", "max_seconds", "max_memory_mb"])
+    @pytest.mark.parametrize(
+        "name", ["max_file_bytes", "max_pages", "max_unpacked_bytes", "max_seconds", "max_memory_mb"]
+    )
     @pytest.mark.parametrize("bad", [0, -1, "5", None, True])
     def test_bad_limits_raise(self, name, bad):
         with pytest.raises(ValueError, match=name):
@@ -60,7 +64,10 @@ class TestDocumentConverter:
         assert DocumentConverter(max_pages=7).to_dict() == {
             "type": "haystack_integrations.components.converters.needle.document_converter.DocumentConverter",
             "init_parameters": {
-                "max_file_bytes": 50_000_000, "max_pages": 7, "max_unpacked_bytes": 200_000_000, "max_seconds": 60.0,
+                "max_file_bytes": 50_000_000,
+                "max_pages": 7,
+                "max_unpacked_bytes": 200_000_000,
+                "max_seconds": 60.0,
                 "max_memory_mb": 1024,
             },
         }
@@ -126,8 +133,13 @@ class TestDocumentConverter:
         make.write(tmp_path / "mixed.pdf", make.pdf_bytes([PAGES[0], "", PAGES[1]]))
         out = convert(tmp_path, "mixed.pdf")
         assert len(out["documents"]) == 1
-        assert out["warnings"] == [{"collection": "docs", "path": "mixed.pdf",
-                                    "reason": "1 of 3 pages have no text layer (scanned pages are not read)"}]
+        assert out["warnings"] == [
+            {
+                "collection": "docs",
+                "path": "mixed.pdf",
+                "reason": "1 of 3 pages have no text layer (scanned pages are not read)",
+            }
+        ]
 
     def test_truncated_pdf_is_malformed(self, tmp_path):
         data = make.pdf_bytes(PAGES)
@@ -158,10 +170,13 @@ class TestDocumentConverter:
         make.write(tmp_path / "b.docx", make.docx_bytes(DOCX_TEXT))
         out = convert(tmp_path, "a-big.docx", "b.docx", max_memory_mb=48, max_seconds=600)
         assert [d.meta["path"] for d in out["documents"]] == ["b.docx"]
-        assert out["skipped"] == [{
-            "collection": "docs", "path": "a-big.docx",
-            "reason": "its text was not extracted: it needs more than 48 MB of memory (max_memory_mb)",
-        }]
+        assert out["skipped"] == [
+            {
+                "collection": "docs",
+                "path": "a-big.docx",
+                "reason": "its text was not extracted: it needs more than 48 MB of memory (max_memory_mb)",
+            }
+        ]
 
     def test_docx_that_is_not_a_zip(self, tmp_path):
         (tmp_path / "fake.docx").write_bytes(b"plain bytes")

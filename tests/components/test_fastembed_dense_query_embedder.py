@@ -18,7 +18,10 @@ class TestFastembedDenseQueryEmbedder:
     def test_round_trip_keeps_the_type(self, params):
         embedder = FastembedDenseQueryEmbedder(**params, prefix="query: ")
         data = embedder.to_dict()
-        assert data["type"] == "haystack_integrations.components.embedders.needle.fastembed_dense_query_embedder.FastembedDenseQueryEmbedder"
+        assert (
+            data["type"]
+            == "haystack_integrations.components.embedders.needle.fastembed_dense_query_embedder.FastembedDenseQueryEmbedder"
+        )
         assert data["init_parameters"]["prefix"] == "query: "
         assert FastembedDenseQueryEmbedder.from_dict(data).to_dict() == data
 
@@ -33,7 +36,9 @@ class TestFastembedDenseQueryEmbedder:
         embedder.embedding_backend = type("Backend", (), {"model": BrokenModel()})()
         out = embedder.run(text="postgres replication slot")
         assert out["embedding"] is None
-        assert out["warnings"][0].startswith("vector search skipped: the embedding model failed (Fail: [ONNXRuntimeError]")
+        assert out["warnings"][0].startswith(
+            "vector search skipped: the embedding model failed (Fail: [ONNXRuntimeError]"
+        )
 
     def test_other_errors_are_not_swallowed(self, params):
         class BrokenModel:

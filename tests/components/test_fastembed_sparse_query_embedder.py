@@ -18,7 +18,10 @@ class TestFastembedSparseQueryEmbedder:
     def test_round_trip_keeps_the_type(self, params):
         embedder = FastembedSparseQueryEmbedder(**params)
         data = embedder.to_dict()
-        assert data["type"] == "haystack_integrations.components.embedders.needle.fastembed_sparse_query_embedder.FastembedSparseQueryEmbedder"
+        assert (
+            data["type"]
+            == "haystack_integrations.components.embedders.needle.fastembed_sparse_query_embedder.FastembedSparseQueryEmbedder"
+        )
         assert FastembedSparseQueryEmbedder.from_dict(data).to_dict() == data
 
     def test_init_keeps_a_language_holding_a_fifth_as_a_main_one(self, params):
@@ -39,7 +42,11 @@ class TestFastembedSparseQueryEmbedder:
         embedder = FastembedSparseQueryEmbedder(**params)
         assert embedder.analyses("Sicherung", {"english": 40, "german": 1}) == ["english", "german"]
         assert embedder.analyses("Sicherung", {"english": 40}) == ["english"]  # no German text to find
-        assert embedder.analyses("backup", {"english": 20, "german": 10, "chinese": 10}) == ["chinese", "english", "german"]
+        assert embedder.analyses("backup", {"english": 20, "german": 10, "chinese": 10}) == [
+            "chinese",
+            "english",
+            "german",
+        ]
         assert embedder.analyses("人工智能", {"english": 40, "chinese": 1}) == ["chinese", "english"]
         assert embedder.analyses("x", None) == ["english"]
 

@@ -24,7 +24,9 @@ def read(text: str = TEXT, path: str = "kestrel.md") -> Document:
 
 
 def chunk(files: list[Document], **kwargs) -> list[Document]:
-    return MarkdownChunker(target_chars=60, overlap_chars=0, min_chars=10, max_chars=120, **kwargs).run(files)["documents"]
+    return MarkdownChunker(target_chars=60, overlap_chars=0, min_chars=10, max_chars=120, **kwargs).run(files)[
+        "documents"
+    ]
 
 
 class TestFileDocumentBuilder:

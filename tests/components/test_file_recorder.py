@@ -54,8 +54,11 @@ class TestFileRecorder:
         assert records.listed("n") and not records.listed("other")
 
     def test_without_a_path_records_nothing(self, tmp_path):
-        out = FileRecorder().run(file_stats={"n:a.md": {"size": 1, "mtime_ns": 2, "ctime_ns": 3, "inode": 4}},
-                                 files=[read("n", "a.md", "s")], done=[1])
+        out = FileRecorder().run(
+            file_stats={"n:a.md": {"size": 1, "mtime_ns": 2, "ctime_ns": 3, "inode": 4}},
+            files=[read("n", "a.md", "s")],
+            done=[1],
+        )
         assert out == {"recorded": 0, "forgotten": 0}
 
 

@@ -52,8 +52,12 @@ class TestHybridScoreRanker:
 
     @pytest.mark.parametrize(
         "kwargs, message",
-        [({"bm25_weight": 1.5}, "bm25_weight"), ({"bm25_weight": -0.1}, "bm25_weight"),
-         ({"cosine_scale": "minmax"}, "cosine_scale"), ({"file_weight": 1.1}, "file_weight")],
+        [
+            ({"bm25_weight": 1.5}, "bm25_weight"),
+            ({"bm25_weight": -0.1}, "bm25_weight"),
+            ({"cosine_scale": "minmax"}, "cosine_scale"),
+            ({"file_weight": 1.1}, "file_weight"),
+        ],
     )
     def test_bad_params_raise(self, store, kwargs, message):
         with pytest.raises(ValueError, match=message):
@@ -68,8 +72,11 @@ class TestHybridScoreRanker:
         assert data["type"] == "haystack_integrations.components.rankers.needle.hybrid_score_ranker.HybridScoreRanker"
         assert data["init_parameters"]["document_store"] == store.to_dict()
         assert {k: v for k, v in data["init_parameters"].items() if k != "document_store"} == {
-            "bm25_weight": 0.3, "group_by": "path",
-            "file_document_store": None, "file_weight": 0.5, "cosine_scale": "best",
+            "bm25_weight": 0.3,
+            "group_by": "path",
+            "file_document_store": None,
+            "file_weight": 0.5,
+            "cosine_scale": "best",
         }
 
     def test_from_dict_round_trip(self, store):
@@ -80,8 +87,9 @@ class TestHybridScoreRanker:
 
     def test_each_file_counts_its_best_chunk_per_signal(self, store):
         ranker = HybridScoreRanker(document_store=store, bm25_weight=0.0)
-        out = ranker.run(query="q", documents=candidates("a1", "b1", "c1"), query_embedding=QUERY,
-                         query_sparse_embedding=TERMS)["documents"]
+        out = ranker.run(
+            query="q", documents=candidates("a1", "b1", "c1"), query_embedding=QUERY, query_sparse_embedding=TERMS
+        )["documents"]
         # By cosine alone: C (0.95) before A (0.8 through its chunk a2, not the candidate a1) before B (0).
         assert [d.id for d in out] == ["c1", "a1", "b1"]
         assert out[1].meta["hybrid"]["cosine"] == pytest.approx(0.8, abs=1e-4)
@@ -89,8 +97,9 @@ class TestHybridScoreRanker:
 
     def test_bm25_weight_one_ranks_by_words_alone(self, store):
         ranker = HybridScoreRanker(document_store=store, bm25_weight=1.0)
-        out = ranker.run(query="q", documents=candidates("c1", "a1", "b1"), query_embedding=QUERY,
-                         query_sparse_embedding=TERMS)["documents"]
+        out = ranker.run(
+            query="q", documents=candidates("c1", "a1", "b1"), query_embedding=QUERY, query_sparse_embedding=TERMS
+        )["documents"]
         assert [d.id for d in out] == ["b1", "a1", "c1"]
         assert out[2].meta["hybrid"]["bm25"] == 0.0
 
@@ -98,8 +107,9 @@ class TestHybridScoreRanker:
         # Neither candidate has term 2: min-max scaling would give A's lone match a full 1.0. The ceiling is
         # the best score each query term reaches anywhere (B and D hold both terms), so A gets a fraction.
         ranker = HybridScoreRanker(document_store=store, bm25_weight=1.0)
-        out = ranker.run(query="q", documents=candidates("a1", "c1"), query_embedding=QUERY,
-                         query_sparse_embedding=TERMS)["documents"]
+        out = ranker.run(
+            query="q", documents=candidates("a1", "c1"), query_embedding=QUERY, query_sparse_embedding=TERMS
+        )["documents"]
         hybrid = out[0].meta["hybrid"]
         assert out[0].id == "a1"
         assert hybrid["bm25_ceiling"] > hybrid["bm25"] > 0
@@ -121,14 +131,16 @@ class TestHybridScoreRanker:
 
     def test_file_with_every_query_term_reaches_the_ceiling(self, store):
         ranker = HybridScoreRanker(document_store=store, bm25_weight=1.0)
-        out = ranker.run(query="q", documents=candidates("b1"), query_embedding=QUERY,
-                         query_sparse_embedding=TERMS)["documents"]
+        out = ranker.run(query="q", documents=candidates("b1"), query_embedding=QUERY, query_sparse_embedding=TERMS)[
+            "documents"
+        ]
         assert out[0].score == pytest.approx(1.0)
 
     def test_balanced_mix_lifts_the_file_both_signals_like(self, store):
         ranker = HybridScoreRanker(document_store=store, bm25_weight=0.5)
-        out = ranker.run(query="q", documents=candidates("b1", "c1", "a1"), query_embedding=QUERY,
-                         query_sparse_embedding=TERMS)["documents"]
+        out = ranker.run(
+            query="q", documents=candidates("b1", "c1", "a1"), query_embedding=QUERY, query_sparse_embedding=TERMS
+        )["documents"]
         # A has some of each signal; B and C only one each.
         assert out[0].id == "a1"
 
@@ -144,8 +156,13 @@ class TestHybridScoreRanker:
         ranker = HybridScoreRanker(document_store=store)
         documents = candidates("c1", "b1", "e1", "a1")
         before = [d.to_dict() for d in documents]
-        run = lambda **kw: ranker.run(query="q", documents=documents, query_embedding=QUERY,  # noqa: E731
-                                      query_sparse_embedding=TERMS, **kw)["documents"]
+        run = lambda **kw: ranker.run(
+            query="q",
+            documents=documents,
+            query_embedding=QUERY,  # noqa: E731
+            query_sparse_embedding=TERMS,
+            **kw,
+        )["documents"]
         full, cut = run(), run(top_k=2)
         assert [d.to_dict() for d in cut] == [d.to_dict() for d in full[:2]]
         assert [d.to_dict() for d in documents] == before
@@ -156,7 +173,9 @@ class TestHybridScoreRanker:
         documents = candidates("b1", "c1", "a1", "e1")
         before = [d.to_dict() for d in documents]
         scored = ranker.rescore(documents, query_embedding=QUERY, query_sparse_embedding=TERMS)
-        ranked = ranker.run(query="q", documents=documents, query_embedding=QUERY, query_sparse_embedding=TERMS)["documents"]
+        ranked = ranker.run(query="q", documents=documents, query_embedding=QUERY, query_sparse_embedding=TERMS)[
+            "documents"
+        ]
         by_id = {d.id: (d.score, {"hybrid": d.meta["hybrid"]}) for d in ranked}
         assert scored == [by_id[d.id] for d in documents]
         assert [d.to_dict() for d in documents] == before
@@ -171,8 +190,9 @@ class TestHybridScoreRanker:
         with pytest.raises(ValueError, match="needs query_embedding"):
             ranker.run(query="q", documents=candidates("a1"), query_sparse_embedding=TERMS)
         with pytest.raises(ValueError, match="top_k"):
-            ranker.run(query="q", documents=candidates("a1"), top_k=0, query_embedding=QUERY,
-                       query_sparse_embedding=TERMS)
+            ranker.run(
+                query="q", documents=candidates("a1"), top_k=0, query_embedding=QUERY, query_sparse_embedding=TERMS
+            )
 
     def test_no_candidates_no_queries(self, store):
         out = HybridScoreRanker(document_store=store).run(
@@ -216,19 +236,25 @@ class TestHybridScoreRankerWithFiles:
         # A's chunks hold one query term at most; its whole text holds both, as B's single chunk does.
         docs = candidates("a1", "b1")
         alone = HybridScoreRanker(document_store=store, bm25_weight=1.0).run(
-            query="q", documents=docs, query_sparse_embedding=TERMS)["documents"]
+            query="q", documents=docs, query_sparse_embedding=TERMS
+        )["documents"]
         mixed = HybridScoreRanker(document_store=store, file_document_store=file_store, bm25_weight=1.0).run(
-            query="q", documents=docs, query_sparse_embedding=TERMS)["documents"]
+            query="q", documents=docs, query_sparse_embedding=TERMS
+        )["documents"]
         a_alone = next(d for d in alone if d.id == "a1")
         a_mixed = next(d for d in mixed if d.id == "a1")
         assert a_mixed.score > a_alone.score
         hybrid = a_mixed.meta["hybrid"]
         assert hybrid["file_bm25"] > 0 and hybrid["file_bm25_ceiling"] > 0
-        expected = 0.5 * hybrid["bm25"] / hybrid["bm25_ceiling"] + 0.5 * min(hybrid["file_bm25"] / hybrid["file_bm25_ceiling"], 1.0)
+        expected = 0.5 * hybrid["bm25"] / hybrid["bm25_ceiling"] + 0.5 * min(
+            hybrid["file_bm25"] / hybrid["file_bm25_ceiling"], 1.0
+        )
         assert a_mixed.score == pytest.approx(expected)
 
     def test_file_weight_one_ranks_by_whole_files_alone(self, store, file_store):
-        ranker = HybridScoreRanker(document_store=store, file_document_store=file_store, bm25_weight=0.0, file_weight=1.0)
+        ranker = HybridScoreRanker(
+            document_store=store, file_document_store=file_store, bm25_weight=0.0, file_weight=1.0
+        )
         out = ranker.run(query="q", documents=candidates("a1", "b1", "c1"), query_embedding=QUERY)["documents"]
         # Whole-file cosines: C 0.95, A 0.6, B 0; the chunk level is not read at all.
         assert [d.id for d in out] == ["c1", "a1", "b1"]
@@ -245,8 +271,9 @@ class TestHybridScoreRankerWithFiles:
 
     def test_a_file_without_a_whole_file_document_keeps_its_chunk_score(self, store, file_store):
         # E was indexed before whole files were (no file document): its chunk cosine (0.6) stands in.
-        ranker = HybridScoreRanker(document_store=store, file_document_store=file_store, bm25_weight=0.0,
-                                   cosine_scale="raw")
+        ranker = HybridScoreRanker(
+            document_store=store, file_document_store=file_store, bm25_weight=0.0, cosine_scale="raw"
+        )
         out = ranker.run(query="q", documents=candidates("e1", "c1"), query_embedding=QUERY)["documents"]
         scores = {d.id: d.score for d in out}
         assert scores["e1"] == pytest.approx(0.6, abs=1e-4)
@@ -259,7 +286,9 @@ class TestHybridScoreRankerWithFiles:
         batches: list[int] = []
         for each in (store, file_store):
             engine = each._best_scores
-            monkeypatch.setattr(each, "_best_scores", lambda requests, engine=engine: batches.append(len(requests)) or engine(requests))
+            monkeypatch.setattr(
+                each, "_best_scores", lambda requests, engine=engine: batches.append(len(requests)) or engine(requests)
+            )
         out = ranker.run(query="q", documents=docs, query_embedding=QUERY, query_sparse_embedding=TERMS)["documents"]
         assert batches == [4 + 2 + 4, 4 + 2 + 4]
         files = ["A", "B", "C", "E"]

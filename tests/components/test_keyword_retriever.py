@@ -67,7 +67,9 @@ class TestKeywordRetriever:
         }
 
     def test_from_dict(self, tmp_path, monkeypatch):
-        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,haystack_integrations.document_stores.needle")
+        monkeypatch.setenv(
+            "HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,haystack_integrations.document_stores.needle"
+        )
         store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4)
         retriever = KeywordRetriever.from_dict(KeywordRetriever(document_store=store, top_k=5).to_dict())
         assert isinstance(retriever.document_store, EdgeDocumentStore)
@@ -76,7 +78,12 @@ class TestKeywordRetriever:
 
     def test_from_dict_without_store_raises(self):
         with pytest.raises(DeserializationError):
-            KeywordRetriever.from_dict({"type": "haystack_integrations.components.retrievers.needle.keyword_retriever.KeywordRetriever", "init_parameters": {}})
+            KeywordRetriever.from_dict(
+                {
+                    "type": "haystack_integrations.components.retrievers.needle.keyword_retriever.KeywordRetriever",
+                    "init_parameters": {},
+                }
+            )
 
     def test_run_passes_query_top_k_and_filters_to_the_store(self):
         store = RecordingStore()
@@ -108,7 +115,9 @@ class TestKeywordRetriever:
             retriever.run(query="restic")
 
     def test_pipeline_survives_dumps_and_loads(self, edge_store, monkeypatch):
-        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,haystack_integrations.document_stores.needle")
+        monkeypatch.setenv(
+            "HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,haystack_integrations.document_stores.needle"
+        )
         pipeline = Pipeline()
         pipeline.add_component("retriever", KeywordRetriever(document_store=edge_store, top_k=2))
         loaded = Pipeline.loads(pipeline.dumps())

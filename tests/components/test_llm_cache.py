@@ -108,7 +108,7 @@ class TestLLMCache:
                 for i in range(40):
                     cache.put("rerank", "q", "m", i, extra=f"{n}-{i}")
                     assert cache.get("rerank", "q", "m", extra=f"{n}-{i}") == i
-            except BaseException as error:  # noqa: BLE001
+            except BaseException as error:
                 errors.append(error)
 
         threads = [threading.Thread(target=write, args=(n,)) for n in range(8)]

@@ -40,8 +40,11 @@ class FakeJudge:
 
 def openai_generator(url: str = "http://127.0.0.1:9/v1", **kwargs) -> OpenAIChatGenerator:
     return OpenAIChatGenerator(
-        api_key=Secret.from_env_var("OPENAI_API_KEY", strict=False), model=MODEL_NAME, api_base_url=url,
-        max_retries=0, **kwargs,
+        api_key=Secret.from_env_var("OPENAI_API_KEY", strict=False),
+        model=MODEL_NAME,
+        api_base_url=url,
+        max_retries=0,
+        **kwargs,
     )
 
 
@@ -98,7 +101,9 @@ class TestLLMJudgeRanker:
         assert LLMJudgeRanker(chat_generator=generator, top_k=5).to_dict() == {
             "type": "haystack_integrations.components.rankers.needle.llm_judge_ranker.LLMJudgeRanker",
             "init_parameters": {
-                "chat_generator": component_to_dict(generator, "chat_generator"), "top_k": 5, "max_chars": 2000,
+                "chat_generator": component_to_dict(generator, "chat_generator"),
+                "top_k": 5,
+                "max_chars": 2000,
             },
         }
 
@@ -156,7 +161,7 @@ class TestLLMJudgeRankerWithServer:
 
     def test_judges_with_a_real_model(self, llm_server):
         # The grammar makes the tiny model answer a single digit; its judgement itself is meaningless.
-        kwargs = {"max_tokens": 2, "temperature": 0, "extra_body": {"grammar": 'root ::= [0-9]'}}
+        kwargs = {"max_tokens": 2, "temperature": 0, "extra_body": {"grammar": "root ::= [0-9]"}}
         ranker = LLMJudgeRanker(chat_generator=openai_generator(llm_server, timeout=60.0, generation_kwargs=kwargs))
         documents = docs("Docker Compose networks connect services.", "Bananas are yellow.")
         ranked = ranker.run(query="docker networking", documents=documents)["documents"]

@@ -46,8 +46,11 @@ class FakeChatGenerator:
 
 def openai_generator(url: str = "http://127.0.0.1:9/v1", **kwargs) -> OpenAIChatGenerator:
     return OpenAIChatGenerator(
-        api_key=Secret.from_env_var("OPENAI_API_KEY", strict=False), model=MODEL_NAME, api_base_url=url,
-        max_retries=0, **kwargs,
+        api_key=Secret.from_env_var("OPENAI_API_KEY", strict=False),
+        model=MODEL_NAME,
+        api_base_url=url,
+        max_retries=0,
+        **kwargs,
     )
 
 
@@ -118,7 +121,9 @@ class TestParseExpansion:
         ]
 
     def test_caps_counts_per_kind(self):
-        text = "\n".join(f"lex: docker {w}" for w in "abc def ghi jkl".split()) + "\nhyde: docker one\nhyde: docker two"
+        text = (
+            "\n".join(f"lex: docker {w}" for w in ["abc", "def", "ghi", "jkl"]) + "\nhyde: docker one\nhyde: docker two"
+        )
         variants = parse_expansion(text, QUERY, max_lex=2, max_vec=0)
         assert [v["text"] for v in variants] == ["docker abc", "docker def", "docker one"]
 
@@ -151,9 +156,15 @@ class TestLLMQueryExpander:
 
     def test_custom_params(self, tmp_path):
         expander = LLMQueryExpander(
-            chat_generator=FakeChatGenerator([]), max_lex=1, max_vec=2, include_hyde=False,
-            cache_path=str(tmp_path / "c.sqlite"), cache_ttl_hours=1, strong_signal_min_score=0.5,
-            strong_signal_min_gap=0.1, model_name="m",
+            chat_generator=FakeChatGenerator([]),
+            max_lex=1,
+            max_vec=2,
+            include_hyde=False,
+            cache_path=str(tmp_path / "c.sqlite"),
+            cache_ttl_hours=1,
+            strong_signal_min_score=0.5,
+            strong_signal_min_gap=0.1,
+            model_name="m",
         )
         assert (expander.max_lex, expander.max_vec, expander.include_hyde, expander.model_name) == (1, 2, False, "m")
 
@@ -179,8 +190,13 @@ class TestLLMQueryExpander:
             "type": "haystack_integrations.components.query.needle.llm_query_expander.LLMQueryExpander",
             "init_parameters": {
                 "chat_generator": component_to_dict(generator, "chat_generator"),
-                "max_lex": 2, "max_vec": 3, "include_hyde": True, "cache_path": "/tmp/c.sqlite",
-                "cache_ttl_hours": 168, "strong_signal_min_score": 0.85, "strong_signal_min_gap": 0.15,
+                "max_lex": 2,
+                "max_vec": 3,
+                "include_hyde": True,
+                "cache_path": "/tmp/c.sqlite",
+                "cache_ttl_hours": 168,
+                "strong_signal_min_score": 0.85,
+                "strong_signal_min_gap": 0.15,
                 "model_name": None,
             },
         }
@@ -229,7 +245,8 @@ class TestLLMQueryExpander:
     def test_disabled_skips_without_a_call(self):
         generator = FakeChatGenerator([GOOD_ANSWER])
         assert LLMQueryExpander(chat_generator=generator).run(query=QUERY, enabled=False) == {
-            "variants": [], "skipped": "disabled"
+            "variants": [],
+            "skipped": "disabled",
         }
         assert generator.calls == []
 

@@ -32,11 +32,23 @@ class ScriptedChat:
 @pytest.fixture
 def file_store(tmp_path):
     store = EdgeDocumentStore(path=str(tmp_path / "files"), embedding_dim=2, use_sparse_embeddings=False)
-    store.write_documents([
-        Document(id="a", content="x", embedding=[1.0, 0.0], meta={
-            "collection": "notes", "path": "travel/japan.md", "source_doc_id": "notes:travel/japan.md", "folders": ["travel"],
-            "tags": ["travel", "japan"], "frontmatter": {"status": "planning"}}),
-    ])
+    store.write_documents(
+        [
+            Document(
+                id="a",
+                content="x",
+                embedding=[1.0, 0.0],
+                meta={
+                    "collection": "notes",
+                    "path": "travel/japan.md",
+                    "source_doc_id": "notes:travel/japan.md",
+                    "folders": ["travel"],
+                    "tags": ["travel", "japan"],
+                    "frontmatter": {"status": "planning"},
+                },
+            ),
+        ]
+    )
     return store
 
 
@@ -47,7 +59,9 @@ def reading(**values) -> str:
 class TestLLMSelfQueryExtractor:
     def test_round_trip_keeps_the_nested_generator(self, file_store, monkeypatch):
         monkeypatch.setenv("OPENAI_API_KEY", "unused")  # Haystack 2.x opens the client in __init__
-        generator = OpenAIChatGenerator(api_key=Secret.from_env_var("OPENAI_API_KEY", strict=False), model="m", timeout=5.0)
+        generator = OpenAIChatGenerator(
+            api_key=Secret.from_env_var("OPENAI_API_KEY", strict=False), model="m", timeout=5.0
+        )
         extractor = LLMSelfQueryExtractor(chat_generator=generator, document_store=file_store, cache_ttl_hours=2)
         data = extractor.to_dict()
         assert data["init_parameters"]["chat_generator"]["type"].endswith("OpenAIChatGenerator")
@@ -64,20 +78,29 @@ class TestLLMSelfQueryExtractor:
             LLMSelfQueryExtractor(chat_generator=ScriptedChat(), cache_ttl_hours=0)
 
     def test_the_model_fills_what_the_rules_missed(self, file_store):
-        chat = ScriptedChat(reading(tags=["Japan"], folder="travel/", where={"status": "planning"}, after="2024-01-01", recent=True))
-        out = LLMSelfQueryExtractor(chat_generator=chat, document_store=file_store).run(query="my trip plans for japan", now=NOW)
+        chat = ScriptedChat(
+            reading(tags=["Japan"], folder="travel/", where={"status": "planning"}, after="2024-01-01", recent=True)
+        )
+        out = LLMSelfQueryExtractor(chat_generator=chat, document_store=file_store).run(
+            query="my trip plans for japan", now=NOW
+        )
         assert out["query"] == "trip plans" and out["recent"] is True
-        assert out["filters"] == {"operator": "AND", "conditions": [
-            {"field": "meta.tags", "operator": "==", "value": "japan"},
-            {"field": "meta.folders", "operator": "==", "value": "travel"},
-            {"field": "meta.fields", "operator": "==", "value": "status=planning"},
-            {"field": "meta.date", "operator": ">=", "value": "2024-01-01T00:00:00Z"},
-        ]}
+        assert out["filters"] == {
+            "operator": "AND",
+            "conditions": [
+                {"field": "meta.tags", "operator": "==", "value": "japan"},
+                {"field": "meta.folders", "operator": "==", "value": "travel"},
+                {"field": "meta.fields", "operator": "==", "value": "status=planning"},
+                {"field": "meta.date", "operator": ">=", "value": "2024-01-01T00:00:00Z"},
+            ],
+        }
         assert out["self_query"]["llm"]["added"]["tags"] == ["japan"]
 
     def test_the_rules_win_where_they_read_something(self, file_store):
         chat = ScriptedChat(reading(tags=["japan"]))
-        out = LLMSelfQueryExtractor(chat_generator=chat, document_store=file_store).run(query="#travel trip plans", now=NOW)
+        out = LLMSelfQueryExtractor(chat_generator=chat, document_store=file_store).run(
+            query="#travel trip plans", now=NOW
+        )
         assert out["filters"] == {"field": "meta.tags", "operator": "==", "value": "travel"}
         assert out["query"] == "trip plans"
 
@@ -101,7 +124,9 @@ class TestLLMSelfQueryExtractor:
 
     def test_valid_readings_are_cached(self, file_store, tmp_path):
         chat = ScriptedChat(reading(tags=["japan"]))
-        extractor = LLMSelfQueryExtractor(chat_generator=chat, document_store=file_store, cache_path=str(tmp_path / "c.sqlite"))
+        extractor = LLMSelfQueryExtractor(
+            chat_generator=chat, document_store=file_store, cache_path=str(tmp_path / "c.sqlite")
+        )
         first = extractor.run(query="my trip plans", now=NOW)
         second = extractor.run(query="my trip plans", now=NOW)
         assert first["filters"] == second["filters"] and chat.calls == 1

@@ -270,8 +270,13 @@ class TestMarkdownChunkerCoverage:
     def test_every_line_of_the_body_lands_in_a_chunk(self):
         text = (
             "---\ntitle: Mixed\n---\nPreamble.\n\n# Mixed\n\n> quote\nlazy line\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
-            "1. first\n2. second\n\n    indented code\n\n---\n\n## Long\n\n" + paragraphs(15) + "\n\n"
-            + "Sentence after sentence. " * 120 + "\n\n```\n" + "code line\n" * 200 + "```\n\n### End\n"
+            "1. first\n2. second\n\n    indented code\n\n---\n\n## Long\n\n"
+            + paragraphs(15)
+            + "\n\n"
+            + "Sentence after sentence. " * 120
+            + "\n\n```\n"
+            + "code line\n" * 200
+            + "```\n\n### End\n"
         )
         chunks = chunk(text, chunker=MarkdownChunker(target_chars=300, overlap_chars=60, min_chars=50, max_chars=500))
         covered = {line for c in chunks for line in range(c.meta["start_line"], c.meta["end_line"] + 1)}
@@ -294,7 +299,9 @@ class TestMarkdownChunkerIds:
     def test_id_is_sha1_of_file_heading_path_index_context_and_normalised_text(self):
         doc = chunk("# A\n\n## B\n\nSome text.   \n")[0]
         normalised = "# A\n\n## B\n\nSome text."
-        expected = hashlib.sha1("\x1f".join(["notes:folder/note.md", "A\x1fB", "0", "A › B", normalised]).encode()).hexdigest()
+        expected = hashlib.sha1(
+            "\x1f".join(["notes:folder/note.md", "A\x1fB", "0", "A › B", normalised]).encode()
+        ).hexdigest()
         assert doc.id == expected
         assert doc.meta["checksum"] == hashlib.sha1(normalised.encode()).hexdigest()
 
@@ -360,8 +367,7 @@ class TestMarkdownChunkerMeta:
 
     def test_meta_is_json_serialisable_with_dates(self):
         text = (
-            "---\ndate: 2024-05-01\nupdated: 2024-05-02 10:30:00\n"
-            "nested: {when: 2023-01-01, list: [1, 2.5]}\n---\nx\n"
+            "---\ndate: 2024-05-01\nupdated: 2024-05-02 10:30:00\nnested: {when: 2023-01-01, list: [1, 2.5]}\n---\nx\n"
         )
         meta = chunk(text, size_bytes=10, mtime=1.5)[0].meta
         assert meta["frontmatter"] == {
@@ -449,11 +455,22 @@ class TestMarkdownChunkerFileMetadata:
         )
         meta = chunk(text)[0].meta
         assert meta["frontmatter"] == {
-            "status": "Draft", "priority": 2, "score": 0.5, "public": False, "date": "2024-05-11",
-            "attendees": ["Priya Raman", "me"], "nested": {"a": 1},
+            "status": "Draft",
+            "priority": 2,
+            "score": 0.5,
+            "public": False,
+            "date": "2024-05-11",
+            "attendees": ["Priya Raman", "me"],
+            "nested": {"a": 1},
         }
         assert meta["fields"] == [
-            "status=draft", "priority=2", "score=0.5", "public=false", "date=2024-05-11", "attendees=priya raman", "attendees=me",
+            "status=draft",
+            "priority=2",
+            "score=0.5",
+            "public=false",
+            "date=2024-05-11",
+            "attendees=priya raman",
+            "attendees=me",
         ]
 
     def test_folder_and_every_folder_above_it(self):
@@ -481,7 +498,12 @@ class TestMarkdownChunkerFileMetadata:
     def test_identifiers_are_kept_verbatim_as_a_list(self):
         text = "Ticket KES-142 hit SQLITE_BUSY and ERR_CONNECTION_REFUSED on v1.4.2, CVE-2024-3094, E1234; 0.5 and MyClass not.\n"
         assert chunk(text)[0].meta["identifiers"] == [
-            "KES-142", "SQLITE_BUSY", "ERR_CONNECTION_REFUSED", "v1.4.2", "CVE-2024-3094", "E1234",
+            "KES-142",
+            "SQLITE_BUSY",
+            "ERR_CONNECTION_REFUSED",
+            "v1.4.2",
+            "CVE-2024-3094",
+            "E1234",
         ]
 
     def test_meta_checksum_changes_with_the_frontmatter_but_ids_do_not(self):
@@ -492,9 +514,12 @@ class TestMarkdownChunkerFileMetadata:
 
 
 # A "billion laughs" in ten lines: 9**9 strings once every alias is expanded.
-ALIAS_BOMB = "---\n" + 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
-    f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n" for prev, name in zip("abcdefgh", "bcdefghi")
-) + "---\n# Body\n\nThe body is still indexed.\n"
+ALIAS_BOMB = (
+    "---\n"
+    + 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    + "".join(f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n" for prev, name in zip("abcdefgh", "bcdefghi"))
+    + "---\n# Body\n\nThe body is still indexed.\n"
+)
 
 
 class TestMarkdownChunkerFrontmatterBounds:
@@ -511,24 +536,30 @@ class TestMarkdownChunkerFrontmatterBounds:
             "print(json.dumps({'chunks': [c.content for c in out['documents']], 'warnings': out['warnings']}))\n"
         )
         done = subprocess.run(
-            [sys.executable, str(script)], input=ALIAS_BOMB, capture_output=True, text=True, timeout=60,
+            [sys.executable, str(script)],
+            input=ALIAS_BOMB,
+            capture_output=True,
+            text=True,
+            timeout=60,
             cwd=Path(__file__).resolve().parents[2],
         )
         assert done.returncode == 0, done.stderr[-2000:]
         result = json.loads(done.stdout.strip().splitlines()[-1])
         assert result["chunks"] == ["# Body\n\nThe body is still indexed."]
-        assert result["warnings"] == [{
-            "collection": "n", "path": "bomb.md",
-            "reason": "frontmatter left out: over 10000 values once its aliases are expanded",
-        }]
+        assert result["warnings"] == [
+            {
+                "collection": "n",
+                "path": "bomb.md",
+                "reason": "frontmatter left out: over 10000 values once its aliases are expanded",
+            }
+        ]
 
     @pytest.mark.parametrize(
         "yaml_text, reason",
         [
             ("a: &x [1]\n" + "".join(f"k{i}: *x\n" for i in range(101)), "more than 100 aliases"),
             ("a: " + "[" * 40 + "]" * 40 + "\n", "nested deeper than 32 levels"),
-            ("a: &x [1, 2]\nb: [" + ", ".join(["*x"] * 60) + "]\n" + "c: [" + ", ".join(["*b"] * 0) + "]\n",
-             None),
+            ("a: &x [1, 2]\nb: [" + ", ".join(["*x"] * 60) + "]\n" + "c: [" + ", ".join(["*b"] * 0) + "]\n", None),
         ],
     )
     def test_each_bound_names_itself(self, yaml_text, reason):
@@ -552,7 +583,10 @@ class TestMarkdownChunkerFrontmatterBounds:
     def test_warnings_output_names_the_file(self):
         out = MarkdownChunker().run(documents=[note("---\ntitle: [unclosed\n---\nbody\n", path="bad.md")])
         [warning] = out["warnings"]
-        assert (warning["path"], warning["reason"].split(":")[0]) == ("bad.md", "invalid YAML frontmatter, read as text")
+        assert (warning["path"], warning["reason"].split(":")[0]) == (
+            "bad.md",
+            "invalid YAML frontmatter, read as text",
+        )
 
 
 class TestMarkdownChunkerInAPipeline:
@@ -581,8 +615,12 @@ class TestMarkdownChunkerPages:
     STARTS = [4, 9, 12]  # 0-based lines where pages 1, 2 and 3 start
 
     def test_chunks_never_run_over_a_page_break_and_know_their_page(self):
-        chunks = chunk(self.TEXT, "raft.pdf", MarkdownChunker(target_chars=500, overlap_chars=50, min_chars=10),
-                       page_starts=self.STARTS)
+        chunks = chunk(
+            self.TEXT,
+            "raft.pdf",
+            MarkdownChunker(target_chars=500, overlap_chars=50, min_chars=10),
+            page_starts=self.STARTS,
+        )
         assert [c.meta["page"] for c in chunks] == [1, 2, 3]
         assert [c.meta["page_end"] for c in chunks] == [1, 2, 3]
         assert [(c.meta["page_line"], c.meta["page_end_line"]) for c in chunks] == [(1, 4), (1, 2), (1, 1)]
@@ -597,8 +635,9 @@ class TestMarkdownChunkerPages:
 
     def test_a_heading_at_the_foot_of_a_page_does_not_pull_the_next_page_in(self):
         text = "intro text on page one\n\n# Heading\n\n## Sub\n\nbody on page two\n"
-        chunks = chunk(text, "a.pdf", MarkdownChunker(target_chars=500, overlap_chars=50, min_chars=10),
-                       page_starts=[0, 4])
+        chunks = chunk(
+            text, "a.pdf", MarkdownChunker(target_chars=500, overlap_chars=50, min_chars=10), page_starts=[0, 4]
+        )
         assert {c.meta["page"] for c in chunks} == {1, 2}
         assert all(c.meta["page"] == c.meta["page_end"] for c in chunks)
 
@@ -626,7 +665,9 @@ class TestMarkdownChunkerBadValues:
     )
     def test_a_value_that_cannot_be_built_leaves_out_its_field_only(self, line, field, reason):
         out = MarkdownChunker().run(
-            documents=[note(f"---\ntitle: Kept\ntags: [otters]\n{line}\nstatus: draft\n---\n# Head\n\nbody\n", path="bad.md")]
+            documents=[
+                note(f"---\ntitle: Kept\ntags: [otters]\n{line}\nstatus: draft\n---\n# Head\n\nbody\n", path="bad.md")
+            ]
         )
         [doc] = out["documents"]
         assert doc.meta["frontmatter"] == {"title": "Kept", "tags": ["otters"], "status": "draft"}
@@ -672,6 +713,10 @@ class TestMarkdownChunkerBadValues:
         monkeypatch.setattr(module, "identifiers", failing)
         out = MarkdownChunker().run(documents=[note("poison\n", path="bad.md"), note("fine\n", path="good.md")])
         assert [d.meta["path"] for d in out["documents"]] == ["good.md"]
-        assert out["skipped"] == [{
-            "collection": "notes", "path": "bad.md", "reason": "cannot be chunked: a value the chunker did not expect",
-        }]
+        assert out["skipped"] == [
+            {
+                "collection": "notes",
+                "path": "bad.md",
+                "reason": "cannot be chunked: a value the chunker did not expect",
+            }
+        ]

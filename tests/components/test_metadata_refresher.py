@@ -11,7 +11,9 @@ def store(tmp_path):
 
 
 def stored(i: str, path: str, **meta) -> Document:
-    return Document(id=i, content=f"text {i}", embedding=[1.0, 0.0], meta={"source_doc_id": f"c:{path}", "path": path, **meta})
+    return Document(
+        id=i, content=f"text {i}", embedding=[1.0, 0.0], meta={"source_doc_id": f"c:{path}", "path": path, **meta}
+    )
 
 
 class TestMetadataRefresher:
@@ -25,16 +27,32 @@ class TestMetadataRefresher:
         assert MetadataRefresher.from_dict(data).to_dict() == data
 
     def test_every_document_of_the_file_gets_the_file_metadata_and_keeps_its_vector(self, store):
-        store.write_documents([stored("a1", "a.md", tags=["old"], chunk_index=0), stored("a2", "a.md", tags=["old"], chunk_index=1),
-                               stored("b1", "b.md", tags=["other"])])
-        fresh = Document(content="text a1", meta={
-            "source_doc_id": "c:a.md", "tags": ["new"], "date": "2024-05-11T00:00:00Z", "frontmatter": {"status": "done"},
-            "meta_checksum": "n", "chunk_index": 7,
-        })
+        store.write_documents(
+            [
+                stored("a1", "a.md", tags=["old"], chunk_index=0),
+                stored("a2", "a.md", tags=["old"], chunk_index=1),
+                stored("b1", "b.md", tags=["other"]),
+            ]
+        )
+        fresh = Document(
+            content="text a1",
+            meta={
+                "source_doc_id": "c:a.md",
+                "tags": ["new"],
+                "date": "2024-05-11T00:00:00Z",
+                "frontmatter": {"status": "done"},
+                "meta_checksum": "n",
+                "chunk_index": 7,
+            },
+        )
         assert MetadataRefresher(store).run(documents=[fresh]) == {"refreshed": 2}
         docs = {d.id: d for d in store.filter_documents()}
         assert [docs[i].meta["tags"] for i in ("a1", "a2", "b1")] == [["new"], ["new"], ["other"]]
-        assert (docs["a2"].meta["chunk_index"], docs["a2"].meta["date"], docs["a2"].meta["meta_checksum"]) == (1, "2024-05-11T00:00:00Z", "n")
+        assert (docs["a2"].meta["chunk_index"], docs["a2"].meta["date"], docs["a2"].meta["meta_checksum"]) == (
+            1,
+            "2024-05-11T00:00:00Z",
+            "n",
+        )
         assert docs["a1"].embedding == [1.0, 0.0]
 
     def test_nothing_to_refresh(self, store):

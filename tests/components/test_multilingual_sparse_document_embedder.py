@@ -33,9 +33,14 @@ class TestMultilingualSparseDocumentEmbedder:
             MultilingualSparseDocumentEmbedder(**params, compounds="dictionary")
 
     def test_round_trip_keeps_the_type(self, params):
-        data = MultilingualSparseDocumentEmbedder(**params, meta_fields_to_embed=["context"], compounds="ngrams").to_dict()
+        data = MultilingualSparseDocumentEmbedder(
+            **params, meta_fields_to_embed=["context"], compounds="ngrams"
+        ).to_dict()
         assert data["init_parameters"]["compounds"] == "ngrams"
-        assert data["type"] == "haystack_integrations.components.embedders.needle.multilingual_sparse_document_embedder.MultilingualSparseDocumentEmbedder"
+        assert (
+            data["type"]
+            == "haystack_integrations.components.embedders.needle.multilingual_sparse_document_embedder.MultilingualSparseDocumentEmbedder"
+        )
         assert MultilingualSparseDocumentEmbedder.from_dict(data).to_dict() == data
 
     def test_rejects_what_is_not_documents_and_unknown_languages(self, params):
@@ -72,11 +77,15 @@ class TestMultilingualSparseDocumentEmbedder:
         docs = [
             Document(content=english * 3, meta={"collection": "n", "source_doc_id": "n:a.md"}),
             Document(content=italian, meta={"collection": "n", "source_doc_id": "n:a.md"}),
-            Document(content=(english * 3) + italian, meta={"collection": "n", "source_doc_id": "n:a.md", "kind": "file"}),
+            Document(
+                content=(english * 3) + italian, meta={"collection": "n", "source_doc_id": "n:a.md", "kind": "file"}
+            ),
             Document(content=italian * 2, meta={"collection": "n", "source_doc_id": "n:b.md"}),
             Document(content=italian, meta={"collection": "fixed", "source_doc_id": "fixed:c.md"}),
         ]
-        out = MultilingualSparseDocumentEmbedder(**params).run(documents=docs, languages={"n": "auto", "fixed": "german"})
+        out = MultilingualSparseDocumentEmbedder(**params).run(
+            documents=docs, languages={"n": "auto", "fixed": "german"}
+        )
         assert [d.meta["language"] for d in out["documents"]] == ["english", "english", "english", "italian", "german"]
         assert out["languages"] == {"n": {"english": 3, "italian": 1}, "fixed": {"german": 1}}
 
@@ -87,7 +96,9 @@ class TestMultilingualSparseDocumentEmbedder:
         docs = [
             Document(content=english, meta={"collection": "n", "source_doc_id": "n:a.md"}),
             Document(content=german, meta={"collection": "n", "source_doc_id": "n:a.md"}),
-            Document(content=english + english + german, meta={"collection": "n", "source_doc_id": "n:a.md", "kind": "file"}),
+            Document(
+                content=english + english + german, meta={"collection": "n", "source_doc_id": "n:a.md", "kind": "file"}
+            ),
         ]
         out = MultilingualSparseDocumentEmbedder(**params).run(documents=docs, languages={"n": "auto"})
         assert [d.meta["language"] for d in out["documents"]] == ["english", "german", "english"]
@@ -113,7 +124,9 @@ class TestMultilingualSparseDocumentEmbedder:
             doc("机器学习是人工智能的一个分支", "mixed"),
             doc("The house by the lake is not lived in during the winter", "mixed"),
         ]
-        out = MultilingualSparseDocumentEmbedder(**params).run(documents=docs, languages={"de": "german", "mixed": "auto"})
+        out = MultilingualSparseDocumentEmbedder(**params).run(
+            documents=docs, languages={"de": "german", "mixed": "auto"}
+        )
         assert [d.meta["language"] for d in out["documents"]] == ["german", "chinese", "english"]
         assert out["languages"] == {"de": {"german": 1}, "mixed": {"chinese": 1, "english": 1}}
         query = FastembedSparseQueryEmbedder(**{k: v for k, v in params.items() if k != "progress_bar"})

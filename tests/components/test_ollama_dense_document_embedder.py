@@ -19,7 +19,10 @@ class TestOllamaDenseDocumentEmbedder:
     def test_init_defaults(self):
         component = OllamaDenseDocumentEmbedder()
         assert (component.model, component.url, component.batch_size, component.max_retries) == (
-            "nomic-embed-text", "http://127.0.0.1:11434", 32, 4
+            "nomic-embed-text",
+            "http://127.0.0.1:11434",
+            32,
+            4,
         )
 
     def test_bad_parameters_raise(self):
@@ -31,9 +34,18 @@ class TestOllamaDenseDocumentEmbedder:
         assert data == {
             "type": "haystack_integrations.components.embedders.needle.ollama_dense_document_embedder.OllamaDenseDocumentEmbedder",
             "init_parameters": {
-                "model": "m", "url": "http://127.0.0.1:11434", "prefix": "search_document: ", "suffix": "",
-                "batch_size": 32, "progress_bar": False, "meta_fields_to_embed": None, "embedding_separator": "\n",
-                "timeout": 60.0, "max_retries": 4, "keep_alive": None, "embedding_dim": 768,
+                "model": "m",
+                "url": "http://127.0.0.1:11434",
+                "prefix": "search_document: ",
+                "suffix": "",
+                "batch_size": 32,
+                "progress_bar": False,
+                "meta_fields_to_embed": None,
+                "embedding_separator": "\n",
+                "timeout": 60.0,
+                "max_retries": 4,
+                "keep_alive": None,
+                "embedding_dim": 768,
             },
         }
         assert OllamaDenseDocumentEmbedder.from_dict(data).to_dict() == data
@@ -48,7 +60,9 @@ class TestOllamaDenseDocumentEmbedder:
 
     @pytest.mark.integration
     def test_a_model_not_pulled_says_how_to_pull_it(self, served):
-        with pytest.raises(EmbeddingServerError, match=r"does not have the model bge-m3: pull it with `ollama pull bge-m3`") as caught:
+        with pytest.raises(
+            EmbeddingServerError, match=r"does not have the model bge-m3: pull it with `ollama pull bge-m3`"
+        ) as caught:
             embedder(served.root, model="bge-m3", max_retries=3).run(documents=DOCS[:1])
         assert "\n" not in str(caught.value) and served.stats()["requests"] == 1
 
@@ -61,12 +75,16 @@ class TestOllamaDenseDocumentEmbedder:
     @pytest.mark.integration
     def test_retries_give_up_with_one_line(self, served):
         served.faults(fail=5)
-        with pytest.raises(EmbeddingServerError, match=r"refused the request \(HTTP 500, model minilm\): the model runner crashed$"):
+        with pytest.raises(
+            EmbeddingServerError, match=r"refused the request \(HTTP 500, model minilm\): the model runner crashed$"
+        ):
             embedder(served.root, max_retries=1).run(documents=DOCS[:1])
 
     def test_a_server_that_is_down_is_one_line(self):
         url = closed_port_url()
-        with pytest.raises(EmbeddingServerError, match=f"^no Ollama answers at {url} \\(model minilm\\); start it \\(`ollama serve`\\)"):
+        with pytest.raises(
+            EmbeddingServerError, match=f"^no Ollama answers at {url} \\(model minilm\\); start it \\(`ollama serve`\\)"
+        ):
             embedder(url, max_retries=1).run(documents=DOCS[:1])
 
     @pytest.mark.integration
@@ -84,5 +102,7 @@ class TestOllamaDenseDocumentEmbedder:
     @pytest.mark.integration
     def test_vectors_of_another_size_stop_the_run_naming_both(self, served):
         served.faults(dim=300)
-        with pytest.raises(EmbeddingDimensionError, match="returned vectors of 300 values .* the index holds vectors of 384"):
+        with pytest.raises(
+            EmbeddingDimensionError, match="returned vectors of 300 values .* the index holds vectors of 384"
+        ):
             embedder(served.root, embedding_dim=384).run(documents=DOCS[:1])

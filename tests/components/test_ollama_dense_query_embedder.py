@@ -11,7 +11,10 @@ from tests.embedding_server import MODEL, closed_port_url
 class TestOllamaDenseQueryEmbedder:
     def test_round_trip(self):
         data = OllamaDenseQueryEmbedder(model="m", prefix="search_query: ", embedding_dim=768).to_dict()
-        assert data["type"] == "haystack_integrations.components.embedders.needle.ollama_dense_query_embedder.OllamaDenseQueryEmbedder"
+        assert (
+            data["type"]
+            == "haystack_integrations.components.embedders.needle.ollama_dense_query_embedder.OllamaDenseQueryEmbedder"
+        )
         assert data["init_parameters"]["prefix"] == "search_query: "
         assert OllamaDenseQueryEmbedder.from_dict(data).to_dict() == data
 
@@ -22,7 +25,9 @@ class TestOllamaDenseQueryEmbedder:
     @pytest.mark.integration
     def test_the_prefix_changes_the_vector(self, served):
         plain = OllamaDenseQueryEmbedder(url=served.root, model=MODEL).run(text="replication slot")["embedding"]
-        prefixed = OllamaDenseQueryEmbedder(url=served.root, model=MODEL, prefix="search_query: ").run(text="replication slot")["embedding"]
+        prefixed = OllamaDenseQueryEmbedder(url=served.root, model=MODEL, prefix="search_query: ").run(
+            text="replication slot"
+        )["embedding"]
         assert isinstance(plain, np.ndarray) and plain.dtype == np.float32 and plain.shape == (384,)
         assert not np.allclose(plain, prefixed)
 
@@ -30,7 +35,9 @@ class TestOllamaDenseQueryEmbedder:
         url = closed_port_url()
         out = OllamaDenseQueryEmbedder(url=url, model=MODEL, max_retries=0).run(text="x")
         assert out["embedding"] is None
-        assert out["warnings"] == [f"vector search skipped: no Ollama answers at {url} (model minilm); start it (`ollama serve`) or fix embedding.url"]
+        assert out["warnings"] == [
+            f"vector search skipped: no Ollama answers at {url} (model minilm); start it (`ollama serve`) or fix embedding.url"
+        ]
 
     @pytest.mark.integration
     def test_a_model_not_pulled_is_an_error(self, served):

@@ -14,7 +14,9 @@ from tests.embedding_server import MODEL, closed_port_url
 
 KEY_ENV = "NEEDLE_TEST_EMBEDDING_KEY"
 DOCS = [
-    Document(content="Set wal_level to logical before creating a replication slot.", meta={"context": "Postgres > Slots"}),
+    Document(
+        content="Set wal_level to logical before creating a replication slot.", meta={"context": "Postgres > Slots"}
+    ),
     Document(content="Docker bridge networks give each container its own address.", meta={"context": "Docker"}),
     Document(content="The Raft leader replicates its log to a majority of followers.", meta={"context": "Raft"}),
     Document(content="Sourdough wants a long, cold proof overnight.", meta={"context": "Baking"}),
@@ -30,13 +32,22 @@ def embedder(url: str, **kwargs) -> OpenAIDenseDocumentEmbedder:
 class TestOpenAIDenseDocumentEmbedder:
     def test_init_defaults(self):
         component = OpenAIDenseDocumentEmbedder()
-        assert (component.batch_size, component.timeout, component.max_retries, component.embedding_dim) == (32, 60.0, 4, None)
+        assert (component.batch_size, component.timeout, component.max_retries, component.embedding_dim) == (
+            32,
+            60.0,
+            4,
+            None,
+        )
         assert component.raise_on_failure is True and component.progress_bar is False
 
     @pytest.mark.parametrize(
         ("param", "value", "message"),
-        [("batch_size", 0, "batch_size must be >= 1, got 0"), ("timeout", 0, "timeout must be > 0, got 0"),
-         ("max_retries", -1, "max_retries must be >= 0, got -1"), ("embedding_dim", 0, "embedding_dim must be >= 1, got 0")],
+        [
+            ("batch_size", 0, "batch_size must be >= 1, got 0"),
+            ("timeout", 0, "timeout must be > 0, got 0"),
+            ("max_retries", -1, "max_retries must be >= 0, got -1"),
+            ("embedding_dim", 0, "embedding_dim must be >= 1, got 0"),
+        ],
     )
     def test_bad_parameters_raise(self, param, value, message):
         with pytest.raises(ValueError, match=message):
@@ -46,14 +57,25 @@ class TestOpenAIDenseDocumentEmbedder:
         from haystack.utils import Secret
 
         monkeypatch.setenv(KEY_ENV, "sk-do-not-serialise-me")
-        component = OpenAIDenseDocumentEmbedder(api_key=Secret.from_env_var(KEY_ENV), api_base_url="http://h/v1", model="m", embedding_dim=768)
+        component = OpenAIDenseDocumentEmbedder(
+            api_key=Secret.from_env_var(KEY_ENV), api_base_url="http://h/v1", model="m", embedding_dim=768
+        )
         data = component.to_dict()
         assert data == {
             "type": "haystack_integrations.components.embedders.needle.openai_dense_document_embedder.OpenAIDenseDocumentEmbedder",
             "init_parameters": {
-                "api_key": {"type": "env_var", "env_vars": [KEY_ENV], "strict": True}, "model": "m",
-                "api_base_url": "http://h/v1", "prefix": "", "suffix": "", "batch_size": 32, "progress_bar": False,
-                "meta_fields_to_embed": [], "embedding_separator": "\n", "timeout": 60.0, "max_retries": 4, "embedding_dim": 768,
+                "api_key": {"type": "env_var", "env_vars": [KEY_ENV], "strict": True},
+                "model": "m",
+                "api_base_url": "http://h/v1",
+                "prefix": "",
+                "suffix": "",
+                "batch_size": 32,
+                "progress_bar": False,
+                "meta_fields_to_embed": [],
+                "embedding_separator": "\n",
+                "timeout": 60.0,
+                "max_retries": 4,
+                "embedding_dim": 768,
             },
         }
         assert "sk-do-not" not in str(data)
@@ -84,7 +106,10 @@ class TestOpenAIDenseDocumentEmbedder:
     @pytest.mark.integration
     def test_retries_give_up_with_one_line(self, served):
         served.faults(rate_limit=10)
-        with pytest.raises(EmbeddingServerError, match=r"^the embedding server at http://127\.0\.0\.1:\d+/v1 refused the request \(HTTP 429, model minilm\)") as caught:
+        with pytest.raises(
+            EmbeddingServerError,
+            match=r"^the embedding server at http://127\.0\.0\.1:\d+/v1 refused the request \(HTTP 429, model minilm\)",
+        ) as caught:
             embedder(served.openai_url, max_retries=1).run(documents=DOCS[:1])
         assert "\n" not in str(caught.value) and caught.value.transient
         assert served.stats()["requests"] == 2
@@ -98,19 +123,27 @@ class TestOpenAIDenseDocumentEmbedder:
 
     def test_a_server_that_is_down_is_one_line(self):
         url = closed_port_url() + "/v1"
-        with pytest.raises(EmbeddingServerError, match=f"^no embedding server answers at {url} \\(model minilm\\).*start it or fix embedding.url$"):
+        with pytest.raises(
+            EmbeddingServerError,
+            match=f"^no embedding server answers at {url} \\(model minilm\\).*start it or fix embedding.url$",
+        ):
             embedder(url).run(documents=DOCS[:1])
 
     @pytest.mark.integration
     def test_a_slow_server_times_out_in_one_line(self, served):
         served.faults(delay=3)
-        with pytest.raises(EmbeddingServerError, match=r"did not answer within 0.5 s \(model minilm\); raise embedding.timeout"):
+        with pytest.raises(
+            EmbeddingServerError, match=r"did not answer within 0.5 s \(model minilm\); raise embedding.timeout"
+        ):
             embedder(served.openai_url, timeout=0.5).run(documents=DOCS[:1])
 
     @pytest.mark.integration
     def test_vectors_of_another_size_stop_the_run_naming_both(self, served):
         served.faults(dim=256)
-        with pytest.raises(EmbeddingDimensionError, match="returned vectors of 256 values for model minilm, the index holds vectors of 384"):
+        with pytest.raises(
+            EmbeddingDimensionError,
+            match="returned vectors of 256 values for model minilm, the index holds vectors of 384",
+        ):
             embedder(served.openai_url, embedding_dim=384).run(documents=DOCS[:1])
 
     @pytest.mark.integration
@@ -137,7 +170,9 @@ class TestOpenAIDenseDocumentEmbedder:
         secret = "sk-live-0123456789abcdefSECRET"
         monkeypatch.setenv(KEY_ENV, secret)
         served.faults(key="the-right-key")  # the server's 401 repeats the key it was given
-        with pytest.raises(EmbeddingServerError, match=f"refused the API key \\(HTTP 401, model minilm\\).*set {KEY_ENV}") as caught:
+        with pytest.raises(
+            EmbeddingServerError, match=f"refused the API key \\(HTTP 401, model minilm\\).*set {KEY_ENV}"
+        ) as caught:
             embedder(served.openai_url, api_key=Secret.from_env_var(KEY_ENV)).run(documents=DOCS[:1])
         assert secret not in str(caught.value) and secret[:12] not in str(caught.value)
 

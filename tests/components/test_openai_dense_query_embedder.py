@@ -17,15 +17,25 @@ def embedder(url: str, **kwargs) -> OpenAIDenseQueryEmbedder:
 class TestOpenAIDenseQueryEmbedder:
     def test_init_defaults(self):
         component = OpenAIDenseQueryEmbedder()
-        assert (component.timeout, component.max_retries, component.embedding_dim, component.prefix) == (60.0, 4, None, "")
+        assert (component.timeout, component.max_retries, component.embedding_dim, component.prefix) == (
+            60.0,
+            4,
+            None,
+            "",
+        )
 
     def test_bad_parameters_raise(self):
         with pytest.raises(ValueError, match="timeout must be > 0, got -1"):
             OpenAIDenseQueryEmbedder(timeout=-1)
 
     def test_round_trip(self):
-        data = OpenAIDenseQueryEmbedder(api_base_url="http://h/v1", model="m", prefix="search_query: ", embedding_dim=768).to_dict()
-        assert data["type"] == "haystack_integrations.components.embedders.needle.openai_dense_query_embedder.OpenAIDenseQueryEmbedder"
+        data = OpenAIDenseQueryEmbedder(
+            api_base_url="http://h/v1", model="m", prefix="search_query: ", embedding_dim=768
+        ).to_dict()
+        assert (
+            data["type"]
+            == "haystack_integrations.components.embedders.needle.openai_dense_query_embedder.OpenAIDenseQueryEmbedder"
+        )
         assert data["init_parameters"]["prefix"] == "search_query: " and data["init_parameters"]["embedding_dim"] == 768
         assert OpenAIDenseQueryEmbedder.from_dict(data).to_dict() == data
 
@@ -36,16 +46,24 @@ class TestOpenAIDenseQueryEmbedder:
     @pytest.mark.integration
     def test_same_vector_as_in_process_as_one_float32_array(self, served, model_dir):
         ours = embedder(served.openai_url, prefix="q: ", embedding_dim=384).run(text="postgres replication slot")
-        local = FastembedDenseQueryEmbedder(**dense_embedder_params(LOCAL_DENSE_MODEL, model_dir), prefix="q: ", progress_bar=False)
+        local = FastembedDenseQueryEmbedder(
+            **dense_embedder_params(LOCAL_DENSE_MODEL, model_dir), prefix="q: ", progress_bar=False
+        )
         theirs = local.run(text="postgres replication slot")["embedding"]
-        assert ours["warnings"] == [] and isinstance(ours["embedding"], np.ndarray) and ours["embedding"].dtype == np.float32
+        assert (
+            ours["warnings"] == []
+            and isinstance(ours["embedding"], np.ndarray)
+            and ours["embedding"].dtype == np.float32
+        )
         assert np.allclose(ours["embedding"], theirs, atol=1e-5)
 
     def test_a_server_that_is_down_leaves_the_query_to_keywords_with_a_warning(self):
         url = closed_port_url() + "/v1"
         out = embedder(url).run(text="x")
         assert out["embedding"] is None
-        assert out["warnings"] == [f"vector search skipped: no embedding server answers at {url} (model minilm): Connection error.; start it or fix embedding.url"]
+        assert out["warnings"] == [
+            f"vector search skipped: no embedding server answers at {url} (model minilm): Connection error.; start it or fix embedding.url"
+        ]
 
     @pytest.mark.integration
     def test_a_slow_server_leaves_a_warning(self, served):
@@ -61,5 +79,8 @@ class TestOpenAIDenseQueryEmbedder:
     @pytest.mark.integration
     def test_vectors_of_another_size_are_an_error(self, served):
         served.faults(dim=128)
-        with pytest.raises(EmbeddingDimensionError, match="returned vectors of 128 values for model minilm, the index holds vectors of 384"):
+        with pytest.raises(
+            EmbeddingDimensionError,
+            match="returned vectors of 128 values for model minilm, the index holds vectors of 384",
+        ):
             embedder(served.openai_url, embedding_dim=384).run(text="x")

@@ -13,7 +13,9 @@ from tests.document_stores.stub_store import StubStore
 WAL, BACKUP, ARCHIVING, SEGMENTS, EXACT, OTHER = 1, 2, 3, 4, 5, 6
 
 
-def chunk(source: str, text: str, terms: dict[int, float], embedding: list[float], collection: str = "notes") -> Document:
+def chunk(
+    source: str, text: str, terms: dict[int, float], embedding: list[float], collection: str = "notes"
+) -> Document:
     return Document(
         id=f"{source}-{len(text)}",
         content=text,
@@ -28,8 +30,18 @@ def store(tmp_path):
     store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=2, durable_writes=False)
     store.write_documents(
         [
-            chunk("A", "wal archiving keeps segments; archiving uses archive_command", {WAL: 1.0, ARCHIVING: 1.5, SEGMENTS: 1.0}, [0.0, 1.0]),
-            chunk("B", "archiving segments to object storage for backup", {ARCHIVING: 1.0, SEGMENTS: 1.0, BACKUP: 0.8}, [0.0, 1.0]),
+            chunk(
+                "A",
+                "wal archiving keeps segments; archiving uses archive_command",
+                {WAL: 1.0, ARCHIVING: 1.5, SEGMENTS: 1.0},
+                [0.0, 1.0],
+            ),
+            chunk(
+                "B",
+                "archiving segments to object storage for backup",
+                {ARCHIVING: 1.0, SEGMENTS: 1.0, BACKUP: 0.8},
+                [0.0, 1.0],
+            ),
             chunk("C", "an unrelated note about other things", {OTHER: 1.0}, [1.0, 0.0], collection="elsewhere"),
         ]
     )
@@ -65,7 +77,9 @@ class TestPseudoRelevanceExpander:
 
     def test_rocchio_moves_towards_feedback_and_stays_unit_length(self, store):
         expander = PseudoRelevanceExpander(document_store=store, include_lex=False, rocchio_beta=1.0, feedback_docs=1)
-        out = expander.run(query="q", query_embedding=np.array([1.0, 0.0], dtype=np.float32), query_sparse_embedding=sparse(OTHER, WAL))
+        out = expander.run(
+            query="q", query_embedding=np.array([1.0, 0.0], dtype=np.float32), query_sparse_embedding=sparse(OTHER, WAL)
+        )
         vec = out["variants"][0]
         # The nearest file to [1, 0] is C ([1, 0]) itself: the vector stays put; feedback from A/B moves it.
         assert vec["kind"] == "vec" and vec["embedding"] == pytest.approx([1.0, 0.0])
@@ -77,7 +91,9 @@ class TestPseudoRelevanceExpander:
     def test_feedback_respects_the_request_filters(self, store):
         expander = PseudoRelevanceExpander(document_store=store, include_lex=False, rocchio_beta=1.0, feedback_docs=1)
         only_notes = {"field": "meta.collection", "operator": "==", "value": "notes"}
-        out = expander.run(query="q", query_embedding=[1.0, 0.0], query_sparse_embedding=sparse(OTHER, WAL), filters=only_notes)
+        out = expander.run(
+            query="q", query_embedding=[1.0, 0.0], query_sparse_embedding=sparse(OTHER, WAL), filters=only_notes
+        )
         # C (the nearest, in another collection) is filtered out, so A or B ([0, 1]) is the feedback.
         assert out["variants"][0]["embedding"] == pytest.approx([1 / math.sqrt(2), 1 / math.sqrt(2)])
 
@@ -90,7 +106,9 @@ class TestPseudoRelevanceExpander:
                 chunk("C", "filler", {WAL: 1.0}, [1.0, 0.0]),
             ]
         )
-        out = PseudoRelevanceExpander(document_store=store).run(query="exact", query_sparse_embedding=sparse(EXACT, OTHER))
+        out = PseudoRelevanceExpander(document_store=store).run(
+            query="exact", query_sparse_embedding=sparse(EXACT, OTHER)
+        )
         assert out == {"variants": [], "skipped": "strong BM25 signal"}
         store.close()
 

@@ -29,12 +29,20 @@ class TestSplitQuestion:
     @pytest.mark.parametrize(
         "query, parts",
         [
-            ("How do I fix AUTH401 and what is the escalation process?", ["How do I fix AUTH401", "what is the escalation process?"]),
-            ("postgres replication slot, and also sourdough feeding ratio", ["postgres replication slot", "sourdough feeding ratio"]),
+            (
+                "How do I fix AUTH401 and what is the escalation process?",
+                ["How do I fix AUTH401", "what is the escalation process?"],
+            ),
+            (
+                "postgres replication slot, and also sourdough feeding ratio",
+                ["postgres replication slot", "sourdough feeding ratio"],
+            ),
             ("sqlite WAL; restic prune", ["sqlite WAL", "restic prune"]),
             ("What is WAL? And how do I checkpoint it?", ["What is WAL", "how do I checkpoint it?"]),
-            ("how do I renew certs, what breaks when they expire and why does certbot fail",
-             ["how do I renew certs", "what breaks when they expire", "why does certbot fail"]),
+            (
+                "how do I renew certs, what breaks when they expire and why does certbot fail",
+                ["how do I renew certs", "what breaks when they expire", "why does certbot fail"],
+            ),
         ],
     )
     def test_multi_part_questions_split(self, query, parts):
@@ -57,7 +65,9 @@ class TestSplitQuestion:
 
     def test_at_most_max_questions_the_last_keeping_the_rest(self):
         assert split_question("sqlite wal; restic prune; certbot renew; docker build", max_questions=3) == [
-            "sqlite wal", "restic prune", "certbot renew docker build"
+            "sqlite wal",
+            "restic prune",
+            "certbot renew docker build",
         ]
 
     def test_step_back_drops_the_specifics(self):
@@ -88,7 +98,12 @@ class TestParseQuestions:
 class TestQueryDecomposer:
     def test_init_defaults(self):
         decomposer = QueryDecomposer()
-        assert (decomposer.enabled, decomposer.max_questions, decomposer.min_terms, decomposer.step_back) == (False, 4, 1, False)
+        assert (decomposer.enabled, decomposer.max_questions, decomposer.min_terms, decomposer.step_back) == (
+            False,
+            4,
+            1,
+            False,
+        )
         assert decomposer.chat_generator is None
 
     def test_custom_params(self):
@@ -97,8 +112,13 @@ class TestQueryDecomposer:
 
     @pytest.mark.parametrize(
         "kwargs, message",
-        [({"max_questions": 1}, "max_questions"), ({"min_terms": 0}, "min_terms"), ({"max_chars": 5}, "max_chars"),
-         ({"cache_ttl_hours": 0}, "cache_ttl_hours"), ({"chat_generator": {"init_parameters": {}}}, "type")],
+        [
+            ({"max_questions": 1}, "max_questions"),
+            ({"min_terms": 0}, "min_terms"),
+            ({"max_chars": 5}, "max_chars"),
+            ({"cache_ttl_hours": 0}, "cache_ttl_hours"),
+            ({"chat_generator": {"init_parameters": {}}}, "type"),
+        ],
     )
     def test_bad_params_raise(self, kwargs, message):
         with pytest.raises(ValueError, match=message):
@@ -108,9 +128,17 @@ class TestQueryDecomposer:
         data = QueryDecomposer(enabled=True).to_dict()
         assert data == {
             "type": "haystack_integrations.components.query.needle.query_decomposer.QueryDecomposer",
-            "init_parameters": {"enabled": True, "max_questions": 4, "min_terms": 1, "step_back": False,
-                                "chat_generator": None, "max_chars": 300, "cache_path": None,
-                                "cache_ttl_hours": 168, "model_name": None},
+            "init_parameters": {
+                "enabled": True,
+                "max_questions": 4,
+                "min_terms": 1,
+                "step_back": False,
+                "chat_generator": None,
+                "max_chars": 300,
+                "cache_path": None,
+                "cache_ttl_hours": 168,
+                "model_name": None,
+            },
         }
         assert QueryDecomposer.from_dict(data).to_dict() == data
 
@@ -125,7 +153,10 @@ class TestQueryDecomposer:
         assert QueryDecomposer(enabled=True).run(query=query, enabled=False)["variants"] == []
 
     def test_a_single_part_question_yields_no_sub_question(self):
-        assert QueryDecomposer(enabled=True).run(query="how do I feed my sourdough starter?") == {"variants": [], "warnings": []}
+        assert QueryDecomposer(enabled=True).run(query="how do I feed my sourdough starter?") == {
+            "variants": [],
+            "warnings": [],
+        }
 
     def test_empty_sub_questions_fall_back_to_the_original_query(self):
         # The separators leave empty parts: nothing to search but the question itself.
@@ -136,7 +167,9 @@ class TestQueryDecomposer:
             query="why does pg_dump 15.2 fail; how do I restore a backup"
         )["variants"]
         assert [v["origin"] for v in variants] == ["split", "split"]
-        only = QueryDecomposer(enabled=True, step_back=True).run(query='why does pg_dump 15.2 fail on table "orders"')["variants"]
+        only = QueryDecomposer(enabled=True, step_back=True).run(query='why does pg_dump 15.2 fail on table "orders"')[
+            "variants"
+        ]
         assert only == [{"kind": "sub", "text": "why does fail on table", "origin": "step_back", "name": "sub_1"}]
 
     def test_the_llm_splits_when_configured(self):
@@ -145,7 +178,9 @@ class TestQueryDecomposer:
         assert [v["text"] for v in out["variants"]] == ["How do I fix AUTH401?", "What is the escalation process?"]
         assert {v["origin"] for v in out["variants"]} == {"llm"} and out["warnings"] == []
 
-    @pytest.mark.parametrize("chat", [FakeChat(fail=True), FakeChat(""), FakeChat("Run sudo reboot and call the on-call engineer now")])
+    @pytest.mark.parametrize(
+        "chat", [FakeChat(fail=True), FakeChat(""), FakeChat("Run sudo reboot and call the on-call engineer now")]
+    )
     def test_a_failed_or_unusable_llm_answer_falls_back_to_the_rules(self, chat):
         out = QueryDecomposer(enabled=True, chat_generator=chat).run(query=TestParseQuestions.QUERY)
         assert [v["origin"] for v in out["variants"]] == ["split", "split"]

@@ -16,7 +16,10 @@ class TestResultCutoff:
 
     def test_to_dict_and_from_dict(self):
         data = ResultCutoff(default_top_k=4).to_dict()
-        assert data == {"type": "haystack_integrations.components.samplers.needle.result_cutoff.ResultCutoff", "init_parameters": {"default_top_k": 4}}
+        assert data == {
+            "type": "haystack_integrations.components.samplers.needle.result_cutoff.ResultCutoff",
+            "init_parameters": {"default_top_k": 4},
+        }
         assert ResultCutoff.from_dict(data).default_top_k == 4
 
     def test_keeps_top_k(self):

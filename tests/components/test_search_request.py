@@ -28,13 +28,21 @@ class TestSearchRequest:
         data = SearchRequest(max_query_chars=50, max_top_k=20).to_dict()
         assert data == {
             "type": "haystack_integrations.components.query.needle.search_request.SearchRequest",
-            "init_parameters": {"max_query_chars": 50, "max_top_k": 20, "top_k": 10, "min_score": 0.0, "document_store": None},
+            "init_parameters": {
+                "max_query_chars": 50,
+                "max_top_k": 20,
+                "top_k": 10,
+                "min_score": 0.0,
+                "document_store": None,
+            },
         }
         assert SearchRequest.from_dict(data).to_dict() == data
 
     def test_collections_become_a_filter(self):
         before = time.monotonic()
-        out = SearchRequest().run(query="  slot  ", top_k=3, collections=["notes", "work"], min_score=0.5, now="2024-06-15")
+        out = SearchRequest().run(
+            query="  slot  ", top_k=3, collections=["notes", "work"], min_score=0.5, now="2024-06-15"
+        )
         assert before <= out.pop("started_at") <= time.monotonic()
         assert out == {
             "query": "slot",
@@ -116,7 +124,9 @@ class TestSearchRequestFilters:
 
     def test_a_file_matches_its_path(self):
         assert filters_of(path="howto/vim-macros.md")["conditions"][0] == {
-            "field": "meta.path", "operator": "==", "value": "howto/vim-macros.md",
+            "field": "meta.path",
+            "operator": "==",
+            "value": "howto/vim-macros.md",
         }
 
     def test_a_glob_is_matched_against_the_indexed_files(self, tmp_path):
@@ -125,12 +135,18 @@ class TestSearchRequestFilters:
         from haystack_integrations.document_stores.needle import EdgeDocumentStore
 
         store = EdgeDocumentStore(path=str(tmp_path / "files"), embedding_dim=2, use_sparse_embeddings=False)
-        store.write_documents([
-            Document(id=p, content="x", embedding=[1.0, 0.0], meta={"source_doc_id": f"n:{p}", "path": p})
-            for p in ("meetings/2024-03-04-kickoff.md", "meetings/2024-04-15-sync.md", "howto/2024-03-x.md")
-        ])
+        store.write_documents(
+            [
+                Document(id=p, content="x", embedding=[1.0, 0.0], meta={"source_doc_id": f"n:{p}", "path": p})
+                for p in ("meetings/2024-03-04-kickoff.md", "meetings/2024-04-15-sync.md", "howto/2024-03-x.md")
+            ]
+        )
         out = SearchRequest(document_store=store).run(query="x", path="meetings/2024-03-*.md")
-        assert out["filters"] == {"field": "meta.source_doc_id", "operator": "in", "value": ["n:meetings/2024-03-04-kickoff.md"]}
+        assert out["filters"] == {
+            "field": "meta.source_doc_id",
+            "operator": "in",
+            "value": ["n:meetings/2024-03-04-kickoff.md"],
+        }
         assert SearchRequest.from_dict(SearchRequest(document_store=store).to_dict()).document_store.path == store.path
 
     @pytest.mark.parametrize(
@@ -142,8 +158,10 @@ class TestSearchRequestFilters:
             ("priority=2", {"field": "meta.fields", "operator": "==", "value": "priority=2"}),
             ("public=true", {"field": "meta.fields", "operator": "==", "value": "public=true"}),
             ("priority>=2", {"field": "meta.frontmatter.priority", "operator": ">=", "value": 2}),
-            ("status!=done", {"operator": "NOT", "conditions": [
-                {"field": "meta.fields", "operator": "==", "value": "status=done"}]}),
+            (
+                "status!=done",
+                {"operator": "NOT", "conditions": [{"field": "meta.fields", "operator": "==", "value": "status=done"}]},
+            ),
             ("due<2024-07", {"field": "meta.frontmatter.due", "operator": "<", "value": "2024-07-01T00:00:00Z"}),
             ("due<=2024-07", {"field": "meta.frontmatter.due", "operator": "<", "value": "2024-08-01T00:00:00Z"}),
             ("tag=Homelab|ops", {"field": "meta.tags", "operator": "in", "value": ["homelab", "ops"]}),
@@ -154,12 +172,17 @@ class TestSearchRequestFilters:
         assert filters_of(where=[where]) == expected
 
     def test_dates_in_iso_or_plain_language(self):
-        assert filters_of(after="2024-05-01", before="last week") == {"operator": "AND", "conditions": [
-            {"field": "meta.date", "operator": ">=", "value": "2024-05-01T00:00:00Z"},
-            {"field": "meta.date", "operator": "<", "value": "2024-06-03T00:00:00Z"},
-        ]}
+        assert filters_of(after="2024-05-01", before="last week") == {
+            "operator": "AND",
+            "conditions": [
+                {"field": "meta.date", "operator": ">=", "value": "2024-05-01T00:00:00Z"},
+                {"field": "meta.date", "operator": "<", "value": "2024-06-03T00:00:00Z"},
+            ],
+        }
 
     def test_filters_join_the_collection_filter(self):
         assert filters_of(collections=["notes"], tags=["a"])["conditions"][0] == {
-            "field": "meta.collection", "operator": "in", "value": ["notes"],
+            "field": "meta.collection",
+            "operator": "in",
+            "value": ["notes"],
         }

@@ -16,11 +16,17 @@ def file_store(tmp_path):
         ("notes", "meetings/2024-03-04-kickoff.md", ["meetings"], {"status": "final"}),
         ("work", "meetings/2024-05-01-sync.md", ["meetings"], {}),
     ]
-    store.write_documents([
-        Document(id=f"{c}:{p}", content="x", embedding=[1.0, 0.0],
-                 meta={"collection": c, "path": p, "source_doc_id": f"{c}:{p}", "folders": f, "frontmatter": fm})
-        for c, p, f, fm in rows
-    ])
+    store.write_documents(
+        [
+            Document(
+                id=f"{c}:{p}",
+                content="x",
+                embedding=[1.0, 0.0],
+                meta={"collection": c, "path": p, "source_doc_id": f"{c}:{p}", "folders": f, "frontmatter": fm},
+            )
+            for c, p, f, fm in rows
+        ]
+    )
     return store
 
 
@@ -32,7 +38,10 @@ class TestSelfQueryExtractorConfig:
     def test_init_defaults(self):
         extractor = SelfQueryExtractor()
         assert (extractor.document_store, extractor.enabled, extractor.min_results, extractor.recent_on_request) == (
-            None, True, 3, True,
+            None,
+            True,
+            3,
+            True,
         )
 
     def test_bad_params_raise(self):
@@ -45,25 +54,43 @@ class TestSelfQueryExtractorConfig:
         data = SelfQueryExtractor(document_store=file_store, min_results=5).to_dict()
         assert data["type"] == "haystack_integrations.components.query.needle.self_query_extractor.SelfQueryExtractor"
         assert {k: v for k, v in data["init_parameters"].items() if k != "document_store"} == {
-            "enabled": True, "min_results": 5, "recent_on_request": True,
+            "enabled": True,
+            "min_results": 5,
+            "recent_on_request": True,
         }
         assert SelfQueryExtractor.from_dict(data).to_dict() == data
 
 
 class TestSelfQueryExtractorRules:
     def test_a_plain_question_passes_through_untouched(self):
-        out = run("does vitamin D reduce the risk of fractures in 2 trials?", filters={"field": "meta.collection", "operator": "==", "value": "a"})
+        out = run(
+            "does vitamin D reduce the risk of fractures in 2 trials?",
+            filters={"field": "meta.collection", "operator": "==", "value": "a"},
+        )
         assert out["query"] == "does vitamin D reduce the risk of fractures in 2 trials?"
         assert out["filters"] == {"field": "meta.collection", "operator": "==", "value": "a"}
-        assert (out["must_contain"], out["must_not_contain"], out["recent"], out["self_query"]["applied"]) == ([], [], False, False)
+        assert (out["must_contain"], out["must_not_contain"], out["recent"], out["self_query"]["applied"]) == (
+            [],
+            [],
+            False,
+            False,
+        )
 
     @pytest.mark.parametrize(
         "query, cleaned, expected",
         [
-            ("#homelab notes about alerts", "notes about alerts", {"field": "meta.tags", "operator": "==", "value": "homelab"}),
+            (
+                "#homelab notes about alerts",
+                "notes about alerts",
+                {"field": "meta.tags", "operator": "==", "value": "homelab"},
+            ),
             ("tag:Travel packing", "packing", {"field": "meta.tags", "operator": "==", "value": "travel"}),
             ("in:runbooks/ failover", "failover", {"field": "meta.folders", "operator": "==", "value": "runbooks"}),
-            ("failover in the runbooks folder", "failover", {"field": "meta.folders", "operator": "==", "value": "runbooks"}),
+            (
+                "failover in the runbooks folder",
+                "failover",
+                {"field": "meta.folders", "operator": "==", "value": "runbooks"},
+            ),
             ("collection:work sync", "sync", {"field": "meta.collection", "operator": "in", "value": ["work"]}),
         ],
     )
@@ -74,7 +101,12 @@ class TestSelfQueryExtractorRules:
     @pytest.mark.parametrize(
         "query, cleaned, after, before",
         [
-            ("what did we decide about the cache in May", "what did we decide about the cache", "2024-05-01", "2024-06-01"),
+            (
+                "what did we decide about the cache in May",
+                "what did we decide about the cache",
+                "2024-05-01",
+                "2024-06-01",
+            ),
             ("standup notes yesterday", "standup notes", "2024-06-14", "2024-06-15"),
             ("meeting notes from last week", "meeting notes", "2024-06-03", "2024-06-10"),
             ("kestrel sync Q3 2023", "kestrel sync", "2023-07-01", "2023-10-01"),
@@ -121,14 +153,29 @@ class TestSelfQueryExtractorRules:
         extractor = SelfQueryExtractor(document_store=file_store)
         out = run("status:approved failover priority:2 http://x.org/a:b", extractor)
         assert out["query"] == "failover http://x.org/a:b"
-        assert out["filters"] == {"operator": "AND", "conditions": [
-            {"field": "meta.fields", "operator": "==", "value": "status=approved"},
-            {"field": "meta.fields", "operator": "==", "value": "priority=2"},
-        ]}
+        assert out["filters"] == {
+            "operator": "AND",
+            "conditions": [
+                {"field": "meta.fields", "operator": "==", "value": "status=approved"},
+                {"field": "meta.fields", "operator": "==", "value": "priority=2"},
+            ],
+        }
         assert run("unknown:field stays", extractor)["query"] == "unknown:field stays"
-        assert run("journal entries about sleep", extractor)["filters"] == {"field": "meta.folders", "operator": "==", "value": "journal"}
-        assert run("kickoff meeting notes", extractor)["filters"] == {"field": "meta.folders", "operator": "==", "value": "meetings"}
-        assert run("sync in work", extractor)["filters"] == {"field": "meta.collection", "operator": "in", "value": ["work"]}
+        assert run("journal entries about sleep", extractor)["filters"] == {
+            "field": "meta.folders",
+            "operator": "==",
+            "value": "journal",
+        }
+        assert run("kickoff meeting notes", extractor)["filters"] == {
+            "field": "meta.folders",
+            "operator": "==",
+            "value": "meetings",
+        }
+        assert run("sync in work", extractor)["filters"] == {
+            "field": "meta.collection",
+            "operator": "in",
+            "value": ["work"],
+        }
 
     def test_extractors_on_one_store_scroll_it_once(self, file_store, monkeypatch):
         scrolls = []
@@ -136,23 +183,52 @@ class TestSelfQueryExtractorRules:
         monkeypatch.setattr(file_store, "list_documents_meta", lambda **kw: scrolls.append(kw) or listing(**kw))
         copies = [SelfQueryExtractor(document_store=file_store) for _ in range(3)]  # a pool's instances
         for extractor in copies:
-            assert run("sync in work", extractor)["filters"] == {"field": "meta.collection", "operator": "in", "value": ["work"]}
+            assert run("sync in work", extractor)["filters"] == {
+                "field": "meta.collection",
+                "operator": "in",
+                "value": ["work"],
+            }
             run("path:meetings/2024-03-* kickoff", extractor)
-        assert [sorted(kw["fields"]) for kw in scrolls] == [["collection", "folders", "frontmatter"], ["path", "source_doc_id"]]
+        assert [sorted(kw["fields"]) for kw in scrolls] == [
+            ["collection", "folders", "frontmatter"],
+            ["path", "source_doc_id"],
+        ]
 
     def test_a_new_extractor_sees_what_was_written_before_it(self, file_store):
         run("sync in work", SelfQueryExtractor(document_store=file_store))
-        file_store.write_documents([Document(id="x", content="x", embedding=[1.0, 0.0], meta={
-            "collection": "lab", "path": "a.md", "source_doc_id": "lab:a.md", "folders": [], "frontmatter": {}})])
+        file_store.write_documents(
+            [
+                Document(
+                    id="x",
+                    content="x",
+                    embedding=[1.0, 0.0],
+                    meta={
+                        "collection": "lab",
+                        "path": "a.md",
+                        "source_doc_id": "lab:a.md",
+                        "folders": [],
+                        "frontmatter": {},
+                    },
+                )
+            ]
+        )
         out = run("sync in lab", SelfQueryExtractor(document_store=file_store))
         assert out["filters"] == {"field": "meta.collection", "operator": "in", "value": ["lab"]}
 
     def test_a_path_glob_is_matched_against_the_indexed_files(self, file_store):
         out = run("path:meetings/2024-03-* kickoff", SelfQueryExtractor(document_store=file_store))
-        assert out["filters"] == {"field": "meta.source_doc_id", "operator": "in", "value": ["notes:meetings/2024-03-04-kickoff.md"]}
+        assert out["filters"] == {
+            "field": "meta.source_doc_id",
+            "operator": "in",
+            "value": ["notes:meetings/2024-03-04-kickoff.md"],
+        }
 
     def test_fallback_drops_the_extracted_filters_and_keeps_their_words(self):
-        out = run('#homelab "disk alerts" -grafana in:projects/ since May', fallback=True, filters={"field": "x", "operator": "==", "value": 1})
+        out = run(
+            '#homelab "disk alerts" -grafana in:projects/ since May',
+            fallback=True,
+            filters={"field": "x", "operator": "==", "value": 1},
+        )
         assert out["query"] == "homelab disk alerts projects since May"
         assert out["filters"] == {"field": "x", "operator": "==", "value": 1}
         assert (out["must_contain"], out["must_not_contain"]) == ([], [])
@@ -161,10 +237,16 @@ class TestSelfQueryExtractorRules:
     def test_what_was_read_is_reported(self):
         read = run("#homelab alerts since May")["self_query"]
         assert read == {
-            "original": "#homelab alerts since May", "query": "alerts",
+            "original": "#homelab alerts since May",
+            "query": "alerts",
             "filters": {"tags": ["homelab"], "dates": ["since May"], "after": "2024-05-01T00:00:00Z"},
-            "must_contain": [], "must_not_contain": [], "recent": False, "recent_from_question": False,
-            "min_results": 3, "applied": True, "fallback": False,
+            "must_contain": [],
+            "must_not_contain": [],
+            "recent": False,
+            "recent_from_question": False,
+            "min_results": 3,
+            "applied": True,
+            "fallback": False,
         }
 
     def test_off_it_passes_everything_through(self):

@@ -28,12 +28,20 @@ class FakeRetriever:
 
 
 def restic(n: int = 2) -> list[Document]:
-    return [Document(id=f"r{i}", content=f"restic password chunk {i}", meta={"path": "howto/restic.md"}) for i in range(n)]
+    return [
+        Document(id=f"r{i}", content=f"restic password chunk {i}", meta={"path": "howto/restic.md"}) for i in range(n)
+    ]
 
 
 def run(retry: SelfRAGRetry, coverage: float | None = 0.0, **kwargs) -> dict:
-    inputs = dict(query=QUESTION, documents=GIVEN, answer="An answer.", coverage=coverage, uncovered=UNCOVERED,
-                  claims=[{"text": UNCOVERED[0], "covered": False}])
+    inputs = dict(
+        query=QUESTION,
+        documents=GIVEN,
+        answer="An answer.",
+        coverage=coverage,
+        uncovered=UNCOVERED,
+        claims=[{"text": UNCOVERED[0], "covered": False}],
+    )
     return retry.run(**{**inputs, **kwargs})
 
 
@@ -57,9 +65,14 @@ class TestSelfRAGRetry:
 
     @pytest.mark.parametrize(
         "kwargs, message",
-        [({"max_retries": -1}, "max_retries"), ({"min_coverage": 2.0}, "min_coverage"), ({"max_seconds": 0}, "max_seconds"),
-         ({"max_new_documents": 0}, "max_new_documents"), ({"max_gap_terms": 0}, "max_gap_terms"),
-         ({"retriever": {"init_parameters": {}}}, "type")],
+        [
+            ({"max_retries": -1}, "max_retries"),
+            ({"min_coverage": 2.0}, "min_coverage"),
+            ({"max_seconds": 0}, "max_seconds"),
+            ({"max_new_documents": 0}, "max_new_documents"),
+            ({"max_gap_terms": 0}, "max_gap_terms"),
+            ({"retriever": {"init_parameters": {}}}, "type"),
+        ],
     )
     def test_bad_params_raise(self, kwargs, message):
         with pytest.raises(ValueError, match=message):
@@ -69,7 +82,10 @@ class TestSelfRAGRetry:
         store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4)
         data = SelfRAGRetry(retriever=VariantRetriever(document_store=store), enabled=True).to_dict()
         assert data["type"] == "haystack_integrations.components.routers.needle.self_rag_retry.SelfRAGRetry"
-        assert data["init_parameters"]["retriever"]["type"] == "haystack_integrations.components.retrievers.needle.variant_retriever.VariantRetriever"
+        assert (
+            data["init_parameters"]["retriever"]["type"]
+            == "haystack_integrations.components.retrievers.needle.variant_retriever.VariantRetriever"
+        )
         assert data["init_parameters"]["enabled"] is True
         assert SelfRAGRetry.from_dict(data).to_dict() == data
 
@@ -94,7 +110,9 @@ class TestSelfRAGRetry:
         out = run(SelfRAGRetry(retriever=retriever, enabled=True, max_new_documents=2), filters={"field": "x"})
         assert [d.id for d in out["documents"]] == ["g1", "r0", "r4"]
         assert out["query"] == QUESTION and out["state"]["retries"] == 1
-        assert retriever.asked[0][0][0]["text"].startswith(QUESTION + " rotate") and retriever.asked[0][1] == {"field": "x"}
+        assert retriever.asked[0][0][0]["text"].startswith(QUESTION + " rotate") and retriever.asked[0][1] == {
+            "field": "x"
+        }
         assert out["documents"][1].meta["found_by"] == retriever.asked[0][0][0]["text"]
 
     def test_the_budget_ends_the_loop_with_a_warning(self):

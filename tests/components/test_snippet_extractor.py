@@ -68,20 +68,41 @@ class TestSnippetExtractor:
 
 class TestSnippetAnchors:
     def test_a_pdf_chunk_names_its_page_and_lines_within_it(self):
-        doc = Document(content=TEXT, meta={"start_line": 40, "collection": "papers", "path": "raft.pdf",
-                                           "format": "pdf", "page": 3, "page_line": 10})
+        doc = Document(
+            content=TEXT,
+            meta={
+                "start_line": 40,
+                "collection": "papers",
+                "path": "raft.pdf",
+                "format": "pdf",
+                "page": 3,
+                "page_line": 10,
+            },
+        )
         out = SnippetExtractor(context_lines=1).run([doc], query="replication slot")["documents"][0]
         assert out.meta["snippet"].split("\n")[0] == "@@ page 3 -12,3 +12,3 @@ papers/raft.pdf"
         assert out.meta["snippet_line"] == 42
 
     def test_a_docx_or_html_chunk_names_its_section(self):
-        doc = Document(content=TEXT, meta={"start_line": 10, "collection": "specs", "path": "deploy.docx",
-                                           "format": "docx", "heading_path": ["Deploy", 'The "canary"']})
+        doc = Document(
+            content=TEXT,
+            meta={
+                "start_line": 10,
+                "collection": "specs",
+                "path": "deploy.docx",
+                "format": "docx",
+                "heading_path": ["Deploy", 'The "canary"'],
+            },
+        )
         out = SnippetExtractor(context_lines=1).run([doc], query="replication slot")["documents"][0]
-        assert out.meta["snippet"].split("\n")[0] == '@@ section "Deploy › The \\"canary\\"" -12,3 +12,3 @@ specs/deploy.docx'
+        assert (
+            out.meta["snippet"].split("\n")[0]
+            == '@@ section "Deploy › The \\"canary\\"" -12,3 +12,3 @@ specs/deploy.docx'
+        )
 
     def test_markdown_headers_are_unchanged_by_a_heading_path(self):
-        doc = Document(content=TEXT, meta={"start_line": 10, "collection": "notes", "path": "ops/r.md",
-                                           "heading_path": ["Title"]})
+        doc = Document(
+            content=TEXT, meta={"start_line": 10, "collection": "notes", "path": "ops/r.md", "heading_path": ["Title"]}
+        )
         out = SnippetExtractor(context_lines=1).run([doc], query="replication slot")["documents"][0]
         assert out.meta["snippet"].split("\n")[0] == "@@ -12,3 +12,3 @@ notes/ops/r.md"

@@ -76,7 +76,9 @@ class TestSparseRetriever:
         }
 
     def test_from_dict(self, tmp_path, monkeypatch):
-        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,haystack_integrations.document_stores.needle")
+        monkeypatch.setenv(
+            "HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,haystack_integrations.document_stores.needle"
+        )
         store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4)
         retriever = SparseRetriever.from_dict(SparseRetriever(document_store=store, top_k=5).to_dict())
         assert isinstance(retriever.document_store, EdgeDocumentStore)
@@ -85,7 +87,12 @@ class TestSparseRetriever:
 
     def test_from_dict_without_store_raises(self):
         with pytest.raises(DeserializationError):
-            SparseRetriever.from_dict({"type": "haystack_integrations.components.retrievers.needle.sparse_retriever.SparseRetriever", "init_parameters": {}})
+            SparseRetriever.from_dict(
+                {
+                    "type": "haystack_integrations.components.retrievers.needle.sparse_retriever.SparseRetriever",
+                    "init_parameters": {},
+                }
+            )
 
     def test_run_passes_query_top_k_and_filters_to_the_store(self):
         store = RecordingStore()
@@ -117,13 +124,17 @@ class TestSparseRetriever:
         scored = retriever.run(query_sparse_embedding=QUERY)["documents"]
         assert [doc.id for doc in scored] == [doc.id for doc in raw]
         assert [doc.score for doc in scored] == pytest.approx([doc.score / (1 + doc.score) for doc in raw])
-        assert [(doc.meta["raw_score"], doc.meta["score_kind"]) for doc in scored] == [(doc.score, "bm25") for doc in raw]
+        assert [(doc.meta["raw_score"], doc.meta["score_kind"]) for doc in scored] == [
+            (doc.score, "bm25") for doc in raw
+        ]
         assert SparseRetriever.from_dict(retriever.to_dict()).score_kind == "bm25"
         with pytest.raises(ValueError, match="score kind must be one of"):
             SparseRetriever(document_store=edge_store, score_kind="dot")
 
     def test_pipeline_survives_dumps_and_loads(self, edge_store, monkeypatch):
-        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,haystack_integrations.document_stores.needle")
+        monkeypatch.setenv(
+            "HAYSTACK_DESERIALIZATION_ALLOWLIST", "components,haystack_integrations.document_stores.needle"
+        )
         pipeline = Pipeline()
         pipeline.add_component("retriever", SparseRetriever(document_store=edge_store, top_k=1))
         loaded = Pipeline.loads(pipeline.dumps())

@@ -26,7 +26,9 @@ class TestTopRankBonus:
         assert out[1].meta["bonus"] == 0.0
 
     def test_second_and_third_get_the_small_bonus(self):
-        out = TopRankBonus().run([fused("a", 0.0, {"bm25": 1}), fused("b", 0.0, {"bm25": 2}), fused("c", 0.0, {"bm25": 3})])
+        out = TopRankBonus().run(
+            [fused("a", 0.0, {"bm25": 1}), fused("b", 0.0, {"bm25": 2}), fused("c", 0.0, {"bm25": 3})]
+        )
         assert {d.id: d.meta["bonus"] for d in out["documents"]} == {"a": 0.02, "b": 0.02, "c": 0.0}
 
     def test_documents_without_trace_get_nothing(self):

@@ -13,9 +13,14 @@ def retriever(tmp_path, model_dir):
     store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=384)
     return VariantRetriever(
         document_store=store,
-        sparse_model=sparse["model"], sparse_model_kwargs=sparse["model_kwargs"], sparse_local_files_only=True,
-        dense_model=dense["model"], dense_model_kwargs=dense["model_kwargs"], dense_local_files_only=True,
-        bm25_top_k=5, vector_top_k=5,
+        sparse_model=sparse["model"],
+        sparse_model_kwargs=sparse["model_kwargs"],
+        sparse_local_files_only=True,
+        dense_model=dense["model"],
+        dense_model_kwargs=dense["model_kwargs"],
+        dense_local_files_only=True,
+        bm25_top_k=5,
+        vector_top_k=5,
     )
 
 
@@ -84,14 +89,20 @@ class TestVariantRetriever:
         dense = dense_embedder_params(LOCAL_DENSE_MODEL, model_dir)
         sparse = sparse_embedder_params(BM25_MODEL, model_dir)
         docs = [
-            Document(id="a", content="Feed the sourdough starter twice a day", meta={"source_doc_id": "n:a", "path": "a.md"}),
-            Document(id="b", content="Renew TLS certificates with certbot", meta={"source_doc_id": "n:b", "path": "b.md"}),
+            Document(
+                id="a", content="Feed the sourdough starter twice a day", meta={"source_doc_id": "n:a", "path": "a.md"}
+            ),
+            Document(
+                id="b", content="Renew TLS certificates with certbot", meta={"source_doc_id": "n:b", "path": "b.md"}
+            ),
         ]
         docs = FastembedDocumentEmbedder(**dense, progress_bar=False).run(docs)["documents"]
         docs = FastembedSparseDocumentEmbedder(**sparse, progress_bar=False).run(docs)["documents"]
         retriever.document_store.write_documents(docs)
         retriever.meta_fields = ["path"]
-        lists = retriever.run(variants=[{"kind": "sub", "text": "renew certbot certificates", "name": "sub_1"}])["lists"]
+        lists = retriever.run(variants=[{"kind": "sub", "text": "renew certbot certificates", "name": "sub_1"}])[
+            "lists"
+        ]
         assert set(lists) == {"sub_1_bm25", "sub_1_vector"}
         assert lists["sub_1_bm25"][0].id == "b" and lists["sub_1_bm25"][0].meta["score_kind"] == "bm25"
         assert lists["sub_1_vector"][0].id == "b" and lists["sub_1_vector"][0].meta["score_kind"] == "cosine"

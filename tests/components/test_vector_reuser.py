@@ -12,12 +12,17 @@ def store(tmp_path):
 
 
 def chunk(i: str, text: str, context: str = "Title", collection: str = "c") -> Document:
-    return Document(id=i, content=text, meta={"collection": collection, "context": context, "source_doc_id": f"{collection}:{i}.md"})
+    return Document(
+        id=i, content=text, meta={"collection": collection, "context": context, "source_doc_id": f"{collection}:{i}.md"}
+    )
 
 
 def embedded(doc: Document, vector: list[float]) -> Document:
     return Document(
-        id=doc.id, content=doc.content, meta=doc.meta, embedding=vector,
+        id=doc.id,
+        content=doc.content,
+        meta=doc.meta,
+        embedding=vector,
         sparse_embedding=SparseEmbedding(indices=[1, 5], values=[0.5, 0.25]),
     )
 
@@ -28,7 +33,9 @@ class TestVectorReuser:
         assert (reuser.meta_fields_to_embed, reuser.embedding_separator, reuser.batch_size) == ([], "\n", 256)
 
     def test_init_custom(self, store):
-        reuser = VectorReuser(document_store=store, meta_fields_to_embed=["context"], embedding_separator=" | ", batch_size=8)
+        reuser = VectorReuser(
+            document_store=store, meta_fields_to_embed=["context"], embedding_separator=" | ", batch_size=8
+        )
         assert (reuser.meta_fields_to_embed, reuser.embedding_separator, reuser.batch_size) == (["context"], " | ", 8)
 
     @pytest.mark.parametrize("bad", [0, -1, True, 1.5])
@@ -67,7 +74,13 @@ class TestVectorReuser:
         assert first["reused"] == [] and len(first["documents"]) == 1
         store.write_documents([embedded(first["documents"][0], [0.6, 0.8])])
 
-        out = reuser.run(documents=[chunk("new", "moved paragraph"), chunk("fresh", "never seen"), chunk("x", "moved paragraph", "Other")])
+        out = reuser.run(
+            documents=[
+                chunk("new", "moved paragraph"),
+                chunk("fresh", "never seen"),
+                chunk("x", "moved paragraph", "Other"),
+            ]
+        )
         assert [d.id for d in out["reused"]] == ["new"]
         assert out["reused"][0].embedding == pytest.approx([0.6, 0.8])
         assert out["reused"][0].sparse_embedding.indices == [1, 5]

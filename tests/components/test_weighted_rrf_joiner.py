@@ -44,8 +44,13 @@ class TestWeightedRRFJoiner:
         assert data == {
             "type": "haystack_integrations.components.joiners.needle.weighted_rrf_joiner.WeightedRRFJoiner",
             "init_parameters": {
-                "inputs": ["x", "y"], "weights": {"x": 2.0}, "k": 30, "top_k": 7,
-                "expansion_weight": 1.0, "group_by": None, "normalise": False,
+                "inputs": ["x", "y"],
+                "weights": {"x": 2.0},
+                "k": 30,
+                "top_k": 7,
+                "expansion_weight": 1.0,
+                "group_by": None,
+                "normalise": False,
             },
         }
 
@@ -80,7 +85,8 @@ class TestWeightedRRFJoiner:
         out = WeightedRRFJoiner().run(bm25=docs("a", "b"), vector=docs("b"))["documents"]
         b = next(d for d in out if d.id == "b")
         assert b.meta["fusion"] == {
-            "bm25": {"rank": 1, "score": 9.0, "kind": None}, "vector": {"rank": 0, "score": 10.0, "kind": None}
+            "bm25": {"rank": 1, "score": 9.0, "kind": None},
+            "vector": {"rank": 0, "score": 10.0, "kind": None},
         }
 
     def test_incoming_documents_are_not_mutated(self):
@@ -137,7 +143,8 @@ class TestWeightedRRFJoiner:
         # every chunk of a file carries the file's score, best-placed chunk first
         assert [d.id for d in out] == ["a1", "a2", "b2", "b1"]
         assert out[0].meta["fusion"] == {
-            "bm25": {"rank": 0, "score": None, "kind": None}, "vector": {"rank": 1, "score": None, "kind": None}
+            "bm25": {"rank": 0, "score": None, "kind": None},
+            "vector": {"rank": 1, "score": None, "kind": None},
         }
 
     def test_group_by_top_k_counts_files(self):
@@ -158,4 +165,6 @@ class TestWeightedRRFJoiner:
         ranked = docs("c", "a", "b")
         out = WeightedRRFJoiner().run(bm25=ranked, vector=[], lists={"sub_1_bm25": []})["documents"]
         assert [d.id for d in out] == ["c", "a", "b"]
-        assert [d.meta["fusion"] for d in out] == [{"bm25": {"rank": r, "score": 10.0 - r, "kind": None}} for r in range(3)]
+        assert [d.meta["fusion"] for d in out] == [
+            {"bm25": {"rank": r, "score": 10.0 - r, "kind": None}} for r in range(3)
+        ]

@@ -105,8 +105,16 @@ class TestEdgeDocumentStore:
         assert store.text_language == "english"
         assert store.payload_indexes == DEFAULT_PAYLOAD_INDEXES
         assert DEFAULT_PAYLOAD_INDEXES == {
-            "meta.collection": "keyword", "meta.path": "keyword", "meta.source_doc_id": "keyword",
-            "meta.content_checksum": "keyword", "meta.tags": "keyword", "meta.folders": "keyword", "meta.fields": "keyword", "meta.identifiers": "keyword", "meta.language": "keyword", "meta.date": "datetime",
+            "meta.collection": "keyword",
+            "meta.path": "keyword",
+            "meta.source_doc_id": "keyword",
+            "meta.content_checksum": "keyword",
+            "meta.tags": "keyword",
+            "meta.folders": "keyword",
+            "meta.fields": "keyword",
+            "meta.identifiers": "keyword",
+            "meta.language": "keyword",
+            "meta.date": "datetime",
         }
         assert (store.hnsw_m, store.hnsw_ef_construct, store.indexing_threshold_kb) == (16, 100, None)
         assert store.durable_writes is True
@@ -331,12 +339,27 @@ class TestEdgeDocumentStore:
     def test_best_scores_by_give_each_values_best_score(self, store):
         store.write_documents(
             [
-                Document(id="a", content="alpha", meta={"source_doc_id": "n:a.md", "path": "a.md"},
-                         embedding=[1.0, 0.0, 0.0, 0.0], sparse_embedding=SparseEmbedding([1, 2], [1.0, 1.0])),
-                Document(id="b", content="beta", meta={"source_doc_id": "n:b.md", "path": "b.md"},
-                         embedding=[0.6, 0.8, 0.0, 0.0], sparse_embedding=SparseEmbedding([1], [1.0])),
-                Document(id="c", content="gamma", meta={"source_doc_id": "n:c.md"},
-                         embedding=[0.0, 0.0, 1.0, 0.0], sparse_embedding=SparseEmbedding([3], [1.0])),
+                Document(
+                    id="a",
+                    content="alpha",
+                    meta={"source_doc_id": "n:a.md", "path": "a.md"},
+                    embedding=[1.0, 0.0, 0.0, 0.0],
+                    sparse_embedding=SparseEmbedding([1, 2], [1.0, 1.0]),
+                ),
+                Document(
+                    id="b",
+                    content="beta",
+                    meta={"source_doc_id": "n:b.md", "path": "b.md"},
+                    embedding=[0.6, 0.8, 0.0, 0.0],
+                    sparse_embedding=SparseEmbedding([1], [1.0]),
+                ),
+                Document(
+                    id="c",
+                    content="gamma",
+                    meta={"source_doc_id": "n:c.md"},
+                    embedding=[0.0, 0.0, 1.0, 0.0],
+                    sparse_embedding=SparseEmbedding([3], [1.0]),
+                ),
             ]
         )
         query = [1.0, 0.2, 0.0, 0.0]
@@ -360,9 +383,18 @@ class TestEdgeDocumentStore:
     def test_best_term_scores_are_each_terms_best_single_term_score(self, store):
         store.write_documents(
             [
-                Document(id="a", content="a", embedding=[1.0, 0.0, 0.0, 0.0], sparse_embedding=SparseEmbedding([1, 2], [2.0, 1.0])),
-                Document(id="b", content="b", embedding=[0.0, 1.0, 0.0, 0.0], sparse_embedding=SparseEmbedding([1], [0.5])),
-                Document(id="c", content="c", embedding=[0.0, 0.0, 1.0, 0.0], sparse_embedding=SparseEmbedding([3], [1.0])),
+                Document(
+                    id="a",
+                    content="a",
+                    embedding=[1.0, 0.0, 0.0, 0.0],
+                    sparse_embedding=SparseEmbedding([1, 2], [2.0, 1.0]),
+                ),
+                Document(
+                    id="b", content="b", embedding=[0.0, 1.0, 0.0, 0.0], sparse_embedding=SparseEmbedding([1], [0.5])
+                ),
+                Document(
+                    id="c", content="c", embedding=[0.0, 0.0, 1.0, 0.0], sparse_embedding=SparseEmbedding([3], [1.0])
+                ),
             ]
         )
         query = SparseEmbedding([1, 3, 9], [1.0, 2.0, 1.0])  # term 9 is in no document
@@ -377,13 +409,27 @@ class TestEdgeDocumentStore:
     def test_one_batch_of_mixed_requests_answers_as_the_separate_calls(self, store):
         store.write_documents(
             [
-                Document(id="a", content="a", meta={"source_doc_id": "n:a.md"}, embedding=[1.0, 0.0, 0.0, 0.0],
-                         sparse_embedding=SparseEmbedding([1, 2], [2.0, 1.0])),
-                Document(id="b", content="b", meta={"source_doc_id": "n:b.md"}, embedding=[0.6, 0.8, 0.0, 0.0],
-                         sparse_embedding=SparseEmbedding([1], [0.5])),
+                Document(
+                    id="a",
+                    content="a",
+                    meta={"source_doc_id": "n:a.md"},
+                    embedding=[1.0, 0.0, 0.0, 0.0],
+                    sparse_embedding=SparseEmbedding([1, 2], [2.0, 1.0]),
+                ),
+                Document(
+                    id="b",
+                    content="b",
+                    meta={"source_doc_id": "n:b.md"},
+                    embedding=[0.6, 0.8, 0.0, 0.0],
+                    sparse_embedding=SparseEmbedding([1], [0.5]),
+                ),
             ]
         )
-        files, dense, terms = ["n:b.md", "n:none.md", "n:a.md"], [1.0, 0.2, 0.0, 0.0], SparseEmbedding([1, 9], [1.0, 1.0])
+        files, dense, terms = (
+            ["n:b.md", "n:none.md", "n:a.md"],
+            [1.0, 0.2, 0.0, 0.0],
+            SparseEmbedding([1, 9], [1.0, 1.0]),
+        )
         requests = [
             *store.best_scores_by_requests("source_doc_id", files, query_sparse_embedding=terms),
             *store.best_term_score_requests(terms),
@@ -440,10 +486,13 @@ class TestEdgeDocumentStore:
         assert filtered == [{"id": "2", "meta": {"collection": "work", "source_doc_id": "work:b.md"}}]
 
     def test_count_values_counts_each_value_of_an_indexed_field_and_of_any_other(self, store, monkeypatch):
-        store.write_documents([
-            Document(id=str(i), content=str(i), meta={"collection": c, "source_doc_id": f"{c}:{f}", "n": i % 2})
-            for i, (c, f) in enumerate([("notes", "a.md"), ("notes", "a.md"), ("notes", "b.md"), ("work", "c.md")])
-        ] + [Document(id="bare", content="no collection")])
+        store.write_documents(
+            [
+                Document(id=str(i), content=str(i), meta={"collection": c, "source_doc_id": f"{c}:{f}", "n": i % 2})
+                for i, (c, f) in enumerate([("notes", "a.md"), ("notes", "a.md"), ("notes", "b.md"), ("work", "c.md")])
+            ]
+            + [Document(id="bare", content="no collection")]
+        )
         listed = []
         original = store.list_documents_meta
         monkeypatch.setattr(store, "list_documents_meta", lambda *a, **k: listed.append(k) or original(*a, **k))
@@ -480,11 +529,18 @@ class TestEdgeDocumentStore:
             text = store.query_text("alpha", top_k=5, **kwargs)
             return [(d.id, d.content, d.meta, d.score) for d in sparse + dense + text]
 
-        store.write_documents([
-            Document(id=name, content=f"alpha {name}", meta={"path": f"{name}.md", "n": n},
-                     embedding=unit([1.0, n, 0.0, 0.0]), sparse_embedding=SparseEmbedding([1], [1.0 + n]))
-            for n, name in enumerate(["a", "b", "c"])
-        ])
+        store.write_documents(
+            [
+                Document(
+                    id=name,
+                    content=f"alpha {name}",
+                    meta={"path": f"{name}.md", "n": n},
+                    embedding=unit([1.0, n, 0.0, 0.0]),
+                    sparse_embedding=SparseEmbedding([1], [1.0 + n]),
+                )
+                for n, name in enumerate(["a", "b", "c"])
+            ]
+        )
         cache = store._shard().payloads
         cold = found()
         assert len(cache) == 3  # read once, kept
@@ -497,10 +553,23 @@ class TestEdgeDocumentStore:
         found()[0][2]["path"] = "changed by a stage"  # a stage changing what it was given
         assert found() == cold
         store.update_by_filter({"field": "meta.path", "operator": "==", "value": "a.md"}, {"tags": ["x"]})
-        assert {d.id: d.meta.get("tags") for d in store.query_text("alpha", top_k=5)} == {"a": ["x"], "b": None, "c": None}
-        store.write_documents([Document(id="b", content="alpha beta", meta={"path": "b.md"},
-                                        embedding=unit([1.0, 1.0, 0.0, 0.0]), sparse_embedding=SparseEmbedding([1], [2.0]))],
-                              policy=DuplicatePolicy.OVERWRITE)
+        assert {d.id: d.meta.get("tags") for d in store.query_text("alpha", top_k=5)} == {
+            "a": ["x"],
+            "b": None,
+            "c": None,
+        }
+        store.write_documents(
+            [
+                Document(
+                    id="b",
+                    content="alpha beta",
+                    meta={"path": "b.md"},
+                    embedding=unit([1.0, 1.0, 0.0, 0.0]),
+                    sparse_embedding=SparseEmbedding([1], [2.0]),
+                )
+            ],
+            policy=DuplicatePolicy.OVERWRITE,
+        )
         assert {d.id: d.content for d in store.query_text("alpha", top_k=5)}["b"] == "alpha beta"
         store.delete_documents(["c"])
         assert sorted(d.id for d in store.query_sparse(SparseEmbedding([1], [1.0]), top_k=5)) == ["a", "b"]
@@ -509,7 +578,9 @@ class TestEdgeDocumentStore:
 
     def test_changes_tell_every_write_and_nothing_else(self, store):
         seen = [store.changes()]
-        store.write_documents([Document(id="a", content="alpha", meta={"path": "a.md"}, embedding=[1.0, 0.0, 0.0, 0.0])])
+        store.write_documents(
+            [Document(id="a", content="alpha", meta={"path": "a.md"}, embedding=[1.0, 0.0, 0.0, 0.0])]
+        )
         seen.append(store.changes())
         store.query_dense([1.0, 0.0, 0.0, 0.0])
         store.count_documents()
@@ -527,15 +598,25 @@ class TestEdgeDocumentStore:
         cache = store._shard().payloads
         began = cache.generation
         [old] = store.get_documents_by_id(["a"])
-        store.write_documents([Document(id="a", content="alpha two", embedding=[1.0, 0.0, 0.0, 0.0])],
-                              policy=DuplicatePolicy.OVERWRITE)
+        store.write_documents(
+            [Document(id="a", content="alpha two", embedding=[1.0, 0.0, 0.0, 0.0])], policy=DuplicatePolicy.OVERWRITE
+        )
         cache.keep(None, began, {"stale": old})
         assert len(cache) == 0
         assert [d.content for d in store.query_dense([1.0, 0.0, 0.0, 0.0])] == ["alpha two"]
 
     def test_reading_ahead_keeps_what_searches_would_read_and_stops_once_closed(self, store):
-        store.write_documents([Document(id=str(n), content=f"alpha {n}", meta={"path": f"{n}.md", "n": n},
-                                        embedding=unit([1.0, n, 0.0, 0.0])) for n in range(20)])
+        store.write_documents(
+            [
+                Document(
+                    id=str(n),
+                    content=f"alpha {n}",
+                    meta={"path": f"{n}.md", "n": n},
+                    embedding=unit([1.0, n, 0.0, 0.0]),
+                )
+                for n in range(20)
+            ]
+        )
         cache = store._shard().payloads
         [first] = store.query_dense([1.0, 0.0, 0.0, 0.0], top_k=1, fields=["path"])
         assert len(cache) == 1
@@ -544,10 +625,14 @@ class TestEdgeDocumentStore:
         from haystack_integrations.document_stores.needle.edge.converters import point_id
 
         assert len(cache.found(cache.asked()[0], [point_id(str(n)) for n in range(20)])) == 20  # none left to read
-        ahead = [(d.id, d.content, d.meta, d.score) for d in store.query_dense([1.0, 0.5, 0, 0], top_k=20, fields=["path"])]
+        ahead = [
+            (d.id, d.content, d.meta, d.score) for d in store.query_dense([1.0, 0.5, 0, 0], top_k=20, fields=["path"])
+        ]
         assert len(ahead) == 20
         cache.limit = 0
-        assert [(d.id, d.content, d.meta, d.score) for d in store.query_dense([1.0, 0.5, 0, 0], top_k=20, fields=["path"])] == ahead
+        assert [
+            (d.id, d.content, d.meta, d.score) for d in store.query_dense([1.0, 0.5, 0, 0], top_k=20, fields=["path"])
+        ] == ahead
         cache.limit = store.cached_payloads
         store.close()
         assert store.read_ahead() == 0 and store._opened is None  # nothing reopened
@@ -555,8 +640,9 @@ class TestEdgeDocumentStore:
     def test_the_payload_cache_keeps_at_most_its_limit(self, store):
         store._shard().payloads.limit = 4
         try:
-            store.write_documents([Document(id=str(n), content=f"alpha {n}", embedding=unit([1.0, n, 0.0, 0.0]))
-                                   for n in range(10)])
+            store.write_documents(
+                [Document(id=str(n), content=f"alpha {n}", embedding=unit([1.0, n, 0.0, 0.0])) for n in range(10)]
+            )
             assert len(store.query_dense([1.0, 0.0, 0.0, 0.0], top_k=10)) == 10
             assert len(store._shard().payloads) <= 4
         finally:
@@ -617,13 +703,23 @@ class TestEdgeDocumentStore:
 
     def test_verify_reads_every_point_with_its_vectors(self, store):
         store.write_documents(
-            [Document(id=str(i), content=f"note {i}", embedding=[1.0, i, 0.0, 0.0],
-                      sparse_embedding=SparseEmbedding(indices=[i], values=[1.0])) for i in range(3)]
+            [
+                Document(
+                    id=str(i),
+                    content=f"note {i}",
+                    embedding=[1.0, i, 0.0, 0.0],
+                    sparse_embedding=SparseEmbedding(indices=[i], values=[1.0]),
+                )
+                for i in range(3)
+            ]
             + [Document(id="bare", content="no vectors")]
         )
         verified = store.verify()
         assert {k: verified[k] for k in ("points", "counted", "without_dense", "without_sparse")} == {
-            "points": 4, "counted": 4, "without_dense": 1, "without_sparse": 1,
+            "points": 4,
+            "counted": 4,
+            "without_dense": 1,
+            "without_sparse": 1,
         }
         assert verified["wal_entries"] > 0 and verified["wal_unreadable"] == 0
 
@@ -681,8 +777,12 @@ def random_documents(count: int, dim: int, seed: int = 0, start: int = 0) -> lis
     rng = np.random.default_rng(seed)
     vectors = rng.standard_normal((count, dim))
     return [
-        Document(id=f"d{start + i}", content=f"note {start + i}", meta={"path": f"{(start + i) % 7}.md"},
-                 embedding=vectors[i].tolist())
+        Document(
+            id=f"d{start + i}",
+            content=f"note {start + i}",
+            meta={"path": f"{(start + i) % 7}.md"},
+            embedding=vectors[i].tolist(),
+        )
         for i in range(count)
     ]
 
@@ -697,8 +797,15 @@ class TestEdgeDocumentStoreLayout:
         import json
 
         store = EdgeDocumentStore(
-            path=str(tmp_path / "edge"), embedding_dim=8, hnsw_m=8, hnsw_ef_construct=64, quantization="int8",
-            vectors_on_disk=True, hnsw_on_disk=True, sparse_on_disk=True, payload_on_disk=False,
+            path=str(tmp_path / "edge"),
+            embedding_dim=8,
+            hnsw_m=8,
+            hnsw_ef_construct=64,
+            quantization="int8",
+            vectors_on_disk=True,
+            hnsw_on_disk=True,
+            sparse_on_disk=True,
+            payload_on_disk=False,
             max_segment_size_kb=50_000,
         )
         store.write_documents(random_documents(3, 8))
@@ -716,8 +823,13 @@ class TestEdgeDocumentStoreLayout:
     def test_quantized_search_rescored_finds_what_exact_search_finds(self, tmp_path, quantization):
         docs = random_documents(300, 16)
         store = EdgeDocumentStore(
-            path=str(tmp_path / "edge"), embedding_dim=16, quantization=quantization, quantization_oversampling=4.0,
-            hnsw_ef=64, indexing_threshold_kb=1, durable_writes=False,
+            path=str(tmp_path / "edge"),
+            embedding_dim=16,
+            quantization=quantization,
+            quantization_oversampling=4.0,
+            hnsw_ef=64,
+            indexing_threshold_kb=1,
+            durable_writes=False,
         )
         store.write_documents(docs)
         store.optimize()
@@ -749,7 +861,10 @@ class TestEdgeDocumentStoreLayout:
     def test_a_bulk_load_builds_in_steps_of_the_segment_size(self, tmp_path):
         # 16 dims are 64 bytes a vector, 6.25 KB a batch of 100: a step of 20 KB builds after every 4th batch.
         store = EdgeDocumentStore(
-            path=str(tmp_path / "edge"), embedding_dim=16, max_segment_size_kb=20, indexing_threshold_kb=1,
+            path=str(tmp_path / "edge"),
+            embedding_dim=16,
+            max_segment_size_kb=20,
+            indexing_threshold_kb=1,
             durable_writes=False,
         )
         builds = []
@@ -962,8 +1077,12 @@ class TestEdgeDocumentStoreAcrossProcesses:
             """
         )
         proc = subprocess.run(
-            [sys.executable, "-c", script, str(tmp_path / "edge")], cwd=REPO, capture_output=True, text=True,
-            timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)},
+            [sys.executable, "-c", script, str(tmp_path / "edge")],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
 

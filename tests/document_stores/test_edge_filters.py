@@ -40,7 +40,10 @@ class TestEdgeDocumentStoreFilters:
             ({"field": "meta.date", "operator": ">=", "value": "2024-01-01"}, ["false"]),
             ({"field": "meta.flag", "operator": "in", "value": []}, []),
             ({"field": "meta.tags", "operator": "in", "value": Values(["c", "z"])}, ["false"]),
-            ({"operator": "NOT", "conditions": [{"field": "meta.tags", "operator": "in", "value": Values(("b",))}]}, ["false"]),
+            (
+                {"operator": "NOT", "conditions": [{"field": "meta.tags", "operator": "in", "value": Values(("b",))}]},
+                ["false"],
+            ),
             ({"operator": "OR", "conditions": []}, []),
             (
                 {"operator": "NOT", "conditions": [{"field": "meta.flag", "operator": "==", "value": True}]},

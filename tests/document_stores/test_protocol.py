@@ -21,8 +21,14 @@ from tests.document_stores.stub_store import StubStore
 
 UNREACHABLE = "http://127.0.0.1:9"
 COMPONENTS = [
-    DenseRetriever, SparseRetriever, KeywordRetriever, ChunkDiffer, IndexWriter, PseudoRelevanceExpander,
-    VariantRetriever, HybridScoreRanker,
+    DenseRetriever,
+    SparseRetriever,
+    KeywordRetriever,
+    ChunkDiffer,
+    IndexWriter,
+    PseudoRelevanceExpander,
+    VariantRetriever,
+    HybridScoreRanker,
 ]
 
 
@@ -49,10 +55,29 @@ class TestNeedleDocumentStore:
 
     def test_the_protocol_lists_what_needle_calls(self):
         assert set(STORE_METHODS) == {
-            "to_dict", "from_dict", "count_documents", "filter_documents", "write_documents", "delete_documents",
-            "delete_by_filter", "update_by_filter", "delete_all_documents", "list_documents_meta", "count_values", "query_dense", "query_sparse",
-            "query_text", "best_scores_by", "best_term_scores", "best_scores_by_requests", "best_term_score_requests",
-            "best_scores", "flush", "optimize", "verify", "close",
+            "to_dict",
+            "from_dict",
+            "count_documents",
+            "filter_documents",
+            "write_documents",
+            "delete_documents",
+            "delete_by_filter",
+            "update_by_filter",
+            "delete_all_documents",
+            "list_documents_meta",
+            "count_values",
+            "query_dense",
+            "query_sparse",
+            "query_text",
+            "best_scores_by",
+            "best_term_scores",
+            "best_scores_by_requests",
+            "best_term_score_requests",
+            "best_scores",
+            "flush",
+            "optimize",
+            "verify",
+            "close",
         }
 
     def test_a_stub_with_every_method_passes(self):
@@ -110,7 +135,10 @@ def test_the_point_layout_is_qdrant_haystacks():
 
     from haystack_integrations.document_stores.needle import layout
 
-    assert (layout.DENSE_VECTORS_NAME, layout.SPARSE_VECTORS_NAME) == (converters.DENSE_VECTORS_NAME, converters.SPARSE_VECTORS_NAME)
+    assert (layout.DENSE_VECTORS_NAME, layout.SPARSE_VECTORS_NAME) == (
+        converters.DENSE_VECTORS_NAME,
+        converters.SPARSE_VECTORS_NAME,
+    )
     assert layout.convert_id("notes:a.md#0") == converters.convert_id("notes:a.md#0")
 
 

@@ -44,11 +44,15 @@ class RecordingClient:
         self.updates.append((collection_name, changes))
 
     def create_snapshot(self, collection_name, wait):
-        return rest.SnapshotDescription(name=f"{collection_name}-1.snapshot", creation_time="2026-01-01T00:00:00", size=10)
+        return rest.SnapshotDescription(
+            name=f"{collection_name}-1.snapshot", creation_time="2026-01-01T00:00:00", size=10
+        )
 
     def list_snapshots(self, collection_name):
         return [
-            rest.SnapshotDescription(name=f"{collection_name}-{i}.snapshot", creation_time=f"2026-01-0{i + 1}T00:00:00", size=10)
+            rest.SnapshotDescription(
+                name=f"{collection_name}-{i}.snapshot", creation_time=f"2026-01-0{i + 1}T00:00:00", size=10
+            )
             for i in (1, 0)
         ]
 
@@ -199,8 +203,15 @@ class TestQdrantServerDocumentStore:
 
     def test_layout_parameters_give_the_server_the_same_layout(self):
         params = layout_parameters(
-            hnsw_m=32, hnsw_ef_construct=200, hnsw_ef=128, quantization="int8", quantization_oversampling=2.0,
-            vectors_on_disk=True, hnsw_on_disk=True, payload_on_disk=True, max_segment_size_kb=131072,
+            hnsw_m=32,
+            hnsw_ef_construct=200,
+            hnsw_ef=128,
+            quantization="int8",
+            quantization_oversampling=2.0,
+            vectors_on_disk=True,
+            hnsw_on_disk=True,
+            payload_on_disk=True,
+            max_segment_size_kb=131072,
         )
         assert params == {
             "hnsw_config": {"m": 32, "ef_construct": 200, "on_disk": True},
@@ -230,7 +241,9 @@ class TestQdrantServerDocumentStore:
 
     def test_optimize_asks_the_server_for_the_layout_it_lacks(self):
         client = RecordingClient(quantization=None, on_disk=False)
-        store = QdrantServerDocumentStore(url=UNREACHABLE, **layout_parameters(quantization="int8", vectors_on_disk=True))
+        store = QdrantServerDocumentStore(
+            url=UNREACHABLE, **layout_parameters(quantization="int8", vectors_on_disk=True)
+        )
         store._client = client
         assert store.optimize() is True
         [(name, changes)] = client.updates
@@ -239,20 +252,26 @@ class TestQdrantServerDocumentStore:
         assert changes["vectors_config"]["text-dense"].on_disk is True
         assert "hnsw_config" not in changes  # the collection already has m 16, ef_construct 100
 
-        laid_out = RecordingClient(quantization={"scalar": {"type": "int8", "quantile": 0.99, "always_ram": True}}, on_disk=True)
+        laid_out = RecordingClient(
+            quantization={"scalar": {"type": "int8", "quantile": 0.99, "always_ram": True}}, on_disk=True
+        )
         store._client = laid_out
         assert store.optimize() is False
         assert laid_out.updates == []
 
     def test_snapshots_go_through_the_servers_api(self):
         client = RecordingClient()
-        store = QdrantServerDocumentStore(url="http://qdrant.internal:6333", index="notes", api_key=Secret.from_token("k"))
+        store = QdrantServerDocumentStore(
+            url="http://qdrant.internal:6333", index="notes", api_key=Secret.from_token("k")
+        )
         store._client = client
         assert store.snapshot() == {"name": "notes-1.snapshot", "creation_time": "2026-01-01T00:00:00", "size": 10}
         assert [s["name"] for s in store.list_snapshots()] == ["notes-0.snapshot", "notes-1.snapshot"]
         store.restore_snapshot("notes-0.snapshot")
         store.delete_snapshot("notes-0.snapshot")
-        assert client.recovered == [("notes", "http://qdrant.internal:6333/collections/notes/snapshots/notes-0.snapshot", "k")]
+        assert client.recovered == [
+            ("notes", "http://qdrant.internal:6333/collections/notes/snapshots/notes-0.snapshot", "k")
+        ]
         assert client.deleted == [("notes", "notes-0.snapshot")]
 
     def test_verify_reads_every_point_with_its_vectors(self, memory_store):

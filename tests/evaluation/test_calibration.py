@@ -71,7 +71,10 @@ class TestGraphs:
     @pytest.mark.parametrize("graph", ["search", "vsearch", "query", "search-native", "query-plain"])
     def test_every_search_graph_scores_a_confidence_that_its_label_passes_on(self, graph):
         components = read_graph(graph)["components"]
-        assert components["confidence"]["type"] == "haystack_integrations.components.classifiers.needle.confidence_scorer.ConfidenceScorer"
+        assert (
+            components["confidence"]["type"]
+            == "haystack_integrations.components.classifiers.needle.confidence_scorer.ConfidenceScorer"
+        )
         assert components["confidence"]["init_parameters"]["weights"]
         assert calibration.threshold_of(graph) == components["label"]["init_parameters"]["min_confidence"] == 0.5
 
@@ -123,8 +126,10 @@ class TestOfftopic:
 def test_a_calibration_run_on_the_demo_index(demo_needle, golden_set, tmp_path):
     cases = [calibration.Case(q.id, q.query, "demo", frozenset(q.expected)) for q in golden_set.queries[:8]]
     questions = calibration.offtopic_questions(REPO / "eval" / "golden" / "offtopic.yml", "test")[:8]
-    runs = [(demo_needle, cases, lambda h: h.path),
-            (demo_needle, calibration.offtopic_cases(questions, "off-topic on demo"), lambda h: h.path)]
+    runs = [
+        (demo_needle, cases, lambda h: h.path),
+        (demo_needle, calibration.offtopic_cases(questions, "off-topic on demo"), lambda h: h.path),
+    ]
     report = calibration.evaluate(runs, ["query"], fit=False)
     result = report["pipelines"]["query"]
     assert set(result["summaries"]) == {"demo", "off-topic on demo", "demo + off-topic"}

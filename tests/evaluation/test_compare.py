@@ -17,8 +17,15 @@ def hand_report(diffs: list[float]) -> dict:
     b = {f"q{i}": {"ndcg@10": 0.5 + d, "hit@3": 1.0 if d > 0 else 0.0} for i, d in enumerate(diffs)}
     comparison = compare.compare_per_query(a, b, permutations=2000)
     latency = {"latency_ms_p50": 1.0, "latency_ms_p95": 2.0}
-    return {"kind": "compare", "data": "hand-made", "data_name": "hand", "a": "search", "b": "mine.yml",
-            **comparison, "latency": {"a": latency, "b": latency}}
+    return {
+        "kind": "compare",
+        "data": "hand-made",
+        "data_name": "hand",
+        "a": "search",
+        "b": "mine.yml",
+        **comparison,
+        "latency": {"a": latency, "b": latency},
+    }
 
 
 def polluted_vsearch(tmp_path: Path) -> Path:
@@ -84,7 +91,13 @@ class TestBootstrap:
 class TestComparePerQuery:
     def test_wins_losses_ties_and_regression_margin(self):
         a = {"q1": {"ndcg@10": 1.0}, "q2": {"ndcg@10": 0.5}, "q3": {"ndcg@10": 0.5}, "q4": {"ndcg@10": 0.2}}
-        b = {"q1": {"ndcg@10": 0.9}, "q2": {"ndcg@10": 0.5}, "q3": {"ndcg@10": 0.6}, "q4": {"ndcg@10": 0.0}, "q5": {"ndcg@10": 1.0}}
+        b = {
+            "q1": {"ndcg@10": 0.9},
+            "q2": {"ndcg@10": 0.5},
+            "q3": {"ndcg@10": 0.6},
+            "q4": {"ndcg@10": 0.0},
+            "q5": {"ndcg@10": 1.0},
+        }
         result = compare.compare_per_query(a, b, permutations=500)
         m = result["metrics"]["ndcg@10"]
         assert result["queries"] == 4  # q5 was not run by A
@@ -127,8 +140,20 @@ class TestCompareOnDemoIndex:
     def test_broken_pipeline_is_flagged_by_the_cli(self, demo_needle, tmp_path, monkeypatch, capsys):
         monkeypatch.setattr(golden_eval, "prepare_index", lambda golden, settings=None, cache=None: demo_needle)
         broken = polluted_vsearch(tmp_path)
-        code = main(["eval", "compare", "vsearch", str(broken), "--golden", str(GOLDEN_FILE),
-                     "--reports", str(tmp_path / "reports"), "--permutations", "2000"])
+        code = main(
+            [
+                "eval",
+                "compare",
+                "vsearch",
+                str(broken),
+                "--golden",
+                str(GOLDEN_FILE),
+                "--reports",
+                str(tmp_path / "reports"),
+                "--permutations",
+                "2000",
+            ]
+        )
         out = capsys.readouterr().out
         assert code == 1, out
         assert "REGRESSION: vsearch-polluted − vsearch on ndcg@10" in out
@@ -162,7 +187,9 @@ def write_tiny_beir(folder: Path) -> Path:
     queries = {"1": "replication slot WAL", "2": "starter feeding ratio", "3": "encrypted backups prune"}
     folder.mkdir(parents=True)
     (folder / "qrels").mkdir()
-    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": k, "title": t, "text": x}) + "\n" for k, (t, x) in docs.items()))
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": k, "title": t, "text": x}) + "\n" for k, (t, x) in docs.items())
+    )
     (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": k, "text": t}) + "\n" for k, t in queries.items()))
     (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\r\n1\td1\t1\r\n2\td2\t1\r\n3\td3\t1\r\n")
     return folder
@@ -171,8 +198,15 @@ def write_tiny_beir(folder: Path) -> Path:
 @pytest.mark.integration
 def test_beir_comparison_runs_both_pipelines_on_one_cached_index(tmp_path, settings):
     dataset = write_tiny_beir(tmp_path / "tiny")
-    report = compare.compare_beir(dataset, "search", str(REPO / "pipelines" / "search.yml"), cache=tmp_path / "cache",
-                                  settings=settings, candidates=20, permutations=500)
+    report = compare.compare_beir(
+        dataset,
+        "search",
+        str(REPO / "pipelines" / "search.yml"),
+        cache=tmp_path / "cache",
+        settings=settings,
+        candidates=20,
+        permutations=500,
+    )
     assert report["queries"] == 3
     assert set(report["metrics"]) == {"ndcg@10", "recall@10", "recall@100", "mrr@10"}
     assert all(m["diff"] == 0.0 and m["p_value"] == 1.0 for m in report["metrics"].values())

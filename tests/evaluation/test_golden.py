@@ -70,7 +70,9 @@ class TestLoadGolden:
         assert len(answers.queries) == 5 and all(q.reference for q in answers.queries)
 
     def test_unknown_difficulty_is_named_with_the_choices(self, tmp_path):
-        with pytest.raises(GoldenError, match=r"q1: unknown difficulty 'trivial'; use one of easy, medium, hard, fusion"):
+        with pytest.raises(
+            GoldenError, match=r"q1: unknown difficulty 'trivial'; use one of easy, medium, hard, fusion"
+        ):
             golden_eval.load_golden(write_golden(tmp_path, golden_data(difficulty="trivial")))
 
     def test_unknown_mode_is_named_with_the_choices(self, tmp_path):
@@ -82,7 +84,9 @@ class TestLoadGolden:
             golden_eval.load_golden(write_golden(tmp_path, golden_data(expected=["howto/nope.md"])))
 
     def test_missing_expected_file_allowed_when_not_checking_files(self, tmp_path):
-        golden = golden_eval.load_golden(write_golden(tmp_path, golden_data(expected=["howto/nope.md"])), check_files=False)
+        golden = golden_eval.load_golden(
+            write_golden(tmp_path, golden_data(expected=["howto/nope.md"])), check_files=False
+        )
         assert golden.queries[0].expected == ("howto/nope.md",)
 
     def test_every_problem_is_reported_at_once(self, tmp_path):
@@ -120,7 +124,9 @@ class TestLoadGolden:
 
 class TestThresholds:
     def test_repository_thresholds(self):
-        thresholds = golden_eval.load_thresholds(Path(__file__).resolve().parents[2] / "eval" / "golden" / "thresholds.yml")
+        thresholds = golden_eval.load_thresholds(
+            Path(__file__).resolve().parents[2] / "eval" / "golden" / "thresholds.yml"
+        )
         found = {(t.mode, t.difficulty, t.metric): t.minimum for t in thresholds}
         assert found == {
             ("search", "easy", "hit@3"): 0.90,
@@ -134,14 +140,22 @@ class TestThresholds:
         }
 
     def test_unknown_names_and_bad_values_are_reported(self, tmp_path):
-        data = {"version": 1, "thresholds": {
-            "hybrid": {"easy": {"hit@3": 0.5}},
-            "query": {"trivial": {"hit@3": 0.5}, "easy": {"hit@2": 0.5, "mrr@10": 1.5}},
-        }}
+        data = {
+            "version": 1,
+            "thresholds": {
+                "hybrid": {"easy": {"hit@3": 0.5}},
+                "query": {"trivial": {"hit@3": 0.5}, "easy": {"hit@2": 0.5, "mrr@10": 1.5}},
+            },
+        }
         with pytest.raises(GoldenError) as error:
             golden_eval.parse_thresholds(data, tmp_path / "t.yml")
         message = str(error.value)
-        for part in ("unknown mode 'hybrid'", "unknown difficulty 'trivial'", "unknown metric 'hit@2'", "from 0 to 1, got 1.5"):
+        for part in (
+            "unknown mode 'hybrid'",
+            "unknown difficulty 'trivial'",
+            "unknown metric 'hit@2'",
+            "from 0 to 1, got 1.5",
+        ):
             assert part in message
 
     def test_check_passes_fails_and_fails_on_absent_difficulty(self):
@@ -194,10 +208,21 @@ class TestScoring:
 
     def test_table_lists_modes_difficulties_and_checks(self):
         report = {
-            "golden": "g.yml", "corpus": "notes",
+            "golden": "g.yml",
+            "corpus": "notes",
             "modes": {"query": {"summary": golden_eval.summarise({"e1": row("easy", ["a"], ["a"])})}},
-            "thresholds": {"checks": [{"mode": "query", "difficulty": "easy", "metric": "hit@3", "minimum": 0.85,
-                                       "actual": 1.0, "passed": True}]},
+            "thresholds": {
+                "checks": [
+                    {
+                        "mode": "query",
+                        "difficulty": "easy",
+                        "metric": "hit@3",
+                        "minimum": 0.85,
+                        "actual": 1.0,
+                        "passed": True,
+                    }
+                ]
+            },
         }
         table = golden_eval.format_table(report)
         assert "| query | easy | 1 | 1.000 |" in table
@@ -227,7 +252,10 @@ class TestFilterQuestions:
         root = DEMO_NOTES.parents[2] / "eval" / "golden"
         filters = golden_eval.load_golden(root / "filters.yml")
         report = golden_eval.evaluate_golden(
-            demo_needle, filters, golden_eval.MODES, thresholds=golden_eval.load_thresholds(root / "filters-thresholds.yml")
+            demo_needle,
+            filters,
+            golden_eval.MODES,
+            thresholds=golden_eval.load_thresholds(root / "filters-thresholds.yml"),
         )
         table = golden_eval.format_table(report)
         print("\n" + table)
@@ -243,7 +271,9 @@ class TestFilterQuestions:
         for on in (True, False):
             found = 0
             for q in filters.queries:
-                results = demo_needle.search(q.query, top_k=10, filters=SearchFilters(now=filters.today, self_query=on)).results
+                results = demo_needle.search(
+                    q.query, top_k=10, filters=SearchFilters(now=filters.today, self_query=on)
+                ).results
                 ranking = golden_eval.group_by_document(results)
                 found += bool(ranking) and ranking[0] in q.expected
             hits[on] = found / len(filters.queries)

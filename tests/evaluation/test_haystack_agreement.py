@@ -46,7 +46,9 @@ def test_ndcg_agrees_with_document_ndcg_evaluator_graded_and_binary():
     graded = haystack_scores(DocumentNDCGEvaluator(), graded=True)
     assert [metrics.ndcg_at_k(r, q, K) for r, q in RANKINGS] == pytest.approx(graded)
     binary = haystack_scores(DocumentNDCGEvaluator(), graded=False)
-    assert [metrics.ndcg_at_k(r, {d: 1 for d, g in q.items() if g > 0}, K) for r, q in RANKINGS] == pytest.approx(binary)
+    assert [metrics.ndcg_at_k(r, {d: 1 for d, g in q.items() if g > 0}, K) for r, q in RANKINGS] == pytest.approx(
+        binary
+    )
 
 
 def test_mrr_agrees_with_document_mrr_evaluator():

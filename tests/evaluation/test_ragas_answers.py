@@ -15,8 +15,8 @@ import pytest
 
 pytest.importorskip("ragas", reason="the ragas extra is not installed")
 
-from needle.evaluation import golden as golden_eval  # noqa: E402
-from needle.evaluation.ragas_answers import (  # noqa: E402
+from needle.evaluation import golden as golden_eval
+from needle.evaluation.ragas_answers import (
     METRICS,
     HaystackTextEmbedding,
     answers_section,
@@ -26,10 +26,10 @@ from needle.evaluation.ragas_answers import (  # noqa: E402
     score_answer,
     score_answers,
 )
-from needle.facade.api import Needle  # noqa: E402
-from needle.shells.cli import main  # noqa: E402
-from tests.evaluation.conftest import REPO  # noqa: E402
-from tests.llm_server import MODEL_NAME, llm_server  # noqa: E402, F401
+from needle.facade.api import Needle
+from needle.shells.cli import main
+from tests.evaluation.conftest import REPO
+from tests.llm_server import MODEL_NAME, llm_server  # noqa: F401
 
 ANSWERS_FILE = REPO / "eval" / "golden" / "answers.yml"
 
@@ -52,7 +52,7 @@ class RetriesExhausted(Exception):
     """Shaped like instructor's InstructorRetryException: the attempts' errors in `failed_attempts`."""
 
     def __init__(self, *errors: Exception):
-        super().__init__("<failed_attempts>\n<generation number=\"1\">")
+        super().__init__('<failed_attempts>\n<generation number="1">')
         self.failed_attempts = [SimpleNamespace(exception=e) for e in errors]
 
 
@@ -67,15 +67,18 @@ class TestScoreAnswer:
         faith = FakeEvaluator("faithfulness", 0.75)
         scores = self.run([faith])
         assert scores["faithfulness"]["value"] == 0.75 and scores["faithfulness"]["reason"] is None
-        assert faith.calls == [{"query": "what?", "response": "this [a.md:1-2]", "documents": ["a text"],
-                                "reference": "that"}]
+        assert faith.calls == [
+            {"query": "what?", "response": "this [a.md:1-2]", "documents": ["a text"], "reference": "that"}
+        ]
 
     def test_a_failing_metric_is_nan_with_its_reason_and_the_others_still_run(self):
         broken = FakeEvaluator("faithfulness", error=RetriesExhausted(ValueError("1 validation error\nstatements")))
         relevancy = FakeEvaluator("answer_relevancy", 0.9)
         scores = self.run([broken, relevancy])
         assert math.isnan(scores["faithfulness"]["value"])
-        assert scores["faithfulness"]["reason"] == "no usable judgement after 1 attempt(s): ValueError: 1 validation error"
+        assert (
+            scores["faithfulness"]["reason"] == "no usable judgement after 1 attempt(s): ValueError: 1 validation error"
+        )
         assert scores["answer_relevancy"]["value"] == 0.9
 
     def test_metrics_that_need_a_reference_are_nan_without_one(self):
@@ -130,7 +133,9 @@ def test_embedding_wraps_a_haystack_embedder_and_warms_it_once():
 
 def test_summary_names_every_nan_reason():
     section = {
-        "pipeline": "rag", "contexts": 1, "judge": {"model": "m", "url": "u", "structured_output": "tools"},
+        "pipeline": "rag",
+        "contexts": 1,
+        "judge": {"model": "m", "url": "u", "structured_output": "tools"},
         "summary": {"faithfulness": {"mean": math.nan, "scored": 0, "nan": 1}},
         "per_query": {"a": {"metrics": {"faithfulness": {"value": math.nan, "reason": "cut short"}}}},
     }
@@ -144,12 +149,18 @@ def judged(demo_needle, llm_server):  # noqa: F811
     monkeypatch = pytest.MonkeyPatch()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
     llm = demo_needle.settings.llm.model_copy(update={"url": llm_server, "model": MODEL_NAME, "timeout": 120.0})
-    settings = demo_needle.settings.model_copy(update={"llm": llm, "set": {"generate.generation_kwargs.max_tokens": 48}})
+    settings = demo_needle.settings.model_copy(
+        update={"llm": llm, "set": {"generate.generation_kwargs.max_tokens": 48}}
+    )
     needle = Needle(settings, environment=demo_needle.environment.derive(settings))
     case = next(q for q in golden_eval.load_golden(ANSWERS_FILE).queries if q.id == "a002")
     section = answers_section(
-        needle, [{"id": case.id, "question": case.query, "reference": case.reference}], top_k=1,
-        max_tokens=96, retries=0, strictness=1,
+        needle,
+        [{"id": case.id, "question": case.query, "reference": case.reference}],
+        top_k=1,
+        max_tokens=96,
+        retries=0,
+        strictness=1,
     )
     yield needle, section
     monkeypatch.undo()
@@ -178,8 +189,10 @@ def test_answers_are_judged_with_numbers_in_range_or_nan_with_a_reason(judged):
 @pytest.mark.integration
 def test_judgements_cut_short_do_not_end_the_run(judged):
     needle, section = judged
-    answers = [{key: row[key] for key in ("question", "answer", "contexts", "reference")}
-               for row in section["per_query"].values()]
+    answers = [
+        {key: row[key] for key in ("question", "answer", "contexts", "reference")}
+        for row in section["per_query"].values()
+    ]
     chosen = ("faithfulness", "context_recall")
     scores = score_answers(answers, needle.settings, max_tokens=3, retries=0, metrics=chosen)
     assert len(scores) == 1 and set(scores[0]) == set(chosen)
@@ -195,8 +208,19 @@ def test_cli_llm_run_against_a_down_server_is_one_line(demo_needle, tmp_path, mo
     down = Needle(settings, environment=demo_needle.environment.derive(settings))
     monkeypatch.setattr(golden_eval, "prepare_index", lambda golden, settings=None, cache=None: down)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
-    code = main(["eval", "ragas", "--golden", str(ANSWERS_FILE), "--llm", "--limit", "1",
-                 "--reports", str(tmp_path / "reports")])
+    code = main(
+        [
+            "eval",
+            "ragas",
+            "--golden",
+            str(ANSWERS_FILE),
+            "--llm",
+            "--limit",
+            "1",
+            "--reports",
+            str(tmp_path / "reports"),
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 1 and captured.err.startswith("error: no LLM answered at http://127.0.0.1:9/v1")
     assert "Traceback" not in captured.err and not (tmp_path / "reports").exists()
@@ -206,9 +230,27 @@ def test_cli_llm_run_against_a_down_server_is_one_line(demo_needle, tmp_path, mo
 def test_cli_llm_run_writes_answers_and_judgements_to_the_report(judged, tmp_path, monkeypatch, capsys):
     needle, _ = judged
     monkeypatch.setattr(golden_eval, "prepare_index", lambda golden, settings=None, cache=None: needle)
-    code = main(["eval", "ragas", "--golden", str(ANSWERS_FILE), "--llm", "--limit", "1", "--contexts", "1",
-                 "--metric", "context_precision", "--max-tokens", "64", "--retries", "0",
-                 "--reports", str(tmp_path / "reports")])
+    code = main(
+        [
+            "eval",
+            "ragas",
+            "--golden",
+            str(ANSWERS_FILE),
+            "--llm",
+            "--limit",
+            "1",
+            "--contexts",
+            "1",
+            "--metric",
+            "context_precision",
+            "--max-tokens",
+            "64",
+            "--retries",
+            "0",
+            "--reports",
+            str(tmp_path / "reports"),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     assert "| context_precision |" in out

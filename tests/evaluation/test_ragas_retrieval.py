@@ -12,9 +12,9 @@ import pytest
 
 pytest.importorskip("ragas", reason="the ragas extra is not installed")
 
-from needle.evaluation import beir  # noqa: E402
-from needle.evaluation import golden as golden_eval  # noqa: E402
-from needle.evaluation.ragas_retrieval import (  # noqa: E402
+from needle.evaluation import beir
+from needle.evaluation import golden as golden_eval
+from needle.evaluation.ragas_retrieval import (
     JudgedRanking,
     agreement,
     beir_rankings,
@@ -22,9 +22,9 @@ from needle.evaluation.ragas_retrieval import (  # noqa: E402
     retrieval_section,
     score_rankings,
 )
-from needle.shells.cli import main  # noqa: E402
-from tests.evaluation.conftest import GOLDEN_FILE  # noqa: E402
-from tests.evaluation.test_compare import write_tiny_beir  # noqa: E402
+from needle.shells.cli import main
+from tests.evaluation.conftest import GOLDEN_FILE
+from tests.evaluation.test_compare import write_tiny_beir
 
 TEN = tuple(f"d{i}" for i in range(10))
 
@@ -60,7 +60,7 @@ class TestDefinitions:
         assert row["haystack"]["ndcg"] == row["haystack"]["mrr"] == 0.0
 
     def test_more_relevant_than_k_haystack_ndcg_is_lower(self):
-        row = one(TEN[:2], {d: 1 for d in TEN[:5]}, k=2)
+        row = one(TEN[:2], dict.fromkeys(TEN[:5], 1), k=2)
         assert row["ours"]["ndcg@2"] == pytest.approx(1.0)
         assert row["haystack"]["ndcg"] < 0.7
 
@@ -139,8 +139,22 @@ def test_tiny_beir_run_compares_short_rankings_rescaled(tmp_path, settings):
 @pytest.mark.integration
 def test_cli_writes_a_json_report(demo_needle, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(golden_eval, "prepare_index", lambda golden, settings=None, cache=None: demo_needle)
-    code = main(["eval", "ragas", "--golden", str(GOLDEN_FILE), "--pipeline", "search", "--k", "5",
-                 "--limit", "6", "--reports", str(tmp_path / "reports")])
+    code = main(
+        [
+            "eval",
+            "ragas",
+            "--golden",
+            str(GOLDEN_FILE),
+            "--pipeline",
+            "search",
+            "--k",
+            "5",
+            "--limit",
+            "6",
+            "--reports",
+            str(tmp_path / "reports"),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     assert "| ragas.id_context_recall | recall@5 |" in out

@@ -44,7 +44,11 @@ def free_port() -> int:
 
 def clean_env(data_dir: Path, model_dir: Path, **extra: str) -> dict[str, str]:
     """The environment without the user's Needle and hayhooks settings, pointing at `data_dir`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEEDLE_", "HAYHOOKS_")) or k == "NEEDLE_OWNER__AUTOSTART"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("NEEDLE_", "HAYHOOKS_")) or k == "NEEDLE_OWNER__AUTOSTART"
+    }
     return {**env, "NEEDLE_DATA_DIR": str(data_dir), "NEEDLE_MODEL_DIR": str(model_dir), **extra}
 
 
@@ -73,7 +77,9 @@ def demo_index(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> dic
     data = base / "data"
     env = clean_env(data, model_dir)
     for args in (["collection", "add", str(notes), "--name", "notes"], ["index"]):
-        subprocess.run([sys.executable, "-m", "needle.shells.cli", *args], env=env, check=True, capture_output=True, timeout=600)
+        subprocess.run(
+            [sys.executable, "-m", "needle.shells.cli", *args], env=env, check=True, capture_output=True, timeout=600
+        )
     # Added after indexing: a large file that is not a note, and a link that leads out of the collection.
     (notes / "logs").mkdir()
     (notes / "logs" / "big.log").write_text("x" * (BIG_FILE_BYTES - 1) + "\n")
@@ -94,7 +100,10 @@ def start_server(data_dir: Path, model_dir: Path, log: Path, **env: str) -> Serv
     handle = log.open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "needle.shells.cli", "serve", "--port", str(port)],
-        env=clean_env(data_dir, model_dir, **env), stdout=handle, stderr=subprocess.STDOUT, cwd=REPO,
+        env=clean_env(data_dir, model_dir, **env),
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+        cwd=REPO,
     )
     return Server(f"http://127.0.0.1:{port}", process, log, data_dir)
 
@@ -137,8 +146,13 @@ def servers(demo_index: dict[str, Path], model_dir: Path, closed_port: int):
     started = {
         "open": start_server(copy_data(demo_index, "data-open"), model_dir, base / "open.log", **llm),
         "locked": start_server(
-            copy_data(demo_index, "data-locked"), model_dir, base / "locked.log",
-            NEEDLE_API_TOKEN=TOKEN, OPENAI_API_KEY="sk-local", NEEDLE_SERVE__ALLOWED_ORIGINS=f'["{ALLOWED_ORIGIN}"]', **llm,
+            copy_data(demo_index, "data-locked"),
+            model_dir,
+            base / "locked.log",
+            NEEDLE_API_TOKEN=TOKEN,
+            OPENAI_API_KEY="sk-local",
+            NEEDLE_SERVE__ALLOWED_ORIGINS=f'["{ALLOWED_ORIGIN}"]',
+            **llm,
         ),
     }
     try:

@@ -18,22 +18,47 @@ pytestmark = pytest.mark.integration
 def docs_server(tmp_path_factory, model_dir):
     base = tmp_path_factory.mktemp("docs-server")
     folder = base / "papers"
-    make.write(folder / "raft.pdf", make.pdf_bytes([
-        "# Raft consensus\n\nA cluster of five servers tolerates two failures.",
-        "## Leader election\n\nA follower that hears no heartbeat within the election timeout becomes a candidate.",
-    ], title="Raft consensus"))
-    make.write(folder / "deploy.docx", make.docx_bytes(
-        "# Deploy spec\n\nHow the billing service ships.\n\n## Canary rollout\n\nFive percent of the traffic goes "
-        "to the canary for one hour."
-    ))
+    make.write(
+        folder / "raft.pdf",
+        make.pdf_bytes(
+            [
+                "# Raft consensus\n\nA cluster of five servers tolerates two failures.",
+                "## Leader election\n\nA follower that hears no heartbeat within the election timeout becomes a candidate.",
+            ],
+            title="Raft consensus",
+        ),
+    )
+    make.write(
+        folder / "deploy.docx",
+        make.docx_bytes(
+            "# Deploy spec\n\nHow the billing service ships.\n\n## Canary rollout\n\nFive percent of the traffic goes "
+            "to the canary for one hour."
+        ),
+    )
     make.write(folder / "scan.pdf", make.scanned_pdf_bytes())
     data = base / "data"
     env = clean_env(data, model_dir)
-    added = subprocess.run([sys.executable, "-m", "needle.shells.cli", "collection", "add", str(folder), "--name", "papers",
-                            "--documents"], env=env, capture_output=True, text=True, timeout=120)
+    added = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "needle.shells.cli",
+            "collection",
+            "add",
+            str(folder),
+            "--name",
+            "papers",
+            "--documents",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert added.returncode == 0 and "**/*.pdf, **/*.docx, **/*.html" in added.stdout, added.stderr
-    indexed = subprocess.run([sys.executable, "-m", "needle.shells.cli", "index"], env=env, capture_output=True, text=True,
-                             timeout=600)
+    indexed = subprocess.run(
+        [sys.executable, "-m", "needle.shells.cli", "index"], env=env, capture_output=True, text=True, timeout=600
+    )
     assert indexed.returncode == 0, indexed.stderr
     assert "skipped papers/scan.pdf: no text layer" in indexed.stdout
     server = start_server(data, model_dir, base / "server.log")

@@ -44,7 +44,10 @@ def test_generated_requests_get_no_server_error_and_documented_responses(server,
             checks.append(not_a_server_error)
 
         @hypothesis_settings(
-            max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+            max_examples=EXAMPLES,
+            deadline=None,
+            derandomize=True,
+            database=None,
             suppress_health_check=list(HealthCheck),
         )
         @given(case=operation.as_strategy(generation_mode=mode))

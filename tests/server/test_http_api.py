@@ -10,8 +10,22 @@ from tests.server.conftest import NOTES, TOKEN
 
 pytestmark = pytest.mark.integration
 HIT_FIELDS = {
-    "docid", "collection", "path", "title", "heading_path", "start_line", "end_line", "score", "snippet", "text", "explain",
-    "format", "page", "page_end", "anchor", "context",
+    "docid",
+    "collection",
+    "path",
+    "title",
+    "heading_path",
+    "start_line",
+    "end_line",
+    "score",
+    "snippet",
+    "text",
+    "explain",
+    "format",
+    "page",
+    "page_end",
+    "anchor",
+    "context",
 }
 
 
@@ -30,7 +44,11 @@ class TestSearchEndpoints:
         [
             ("search", "pg_replication_slots logical replication", "howto/postgres-logical-replication.md"),
             ("search", "certbot renew", "howto/certbot-tls-renewal.md"),
-            ("vsearch", "why does my container keep getting killed for using too much memory", "runbooks/k8s-oomkilled-debugging.md"),
+            (
+                "vsearch",
+                "why does my container keep getting killed for using too much memory",
+                "runbooks/k8s-oomkilled-debugging.md",
+            ),
             ("vsearch", "backing up my laptop to an encrypted repository", "howto/restic-laptop-backups.md"),
             ("query", "git rebase onto another branch", "howto/git-rebase-onto.md"),
             ("query", "sqlite write-ahead log concurrent readers", "howto/sqlite-wal-mode.md"),
@@ -59,7 +77,9 @@ class TestSearchEndpoints:
             assert hit["docid"].startswith("#") and hit["collection"] == "notes"
             count = hit["end_line"] - hit["start_line"] + 1
             assert (hit["format"], hit["page"], hit["anchor"]) == (
-                "markdown", None, f"notes/{hit['path']}:{hit['start_line']}:{count}"
+                "markdown",
+                None,
+                f"notes/{hit['path']}:{hit['start_line']}:{count}",
             )
             lines = (demo_index["notes"] / hit["path"]).read_text().split("\n")
             assert hit["text"].strip() in "\n".join(lines[hit["start_line"] - 1 : hit["end_line"]])
@@ -78,7 +98,10 @@ class TestSearchEndpoints:
         question = "how do I renew the TLS certificate, and also why was my container OOMKilled"
         body = {"query": question, "limit": 5, "decompose": True, "explain": True}
         result = http.post("/query/run", json=body).json()["result"]
-        assert result["explain"]["sub_questions"] == ["how do I renew the TLS certificate", "why was my container OOMKilled"]
+        assert result["explain"]["sub_questions"] == [
+            "how do I renew the TLS certificate",
+            "why was my container OOMKilled",
+        ]
         paths = [h["path"] for h in result["results"]]
         assert "howto/certbot-tls-renewal.md" in paths and "runbooks/k8s-oomkilled-debugging.md" in paths
         assert "sub_1_bm25" in result["results"][0]["explain"]["lists"]
@@ -147,11 +170,15 @@ class TestValidation:
 
 class TestFilters:
     def test_the_filters_have_the_cli_names(self, http):
-        assert [h["path"] for h in hits(http, "query", query="databases", tags=["databases"], tags_none=["postgres"])] == [
-            "howto/sqlite-wal-mode.md"
+        assert [
+            h["path"] for h in hits(http, "query", query="databases", tags=["databases"], tags_none=["postgres"])
+        ] == ["howto/sqlite-wal-mode.md"]
+        assert [h["path"] for h in hits(http, "search", query="memory", path="runbooks/")] == [
+            "runbooks/k8s-oomkilled-debugging.md"
         ]
-        assert [h["path"] for h in hits(http, "search", query="memory", path="runbooks/")] == ["runbooks/k8s-oomkilled-debugging.md"]
-        assert [h["path"] for h in hits(http, "vsearch", query="certificates", where=["status=done"])] == ["howto/certbot-tls-renewal.md"]
+        assert [h["path"] for h in hits(http, "vsearch", query="certificates", where=["status=done"])] == [
+            "howto/certbot-tls-renewal.md"
+        ]
         dated = hits(http, "query", query="notes", after="2024-01-01", before="2024-03", self_query=False, limit=10)
         assert {h["path"] for h in dated} == {"howto/sqlite-wal-mode.md", "howto/restic-laptop-backups.md"}
 
@@ -169,13 +196,22 @@ class TestFiles:
         lines = path.read_text().splitlines()
         whole = http.post("/get/run", json={"ref": "notes/howto/sqlite-wal-mode.md"}).json()["result"]
         assert whole["text"] == "\n".join(lines) and whole["total_lines"] == len(lines)
-        part = http.post("/get/run", json={"ref": "howto/sqlite-wal-mode.md", "from_line": 3, "max_lines": 2}).json()["result"]
+        part = http.post("/get/run", json={"ref": "howto/sqlite-wal-mode.md", "from_line": 3, "max_lines": 2}).json()[
+            "result"
+        ]
         assert part["text"].split("\n") == lines[2:4]
-        assert (part["from_line"], part["to_line"], part["path"], part["collection"]) == (3, 4, "howto/sqlite-wal-mode.md", "notes")
+        assert (part["from_line"], part["to_line"], part["path"], part["collection"]) == (
+            3,
+            4,
+            "howto/sqlite-wal-mode.md",
+            "notes",
+        )
 
     def test_get_by_docid_of_a_search_hit(self, http):
         hit = hits(http, "search", query="sqlite wal", limit=1)[0]
-        result = http.post("/get/run", json={"ref": hit["docid"], "from_line": hit["start_line"], "max_lines": 3}).json()["result"]
+        result = http.post(
+            "/get/run", json={"ref": hit["docid"], "from_line": hit["start_line"], "max_lines": 3}
+        ).json()["result"]
         assert result["path"] == hit["path"] and result["docid"] == hit["docid"]
 
     def test_multi_get_by_glob(self, http):
@@ -197,14 +233,20 @@ class TestFiles:
 
     def test_files_the_collection_does_not_include_are_not_served(self, http):
         # logs/big.log is in the collection's folder, but its masks include notes only.
-        assert http.post("/multi_get/run", json={"pattern": "**/*.log", "max_bytes": 40_000}).json()["result"]["files"] == []
+        assert (
+            http.post("/multi_get/run", json={"pattern": "**/*.log", "max_bytes": 40_000}).json()["result"]["files"]
+            == []
+        )
         response = http.post("/get/run", json={"ref": "notes/logs/big.log"})
         assert response.status_code == 404 and "no file" in response.json()["detail"]
 
     def test_multi_get_by_refs(self, http):
         refs = ["notes/howto/git-rebase-onto.md", "runbooks/k8s-oomkilled-debugging.md"]
         batch = http.post("/multi_get/run", json={"refs": refs}).json()["result"]
-        assert [f["path"] for f in batch["files"]] == ["howto/git-rebase-onto.md", "runbooks/k8s-oomkilled-debugging.md"]
+        assert [f["path"] for f in batch["files"]] == [
+            "howto/git-rebase-onto.md",
+            "runbooks/k8s-oomkilled-debugging.md",
+        ]
 
 
 class TestStatusIndexAndSchema:
@@ -274,7 +316,9 @@ class TestStatusIndexAndSchema:
 
 class TestChat:
     def test_without_an_llm_the_chat_says_how_to_configure_one(self, http):
-        response = http.post("/v1/chat/completions", json={"model": "answer", "messages": [{"role": "user", "content": "hi"}]})
+        response = http.post(
+            "/v1/chat/completions", json={"model": "answer", "messages": [{"role": "user", "content": "hi"}]}
+        )
         assert response.status_code == 502
         assert "NEEDLE_LLM__URL" in response.json()["detail"] and "Traceback" not in response.text
 

@@ -54,8 +54,17 @@ async def exercise(client: Client) -> dict:
         "collection": await client.call_tool("multi_get", {"pattern": "nope/*.md"}),
         "text": await client.call_tool("get", {"ref": hits[0]["docid"], "max_lines": "three"}),
     }
-    return {"tools": listed, "sizes": sizes, "hits": hits, "lines": lines, "escape": escape, "invalid": invalid,
-            "as_strings": as_strings, "full": full["results"], "refused": refused}
+    return {
+        "tools": listed,
+        "sizes": sizes,
+        "hits": hits,
+        "lines": lines,
+        "escape": escape,
+        "invalid": invalid,
+        "as_strings": as_strings,
+        "full": full["results"],
+        "refused": refused,
+    }
 
 
 def check(seen: dict) -> None:
@@ -64,8 +73,13 @@ def check(seen: dict) -> None:
     assert seen["hits"][0]["path"] == "howto/certbot-tls-renewal.md"
     assert seen["lines"]["to_line"] == 2 and seen["lines"]["path"] == "howto/certbot-tls-renewal.md"
     assert seen["escape"].is_error and "'..'" in seen["escape"].content[0].text
-    assert seen["invalid"].is_error and "limit: Input should be greater than or equal to 1" in seen["invalid"].content[0].text
-    assert all("text" not in hit and hit["snippet"] and hit["snippet_line"] >= hit["start_line"] for hit in seen["hits"])
+    assert (
+        seen["invalid"].is_error
+        and "limit: Input should be greater than or equal to 1" in seen["invalid"].content[0].text
+    )
+    assert all(
+        "text" not in hit and hit["snippet"] and hit["snippet_line"] >= hit["start_line"] for hit in seen["hits"]
+    )
     assert seen["full"][0]["text"] and (seen["as_strings"]["from_line"], seen["as_strings"]["to_line"]) == (2, 4)
     said = {name: call.content[0].text for name, call in seen["refused"].items() if call.is_error}
     assert said["typo"].startswith("unknown argument 'colections': search takes query, collections, limit")
@@ -96,8 +110,26 @@ class TestStreamableHttp:
         assert "best quality" in tools["query"].description
         assert "line" in tools["get"].description and "max_bytes" in tools["multi_get"].description
         assert set(tools["query"].input_schema["properties"]) == {
-            "query", "collections", "limit", "min_score", "expand", "rerank", "full", "chunks", "explain", "set",
-            "tags", "tags_any", "tags_none", "path", "where", "after", "before", "recent", "self_query", "decompose",
+            "query",
+            "collections",
+            "limit",
+            "min_score",
+            "expand",
+            "rerank",
+            "full",
+            "chunks",
+            "explain",
+            "set",
+            "tags",
+            "tags_any",
+            "tags_none",
+            "path",
+            "where",
+            "after",
+            "before",
+            "recent",
+            "self_query",
+            "decompose",
         }
         assert set(tools["search"].input_schema["properties"]) >= {"tags", "path", "where", "after", "before", "recent"}
         assert "#tag" in tools["query"].description or "tags" in tools["query"].input_schema["properties"]
@@ -146,7 +178,10 @@ class TestStdio:
     def test_needle_mcp_serves_the_same_tools_over_stdio(self, demo_index, model_dir):
         data = copy_data(demo_index, "data-stdio")
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "needle.shells.cli", "mcp"], env=clean_env(data, model_dir), cwd=str(REPO)
+            command=sys.executable,
+            args=["-m", "needle.shells.cli", "mcp"],
+            env=clean_env(data, model_dir),
+            cwd=str(REPO),
         )
 
         async def go():
@@ -160,16 +195,23 @@ class TestStdio:
         data = copy_data(demo_index, "data-no-models")
         stderr = (tmp_path / "stderr.log").open("w+")
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "needle.shells.cli", "mcp"], env=clean_env(data, tmp_path / "no-models"),
+            command=sys.executable,
+            args=["-m", "needle.shells.cli", "mcp"],
+            env=clean_env(data, tmp_path / "no-models"),
             cwd=str(REPO),
         )
 
         async def go():
             async with Client(stdio_client(params, errlog=stderr)) as client:
                 listed = [t.name for t in (await client.list_tools()).tools]
-                calls = [await client.call_tool(name, args) for name, args in (
-                    ("query", {"query": "certbot renew"}), ("search", {"query": "certbot", "limit": "2"}), ("status", {}),
-                )]
+                calls = [
+                    await client.call_tool(name, args)
+                    for name, args in (
+                        ("query", {"query": "certbot renew"}),
+                        ("search", {"query": "certbot", "limit": "2"}),
+                        ("status", {}),
+                    )
+                ]
                 return listed, calls
 
         listed, calls = run(go, timeout=240)
@@ -185,7 +227,9 @@ class TestStdio:
         """The token server owns its index; `needle mcp` on the same data folder finds it in the owner record."""
         record = json.loads((locked_server.data_dir / "owner.json").read_text())
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "needle.shells.cli", "mcp"], env=clean_env(locked_server.data_dir, model_dir),
+            command=sys.executable,
+            args=["-m", "needle.shells.cli", "mcp"],
+            env=clean_env(locked_server.data_dir, model_dir),
             cwd=str(REPO),
         )
 

@@ -56,9 +56,16 @@ class TestToken:
     @pytest.mark.parametrize(
         "method, path",
         [
-            ("POST", "/search/run"), ("POST", "/get/run"), ("POST", "/index/run"), ("GET", "/status"),
-            ("GET", "/openapi.json"), ("GET", "/docs"), ("POST", "/v1/chat/completions"),
-            ("POST", "/mcp"), ("GET", "/sse"), ("POST", "/messages/?session_id=x"),
+            ("POST", "/search/run"),
+            ("POST", "/get/run"),
+            ("POST", "/index/run"),
+            ("GET", "/status"),
+            ("GET", "/openapi.json"),
+            ("GET", "/docs"),
+            ("POST", "/v1/chat/completions"),
+            ("POST", "/mcp"),
+            ("GET", "/sse"),
+            ("POST", "/messages/?session_id=x"),
         ],
     )
     @pytest.mark.parametrize("token", [None, "wrong", TOKEN + "x"])
@@ -103,14 +110,21 @@ class TestGeneratorErrors:
 
     def test_a_chat_without_a_question_is_a_400(self, locked_server):
         with locked_server.client(TOKEN) as http:
-            response = http.post("/v1/chat/completions", json={"model": "answer", "messages": [{"role": "system", "content": "x"}]})
+            response = http.post(
+                "/v1/chat/completions", json={"model": "answer", "messages": [{"role": "system", "content": "x"}]}
+            )
         assert response.status_code == 400 and "user message" in response.json()["detail"]
 
 
 FOREIGN = "https://evil.example"
 ORIGIN_ROUTES = [
-    ("POST", "/search/run"), ("POST", "/get/run"), ("GET", "/status"), ("POST", "/v1/chat/completions"),
-    ("POST", "/mcp"), ("GET", "/sse"), ("POST", "/messages/?session_id=x"),
+    ("POST", "/search/run"),
+    ("POST", "/get/run"),
+    ("GET", "/status"),
+    ("POST", "/v1/chat/completions"),
+    ("POST", "/mcp"),
+    ("GET", "/sse"),
+    ("POST", "/messages/?session_id=x"),
 ]
 
 
@@ -133,7 +147,9 @@ class TestOrigin:
 
     def test_an_origin_in_the_allow_list_is_let_in_and_may_read_the_answer(self, locked_server):
         with locked_server.client(TOKEN) as http:
-            response = http.post("/search/run", json={"query": "certbot renew", "limit": 1}, headers={"Origin": ALLOWED_ORIGIN})
+            response = http.post(
+                "/search/run", json={"query": "certbot renew", "limit": 1}, headers={"Origin": ALLOWED_ORIGIN}
+            )
             refused = http.post("/search/run", json={"query": "certbot renew"}, headers={"Origin": FOREIGN})
         assert response.status_code == 200 and response.headers.get("access-control-allow-origin") == ALLOWED_ORIGIN
         assert refused.status_code == 403
@@ -156,7 +172,9 @@ class TestBodyLimit:
         assert response.status_code == 413, response.text
 
     def test_the_mcp_route_has_the_same_limit(self, http):
-        response = http.post("/mcp", content=b"[" + b" " * 1_100_000 + b"]", headers={"content-type": "application/json"})
+        response = http.post(
+            "/mcp", content=b"[" + b" " * 1_100_000 + b"]", headers={"content-type": "application/json"}
+        )
         assert response.status_code == 413
 
     def test_a_body_within_the_limit_still_runs(self, http):
@@ -177,8 +195,13 @@ class TestErrorsMatchTheDocument:
 
     @pytest.mark.parametrize(
         "path, body",
-        [("/search/run", {"query": ""}), ("/get/run", {"ref": 3}), ("/multi_get/run", {"pattern": "*", "max_bytes": -1}),
-         ("/search/run", []), ("/query/run", {"query": "x", "limit": "many"})],
+        [
+            ("/search/run", {"query": ""}),
+            ("/get/run", {"ref": 3}),
+            ("/multi_get/run", {"pattern": "*", "max_bytes": -1}),
+            ("/search/run", []),
+            ("/query/run", {"query": "x", "limit": "many"}),
+        ],
     )
     def test_a_refused_body_is_a_detail_string(self, http, path, body):
         response = http.post(path, json=body)

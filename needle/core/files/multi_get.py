@@ -26,7 +26,9 @@ MULTI_GET_MAX_FILES = 100
 MULTI_GET_MAX_TOTAL_BYTES = 2_000_000
 MULTI_GET_MAX_SKIPPED = 100
 DEFAULT_DEADLINE_SECONDS = 5.0
-NEITHER_PATTERN_NOR_REFS = "give 'pattern' (a glob such as notes/howto/*.md) or 'refs' (paths or #docids): neither was sent"
+NEITHER_PATTERN_NOR_REFS = (
+    "give 'pattern' (a glob such as notes/howto/*.md) or 'refs' (paths or #docids): neither was sent"
+)
 
 
 class SkippedFile(BaseModel):
@@ -233,8 +235,10 @@ class FileAccess(FileReader):
             raise Skip(str(error)) from None
         size = len(part.text.encode("utf-8"))
         if size > max_bytes:
-            raise Skip(f"its extracted text is {size} bytes, over max_bytes={max_bytes}; raise max_bytes or use get "
-                       "with #page= or #section=")
+            raise Skip(
+                f"its extracted text is {size} bytes, over max_bytes={max_bytes}; raise max_bytes or use get "
+                "with #page= or #section="
+            )
         if size > room:
             raise Skip(f"the response reached {MULTI_GET_MAX_TOTAL_BYTES} bytes")
         return part

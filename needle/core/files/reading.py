@@ -269,9 +269,15 @@ class FileReader:
             raise CollectionError(f"{shown} has {len(part)} lines there; from_line {from_line} is past the end")
         end = len(part) if max_lines is None else min(len(part), from_line + max_lines - 1)
         return FileText(
-            docid=f"#{docid(f'{served.collection.name}:{served.rel}')}", collection=served.collection.name,
-            path=served.rel, from_line=from_line, to_line=end, total_lines=len(part), bytes=size,
-            text="\n".join(part[from_line - 1 : end]), **extra,
+            docid=f"#{docid(f'{served.collection.name}:{served.rel}')}",
+            collection=served.collection.name,
+            path=served.rel,
+            from_line=from_line,
+            to_line=end,
+            total_lines=len(part),
+            bytes=size,
+            text="\n".join(part[from_line - 1 : end]),
+            **extra,
         )
 
     # --- resolving ---
@@ -381,7 +387,6 @@ class FileReader:
             raise
         return fd
 
-
     def _read_bytes(self, served: ServedFile, limit: int) -> bytes:
         shown = f"{served.collection.name}/{served.rel}"
         try:
@@ -405,8 +410,14 @@ class FileReader:
             raise CollectionError(f"{name}/{rel} has {len(lines)} lines; from_line {from_line} is past the end")
         end = len(lines) if max_lines is None else min(len(lines), from_line + max_lines - 1)
         return FileText(
-            docid=f"#{docid(f'{name}:{rel}')}", collection=name, path=rel, from_line=from_line, to_line=end,
-            total_lines=len(lines), bytes=len(raw), text="\n".join(lines[from_line - 1 : end]),
+            docid=f"#{docid(f'{name}:{rel}')}",
+            collection=name,
+            path=rel,
+            from_line=from_line,
+            to_line=end,
+            total_lines=len(lines),
+            bytes=len(raw),
+            text="\n".join(lines[from_line - 1 : end]),
         )
 
 

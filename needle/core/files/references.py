@@ -75,4 +75,3 @@ def check_ref(ref: object, what: str = "a file reference") -> str:
     if ".." in re.split(r"[/\\:]", ref):
         raise CollectionError(f"{quote(ref)} contains '..'; paths must stay inside a collection")
     return ref
-

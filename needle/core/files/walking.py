@@ -197,4 +197,3 @@ def walk_collection(
                 regular = False
             yield Listed(rel, entry.path) if regular else Listed(rel, entry.path, "not a regular file")
         stack.extend(reversed(subfolders))
-

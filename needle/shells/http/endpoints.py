@@ -31,6 +31,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
+
 @contextmanager
 def errors() -> Iterator[None]:
     """
@@ -113,7 +114,9 @@ def takes(params: tuple[Param, ...]) -> Callable[[F], F]:
         taken = [p for p in params if p.http]
         parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)] + [
             inspect.Parameter(
-                p.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation(p, strict_numbers=True),
+                p.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=annotation(p, strict_numbers=True),
                 default=inspect.Parameter.empty if p.required else p.default,
             )
             for p in taken
@@ -152,9 +155,17 @@ def search(pipeline: str, request: dict[str, Any]) -> Any:
     switches = {p.name: request.get(p.name) for p in requests.SWITCHES}  # `query` only
     return call(
         lambda needle: needle.search(
-            request["query"], pipeline, top_k=request["limit"], collections=request["collections"],
-            min_score=request["min_score"], chunks=request["chunks"], explain=request["explain"],
-            overrides=request["set"], init_overrides=False, filters=search_filters(request), **switches,
+            request["query"],
+            pipeline,
+            top_k=request["limit"],
+            collections=request["collections"],
+            min_score=request["min_score"],
+            chunks=request["chunks"],
+            explain=request["explain"],
+            overrides=request["set"],
+            init_overrides=False,
+            filters=search_filters(request),
+            **switches,
         )
     )
 

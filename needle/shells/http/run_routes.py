@@ -34,7 +34,9 @@ JSON = "application/json"
 LeanRun = tuple[type[BaseModel], Callable[[BaseModel], Awaitable[Response]]]
 
 
-def _endpoint(run_api: Callable[..., Any], request_model: type[BaseModel], route: Callable[[], APIRoute]) -> Callable[..., Any]:
+def _endpoint(
+    run_api: Callable[..., Any], request_model: type[BaseModel], route: Callable[[], APIRoute]
+) -> Callable[..., Any]:
     """
     The endpoint of one lean route: the request model's fields to `run_api` on a worker thread, its result as
     the route's response model in JSON.
@@ -161,7 +163,7 @@ class RunShortcut:
         request_model, endpoint = run
         try:
             request = request_model.model_validate(json.loads(body)) if message is None else None
-        except Exception:  # noqa: BLE001 - a body FastAPI refuses (not JSON, too deep, invalid): it words the refusal
+        except Exception:
             request = None
         if request is None:
             await self.app(scope, _replay(body, message, receive), send)

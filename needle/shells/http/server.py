@@ -87,7 +87,9 @@ class OwnerOnlyMiddleware:
         """Pass other routes and the owner's requests on; answer the rest with 403."""
         if scope["type"] == "http" and scope.get("path", "").rstrip("/") in self.paths:
             if self.expected is None or not hmac.compare_digest(_authorization(scope), self.expected):
-                await refuse(send, 403, "this route serves only the needle commands of the user who started this process")
+                await refuse(
+                    send, 403, "this route serves only the needle commands of the user who started this process"
+                )
                 return
         await self.app(scope, receive, send)
 
@@ -124,8 +126,12 @@ def _validation_message(errors_: Sequence[Any]) -> str:
 
 
 ERROR_SCHEMA = {
-    "title": "Error", "type": "object", "required": ["detail"],
-    "properties": {"detail": {"type": "string", "title": "Detail", "description": "What went wrong and how to fix it."}},
+    "title": "Error",
+    "type": "object",
+    "required": ["detail"],
+    "properties": {
+        "detail": {"type": "string", "title": "Detail", "description": "What went wrong and how to fix it."}
+    },
 }
 # Refusals any route can give before or instead of its result, with the one body shape they all share.
 ROUTE_ERRORS = {

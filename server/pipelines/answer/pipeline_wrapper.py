@@ -39,8 +39,13 @@ class PipelineWrapper(BasePipelineWrapper):
         filters = search_filters(request)
         return call(
             lambda needle: needle.answer(
-                request["question"], top_k=request["limit"], collections=request["collections"], filters=filters,
-                decompose=request["decompose"], retry=request["retry"], min_score=request["min_score"],
+                request["question"],
+                top_k=request["limit"],
+                collections=request["collections"],
+                filters=filters,
+                decompose=request["decompose"],
+                retry=request["retry"],
+                min_score=request["min_score"],
             )
         )
 

@@ -33,6 +33,8 @@ class PipelineWrapper(BasePipelineWrapper):
 
         :returns: The lines, with the file's collection, path, docid, line numbers and size.
         """
-        return call(lambda needle: needle.files.read(
-            request["ref"], from_line=request["from_line"], max_lines=request["max_lines"]
-        ))
+        return call(
+            lambda needle: needle.files.read(
+                request["ref"], from_line=request["from_line"], max_lines=request["max_lines"]
+            )
+        )
