@@ -629,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
         text += f"\n![the label before and now]({plot(results, RESULTS / 'agents-confidence.png').name})\n"
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    commands = sorted({c for c in results["commands"].values()})
+    commands = sorted(set(results["commands"].values()))
     args.out.write_text("Printed by " + ", ".join(f"`{c}`" for c in commands) + f"\n\n{text}\n")
     stored.write_text(json.dumps(results, indent=2, default=str))
     return 0

@@ -100,7 +100,10 @@ def generate(root: Path, count: int, start: int = 0, seed: int = 0) -> None:
     for i in range(start, start + count):
         folder = root / f"f{i % 60:02d}"
         folder.mkdir(parents=True, exist_ok=True)
-        pick = lambda n: " ".join(rng.choice(words) for _ in range(n))  # noqa: E731
+
+        def pick(n: int) -> str:
+            return " ".join(rng.choice(words) for _ in range(n))
+
         lines = [f"# tool-{i:05d}", "", f"> {pick(12).capitalize()}.", ""]
         for _ in range(3):
             lines += [

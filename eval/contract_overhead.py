@@ -17,12 +17,13 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from needle.core.settings import load_settings  # noqa: E402
-from needle.facade.api import Needle, reported_stages  # noqa: E402
-from needle.runtime.contract import GraphContract  # noqa: E402
+from needle.core.settings import load_settings
+from needle.facade.api import Needle, reported_stages
+from needle.runtime.contract import GraphContract
+
+ROOT = Path(__file__).resolve().parent.parent
 
 QUERIES = ("sourdough starter feeding", "kubernetes pod memory limit", "restic backup to s3", "vim macros")
 

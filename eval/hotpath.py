@@ -789,9 +789,12 @@ def run_shortcut(args: argparse.Namespace) -> dict[str, Any]:
                 started = time.perf_counter()
                 body = asyncio.run_coroutine_threadsafe(answer(route, payload), loop).result()
                 elapsed = (time.perf_counter() - started) * 1000
-                if route != "status" and last.get(route, (None, None))[0] == payload["query"]:
-                    if last[route][1] != body:
-                        raise RuntimeError(f"{route}: the two paths answered {payload['query']!r} differently")
+                if (
+                    route != "status"
+                    and last.get(route, (None, None))[0] == payload["query"]
+                    and last[route][1] != body
+                ):
+                    raise RuntimeError(f"{route}: the two paths answered {payload['query']!r} differently")
                 last[route] = (payload.get("query"), body)
                 return elapsed
 

@@ -59,11 +59,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from needle.core.settings import load_settings  # noqa: E402
-from needle.facade.api import Needle  # noqa: E402
+from needle.core.settings import load_settings
+from needle.facade.api import Needle
+
+ROOT = Path(__file__).resolve().parent.parent
 
 DEMO_NOTES = ROOT / "needle" / "demo" / "notes"
 SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl"
@@ -311,7 +312,7 @@ def floor_seconds(files: list[Path], dense: Any, sparse: Any) -> float:
 
 def token_windows(text: str, tokenizer: Any, size: int = 254) -> list[str]:
     """`text` cut into consecutive pieces of at most `size` tokens (the model adds two of its own)."""
-    offsets = [o for o in tokenizer.encode(text, add_special_tokens=False).offsets]
+    offsets = list(tokenizer.encode(text, add_special_tokens=False).offsets)
     if not offsets:
         return [text]
     pieces = []

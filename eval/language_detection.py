@@ -33,10 +33,11 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from needle.core.languages import CLEAR, LANGUAGES, identify, script_language  # noqa: E402
+from needle.core.languages import CLEAR, LANGUAGES, identify, script_language
+
+ROOT = Path(__file__).resolve().parent.parent
 
 RESULTS = ROOT / "eval" / "results" / "language_detection.json"
 SCIFACT = Path("/work/shared/datasets/scifact")

@@ -47,7 +47,7 @@ def _percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def _free_port() -> int:
@@ -64,13 +64,14 @@ def start_server(data_dir: Path, timeout: float = 300, instances: int | None = N
         env["NEEDLE_SERVE__GRAPH_INSTANCES"] = str(instances)
     # The server logs every request: send that to a file, never to a pipe nobody reads (a full pipe
     # blocks the server mid-request).
-    log = tempfile.NamedTemporaryFile(prefix="needle-load-server-", suffix=".log", delete=False)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "needle.shells.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
+    # The server keeps its own descriptor of the log; the file stays (delete=False) for reading after it exits.
+    with tempfile.NamedTemporaryFile(prefix="needle-load-server-", suffix=".log", delete=False) as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "needle.shells.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
     proc.log_path = log.name  # type: ignore[attr-defined]
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout

@@ -34,10 +34,11 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, os.environ.get("NEEDLE_CODE", str(ROOT)))
+sys.path.insert(0, os.environ.get("NEEDLE_CODE", str(Path(__file__).resolve().parent.parent)))
 
-from needle.evaluation.metrics import hit_at_k, mean, mrr_at_k  # noqa: E402
+from needle.evaluation.metrics import hit_at_k, mean, mrr_at_k
+
+ROOT = Path(__file__).resolve().parent.parent
 
 DATA = ROOT / "eval" / "data" / "multilingual.yml"
 RESULTS = ROOT / "eval" / "results"
@@ -200,7 +201,7 @@ def table(rows: dict[str, dict[str, float]], label: str) -> list[str]:
 def report(out: dict[str, Any]) -> str:
     lines: list[str] = []
     for pipeline in ("search", "query"):
-        lines += ["", f"mixed collection, {pipeline}:"] + table(out["mixed"][pipeline], "language")
+        lines += ["", f"mixed collection, {pipeline}:", *table(out["mixed"][pipeline], "language")]
         lines.append(
             f"| english-only | {out['english-only'][pipeline]['questions']} | {out['english-only'][pipeline]['hit@1']:.3f} | "
             f"{out['english-only'][pipeline]['hit@3']:.3f} | {out['english-only'][pipeline]['mrr@10']:.3f} |"
@@ -266,10 +267,7 @@ def main() -> int:
     args = parser.parse_args()
     data = load()
     with tempfile.TemporaryDirectory(prefix="needle-multilingual-") as tmp:
-        if args.baseline:
-            out = baseline(Path(tmp), data)
-        else:
-            out = full(Path(tmp), data)
+        out = baseline(Path(tmp), data) if args.baseline else full(Path(tmp), data)
     text = report(out)
     print(text)
     suffix = "-baseline" if args.baseline else ""

@@ -16,6 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import itertools
+
 from needle.evaluation import mixed_formats as formats
 from needle.evaluation import sample_documents as make
 
@@ -26,10 +28,10 @@ def words(text: str) -> list[str]:
 
 def fidelity(extracted: str, source: list[str]) -> tuple[float, float]:
     got = words(extracted)
-    found, pairs = set(got), set(zip(got, got[1:]))
+    found, pairs = set(got), set(itertools.pairwise(got))
     return (
         sum(w in found for w in source) / len(source),
-        sum(p in pairs for p in zip(source, source[1:])) / (len(source) - 1),
+        sum(p in pairs for p in itertools.pairwise(source)) / (len(source) - 1),
     )
 
 

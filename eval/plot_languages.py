@@ -50,7 +50,7 @@ def main() -> int:
 
     # hit@3 per language: search and query, before (main) and after.
     for ax, pipeline in zip(axes[1:], ("search", "query"), strict=True):
-        languages = list(after["mixed"][pipeline]) + ["english-only"]
+        languages = [*after["mixed"][pipeline], "english-only"]
         values_after = [after["mixed"][pipeline][lang]["hit@3"] for lang in languages[:-1]] + [
             after["english-only"][pipeline]["hit@3"]
         ]

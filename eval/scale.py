@@ -40,6 +40,7 @@ Prints a markdown table and writes it with the raw numbers to eval/reports/scale
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -52,6 +53,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -383,14 +385,23 @@ def _open_store(kind: str, path: str, args: argparse.Namespace) -> Any:
     )
 
 
+def _qdrant_dense(store: Any, q: Any, top_k: int) -> Any:
+    """What qdrant-haystack's QdrantEmbeddingRetriever calls."""
+    return store._query_by_embedding(query_embedding=q, top_k=top_k)
+
+
+def _qdrant_sparse(store: Any, q: Any, top_k: int) -> Any:
+    """What qdrant-haystack's QdrantSparseEmbeddingRetriever calls."""
+    return store._query_by_sparse(query_sparse_embedding=q, top_k=top_k)
+
+
 def _searcher(kind: str, store: Any, query_kind: str) -> Callable[[Any], Any] | None:
+    text: Callable[[Any], Any] | None
     if kind == "edge":
         dense, sparse = store.query_dense, store.query_sparse
-        text: Callable[[Any], Any] | None = lambda q: store.query_text(q, top_k=10)
+        text = partial(store.query_text, top_k=10)
     else:
-        # What qdrant-haystack's QdrantEmbeddingRetriever and QdrantSparseEmbeddingRetriever call.
-        dense = lambda q, top_k: store._query_by_embedding(query_embedding=q, top_k=top_k)  # noqa: E731
-        sparse = lambda q, top_k: store._query_by_sparse(query_sparse_embedding=q, top_k=top_k)  # noqa: E731
+        dense, sparse = partial(_qdrant_dense, store), partial(_qdrant_sparse, store)
         text = None
     return {
         "dense": lambda q: dense(q, top_k=10),
@@ -530,10 +541,8 @@ def _folder_mb(path: str) -> float:
     total = 0
     for folder, _dirs, files in os.walk(path):
         for name in files:
-            try:
+            with contextlib.suppress(OSError):
                 total += os.path.getsize(os.path.join(folder, name))
-            except OSError:
-                pass
     return total / 2**20
 
 

@@ -26,12 +26,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from needle.core.settings import load_settings
 from needle.evaluation.golden import load_golden
 from needle.facade.api import Needle
+
+REPO = Path(__file__).resolve().parent.parent
 
 PROVIDERS = ("fastembed", "openai", "ollama")
 MODEL = "minilm"

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-import needle.runtime.loader  # noqa: F401  (Needle's deserialisation allowlist, as in every process)
+import needle.runtime.loader  # noqa: F401 - imported for its effect: Needle's deserialisation allowlist, as in every process
 from needle.core.model_files import provision
 from needle.core.settings import Settings, load_settings
-from tests.embedding_server import embedding_server, served  # noqa: F401  (fixtures: the embedding server)
+
+# The session's servers: their fixtures (`embedding_server`, `served`, `llm_server`) serve every test module.
+pytest_plugins = ("tests.llm_server", "tests.embedding_server")
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_NOTES = REPO / "needle" / "demo" / "notes"

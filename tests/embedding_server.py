@@ -1,11 +1,8 @@
 """One embedding server (eval/embedding_server.py: the offline MiniLM behind OpenAI's and Ollama's APIs) per session.
 
-A real process on 127.0.0.1, reached by the real OpenAI and Ollama clients. Test modules import the fixture:
-
-    from tests.embedding_server import embedding_server  # noqa: F401
-
-and switch faults on for one test with `embedding_server.faults(rate_limit=2)` (cleared after each test by
-the `clear_faults` fixture the same import brings). The server is a module-level singleton: the first
+A real process on 127.0.0.1, reached by the real OpenAI and Ollama clients. tests/conftest.py registers this
+module as a plugin (`pytest_plugins`): a test asks for `embedding_server`, or for `served` (faults and statistics
+cleared before and after it), and switches faults on with `served.faults(rate_limit=2)`. The server is a module-level singleton: the first
 fixture instance starts it, the last to tear down stops it.
 """
 
@@ -79,22 +76,23 @@ def _start() -> EmbeddingServer:
         NOMIC,
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-    log = tempfile.TemporaryFile()  # noqa: SIM115 - the server writes to it until it stops
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-    server = EmbeddingServer(f"http://127.0.0.1:{port}")
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            log.seek(0)
-            raise RuntimeError(
-                f"embedding server exited with {process.returncode}: {log.read().decode(errors='replace')[-2000:]}"
-            )
-        try:
-            server._call("/health")
-            _server.update(process=process, handle=server)
-            return server
-        except OSError:
-            time.sleep(0.2)
+    # The server keeps writing to its own descriptor of the log once this process's is closed (after start-up).
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+        server = EmbeddingServer(f"http://127.0.0.1:{port}")
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                log.seek(0)
+                raise RuntimeError(
+                    f"embedding server exited with {process.returncode}: {log.read().decode(errors='replace')[-2000:]}"
+                )
+            try:
+                server._call("/health")
+                _server.update(process=process, handle=server)
+                return server
+            except OSError:
+                time.sleep(0.2)
     process.terminate()
     raise RuntimeError(f"embedding server not ready after {STARTUP_TIMEOUT:.0f} s")
 

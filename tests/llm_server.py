@@ -1,12 +1,9 @@
 """One llama.cpp OpenAI-compatible server (SmolLM2-135M) per test session, for the LLM code paths.
 
 The tiny model cannot expand queries or judge relevance; it only lets the real client, parsing, fallback
-and cache run end to end. Test modules import the fixture:
-
-    from tests.llm_server import llm_server  # noqa: F401
-
-pytest registers an imported fixture once per importing module, so the server itself is a module-level
-singleton: the first fixture instance starts it, the last one to tear down stops it.
+and cache run end to end. tests/conftest.py registers this module as a plugin (`pytest_plugins`), so a test
+asks for `llm_server` by name. The server is a module-level singleton: the first fixture instance starts it,
+the last one to tear down stops it.
 """
 
 from __future__ import annotations
@@ -69,21 +66,23 @@ def _start() -> str:
         "False",
     ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    log = tempfile.TemporaryFile()  # a file, not a pipe: nobody reads the log while the server runs
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            log.seek(0)
-            error = log.read().decode(errors="replace")[-2000:]
-            raise RuntimeError(f"llama.cpp server exited with {process.returncode}: {error}")
-        try:
-            with urllib.request.urlopen(f"{url}/models", timeout=2) as response:
-                if json.load(response).get("data"):
-                    _server.update(process=process, url=url)
-                    return url
-        except OSError:
-            time.sleep(0.3)
+    # A file, not a pipe: nobody reads the log while the server runs. This process reads it only if the server
+    # exits while starting; the server keeps writing to its own descriptor once this one is closed.
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                log.seek(0)
+                error = log.read().decode(errors="replace")[-2000:]
+                raise RuntimeError(f"llama.cpp server exited with {process.returncode}: {error}")
+            try:
+                with urllib.request.urlopen(f"{url}/models", timeout=2) as response:
+                    if json.load(response).get("data"):
+                        _server.update(process=process, url=url)
+                        return url
+            except OSError:
+                time.sleep(0.3)
     _stop(process)
     raise RuntimeError(f"llama.cpp server not ready after {STARTUP_TIMEOUT:.0f} s")
 

@@ -1,6 +1,7 @@
 """Backups: a consistent copy of the embedded index, server snapshots, restoring, and the schedule."""
 
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -195,7 +196,9 @@ class TestEmbeddedBackups:
         data = json.loads(manifest.read_text())
         data["fingerprint"]["embedding_model"] = "BAAI/bge-small-en-v1.5"
         manifest.write_text(json.dumps(data))
-        with pytest.raises(index_info.IndexMismatchError, match="embedding_model: backup has 'BAAI/bge-small-en-v1.5'"):
+        with pytest.raises(
+            index_info.IndexMismatchError, match=re.escape("embedding_model: backup has 'BAAI/bge-small-en-v1.5'")
+        ):
             needle.restore(str(tmp_path / "backup"))
         assert needle.store.count_documents() > 0  # the index was left as it was
 

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 
@@ -452,7 +453,7 @@ class TestQueue:
 
         class Owner:
             _index_lock = threading.RLock()
-            index_run = {
+            index_run: ClassVar[dict[str, Any]] = {
                 "collections": ["notes"],
                 "phase": "indexing",
                 "started": time.time(),

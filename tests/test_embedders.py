@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from needle.core import embedding_providers as embedders
@@ -53,11 +55,11 @@ class TestSettings:
         assert embedders.is_served(settings) and embedders.server_url(settings) == "http://127.0.0.1:11434"
 
     def test_an_unknown_provider_is_refused_naming_the_key(self, tmp_path):
-        with pytest.raises(ConfigError, match="embedding.provider"):
+        with pytest.raises(ConfigError, match=re.escape("embedding.provider")):
             load_settings(env={"NEEDLE_DATA_DIR": str(tmp_path), "NEEDLE_EMBEDDING__PROVIDER": "huggingface"})
 
     def test_a_zero_batch_size_is_refused(self, tmp_path):
-        with pytest.raises(ConfigError, match="embedding.batch_size"):
+        with pytest.raises(ConfigError, match=re.escape("embedding.batch_size")):
             load_settings(env={"NEEDLE_DATA_DIR": str(tmp_path), "NEEDLE_EMBEDDING__BATCH_SIZE": "0"})
 
 

@@ -22,7 +22,7 @@ from needle.core.resources import PIPELINES_DIR
 from needle.facade.api import Needle
 from needle.runtime.contract import REQUIRED, ContractError, GraphContract
 from tests.conftest import DEMO_NOTES, make_settings
-from tests.llm_server import MODEL_NAME, llm_server  # noqa: F401
+from tests.llm_server import MODEL_NAME
 
 GRAPHS = sorted(PIPELINES_DIR.glob("*.yml"))
 NOTES = [
@@ -178,7 +178,7 @@ class TestEveryStageRenamed:
 class TestRenamedWithAnLLM:
     def test_answer_and_llm_search_give_the_same_results(
         self, renamed_graphs, notes, tmp_path, model_dir, llm_server, monkeypatch
-    ):  # noqa: F811
+    ):
         monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
         seen: dict[str, Any] = {}
         for label, folder in (("original", PIPELINES_DIR), ("renamed", renamed_graphs)):

@@ -129,7 +129,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
 
 
 def test_one_run_indexes_every_note_it_can_and_reports_each_other_with_a_reason(hostile, model_dir):
-    data, run, _ = hostile
+    _, run, _ = hostile
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads(run.stdout)
     said = {item["path"]: item["reason"] for item in report["skipped"]}

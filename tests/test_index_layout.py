@@ -1,5 +1,7 @@
 """Index settings: injected into both stores, recorded as the index's layout, applied by `needle optimize`."""
 
+import re
+
 import pytest
 
 from needle.core.settings import load_settings
@@ -31,7 +33,7 @@ class TestInjection:
     def test_a_bad_setting_names_its_key(self, tmp_path):
         from needle.core.settings import ConfigError
 
-        with pytest.raises(ConfigError, match="index.quantization"):
+        with pytest.raises(ConfigError, match=re.escape("index.quantization")):
             settings_with(tmp_path, NEEDLE_INDEX__QUANTIZATION="int4")
 
 

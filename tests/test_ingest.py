@@ -3,6 +3,7 @@
 import copy
 import os
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -571,7 +572,7 @@ class TestEveryFileAccountedFor:
 
 
 class TestBadValues:
-    BAD = {
+    BAD: ClassVar[dict[str, str]] = {
         "bad-date.md": "date: 2024-13-45",
         "prio.md": "prio: !!int high",
         "digits.md": "count: " + "9" * 5000,

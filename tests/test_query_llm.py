@@ -9,7 +9,7 @@ import pytest
 
 from haystack_integrations.components.classifiers.needle.result_labeler import LABELS
 from needle.facade.api import Needle
-from tests.llm_server import MODEL_NAME, llm_server  # noqa: F401
+from tests.llm_server import MODEL_NAME
 
 pytestmark = pytest.mark.integration
 
@@ -31,7 +31,7 @@ def with_llm(needle: Needle, **llm: object) -> Needle:
     return Needle(settings, environment=needle.environment.derive(settings))
 
 
-def test_llm_graph_expands_reranks_and_answers(demo_needle, llm_server, monkeypatch):  # noqa: F811
+def test_llm_graph_expands_reranks_and_answers(demo_needle, llm_server, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
     needle = with_llm(demo_needle, url=llm_server, model=MODEL_NAME, timeout=60.0)
     answer = needle.search(

@@ -44,7 +44,9 @@ def test_snippets_are_line_anchored_to_the_file(demo_needle):
         start, count = (int(x) for x in header.split()[1][1:].split(","))
         lines = (NOTES / result.path).read_text().split("\n")
         assert len(body) == count
-        assert body == lines[start - 1 : start - 1 + count] or all(b in l for b, l in zip(body, lines[start - 1 :]))
+        assert body == lines[start - 1 : start - 1 + count] or all(
+            b in line for b, line in zip(body, lines[start - 1 :])
+        )
 
 
 def test_collection_filter_applies_to_every_list(demo_needle, tmp_path):
@@ -73,7 +75,7 @@ def test_run_inputs_can_be_set_per_search_and_init_parameters_refused_when_asked
         "certbot renew deploy hook", overrides={"bm25_retriever.top_k": 1, "vector_retriever.top_k": 1}
     )
     assert len(narrow.results) == 1
-    with pytest.raises(ValueError, match="fuse.k.*not a run input"):
+    with pytest.raises(ValueError, match=r"fuse\.k.*not a run input"):
         demo_needle.search("certbot", overrides={"fuse.k": 30}, init_overrides=False)
 
 

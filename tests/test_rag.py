@@ -12,7 +12,7 @@ import pytest
 
 from haystack_integrations.components.classifiers.needle.result_labeler import LABELS
 from needle.facade.api import LLMError, Needle
-from tests.llm_server import MODEL_NAME, llm_server  # noqa: F401
+from tests.llm_server import MODEL_NAME
 
 pytestmark = pytest.mark.integration
 QUESTION = "How do I feed my sourdough starter?"
@@ -31,7 +31,7 @@ def local_key(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
 
 
-def test_answer_comes_back_from_the_chunks_the_query_graph_found(demo_needle, llm_server, local_key):  # noqa: F811
+def test_answer_comes_back_from_the_chunks_the_query_graph_found(demo_needle, llm_server, local_key):
     needle = with_llm(demo_needle, url=llm_server, model=MODEL_NAME, timeout=60.0)
     answer = needle.answer(QUESTION, top_k=2, overrides=SHORT)
     assert isinstance(answer.answer, str) and answer.answer.strip()
@@ -46,7 +46,7 @@ def test_answer_comes_back_from_the_chunks_the_query_graph_found(demo_needle, ll
     assert answer.label in LABELS
 
 
-def test_retry_reports_coverage_retries_and_uncovered_claims(demo_needle, llm_server, local_key):  # noqa: F811
+def test_retry_reports_coverage_retries_and_uncovered_claims(demo_needle, llm_server, local_key):
     # The tiny model rarely cites as told, so its claims are mostly uncovered: what is tested is that the loop
     # runs through the real client, that the answer stays within its chunks and that the numbers add up.
     needle = with_llm(demo_needle, url=llm_server, model=MODEL_NAME, timeout=120.0)
@@ -83,7 +83,7 @@ def test_empty_question_is_a_usage_error(demo_needle, local_key):
 
 @pytest.mark.usefixtures("local_key")
 class TestCliAnswer:
-    def test_json_answer_lists_its_sources(self, cli, llm_server, monkeypatch):  # noqa: F811
+    def test_json_answer_lists_its_sources(self, cli, llm_server, monkeypatch):
         monkeypatch.setenv("NEEDLE_LLM__URL", llm_server)
         monkeypatch.setenv("NEEDLE_LLM__MODEL", MODEL_NAME)
         code, out, _ = cli(
@@ -92,7 +92,7 @@ class TestCliAnswer:
         assert code == 0
         answer = json.loads(out)
         assert answer["answer"].strip()
-        assert [r["path"] for r in answer["results"]][0].startswith("recipes/sourdough")
+        assert answer["results"][0]["path"].startswith("recipes/sourdough")
         assert set(answer) == {
             "answer",
             "label",

@@ -175,7 +175,7 @@ class LLMSelfQueryExtractor(SelfQueryExtractor):
         """The model's validated reading, or `None` and why not."""
         self.warm_up()
         assert self._cache is not None
-        collections, fields, folders = self._known()
+        _, fields, folders = self._known()
         tags = self._known_tags()
         today = now.date().isoformat()
         extra = (

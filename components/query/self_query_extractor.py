@@ -323,102 +323,26 @@ class SelfQueryExtractor:
         """
         collections, fields, folders = self._known()
         found = _Extraction(query="", loose_query="")
-        # Spans read as filters: the words the cleaned question keeps in their place, and those it keeps on fallback.
-        removed: list[tuple[int, int, str, str]] = []
-
-        def take(match: re.Match[str], keep: str = "", keep_searching: str = "") -> bool:
-            start, end = match.span()
-            if any(s < end and start < e for s, e, _, _ in removed):
-                return False
-            removed.append((start, end, keep_searching, keep))
-            return True
-
-        for match in _PHRASE.finditer(query):
-            phrase = " ".join(match.group(1).split()).strip(" .,;:!?")
-            if phrase and take(match, phrase, keep_searching=phrase):
-                found.must_contain.append(phrase)
-        for match in _PREFIXED.finditer(query):
-            kind, value = match.group(1).lower(), match.group(2).strip('"')
-            if kind in ("tag", "tags"):
-                tags = [clean_tag(t) for t in value.split(",") if clean_tag(t)]
-                if tags and take(match, " ".join(tags)):
-                    found.tags.extend(tags)
-            elif kind == "collection" or (kind == "in" and value.strip("/") in collections):
-                if take(match, value.strip("/")):
-                    found.collections.append(value.strip("/"))
-            elif take(match, value.strip("/").replace("/", " ")):
-                found.paths.append(value)
-        for match in _HASH_TAG.finditer(query):
-            tag = clean_tag(match.group(1))
-            if tag and not tag.replace("/", "").isdigit() and take(match, tag.replace("/", " ")):
-                found.tags.append(tag)
-        for match in _FOLDER_WORDS.finditer(query):
-            folder = (match.group(1) or match.group(2)).strip("/")
-            if take(match, folder.replace("/", " ")):
-                found.paths.append(folder + "/")
-        for match in _FIELD.finditer(query):
-            name, value = match.group(1), match.group(2).strip('"')
-            if name.lower() in _RESERVED_FIELDS or name not in fields:
-                continue
-            if take(match, value):
-                found.where[name] = _typed_value(value)
+        spans = _Spans()
+        # The order matters: a span read first is not read again by a later rule.
+        _read_phrases(query, found, spans)
+        _read_prefixed(query, collections, found, spans)
+        _read_hash_tags(query, found, spans)
+        _read_folder_words(query, found, spans)
+        _read_fields(query, fields, found, spans)
         if collections:
-            for match in _collections_pattern(frozenset(collections)).finditer(query):
-                name = next(c for c in collections if c.lower() == match.group(1).lower())
-                if take(match, ""):
-                    found.collections.append(name)
+            _read_named_collections(query, collections, found, spans)
         if folders:
-            self._read_named_folders(query, folders, found, take)
-        for match in _EXCLUDED.finditer(query):
-            if match.group(1).lower() not in _OPTION_WORDS and take(match, ""):
-                found.must_not_contain.append(match.group(1))
-        for match in _SPAN.finditer(query):
-            first, last = period_range(match.group(1), now), period_range(match.group(2), now)
-            if first and last and first[0] < last[1] and take(match, match.group(0)):
-                found.dates.append(match.group(0).strip())
-                found.after = max(found.after or first[0], first[0])
-                found.before = min(found.before or last[1], last[1])
+            _read_named_folders(query, folders, found, spans)
+        _read_exclusions(query, found, spans)
+        _read_date_spans(query, now, found, spans)
         for match in _DATE.finditer(query):
-            self._read_date(match, now, found, take)
-        for match in _RECENT.finditer(query):
-            words = match.group(0)
-            asked = re.match(r"(what\s+did\s+\w+\s+\w+)\s+last$", words, re.IGNORECASE)
-            if take(match, words, keep_searching=asked.group(1) if asked else ""):
-                found.recent = True
-        found.query, found.loose_query = _without(query, removed)
+            _read_date(match, now, found, spans)
+        _read_recent(query, found, spans)
+        found.query, found.loose_query = _without(query, spans.removed)
         if not found.query:
             found.query = found.loose_query or query
         return found
-
-    @staticmethod
-    def _read_named_folders(query: str, folders: set[str], found: _Extraction, take: Any) -> None:
-        """A folder named in words: "journal entries", "meeting notes", "from my journal"."""
-        pattern, names = _folders_pattern(frozenset(folders))
-        for match in pattern.finditer(query):
-            word = (match.group(1) or match.group(2)).lower()
-            if take(match, match.group(0)):
-                found.paths.append(names[word] + "/")
-
-    @staticmethod
-    def _read_date(match: re.Match[str], now: Any, found: _Extraction, take: Any) -> None:
-        preposition = (match.group(1) or match.group(3) or "").lower()
-        phrase = match.group(2) or match.group(4)
-        span = period_range(phrase, now)
-        if span is None or not take(match, match.group(0)):
-            return
-        start, end = span
-        found.dates.append(match.group(0).strip())
-        if preposition == "since":
-            found.after = max(found.after or start, start)
-        elif preposition == "after":
-            found.after = max(found.after or end, end)
-        elif preposition == "before":
-            found.before = min(found.before or start, start)
-        elif preposition in ("until", "till"):
-            found.before = min(found.before or end, end)
-        else:
-            found.after = max(found.after or start, start)
-            found.before = min(found.before or end, end)
 
     def _known(self) -> tuple[set[str], set[str], set[str]]:
         """
@@ -444,6 +368,143 @@ class SelfQueryExtractor:
             return None
 
 
+class _Spans:
+    """The spans of a question read as filters: the words the cleaned question keeps in their place, and those it keeps on fallback."""
+
+    def __init__(self) -> None:
+        # (start, end, words the cleaned question keeps, words the question keeps on fallback)
+        self.removed: list[tuple[int, int, str, str]] = []
+
+    def take(self, match: re.Match[str], keep: str = "", keep_searching: str = "") -> bool:
+        """
+        Claim a match's span unless an earlier rule took part of it.
+
+        :param match: The span read as a filter.
+        :param keep: The words the question keeps in its place on fallback (when the filters are dropped).
+        :param keep_searching: The words the cleaned question keeps in its place.
+        :returns: Whether the span was claimed.
+        """
+        start, end = match.span()
+        if any(s < end and start < e for s, e, _, _ in self.removed):
+            return False
+        self.removed.append((start, end, keep_searching, keep))
+        return True
+
+
+def _read_phrases(query: str, found: _Extraction, spans: _Spans) -> None:
+    """A quoted phrase: the results must contain it."""
+    for match in _PHRASE.finditer(query):
+        phrase = " ".join(match.group(1).split()).strip(" .,;:!?")
+        if phrase and spans.take(match, phrase, keep_searching=phrase):
+            found.must_contain.append(phrase)
+
+
+def _read_prefixed(query: str, collections: set[str], found: _Extraction, spans: _Spans) -> None:
+    """`tag:x`, `collection:x`, `in:x`, `path:x`."""
+    for match in _PREFIXED.finditer(query):
+        kind, value = match.group(1).lower(), match.group(2).strip('"')
+        if kind in ("tag", "tags"):
+            tags = [clean_tag(t) for t in value.split(",") if clean_tag(t)]
+            if tags and spans.take(match, " ".join(tags)):
+                found.tags.extend(tags)
+        elif kind == "collection" or (kind == "in" and value.strip("/") in collections):
+            if spans.take(match, value.strip("/")):
+                found.collections.append(value.strip("/"))
+        elif spans.take(match, value.strip("/").replace("/", " ")):
+            found.paths.append(value)
+
+
+def _read_hash_tags(query: str, found: _Extraction, spans: _Spans) -> None:
+    """`#tag` (not `#123`)."""
+    for match in _HASH_TAG.finditer(query):
+        tag = clean_tag(match.group(1))
+        if tag and not tag.replace("/", "").isdigit() and spans.take(match, tag.replace("/", " ")):
+            found.tags.append(tag)
+
+
+def _read_folder_words(query: str, found: _Extraction, spans: _Spans) -> None:
+    """A folder given as such: "in the journal folder", "under notes/work/"."""
+    for match in _FOLDER_WORDS.finditer(query):
+        folder = (match.group(1) or match.group(2)).strip("/")
+        if spans.take(match, folder.replace("/", " ")):
+            found.paths.append(folder + "/")
+
+
+def _read_fields(query: str, fields: set[str], found: _Extraction, spans: _Spans) -> None:
+    """`field:value` for an indexed frontmatter field."""
+    for match in _FIELD.finditer(query):
+        name, value = match.group(1), match.group(2).strip('"')
+        if name.lower() in _RESERVED_FIELDS or name not in fields:
+            continue
+        if spans.take(match, value):
+            found.where[name] = _typed_value(value)
+
+
+def _read_named_collections(query: str, collections: set[str], found: _Extraction, spans: _Spans) -> None:
+    """An indexed collection named in words."""
+    for match in _collections_pattern(frozenset(collections)).finditer(query):
+        name = next(c for c in collections if c.lower() == match.group(1).lower())
+        if spans.take(match, ""):
+            found.collections.append(name)
+
+
+def _read_named_folders(query: str, folders: set[str], found: _Extraction, spans: _Spans) -> None:
+    """A folder named in words: "journal entries", "meeting notes", "from my journal"."""
+    pattern, names = _folders_pattern(frozenset(folders))
+    for match in pattern.finditer(query):
+        word = (match.group(1) or match.group(2)).lower()
+        if spans.take(match, match.group(0)):
+            found.paths.append(names[word] + "/")
+
+
+def _read_exclusions(query: str, found: _Extraction, spans: _Spans) -> None:
+    """`-term`: the results must not contain it (command options excepted)."""
+    for match in _EXCLUDED.finditer(query):
+        if match.group(1).lower() not in _OPTION_WORDS and spans.take(match, ""):
+            found.must_not_contain.append(match.group(1))
+
+
+def _read_date_spans(query: str, now: Any, found: _Extraction, spans: _Spans) -> None:
+    """An explicit span: "from 2009 to 2014"."""
+    for match in _SPAN.finditer(query):
+        first, last = period_range(match.group(1), now), period_range(match.group(2), now)
+        if first and last and first[0] < last[1] and spans.take(match, match.group(0)):
+            found.dates.append(match.group(0).strip())
+            found.after = max(found.after or first[0], first[0])
+            found.before = min(found.before or last[1], last[1])
+
+
+def _read_date(match: re.Match[str], now: Any, found: _Extraction, spans: _Spans) -> None:
+    """A date phrase, bounding the period on the side its preposition says."""
+    preposition = (match.group(1) or match.group(3) or "").lower()
+    phrase = match.group(2) or match.group(4)
+    span = period_range(phrase, now)
+    if span is None or not spans.take(match, match.group(0)):
+        return
+    start, end = span
+    found.dates.append(match.group(0).strip())
+    if preposition == "since":
+        found.after = max(found.after or start, start)
+    elif preposition == "after":
+        found.after = max(found.after or end, end)
+    elif preposition == "before":
+        found.before = min(found.before or start, start)
+    elif preposition in ("until", "till"):
+        found.before = min(found.before or end, end)
+    else:
+        found.after = max(found.after or start, start)
+        found.before = min(found.before or end, end)
+
+
+def _read_recent(query: str, found: _Extraction, spans: _Spans) -> None:
+    """Recency words: "the latest", "most recent", "what did I decide last", "the current plan"."""
+    for match in _RECENT.finditer(query):
+        words = match.group(0)
+        asked = re.match(r"(what\s+did\s+\w+\s+\w+)\s+last$", words, re.IGNORECASE)
+        if spans.take(match, words, keep_searching=asked.group(1) if asked else ""):
+            found.recent = True
+
+
 def _typed_value(text: str) -> Any:
     lowered = text.lower()
     if lowered in ("true", "false"):
@@ -465,8 +526,12 @@ def _without(query: str, removed: list[tuple[int, int, str, str]]) -> tuple[str,
         position = end
     strict.append(query[position:])
     loose.append(query[position:])
-    tidy = lambda text: re.sub(r"\s+([?.!,;:])", r"\1", " ".join(text.split())).strip(" ,;:")  # noqa: E731
-    return tidy("".join(strict)), tidy("".join(loose))
+    return _tidy("".join(strict)), _tidy("".join(loose))
+
+
+def _tidy(text: str) -> str:
+    """Spaces collapsed, none before punctuation, no dangling separators at either end."""
+    return re.sub(r"\s+([?.!,;:])", r"\1", " ".join(text.split())).strip(" ,;:")
 
 
 # The patterns are compiled once per set of names (they change only when the index does): escaping and

@@ -139,15 +139,14 @@ class HybridScoreRanker:
                 store.best_scores_by_requests(self.group_by, files, query_embedding=dense) if dense is not None else []
             )
             scores = store.best_scores([*lexical, *terms, *semantic])
-            by_file = lambda found: {f: score for f, score in zip(files, found) if score is not None}  # noqa: E731
             read[name] = {}
             if sparse is not None:
-                read[name]["bm25"] = by_file(scores[: len(lexical)])
+                read[name]["bm25"] = _by_file(files, scores[: len(lexical)])
                 read[name]["terms"] = [
                     0.0 if score is None else score for score in scores[len(lexical) : len(lexical) + len(terms)]
                 ]
             if dense is not None:
-                read[name]["cosine"] = by_file(scores[len(lexical) + len(terms) :])
+                read[name]["cosine"] = _by_file(files, scores[len(lexical) + len(terms) :])
         return read
 
     def _lexical(
@@ -284,3 +283,8 @@ class HybridScoreRanker:
                 for i in (order if top_k is None else order[:top_k])
             ]
         }
+
+
+def _by_file(files: list[str], found: list[float | None]) -> dict[str, float]:
+    """Each file's score from one batch of engine answers (in `files`' order), files without one left out."""
+    return {f: score for f, score in zip(files, found) if score is not None}

@@ -68,28 +68,7 @@ def run(
             f"use it with NEEDLE_STORE__URL={done['url']} NEEDLE_STORE__COLLECTION={done['collection']}"
         )
     elif args.command == "collection":
-        if args.action == "add":
-            from needle.core.file_formats import (
-                DOCUMENT_INCLUDE,  # the converters' module: only when a collection is added
-            )
-            from needle.core.globs import DEFAULT_INCLUDE
-
-            include = list(args.mask or DEFAULT_INCLUDE) + (DOCUMENT_INCLUDE if args.documents else [])
-            c = needle.collections.add(
-                args.path, args.name, include=include, language=args.language, allow_overlap=args.allow_overlap
-            )
-            print(
-                f"collection '{c.name}' → {c.root} ({', '.join(c.include)}; language {c.language}); run `needle index` to index it"
-            )
-        elif args.action == "list":
-            collections = needle.collections.load()
-            if not collections:
-                print("no collections yet: add one with `needle collection add PATH --name NAME`")
-            for c in collections.values():
-                print(f"{c.name}\t{c.root}\t{', '.join(c.include)}")
-        else:
-            deleted = needle.remove_collection(args.name)
-            print(f"removed collection '{args.name}' and {deleted} chunks")
+        _collection(args, needle, print)
     elif args.command == "index":
         report = needle.index(
             args.names, rebuild=args.rebuild, overrides=_overrides(args.set), paths=args.paths, progress=progress
@@ -129,19 +108,7 @@ def run(
             )
         )
     elif args.command == "context":
-        if args.action == "add":
-            needle.collections.select([args.prefix.strip().strip("/").split("/")[0]])
-            prefix = needle.contexts.add(args.prefix, args.text)
-            print(f"context for '{prefix}': {needle.contexts.load()[prefix]}")
-        elif args.action == "list":
-            contexts = needle.contexts.load()
-            if not contexts:
-                print('no contexts yet: add one with `needle context add COLLECTION[/FOLDER] "what it holds"`')
-            for prefix, text in contexts.items():
-                print(f"{prefix}\t{text}")
-        else:
-            needle.contexts.remove(args.prefix)
-            print(f"removed the context of '{args.prefix.strip('/')}'")
+        _context(args, needle, print)
     elif args.command == "get":
         from needle.core.files.references import parse_ref
 
@@ -164,6 +131,49 @@ def run(
     else:
         print(output.status_text(needle.status(), args.json))
     return 0
+
+
+def _collection(args: argparse.Namespace, needle: NeedleInterface, print: Callable[[str], None]) -> None:
+    """`needle collection add|list|remove`."""
+    if args.action == "add":
+        from needle.core.file_formats import (
+            DOCUMENT_INCLUDE,  # the converters' module: only when a collection is added
+        )
+        from needle.core.globs import DEFAULT_INCLUDE
+
+        include = list(args.mask or DEFAULT_INCLUDE) + (DOCUMENT_INCLUDE if args.documents else [])
+        c = needle.collections.add(
+            args.path, args.name, include=include, language=args.language, allow_overlap=args.allow_overlap
+        )
+        print(
+            f"collection '{c.name}' → {c.root} ({', '.join(c.include)}; language {c.language}); run `needle index` to index it"
+        )
+    elif args.action == "list":
+        collections = needle.collections.load()
+        if not collections:
+            print("no collections yet: add one with `needle collection add PATH --name NAME`")
+        for c in collections.values():
+            print(f"{c.name}\t{c.root}\t{', '.join(c.include)}")
+    else:
+        deleted = needle.remove_collection(args.name)
+        print(f"removed collection '{args.name}' and {deleted} chunks")
+
+
+def _context(args: argparse.Namespace, needle: NeedleInterface, print: Callable[[str], None]) -> None:
+    """`needle context add|list|remove`."""
+    if args.action == "add":
+        needle.collections.select([args.prefix.strip().strip("/").split("/")[0]])
+        prefix = needle.contexts.add(args.prefix, args.text)
+        print(f"context for '{prefix}': {needle.contexts.load()[prefix]}")
+    elif args.action == "list":
+        contexts = needle.contexts.load()
+        if not contexts:
+            print('no contexts yet: add one with `needle context add COLLECTION[/FOLDER] "what it holds"`')
+        for prefix, text in contexts.items():
+            print(f"{prefix}\t{text}")
+    else:
+        needle.contexts.remove(args.prefix)
+        print(f"removed the context of '{args.prefix.strip('/')}'")
 
 
 _print = print

@@ -193,7 +193,8 @@ def _text(answer: SearchAnswer, explain: bool) -> str:
     warnings = [f"warning: {w}" for w in answer.warnings]
     if not answer.results:
         return "\n".join([*header, f"no results ({answer.label})", *warnings])
-    lines = header + [
+    lines = [
+        *header,
         _trust(answer.label, answer.confidence),
         *warnings,
         *(_query_trace(answer) if explain else []),

@@ -30,7 +30,7 @@ import stat
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -422,25 +422,15 @@ def read_bytes(full_path: str, max_bytes: int) -> tuple[bytes, os.stat_result] |
     :param max_bytes: Largest file read.
     :returns: The bytes and the file's status, or the reason it was not read.
     """
-    try:
-        handle = open(full_path, "rb", opener=_open_without_blocking)  # noqa: SIM115 - closed below
-    except PermissionError:
-        return "permission denied"
-    except FileNotFoundError:
-        return "the file no longer exists"
-    except IsADirectoryError:
-        return "the path is a folder, not a file"
-    except OSError as exc:
-        return f"the file cannot be opened: {exc.strerror or exc}"
+    handle = _open_for_reading(full_path)
+    if isinstance(handle, str):
+        return handle
     try:
         with handle:
             info = os.fstat(handle.fileno())
-            if stat.S_ISDIR(info.st_mode):
-                return "the path is a folder, not a file"
-            if not stat.S_ISREG(info.st_mode):
-                return "not a regular file"
-            if info.st_size > max_bytes:
-                return f"file too large: {info.st_size} bytes, the limit is max_file_bytes={max_bytes}"
+            refused = _not_readable(info, max_bytes)
+            if refused is not None:
+                return refused
             data = handle.read(max_bytes + 1)
     except PermissionError:
         return "permission denied"
@@ -449,6 +439,31 @@ def read_bytes(full_path: str, max_bytes: int) -> tuple[bytes, os.stat_result] |
     if len(data) > max_bytes:
         return f"file too large: over {max_bytes} bytes, the limit is max_file_bytes={max_bytes}"
     return data, info
+
+
+def _open_for_reading(full_path: str) -> BinaryIO | str:
+    """The file opened for reading, or the reason it could not be."""
+    try:
+        return open(full_path, "rb", opener=_open_without_blocking)
+    except PermissionError:
+        return "permission denied"
+    except FileNotFoundError:
+        return "the file no longer exists"
+    except IsADirectoryError:
+        return "the path is a folder, not a file"
+    except OSError as exc:
+        return f"the file cannot be opened: {exc.strerror or exc}"
+
+
+def _not_readable(info: os.stat_result, max_bytes: int) -> str | None:
+    """Why an opened file is not read (a folder, not a regular file, too large), or `None`."""
+    if stat.S_ISDIR(info.st_mode):
+        return "the path is a folder, not a file"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    if info.st_size > max_bytes:
+        return f"file too large: {info.st_size} bytes, the limit is max_file_bytes={max_bytes}"
+    return None
 
 
 def _open_without_blocking(path: str, flags: int) -> int:

@@ -103,12 +103,7 @@ class Param:
         if self.kind is bool:
             return None if isinstance(value, bool) else f"{self.name} must be true or false, got {shown}"
         if self.kind in (int, float):
-            number = (int,) if self.kind is int else (int, float)
-            if isinstance(value, bool) or not isinstance(value, number):
-                return f"{self.name} must be {'an integer' if self.kind is int else 'a number'}, got {shown}"
-            if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
-                return f"{self.name} must be {self.limits()}, got {shown}"
-            return None
+            return self._number_refusal(value, shown)
         if self.kind is dict:
             if not isinstance(value, dict):
                 return f"{self.name} must be an object, got {shown}"
@@ -126,6 +121,15 @@ class Param:
                 return f"{self.name} must be {'a list of text' if self.kind is list else 'text'}, got {shown}"
             if len(text) < (self.min_chars or 0) or (self.max_chars is not None and len(text) > self.max_chars):
                 return f"{self.name} must be {self.limits()}, got {len(text)}: {shown}"
+        return None
+
+    def _number_refusal(self, value: Any, shown: str) -> str | None:
+        """Why `value` is not a number this field takes (`shown` is how the refusal quotes it), or `None`."""
+        number = (int,) if self.kind is int else (int, float)
+        if isinstance(value, bool) or not isinstance(value, number):
+            return f"{self.name} must be {'an integer' if self.kind is int else 'a number'}, got {shown}"
+        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+            return f"{self.name} must be {self.limits()}, got {shown}"
         return None
 
 

@@ -52,7 +52,18 @@ def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
     """
     evaluation = sub.add_parser("eval", help="score pipelines: golden queries, BEIR datasets, A/B comparisons")
     esub = evaluation.add_subparsers(dest="eval_command", required=True, metavar="EVAL_COMMAND")
+    _add_golden(esub)
+    _add_beir(esub)
+    _add_compare(esub)
+    _add_ragas(esub)
+    _add_calibration(esub)
+    _add_decompose(esub)
+    _add_retry(esub)
+    return evaluation
 
+
+def _add_golden(esub: Any) -> None:
+    """`needle eval golden` and its options."""
     golden = esub.add_parser("golden", help="score modes on a golden query set and check its thresholds")
     golden.add_argument("--file", type=Path, default=DEFAULT_GOLDEN, help="golden file (default: eval/golden/demo.yml)")
     golden.add_argument(
@@ -72,6 +83,9 @@ def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
     golden.add_argument("--candidates", type=int, default=50, help="chunk results per query before grouping")
     _common(golden)
 
+
+def _add_beir(esub: Any) -> None:
+    """`needle eval beir` and its options."""
     beir = esub.add_parser("beir", help="score pipelines on a BEIR dataset")
     beir.add_argument("--dataset", type=Path, required=True, help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/)")
     beir.add_argument("--pipeline", action="append", required=True, help="pipeline name or YAML path (repeatable)")
@@ -80,6 +94,9 @@ def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
     beir.add_argument("--limit", type=int, default=None, help="only the first N queries")
     _common(beir)
 
+
+def _add_compare(esub: Any) -> None:
+    """`needle eval compare` and its options."""
     compare = esub.add_parser("compare", help="A/B-compare two pipelines on the same queries and index")
     compare.add_argument("a", help="pipeline A (name or YAML path), the baseline")
     compare.add_argument("b", help="pipeline B (name or YAML path), the candidate")
@@ -101,6 +118,9 @@ def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
     compare.add_argument("--seed", type=int, default=0, help="seed of the test and the bootstrap")
     _common(compare)
 
+
+def _add_ragas(esub: Any) -> None:
+    """`needle eval ragas` and its options."""
     ragas = esub.add_parser(
         "ragas", help="ragas metrics: id-based retrieval (cross-checked with ours and Haystack's), LLM-judged answers"
     )
@@ -139,6 +159,9 @@ def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
     )
     _common(ragas)
 
+
+def _add_calibration(esub: Any) -> None:
+    """`needle eval calibration` and its options."""
     calibration = esub.add_parser(
         "calibration", help="how well the confidence separates relevant top results from wrong ones; fit its weights"
     )
@@ -173,6 +196,9 @@ def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
     )
     _common(calibration)
 
+
+def _add_decompose(esub: Any) -> None:
+    """`needle eval decompose` and its options."""
     decompose = esub.add_parser(
         "decompose",
         help="multi-part questions made of two golden questions: are both parts found, with and without splitting",
@@ -192,6 +218,9 @@ def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
     )
     _common(decompose)
 
+
+def _add_retry(esub: Any) -> None:
+    """`needle eval retry` and its options."""
     retry = esub.add_parser(
         "retry", help="self-RAG: answer each golden question with the retry loop off and on (the `llm:` server)"
     )
@@ -212,7 +241,6 @@ def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
         help="override a parameter of the graph for both runs (repeatable)",
     )
     _common(retry)
-    return evaluation
 
 
 def _positive(value: int | None, name: str) -> None:
@@ -287,7 +315,7 @@ def _compare(args: argparse.Namespace) -> int:
         raise ValueError(f"--margin must be >= 0, got {args.margin}")
     for pipeline in (args.a, args.b):
         pipeline_path(pipeline)  # a missing file fails before any index is built
-    options = dict(primary=args.metric, margin=args.margin, permutations=args.permutations, seed=args.seed)
+    options = {"primary": args.metric, "margin": args.margin, "permutations": args.permutations, "seed": args.seed}
     if args.golden is not None:
         if args.metric not in golden_eval.METRICS:
             raise ValueError(f"unknown metric {args.metric!r}; use one of {', '.join(golden_eval.METRICS)}")
@@ -439,7 +467,10 @@ def _calibration(args: argparse.Namespace) -> int:
             calibration.Case(q, dataset.queries[q], source, frozenset(d for d, g in dataset.qrels[q].items() if g > 0))
             for q in ids
         ]
-        key = lambda h: doc_id_from_path(h.path)  # noqa: E731
+
+        def key(hit: Any) -> str:
+            return doc_id_from_path(hit.path)
+
         runs.append((needle, cases, key))
         if offtopic:
             runs.append((needle, calibration.offtopic_cases(offtopic, f"off-topic on {dataset.name}"), key))

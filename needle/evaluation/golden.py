@@ -159,75 +159,10 @@ def parse_golden(data: Any, path: Path, check_files: bool = True) -> GoldenSet:
     queries: list[GoldenQuery] = []
     seen: set[str] = set()
     for position, item in enumerate(raw_queries, 1):
-        where = f"query #{position}"
         if not isinstance(item, dict):
-            problems.append(f"{where}: expected a mapping")
+            problems.append(f"query #{position}: expected a mapping")
             continue
-        qid = item.get("id")
-        if not isinstance(qid, (str, int)) or str(qid) == "":
-            problems.append(f"{where}: id is missing")
-        else:
-            qid = str(qid)
-            where = f"{qid}"
-            if qid in seen:
-                problems.append(f"{where}: duplicate id")
-            seen.add(qid)
-        unknown = set(item) - {"id", "query", "expected", "difficulty", "modes", "note", "reference", "answer", "lang"}
-        if unknown:
-            problems.append(f"{where}: unknown keys {sorted(unknown)}")
-        text = item.get("query")
-        if not isinstance(text, str) or not text.strip():
-            problems.append(f"{where}: query must be a non-empty string")
-        expected = item.get("expected")
-        unanswerable = item.get("difficulty") == "unanswerable"
-        if unanswerable and expected not in (None, []):
-            problems.append(f"{where}: an unanswerable query expects no file (expected: [])")
-            expected = []
-        elif unanswerable:
-            expected = []
-        elif not isinstance(expected, list) or not expected or not all(isinstance(e, str) and e for e in expected):
-            problems.append(f"{where}: expected must be a non-empty list of paths")
-            expected = []
-        elif check_files and corpus is not None:
-            for rel in expected:
-                if not (corpus / rel).is_file():
-                    problems.append(f"{where}: expected file '{rel}' is not in the corpus {corpus}")
-        difficulty = item.get("difficulty")
-        if difficulty not in DIFFICULTIES:
-            problems.append(f"{where}: unknown difficulty {difficulty!r}; use one of {', '.join(DIFFICULTIES)}")
-        modes = item.get("modes")
-        if not isinstance(modes, list) or not modes:
-            problems.append(f"{where}: modes must be a non-empty list from {', '.join(MODES)}")
-            modes = []
-        else:
-            for mode in modes:
-                if mode not in MODES:
-                    problems.append(f"{where}: unknown mode {mode!r}; use one of {', '.join(MODES)}")
-        reference = item.get("reference")
-        if reference is not None and (not isinstance(reference, str) or not reference.strip()):
-            problems.append(f"{where}: reference must be a non-empty answer text")
-            reference = None
-        answers = item.get("answer") or []
-        answers = [answers] if isinstance(answers, str) else answers
-        if not isinstance(answers, list) or not all(isinstance(a, str) and a.strip() for a in answers):
-            problems.append(f"{where}: answer must be a text or a list of texts")
-            answers = []
-        lang = item.get("lang")
-        if lang is not None and not isinstance(lang, str):
-            problems.append(f"{where}: lang must be a language code (en, de, zh...)")
-            lang = None
-        queries.append(
-            GoldenQuery(
-                str(qid),
-                str(text or "").strip(),
-                tuple(expected),
-                str(difficulty),
-                tuple(modes),
-                reference.strip() if reference else None,
-                tuple(answers),
-                lang,
-            )
-        )
+        queries.append(_parse_query(item, f"query #{position}", seen, corpus if check_files else None, problems))
     today = data.get("today")
     if today is not None:
         try:
@@ -240,6 +175,90 @@ def parse_golden(data: Any, path: Path, check_files: bool = True) -> GoldenSet:
     return GoldenSet(
         path=path, name=path.stem, corpus=corpus, queries=tuple(queries), today=None if today is None else str(today)
     )
+
+
+def _parse_query(
+    item: dict[str, Any], where: str, seen: set[str], corpus: Path | None, problems: list[str]
+) -> GoldenQuery:
+    """
+    One query of a golden file, its problems appended to `problems`.
+
+    :param item: The query's mapping.
+    :param where: How a problem names the query until its id is known (`query #3`).
+    :param seen: The ids read before it; its own is added.
+    :param corpus: The corpus its expected files must be in, or `None` to leave them unchecked.
+    :param problems: Where problems go.
+    :returns: The query, with empty values in place of invalid ones.
+    """
+    qid = item.get("id")
+    if not isinstance(qid, (str, int)) or str(qid) == "":
+        problems.append(f"{where}: id is missing")
+    else:
+        qid = str(qid)
+        where = f"{qid}"
+        if qid in seen:
+            problems.append(f"{where}: duplicate id")
+        seen.add(qid)
+    unknown = set(item) - {"id", "query", "expected", "difficulty", "modes", "note", "reference", "answer", "lang"}
+    if unknown:
+        problems.append(f"{where}: unknown keys {sorted(unknown)}")
+    text = item.get("query")
+    if not isinstance(text, str) or not text.strip():
+        problems.append(f"{where}: query must be a non-empty string")
+    expected = _expected_files(item, where, corpus, problems)
+    difficulty = item.get("difficulty")
+    if difficulty not in DIFFICULTIES:
+        problems.append(f"{where}: unknown difficulty {difficulty!r}; use one of {', '.join(DIFFICULTIES)}")
+    modes = item.get("modes")
+    if not isinstance(modes, list) or not modes:
+        problems.append(f"{where}: modes must be a non-empty list from {', '.join(MODES)}")
+        modes = []
+    else:
+        for mode in modes:
+            if mode not in MODES:
+                problems.append(f"{where}: unknown mode {mode!r}; use one of {', '.join(MODES)}")
+    reference = item.get("reference")
+    if reference is not None and (not isinstance(reference, str) or not reference.strip()):
+        problems.append(f"{where}: reference must be a non-empty answer text")
+        reference = None
+    answers = item.get("answer") or []
+    answers = [answers] if isinstance(answers, str) else answers
+    if not isinstance(answers, list) or not all(isinstance(a, str) and a.strip() for a in answers):
+        problems.append(f"{where}: answer must be a text or a list of texts")
+        answers = []
+    lang = item.get("lang")
+    if lang is not None and not isinstance(lang, str):
+        problems.append(f"{where}: lang must be a language code (en, de, zh...)")
+        lang = None
+    return GoldenQuery(
+        str(qid),
+        str(text or "").strip(),
+        tuple(expected),
+        str(difficulty),
+        tuple(modes),
+        reference.strip() if reference else None,
+        tuple(answers),
+        lang,
+    )
+
+
+def _expected_files(item: dict[str, Any], where: str, corpus: Path | None, problems: list[str]) -> list[str]:
+    """A query's expected files (none for an unanswerable one), each checked in `corpus` unless it is `None`."""
+    expected = item.get("expected")
+    unanswerable = item.get("difficulty") == "unanswerable"
+    if unanswerable and expected not in (None, []):
+        problems.append(f"{where}: an unanswerable query expects no file (expected: [])")
+        return []
+    if unanswerable:
+        return []
+    if not isinstance(expected, list) or not expected or not all(isinstance(e, str) and e for e in expected):
+        problems.append(f"{where}: expected must be a non-empty list of paths")
+        return []
+    if corpus is not None:
+        for rel in expected:
+            if not (corpus / rel).is_file():
+                problems.append(f"{where}: expected file '{rel}' is not in the corpus {corpus}")
+    return expected
 
 
 def load_golden(path: str | Path, check_files: bool = True) -> GoldenSet:

@@ -246,4 +246,5 @@ def format_tables(quality: dict[str, Any] | None, speed: list[dict[str, Any]] | 
 
 
 def progress(message: str) -> None:
+    """Print a progress line to standard error."""
     print(message, file=sys.stderr, flush=True)

@@ -31,6 +31,7 @@ class ComponentTimer(tracing.Tracer):
     def trace(
         self, operation_name: str, tags: dict[str, Any] | None = None, parent_span: tracing.Span | None = None
     ) -> Iterator[tracing.Span]:
+        """A span that adds its seconds to the component's when it is a component's `run`."""
         started = time.perf_counter()
         try:
             yield _Span()
@@ -41,6 +42,7 @@ class ComponentTimer(tracing.Tracer):
                 self.calls[name] += 1
 
     def current_span(self) -> tracing.Span | None:
+        """None: the timer keeps no span."""
         return None
 
     @classmethod

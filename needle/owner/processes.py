@@ -535,14 +535,10 @@ def _tell_ready(fds: list[int]) -> None:
     """Write a line to the starting command's pipe and close it, once (the list is emptied)."""
     while fds:
         fd = fds.pop()
-        try:
+        with contextlib.suppress(OSError):
             os.write(fd, b"ready\n")
-        except OSError:
-            pass
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
 
 
 # How long a background owner that warmed only its first command's graph waits for that command's request

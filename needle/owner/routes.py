@@ -139,6 +139,7 @@ class ActivityMiddleware:
         self.activity = activity
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        """Pass the request on, counted; wait while an exclusive command runs, answer 503 once the owner exits."""
         if scope["type"] != "http" or scope.get("path") == HELLO_PATH:
             await self.app(scope, receive, send)
             return

@@ -60,6 +60,7 @@ class StagedApp:
         self._task: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        """Serve the owner routes at once, every other route once the full app is built (503 if it failed)."""
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return

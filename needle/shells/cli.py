@@ -93,6 +93,21 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub: Any = commands if only is None else _OnlyCommand(commands, only)
 
+    _add_collection_commands(sub)
+    _add_search_commands(sub)
+    _add_file_commands(sub)
+    _add_process_commands(sub)
+    if only in (None, "eval"):
+        from needle.evaluation.eval_command import add_eval_parser  # a dozen subcommands of its own
+
+        add_eval_parser(sub)
+    if isinstance(sub, _OnlyCommand) and not sub.seen:
+        return _parser()
+    return parser
+
+
+def _add_collection_commands(sub: Any) -> None:
+    """`collection` and `index`: what is indexed."""
     collection = sub.add_parser("collection", help="add, list or remove collections of notes")
     csub = collection.add_subparsers(dest="action", required=True, metavar="ACTION")
     add = csub.add_parser("add", help="add a folder of notes as a collection")
@@ -131,6 +146,9 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         help="index only this file (absolute or relative to a collection root; a deleted file leaves the index; repeatable)",
     )
 
+
+def _add_search_commands(sub: Any) -> None:
+    """`search`, `vsearch`, `query`, `answer` and `context`: asking the index."""
     for command, text in SEARCH_COMMANDS.items():
         search = sub.add_parser(command, help=text)
         add_request_arguments(search, requests.SEARCHES[command])
@@ -168,6 +186,9 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     xremove = xsub.add_parser("remove", help="remove a description")
     xremove.add_argument("prefix", metavar="COLLECTION[/FOLDER]")
 
+
+def _add_file_commands(sub: Any) -> None:
+    """`get`, `multi-get`, `ls`, and the index's own: `check`, `status`, `optimize`, `backup`, `restore`."""
     get = sub.add_parser("get", help="print a file, or lines of it: PATH[:LINE[:COUNT]] or #docid")
     add_request_arguments(get, requests.GET)
     multi = sub.add_parser("multi-get", help="print several files: a glob (notes/howto/*.md) or a list of references")
@@ -197,6 +218,10 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     restore = sub.add_parser("restore", help="put a backup in place of the index (refuses another model's)")
     restore.add_argument("path", help="a folder written by `needle backup`")
     restore.add_argument("--json", action="store_true")
+
+
+def _add_process_commands(sub: Any) -> None:
+    """`models`, `migrate`, and the long-running ones: `serve`, `mcp`, `watch`, `owner`."""
     sub.add_parser("models", help="install the offline models (same as `make models`)")
     migrate = sub.add_parser("migrate", help="copy the embedded index, vectors included, to a Qdrant server")
     migrate.add_argument("--to", required=True, metavar="URL", help="the server, e.g. http://qdrant:6333")
@@ -247,13 +272,6 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         metavar="FD",
         help="write a line to this inherited file descriptor, and close it, once the owner answers",
     )
-    if only in (None, "eval"):
-        from needle.evaluation.eval_command import add_eval_parser  # a dozen subcommands of its own
-
-        add_eval_parser(sub)
-    if isinstance(sub, _OnlyCommand) and not sub.seen:
-        return _parser()
-    return parser
 
 
 def add_request_arguments(parser: argparse.ArgumentParser, params: tuple[requests.Param, ...]) -> None:

@@ -13,7 +13,7 @@ from haystack_integrations.components.needle import _llm_cache as llm_cache
 from haystack_integrations.components.rankers.needle.cached_reranker import CachedReranker, sigmoid
 from haystack_integrations.components.rankers.needle.llm_judge_ranker import LLMJudgeRanker
 from needle.runtime.loader import loads_pipeline
-from tests.llm_server import MODEL_NAME, free_port, llm_server  # noqa: F401
+from tests.llm_server import MODEL_NAME, free_port
 
 
 @pytest.fixture(autouse=True)

@@ -42,7 +42,7 @@ class TestDenseDocumentEmbedder:
 
     def test_a_run_with_text_loads_the_model_it_names(self):
         embedder = DenseDocumentEmbedder(model="no-such/model-anywhere", local_files_only=True)
-        with pytest.raises(Exception):
+        with pytest.raises(ValueError, match="no-such/model-anywhere"):
             embedder.run(documents=docs()[:1])
 
     def test_refuses_what_is_not_a_list_of_documents(self):

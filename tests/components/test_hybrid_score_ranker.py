@@ -1,3 +1,5 @@
+from typing import Any
+
 import pytest
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
@@ -156,13 +158,12 @@ class TestHybridScoreRanker:
         ranker = HybridScoreRanker(document_store=store)
         documents = candidates("c1", "b1", "e1", "a1")
         before = [d.to_dict() for d in documents]
-        run = lambda **kw: ranker.run(
-            query="q",
-            documents=documents,
-            query_embedding=QUERY,  # noqa: E731
-            query_sparse_embedding=TERMS,
-            **kw,
-        )["documents"]
+
+        def run(**kw: Any) -> list[Document]:
+            return ranker.run(
+                query="q", documents=documents, query_embedding=QUERY, query_sparse_embedding=TERMS, **kw
+            )["documents"]
+
         full, cut = run(), run(top_k=2)
         assert [d.to_dict() for d in cut] == [d.to_dict() for d in full[:2]]
         assert [d.to_dict() for d in documents] == before

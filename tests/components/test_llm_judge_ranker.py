@@ -11,7 +11,7 @@ from haystack_integrations.components.rankers.needle.llm_judge_ranker import (
     parse_judgement,
 )
 from needle.runtime.loader import loads_pipeline
-from tests.llm_server import MODEL_NAME, llm_server  # noqa: F401
+from tests.llm_server import MODEL_NAME
 
 
 @pytest.fixture(autouse=True)

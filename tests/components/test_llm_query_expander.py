@@ -1,3 +1,4 @@
+import contextlib
 import socket
 import threading
 
@@ -14,7 +15,7 @@ from haystack_integrations.components.query.needle.llm_query_expander import (
     parse_expansion,
 )
 from needle.runtime.loader import loads_pipeline
-from tests.llm_server import MODEL_NAME, free_port, llm_server  # noqa: F401
+from tests.llm_server import MODEL_NAME, free_port
 
 
 @pytest.fixture(autouse=True)
@@ -286,10 +287,8 @@ def silent_server():
         def accept() -> None:
             sock.settimeout(0.1)
             while not stop.is_set():
-                try:
+                with contextlib.suppress(OSError):
                     accepted.append(sock.accept()[0])
-                except OSError:
-                    pass
 
         thread = threading.Thread(target=accept, daemon=True)
         thread.start()

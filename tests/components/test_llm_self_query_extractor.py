@@ -1,4 +1,5 @@
 import json
+from typing import Any
 
 import pytest
 from haystack import Document, component
@@ -67,7 +68,10 @@ class TestLLMSelfQueryExtractor:
         assert data["init_parameters"]["chat_generator"]["type"].endswith("OpenAIChatGenerator")
         assert (data["init_parameters"]["min_results"], data["init_parameters"]["cache_ttl_hours"]) == (3, 2)
         again = LLMSelfQueryExtractor.from_dict(data).to_dict()
-        own = lambda d: {k: v for k, v in d["init_parameters"].items() if k != "chat_generator"}  # noqa: E731
+
+        def own(d: dict[str, Any]) -> dict[str, Any]:
+            return {k: v for k, v in d["init_parameters"].items() if k != "chat_generator"}
+
         assert own(again) == own(data)
         generator_again = again["init_parameters"]["chat_generator"]
         assert generator_again["type"] == data["init_parameters"]["chat_generator"]["type"]

@@ -1,9 +1,11 @@
 import hashlib
+import itertools
 import json
 import subprocess
 import sys
 import unicodedata
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from haystack import Document, Pipeline
@@ -228,7 +230,7 @@ class TestMarkdownChunkerSizes:
     def test_overlap_within_a_long_section(self):
         chunks = chunk("# Big\n\n" + paragraphs(20))
         assert len(chunks) > 2
-        for previous, current in zip(chunks, chunks[1:]):
+        for previous, current in itertools.pairwise(chunks):
             assert current.meta["char_start"] < previous.meta["char_end"]
             assert previous.meta["char_end"] - current.meta["char_start"] <= 100
 
@@ -236,7 +238,7 @@ class TestMarkdownChunkerSizes:
         text = "# Log\n\n" + "\n".join(f"- entry {i:03d}: short line of the log" for i in range(60)) + "\n"
         chunks = chunk(text)
         assert len(chunks) > 2
-        for previous, current in zip(chunks, chunks[1:]):
+        for previous, current in itertools.pairwise(chunks):
             assert current.meta["char_start"] < previous.meta["char_end"]
             assert text[current.meta["char_start"] - 1] == "\n"
         assert_maps_to_file(text, chunks)
@@ -251,7 +253,7 @@ class TestMarkdownChunkerSizes:
     def test_zero_overlap_gives_disjoint_chunks(self):
         chunker = MarkdownChunker(overlap_chars=0)
         chunks = chunk("# Big\n\n" + paragraphs(20), chunker=chunker)
-        for previous, current in zip(chunks, chunks[1:]):
+        for previous, current in itertools.pairwise(chunks):
             assert current.meta["char_start"] >= previous.meta["char_end"]
 
     def test_short_last_paragraph_joins_the_previous_chunk(self):
@@ -612,7 +614,7 @@ class TestMarkdownChunkerPages:
     """A paged document (a PDF from DocumentConverter) lists where its pages start; chunks learn their page."""
 
     TEXT = "---\ntitle: Raft\n---\n\nfirst page line one\nfirst page line two\n\n- a list item\n\n- a list item on page two\ncontinued\n\nthird page\n"
-    STARTS = [4, 9, 12]  # 0-based lines where pages 1, 2 and 3 start
+    STARTS: ClassVar[list[int]] = [4, 9, 12]  # 0-based lines where pages 1, 2 and 3 start
 
     def test_chunks_never_run_over_a_page_break_and_know_their_page(self):
         chunks = chunk(

@@ -103,6 +103,6 @@ class TestOllamaDenseDocumentEmbedder:
     def test_vectors_of_another_size_stop_the_run_naming_both(self, served):
         served.faults(dim=300)
         with pytest.raises(
-            EmbeddingDimensionError, match="returned vectors of 300 values .* the index holds vectors of 384"
+            EmbeddingDimensionError, match=r"returned vectors of 300 values .* the index holds vectors of 384"
         ):
             embedder(served.root, embedding_dim=384).run(documents=DOCS[:1])

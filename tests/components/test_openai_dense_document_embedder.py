@@ -119,7 +119,7 @@ class TestOpenAIDenseDocumentEmbedder:
         served.faults(max_batch=2)
         out = embedder(served.openai_url, batch_size=4).run(documents=DOCS)["documents"]
         assert len(out) == 5 and all(d.embedding for d in out)
-        assert [size for size in served.stats()["batches"]] == [2, 2, 1]
+        assert served.stats()["batches"] == [2, 2, 1]
 
     def test_a_server_that_is_down_is_one_line(self):
         url = closed_port_url() + "/v1"
@@ -152,7 +152,7 @@ class TestOpenAIDenseDocumentEmbedder:
         served.faults(dim=None)
         component.run(documents=DOCS[:1])
         served.faults(dim=100)
-        with pytest.raises(EmbeddingDimensionError, match="vectors of 100 values .* vectors of 384"):
+        with pytest.raises(EmbeddingDimensionError, match=r"vectors of 100 values .* vectors of 384"):
             component.run(documents=DOCS[1:2])
         assert component.to_dict()["init_parameters"]["embedding_dim"] is None
 

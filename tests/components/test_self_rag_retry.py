@@ -34,14 +34,14 @@ def restic(n: int = 2) -> list[Document]:
 
 
 def run(retry: SelfRAGRetry, coverage: float | None = 0.0, **kwargs) -> dict:
-    inputs = dict(
-        query=QUESTION,
-        documents=GIVEN,
-        answer="An answer.",
-        coverage=coverage,
-        uncovered=UNCOVERED,
-        claims=[{"text": UNCOVERED[0], "covered": False}],
-    )
+    inputs = {
+        "query": QUESTION,
+        "documents": GIVEN,
+        "answer": "An answer.",
+        "coverage": coverage,
+        "uncovered": UNCOVERED,
+        "claims": [{"text": UNCOVERED[0], "covered": False}],
+    }
     return retry.run(**{**inputs, **kwargs})
 
 

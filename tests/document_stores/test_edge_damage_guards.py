@@ -118,7 +118,7 @@ class TestProbe:
     def test_damage_the_engine_aborts_on_is_an_index_damaged_error_not_a_dead_process(self, tmp_path):
         folder = _filled(tmp_path / "edge")
         wild_id(folder)
-        with pytest.raises(IndexDamagedError, match="SIGABRT.*needle index --rebuild"):
+        with pytest.raises(IndexDamagedError, match=r"SIGABRT.*needle index --rebuild"):
             _store(folder).count_documents()
 
     def test_recreating_moves_a_store_the_engine_aborts_on_aside_unopened(self, tmp_path):

@@ -618,7 +618,7 @@ class TestEdgeDocumentStore:
             ]
         )
         cache = store._shard().payloads
-        [first] = store.query_dense([1.0, 0.0, 0.0, 0.0], top_k=1, fields=["path"])
+        assert len(store.query_dense([1.0, 0.0, 0.0, 0.0], top_k=1, fields=["path"])) == 1
         assert len(cache) == 1
         assert store.read_ahead(batch=3, pause=0) == 40  # the documents, then the vectors
         assert len(cache) == 20 and cache.asked() == [("id", "content", "blob", "meta.path")]
@@ -729,7 +729,7 @@ class TestEdgeDocumentStore:
         store.write_documents([Document(id="1", content="note", embedding=[1.0, 0.0, 0.0, 0.0])])
         store.close()
         (path / "edge_config.json").write_bytes(b"\xff\xfe garbled")
-        with pytest.raises(IndexDamagedError, match="damaged .*needle index --rebuild"):
+        with pytest.raises(IndexDamagedError, match=r"damaged .*needle index --rebuild"):
             store.count_documents()
         store.delete_all_documents(recreate_index=True)
         assert store.count_documents() == 0

@@ -29,7 +29,7 @@ from needle.evaluation.ragas_answers import (
 from needle.facade.api import Needle
 from needle.shells.cli import main
 from tests.evaluation.conftest import REPO
-from tests.llm_server import MODEL_NAME, llm_server  # noqa: F401
+from tests.llm_server import MODEL_NAME
 
 ANSWERS_FILE = REPO / "eval" / "golden" / "answers.yml"
 
@@ -108,7 +108,7 @@ def test_bad_options_raise_before_any_work():
         check_options(max_tokens=0)
     with pytest.raises(ValueError, match="retries must be >= 0, got -1"):
         check_options(retries=-1)
-    with pytest.raises(ValueError, match="metrics must be some of .*, got bleu"):
+    with pytest.raises(ValueError, match=r"metrics must be some of .*, got bleu"):
         check_options(metrics=["faithfulness", "bleu"])
     with pytest.raises(ValueError, match="top_k must be > 0"):
         answers_section(needle=None, cases=[], top_k=0)
@@ -144,7 +144,7 @@ def test_summary_names_every_nan_reason():
 
 
 @pytest.fixture(scope="module")
-def judged(demo_needle, llm_server):  # noqa: F811
+def judged(demo_needle, llm_server):
     """One golden question answered by rag.yml and judged by the same tiny model."""
     monkeypatch = pytest.MonkeyPatch()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")

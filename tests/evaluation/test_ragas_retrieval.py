@@ -7,6 +7,7 @@ golden set and on a tiny BEIR dataset show that the scores that define the same 
 
 import json
 import math
+from typing import ClassVar
 
 import pytest
 
@@ -80,7 +81,7 @@ class TestDefinitions:
 
 
 class TestAgreement:
-    RUNS = [
+    RUNS: ClassVar[list[JudgedRanking]] = [
         JudgedRanking("full", TEN, {"d0": 1, "d3": 2}),
         JudgedRanking("short", ("x", "a"), {"a": 1}),
         JudgedRanking("none-relevant", ("a", "b"), {"a": 0}),

@@ -5,7 +5,7 @@ import sys
 
 import anyio
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -154,7 +154,8 @@ class TestStreamableHttp:
             async with Client(f"{locked_server.url}/mcp") as client:
                 await client.list_tools()
 
-        with pytest.raises(Exception):
+        # The refusal surfaces from the client's task groups as an MCPError, however deep they nest.
+        with pytest.RaisesGroup(MCPError, flatten_subgroups=True):
             run(without, timeout=30)
 
         async def with_token():

@@ -106,6 +106,22 @@ def link_problem(path: str, folder: str, root_real: str, rules: CollectionRules,
     return None
 
 
+def _entered(
+    path: str, folder: str, root_real: str, rules: CollectionRules, is_link: bool, visited: set[tuple[int, int]]
+) -> str | None:
+    """Why a subfolder is not entered (a bad link, gone, seen already), or `None` once it is marked visited."""
+    reason = link_problem(path, folder, root_real, rules, is_dir=True) if is_link else None
+    if reason:
+        return reason
+    key = _stat_key(path)
+    if key is None:
+        return "the folder vanished while scanning"
+    if key in visited:
+        return "symlink loop: this folder was already scanned"
+    visited.add(key)
+    return None
+
+
 def walk_collection(
     root: str,
     rules: CollectionRules,
@@ -167,16 +183,10 @@ def walk_collection(
                 if not valid_utf8(entry.name):
                     yield Listed(printable(rel), entry.path, "the folder name is not valid UTF-8", is_dir=True)
                     continue
-                reason = link_problem(entry.path, folder, root_real, rules, is_dir=True) if is_link else None
-                key = _stat_key(entry.path)
-                if reason is None and key is None:
-                    reason = "the folder vanished while scanning"
-                elif reason is None and key in visited:
-                    reason = "symlink loop: this folder was already scanned"
+                reason = _entered(entry.path, folder, root_real, rules, is_link, visited)
                 if reason:
                     yield Listed(printable(rel), entry.path, reason, is_dir=True)
                     continue
-                visited.add(key)  # type: ignore[arg-type]
                 subfolders.append((entry.path, rel))
                 continue
             if rules.file_excluded(rel):

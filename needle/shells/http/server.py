@@ -85,12 +85,13 @@ class OwnerOnlyMiddleware:
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         """Pass other routes and the owner's requests on; answer the rest with 403."""
-        if scope["type"] == "http" and scope.get("path", "").rstrip("/") in self.paths:
-            if self.expected is None or not hmac.compare_digest(_authorization(scope), self.expected):
-                await refuse(
-                    send, 403, "this route serves only the needle commands of the user who started this process"
-                )
-                return
+        if (
+            scope["type"] == "http"
+            and scope.get("path", "").rstrip("/") in self.paths
+            and (self.expected is None or not hmac.compare_digest(_authorization(scope), self.expected))
+        ):
+            await refuse(send, 403, "this route serves only the needle commands of the user who started this process")
+            return
         await self.app(scope, receive, send)
 
 
@@ -238,7 +239,10 @@ def create_app(
     app.title, app.description = "Needle", "Hybrid search (BM25 + vectors) over your markdown notes."
 
     expected = sorted(p.name for p in SERVER_PIPELINES_DIR.iterdir() if (p / "pipeline_wrapper.py").is_file())
-    wrappers = lambda: {name: registry.get(name) for name in registry.get_names()}  # noqa: E731
+
+    def wrappers() -> dict[str, Any]:
+        return {name: registry.get(name) for name in registry.get_names()}
+
     routes, mcp_lifespan = http_routes(wrappers, host)
     quiet_graph_runs()
     app.router.routes.extend(routes)
