@@ -14,4 +14,4 @@ class LoadsOnFirstUse:
 
     def load(self) -> None:
         """Load the model now (a second call is a no-op)."""
-        super().warm_up()  # type: ignore[misc]
+        super().warm_up()  # type: ignore[misc]  # a mixin: the fastembed component after it warms up

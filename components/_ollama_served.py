@@ -59,7 +59,7 @@ class OllamaServed(ServedEmbedding):
         :raises EmbeddingServerError: When the server does not answer or refuses (after the retries).
         """
         if getattr(self, "_client", None) is None:  # ollama-haystack 7 makes it in warm_up, 6.x in __init__
-            self.warm_up()  # type: ignore[attr-defined]
+            self.warm_up()
         retrying = Retrying(
             stop=stop_after_attempt(self.max_retries + 1),
             wait=wait_exponential_jitter(initial=0.5, max=_MAX_WAIT),

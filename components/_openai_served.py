@@ -47,7 +47,7 @@ class OpenAIServed(ServedEmbedding):
 
     def _client_kwargs(self) -> dict[str, Any]:
         """The parent's client arguments, with a placeholder key when none is set."""
-        kwargs = super()._client_kwargs()  # type: ignore[misc]
+        kwargs = super()._client_kwargs()  # type: ignore[misc]  # a mixin: the OpenAI embedder after it
         kwargs["api_key"] = kwargs.get("api_key") or NO_KEY
         return kwargs
 
@@ -68,7 +68,7 @@ class OpenAIServed(ServedEmbedding):
         :raises EmbeddingServerError: When the server does not answer or refuses (after the client's retries).
         """
         if self.client is None:
-            self.warm_up()  # type: ignore[attr-defined]
+            self.warm_up()
         try:
             response = self.client.embeddings.create(model=self.model, input=batch, encoding_format="float")
         except openai.APIStatusError as error:

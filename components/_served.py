@@ -15,7 +15,7 @@ provider's client does); `ServedEmbedding` does the rest the same way for every 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -84,6 +84,12 @@ class ServedEmbedding:
     embedding_dim: int | None
     _batch_limit: int | None = None  # the most texts the server took at once, once it answered 413
     _first_dim: int | None = None  # the first answer's size, when `embedding_dim` is None
+
+    if TYPE_CHECKING:
+
+        def warm_up(self) -> None:
+            """Provided by the Haystack embedder beside the mixin: it makes the client."""
+            raise NotImplementedError
 
     def _request(self, batch: list[str]) -> list[list[float]]:  # pragma: no cover - provided by the provider class
         raise NotImplementedError

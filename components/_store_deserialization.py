@@ -4,10 +4,11 @@ Haystack 2.x offered `deserialize_document_store_in_init_params_inplace`; 3.x re
 offers what the components call is `haystack_integrations.document_stores.needle.check_document_store`.
 """
 
-from typing import Any
+from typing import Any, cast
 
 from haystack.core.errors import DeserializationError
 from haystack.core.serialization import import_class_by_name
+from haystack.document_stores.types import DocumentStore
 
 
 def with_document_store(data: dict[str, Any], key: str = "document_store", optional: bool = False) -> dict[str, Any]:
@@ -27,6 +28,6 @@ def with_document_store(data: dict[str, Any], key: str = "document_store", optio
         return {**data, "init_parameters": init_parameters}
     if not isinstance(store, dict) or "type" not in store:
         raise DeserializationError(f"Missing 'type' in the serialised {key}")
-    store_class = import_class_by_name(store["type"])
-    init_parameters[key] = store_class.from_dict(store)  # type: ignore[attr-defined]
+    store_class = cast("type[DocumentStore]", import_class_by_name(store["type"]))
+    init_parameters[key] = store_class.from_dict(store)
     return {**data, "init_parameters": init_parameters}

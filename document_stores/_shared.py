@@ -9,8 +9,9 @@ term, shaping the metadata rows); each store turns the neutral requests below in
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from haystack.dataclasses import Document
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError
 
@@ -110,6 +111,39 @@ class NeedleStoreMixin:
     # What a store without sparse vectors is called in the error that says so.
     sparse_holder = "store"
 
+    if TYPE_CHECKING:
+        # Each store's own (`NeedleDocumentStore`), called by `verify`.
+
+        def count_documents(self) -> int:
+            """The store's."""
+            raise NotImplementedError
+
+        def iter_documents(self, filters: dict[str, Any] | None = None) -> Iterator[Document]:
+            """The store's."""
+            raise NotImplementedError
+
+        def query_dense(
+            self,
+            query_embedding: QueryVector,
+            top_k: int = 10,
+            filters: dict[str, Any] | None = None,
+            return_embedding: bool = False,
+            fields: list[str] | None = None,
+        ) -> list[Document]:
+            """The store's."""
+            raise NotImplementedError
+
+        def query_sparse(
+            self,
+            query_sparse_embedding: SparseEmbedding,
+            top_k: int = 10,
+            filters: dict[str, Any] | None = None,
+            return_embedding: bool = False,
+            fields: list[str] | None = None,
+        ) -> list[Document]:
+            """The store's."""
+            raise NotImplementedError
+
     def count_values(self, field: str, filters: dict[str, Any] | None = None) -> dict[str, int]:
         """
         How many documents hold each value of a metadata field, counted over their listed metadata.
@@ -121,7 +155,7 @@ class NeedleStoreMixin:
         """
         name = meta_name(field)
         counts: dict[str, int] = {}
-        for row in self.list_documents_meta(filters=filters, fields=[name]):  # type: ignore[attr-defined]
+        for row in self.list_documents_meta(filters=filters, fields=[name]):
             if name in row["meta"]:
                 value = str(row["meta"][name])
                 counts[value] = counts.get(value, 0) + 1
@@ -247,22 +281,22 @@ class NeedleStoreMixin:
         found = {"points": 0, "counted": 0, "without_dense": 0, "without_sparse": 0}
         dense: list[float] | None = None
         sparse: SparseEmbedding | None = None
-        for document in self.iter_documents():  # type: ignore[attr-defined]
+        for document in self.iter_documents():
             found["points"] += 1
             if document.embedding is None:
                 found["without_dense"] += 1
             elif dense is None:
                 dense = list(document.embedding)
-            if self.use_sparse_embeddings:  # type: ignore[attr-defined]
+            if self.use_sparse_embeddings:
                 if document.sparse_embedding is None:
                     found["without_sparse"] += 1
                 elif sparse is None:
                     sparse = document.sparse_embedding
-        found["counted"] = self.count_documents()  # type: ignore[attr-defined]
+        found["counted"] = self.count_documents()
         if dense is not None:
-            self.query_dense(dense, top_k=1)  # type: ignore[attr-defined]
+            self.query_dense(dense, top_k=1)
         if sparse is not None:
-            self.query_sparse(sparse, top_k=1)  # type: ignore[attr-defined]
+            self.query_sparse(sparse, top_k=1)
         return found
 
     def _dense_query(self, query_embedding: QueryVector) -> VectorQuery:

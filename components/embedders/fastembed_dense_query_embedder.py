@@ -60,9 +60,11 @@ class FastembedDenseQueryEmbedder(FastembedTextEmbedder):
             raise TypeError(f"FastembedDenseQueryEmbedder expects a string, got {type(text).__name__}")
         if self.embedding_backend is None:
             self.warm_up()
+        backend = self.embedding_backend
+        assert backend is not None  # warm_up sets it
         texts = [self.prefix + text + self.suffix]
         try:
-            vectors = self.embedding_backend.model.embed(texts, parallel=self.parallel)  # type: ignore[union-attr]
+            vectors = backend.model.embed(texts, parallel=self.parallel)
             return {"embedding": np.asarray(next(iter(vectors)), dtype=np.float32), "warnings": []}
         except Exception as error:
             if not is_runtime_failure(error):

@@ -104,7 +104,7 @@ class MultilingualSparseDocumentEmbedder(LoadsOnFirstUse, FastembedSparseDocumen
         return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document], languages=dict[str, dict[str, int]])
-    def run(  # type: ignore[override]
+    def run(
         self,
         documents: list[Document],
         languages: dict[str, str] | None = None,

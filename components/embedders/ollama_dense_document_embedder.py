@@ -69,10 +69,10 @@ class OllamaDenseDocumentEmbedder(OllamaServed, OllamaDocumentEmbedder):
             self,
             model=model,
             url=url,
-            timeout=timeout,
+            timeout=timeout,  # type: ignore[arg-type]  # annotated int; its httpx client takes float seconds
             keep_alive=keep_alive,
             prefix=prefix,
-            suffix=suffix,  # type: ignore[arg-type]
+            suffix=suffix,
             progress_bar=progress_bar,
             meta_fields_to_embed=meta_fields_to_embed,
             embedding_separator=embedding_separator,
@@ -105,7 +105,7 @@ class OllamaDenseDocumentEmbedder(OllamaServed, OllamaDocumentEmbedder):
         return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document])
-    def run(self, documents: list[Document]) -> dict[str, list[Document]]:  # type: ignore[override]
+    def run(self, documents: list[Document]) -> dict[str, list[Document]]:  # type: ignore[override]  # no generation_kwargs: OllamaServed builds the request
         """
         Embed documents.
 
@@ -125,6 +125,6 @@ class OllamaDenseDocumentEmbedder(OllamaServed, OllamaDocumentEmbedder):
         }
 
     @component.output_types(documents=list[Document])
-    async def run_async(self, documents: list[Document]) -> dict[str, list[Document]]:  # type: ignore[override]
+    async def run_async(self, documents: list[Document]) -> dict[str, list[Document]]:  # type: ignore[override]  # no generation_kwargs: OllamaServed builds the request
         """`run` in a worker thread (the requests are the same; an event loop is not blocked by them)."""
         return await asyncio.to_thread(self.run, documents)

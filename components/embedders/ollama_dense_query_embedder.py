@@ -56,7 +56,13 @@ class OllamaDenseQueryEmbedder(OllamaServed, OllamaTextEmbedder):
         :raises ValueError: On a timeout, retry count, dimension or batch size out of range.
         """
         check_limits(batch_size, timeout, max_retries, embedding_dim)
-        OllamaTextEmbedder.__init__(self, model=model, url=url, timeout=timeout, keep_alive=keep_alive)  # type: ignore[arg-type]
+        OllamaTextEmbedder.__init__(
+            self,
+            model=model,
+            url=url,
+            timeout=timeout,  # type: ignore[arg-type]  # annotated int; its httpx client takes float seconds
+            keep_alive=keep_alive,
+        )
         self.prefix = prefix
         self.suffix = suffix
         self.max_retries = max_retries
@@ -84,7 +90,7 @@ class OllamaDenseQueryEmbedder(OllamaServed, OllamaTextEmbedder):
         return default_from_dict(cls, data)
 
     @component.output_types(embedding=np.ndarray | None, warnings=list[str])
-    def run(self, text: str) -> dict[str, Any]:  # type: ignore[override]
+    def run(self, text: str) -> dict[str, Any]:  # type: ignore[override]  # no generation_kwargs: OllamaServed builds the request
         """
         Embed one query.
 
@@ -98,6 +104,6 @@ class OllamaDenseQueryEmbedder(OllamaServed, OllamaTextEmbedder):
         return query_result(self, self.prefix + text + self.suffix if isinstance(text, str) else text)
 
     @component.output_types(embedding=np.ndarray | None, warnings=list[str])
-    async def run_async(self, text: str) -> dict[str, Any]:  # type: ignore[override]
+    async def run_async(self, text: str) -> dict[str, Any]:  # type: ignore[override]  # no generation_kwargs: OllamaServed builds the request
         """`run` in a worker thread (the requests are the same; an event loop is not blocked by them)."""
         return await asyncio.to_thread(self.run, text)

@@ -138,6 +138,6 @@ class OpenAIDenseDocumentEmbedder(OpenAIServed, OpenAIDocumentEmbedder):
         }
 
     @component.output_types(documents=list[Document])
-    async def run_async(self, documents: list[Document]) -> dict[str, list[Document]]:  # type: ignore[override]
+    async def run_async(self, documents: list[Document]) -> dict[str, list[Document]]:
         """`run` in a worker thread (the requests are the same; an event loop is not blocked by them)."""
         return await asyncio.to_thread(self.run, documents)

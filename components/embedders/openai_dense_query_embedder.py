@@ -109,6 +109,6 @@ class OpenAIDenseQueryEmbedder(OpenAIServed, OpenAITextEmbedder):
         return query_result(self, self.prefix + text + self.suffix if isinstance(text, str) else text)
 
     @component.output_types(embedding=np.ndarray | None, warnings=list[str])
-    async def run_async(self, text: str) -> dict[str, Any]:  # type: ignore[override]
+    async def run_async(self, text: str) -> dict[str, Any]:
         """`run` in a worker thread (the requests are the same; an event loop is not blocked by them)."""
         return await asyncio.to_thread(self.run, text)

@@ -96,7 +96,7 @@ def _equal(key: str, value: Any) -> Any:
         return qe.IsEmptyCondition(key)
     if isinstance(value, bool):
         # A Python bool would reach the engine as the integer 1 or 0; numpy's bool converts as a boolean.
-        return qe.FieldCondition(key, match=qe.MatchValue(np.bool_(value)))  # type: ignore[arg-type]
+        return qe.FieldCondition(key, match=qe.MatchValue(np.bool_(value)))  # type: ignore[arg-type]  # the stub lists bool only
     if isinstance(value, (int, str)):
         return qe.FieldCondition(key, match=qe.MatchValue(value))
     if isinstance(value, float):

@@ -42,11 +42,11 @@ def annotation(param: Param, strict_numbers: bool = False) -> Any:
     if param.kind is str:
         kind = Annotated[str, Field(strict=True, **text_kwargs)]
     elif param.kind is list:
-        kind = list[Annotated[str, Field(strict=True, **text_kwargs)]]  # type: ignore[misc]
+        kind = list[Annotated[str, Field(strict=True, **text_kwargs)]]
         if param.max_items is not None:
             kind = Annotated[kind, Field(min_length=1, max_length=param.max_items)]
     elif param.kind is dict:
-        kind = dict[Annotated[str, Field(**text_kwargs)], Any]  # type: ignore[misc]
+        kind = dict[Annotated[str, Field(**text_kwargs)], Any]
     elif param.kind is bool:
         kind = bool
     else:

@@ -11,12 +11,15 @@ for everything else, so a copy is always equal to the one Haystack's own would m
 """
 
 import dataclasses
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from haystack import Document
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
-D = TypeVar("D")
+D = TypeVar("D", bound="DataclassInstance")
 
 # Fields `Document.__post_init__` reads or changes: a copy that changes one of them is built the slow way.
 _CHECKED = frozenset({"id", "content", "blob"})
@@ -34,12 +37,12 @@ def replace(document: D, /, **changes: Any) -> D:
     :raises TypeError: On a field the document does not have (as `dataclasses.replace` does).
     """
     if type(document) is not Document or not changes.keys() <= _COPIED or _has_array(changes):
-        return dataclasses.replace(document, **changes)  # type: ignore[type-var]
+        return dataclasses.replace(document, **changes)
     copy = object.__new__(Document)
     attributes = copy.__dict__
     attributes.update(document.__dict__)
     attributes.update(changes)
-    return copy  # type: ignore[return-value]
+    return copy  # type: ignore[return-value]  # a D: `type(document) is Document` above
 
 
 def _has_array(changes: dict[str, Any]) -> bool:

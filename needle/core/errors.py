@@ -8,6 +8,10 @@ with the commands that report it (`needle.commands.failures`).
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from needle.core.settings import Settings
 
 
 class LLMError(RuntimeError):
@@ -57,7 +61,7 @@ def _is_lock_error(error: BaseException) -> bool:
     return type(error).__name__ == "StoreLockedError"
 
 
-def llm_error(settings: object, error: BaseException) -> LLMError:
+def llm_error(settings: Settings, error: BaseException) -> LLMError:
     """
     Explain an OpenAI client error in terms of Needle's `llm` settings.
 
@@ -67,7 +71,7 @@ def llm_error(settings: object, error: BaseException) -> LLMError:
     """
     import openai
 
-    llm = settings.llm  # type: ignore[attr-defined]
+    llm = settings.llm
     if isinstance(error, openai.APIConnectionError):
         what = f"no LLM answered at {llm.url}"
     elif isinstance(error, openai.APIStatusError):

@@ -13,12 +13,21 @@ when it would be indexed.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Sequence
+from typing import Final
 
 DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown", "**/*.txt"]
 DEFAULT_EXCLUDE = [".obsidian/", ".trash/", "node_modules/", ".git/"]
 
-_GLOBSTAR = "**"  # a pattern segment that matches zero or more whole path parts
+
+class _Marker(enum.Enum):
+    """A pattern segment that is followed as states, never matched against a part (an enum: copies stay itself)."""
+
+    GLOBSTAR = "**"
+
+
+_GLOBSTAR: Final = _Marker.GLOBSTAR  # a pattern segment that matches zero or more whole path parts
 
 
 class _Class:
@@ -87,7 +96,8 @@ class _Piece:
     def __init__(self, atoms: list[str | _Class | None]) -> None:
         self.atoms = atoms
         self.width = len(atoms)
-        self.literal = "".join(atoms) if all(isinstance(a, str) for a in atoms) else None  # type: ignore[arg-type]
+        texts = [a for a in atoms if isinstance(a, str)]
+        self.literal = "".join(texts) if len(texts) == len(atoms) else None
 
     def at(self, text: str, pos: int) -> bool:
         """Whether the piece matches `text` at `pos` (which leaves room for it)."""
@@ -193,7 +203,7 @@ class Glob:
             raise TypeError(f"a glob must be a string, got {type(pattern).__name__}")
         self.pattern = pattern
         parts = pattern.split("/")
-        segments: list[object] = []
+        segments: list[_Segment | _AnyPart | _Marker] = []
         for index, part in enumerate(parts):
             if part == "**" and index == len(parts) - 1:
                 segments += [_AnyPart(), _GLOBSTAR]
@@ -230,7 +240,7 @@ class Glob:
                 segment = segments[i]
                 if segment is _GLOBSTAR:
                     following |= closure[i]
-                elif segment.matches(part):  # type: ignore[attr-defined]
+                elif segment.matches(part):
                     following |= closure[i + 1]
             if not following:
                 return following
@@ -245,7 +255,8 @@ class Glob:
         :returns: True when it matches.
         """
         if len(self._segments) == 1:
-            return "/" not in path and self._segments[0].matches(path)  # type: ignore[union-attr,attr-defined]
+            # A pattern of one segment has no `**` (a trailing `**` adds two): its segment is a `_Segment`.
+            return "/" not in path and self._segments[0].matches(path)  # type: ignore[union-attr]  # see above
         return len(self._segments) in self._states(path.split("/"))
 
     def may_match_below(self, folder: str) -> bool:

@@ -179,7 +179,7 @@ class FoldingStemmer:
     """
 
     def __init__(self, language: str) -> None:
-        from py_rust_stemmers import SnowballStemmer  # type: ignore[import-untyped]
+        from py_rust_stemmers import SnowballStemmer
 
         self.language = language
         self._stemmer = SnowballStemmer(language)
@@ -241,7 +241,7 @@ def _load() -> Any:
     global _identifier
     with _lock:
         if _identifier is None:
-            from py3langid.langid import MODEL_FILE, LanguageIdentifier  # type: ignore[import-untyped]
+            from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
             identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
             identifier.set_languages(sorted(ISO_CODES.values()))

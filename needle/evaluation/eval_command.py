@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -452,7 +453,7 @@ def _calibration(args: argparse.Namespace) -> int:
             _existing(args.offtopic, "off-topic file"), args.offtopic_split or args.split
         )
         offtopic = offtopic[: args.limit or None]
-    runs = []
+    runs: list[tuple[Any, list[calibration.Case], Callable[[Any], str]]] = []
     if args.dataset is not None:
         from needle.core.settings import load_settings
         from needle.evaluation import beir

@@ -29,7 +29,7 @@ def reported_stages(graph: Pipeline, contract: GraphContract) -> set[str]:
         nodes = graph.graph.nodes
         warned = {name for name in nodes if "warnings" in nodes[name].get("output_sockets", {})}
         known = contract.stages | warned
-        graph._needle_reported = known  # type: ignore[attr-defined]
+        graph._needle_reported = known  # type: ignore[attr-defined]  # Needle's note on Haystack's Pipeline
     return set(known)
 
 

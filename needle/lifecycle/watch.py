@@ -136,10 +136,12 @@ class Watcher:
         """
         with self._wake:
             for name in names:
-                if paths is None or self._pending.get(name, set()) is None:
+                pending = self._pending.get(name, set())
+                if paths is None or pending is None:
                     self._pending[name] = None
                 else:
-                    self._pending.setdefault(name, set()).update(paths)  # type: ignore[union-attr]
+                    pending.update(paths)
+                    self._pending[name] = pending
             self._wake.notify_all()
 
     def forget(self, names: list[str]) -> None:

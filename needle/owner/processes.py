@@ -486,7 +486,7 @@ def run_owner(app: AppFactory, first: list[str] | None = None, ready_fd: int | N
             from needle.owner.served_facade import get_needle
 
             for name in first:  # one instance of the command's graph before it is told to come
-                get_needle().pipeline(name)  # type: ignore[attr-defined]
+                get_needle().local("warming the first graphs").pipeline(name)
             threading.Thread(
                 target=_complete_after_first_request, args=(server,), name="needle-warm", daemon=True
             ).start()

@@ -127,9 +127,10 @@ class RemoteNeedle:
 
     def _send(self, route: str, payload: Mapping[str, Any]) -> httpx.Response:
         """One request; a long route waits while the owner runs and is not stopped."""
-        assert self._client is not None
+        client = self._client
+        assert client is not None
         if route not in LONG_ROUTES:
-            return self._timed(lambda: self._client.post(f"/{route}/run", json=dict(payload)))  # type: ignore[union-attr]
+            return self._timed(lambda: client.post(f"/{route}/run", json=dict(payload)))
         timeout = httpx.Timeout(None, connect=self.connect_timeout)
         import threading
 
@@ -137,7 +138,7 @@ class RemoteNeedle:
 
         def run() -> None:
             try:
-                done["response"] = self._client.post(f"/{route}/run", json=dict(payload), timeout=timeout)  # type: ignore[union-attr]
+                done["response"] = client.post(f"/{route}/run", json=dict(payload), timeout=timeout)
             except BaseException as error:
                 done["error"] = error
 

@@ -136,7 +136,7 @@ class GraphContract:
             return known
         contract = cls.from_dict({"metadata": pipeline.metadata}, graph)
         contract.check(pipeline)
-        pipeline._needle_contract = contract  # type: ignore[attr-defined]
+        pipeline._needle_contract = contract  # type: ignore[attr-defined]  # Needle's note on Haystack's Pipeline
         return contract
 
     def check(self, pipeline: Pipeline) -> None:

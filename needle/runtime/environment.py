@@ -267,7 +267,7 @@ _BY_NAME = frozenset(
 @cache
 def _init_parameters(component_class: type) -> frozenset[str]:
     try:
-        init = vars(component_class).get("__init__") or component_class.__init__  # type: ignore[misc]
+        init = vars(component_class).get("__init__") or component_class.__init__  # type: ignore[misc]  # read, not called
         return frozenset(inspect.signature(init).parameters) - {"self"}
     except (TypeError, ValueError):
         return frozenset()

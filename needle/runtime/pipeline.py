@@ -46,7 +46,7 @@ try:  # Haystack 3: a marker class
         return isinstance(value, _NoOutputProduced)
 
 except ImportError:  # Haystack 2: one marker object
-    from haystack.core.pipeline.component_checks import _NO_OUTPUT_PRODUCED  # type: ignore[attr-defined]
+    from haystack.core.pipeline.component_checks import _NO_OUTPUT_PRODUCED  # type: ignore[attr-defined]  # Haystack 2 only
 
     def _no_output(value: Any) -> bool:
         """Whether a socket's value is Haystack's mark of a sender that ran without producing it."""
@@ -192,7 +192,7 @@ class NeedlePipeline(Pipeline):
         if state is not None:
             state.changed.update(names)
 
-    def _consume_component_inputs(  # type: ignore[override]
+    def _consume_component_inputs(  # type: ignore[override]  # Haystack's is static; this one tells the instance
         self, component_name: str, component: dict, inputs: dict[str, Any], is_resume: bool = False
     ) -> dict[str, Any]:
         """Haystack's, noting that the stage's inputs and visits change."""
@@ -217,7 +217,7 @@ class NeedlePipeline(Pipeline):
             self._runs().pop(threading.get_ident(), None)
 
     @staticmethod
-    def _run_component(  # type: ignore[override]
+    def _run_component(
         component_name: str,
         component: dict[str, Any],
         inputs: dict[str, Any],

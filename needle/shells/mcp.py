@@ -267,7 +267,7 @@ def _tool(name: str, endpoints: Endpoints) -> Any:
         return _compact(result, full=bool(shown.get("full")))
 
     call.__name__ = name
-    call.__signature__ = _signature(model)  # type: ignore[attr-defined]
+    call.__signature__ = _signature(model)  # type: ignore[attr-defined]  # what inspect.signature reads
     title, description = DESCRIPTIONS[name]
     tool = Tool.from_function(
         call,

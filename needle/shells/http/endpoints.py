@@ -130,7 +130,7 @@ def takes(params: tuple[Param, ...]) -> Callable[[F], F]:
             bound.apply_defaults()
             return function(self, **{name: value for name, value in bound.arguments.items() if name != "self"})
 
-        run_api.__signature__ = signature  # type: ignore[attr-defined]
+        run_api.__signature__ = signature  # type: ignore[attr-defined]  # what inspect.signature reads
         text = inspect.cleandoc(function.__doc__ or "")
         lines = "".join(f":param {p.name}: {p.help}\n" for p in taken)
         head, returns_line, tail = text.partition(":returns:")

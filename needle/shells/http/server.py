@@ -276,7 +276,7 @@ def create_app(
     from starlette.middleware import Middleware
 
     app.user_middleware.append(Middleware(RunShortcut, runs=runs))  # innermost: every guard still runs first
-    app.openapi = lambda: documented_errors(app)  # type: ignore[method-assign]
+    app.openapi = lambda: documented_errors(app)
     app.add_middleware(OriginMiddleware, allowed_origins=serve_settings.allowed_origins)
     app.add_middleware(BodyLimitMiddleware, max_bytes=serve_settings.max_body_bytes)
     if host in LOCAL_HOSTS:
