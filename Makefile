@@ -3,13 +3,20 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.needle-installed
+DEV_STAMP := $(VENV)/.needle-dev-installed
 TEST_STAMP := $(VENV)/.needle-test-installed
 LLM_STAMP := $(VENV)/.needle-llm-installed
 WHEELS := build/wheels
 DEMO_DATA ?= .demo
 DATASET ?= ../shared/datasets/scifact
+# What `make lint` checks, and its mark of the last pass: `make test` lints again only after a change to the
+# linted files, their folders (a file added or removed changes its folder) or the configuration.
+LINTED := needle components document_stores server tests eval .ci setup.py
+LINT_STAMP := build/lint-passed
+LINT_INPUTS := $(shell find $(LINTED) \( -name __pycache__ -o -path 'eval/corpora/*' -type d \) -prune \
+	-o \( -name '*.py' -o -type d \) -print) pyproject.toml constraints.txt
 
-.PHONY: install install-test llm models demo serve watch bench-live lint test test-unit test-haystack2 bench bench-filters eval-beir ablation lock clean
+.PHONY: install install-dev install-test llm models demo serve watch bench-live lint typecheck test test-unit test-haystack2 bench bench-filters eval-beir ablation lock clean
 
 # Installed without their declared dependencies (pyproject.toml's `ragas` extra lists the ones they use).
 RAGAS_NO_DEPS := ragas==0.4.3 ragas-haystack==5.0.0 instructor==1.17.0
@@ -27,10 +34,16 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
-# What the tests add: pytest, the eval extras, ragas and the LLM test server.
-$(TEST_STAMP): $(STAMP) $(LLM_STAMP)
+# What the linters add: ruff, mypy, pytest and every extra whose imports mypy reads (eval, ragas), not the LLM server.
+$(DEV_STAMP): $(STAMP)
 	$(BIN)/pip install -q -c constraints.txt -e '.[dev,eval,ragas,documents]'
 	$(BIN)/pip install -q --no-deps -c constraints.txt $(RAGAS_NO_DEPS)
+	touch $(DEV_STAMP)
+
+install-dev: $(DEV_STAMP)
+
+# What the tests add: the LLM test server.
+$(TEST_STAMP): $(DEV_STAMP) $(LLM_STAMP)
 	touch $(TEST_STAMP)
 
 install-test: $(TEST_STAMP)
@@ -64,7 +77,8 @@ serve: models
 watch: models
 	$(BIN)/needle watch
 
-test: models install-test
+# Lint first (only when a linted file changed since the last pass: CI runs `make lint` just before), then the suite.
+test: $(LINT_STAMP) models install-test
 	$(BIN)/pytest -q
 
 test-unit: models install-test
@@ -106,7 +120,16 @@ lock: install-test
 	{ echo "# Versions CI tested. Regenerate with \`make lock\` after changing dependencies."; \
 	  $(BIN)/pip freeze --all --exclude-editable | grep -v -e '^needle-search' -e '^pip=='; } > constraints.txt
 
-# The linter and the type checker over Needle's code (CI runs both).
-lint: install-test
-	$(BIN)/ruff check needle components server
-	$(BIN)/mypy needle components server
+# The formatter, the linter and the type checker (CI runs them first). Needs the dev tools only, not the LLM server.
+lint: install-dev
+	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/python .ci/typecheck.py
+	mkdir -p build && touch $(LINT_STAMP)
+
+# mypy over needle and server, and over the components and stores under their installed names (.ci/typecheck.py).
+typecheck: install-dev
+	$(BIN)/python .ci/typecheck.py
+
+$(LINT_STAMP): $(LINT_INPUTS) $(DEV_STAMP)
+	$(MAKE) --no-print-directory lint

@@ -22,6 +22,7 @@ class BuildWithRuntimeFiles(build_py):
     """`build_py`, then the runtime folders copied into the built `needle` package (not for editable installs)."""
 
     def run(self) -> None:
+        """Build the package, then copy the runtime folders into it (a wheel's build; an editable one reads the clone)."""
         super().run()
         if self.editable_mode:  # an editable install reads them in the clone
             return
