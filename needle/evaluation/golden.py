@@ -277,7 +277,7 @@ def _parse_query(
 def _expected_files(item: dict[str, Any], where: str, corpus: Path | None, problems: list[str]) -> list[str]:
     """A query's expected files (none for an unanswerable one), each checked in `corpus` unless it is `None`."""
     expected = item.get("expected")
-    unanswerable = item.get("difficulty") == "unanswerable"
+    unanswerable = item.get("difficulty") == UNANSWERABLE
     if unanswerable and expected not in (None, []):
         problems.append(f"{where}: an unanswerable query expects no file (expected: [])")
         return []
