@@ -1,6 +1,6 @@
 """Needle with its dense model on a server: the configuration swap, provenance, and failures at the boundary.
 
-The server is eval/embedding_server.py on 127.0.0.1 (the offline MiniLM behind OpenAI's and Ollama's APIs);
+The server is tests/embedding_server.py on 127.0.0.1 (the offline MiniLM behind OpenAI's and Ollama's APIs);
 Needle's own graphs, stores and clients run against it.
 """
 

@@ -3,7 +3,7 @@
 Each query runs through the graph as a user's would (top 10, explain on); its row keeps the confidence,
 the label, the signals the confidence was computed from, and whether the top result is relevant: judged in
 the qrels (BEIR), expected (golden set), or never (off-topic questions about subjects absent from the
-corpus, see `eval/offtopic.py`). Reported per data source and graph: ROC AUC of the confidence for "the top
+corpus, see `python -m eval.offtopic`). Reported per data source and graph: ROC AUC of the confidence for "the top
 result is relevant", expected calibration error, Brier score, how often the label is PASS and how often a
 PASS is right, and for the off-topic questions the false-confidence rate (the share labelled PASS, i.e. at
 or above the graph's threshold). A reliability diagram (confidence bins against the share relevant) goes to
@@ -42,7 +42,7 @@ class Case:
 
 def offtopic_questions(path: Path, split: str) -> list[str]:
     """
-    The off-topic questions of one split of a file written by `eval/offtopic.py`.
+    The off-topic questions of one split of a file written by `python -m eval.offtopic`.
 
     :raises ValueError: When the file has no such split or it is not a list of questions.
     """

@@ -34,7 +34,11 @@ def pairs_of(queries: Sequence[Any], count: int, seed: int = 0) -> list[tuple[An
     return candidates[:count]
 
 
-def _join(template: str, a: str, b: str) -> str:
+def join_questions(template: str, a: str, b: str) -> str:
+    """
+    Two questions as one, by a joiner of `JOINERS` (`"{a}, and also {b}"`): the first loses its closing mark
+    where the joiner brings its own, the second starts upper-case after a question mark.
+    """
     first = (
         a.rstrip(" ?.!")
         if template.startswith("{a}?") or template.startswith("{a};") or template.startswith("{a},")
@@ -83,7 +87,7 @@ def evaluate(
         for switch in (False, True):
             rows: list[dict[str, Any]] = []
             for a, b in tqdm(drawn, desc=f"{template} decompose={switch}", unit="q", disable=not progress):
-                text = _join(template, a.query, b.query)
+                text = join_questions(template, a.query, b.query)
                 started = time.perf_counter()
                 answer = needle.search(text, pipeline=pipeline, top_k=top_k, decompose=switch, explain=True)
                 latency = 1000 * (time.perf_counter() - started)

@@ -12,7 +12,7 @@ Needle applies the mappings itself rather than wrapping each graph in a `SuperCo
 `SuperComponent` run takes its mapped inputs only and returns its mapped outputs only: the application also
 passes the user's own run inputs by stage (`--set bm25_retriever.top_k=5`), collects every stage's
 `warnings`, and runs a pool of `NeedlePipeline` instances (`needle.runtime.pipeline`, no copy of Needle's stages'
-inputs) directly. Mapping is a few dictionary look-ups per run (`eval/contract_overhead.py` measures it).
+inputs) directly. Mapping is a few dictionary look-ups per run (`python -m eval.contract_overhead` measures it).
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ INSTRUCTIONS = (
     "'last week'). `status` lists collections and what the user wrote about them (each hit's `context`); `index` "
     "re-reads notes after they changed."
 )
-# What the label means, in the terms eval/agents.py measures it (docs/serving.md has the table).
+# What the label means, in the terms `python -m eval.agents` measures it (docs/serving.md has the table).
 LABEL_MEANING = (
     "PASS means a top-3 hit very likely answers: questions about subjects the notes lack reached PASS at most 3 "
     "times in 100. A label other than PASS does not mean the notes lack the answer: of test questions a top-3 hit "

@@ -30,5 +30,5 @@ def test_every_format_is_found_on_the_mixed_index(tmp_path: Path, model_dir: Pat
     finally:
         needle.close()
     failed = [c for c in quality["checks"] if not c["passed"]]
-    assert not failed, formats.format_tables(quality, None)
+    assert not failed, formats.format_quality(quality)
     assert {c["name"] for c in quality["checks"]} == {"markdown", "text", "pdf", "docx", "html", "pdf_page"}

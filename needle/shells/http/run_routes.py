@@ -4,7 +4,7 @@ hayhooks builds one route per endpoint wrapper; around the wrapper's `run_api` t
 request (one with every request field, the query's text included), records a trace span in its in-memory
 trace buffer (hayhooks' trace API, which Needle does not serve) and validates the answer twice (once into
 the response model, once more in FastAPI). On `needle serve` that cost about as much as a `get` itself
-(py-spy on the serving process, `python eval/hotpath.py http`). `lean_run_routes` replaces each of those
+(py-spy on the serving process, `python -m eval.hotpath http`). `lean_run_routes` replaces each of those
 routes, once hayhooks has deployed them, by one with the same path, name, request model, response model and
 description (so the OpenAPI document is unchanged), whose endpoint runs `run_api` on a worker thread, builds
 the response model once and serialises it as FastAPI does (`serialize_json`, the same bytes). Errors keep
@@ -128,7 +128,7 @@ class RunShortcut:
     Why our own: FastAPI's router tries every route's pattern in turn, then its request handling builds a
     `Request`, resolves the endpoint's parameters and validates the body through its dependency machinery,
     on the event loop, for every request: about a third of what a `search` cost the event loop in `needle
-    serve` (`py-spy record --gil`, `python eval/hotpath.py http`). This runs the same endpoint (so the same
+    serve` (`py-spy record --gil`, `python -m eval.hotpath http`). This runs the same endpoint (so the same
     answer bytes and the same errors from the endpoint) after validating the body with the same request model
     as FastAPI does (`json.loads`, then the model in Python mode). A request it does not take whole (another
     route or method, a content type other than JSON, a body that is not JSON or does not validate) goes on to
