@@ -199,6 +199,11 @@ _FILLER = frozenset(
 )
 
 
+# How much a long unit's score is divided down for its length (BM25's `b`): a 20-line code block holds more of
+# the query's words than the one line that answers.
+LENGTH_NORM = 0.3
+
+
 @dataclass(frozen=True)
 class Unit:
     """Lines of a chunk that belong together."""
@@ -460,8 +465,10 @@ def scores(
     weighted = weighted or query_weights(texts, query, title)
     named = " ".join(title.lower().split())
     pairs = [f"{a} {b}" for a, b in itertools.pairwise(words)]
+    sizes = [max(len(_WORD.findall(text)), 1) for text in texts]
+    average = sum(sizes) / len(sizes)
     out = []
-    for unit, text in zip(found, texts, strict=True):
+    for unit, text, size in zip(found, texts, sizes, strict=True):
         context = "\n".join(lines[i] for i in unit.context).lower()
         in_text = _held(text, words)
         in_context = _held(context, words) - in_text if context else set()
@@ -477,7 +484,7 @@ def scores(
             heading = " ".join(text.lstrip("# ").split())
             own = text.startswith("# ") or (named and (heading == named or heading.startswith(named)))
             score *= 0.2 if own else 0.7
-        out.append(score)
+        out.append(score / (1 - LENGTH_NORM + LENGTH_NORM * size / average))
     return out
 
 

@@ -1,11 +1,10 @@
-"""Dates in plain language ("last week", "in March", "Q3 2023", "since 2024-05") as UTC ranges.
+"""Dates as UTC ranges: one date expression a person gives (`--after "last week"`), and the date a file's path gives.
 
-dateparser (scrapinghub's, maintained, 200+ locales) reads one expression into a date and its period
-(day, week, month, quarter, year); the period turns the date into a range: "in March" is all of March,
-"last week" the Monday-to-Sunday week before this one. What dateparser does not read ("past 3 days",
-"Q3 2023" in some forms) is handled here. dateparser's own `search_dates` finds dates inside free text
-too eagerly ("we" reads as Wednesday), so `haystack_integrations.components.query.needle.self_query_extractor` finds the candidate phrases
-itself and hands each one here.
+A date phrase in English, German or French ("last March", "letzten Monat", "Q3 2023") is read by the grammar of
+`haystack_integrations.components.needle._date_phrases`, which also finds them in free text for the self-query
+stage. What it does not read (an exact time, "May 5th 2024 at noon", "3 weeks from now") goes to dateparser
+(scrapinghub's, maintained), which reads one English expression into a date and its period (day, week, month,
+quarter, year); the period turns the date into a range.
 """
 
 from __future__ import annotations
@@ -57,12 +56,19 @@ def period_range(text: str, now: datetime.datetime) -> tuple[datetime.datetime, 
     """
     The time span a date expression names, `[start, end)`, relative to `now`.
 
-    :param text: "yesterday", "last week", "March", "March 2024", "2024-05", "Q3 2023", "past 10 days"...
+    :param text: "yesterday", "last week", "March", "March 2024", "2024-05", "Q3 2023", "past 10 days", "letzten
+        Monat", "en mars dernier" (`haystack_integrations.components.needle._date_phrases`), else any expression
+        dateparser reads in English.
     :param now: The reference time (naive UTC).
     :returns: Start (inclusive) and end (exclusive); `None` when the text is not a date.
     """
     text = " ".join(text.split())
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    from haystack_integrations.components.needle._date_phrases import phrase_range
+
+    named = phrase_range(text, now)
+    if named is not None:
+        return named
     last_n = _LAST_N.match(text)
     if last_n:
         count, unit = int(last_n.group(1)), last_n.group(2).lower()

@@ -81,3 +81,10 @@ class TestDatePhrases:
     def test_month_names_in_file_names_are_full_words_only(self):
         assert (month_number("August"), month_number("octobre"), month_number("März")) == (8, 10, 3)
         assert (month_number("mar"), month_number("may"), month_number("notes")) == (None, 5, None)
+
+    def test_a_bound_given_by_a_person_reads_the_same_phrases(self):
+        from haystack_integrations.components.needle._dates import parse_bound
+
+        assert parse_bound("letzten Monat", TODAY).date().isoformat() == "2026-10-01"
+        assert parse_bound("en mars dernier", TODAY, end=True).date().isoformat() == "2026-04-01"
+        assert parse_bound("2024-05-01", TODAY).date().isoformat() == "2024-05-01"
