@@ -452,7 +452,7 @@ class TestQueue:
         from needle.owner import served_facade as service
 
         class Owner:
-            _index_lock = threading.RLock()
+            index_lock = threading.RLock()
             index_run: ClassVar[dict[str, Any]] = {
                 "collections": ["notes"],
                 "phase": "indexing",
@@ -462,8 +462,10 @@ class TestQueue:
                 "files_pending": 300,
             }
 
-            def restore(self, path: str) -> dict:
-                return {"restored": path}
+            def restore(self, request: Any) -> Any:
+                from needle.core.index_results import BackupReport
+
+                return BackupReport(kind="embedded", chunks=1, files=1, path=request.path)
 
         previous = service._needle
         service.use_needle(Owner())
@@ -487,7 +489,7 @@ class TestQueue:
         finally:
             owner_routes.ACTIVITY = activity
             service.use_needle(previous)
-        assert done and done[0]["code"] == 0 and json.loads(done[0]["stdout"]) == {"restored": "/backups/monday"}
+        assert done and done[0]["code"] == 0 and json.loads(done[0]["stdout"])["path"] == "/backups/monday"
         assert notices[0].startswith(
             f"needle restore: waiting for 1 request under way in the owner (pid {os.getpid()}) to finish: "
             "index run under way for notes (indexing: 40 of 300 files read in 2 batches"
@@ -504,13 +506,15 @@ class TestQueue:
 
     def test_status_shows_an_index_run_under_way(self):
         from needle.commands.render import status_text
+        from needle.core.index_results import Status
 
-        status = {
-            "store": "/data/index",
-            "embedding_model": "m",
-            "sparse_model": "s",
-            "collections": [],
-            "index_run": {
+        status = Status(
+            store="/data/index",
+            embedding_model="m",
+            sparse_model="s",
+            collections=[],
+            data_dir="/data",
+            index_run={
                 "collections": ["notes"],
                 "phase": "indexing",
                 "started": time.time() - 12,
@@ -518,7 +522,7 @@ class TestQueue:
                 "files_read": 120,
                 "files_pending": 7424,
             },
-        }
+        )
         assert status_text(status, False).splitlines()[-1] == (
             "index run under way for notes (indexing: 120 of 7424 files read in 3 batches, 12 s so far)"
         )

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from needle.core.arguments import SearchFilters
 from needle.core.file_formats import format_of
 from needle.core.files.references import docid
 
@@ -192,4 +191,4 @@ def anchor(meta: dict[str, Any], start: int, end: int) -> str:
     return f"{where}:{start}:{count}"
 
 
-__all__ = ["Answer", "Hit", "SearchAnswer", "SearchFilters", "SelfQuery", "anchor", "docid", "explain", "hit"]
+__all__ = ["Answer", "Hit", "SearchAnswer", "SelfQuery", "anchor", "docid", "explain", "hit"]
