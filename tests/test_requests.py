@@ -261,7 +261,9 @@ class TestEverySurfaceRefusesTheSameValues:
             request(**{**base, param.name: value})
             assert param.refusal(value) is None, value
 
-    @pytest.mark.parametrize("param", [p for p in params(requests.QueryRequest) if p.graph and _outside(p)], ids=str)
+    @pytest.mark.parametrize(
+        "param", [p for p in params(requests.QueryRequest) if p.graph and _outside(p)], ids=lambda p: p.name
+    )
     def test_the_search_request_component_refuses_what_the_surfaces_refuse(self, param):
         component = SearchRequest()
         socket = SOCKETS.get(param.graph, param.graph)

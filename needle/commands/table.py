@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from needle.commands import handlers
 from needle.commands import render as output
@@ -31,15 +31,14 @@ Handler = Callable[[Any, Any, argparse.Namespace, Any], Any]
 Renderer = Callable[[Any, argparse.Namespace], str]
 
 
-@dataclass(frozen=True)
-class Tool:
+class Tool(NamedTuple):
     """How an agent sees a command over MCP: a title and a two-line description."""
 
     title: str
     description: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Command:
     """
     One `needle` command.
@@ -82,6 +81,9 @@ class Command:
     graph: str | None = None
     exit_code: Callable[[Any], int] | None = None
 
+    def __repr__(self) -> str:
+        return f"Command({self.name!r})"
+
     def __post_init__(self) -> None:
         if self.starts_owner is None:
             object.__setattr__(self, "starts_owner", self.index != "none")
@@ -103,8 +105,7 @@ class Command:
         return list[kind] if self.result.endswith("[]") else kind  # type: ignore[valid-type]  # a type made at run time
 
 
-@dataclass(frozen=True)
-class Group:
+class Group(NamedTuple):
     """Commands under one word (`collection add`, `collection list`...): its help, whether an action is required."""
 
     help: str

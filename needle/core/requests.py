@@ -27,7 +27,7 @@ graph_inputs(request)  # {"query": "pod restarts", "top_k": 5, "tags": ["k8s"], 
 
 import types
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, Union, get_args, get_origin
+from typing import Any, NamedTuple, Union, get_args, get_origin
 
 # One value per limit; every surface and the `SearchRequest` component read these.
 MAX_QUERY_CHARS = 2000
@@ -101,8 +101,7 @@ def param(
     return field(default=MISSING if required else default, metadata=metadata)
 
 
-@dataclass(frozen=True)
-class Param:
+class Param(NamedTuple):
     """
     One field of a request, as every surface offers it (read from the dataclass by `params`).
 
@@ -267,10 +266,23 @@ def values(request: Any, surface: str = "http") -> dict[str, Any]:
 
 
 class Request:
-    """What every request shares: it checks its values when it is made."""
+    """
+    What every request shares: it checks its values when it is made, equals a request of its class with the same
+    values and shows them as a dataclass does. (The dataclasses leave `__eq__` and `__repr__` to this class:
+    generating them for each request took a command sent to an owner several milliseconds at start-up.)
+    """
 
     def __post_init__(self) -> None:
         check(self)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and vars(other) == vars(self)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))  # type: ignore[arg-type]
+        return f"{type(self).__qualname__}({shown})"
+
+    __hash__ = None  # type: ignore[assignment]  # a request holds lists: it is not hashable
 
 
 # ---- search ------------------------------------------------------------------------------------------
@@ -287,7 +299,7 @@ def _text(help: str, **spelling: Any) -> Any:
     return param(help, required=True, min_chars=1, max_chars=MAX_QUERY_CHARS, flags=(), nargs="+", **spelling)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class Filters(Request):
     """What narrows a search or an answer to some notes, the same on every surface."""
 
@@ -351,7 +363,7 @@ class Filters(Request):
     )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class SearchRequest(Filters):
     """A keyword search (`search`), and what every search takes: the text, where, how many, how to show them."""
 
@@ -367,14 +379,14 @@ class SearchRequest(Filters):
     )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class VSearchRequest(SearchRequest):
     """A vector search (`vsearch`): notes close in meaning to the query."""
 
     query: str = _text("A question or description; notes may use other words", graph="query")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class QueryRequest(SearchRequest):
     """A hybrid search (`query`): both searches fused, with its switches."""
 
@@ -385,7 +397,7 @@ class QueryRequest(SearchRequest):
 
 
 # ---- answer (HTTP and CLI; agents answer for themselves) -----------------------------------------------
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class AnswerRequest(Filters):
     """A question the configured LLM answers from the notes it is given, citing them."""
 
@@ -403,7 +415,7 @@ class AnswerRequest(Filters):
 
 
 # ---- index ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class IndexRequest(Request):
     """An index run: new and changed chunks embedded, removed files dropped."""
 
@@ -423,7 +435,7 @@ class IndexRequest(Request):
 
 
 # ---- files -------------------------------------------------------------------------------------------
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class GetRequest(Request):
     """A note, or a range of its lines."""
 
@@ -438,7 +450,7 @@ class GetRequest(Request):
     max_lines: int | None = param("How many lines (default: to the end)", low=1, high=MAX_LINES, cli=False)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class MultiGetRequest(Request):
     """Several notes: a glob, or a list of references."""
 
@@ -455,7 +467,7 @@ class MultiGetRequest(Request):
 
 
 # ---- the index's inventory and upkeep ----------------------------------------------------------------
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class ListRequest(Request):
     """The indexed files (`ls`)."""
 
@@ -468,14 +480,14 @@ class ListRequest(Request):
     )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class CheckRequest(Request):
     """Reading the whole index for damage (`check`)."""
 
     repair: bool = param("Index the files whose data was lost again and delete orphaned data (no rebuild)", False)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class BackupRequest(Request):
     """A consistent copy of the index in a new folder (`backup`)."""
 
@@ -488,7 +500,7 @@ class BackupRequest(Request):
     )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class RestoreRequest(Request):
     """A backup put in place of the index (`restore`)."""
 
@@ -497,7 +509,7 @@ class RestoreRequest(Request):
     )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class CollectionRemoveRequest(Request):
     """A collection forgotten and its chunks deleted (`collection remove`)."""
 
