@@ -378,7 +378,8 @@ class TestStartUp:
         probe = (
             "import sys; import needle.shells.cli, needle.owner.thin_client; from needle.owner.locate import locate; "
             "assert locate() is not None; needle.shells.cli._parser(needle.shells.cli._command(['search', 'x'])); "
-            "heavy = ('yaml', 'http.client', 'email', 'ssl', 'needle.evaluation', 'subprocess', 'tempfile'); "
+            "heavy = ('yaml', 'http.client', 'email', 'ssl', 'needle.evaluation', 'subprocess', 'tempfile', 'logging', "
+            "'pydantic'); "
             "print(sorted(m for m in sys.modules if m.startswith(heavy)))"
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}

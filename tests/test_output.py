@@ -7,6 +7,7 @@ import json
 import pytest
 
 from needle.commands import render as output
+from needle.commands import safe_logs
 from needle.core.files.batches import FileBatch, SkippedFile
 from needle.core.files.reading import FileText
 from needle.core.index_results import FileNote, FileProblem, IndexedFile, IndexReport, Status
@@ -140,8 +141,8 @@ def test_log_messages_are_escaped_once_the_filter_is_on():
     import logging
 
     handler = logging.StreamHandler(stream := __import__("io").StringIO())
-    output.escape_logs(handler)
-    output.escape_logs(handler)
+    safe_logs.escape_logs(handler)
+    safe_logs.escape_logs(handler)
     logger = logging.getLogger("needle.test_output")
     logger.addHandler(handler)
     try:

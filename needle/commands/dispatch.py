@@ -11,7 +11,6 @@ Below both, so that no server module imports the shell that starts it.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
@@ -21,8 +20,6 @@ from needle.core import requests
 
 if TYPE_CHECKING:
     from needle.facade.interface import NeedleInterface
-
-logger = logging.getLogger(__name__)
 
 
 def request_of(command: Command, args: argparse.Namespace) -> Any:
@@ -99,7 +96,9 @@ def failed(args: argparse.Namespace, error: BaseException, err: IO[str] | None =
     failure = classify(error)
     if failure.exit_code == 130:
         return 130
-    logger.debug("needle %s failed", args.command, exc_info=error)
+    import logging  # only when a command failed: a command sent to an owner imports no `logging` otherwise
+
+    logging.getLogger(__name__).debug("needle %s failed", args.command, exc_info=error)
     print(f"error: {' '.join(failure.message.split())}", file=err or sys.stderr)
     return failure.exit_code
 

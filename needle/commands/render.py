@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import io
 import json
-import logging
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -47,26 +46,6 @@ def terminal_safe(text: str) -> str:
     :returns: The text, safe to print on a terminal.
     """
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-class TerminalSafeLogs(logging.Filter):
-    """A log filter that writes each record's message `terminal_safe` (warnings name the user's files)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        """Escape the message; every record passes."""
-        record.msg, record.args = terminal_safe(record.getMessage()), None
-        return True
-
-
-def escape_logs(handler: logging.Handler | None = None) -> None:
-    """
-    Make a log handler print messages `terminal_safe`, once.
-
-    :param handler: The handler; Python's last-resort one (stderr, what the CLI's warnings go through) when None.
-    """
-    target = handler or logging.lastResort
-    if target is not None and not any(isinstance(f, TerminalSafeLogs) for f in target.filters):
-        target.addFilter(TerminalSafeLogs())
 
 
 def _name(text: str) -> str:
@@ -510,7 +489,6 @@ __all__ = [
     "answer_text",
     "backup_report",
     "check_report",
-    "escape_logs",
     "file_batch",
     "file_list",
     "file_text",

@@ -11,7 +11,6 @@ Module-level imports stay light (the parser is built on every call, thin or not)
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -26,7 +25,6 @@ if TYPE_CHECKING:
     from needle.facade.interface import NeedleInterface
     from needle.owner.record import OwnerRecord
 
-logger = logging.getLogger(__name__)
 # How long a command that finds the index locked waits for its owner's routes to answer (an owner that is
 # still loading its models); a lock held by a process without an owner record fails at once.
 OWNER_WAIT_SECONDS = 60.0
@@ -150,7 +148,17 @@ def _models(args: argparse.Namespace) -> int:
 def _run_without_index(args: argparse.Namespace) -> int | None:
     """Commands that run a process of their own, not a command on the index; `None` for the others."""
     command = command_of(args)
-    return PROCESSES[command.name](args) if command.process else None
+    if not command.process:
+        return None
+    _escape_logs()
+    return PROCESSES[command.name](args)
+
+
+def _escape_logs() -> None:
+    """Warnings name the user's files: no escape sequence reaches the terminal raw (`needle.commands.safe_logs`)."""
+    from needle.commands.safe_logs import escape_logs
+
+    escape_logs()
 
 
 def _open(settings: Settings, args: argparse.Namespace) -> NeedleInterface:
@@ -179,11 +187,14 @@ def _is_remote(needle: NeedleInterface) -> bool:
 
 def _run_here(args: argparse.Namespace) -> int:
     """Open the index in this process (or reach a starting owner through `RemoteNeedle`) and run the command."""
+    import logging
+
     from needle.core.disk import ensure_space
     from needle.core.errors import is_lock_error
     from needle.core.settings import load_settings
     from needle.owner.record import uses_owner, wait_for_owner
 
+    _escape_logs()
     # A graph that fails makes Haystack snapshot its state and warn about every value it cannot serialise;
     # the one line below says what failed.
     logging.getLogger("haystack.utils.base_serialization").setLevel(logging.ERROR)
@@ -210,7 +221,6 @@ def _run_here(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `needle` command."""
     args = _parser(_command(argv)).parse_args(argv)
-    output.escape_logs()  # warnings name the user's files: no escape sequence reaches the terminal raw
     try:
         code = _run_without_index(args)
         if code is None:
