@@ -419,9 +419,11 @@ class AnswerRequest(Filters):
 class IndexRequest(Request):
     """An index run: new and changed chunks embedded, removed files dropped."""
 
-    collections: list[str] | None = _collections("Collections to index (default all)", flags=(), nargs="*")
+    collections: list[str] | None = _collections(
+        "Collections to index (default all)", flags=(), nargs="*", metavar="NAME"
+    )
     paths: list[str] | None = param(
-        "Only these files: absolute or relative to a collection root",
+        "Only these files: absolute or relative to a collection root (a deleted one leaves the index)",
         min_chars=1,
         max_chars=MAX_REF_CHARS,
         max_items=MAX_LIMIT,

@@ -1,8 +1,9 @@
-"""The one result schema every surface returns: CLI `--json`, HTTP and MCP.
+"""What a search and an answer return, on every surface: CLI `--json`, HTTP, MCP and the remote client.
 
 A query graph ends in chunk `Document`s; `hit()` shapes each as a `Hit`, the graph's trust label joins
 them in a `SearchAnswer`, and an answer graph's output becomes an `Answer`. pydantic models, so hayhooks
-and the MCP server derive their schemas from the same classes the CLI prints.
+and the MCP server derive their schemas from the same classes the CLI prints. The index's own commands
+return the models of `needle.core.index_results`.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ class Inventory:
 
     @property
     def files(self) -> FileAccess:
-        """Reading the collections' files by reference or glob (`get`, `multi_get`), within each collection's rules."""
+        """Reading the collections' files by reference or glob (`get`, multi-get), within each collection's rules."""
         if self._files is None:
             # The ingest graph's own limits (its contract's `parameters`), so that `get` reads what indexing reads.
             graph = self.runtime.ingest_graph()
