@@ -152,7 +152,7 @@ class Endpoint(BasePipelineWrapper):
         cls.signature = route_signature(entry, entry.result_type())
 
         def run_api(self: Endpoint, **body: Any) -> Any:
-            return self.answer(body)
+            return self.respond(body)
 
         run_api.__signature__ = cls.signature  # type: ignore[attr-defined]  # what inspect.signature reads
         run_api.__doc__ = _documented(cls.__doc__, entry)
@@ -164,7 +164,7 @@ class Endpoint(BasePipelineWrapper):
         if self.entry.graph is None:
             get_needle()
 
-    def answer(self, body: dict[str, Any]) -> Any:
+    def respond(self, body: dict[str, Any]) -> Any:
         """Build the request from the body's fields (defaults filled in) and run it on the process's facade."""
         bound = self.signature.bind(self, **body)
         bound.apply_defaults()
