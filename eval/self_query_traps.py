@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from needle.core.results import SearchFilters
+from needle.core.requests import SearchRequest
 from needle.evaluation import golden as golden_eval
 
 DEMO = Path("eval/golden/demo.yml")  # the golden set over the same corpus, for its index
@@ -85,11 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     data = yaml.safe_load(args.file.read_text())
     needle = golden_eval.prepare_index(golden_eval.load_golden(DEMO), cache=args.cache)
-    filters = SearchFilters(now=str(data["today"]))
     traps = fallen = named = matched = boosted = found3 = answerable = 0
     failures = []
     for q in data["queries"]:
-        answer = needle.search(q["query"], pipeline=args.mode, filters=filters)
+        answer = needle.search(SearchRequest(query=q["query"], now=str(data["today"])), args.mode)
         found, searched, boosts = reading(answer)
         missing = kept(searched, q["query"], q.get("keep", []))
         paths = golden_eval.group_by_document(answer.results)[:3]
