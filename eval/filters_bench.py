@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.corpus_index import scratch
-from needle.core.requests import SearchRequest
+from needle.core.requests import IndexRequest, SearchRequest
 from needle.core.settings import load_settings
 from needle.evaluation import metrics
 from needle.evaluation.beir import DEFAULT_CACHE, eval_settings, load_dataset, prepare_index
@@ -92,12 +92,12 @@ def bench(needle: Needle, texts: list[str], modes: list[str]) -> None:
     print("| mode | filter | p50 ms | p95 ms | results per query |")
     print("|---|---|---|---|---|")
     for mode in modes:
-        needle.search(SearchRequest(query=texts[0], limit=10), mode)  # warm-up
+        needle.search(SearchRequest(query=texts[0], limit=10), pipeline=mode)  # warm-up
         for name, filters in FILTERS.items():
             latencies, counts = [], []
             for text in texts:
                 started = time.perf_counter()
-                answer = needle.search(SearchRequest(query=text, limit=10, **filters), mode)
+                answer = needle.search(SearchRequest(query=text, limit=10, **filters), pipeline=mode)
                 latencies.append(1000 * (time.perf_counter() - started))
                 counts.append(len(answer.results))
             print(
@@ -182,10 +182,10 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copytree(source.data_dir, copy)
         needle = Needle(source.model_copy(update={"data_dir": copy}))
         started = time.perf_counter()
-        report = needle.index()
+        report = needle.index(IndexRequest())
         print(
-            f"index run on the copy: {report['files_seen']} files, {report['chunks_embedded']} chunks and "
-            f"{report['files_embedded']} whole files embedded, {time.perf_counter() - started:.1f} s "
+            f"index run on the copy: {report.files_seen} files, {report.chunks_embedded} chunks and "
+            f"{report.files_embedded} whole files embedded, {time.perf_counter() - started:.1f} s "
             "(an index built before file metadata gets it here, nothing embedded again)"
         )
         label_files(needle)

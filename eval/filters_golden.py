@@ -26,9 +26,9 @@ def score(needle: Any, golden: golden_eval.GoldenSet, mode: str, self_query: boo
     rows = {}
     for q in golden.for_mode(mode):
         request = SearchRequest(
-            query=q.query, limit=golden_eval.DEFAULT_CANDIDATES, now=golden.today or None, self_query=self_query
+            query=q.query, limit=golden_eval.DEFAULT_CANDIDATES, now=golden.today, self_query=self_query
         )
-        results = needle.search(request, mode).results
+        results = needle.search(request, pipeline=mode).results
         rows[q.id] = {
             "difficulty": q.difficulty,
             **golden_eval.score_ranking(golden_eval.group_by_document(results), q.expected),
