@@ -23,7 +23,7 @@ def test_a_changed_source_makes_its_graph_stale(tmp_path, capsys, monkeypatch):
         (out / source.name).write_text(graphs.render(source))
     assert graphs.stale(parts, out) == []
     shared = parts / "_search-shared.yml"
-    shared.write_text(shared.read_text().replace("max_chars: 400", "max_chars: 300"))
+    shared.write_text(shared.read_text().replace("max_chars: 500", "max_chars: 300"))
     stale = {p.name for p in graphs.stale(parts, out)}
     # The shared tail is in every search graph, and in those extending query.yml or vsearch.yml.
     assert stale == {

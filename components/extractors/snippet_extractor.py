@@ -104,25 +104,34 @@ class SnippetExtractor:
         unit = found[best]
         whole = {i: lines[i] for i in (*unit.context, *range(unit.first, unit.last + 1))}
         shown = whole if self._fits(lines, whole) else self._cut(lines, unit, query, title, answer)
-        for step in (1, -1):
-            index = best + step
-            while 0 <= index < len(found):
+        # Neighbours one at a time, after then before, so that the items either side of an answering list item
+        # both have their turn; a direction ends at a heading (another section after, the section's title before)
+        # or at the first unit that does not fit, of which only the head of one after is shown (a code block's
+        # first lines).
+        nearest = {1: best + 1, -1: best - 1}
+        while nearest:
+            for step in (1, -1):
+                index = nearest.get(step)
+                if index is None:
+                    continue
+                if not 0 <= index < len(found) or found[index].kind == "heading":
+                    del nearest[step]
+                    continue
                 neighbour = found[index]
-                if neighbour.kind == "heading":
-                    break  # another section (after), or the section's own title (before): the snippet stays in its section
                 wider = {
                     **shown,
                     **{i: lines[i] for i in (*neighbour.context, *range(neighbour.first, neighbour.last + 1))},
                 }
-                if not self._fits(lines, wider):
-                    if step == 1:  # the next unit's first lines, as many as fit (the head of a code block, a list)
-                        for i in range(neighbour.first, neighbour.last):
-                            if not self._fits(lines, {**shown, i: lines[i]}):
-                                break
-                            shown = {**shown, i: lines[i]}
-                    break
-                shown = wider
-                index += step
+                if self._fits(lines, wider):
+                    shown = wider
+                    nearest[step] = index + step
+                    continue
+                del nearest[step]
+                if step == 1:
+                    for i in range(neighbour.first, neighbour.last):
+                        if not self._fits(lines, {**shown, i: lines[i]}):
+                            break
+                        shown = {**shown, i: lines[i]}
         return shown
 
     def _cut(self, lines: list[str], unit: Unit, query: str, title: str, answer: int | None = None) -> dict[int, str]:

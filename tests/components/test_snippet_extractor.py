@@ -80,6 +80,13 @@ class TestSnippetExtractor:
         doc = snip(text, "which database did we pick, Postgres or Dynamo?", max_lines=2)
         assert body(doc) == ["Agreed:", "- Postgres 15, not DynamoDB"]
 
+    def test_the_items_either_side_of_the_answering_item_take_turns(self):
+        # Filling the snippet with the items after the answer first would leave out the item just before it.
+        items = ["1. feed it stiff the evening before", "2. leave it out an hour", "3. into the fridge", "4. on return"]
+        text = "\n".join(["Up to two weeks:", *items, "5. bake", "6. discard", "7. feed twice"])
+        doc = snip(text, "leave it out", max_lines=4)
+        assert body(doc) == ["Up to two weeks:", items[0], items[1], items[2]]
+
     def test_a_code_block_comes_with_the_line_introducing_it(self):
         text = "\n".join(
             [
