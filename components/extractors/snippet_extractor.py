@@ -127,6 +127,12 @@ class SnippetExtractor:
                     nearest[step] = index + step
                     continue
                 del nearest[step]
+                if self._centre(lines, neighbour, query, title)[1] > 0:
+                    # a neighbour too long to show whole that holds the query's words: its best lines, if they fit
+                    part = self._cut(lines, neighbour, query, title, base=shown)
+                    if self._fits(lines, part):
+                        shown = part
+                        continue
                 if step == 1:
                     for i in range(neighbour.first, neighbour.last):
                         if not self._fits(lines, {**shown, i: lines[i]}):
@@ -134,18 +140,23 @@ class SnippetExtractor:
                         shown = {**shown, i: lines[i]}
         return shown
 
-    def _cut(self, lines: list[str], unit: Unit, query: str, title: str, answer: int | None = None) -> dict[int, str]:
-        """The best lines of a unit too long to show whole: its best line, then neighbours and its context while they fit."""
-        inside = list(range(unit.first, unit.last + 1))
-        ranked = line_scores([lines[i] for i in inside], query, title)
-        content = [k for k, i in enumerate(inside) if is_content(lines[i])] or [0]
-        best = max(content, key=lambda k: (ranked[k], -k))
-        if ranked[best] <= 0:
-            best = content[0]
-        centre = answer if answer is not None and unit.first <= answer <= unit.last else inside[best]
-        shown = {centre: lines[centre]}
+    def _cut(
+        self,
+        lines: list[str],
+        unit: Unit,
+        query: str,
+        title: str,
+        answer: int | None = None,
+        base: dict[int, str] | None = None,
+    ) -> dict[int, str]:
+        """
+        The best lines of a unit too long to show whole: its best line, then neighbours and its context while they
+        fit beside the lines `base` already shows (returned with them).
+        """
+        centre = self._centre(lines, unit, query, title, answer)[0]
+        shown = {**(base or {}), centre: lines[centre]}
         if not self._fits(lines, shown):
-            return {centre: self._sentences(lines[centre], query, title)}
+            return {**(base or {}), centre: self._sentences(lines[centre], query, title)}
         for extra in (*_children(lines, centre, unit), *unit.context, *_parents(lines, centre, unit)):
             wider = {**shown, extra: lines[extra]}
             if self._fits(lines, wider):
@@ -155,6 +166,19 @@ class SnippetExtractor:
             if self._fits(lines, wider):
                 shown = wider
         return shown
+
+    @staticmethod
+    def _centre(lines: list[str], unit: Unit, query: str, title: str, answer: int | None = None) -> tuple[int, float]:
+        """The line of a unit that answers best (`answer` when it is in the unit) and its score for the query."""
+        inside = list(range(unit.first, unit.last + 1))
+        ranked = line_scores([lines[i] for i in inside], query, title)
+        content = [k for k, i in enumerate(inside) if is_content(lines[i])] or [0]
+        best = max(content, key=lambda k: (ranked[k], -k))
+        if answer is not None and unit.first <= answer <= unit.last:
+            return answer, ranked[answer - unit.first]
+        if ranked[best] <= 0:
+            best = content[0]
+        return inside[best], ranked[best]
 
     def _sentences(self, line: str, query: str, title: str) -> str:
         """The best sentences of a line longer than `max_chars`, `…` where the line goes on."""

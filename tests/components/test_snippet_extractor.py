@@ -87,6 +87,13 @@ class TestSnippetExtractor:
         doc = snip(text, "leave it out", max_lines=4)
         assert body(doc) == ["Up to two weeks:", items[0], items[1], items[2]]
 
+    def test_a_neighbour_too_long_to_show_whole_shows_its_lines_with_the_query_words(self):
+        config = ["```ini", "[tidewise]", "host = 203.0.113.47", "user = deploy", "port = 4722", "key = id_tide", "```"]
+        text = "\n".join(["My ssh entries:", *config, "", "The server listens on a non-standard port because of bots."])
+        doc = snip(text, "which port is the ssh server on", max_lines=5)
+        assert "port = 4722" in body(doc)
+        assert body(doc)[-1] == "The server listens on a non-standard port because of bots."
+
     def test_a_code_block_comes_with_the_line_introducing_it(self):
         text = "\n".join(
             [
