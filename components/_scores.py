@@ -12,6 +12,7 @@ from typing import Any
 from haystack import Document
 
 from needle.core.documents import replace
+from needle.core.schema import FILE_ID
 
 _WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
 # Words that carry no topic even when longer than two letters.
@@ -140,7 +141,7 @@ def lowered_term_hits(lowered: str, terms: list[str]) -> tuple[int, int]:
     return sum(1 for c in counts if c), sum(counts)
 
 
-def strong_signal(probe: list[Document], min_score: float, min_gap: float, group_by: str = "source_doc_id") -> bool:
+def strong_signal(probe: list[Document], min_score: float, min_gap: float, group_by: str = FILE_ID) -> bool:
     """
     Whether a normalised BM25 probe is decisive: its best file scores at least `min_score` and leads the
     second file by at least `min_gap` (qmd skips query expansion then).

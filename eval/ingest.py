@@ -285,7 +285,7 @@ def floor_embedders(settings: Any) -> tuple[Any, Any]:
 
 def model_tokenizer(dense: Any, truncate: bool = True) -> Any:
     """The warmed dense embedder's tokenizer, without padding (and without truncation unless `truncate`)."""
-    from haystack_integrations.components.embedders.needle.dense_document_embedder import token_counter
+    from haystack_integrations.components.embedders.needle.fastembed_dense_document_embedder import token_counter
 
     tokenizer = token_counter(dense)
     if not truncate:

@@ -6,6 +6,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict, logging
 
+from haystack_integrations.components.needle._index_models import FROM_SETTINGS, records_file, without
 from needle.core.file_records import FileRecords, FileStat
 from needle.core.files.walking import walk_collection
 from needle.core.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, CollectionRules
@@ -47,7 +48,9 @@ class CollectionScanner:
     ```
     """
 
-    def __init__(self, max_files: int = 100_000, batch_files: int = 200, records_path: str | None = None) -> None:
+    def __init__(
+        self, max_files: int = 100_000, batch_files: int = 200, records_path: str | None = FROM_SETTINGS
+    ) -> None:
         """
         Create the scanner.
 
@@ -55,7 +58,8 @@ class CollectionScanner:
         :param batch_files: Most files handed on to be read per run (a batch); an index run runs the graph
             once per batch, each batch written and recorded before the next starts.
         :param records_path: The stat record (`needle.core.file_records`, `files.sqlite` in the index folder):
-            files whose size, times and inode match it are not read again. `None` reads every file.
+            files whose size, times and inode match it are not read again; default: the index's, from Needle's
+            settings. `None` reads every file.
         :raises ValueError: When `max_files` or `batch_files` is not a positive integer.
         """
         for name, value in (("max_files", max_files), ("batch_files", batch_files)):
@@ -63,7 +67,8 @@ class CollectionScanner:
                 raise ValueError(f"{name} must be an integer > 0, got {value!r}")
         self.max_files = max_files
         self.batch_files = batch_files
-        self.records_path = records_path
+        self._from_settings = {"records_path"} if records_path is FROM_SETTINGS else set()
+        self.records_path = records_file() if records_path is FROM_SETTINGS else records_path
 
     def to_dict(self) -> dict[str, Any]:
         """
@@ -71,8 +76,11 @@ class CollectionScanner:
 
         :returns: Dictionary with the init parameters.
         """
-        return default_to_dict(
-            self, max_files=self.max_files, batch_files=self.batch_files, records_path=self.records_path
+        return without(
+            default_to_dict(
+                self, max_files=self.max_files, batch_files=self.batch_files, records_path=self.records_path
+            ),
+            self._from_settings,
         )
 
     @classmethod

@@ -16,7 +16,7 @@ from haystack_integrations.components.needle._filters import (
     where_condition,
 )
 from haystack_integrations.components.needle._store_deserialization import with_document_store
-from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore, check_document_store
+from haystack_integrations.document_stores.needle.access import searchable
 from needle.core.requests import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS, QUERY
 
 # The declared request fields this component reads, by input name (`needle.core.requests`: their limits).
@@ -55,7 +55,7 @@ class SearchRequest:
         max_top_k: int = MAX_LIMIT,
         top_k: int = DEFAULT_LIMIT,
         min_score: float = 0.0,
-        document_store: NeedleDocumentStore | None = None,
+        document_store: Any = None,
     ) -> None:
         """
         Create the request component.
@@ -76,14 +76,14 @@ class SearchRequest:
             raise ValueError(f"top_k must be from 1 to max_top_k={max_top_k}, got {top_k}")
         if min_score < 0:
             raise ValueError(f"min_score must be >= 0, got {min_score}")
-        if document_store is not None:
-            check_document_store(document_store)
+        store = None if document_store is None else searchable(document_store)
         self.max_query_chars = max_query_chars
         self.max_top_k = max_top_k
         self.top_k = top_k
         self.min_score = min_score
         self.document_store = document_store
-        self._files = None if document_store is None else IndexedFiles.of(document_store)
+        self._store = store
+        self._files = None if store is None else IndexedFiles.of(store)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""

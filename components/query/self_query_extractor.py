@@ -22,7 +22,7 @@ from haystack_integrations.components.needle._filters import (
 )
 from haystack_integrations.components.needle._store_deserialization import with_document_store
 from haystack_integrations.components.needle._vocabulary import IndexVocabulary
-from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore, check_document_store
+from haystack_integrations.document_stores.needle.access import searchable
 
 logger = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ class SelfQueryExtractor:
 
     def __init__(
         self,
-        document_store: NeedleDocumentStore | None = None,
+        document_store: Any = None,
         enabled: bool = True,
         min_results: int = 3,
         recent_on_request: bool = True,
@@ -179,14 +179,14 @@ class SelfQueryExtractor:
         """
         if isinstance(min_results, bool) or not isinstance(min_results, int) or min_results < 0:
             raise ValueError(f"min_results must be an integer >= 0, got {min_results!r}")
-        if document_store is not None:
-            check_document_store(document_store)
+        store = None if document_store is None else searchable(document_store)
         self.document_store = document_store
-        self._files = None if document_store is None else IndexedFiles.of(document_store)
+        self._store = store
+        self._files = None if store is None else IndexedFiles.of(store)
         self.enabled = enabled
         self.min_results = min_results
         self.recent_on_request = recent_on_request
-        self._vocabulary = None if document_store is None else IndexVocabulary.of(document_store)
+        self._vocabulary = None if store is None else IndexVocabulary.of(store)
         self._counted = False
 
     def to_dict(self) -> dict[str, Any]:

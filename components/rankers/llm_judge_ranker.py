@@ -65,7 +65,7 @@ class LLMJudgeRanker:
 
     Each document is judged in a call of its own rather than in one prompt with numbered passages: a
     rating then depends only on the query and that document, so it can be cached per document and
-    reused whatever the other candidates are (see `CachedReranker`); one bad answer costs one document,
+    reused whatever the other candidates are (see `CandidateReranker`); one bad answer costs one document,
     not the whole list; and short prompts fit the small context windows of local models. A document
     whose call fails or whose answer holds no number gets `score=None` and keeps its input position,
     rather than a 0 that would bury it: the retrieval order stands where the judge has no opinion.

@@ -7,6 +7,7 @@ from typing import Any
 from needle.core.file_formats import Extractor, Limits
 from needle.core.files.multi_get import FileAccess
 from needle.core.files.reading import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES
+from needle.core.schema import FILE_ID
 from needle.facade.graph_loading import INGEST, Graphs
 from needle.lifecycle import provenance as index_info
 from needle.runtime.contract import GraphContract
@@ -55,7 +56,7 @@ class Inventory(Graphs):
             return cached[1]
         found: list[str] = []
         for store in (self.file_store, self.store):
-            ids = {row["meta"].get("source_doc_id", "") for row in store.list_documents_meta(fields=["source_doc_id"])}
+            ids = {row["meta"].get(FILE_ID, "") for row in store.list_documents_meta(fields=[FILE_ID])}
             if ids:
                 found = sorted(ids)
                 break
@@ -96,7 +97,7 @@ class Inventory(Graphs):
                 chunks, files = counted["chunks"].get(name, 0), counted["files"].get(name, 0)
             if chunks and not files:  # an index without whole-file documents: count its files' ids
                 in_collection = {"field": "meta.collection", "operator": "==", "value": name}
-                files = len(self.store.count_values("source_doc_id", in_collection))
+                files = len(self.store.count_values(FILE_ID, in_collection))
             collections.append(
                 {
                     "name": name,

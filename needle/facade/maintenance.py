@@ -13,6 +13,7 @@ from haystack.document_stores.errors import DocumentStoreError
 from haystack_integrations.document_stores.needle.protocol import IndexDamagedError
 from needle.core.collections import CollectionError
 from needle.core.file_records import split_key
+from needle.core.schema import FILE_ID
 from needle.facade.indexing import Indexing
 from needle.lifecycle import consistency
 from needle.lifecycle import provenance as index_info
@@ -87,7 +88,7 @@ class Maintenance(Indexing):
         roots = {c.name: c.root for c in self.collections.load().values()}
         deleted = 0
         if orphaned:
-            where = {"field": "meta.source_doc_id", "operator": "in", "value": orphaned}
+            where = {"field": f"meta.{FILE_ID}", "operator": "in", "value": orphaned}
             deleted = sum(int(store.delete_by_filter(where) or 0) for store in (self.store, self.file_store))
         paths = [str(Path(roots[name]).expanduser() / path) for name, path in map(split_key, lost)]
         indexed = self._index(None, False, None, paths, None) if paths else None

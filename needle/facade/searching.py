@@ -288,7 +288,7 @@ class Searching(Graphs):
         index_info.check(self.settings, self.ingest_graph(), self._fingerprint())
         request: dict[str, Any] = {"query": query, "collections": collections or None, "chunks": chunks}
         for key, value in (
-            ("top_k", top_k),
+            ("limit", top_k),
             ("min_score", min_score),
             ("expand", expand),
             ("rerank", rerank),
