@@ -182,6 +182,7 @@ class QdrantSearch(QdrantSearchMixin):
     """
 
     _adapters: ClassVar[weakref.WeakKeyDictionary[QdrantDocumentStore, "QdrantSearch"]] = weakref.WeakKeyDictionary()
+    _local: ClassVar[dict[tuple[str, str], "QdrantSearch"]] = {}
     _adapters_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, store: QdrantDocumentStore) -> None:
@@ -190,11 +191,21 @@ class QdrantSearch(QdrantSearchMixin):
 
     @classmethod
     def of(cls, store: QdrantDocumentStore) -> "QdrantSearch":
-        """The one adapter of a store object in this process."""
+        """
+        The one adapter of a store in this process: of the store object, or, for qdrant-client's local mode on a
+        folder (`path`), of the folder and collection, since that mode lets one client open a folder: the
+        stores a graph file names are deserialised one per component, and they all search through the first.
+        """
         with cls._adapters_lock:
             found = cls._adapters.get(store)
             if found is None:
-                found = cls._adapters[store] = cls(store)
+                key = (str(store.path), str(store.index)) if store.path else None
+                found = cls._local.get(key) if key else None
+                if found is None:
+                    found = cls(store)
+                    if key:
+                        cls._local[key] = found
+                cls._adapters[store] = found
             return found
 
     @property

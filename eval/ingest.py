@@ -353,7 +353,7 @@ def needle_texts(files: list[Path], texts: list[str], needle: Needle) -> list[st
     ingest = needle.pipeline("ingest")
     docs = [Document(content=text, meta={"collection": "notes", "path": path.name}) for path, text in zip(files, texts)]
     chunks = ingest.get_component("chunker").run(documents=docs)["documents"]
-    return ingest.get_component("dense_embedder")._prepare_texts_to_embed(chunks)
+    return ingest.get_component("dense_embedder").embedder._prepare_texts_to_embed(chunks)
 
 
 def token_counts(files: list[Path], needle: Needle, tokenizer: Any) -> dict[str, int]:

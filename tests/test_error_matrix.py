@@ -60,9 +60,11 @@ def rag_with(needle, script, **overrides):
 
 
 def ask(needle, pipeline, retry: bool = True, top_k: int = 2) -> dict:
+    from needle.runtime.contract import GraphContract
+
     request = needle._request(QUESTION, top_k, None, None, None, None, chunks=False)
     return pipeline.run(
-        {"request": request, "retry": {"enabled": retry}},
+        GraphContract.of(pipeline, "rag").feed(request, {"retry": {"enabled": retry}}),
         include_outputs_from={"retry", "confidence", "answer_confidence", "answer_label", "coverage"},
     )
 
@@ -103,7 +105,7 @@ class TestSearch:
 
         query = "how often to feed a sourdough starter at room temperature"
         healthy = demo_needle.search(query, top_k=3)
-        backend = demo_needle.pipeline("query").get_component("dense_embedder").embedding_backend
+        backend = demo_needle.pipeline("query").get_component("dense_embedder").embedder.embedding_backend
 
         def fail(*args, **kwargs):
             raise Fail("[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Gather node")

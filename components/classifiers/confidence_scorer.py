@@ -10,10 +10,10 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack_integrations.components.embedders.fastembed.embedding_backend.fastembed_backend import (
     _FastembedEmbeddingBackendFactory,
 )
-from haystack_integrations.components.extractors.needle.snippet_extractor import is_content
 from haystack_integrations.components.needle._index_models import by_name, without
 from haystack_integrations.components.needle._llm_cache import load_component
 from haystack_integrations.components.needle._scores import query_terms
+from haystack_integrations.components.needle._text import contains_term, exact_terms, is_content
 
 # The signals, each on 0..1; a weight per signal (and a bias) in the graph's YAML.
 FEATURES = (
@@ -31,38 +31,6 @@ FEATURES = (
     "words_unseen",
     "sentence",
 )
-
-# Exact terms of a query: quoted phrases, and identifiers (words with a digit, an underscore, an inner dot,
-# slash or colon, camelCase, a leading dash, or in capitals).
-_QUOTED = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”|`([^`]{2,80})`|(?<![\w])'([^']{2,80})'(?![\w])")
-_TOKEN = re.compile(r"(?<![\w-])-{0,2}[\w][\w.:/+#-]*[\w+#]|(?<![\w-])[\w]")
-_IDENTIFIER = re.compile(r"\d.*[\w]|[\w].*\d|_|\w[.:/]\w|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]|^-{1,2}\w|^[A-Z]{3,}$")
-
-
-def exact_terms(query: str) -> list[str]:
-    """
-    The parts of a query that must appear verbatim in an answer: quoted phrases and identifiers.
-
-    :param query: The query.
-    :returns: Distinct phrases and identifiers, in order (`pg_dump`, `ERR-401`, `--onto`, `TaskGroup`, `WAL`).
-    """
-    found: dict[str, None] = {}
-    rest = query
-    for match in _QUOTED.finditer(query):
-        phrase = next(g for g in match.groups() if g is not None).strip()
-        if phrase:
-            found.setdefault(phrase, None)
-        rest = rest.replace(match.group(0), " ")
-    for token in _TOKEN.findall(rest):
-        token = token.rstrip(".:/")
-        if len(token) >= 2 and _IDENTIFIER.search(token):
-            found.setdefault(token, None)
-    return list(found)
-
-
-def contains_term(text: str, term: str) -> bool:
-    """Whether `term` occurs in `text` as a whole word or phrase, ignoring case."""
-    return re.search(r"(?<![\w])" + re.escape(term) + r"(?![\w])", text, re.IGNORECASE) is not None
 
 
 def _cosine(doc: Document) -> float | None:
@@ -277,6 +245,11 @@ class ConfidenceScorer:
     for ...", finds no such sentence). It combines them by logistic regression,
     `sigmoid(bias + sum(weight * signal))`, whose weights are fitted per graph on labelled queries
     (`needle eval calibration --fit`), so the number reads as a probability. A missing signal adds nothing.
+    The signals come from the traces earlier stages leave on the documents: `meta["rerank"]`
+    (`CandidateReranker`), `meta["hybrid"]` (`HybridScoreRanker`'s exact scores), `meta["fusion"]`
+    (`WeightedRRFJoiner`'s ranks and scores per list); after Haystack's own stages, which leave none, a
+    document's own score stands for its kind (`meta["score_kind"]`) and the rank and agreement signals are
+    missing.
     When an answer was generated, its claim coverage scales the result by
     `1 - coverage_weight * (1 - coverage)`; an answer graph scores its search once and hands that confidence
     to a second scorer after the answer (`confidence` input), which only applies the coverage. No result

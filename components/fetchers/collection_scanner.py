@@ -8,7 +8,6 @@ from haystack import component, default_from_dict, default_to_dict, logging
 
 from haystack_integrations.components.needle._index_models import FROM_SETTINGS, records_file, without
 from needle.core.file_records import FileRecords, FileStat
-from needle.core.files.walking import walk_collection
 from needle.core.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, CollectionRules
 
 logger = logging.getLogger(__name__)
@@ -239,6 +238,8 @@ class CollectionScanner:
 
     def _scan(self, spec: dict[str, Any], sources: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> None:
         name, root = spec["name"], spec["root"]
+        from needle.core.files.walking import walk_collection  # the walk, on first use (see _folder)
+
         rules = CollectionRules(spec["include"], spec["exclude"])
         found: list[tuple[str, dict[str, int] | None]] = []
         for item in walk_collection(root, rules):
@@ -303,6 +304,9 @@ def _folder(
     skipped: list[dict[str, Any]],
 ) -> None:
     """The notes under one folder of a collection, found by the collection's own walk."""
+    # Imported here: the walk brings the collection list's module, which a scanner that is only built
+    # (a graph loaded to be served, to be read) never needs.
+    from needle.core.files.walking import walk_collection
 
     def on_the_way(rel: str) -> bool:
         return rel == folder or rel.startswith(folder + "/") or folder.startswith(rel + "/")

@@ -16,7 +16,7 @@ from haystack_integrations.components.needle._dates import rfc3339
 from haystack_integrations.components.needle._filters import clean_tag
 from haystack_integrations.components.needle._index_models import FROM_SETTINGS, cache_file, without
 from haystack_integrations.components.needle._llm_cache import LLMCache, load_component, model_label
-from haystack_integrations.components.query.needle.self_query_extractor import SelfQueryExtractor, _Extraction
+from haystack_integrations.components.needle._self_query import SelfQueryRules, _Extraction
 from needle.core.requests import MAX_QUERY_CHARS
 
 logger = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ class _Reading(BaseModel):
 
 
 @component
-class LLMSelfQueryExtractor(SelfQueryExtractor):
+class LLMSelfQueryExtractor(SelfQueryRules):
     """
     `SelfQueryExtractor` whose rules are followed by a language model for what they missed.
 
@@ -95,7 +95,7 @@ class LLMSelfQueryExtractor(SelfQueryExtractor):
         :param cache_ttl_hours: How long a cached reading stays valid.
         :raises ValueError: As `SelfQueryExtractor`, or when `cache_ttl_hours` is not > 0.
         """
-        SelfQueryExtractor.__init__(self, document_store, enabled, min_results, recent_on_request)
+        SelfQueryRules.__init__(self, document_store, enabled, min_results, recent_on_request)
         if cache_ttl_hours <= 0:
             raise ValueError(f"cache_ttl_hours must be > 0, got {cache_ttl_hours}")
         self.chat_generator = load_component(chat_generator, "chat_generator")
@@ -115,7 +115,7 @@ class LLMSelfQueryExtractor(SelfQueryExtractor):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component, the chat generator included."""
-        base = SelfQueryExtractor.to_dict(self)["init_parameters"]
+        base = SelfQueryRules.to_dict(self)["init_parameters"]
         return without(
             default_to_dict(
                 self,
@@ -149,7 +149,7 @@ class LLMSelfQueryExtractor(SelfQueryExtractor):
         :param now: The reference time (naive UTC datetime).
         :returns: The merged reading.
         """
-        found = SelfQueryExtractor.extract(self, query, now)
+        found = SelfQueryRules.extract(self, query, now)
         self._last_llm = {}
         reading, reason = self._ask(query, now)
         if reading is None:

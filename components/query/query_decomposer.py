@@ -7,10 +7,10 @@ from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage
 
-from haystack_integrations.components.classifiers.needle.confidence_scorer import exact_terms
 from haystack_integrations.components.needle._index_models import FROM_SETTINGS, cache_file, without
 from haystack_integrations.components.needle._llm_cache import LLMCache, load_component, model_label
 from haystack_integrations.components.needle._scores import query_terms
+from haystack_integrations.components.needle._text import exact_terms
 
 logger = logging.getLogger(__name__)
 

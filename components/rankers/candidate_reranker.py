@@ -10,7 +10,7 @@ from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
 from haystack_integrations.components.needle._index_models import FROM_SETTINGS, cache_file, without
 from haystack_integrations.components.needle._llm_cache import LLMCache, load_component, model_label
-from haystack_integrations.components.rankers.needle.llm_judge_ranker import order_known_scores
+from haystack_integrations.components.needle._scores import order_known_scores
 from needle.core.checks import OptionalQueryVector, check_top_k
 from needle.core.documents import replace
 

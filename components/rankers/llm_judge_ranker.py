@@ -8,6 +8,7 @@ from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage
 
 from haystack_integrations.components.needle._llm_cache import load_component
+from haystack_integrations.components.needle._scores import order_known_scores
 from needle.core.checks import check_top_k
 from needle.core.documents import replace
 
@@ -41,21 +42,6 @@ def parse_judgement(text: str | None) -> float | None:
         if value <= 10:
             return value / 10.0
     return None
-
-
-def order_known_scores(documents: list[Document], scores: list[float | None]) -> list[int]:
-    """
-    The output order of `documents` given their scores, some unknown.
-
-    Documents with an unknown score (`None`) keep their input position; the scored ones fill the other
-    positions by descending score (ties keep input order). An unknown score is thus neither a 0 that
-    buries the document nor a guess: the retrieval order stands where no judgement exists.
-
-    :returns: Input indices in output order.
-    """
-    known = {i: s for i, s in enumerate(scores) if s is not None}
-    fill = iter(sorted(known, key=lambda i: -known[i]))
-    return [i if scores[i] is None else next(fill) for i in range(len(documents))]
 
 
 @component

@@ -11,7 +11,7 @@ from haystack.dataclasses import ChatMessage
 from haystack_integrations.components.embedders.fastembed.embedding_backend.fastembed_backend import (
     _FastembedEmbeddingBackendFactory,
 )
-from haystack_integrations.components.extractors.needle.citation_extractor import parse_citations, selects
+from haystack_integrations.components.needle._citations import parse_citations, selects
 from haystack_integrations.components.needle._index_models import by_name, without
 from haystack_integrations.components.needle._llm_cache import load_component
 from haystack_integrations.components.needle._scores import STOPWORDS, query_terms
