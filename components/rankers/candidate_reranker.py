@@ -147,7 +147,7 @@ class CandidateReranker:
     def from_dict(cls, data: dict[str, Any]) -> "CandidateReranker":
         """
         Deserialise the component, the nested ranker first (inside Haystack's deserialisation, so that
-        callbacks such as an injected environment reach it too).
+        its settings are read like those of the graph's other components).
         """
         params = data.get("init_parameters", {})
         nested = load_component(params.get("ranker"), "ranker")

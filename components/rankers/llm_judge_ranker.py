@@ -104,7 +104,7 @@ class LLMJudgeRanker:
     def from_dict(cls, data: dict[str, Any]) -> "LLMJudgeRanker":
         """
         Deserialise the component, the nested chat generator first (inside Haystack's deserialisation, so that
-        callbacks such as an injected environment reach it too).
+        its settings are read like those of the graph's other components).
         """
         params = data.get("init_parameters", {})
         nested = load_component(params.get("chat_generator"), "chat_generator")

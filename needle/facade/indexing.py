@@ -11,6 +11,7 @@ from typing import Any
 
 from haystack.core.errors import PipelineRuntimeError
 
+from haystack_integrations.document_stores.needle.access import searchable
 from needle.core.errors import root_cause
 from needle.facade.graph_loading import INGEST, Graphs
 from needle.facade.index_report import IndexReport, note_problems
@@ -172,8 +173,8 @@ class Indexing(Graphs):
         if report.changed:
             for name, _ in contract.inputs["optimize"]:  # the writers
                 writer: Any = graph.get_component(name)
-                if getattr(writer, "optimize", False) and hasattr(writer.document_store, "optimize"):
-                    writer.document_store.optimize()
+                if writer.optimize:
+                    searchable(writer.document_store).optimize()
         if report.changed or index_info.languages_uncounted(self.settings):
             languages = {
                 c.name: self.store.count_values(

@@ -73,9 +73,7 @@ class Inventory(Graphs):
         run that did not finish, an index built before records) is counted by the engine's facets instead.
         """
         for store in (self.store, self.file_store):  # damage the engine aborts on is named, not read past
-            check = getattr(store, "check_unopened", None)
-            if check is not None:
-                check()
+            store.check_unopened()
         recorded = index_info.read(self.settings)
         summaries = (recorded or {}).get("summaries") or {}
         languages = (recorded or {}).get("languages") or {}
@@ -164,6 +162,5 @@ class Inventory(Graphs):
 
 
 def _changes(store: Any) -> Any:
-    """What changes when a store is written to: its own write counter where it has one, else its count."""
-    changes = getattr(store, "changes", None)
-    return changes() if callable(changes) else store.count_documents()
+    """What changes when a store is written to (`ManagedStore.changes`)."""
+    return store.changes()

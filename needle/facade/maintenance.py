@@ -122,8 +122,7 @@ class Maintenance(Indexing):
         """Hold off index runs and every write to the stores (queries go on), everything written flushed."""
         with self._index_lock, ExitStack() as paused:
             for store in (self.store, self.file_store):
-                if hasattr(store, "writes_paused"):
-                    paused.enter_context(store.writes_paused())
+                paused.enter_context(store.writes_paused())
             yield
 
     def backup(self, path: str) -> dict[str, Any]:
