@@ -94,22 +94,24 @@ test-haystack2:
 	$(VENV)-haystack2/bin/python -c "import haystack; print('haystack-ai', haystack.__version__)"
 	$(VENV)-haystack2/bin/pytest -q -m "not integration"
 
+# The benchmarks are entry points of the eval package (`python -m eval.NAME`, from this folder); scoring that
+# users run is `needle eval`.
 bench: models install-test
-	$(BIN)/python eval/bench.py --dataset $(DATASET)
+	$(BIN)/python -m eval.bench --dataset $(DATASET)
 
 bench-filters: models install-test
-	$(BIN)/python eval/filters_bench.py --dataset $(DATASET)
+	$(BIN)/python -m eval.filters_bench --dataset $(DATASET)
 
 # Edit-to-searchable latency while `needle watch` runs (eval/results/live.json).
 bench-live: models install-test
-	$(BIN)/python eval/live.py --edits 20
+	$(BIN)/python -m eval.live --edits 20
 
 eval-beir: models install-test
-	$(BIN)/python eval/beir.py --dataset $(DATASET) --pipeline search --pipeline search-native --pipeline vsearch \
+	$(BIN)/needle eval beir --dataset $(DATASET) --pipeline search --pipeline search-native --pipeline vsearch \
 		--pipeline pipelines/query-plain.yml --pipeline query
 
 ablation: models install-test
-	$(BIN)/python eval/ablation.py --dataset $(DATASET) --split test
+	$(BIN)/python -m eval.ablation --dataset $(DATASET) --split test
 
 clean:
 	rm -rf $(DEMO_DATA) .pytest_cache

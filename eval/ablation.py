@@ -1,6 +1,6 @@
 """Ablation of the query pipeline on a BEIR dataset: add one stage at a time.
 
-    python eval/ablation.py --dataset ../shared/datasets/scifact --split test
+    python -m eval.ablation --dataset ../shared/datasets/scifact --split test
 
 Every row runs pipelines/query.yml (or the plain graph for the first rows) with graph overrides by
 component and parameter on the same cached index, and prints nDCG@10, Recall@100 and p50 latency per row.
@@ -9,15 +9,14 @@ second pass over the first `--latency-queries` queries as users run them (the gr
 Tune on `--split train`, report on `--split test`.
 """
 
+from __future__ import annotations
+
 import argparse
-import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+from eval.result_files import REPORTS, write_json
 from needle.core.settings import load_settings, parse_assignments
 from needle.evaluation import metrics
 from needle.evaluation.beir import DEFAULT_CACHE, eval_settings, load_dataset, prepare_index, run_pipeline
@@ -67,8 +66,10 @@ def latency_p50(needle: Needle, dataset: Any, pipeline: str, overrides: dict[str
     return 1000 * metrics.percentile(latencies, 50)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.ablation", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--split", default="test")
     parser.add_argument("--candidates", type=int, default=300)
@@ -85,8 +86,8 @@ def main() -> int:
     parser.add_argument(
         "--latency-queries", type=int, default=100, help="queries timed per row at the configured sizes"
     )
-    parser.add_argument("--reports", type=Path, default=Path(__file__).parent / "reports")
-    args = parser.parse_args()
+    parser.add_argument("--reports", type=Path, default=REPORTS)
+    args = parser.parse_args(argv)
 
     dataset = load_dataset(args.dataset, args.split)
     needle, _ = prepare_index(dataset, eval_settings(load_settings(), dataset, args.cache))
@@ -119,9 +120,8 @@ def main() -> int:
     print("|---|---|---|---|")
     for row in rows:
         print(f"| {row['stage']} | {row['ndcg@10']:.3f} | {row['recall@100']:.3f} | {row['latency_ms_p50']:.1f} |")
-    args.reports.mkdir(parents=True, exist_ok=True)
     out = args.reports / f"ablation-{dataset.name}-{args.split}-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.write_text(json.dumps({"dataset": dataset.name, "split": args.split, "extra": extra, "rows": rows}, indent=2))
+    write_json(out, {"dataset": dataset.name, "split": args.split, "extra": extra, "rows": rows})
     print(f"\nreport: {out}")
     return 0
 

@@ -1,10 +1,10 @@
 """What an agent gets from Needle's MCP tools: the tool list's size, an answer's size, how far the label can be
 trusted, whether snippets show the answer, and how soon `needle mcp` answers.
 
-    python eval/agents.py                       # every part; writes eval/results/agents.md and agents.json
-    python eval/agents.py --part confidence     # one part (tools, start, confidence, snippets; repeatable):
+    python -m eval.agents                       # every part; writes eval/results/agents.md and agents.json
+    python -m eval.agents --part confidence     # one part (tools, start, confidence, snippets; repeatable):
                                                 # the others stay as eval/results/agents.json has them
-    python eval/agents.py --tune                # first set each graph's label threshold from training data
+    python -m eval.agents --tune                # first set each graph's label threshold from training data
 
 Everything runs on the golden corpus (`needle/demo/notes`, indexed once into the eval cache):
 
@@ -51,15 +51,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from eval.demo_data import DEMO_GOLDEN, OFFTOPIC, REPO, TRAIN
+from eval.result_files import RESULTS, command_line, pyplot, save_figure, write_json
+from needle.evaluation.memory import cpu_seconds
 
-GOLDEN = REPO / "eval" / "golden" / "demo.yml"
-OFFTOPIC = REPO / "eval" / "golden" / "offtopic.yml"
-TRAIN = (REPO / "eval" / "golden" / "train.yml", REPO / "eval" / "golden" / "filters.yml")
 TRAIN_PAIRS = 90
 L2 = 1.0
-RESULTS = REPO / "eval" / "results"
 GRAPHS = ("search", "vsearch", "vsearch-sentence", "query")
 PARTS = ("tools", "start", "confidence", "snippets")
 TOP = 3
@@ -70,7 +67,7 @@ OFFTOPIC_TRAIN_PASS = 0.03
 def _golden_needle() -> tuple[Any, Any]:
     from needle.evaluation.golden import load_golden, prepare_index
 
-    golden = load_golden(GOLDEN)
+    golden = load_golden(DEMO_GOLDEN)
     return golden, prepare_index(golden)
 
 
@@ -95,7 +92,7 @@ def _train_rows(graph: str) -> list[dict[str, Any]]:
     """
     from needle.core.results import SearchFilters
     from needle.evaluation.calibration import offtopic_questions
-    from needle.evaluation.decomposition import _join, pairs_of
+    from needle.evaluation.decomposition import join_questions, pairs_of
     from needle.evaluation.golden import load_golden, prepare_index
 
     rows = []
@@ -108,7 +105,7 @@ def _train_rows(graph: str) -> list[dict[str, Any]]:
         if number == 0:
             asked += [
                 (
-                    _join("{a}, and also {b}", a.query, b.query),
+                    join_questions("{a}, and also {b}", a.query, b.query),
                     [a.expected, b.expected],
                     None,
                     True if graph == "query" else None,
@@ -179,7 +176,7 @@ def _false_alarms(rows: list[dict[str, Any]], fitted: tuple[dict[str, float], fl
 def confidence(needle: Any, golden: Any) -> dict[str, Any]:
     """False alarms, misses and off-topic PASS per graph, single-part and per part of multi-part questions."""
     from needle.evaluation.calibration import offtopic_questions
-    from needle.evaluation.decomposition import _join, pairs_of
+    from needle.evaluation.decomposition import join_questions, pairs_of
 
     offtopic = offtopic_questions(OFFTOPIC, "test")
     pairs = pairs_of(list(golden.queries), 60, 0)
@@ -202,7 +199,7 @@ def confidence(needle: Any, golden: Any) -> dict[str, Any]:
         parts = []
         for a, b in pairs:
             answer = needle.search(
-                _join("{a}, and also {b}", a.query, b.query),
+                join_questions("{a}, and also {b}", a.query, b.query),
                 pipeline=graph,
                 top_k=10,
                 decompose=True if name.startswith("query") else None,
@@ -457,8 +454,7 @@ def cpu_to_initialize(data_dir: Path) -> float:
         process.stdin.write(json.dumps(request) + "\n")
         process.stdin.flush()
         process.stdout.readline()
-        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds(process.pid)
     finally:
         process.kill()
         process.wait()
@@ -557,11 +553,7 @@ def table(results: dict[str, Any]) -> str:
 
 def plot(results: dict[str, Any], path: Path) -> Path:
     """Bars: false alarms (golden, multi-part parts) and off-topic PASS per graph, before and now."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     rows = results["confidence"]
     names = [g for g in GRAPHS if g in rows]
     measures = [
@@ -587,14 +579,11 @@ def plot(results: dict[str, Any], path: Path) -> Path:
     axes[0].set_ylabel("% of questions")
     axes[0].legend(fontsize=8)
     figure.suptitle("The label on golden and off-topic test questions (dashed: the aim)", fontsize=11)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m eval.agents", description=__doc__.split("\n")[0])
     parser.add_argument("--part", action="append", choices=PARTS, help="what to measure (default: all)")
     parser.add_argument("--runs", type=int, default=5, help="start-up runs (default 5)")
     parser.add_argument("--tune", action="store_true", help="set the label thresholds from training data first")
@@ -619,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
         results["tools"] = tools(data_dir, golden)
     if "start" in parts:
         results["start"] = start(data_dir, args.runs)
-    command = "python eval/agents.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = command_line("eval.agents", argv)
     stored = args.out.with_suffix(".json")
     if args.part and stored.is_file():  # some parts again: the others stay as the file has them
         results = {**json.loads(stored.read_text()), **results}
@@ -631,7 +620,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     commands = sorted(set(results["commands"].values()))
     args.out.write_text("Printed by " + ", ".join(f"`{c}`" for c in commands) + f"\n\n{text}\n")
-    stored.write_text(json.dumps(results, indent=2, default=str))
+    write_json(stored, results)
     return 0
 
 

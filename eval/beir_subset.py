@@ -1,11 +1,13 @@
 """A smaller BEIR dataset: every document a split's judgements name, plus others drawn at random, up to a size.
 
-    python eval/beir_subset.py --dataset ../shared/datasets/scifact --size 800 --out /tmp/scifact-800
+    python -m eval.beir_subset --dataset ../shared/datasets/scifact --size 800 --out /tmp/scifact-800
 
 For comparisons that only need the same corpus on both sides (served vs in-process embeddings) on a
 machine where embedding the whole corpus twice takes too long. Scores are not comparable to the full
 corpus's (fewer distractors).
 """
+
+from __future__ import annotations
 
 import argparse
 import json
@@ -14,14 +16,16 @@ import shutil
 from pathlib import Path
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.beir_subset", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dataset", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--size", type=int, default=800, help="documents in the subset (judged ones always in)")
     parser.add_argument("--split", default="test")
     parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     qrels = (args.dataset / "qrels" / f"{args.split}.tsv").read_text().splitlines()[1:]
     judged = {line.split("\t")[1] for line in qrels if line.strip()}
     corpus = [json.loads(line) for line in (args.dataset / "corpus.jsonl").read_text().splitlines() if line.strip()]

@@ -1,22 +1,20 @@
 """Benchmark: ingest throughput and query latency per mode.
 
-    python eval/bench.py --dataset ../shared/datasets/scifact
+    python -m eval.bench --dataset ../shared/datasets/scifact
 
 Ingest: indexes the first --ingest-docs corpus documents into a fresh index and prints documents and
 chunks per second, with the seconds spent in each ingestion component (embedding vs store).
 Queries: runs --queries test queries per mode against the dataset's cached evaluation index (built by
-eval/beir.py on first use) and prints p50/p95 latency. Numbers, not assertions: the machine decides them.
+`needle eval beir` on first use) and prints p50/p95 latency. Numbers, not assertions: the machine decides them.
 """
 
+from __future__ import annotations
+
 import argparse
-import sys
-import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from needle.core.collections import Collection, CollectionRegistry
+from eval.corpus_index import index_timed, needle_with_collection, scratch
 from needle.core.settings import load_settings
 from needle.evaluation import metrics
 from needle.evaluation.beir import DEFAULT_CACHE, BeirDataset, eval_settings, load_dataset, materialise, prepare_index
@@ -27,20 +25,11 @@ from needle.facade.api import Needle
 def bench_ingest(dataset: BeirDataset, docs: int) -> None:
     subset = dict(list(dataset.corpus.items())[:docs])
     part = BeirDataset(dataset.name, dataset.folder, subset, {}, {}, f"subset-{docs}")
-    with tempfile.TemporaryDirectory(prefix="needle-bench-") as tmp:
-        settings = load_settings().model_copy(update={"data_dir": Path(tmp)})
-        materialise(part, Path(tmp) / "docs")
-        CollectionRegistry(settings.collections_file).save(
-            {"bench": Collection(name="bench", root=str(Path(tmp) / "docs"), include=["*.md"])}
-        )
-        needle = Needle(settings, progress_bar=True)
-        needle.warm("ingest")  # model loading is not ingest time
-        with ComponentTimer.active() as timer:
-            started = time.perf_counter()
-            report = needle.index(["bench"])
-            total = time.perf_counter() - started
+    with scratch("needle-bench-") as tmp:
+        materialise(part, tmp / "docs")
+        needle = needle_with_collection(tmp / "data", tmp / "docs", "bench", include=["*.md"])
+        report, total, seconds = index_timed(needle, ["bench"])
         needle.close()  # before the folder goes
-    seconds = timer.seconds
     embed = seconds["dense_embedder"] + seconds["sparse_embedder"]
     store = sum(
         seconds.get(name, 0.0)
@@ -115,15 +104,17 @@ def bench_self_query(needle: Needle, texts: list[str]) -> None:
     )
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--ingest-docs", type=int, default=300)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--mode", action="append", dest="modes")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--skip-ingest", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     dataset = load_dataset(args.dataset, "test")
     if not args.skip_ingest:
         bench_ingest(dataset, args.ingest_docs)

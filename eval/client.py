@@ -1,8 +1,8 @@
 """Client benchmark: what a `needle` command costs as a whole process, with and without an index owner.
 
-    python eval/client.py --build           # generate 7,200 notes, index them (once) into $TMPDIR/needle-client-bench
-    python eval/client.py                   # the tables below; writes eval/results/client.json
-    python eval/client.py --only during     # one part: commands, first, breakdown, during, handover, startup
+    python -m eval.client --build           # generate 7,200 notes, index them (once) into $TMPDIR/needle-client-bench
+    python -m eval.client                   # the tables below; writes eval/results/client.json
+    python -m eval.client --only during     # one part: commands, first, breakdown, during, handover, startup
 
 Generated notes (a title and a few tldr-page-like lines each, distinct words from the demo notes, in 60
 folders) are indexed once. Then, per command, whole process (`python -m needle.shells.cli ...`), median of
@@ -28,9 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
-import re
 import shutil
 import statistics
 import subprocess
@@ -41,9 +39,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+from eval.demo_data import REPO, demo_vocabulary
+from eval.result_files import RESULTS, pyplot, save_figure, write_json
+from eval.servers import cli_env, needle_cli, stop_owner, timed_cli
+from needle.evaluation.memory import Timed, run_timed
+
 DEFAULT_DIR = Path(tempfile.gettempdir()) / "needle-client-bench"
-RESULTS = REPO / "eval" / "results"
 COMMANDS = {
     "search": ["search", "rsync copy directory remote", "-n", "5"],
     "get": ["get", "notes/f07/tool-00427.md"],
@@ -54,49 +55,10 @@ COMMANDS = {
 }
 
 
-def environment(data: Path, autostart: bool, repo: Path = REPO, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
-    env.update(NEEDLE_DATA_DIR=str(data), NEEDLE_OWNER__AUTOSTART=str(autostart).lower(), **extra)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH", "")]))
-    return env
-
-
-def timed(args: list[str], env: dict[str, str], repo: Path = REPO) -> tuple[float, float, int]:
-    """Run `needle ARGS` once (the code of the checkout `repo`): (wall seconds, peak RSS in MB, exit code)."""
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "needle.shells.cli", *args],
-        cwd=repo,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_maxrss / 1024, process.returncode
-
-
-def needle(args: list[str], env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [sys.executable, "-m", "needle.shells.cli", *args], cwd=REPO, env=env, capture_output=True, text=True
-    )
-    if check and done.returncode:
-        raise SystemExit(f"needle {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
-    return done
-
-
-def vocabulary() -> list[str]:
-    words: set[str] = set()
-    for note in (REPO / "needle" / "demo" / "notes").rglob("*.md"):
-        words.update(w.lower() for w in re.findall(r"[A-Za-z][a-z]{3,14}", note.read_text()))
-    return sorted(words)
-
-
 def generate(root: Path, count: int, start: int = 0, seed: int = 0) -> None:
     """`count` distinct notes like tldr pages, in 60 folders."""
     rng = random.Random(seed)
-    words = vocabulary()
+    words = demo_vocabulary()
     for i in range(start, start + count):
         folder = root / f"f{i % 60:02d}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -118,25 +80,21 @@ def generate(root: Path, count: int, start: int = 0, seed: int = 0) -> None:
 def build(base: Path, count: int) -> None:
     shutil.rmtree(base, ignore_errors=True)
     generate(base / "notes", count)
-    env = environment(base / "data", autostart=False)
-    needle(["collection", "add", str(base / "notes"), "--name", "notes"], env)
+    env = cli_env(base / "data", autostart=False)
+    needle_cli(["collection", "add", str(base / "notes"), "--name", "notes"], env)
     started = time.perf_counter()
-    needle(["index"], env)
+    needle_cli(["index"], env)
     print(f"indexed {count} notes in {time.perf_counter() - started:.0f} s")
 
 
-def median_row(name: str, runs: list[tuple[float, float, int]]) -> dict[str, Any]:
+def median_row(name: str, runs: list[Timed]) -> dict[str, Any]:
     return {
         "command": name,
         "runs": len(runs),
-        "wall_s": round(statistics.median(r[0] for r in runs), 3),
-        "peak_mb": round(statistics.median(r[1] for r in runs), 1),
-        "exit_codes": sorted({r[2] for r in runs}),
+        "wall_s": round(statistics.median(r.seconds for r in runs), 3),
+        "peak_mb": round(statistics.median(r.peak_mb for r in runs), 1),
+        "exit_codes": sorted({r.returncode for r in runs}),
     }
-
-
-def stop_owner(data: Path) -> None:
-    needle(["owner", "stop"], environment(data, autostart=False), check=False)
 
 
 MODES = ("no owner", "owner running", "first call")
@@ -145,19 +103,19 @@ MODES = ("no owner", "owner running", "first call")
 def commands(data: Path, repeat: int, modes: tuple[str, ...] = MODES) -> dict[str, list[dict[str, Any]]]:
     rows: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
     stop_owner(data)
-    local = environment(data, autostart=False)
+    local = cli_env(data, autostart=False)
     for name, args in COMMANDS.items() if "no owner" in modes else ():
-        rows["no owner"].append(median_row(name, [timed(args, local) for _ in range(repeat)]))
-    needle(["owner", "start"], local)
-    through = environment(data, autostart=True)
+        rows["no owner"].append(median_row(name, [timed_cli(args, local) for _ in range(repeat)]))
+    needle_cli(["owner", "start"], local)
+    through = cli_env(data, autostart=True)
     for name, args in COMMANDS.items() if "owner running" in modes else ():
-        timed(args, through)  # the owner's first run of a graph warms it
-        rows["owner running"].append(median_row(name, [timed(args, through) for _ in range(repeat)]))
+        timed_cli(args, through)  # the owner's first run of a graph warms it
+        rows["owner running"].append(median_row(name, [timed_cli(args, through) for _ in range(repeat)]))
     for name in ("search", "query") if "first call" in modes else ():
         runs = []
         for _ in range(repeat):
             stop_owner(data)
-            runs.append(timed(COMMANDS[name], through))
+            runs.append(timed_cli(COMMANDS[name], through))
         rows["first call"].append(median_row(name, runs))
     return rows
 
@@ -171,16 +129,16 @@ def first_calls(data: Path, repeat: int, before: Path | None = None) -> list[dic
     columns = {"no owner": (REPO, False), "first call": (REPO, True)}
     if before is not None:
         columns["first call (before)"] = (before, True)
-    runs: dict[tuple[str, str], list[tuple[float, float, int]]] = {}
+    runs: dict[tuple[str, str], list[Timed]] = {}
     for _ in range(repeat):
         for name in ("search", "query"):
             for column, (repo, autostart) in columns.items():
                 stop_owner(data)
-                found = timed(COMMANDS[name], environment(data, autostart, repo), repo)
+                found = timed_cli(COMMANDS[name], cli_env(data, autostart, repo), repo)
                 runs.setdefault((name, column), []).append(found)
     stop_owner(data)
     return [
-        {**median_row(name, found), "mode": column, "each_s": [round(r[0], 2) for r in found]}
+        {**median_row(name, found), "mode": column, "each_s": [round(r.seconds, 2) for r in found]}
         for (name, column), found in runs.items()
     ]
 
@@ -192,11 +150,11 @@ def through_owner(data: Path, repeat: int, before: Path) -> list[dict[str, Any]]
     run once to warm it (an instance's first run loads what it loads lazily), then timed `TIMED_PER_START` times;
     medians over every timed run.
     """
-    runs: dict[tuple[str, str], list[tuple[float, float, int]]] = {}
+    runs: dict[tuple[str, str], list[Timed]] = {}
     for _ in range(repeat):
         for column, repo in (("now", REPO), ("before", before)):
             stop_owner(data)
-            env = environment(data, True, repo)
+            env = cli_env(data, True, repo)
             subprocess.run(
                 [sys.executable, "-m", "needle.shells.cli", "owner", "start"],
                 cwd=repo,
@@ -205,9 +163,9 @@ def through_owner(data: Path, repeat: int, before: Path) -> list[dict[str, Any]]
                 check=True,
             )
             for name in ("search", "get", "query"):
-                timed(COMMANDS[name], env, repo)
+                timed_cli(COMMANDS[name], env, repo)
                 runs.setdefault((name, column), []).extend(
-                    timed(COMMANDS[name], env, repo) for _ in range(TIMED_PER_START)
+                    timed_cli(COMMANDS[name], env, repo) for _ in range(TIMED_PER_START)
                 )
     stop_owner(data)
     return [{**median_row(name, found), "mode": column} for (name, column), found in runs.items()]
@@ -246,7 +204,7 @@ def breakdown(data: Path, repeat: int) -> list[dict[str, Any]]:
         done = subprocess.run(
             [sys.executable, "-c", BREAKDOWN],
             cwd=REPO,
-            env=environment(data, autostart=False),
+            env=cli_env(data, autostart=False),
             capture_output=True,
             text=True,
             check=True,
@@ -264,22 +222,25 @@ def during_index(base: Path, count: int) -> dict[str, Any]:
     extra = base / "more"
     shutil.rmtree(extra, ignore_errors=True)
     generate(extra, count, start=100_000, seed=1)
-    env = environment(data, autostart=True)
-    needle(["collection", "remove", "more"], env, check=False)
-    needle(["collection", "add", str(extra), "--name", "more"], env)
-    needle(["owner", "start"], env)
+    env = cli_env(data, autostart=True)
+    needle_cli(["collection", "remove", "more"], env, check=False)
+    needle_cli(["collection", "add", str(extra), "--name", "more"], env)
+    needle_cli(["owner", "start"], env)
     latencies: list[float] = []
     failures: list[int] = []
-    indexer = threading.Thread(target=lambda: needle(["index", "more"], env))
+    indexer = threading.Thread(target=lambda: needle_cli(["index", "more"], env))
     started = time.perf_counter()
     indexer.start()
     while indexer.is_alive():
-        wall, _, code = timed(COMMANDS["search"], env)
-        (latencies if code == 0 else failures).append(wall if code == 0 else code)
+        found = timed_cli(COMMANDS["search"], env)
+        if found.returncode == 0:
+            latencies.append(found.seconds)
+        else:
+            failures.append(found.returncode)
         time.sleep(0.5)
     indexer.join()
     seconds = time.perf_counter() - started
-    needle(["collection", "remove", "more"], env, check=False)
+    needle_cli(["collection", "remove", "more"], env, check=False)
     return {
         "notes": count,
         "index_seconds": round(seconds, 1),
@@ -318,7 +279,7 @@ async def _handover(data: Path, settle: float = 0.0) -> dict[str, Any]:
         command=sys.executable,
         args=["-m", "needle.shells.cli", "mcp"],
         cwd=str(REPO),
-        env=environment(data, autostart=False),
+        env=cli_env(data, autostart=False),
     )
     arguments = {"query": "rsync copy directory remote", "limit": 3}
     first = AgentWindow(params)
@@ -366,21 +327,15 @@ STARTUP = {
 
 def startup(repeat: int) -> list[dict[str, Any]]:
     """Median wall time and peak memory of each `STARTUP` step, `repeat` runs each (interleaved)."""
-    env = environment(DEFAULT_DIR / "data", autostart=True)
-    runs: dict[str, list[tuple[float, float, int]]] = {name: [] for name in STARTUP}
-    cpu: dict[str, list[float]] = {name: [] for name in STARTUP}
+    env = cli_env(DEFAULT_DIR / "data", autostart=True)
+    runs: dict[str, list[Timed]] = {name: [] for name in STARTUP}
     for _ in range(repeat):
         for name, code in STARTUP.items():
-            started = time.perf_counter()
-            process = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env)
-            _, status, usage = os.wait4(process.pid, 0)
-            runs[name].append(
-                (time.perf_counter() - started, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status))
-            )
-            cpu[name].append(usage.ru_utime + usage.ru_stime)
+            runs[name].append(run_timed([sys.executable, "-c", code], env=env, cwd=REPO))
     # CPU time (user + system) moves less than wall time on a machine others load.
     return [
-        {**median_row(name, found), "cpu_s": round(statistics.median(cpu[name]), 3)} for name, found in runs.items()
+        {**median_row(name, found), "cpu_s": round(statistics.median(r.cpu_seconds for r in found), 3)}
+        for name, found in runs.items()
     ]
 
 
@@ -398,10 +353,7 @@ def table(rows: dict[str, list[dict[str, Any]]]) -> str:
 
 def plot(rows: dict[str, list[dict[str, Any]]], path: Path) -> None:
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
     except ImportError:
         print("(matplotlib is not installed: no chart)")
         return
@@ -417,18 +369,14 @@ def plot(rows: dict[str, list[dict[str, Any]]], path: Path) -> None:
     ax.set_yscale("log")
     ax.legend()
     ax.set_title("needle commands with and without an index owner")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     print(f"wrote {path}")
 
 
 def plot_first(rows: list[dict[str, Any]], path: Path) -> None:
     """Bars: per command, its own process against the first call that starts an owner (now and before)."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
     except ImportError:
         print("(matplotlib is not installed: no chart)")
         return
@@ -443,13 +391,12 @@ def plot_first(rows: list[dict[str, Any]], path: Path) -> None:
     ax.set_ylabel("seconds, whole process (median)")
     ax.legend()
     ax.set_title("the first call, which starts the owner, against the command in its own process")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     print(f"wrote {path}")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eval.client", description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="notes and data folder")
     parser.add_argument("--build", action="store_true", help="generate and index the notes first")
     parser.add_argument("--notes", type=int, default=7200)
@@ -477,7 +424,7 @@ def main() -> int:
         "--get", default=COMMANDS["get"][1], metavar="REF", help="what `get` reads (another index's file)"
     )
     parser.add_argument("--mode", choices=MODES, action="append", help="commands: only these columns (default all)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.build:
         build(args.dir, args.notes)
     data = args.dir / "data"
@@ -528,8 +475,7 @@ def main() -> int:
                 )
     finally:
         stop_owner(data)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    write_json(out, results)
     return 0
 
 

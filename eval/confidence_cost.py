@@ -1,6 +1,6 @@
 """What the confidence's `sentence` signal adds to a query: milliseconds of the scorer, with and without it.
 
-    python eval/confidence_cost.py            # golden questions over the demo notes, 5 rounds, medians
+    python -m eval.confidence_cost            # golden questions over the demo notes, 5 rounds, medians
 
 For each golden question (`eval/golden/demo.yml`), `vsearch`'s results are scored again by a
 `ConfidenceScorer` with the sentence check (the query and the top result's sentences embedded by the index's
@@ -13,16 +13,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from eval.demo_data import DEMO_GOLDEN
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m eval.confidence_cost", description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5, help="rounds over the questions (default 5)")
     args = parser.parse_args(argv)
 
@@ -32,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     from needle.core.model_files import dense_embedder_params
     from needle.evaluation.golden import load_golden, prepare_index
 
-    golden = load_golden(REPO / "eval" / "golden" / "demo.yml")
+    golden = load_golden(DEMO_GOLDEN)
     needle = prepare_index(golden)
     params = dense_embedder_params(needle.settings.embedding.model, needle.settings.model_dir)
     with_sentences = ConfidenceScorer(

@@ -1,6 +1,6 @@
 """What feeding and reading a graph through its contract costs per query, beside the query itself.
 
-    python eval/contract_overhead.py [--repeat 20]
+    python -m eval.contract_overhead [--repeat 20]
 
 Indexes the demo notes into a temporary folder, then for each search graph prints the median time of a
 whole `Needle.search` and of the contract's own work in it (`feed` of the request into run data, `read` of
@@ -12,29 +12,20 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
-import tempfile
-import time
-from pathlib import Path
+from collections.abc import Callable
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from needle.core.settings import load_settings
+from eval.corpus_index import needle_with_collection, scratch
+from eval.demo_data import DEMO_NOTES
+from eval.stopwatch import median_seconds
 from needle.facade.api import Needle, reported_stages
 from needle.runtime.contract import GraphContract
-
-ROOT = Path(__file__).resolve().parent.parent
 
 QUERIES = ("sourdough starter feeding", "kubernetes pod memory limit", "restic backup to s3", "vim macros")
 
 
-def _median_us(action, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times) * 1e6
+def _median_us(action: Callable[[], Any], repeat: int) -> float:
+    return median_seconds(action, repeat) * 1e6
 
 
 def _measure(needle: Needle, graph: str, repeat: int) -> tuple[float, float]:
@@ -55,13 +46,12 @@ def _measure(needle: Needle, graph: str, repeat: int) -> tuple[float, float]:
     return search_us, _median_us(mapping, repeat) / 100
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eval.contract_overhead", description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
-        needle = Needle(load_settings(env={"NEEDLE_DATA_DIR": folder}))
-        needle.collections.add(ROOT / "needle" / "demo" / "notes", "notes")
+    args = parser.parse_args(argv)
+    with scratch("needle-contract-") as folder:
+        needle = needle_with_collection(folder / "data", DEMO_NOTES)
         needle.index()
         print("| graph | search median (ms) | contract feed + read + stages median (µs) | share |")
         print("|---|---|---|---|")
@@ -69,7 +59,8 @@ def main() -> None:
             search_us, mapped_us = _measure(needle, graph, args.repeat)
             print(f"| {graph} | {search_us / 1000:.1f} | {mapped_us:.1f} | {mapped_us / search_us:.4%} |")
         needle.close()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -5,7 +5,7 @@ then converts it twice, each in a process of its own: as the converter did befor
 and as it does now (a child stopped at `--max-seconds` / `--max-memory-mb`). Prints seconds and the peak
 resident memory of the largest process of each (the converter's child included: `needle.evaluation.memory`).
 
-    PYTHONPATH=. python eval/document_cost.py --paragraphs 300000
+    python -m eval.document_cost --paragraphs 300000
 
 It also prints what the child costs a small DOCX (medians, in process and in a child).
 """
@@ -34,12 +34,12 @@ print(json.dumps({'seconds': round(time.perf_counter() - started, 1), 'outcome':
 """
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eval.document_cost", description=__doc__.splitlines()[0])
     parser.add_argument("--paragraphs", type=int, default=300_000)
     parser.add_argument("--max-seconds", type=float, default=60.0)
     parser.add_argument("--max-memory-mb", type=int, default=1024)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     from needle.evaluation.memory import run_measured
     from needle.evaluation.sample_documents import costly_docx_bytes
@@ -62,6 +62,7 @@ def main() -> None:
             f"{mode:>9}: {result['seconds']} s, peak {done.peak_process_mb} MB (largest process), "
             f"{done.peak_total_mb} MB (all its processes), {result['outcome']}"
         )
+    return 0
 
 
 def _overhead(repeats: int = 11) -> str:
@@ -87,4 +88,4 @@ def _overhead(repeats: int = 11) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,9 +1,9 @@
 """Filtered search against unfiltered search on a SciFact-sized index, and where recency is cheapest to compute.
 
-    python eval/filters_bench.py --dataset ../shared/datasets/scifact
+    python -m eval.filters_bench --dataset ../shared/datasets/scifact
 
 SciFact's abstracts have no frontmatter, so a copy of the dataset's cached evaluation index (built by
-eval/beir.py on first use; the cache itself is left untouched) is first brought up to date by an index run
+`needle eval beir` on first use; the cache itself is left untouched) is first brought up to date by an index run
 (timed: an index built before file metadata has each file's metadata written, nothing embedded), then gets
 synthetic metadata for this run only:
 each abstract one of 20 tags, one of 10 folders, a status (draft, review, final) and a date spread over
@@ -14,17 +14,16 @@ results' share of the unfiltered results. Last, recency for one query's ten resu
 Qdrant Edge query restricted to those results). Numbers, not assertions: the machine decides them.
 """
 
+from __future__ import annotations
+
 import argparse
 import hashlib
 import shutil
-import sys
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+from eval.corpus_index import scratch
 from needle.core.results import SearchFilters
 from needle.core.settings import load_settings
 from needle.evaluation import metrics
@@ -164,19 +163,21 @@ def recency_cost(needle: Needle, texts: list[str]) -> None:
     )
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.filters_bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--mode", action="append", dest="modes")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     dataset = load_dataset(args.dataset, "test")
     source = eval_settings(load_settings(), dataset, args.cache)
     cached, _ = prepare_index(dataset, source)  # builds the cache on first use
     cached.close()
-    with tempfile.TemporaryDirectory(prefix="needle-filters-") as tmp:
-        copy = Path(tmp) / "data"
+    with scratch("needle-filters-") as tmp:
+        copy = tmp / "data"
         shutil.copytree(source.data_dir, copy)
         needle = Needle(source.model_copy(update={"data_dir": copy}))
         started = time.perf_counter()

@@ -1,6 +1,6 @@
 """The filter and time questions with self-query on and off: hit@1 and hit@3 per mode, a table and a chart.
 
-    python eval/filters_golden.py [--file eval/golden/filters.yml]
+    python -m eval.filters_golden [--file eval/golden/filters.yml]
 
 Runs every question of the golden file through search, vsearch and query twice over the same index of its
 corpus: with the self-query stage reading filters out of the question (the graphs' default) and with it
@@ -9,20 +9,20 @@ eval/results/filters-golden.md and .png. `needle eval golden --file eval/golden/
 thresholds (self-query on); this script shows what the stage is worth.
 """
 
+from __future__ import annotations
+
 import argparse
-import sys
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+from eval.result_files import RESULTS, pyplot, save_figure
 from needle.core.results import SearchFilters
 from needle.evaluation import golden as golden_eval
 
-RESULTS = Path(__file__).resolve().parent / "results"
 KINDS = ("filter", "time", "all")
 
 
-def score(needle, golden, mode: str, self_query: bool) -> dict[str, dict[str, float]]:
+def score(needle: Any, golden: golden_eval.GoldenSet, mode: str, self_query: bool) -> dict[str, dict[str, float]]:
     rows = {}
     filters = SearchFilters(now=golden.today, self_query=self_query)
     for q in golden.for_mode(mode):
@@ -34,11 +34,13 @@ def score(needle, golden, mode: str, self_query: bool) -> dict[str, dict[str, fl
     return golden_eval.summarise(rows)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.filters_golden", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--file", type=Path, default=Path("eval/golden/filters.yml"))
     parser.add_argument("--cache", type=Path, default=None)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     golden = golden_eval.load_golden(args.file)
     needle = golden_eval.prepare_index(golden, cache=args.cache)
     summaries = {(mode, on): score(needle, golden, mode, on) for mode in golden_eval.MODES for on in (True, False)}
@@ -67,11 +69,7 @@ def main() -> int:
 
 
 def plot(summaries: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
     for axis, kind in zip(axes, ("filter", "time")):
         labels, width = list(golden_eval.MODES), 0.2
@@ -94,7 +92,7 @@ def plot(summaries: dict, path: Path) -> None:
     fig.legend(handles, names, loc="lower center", ncol=4, fontsize=8, frameon=False)
     fig.suptitle("Filter and time questions over the demo notes: reading filters out of the question")
     fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, tight=False)
 
 
 if __name__ == "__main__":

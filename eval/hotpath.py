@@ -1,16 +1,16 @@
 """Hot-path benchmark: where a query's time goes, per route over HTTP and per graph in-process, and `status`.
 
-    python eval/hotpath.py corpus --out /tmp/hp/notes               # ~7,500 notes (no internet needed)
-    python eval/hotpath.py build --data-dir /tmp/hp/data --notes /tmp/hp/notes
-    python eval/hotpath.py http --data-dir /tmp/hp/data             # p50/p95 per route, server RSS
-    python eval/hotpath.py stages --data-dir /tmp/hp/data           # in-process per graph, stage breakdown
-    python eval/hotpath.py load --data-dir /tmp/hp/data             # query throughput at 1, 4, 16 clients
-    python eval/hotpath.py scheduling --data-dir /tmp/hp/data       # Haystack's scheduling against Needle's
-    python eval/hotpath.py builds --data-dir /tmp/hp/data           # Documents each stage builds a query
-    python eval/hotpath.py big --data-dir /tmp/hp/big --chunks 300000   # status and RSS at 300k chunks
-    python eval/hotpath.py clients --data-dir /tmp/hp/data          # httpx against needle.owner.wire, paired
-    python eval/hotpath.py shortcut --data-dir /tmp/hp/data         # the served app with and without RunShortcut
-    python eval/hotpath.py pair --data-dir /tmp/hp/data --before CHECKOUT   # two servers taking turns
+    python -m eval.hotpath corpus --out /tmp/hp/notes               # ~7,500 notes (no internet needed)
+    python -m eval.hotpath build --data-dir /tmp/hp/data --notes /tmp/hp/notes
+    python -m eval.hotpath http --data-dir /tmp/hp/data             # p50/p95 per route, server RSS
+    python -m eval.hotpath stages --data-dir /tmp/hp/data           # in-process per graph, stage breakdown
+    python -m eval.hotpath load --data-dir /tmp/hp/data             # query throughput at 1, 4, 16 clients
+    python -m eval.hotpath scheduling --data-dir /tmp/hp/data       # Haystack's scheduling against Needle's
+    python -m eval.hotpath builds --data-dir /tmp/hp/data           # Documents each stage builds a query
+    python -m eval.hotpath big --data-dir /tmp/hp/big --chunks 300000   # status and RSS at 300k chunks
+    python -m eval.hotpath clients --data-dir /tmp/hp/data          # httpx against needle.owner.wire, paired
+    python -m eval.hotpath shortcut --data-dir /tmp/hp/data         # the served app with and without RunShortcut
+    python -m eval.hotpath pair --data-dir /tmp/hp/data --before CHECKOUT   # two servers taking turns
 
 The corpus: one markdown note per documented function or class of the Python standard library and of the
 libraries in `LIBRARIES` (its docstring as the note's text, with frontmatter: title, tags, date, status,
@@ -30,17 +30,22 @@ import os
 import re
 import statistics
 import subprocess
-import sys
 import sysconfig
 import time
 from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "eval"))
+from eval.corpus_index import needle_on
+from eval.demo_data import QUERIES
+from eval.result_files import RESULTS, pyplot, save_figure
+from eval.servers import CLI, auth_headers, start_serve, stop
+from eval.stopwatch import nearest_rank as percentile
+from needle.evaluation.memory import process_memory_mb as rss_mb
+
+if TYPE_CHECKING:
+    from needle.evaluation.timing import ComponentTimer
 
 GRAPHS = ("search", "vsearch", "query")
 ROUTES = ("get", "search", "vsearch", "query", "status")
@@ -182,14 +187,6 @@ def make_corpus(out: Path, count: int = NOTES) -> list[str]:
 # Shared measuring helpers
 
 
-def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (nearest rank) of the values; NaN for none."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
 def read_queries(data_dir: Path) -> list[str]:
     """The queries written beside the notes (`corpus`), found through the collection's root."""
     from needle.core.collections import CollectionRegistry
@@ -198,87 +195,22 @@ def read_queries(data_dir: Path) -> list[str]:
         found = Path(collection.root).parent / "queries.json"
         if found.exists():
             return json.loads(found.read_text())
-    from load import QUERIES
-
     return QUERIES
-
-
-def rss_mb(pid: int) -> dict[str, float]:
-    """A process's resident memory (MB): all of it, anonymous, and file-backed (memory-mapped index files)."""
-    values: dict[str, float] = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, rest = line.partition(":")
-        if key in ("VmRSS", "RssAnon", "RssFile", "VmHWM"):
-            values[key] = round(int(rest.split()[0]) / 1024, 1)
-    return values
-
-
-def needle_for(data_dir: Path) -> Any:
-    """A `Needle` on a data folder (the models where the user's settings say)."""
-    from needle.core.settings import load_settings
-    from needle.facade.api import Needle
-
-    return Needle(load_settings(env={**os.environ, "NEEDLE_DATA_DIR": str(data_dir)}))
 
 
 # ----------------------------------------------------------------------------------------------------------
 # In-process: each graph's time, stage by stage
 
 
-class StageTracer:
-    """
-    Haystack tracer timing each component's `run` (span `haystack.component.run`) and each graph run
-    (`haystack.pipeline.run`); what the graph run takes beyond its components is Haystack's own work.
-    """
-
-    def __init__(self) -> None:
-        self.components: dict[str, float] = {}
-        self.copies: dict[str, float] = {}
-        self.pipeline = 0.0
-        self.current = ""
-
-    def reset(self) -> None:
-        self.components, self.copies, self.pipeline = {}, {}, 0.0
-
-    def tracer(self) -> Any:
-        import contextlib
-
-        from haystack import tracing
-
-        owner = self
-
-        class _Span(tracing.Span):
-            def set_tag(self, key: str, value: Any) -> None:
-                pass
-
-        class _Tracer(tracing.Tracer):
-            @contextlib.contextmanager
-            def trace(self, operation_name: str, tags: dict[str, Any] | None = None, parent_span: Any = None) -> Any:
-                started = time.perf_counter()
-                if operation_name == "haystack.component.run" and tags:
-                    owner.current = tags.get("haystack.component.name", "?")
-                try:
-                    yield _Span()
-                finally:
-                    elapsed = time.perf_counter() - started
-                    owner.current = ""
-                    if operation_name == "haystack.component.run" and tags:
-                        name = tags.get("haystack.component.name", "?")
-                        owner.components[name] = owner.components.get(name, 0.0) + elapsed
-                    elif operation_name == "haystack.pipeline.run":
-                        owner.pipeline += elapsed
-
-            def current_span(self) -> Any:
-                return None
-
-        return _Tracer()
-
-
 class Timed:
-    """Adds up the seconds spent in the wrapped callables (the engine's calls, Haystack's deep copies)."""
+    """
+    Adds up the seconds spent in the wrapped callables (the engine's calls, Haystack's deep copies), and the deep
+    copies' seconds by the stage running at the time (`by_stage`).
+    """
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
+        self.by_stage: dict[str, float] = {}
 
     def wrap(self, name: str, function: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -302,7 +234,7 @@ class _EngineProxy:
         return self._timed.wrap(f"engine.{name}", value) if callable(value) else value
 
 
-def instrument(needle: Any, timer: StageTracer) -> Timed:
+def instrument(needle: Any, timer: ComponentTimer) -> Timed:
     """Time the engine's calls (both stores) and Haystack's deep copies of stage inputs in this process."""
     import haystack.core.pipeline.pipeline as pipeline_module
     from haystack.core.pipeline import base
@@ -321,7 +253,7 @@ def instrument(needle: Any, timer: StageTracer) -> Timed:
             finally:
                 elapsed = time.perf_counter() - started
                 timed.seconds["haystack.deepcopy"] = timed.seconds.get("haystack.deepcopy", 0.0) + elapsed
-                timer.copies[timer.current] = timer.copies.get(timer.current, 0.0) + elapsed
+                timed.by_stage[timer.current] = timed.by_stage.get(timer.current, 0.0) + elapsed
 
         return timed_copy
 
@@ -352,10 +284,12 @@ def stage_breakdown(needle: Any, queries: list[str], graphs: tuple[str, ...]) ->
     """
     from haystack import tracing
 
-    timer = StageTracer()
+    from needle.evaluation.timing import ComponentTimer
+
+    timer = ComponentTimer()
     timed = instrument(needle, timer)
     out: dict[str, Any] = {}
-    tracing.enable_tracing(timer.tracer())
+    tracing.enable_tracing(timer)
     try:
         for graph in graphs:
             needle.search(queries[0], graph)
@@ -365,13 +299,14 @@ def stage_breakdown(needle: Any, queries: list[str], graphs: tuple[str, ...]) ->
             timed.seconds.clear()
             for query in queries:
                 timer.reset()
+                timed.by_stage.clear()
                 started = time.perf_counter()
                 needle.search(query, graph)
                 total += time.perf_counter() - started
-                pipeline += timer.pipeline
-                for name, seconds in timer.components.items():
-                    stages[name] = stages.get(name, 0.0) + seconds - timer.copies.get(name, 0.0)
-                for name, seconds in timer.copies.items():
+                pipeline += timer.pipeline_seconds
+                for name, seconds in timer.seconds.items():
+                    stages[name] = stages.get(name, 0.0) + seconds - timed.by_stage.get(name, 0.0)
+                for name, seconds in timed.by_stage.items():
                     copied[name] = copied.get(name, 0.0) + seconds
             n = len(queries)
             copies = timed.seconds.get("haystack.deepcopy", 0.0)
@@ -393,7 +328,7 @@ def stage_breakdown(needle: Any, queries: list[str], graphs: tuple[str, ...]) ->
 
 
 def run_stages(args: argparse.Namespace) -> dict[str, Any]:
-    needle = needle_for(args.data_dir)
+    needle = needle_on(args.data_dir)
     queries = read_queries(args.data_dir)
     for graph in args.graphs:
         needle.warm(graph)
@@ -431,7 +366,7 @@ def run_builds(args: argparse.Namespace) -> dict[str, Any]:
 
     from haystack import Document
 
-    needle = needle_for(args.data_dir)
+    needle = needle_on(args.data_dir)
     queries = read_queries(args.data_dir)
     out: dict[str, Any] = {}
     for graph in args.graphs:
@@ -490,7 +425,7 @@ def run_scheduling(args: argparse.Namespace) -> dict[str, Any]:
 
     from needle.runtime.pipeline import NeedlePipeline
 
-    needle = needle_for(args.data_dir)
+    needle = needle_on(args.data_dir)
     queries = read_queries(args.data_dir)
     ours = NeedlePipeline.__dict__["_fill_queue"]
     modes = {"haystack": Pipeline._fill_queue, "needle": ours}
@@ -552,21 +487,6 @@ def run_scheduling(args: argparse.Namespace) -> dict[str, Any]:
 # Over HTTP: each route against `needle serve`
 
 
-def serve(data_dir: Path, instances: int | None = None) -> tuple[subprocess.Popen, str]:
-    """`needle serve` on 127.0.0.1 against the data folder (eval/load.py starts it), answering."""
-    from load import start_server
-
-    return start_server(data_dir, instances=instances)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-
-
 class WireClient:
     """
     The client `needle` commands reach an owner with (`needle.owner.wire`: one kept-alive socket, no `http.client`),
@@ -610,11 +530,10 @@ class WireClient:
 def http_client(url: str, kind: str = "httpx") -> Any:
     """A client of the server at `url`: `httpx` (what most programs use), or `wire` (what `needle` commands use)."""
     import httpx
-    from load import _auth
 
     if kind == "wire":
-        return WireClient(url, _auth())
-    return httpx.Client(base_url=url, timeout=120, headers=_auth())
+        return WireClient(url, auth_headers())
+    return httpx.Client(base_url=url, timeout=120, headers=auth_headers())
 
 
 def time_routes(
@@ -646,7 +565,7 @@ def time_routes(
 
 def run_http(args: argparse.Namespace) -> dict[str, Any]:
     queries = read_queries(args.data_dir)
-    proc, url = serve(args.data_dir)
+    proc, url = start_serve(args.data_dir)
     try:
         memory = {"started": rss_mb(proc.pid)}
         runs = [time_routes(url, queries, 1, client=args.client) for _ in range(args.repeat)]
@@ -702,7 +621,7 @@ def timed_post(client: Any, route: str, payload: dict[str, Any]) -> float:
 def run_clients(args: argparse.Namespace) -> dict[str, Any]:
     """One `needle serve`, two clients taking turns: what `httpx` costs over Needle's own `needle.owner.wire`."""
     queries = read_queries(args.data_dir)
-    proc, url = serve(args.data_dir)
+    proc, url = start_serve(args.data_dir)
     try:
         clients = {kind: http_client(url, kind) for kind in ("httpx", "wire")}
         for client in clients.values():
@@ -822,7 +741,7 @@ def run_pair(args: argparse.Namespace) -> dict[str, Any]:
     try:
         os.environ["PYTHONPATH"] = str(args.before.resolve())
         os.chdir(args.before)
-        before, before_url = serve(twin)
+        before, before_url = start_serve(twin)
     finally:
         os.chdir(here)
         if path is None:
@@ -830,7 +749,7 @@ def run_pair(args: argparse.Namespace) -> dict[str, Any]:
         else:
             os.environ["PYTHONPATH"] = path
     try:
-        after, after_url = serve(args.data_dir)
+        after, after_url = start_serve(args.data_dir)
         try:
             clients = {"before": http_client(before_url), "after": http_client(after_url)}
             for client in clients.values():  # every graph loaded, one query each
@@ -867,9 +786,8 @@ def run_pair(args: argparse.Namespace) -> dict[str, Any]:
 def run_status(args: argparse.Namespace) -> dict[str, Any]:
     """`status` in-process and over HTTP (median ms of `--calls` each), with the serving process's RSS."""
     import httpx
-    from load import _auth
 
-    needle = needle_for(args.data_dir)
+    needle = needle_on(args.data_dir)
     needle.status()
     inproc = []
     for _ in range(args.calls):
@@ -878,10 +796,10 @@ def run_status(args: argparse.Namespace) -> dict[str, Any]:
         inproc.append((time.perf_counter() - started) * 1000)
     chunks = sum(c["chunks"] for c in answer["collections"])
     needle.close()
-    proc, url = serve(args.data_dir)
+    proc, url = start_serve(args.data_dir)
     try:
         over_http = []
-        with httpx.Client(base_url=url, timeout=120, headers=_auth()) as http:
+        with httpx.Client(base_url=url, timeout=120, headers=auth_headers()) as http:
             for _ in range(args.calls):
                 started = time.perf_counter()
                 http.post("/status/run", json={}).raise_for_status()
@@ -903,11 +821,11 @@ def run_status(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_load(args: argparse.Namespace) -> dict[str, Any]:
-    """`query` throughput at each client count, over HTTP (eval/load.py's clients)."""
-    from load import run_load as load
+    """`query` throughput at each client count, over HTTP (`python -m eval.load`'s clients)."""
+    from eval.load import run_load as load
 
     queries = read_queries(args.data_dir)
-    proc, url = serve(args.data_dir)
+    proc, url = start_serve(args.data_dir)
     rows: dict[str, Any] = {}
     try:
         import httpx
@@ -944,7 +862,7 @@ def dump_results(data_dir: Path, out: Path, compare: Path | None) -> int:
     Every graph's answer to every query (files, lines, scores, label, confidence, snippets) in a JSON file;
     with `compare`, the first difference from an earlier dump (the same code path must give the same answers).
     """
-    needle = needle_for(data_dir)
+    needle = needle_on(data_dir)
     answers: dict[str, Any] = {}
     for graph in GRAPHS:
         for query in read_queries(data_dir):
@@ -982,7 +900,7 @@ def record_big(needle: Any) -> None:
 
 def build_big(data_dir: Path, chunks: int, per_file: int = 20, batch: int = 1000) -> int:
     """
-    A large index with cheap vectors: eval/scale.py's synthetic chunks (MiniLM-like low-rank dense vectors,
+    A large index with cheap vectors: `python -m eval.scale`'s synthetic chunks (MiniLM-like low-rank dense vectors,
     BM25-like sparse vectors, Zipf pseudo-words), `per_file` chunks a file, written through Needle's own
     stores with the metadata an index run gives them (collection, path, tags, frontmatter fields, language),
     one whole-file document per file, then laid out as the configuration says. No model runs.
@@ -990,11 +908,11 @@ def build_big(data_dir: Path, chunks: int, per_file: int = 20, batch: int = 1000
     from dataclasses import replace
 
     from haystack import Document
-    from scale import Synthetic
 
+    from eval.scale import Synthetic
     from needle.core.collections import Collection
 
-    needle = needle_for(data_dir)
+    needle = needle_on(data_dir)
     notes = data_dir / "notes"
     notes.mkdir(parents=True, exist_ok=True)
     needle.collections.save({"scale": Collection(name="scale", root=str(notes), include=["**/*.md"])})
@@ -1002,7 +920,7 @@ def build_big(data_dir: Path, chunks: int, per_file: int = 20, batch: int = 1000
 
     synthetic = Synthetic(seed=13)
     for store in (needle.store, needle.file_store):
-        store.durable_writes = False  # a bulk load: flushed once at the end, as eval/scale.py does
+        store.durable_writes = False  # a bulk load: flushed once at the end, as `python -m eval.scale` does
     started = time.perf_counter()
     for start in range(0, chunks, batch):
         docs, files = [], []
@@ -1056,11 +974,10 @@ def build_big(data_dir: Path, chunks: int, per_file: int = 20, batch: int = 1000
 
 def build_index(data_dir: Path, notes: Path) -> int:
     """Add the notes as collection `lib` and index them (the CLI's own commands)."""
-    env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
-    cli = [sys.executable, "-m", "needle.shells.cli"]
-    subprocess.run([*cli, "collection", "add", str(notes), "--name", "lib"], env=env, check=True)
+    env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir)}
+    subprocess.run([*CLI, "collection", "add", str(notes), "--name", "lib"], env=env, check=True)
     started = time.perf_counter()
-    subprocess.run([*cli, "index"], env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([*CLI, "index"], env=env, check=True, stdout=subprocess.DEVNULL)
     print(f"indexed in {time.perf_counter() - started:.0f} s")
     return 0
 
@@ -1071,12 +988,8 @@ def plot(before: str, after: str, out: Path, http: bool = False) -> None:
     throughput per client count, before and after: medians over every run whose label starts with `before` /
     `after` (`before-1`, `before-2`...).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    saved = json.loads((ROOT / "eval" / "results" / "hotpath.json").read_text())
+    plt = pyplot()
+    saved = json.loads((RESULTS / "hotpath.json").read_text())
 
     def median(prefix: str, pick: Callable[[dict[str, Any]], float | None]) -> float:
         values = [v for label, run in saved.items() if label.startswith(prefix) for v in [pick(run)] if v is not None]
@@ -1120,8 +1033,7 @@ def plot(before: str, after: str, out: Path, http: bool = False) -> None:
     right.set_ylabel("query requests per second over HTTP")
     right.set_title("query throughput")
     right.legend(loc="lower right")
-    figure.tight_layout()
-    figure.savefig(out, dpi=110)
+    save_figure(figure, out)
     print(f"wrote {out}")
 
 
@@ -1140,7 +1052,9 @@ def save(command: str, label: str, result: dict[str, Any], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.hotpath", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     corpus = sub.add_parser("corpus", help="write the notes")
     corpus.add_argument("--out", type=Path, required=True)
@@ -1166,7 +1080,7 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument(
             "--save",
             type=Path,
-            default=ROOT / "eval" / "results" / "hotpath.json",
+            default=RESULTS / "hotpath.json",
             help="the results file this run is added to",
         )
         if name in ("stages", "scheduling", "builds"):
@@ -1191,7 +1105,7 @@ def main(argv: list[str] | None = None) -> int:
     drawn = sub.add_parser("plot", help="draw two labelled runs from eval/results/hotpath.json")
     drawn.add_argument("--before", default="before")
     drawn.add_argument("--after", default="after")
-    drawn.add_argument("--out", type=Path, default=ROOT / "eval" / "results" / "hotpath.png")
+    drawn.add_argument("--out", type=Path, default=RESULTS / "hotpath.png")
     drawn.add_argument(
         "--http", action="store_true", help="latency per route over HTTP instead of per graph in-process"
     )

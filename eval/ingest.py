@@ -1,7 +1,7 @@
 """Ingest benchmark: how long an index run takes when nothing, some or everything changed.
 
-    python eval/ingest.py                      # 5k and 20k generated notes, then SciFact's corpus
-    python eval/ingest.py --sizes 5000 --no-scifact
+    python -m eval.ingest                      # 5k and 20k generated notes, then SciFact's corpus
+    python -m eval.ingest --sizes 5000 --no-scifact
 
 For each size N, generated notes (a title heading and two short paragraphs each, in 50 folders) are
 indexed into a fresh data folder by `Needle.index` in this process. The notes repeat a few distinct texts,
@@ -16,7 +16,7 @@ depend on the texts. Then:
 - `rename` (the first size only): 500 notes move to another folder; their vectors are reused, not embedded;
 - `touch` (the first size only): 500 notes get a new modification time; they are read, nothing is embedded.
 
-SciFact (`../shared/datasets/scifact/corpus.jsonl`, 5,183 abstracts; `--scifact-docs` takes the first N)
+SciFact (`--dataset`, `../shared/datasets/scifact` by default: 5,183 abstracts; `--scifact-docs` takes the first N)
 is written as one markdown file per abstract and indexed once: the first-index throughput, every text
 embedded. Every row gives the run's wall time and its report's
 counters (files read, texts embedded, chunks reused, batches). A `needle index` process run (`cli no-op`)
@@ -24,9 +24,9 @@ adds the start-up of a process to the no-op; `cli no-op through needle watch` is
 `needle watch` owns the index (the command runs in the watcher's process). Prints a markdown table and writes
 eval/results/ingest.json.
 
-    python eval/ingest.py --floor              # throughput against the physical floor
-    python eval/ingest.py --tokens             # tokens the dense model runs over: floors and Needle (3 orders)
-    python eval/ingest.py --batch-sizes 4 8 16 32   # the dense model alone, per batch size
+    python -m eval.ingest --floor              # throughput against the physical floor
+    python -m eval.ingest --tokens             # tokens the dense model runs over: floors and Needle (3 orders)
+    python -m eval.ingest --batch-sizes 4 8 16 32   # the dense model alone, per batch size
 
 `--floor` compares Needle's first index with two floors, both the same fastembed dense model and BM25 sparse
 model, batched, in one process, models loaded beforehand: `floor` embeds each file's text once as one text
@@ -44,7 +44,6 @@ chunking before).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import platform
@@ -53,21 +52,16 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from needle.core.settings import load_settings
+from eval.corpus_index import needle_with_collection, scratch, settings_for
+from eval.demo_data import DEMO_NOTES, SCIFACT
+from eval.result_files import RESULTS, command_line, pyplot, save_figure, write_json
+from eval.servers import CLI, stop, wait_for_owner
 from needle.facade.api import Needle
 
-ROOT = Path(__file__).resolve().parent.parent
-
-DEMO_NOTES = ROOT / "needle" / "demo" / "notes"
-SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl"
 WORDS = [
     "river",
     "stone",
@@ -122,17 +116,9 @@ def generate(root: Path, count: int, distinct: int = 50) -> list[Path]:
     return files
 
 
-def _graph_overrides() -> dict[str, str]:
-    """`NEEDLE_SET` from the environment, for Needle's runs here (`load_settings(env=...)` reads no other)."""
-    return {"NEEDLE_SET": os.environ["NEEDLE_SET"]} if os.environ.get("NEEDLE_SET") else {}
-
-
 def fresh_needle(base: Path, name: str, root: Path) -> Needle:
-    """A Needle with its own data folder and one collection (graph overrides from `NEEDLE_SET`, if set)."""
-    settings = load_settings(env={"NEEDLE_DATA_DIR": str(base / f"data-{name}"), **_graph_overrides()})
-    needle = Needle(settings)
-    needle.collections.add(root, "notes")
-    return needle
+    """A Needle with its own data folder `base/data-NAME` and `root` as its one collection (`NEEDLE_SET` applies)."""
+    return needle_with_collection(base / f"data-{name}", root)
 
 
 def timed(rows: list[dict[str, Any]], scenario: str, size: int, needle: Needle) -> dict[str, Any]:
@@ -151,11 +137,9 @@ def timed(rows: list[dict[str, Any]], scenario: str, size: int, needle: Needle) 
 
 def cli_noop(rows: list[dict[str, Any]], size: int, data_dir: Path) -> None:
     """A no-op `needle index` in a new process: start-up, models and the run."""
-    env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir)}
     started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "needle.shells.cli", "index", "--json"], env=env, capture_output=True, text=True
-    )
+    done = subprocess.run([*CLI, "index", "--json"], env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"needle index failed: {done.stderr.strip()}")
@@ -167,38 +151,13 @@ def cli_noop(rows: list[dict[str, Any]], size: int, data_dir: Path) -> None:
 
 def owner_noop(rows: list[dict[str, Any]], size: int, data_dir: Path) -> None:
     """A no-op `needle index` in a new process while `needle watch` owns the index: the command runs through it."""
-    import httpx
-
-    env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
-    watcher = subprocess.Popen(
-        [sys.executable, "-m", "needle.shells.cli", "watch"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir)}
+    watcher = subprocess.Popen([*CLI, "watch"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        record_file, deadline = data_dir / "owner.json", time.time() + 600
-        while True:
-            if time.time() > deadline or watcher.poll() is not None:
-                raise SystemExit("needle watch did not come up")
-            try:
-                record = json.loads(record_file.read_text())
-                status = httpx.post(
-                    f"{record['address']}/status/run",
-                    json={},
-                    timeout=30,
-                    headers={"Authorization": f"Bearer {record['token']}"},
-                ).json()["result"]
-                if status["watcher"]["last_update"] is not None:
-                    break
-            except (OSError, ValueError, KeyError, httpx.HTTPError):
-                pass
-            time.sleep(0.5)
+        wait_for_owner(data_dir, watcher, timeout=600, caught_up=True)
         for _ in range(2):  # the owner's first index run through the route warms it; the second is timed
             started = time.perf_counter()
-            done = subprocess.run(
-                [sys.executable, "-m", "needle.shells.cli", "index", "--json"], env=env, capture_output=True, text=True
-            )
+            done = subprocess.run([*CLI, "index", "--json"], env=env, capture_output=True, text=True)
             seconds = time.perf_counter() - started
         if done.returncode != 0:
             raise SystemExit(f"needle index through the owner failed: {done.stderr.strip()}")
@@ -212,8 +171,7 @@ def owner_noop(rows: list[dict[str, Any]], size: int, data_dir: Path) -> None:
         rows.append(row)
         print(json.dumps(row), flush=True)
     finally:
-        watcher.terminate()
-        watcher.wait(timeout=60)
+        stop(watcher, timeout=60)
 
 
 def notes_benchmark(base: Path, size: int, changes: bool, rows: list[dict[str, Any]]) -> None:
@@ -245,11 +203,11 @@ def notes_benchmark(base: Path, size: int, changes: bool, rows: list[dict[str, A
     owner_noop(rows, size, base / f"data-{size}")
 
 
-def write_scifact(root: Path, limit: int | None) -> int:
-    """Write SciFact's first `limit` abstracts as markdown files under `root`; returns how many."""
+def write_scifact(root: Path, limit: int | None, dataset: Path = SCIFACT) -> int:
+    """Write the first `limit` abstracts of SciFact (a BEIR folder) as markdown files under `root`; returns how many."""
     root.mkdir(parents=True)
     count = 0
-    with SCIFACT.open() as corpus:
+    with (dataset / "corpus.jsonl").open() as corpus:
         for line in corpus:
             if limit is not None and count >= limit:
                 break
@@ -397,12 +355,12 @@ def needle_seconds(base: Path, name: str, root: Path) -> tuple[float, dict[str, 
         shutil.rmtree(base / f"data-{name}", ignore_errors=True)
 
 
-def file_sets(base: Path, docs: int) -> dict[str, tuple[Path, list[Path]]]:
+def file_sets(base: Path, docs: int, dataset: Path = SCIFACT) -> dict[str, tuple[Path, list[Path]]]:
     """
     The floor's two file sets, each as its folder and its files: the first `docs` SciFact abstracts (written
     under `base`) and the bundled notes.
     """
-    write_scifact(base / "scifact", docs)
+    write_scifact(base / "scifact", docs, dataset)
     roots = {f"SciFact {docs}": base / "scifact", "bundled notes": DEMO_NOTES}
     return {
         label: (root, sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".md", ".txt")))
@@ -410,7 +368,7 @@ def file_sets(base: Path, docs: int) -> dict[str, tuple[Path, list[Path]]]:
     }
 
 
-def token_table(base: Path, docs: int) -> str:
+def token_table(base: Path, docs: int, dataset: Path = SCIFACT) -> str:
     """`token_counts` for the floor's two file sets, as a markdown table."""
     needle = fresh_needle(base, "tokens", base)
     dense, _ = floor_embedders(needle.settings)
@@ -422,7 +380,7 @@ def token_table(base: Path, docs: int) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     try:
-        for label, (_, files) in file_sets(base, docs).items():
+        for label, (_, files) in file_sets(base, docs, dataset).items():
             c = token_counts(files, needle, tokenizer)
             lines.append(
                 f"| {label} | {len(files)} | {c['floor']} | {c['full_text_floor']} | {c['needle']} | "
@@ -435,7 +393,7 @@ def token_table(base: Path, docs: int) -> str:
     return "\n".join(lines)
 
 
-def batch_table(base: Path, docs: int, sizes: list[int], repeats: int) -> str:
+def batch_table(base: Path, docs: int, sizes: list[int], repeats: int, dataset: Path = SCIFACT) -> str:
     """
     Seconds the dense model alone takes over the floor's texts (the first `docs` SciFact abstracts, each
     once) and over Needle's chunks of them (as its dense embedder prepares them), fewest tokens first, in
@@ -445,7 +403,7 @@ def batch_table(base: Path, docs: int, sizes: list[int], repeats: int) -> str:
     try:
         dense, _ = floor_embedders(needle.settings)
         counter = model_tokenizer(dense)
-        _, files = file_sets(base, docs)[f"SciFact {docs}"]
+        _, files = file_sets(base, docs, dataset)[f"SciFact {docs}"]
         texts = [path.read_text() for path in files]
         prepared = needle_texts(files, texts, needle)
         sets = {"floor": shortest_first(texts, counter), "Needle's chunks": shortest_first(prepared, counter)}
@@ -467,10 +425,10 @@ def batch_table(base: Path, docs: int, sizes: list[int], repeats: int) -> str:
         needle.close()
 
 
-def floor_benchmark(base: Path, docs: int, repeats: int) -> list[dict[str, Any]]:
+def floor_benchmark(base: Path, docs: int, repeats: int, dataset: Path = SCIFACT) -> list[dict[str, Any]]:
     """For each file set, the median floor and Needle seconds over `repeats` runs, and their ratio."""
-    sets = file_sets(base, docs)
-    dense, sparse = floor_embedders(load_settings(env={"NEEDLE_DATA_DIR": str(base / "data-floor")}))
+    sets = file_sets(base, docs, dataset)
+    dense, sparse = floor_embedders(settings_for(base / "data-floor"))
     rows = []
     for label, (root, files) in sets.items():
         floors, fulls, needles, report, pieces = [], [], [], {}, 0
@@ -530,12 +488,7 @@ def floor_table(rows: list[dict[str, Any]]) -> str:
 
 def plot_floor(rows: list[dict[str, Any]], path: Path) -> None:
     """Draw each set's floor, full-text floor and Needle seconds as bars, Needle's two ratios written beside."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(rows), figsize=(4.5 * len(rows), 3.6), squeeze=False)
+    fig, axes = pyplot().subplots(1, len(rows), figsize=(4.5 * len(rows), 3.6), squeeze=False)
     for ax, row in zip(axes[0], rows):
         seconds = [row["floor_s"], row["full_floor_s"], row["needle_s"]]
         bars = ax.bar(["floor", "full-text\nfloor", "Needle"], seconds, color=["#9aa5b1", "#6b7785", "#2f6fb0"])
@@ -548,15 +501,13 @@ def plot_floor(rows: list[dict[str, Any]], path: Path) -> None:
         ax.set_ylabel("seconds, first index (median)")
         ax.margins(y=0.15)
         ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
 
 
-def scifact_benchmark(base: Path, rows: list[dict[str, Any]], limit: int | None) -> None:
+def scifact_benchmark(base: Path, rows: list[dict[str, Any]], limit: int | None, dataset: Path = SCIFACT) -> None:
     """SciFact's corpus (its first `limit` abstracts) as markdown files, indexed once."""
     root = base / "scifact"
-    count = write_scifact(root, limit)
+    count = write_scifact(root, limit, dataset)
     needle = fresh_needle(base, "scifact", root)
     timed(rows, "first index (SciFact)", count, needle)
     timed(rows, "no-op (SciFact)", count, needle)
@@ -586,34 +537,19 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-@contextlib.contextmanager
-def scratch(prefix: str) -> Iterator[Path]:
-    """A temporary folder for a benchmark's files and indexes, removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as folder:
-        yield Path(folder)
-
-
-def write_results(path: Path, rows: list[dict[str, Any]]) -> None:
+def write_results(path: Path, rows: list[dict[str, Any]], argv: list[str] | None) -> None:
     """Write a benchmark's rows as JSON, with the command that made them and the machine it ran on."""
-    path.write_text(
-        json.dumps(
-            {
-                "command": "python eval/ingest.py " + " ".join(sys.argv[1:]),
-                "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-                "rows": rows,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    machine = {"cpus": os.cpu_count(), "python": platform.python_version()}
+    write_json(path, {"command": command_line("eval.ingest", argv), "machine": machine, "rows": rows})
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eval.ingest", description=__doc__.split("\n")[0])
     parser.add_argument(
         "--sizes", type=int, nargs="*", default=[5000, 20000], help="generated notes per run (none: SciFact only)"
     )
     parser.add_argument("--no-scifact", action="store_true", help="leave SciFact out")
+    parser.add_argument("--dataset", type=Path, default=SCIFACT, help="the SciFact BEIR folder (its corpus.jsonl)")
     parser.add_argument("--scifact-docs", type=int, default=None, help="index only the first N SciFact abstracts")
     parser.add_argument(
         "--out", default=None, help="results file (default eval/results/ingest.json or ingest-floor.json)"
@@ -631,32 +567,33 @@ def main() -> None:
         default=None,
         help="time the dense model alone over the floor's texts and Needle's chunks per batch size",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.batch_sizes:
         with scratch("needle-batches-") as base:
-            print(batch_table(base, args.floor_docs, args.batch_sizes, args.repeats))
-        return
+            print(batch_table(base, args.floor_docs, args.batch_sizes, args.repeats, args.dataset))
+        return 0
     if args.tokens:
         with scratch("needle-tokens-") as base:
-            print(token_table(base, args.floor_docs))
-        return
+            print(token_table(base, args.floor_docs, args.dataset))
+        return 0
     if args.floor:
         with scratch("needle-floor-") as base:
-            rows = floor_benchmark(base, args.floor_docs, args.repeats)
+            rows = floor_benchmark(base, args.floor_docs, args.repeats, args.dataset)
         print(floor_table(rows))
-        out = Path(args.out or ROOT / "eval" / "results" / "ingest-floor.json")
+        out = Path(args.out or RESULTS / "ingest-floor.json")
         plot_floor(rows, out.with_suffix(".png"))
-        write_results(out, rows)
-        return
+        write_results(out, rows, argv)
+        return 0
     rows: list[dict[str, Any]] = []
     with scratch("needle-ingest-") as base:
         for i, size in enumerate(args.sizes):
             notes_benchmark(base, size, changes=i == 0, rows=rows)
         if not args.no_scifact:
-            scifact_benchmark(base, rows, args.scifact_docs)
+            scifact_benchmark(base, rows, args.scifact_docs, args.dataset)
     print(table(rows))
-    write_results(Path(args.out or ROOT / "eval" / "results" / "ingest.json"), rows)
+    write_results(Path(args.out or RESULTS / "ingest.json"), rows, argv)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

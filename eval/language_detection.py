@@ -1,7 +1,7 @@
 """Telling languages: py3langid against lingua-language-detector, on short and long texts, and its cost.
 
-    python eval/language_detection.py                      # both detectors, every set
-    python eval/language_detection.py --detector py3langid --scifact-limit 1000
+    python -m eval.language_detection                      # both detectors, every set
+    python -m eval.language_detection --detector py3langid --scifact-limit 1000
 
 Both detectors choose among Needle's 21 keyword-search languages (`needle.core.languages.LANGUAGES`; Chinese,
 Japanese and Korean by script first, as Needle does). The sets:
@@ -33,14 +33,11 @@ from typing import Any
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+from eval.corpus_index import needle_on
+from eval.demo_data import REPO, SCIFACT
+from eval.result_files import RESULTS, read_json, write_json
 from needle.core.languages import CLEAR, LANGUAGES, identify, script_language
 
-ROOT = Path(__file__).resolve().parent.parent
-
-RESULTS = ROOT / "eval" / "results" / "language_detection.json"
-SCIFACT = Path("/work/shared/datasets/scifact")
 CHATTERBOT = (
     "chinese",
     "dutch",
@@ -79,7 +76,7 @@ def chatterbot_texts() -> list[tuple[str, str]]:
 
 def note_texts() -> list[tuple[str, str]]:
     """(text, language) for the notes of eval/data/multilingual.yml (`english-only` is English; `quoted` is left out)."""
-    data = yaml.safe_load((ROOT / "eval" / "data" / "multilingual.yml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((REPO / "eval" / "data" / "multilingual.yml").read_text(encoding="utf-8"))
     folders = {
         "en": "english",
         "english-only": "english",
@@ -93,10 +90,10 @@ def note_texts() -> list[tuple[str, str]]:
     ]
 
 
-def scifact_texts(limit: int | None) -> list[tuple[str, str]]:
-    """(title and abstract, english) for SciFact's corpus."""
+def scifact_texts(limit: int | None, dataset: Path = SCIFACT) -> list[tuple[str, str]]:
+    """(title and abstract, english) for SciFact's corpus (a BEIR folder)."""
     texts = []
-    with (SCIFACT / "corpus.jsonl").open(encoding="utf-8") as lines:
+    with (dataset / "corpus.jsonl").open(encoding="utf-8") as lines:
         for line in lines:
             row = json.loads(line)
             texts.append((f"{row.get('title', '')}\n\n{row.get('text', '')}", "english"))
@@ -180,7 +177,7 @@ def score(detect: Callable[[str], tuple[str | None, float]], texts: list[tuple[s
     }
 
 
-def index_cost(limit: int | None) -> dict[str, Any]:
+def index_cost(limit: int | None, dataset: Path = SCIFACT) -> dict[str, Any]:
     """Needle's rule (whole file, then each long chunk) over SciFact's chunks: ms per 1,000 chunks (median of 3)."""
     from haystack import Document
 
@@ -191,7 +188,7 @@ def index_cost(limit: int | None) -> dict[str, Any]:
 
     files = [
         Document(content=text, meta={"collection": "c", "kind": "file", "source_doc_id": f"c:{i}"})
-        for i, (text, _) in enumerate(scifact_texts(limit))
+        for i, (text, _) in enumerate(scifact_texts(limit, dataset))
     ]
     chunker = MarkdownChunker(overlap_chars=0)
     chunks = []
@@ -233,26 +230,28 @@ def dense_embedder() -> Any:
     import tempfile
 
     from needle.core.model_files import provision
-    from needle.core.settings import load_settings
-    from needle.facade.api import Needle
 
-    model_dir = load_settings().model_dir
-    provision(model_dir)
-    settings = load_settings(
-        env={"NEEDLE_DATA_DIR": tempfile.mkdtemp(prefix="needle-detect-"), "NEEDLE_MODEL_DIR": str(model_dir)}
-    )
-    embedder = Needle(settings).pipeline("ingest").get_component("dense_embedder")
+    needle = needle_on(Path(tempfile.mkdtemp(prefix="needle-detect-")))
+    provision(needle.settings.model_dir)
+    embedder = needle.pipeline("ingest").get_component("dense_embedder")
     embedder.warm_up()
     return embedder
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.language_detection",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--detector", action="append", choices=("py3langid", "lingua"), help="default both")
     parser.add_argument("--scifact-limit", type=int, default=None, help="first N SciFact abstracts (default all)")
     parser.add_argument("--no-index-cost", action="store_true", help="skip the cost of Needle's rule at index time")
-    parser.add_argument("--out", type=Path, default=RESULTS, help=f"results file (default {RESULTS.relative_to(ROOT)})")
-    args = parser.parse_args()
+    parser.add_argument("--dataset", type=Path, default=SCIFACT, help="the SciFact BEIR folder (its corpus.jsonl)")
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS / "language_detection.json", help="results file (default %(default)s)"
+    )
+    args = parser.parse_args(argv)
     detectors = args.detector or ["py3langid", "lingua"]
     chatter = chatterbot_texts()
     sets = {
@@ -261,10 +260,10 @@ def main() -> int:
             for lo, hi in BUCKETS
         },
         "notes": note_texts(),
-        "scifact": scifact_texts(args.scifact_limit),
+        "scifact": scifact_texts(args.scifact_limit, args.dataset),
     }
     # Detectors not run now keep their rows from the last run.
-    previous = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
+    previous = read_json(args.out, {})
     results: dict[str, Any] = {
         "sets": {name: len(texts) for name, texts in sets.items()},
         "detectors": {k: v for k, v in previous.get("detectors", {}).items() if k not in detectors},
@@ -280,7 +279,7 @@ def main() -> int:
         results["detectors"][name] = {"load_seconds": round(load, 2), "sets": rows}
     if not args.no_index_cost:
         print("== Needle's rule over SciFact's chunks", file=sys.stderr, flush=True)
-        results["index_cost"] = index_cost(args.scifact_limit)
+        results["index_cost"] = index_cost(args.scifact_limit, args.dataset)
     lines = [
         "| detector | set | texts | accuracy | told clearly | clearly wrong | ms per 1,000 texts |",
         "|---|---|---|---|---|---|---|",
@@ -313,8 +312,7 @@ def main() -> int:
             f"of {cost['files']} files; {cost['documents_not_english']} documents told other than English); the dense "
             f"embedding of 1,000 chunks: {cost['dense_ms_per_1000_chunks']} ms (detection = {100 * cost['share_of_dense']:.1f}% of it)"
         )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    write_json(args.out, results)
     print(f"wrote {args.out}")
     return 0
 

@@ -1,7 +1,7 @@
 """Edit-to-searchable latency of `needle watch`: how long after a note is saved a search finds it.
 
-    python eval/live.py                                # 50 edits on the demo notes, polling `query`
-    python eval/live.py --generated 5000 --no-demo     # 50 edits on 5,000 generated notes
+    python -m eval.live                                # 50 edits on the demo notes, polling `query`
+    python -m eval.live --generated 5000 --no-demo     # 50 edits on 5,000 generated notes
 
 Copies the demo notes into a fresh folder, starts `needle watch` on them (it owns the index and serves its
 routes on a loopback port, named in the owner record), waits for the catch-up run, then, one edit at a time,
@@ -15,7 +15,6 @@ eval/results/live.png (latency CDF per corpus, p50/p95 marked).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -27,45 +26,15 @@ from pathlib import Path
 
 import httpx
 
-REPO = Path(__file__).resolve().parent.parent
-DEMO = REPO / "needle" / "demo" / "notes"
-RESULTS = REPO / "eval" / "results" / "live.json"
-PLOT = REPO / "eval" / "results" / "live.png"
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (0..100), interpolated between the closest ranks."""
-    ordered = sorted(values)
-    k = (len(ordered) - 1) * q / 100
-    low, high = int(k), min(int(k) + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
-
-
-def owner(data: Path, process: subprocess.Popen, timeout: float) -> dict:
-    """The owner record once its routes answer."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"needle watch exited with {process.returncode}")
-        try:
-            record = json.loads((data / "owner.json").read_text())
-            headers = {"Authorization": f"Bearer {record['token']}"}
-            if httpx.get(f"{record['address']}/status", headers=headers, timeout=2).status_code == 200:
-                return record
-        except (OSError, ValueError, httpx.HTTPError):
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"needle watch did not start within {timeout} s")
+from eval.demo_data import DEMO_NOTES, REPO, demo_paragraphs
+from eval.result_files import RESULTS, command_line, pyplot, read_json, save_figure, write_json
+from eval.servers import CLI, auth_headers, stop, wait_for_owner
+from needle.evaluation.metrics import percentile
 
 
 def generate(folder: Path, count: int) -> None:
     """Write `count` small notes built from the demo notes' paragraphs, each with two words of its own."""
-    paragraphs = [
-        part.strip()
-        for note in sorted(DEMO.rglob("*.md"))
-        for part in note.read_text(encoding="utf-8").split("\n\n")
-        if len(part.strip()) > 80
-    ]
+    paragraphs = demo_paragraphs()
     for i in range(count):
         picked = [paragraphs[(i * 7 + j * 13) % len(paragraphs)] for j in range(3)]
         note = folder / f"g{i // 500:02d}" / f"note-{i:05d}.md"
@@ -98,17 +67,16 @@ def run(name: str, source: Path | None, generated: int, args: argparse.Namespace
     debounce = os.environ.get("NEEDLE_WATCH__DEBOUNCE_MS")
     if debounce:
         env["NEEDLE_WATCH__DEBOUNCE_MS"] = debounce
-    cli = [sys.executable, "-m", "needle.shells.cli"]
     subprocess.run(
-        [*cli, "collection", "add", str(notes), "--name", "notes"], env=env, cwd=REPO, check=True, capture_output=True
+        [*CLI, "collection", "add", str(notes), "--name", "notes"], env=env, cwd=REPO, check=True, capture_output=True
     )
     log = (base / "watch.log").open("w")
     started = time.perf_counter()
-    process = subprocess.Popen([*cli, "watch"], env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen([*CLI, "watch"], env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
     latencies: list[float] = []
     try:
-        record = owner(data, process, args.catch_up_timeout)
-        headers = {"Authorization": f"Bearer {record['token']}"}
+        record = wait_for_owner(data, process, args.catch_up_timeout)
+        headers = auth_headers(record["token"])
         with httpx.Client(base_url=record["address"], headers=headers, timeout=120) as client:
             existing = sorted(p.relative_to(notes).as_posix() for p in notes.rglob("*.md"))
             last = time.perf_counter()
@@ -147,8 +115,7 @@ def run(name: str, source: Path | None, generated: int, args: argparse.Namespace
                     file=sys.stderr,
                 )
     finally:
-        process.terminate()
-        process.wait(timeout=60)
+        stop(process, timeout=60)
         shutil.rmtree(base, ignore_errors=True)
     return {
         "corpus": name,
@@ -167,12 +134,7 @@ def run(name: str, source: Path | None, generated: int, args: argparse.Namespace
 
 def plot(reports: list[dict], path: Path) -> None:
     """Draw the latency CDF of each corpus, its p50 and p95 marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = pyplot().subplots(figsize=(7, 4))
     for row, report in enumerate(reports):
         ordered = sorted(report["latencies_s"])
         share = [(k + 1) / len(ordered) for k in range(len(ordered))]
@@ -192,31 +154,29 @@ def plot(reports: list[dict], path: Path) -> None:
     ax.set_title("needle watch: edit to searchable")
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eval.live", description=__doc__.split("\n\n")[0])
     parser.add_argument("--edits", type=int, default=50, help="edits to time per corpus (default 50)")
     parser.add_argument("--route", choices=["query", "search"], default="query", help="the owner's route polled")
     parser.add_argument("--generated", type=int, default=0, help="also run on N generated notes")
     parser.add_argument("--no-demo", action="store_true", help="skip the demo notes")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds an edit may take (default 120)")
     parser.add_argument("--catch-up-timeout", type=float, default=7200.0, help="seconds the first index may take")
-    parser.add_argument("--output", type=Path, default=RESULTS)
-    parser.add_argument("--plot", type=Path, default=PLOT)
-    args = parser.parse_args()
+    parser.add_argument("--output", type=Path, default=RESULTS / "live.json")
+    parser.add_argument("--plot", type=Path, default=RESULTS / "live.png")
+    args = parser.parse_args(argv)
     if args.no_demo and not args.generated:
         raise SystemExit("nothing to run: --no-demo needs --generated N")
 
     reports = []
     if not args.no_demo:
-        reports.append(run("demo", DEMO, 0, args))
+        reports.append(run("demo", DEMO_NOTES, 0, args))
     if args.generated:
         reports.append(run(f"generated-{args.generated}", None, args.generated, args))
-    command = " ".join(["python eval/live.py", *sys.argv[1:]])
+    command = command_line("eval.live", argv)
     for report in reports:
         print(f"\n{report['corpus']}: catch-up (first index) {report['catch_up_s']} s")
         print("| corpus | edits | notes | route | debounce | p50 | p95 | max |")
@@ -225,16 +185,11 @@ def main() -> int:
             f"| {report['corpus']} | {report['edits']} | {report['notes']} | {report['route']} | "
             f"{report['debounce_ms']} ms | {report['p50_s']} s | {report['p95_s']} s | {report['max_s']} s |"
         )
-    merged = {}
-    if args.output.exists():
-        try:
-            merged = {r["corpus"]: r for r in json.loads(args.output.read_text()).get("corpora", [])}
-        except (ValueError, AttributeError):
-            merged = {}
+    earlier = read_json(args.output, {})
+    merged = {r["corpus"]: r for r in earlier.get("corpora", [])} if isinstance(earlier, dict) else {}
     for report in reports:
         merged[report["corpus"]] = {"command": command, **report}
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps({"corpora": list(merged.values())}, indent=2) + "\n")
+    write_json(args.output, {"corpora": list(merged.values())})
     plot(list(merged.values()), args.plot)
     return 0
 

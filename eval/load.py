@@ -4,9 +4,9 @@ Talks to a running `needle serve` on this machine, or starts one on 127.0.0.1 ag
 stops it afterwards. Prints requests per second, p50/p95/p99 latency and errors, per endpoint and overall.
 Bounded: at most 64 clients and 600 seconds, loopback addresses only.
 
-    python eval/load.py --clients 4 --seconds 20                # against http://127.0.0.1:1416
-    python eval/load.py --data-dir .demo --seconds 10           # starts its own server
-    python eval/load.py --data-dir DIR --clients 1 --clients 4 --clients 16 --instances 1 --instances 4
+    python -m eval.load --clients 4 --seconds 20                # against http://127.0.0.1:1416
+    python -m eval.load --data-dir .demo --seconds 10           # starts its own server
+    python -m eval.load --data-dir DIR --clients 1 --clients 4 --clients 16 --instances 1 --instances 4
 
 With several `--clients` and `--instances` (warmed instances of each graph, `serve.graph_instances`; one
 instance is how `needle serve` ran before: one request per graph at a time), it starts one server per
@@ -17,12 +17,8 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
-import socket
+import json
 import statistics
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -30,76 +26,18 @@ from urllib.parse import urlparse
 
 import httpx
 
+from eval.demo_data import QUERIES
+from eval.result_files import markdown_table
+from eval.servers import auth_headers, start_serve, stop
+from eval.stopwatch import nearest_rank
+
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
-QUERIES = [
-    "why does my pod keep getting killed",
-    "certbot renew",
-    "sqlite write-ahead log concurrent readers",
-    "git rebase onto another branch",
-    "backing up my laptop to an encrypted repository",
-    "postgres logical replication slot",
-    "ssh jump host",
-    "sourdough starter feeding",
-]
-
-
-def _percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(data_dir: Path, timeout: float = 300, instances: int | None = None) -> tuple[subprocess.Popen, str]:
-    """Start `needle serve` on 127.0.0.1 against `data_dir`; returns the process and its URL once it answers."""
-    port = _free_port()
-    env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir)}
-    if instances is not None:
-        env["NEEDLE_SERVE__GRAPH_INSTANCES"] = str(instances)
-    # The server logs every request: send that to a file, never to a pipe nobody reads (a full pipe
-    # blocks the server mid-request).
-    # The server keeps its own descriptor of the log; the file stays (delete=False) for reading after it exits.
-    with tempfile.NamedTemporaryFile(prefix="needle-load-server-", suffix=".log", delete=False) as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "needle.shells.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-        )
-    proc.log_path = log.name  # type: ignore[attr-defined]
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            tail = Path(log.name).read_text(errors="replace")[-2000:]
-            raise SystemExit(f"the server exited with {proc.returncode}: {tail}")
-        try:
-            if httpx.get(f"{url}/status", timeout=2, headers=_auth()).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(1)
-    proc.terminate()
-    raise SystemExit(f"the server did not answer within {timeout:.0f} s")
-
-
-def _auth() -> dict[str, str]:
-    token = os.environ.get("NEEDLE_API_TOKEN")
-    return {"Authorization": f"Bearer {token}"} if token else {}
 
 
 def read_queries(dataset: Path | None) -> list[str]:
     """The queries to send: a BEIR folder's `queries.jsonl`, or a few about the bundled notes."""
     if dataset is None:
         return QUERIES
-    import json
-
     with (dataset / "queries.jsonl").open(encoding="utf-8") as handle:
         return [json.loads(line)["text"] for line in handle if line.strip()]
 
@@ -120,7 +58,7 @@ def run_load(
         pairs = itertools.cycle([(e, q) for q in queries for e in endpoints])
         for _ in range(offset):
             next(pairs)
-        with httpx.Client(base_url=url, timeout=60, headers=_auth()) as http:
+        with httpx.Client(base_url=url, timeout=60, headers=auth_headers()) as http:
             while time.monotonic() < stop_at:
                 endpoint, query = next(pairs)
                 started = time.perf_counter()
@@ -159,8 +97,8 @@ def report(stats: dict[str, dict], seconds: float) -> str:
             errors += count_errors
         ms = [v * 1000 for v in latencies]
         rows.append(
-            f"{name:<10} {len(ms):>8} {len(ms) / seconds:>7.1f} {_percentile(ms, 50):>8.1f} "
-            f"{_percentile(ms, 95):>8.1f} {_percentile(ms, 99):>8.1f} {count_errors:>6}"
+            f"{name:<10} {len(ms):>8} {len(ms) / seconds:>7.1f} {nearest_rank(ms, 50):>8.1f} "
+            f"{nearest_rank(ms, 95):>8.1f} {nearest_rank(ms, 99):>8.1f} {count_errors:>6}"
         )
     for name, entry in stats.items():
         if entry["first_error"]:
@@ -187,24 +125,18 @@ def table_rows(stats: dict[str, dict], seconds: float, instances: int | str, cli
                 "endpoint": name,
                 "requests": str(len(ms)),
                 "req/s": f"{len(ms) / seconds:.1f}",
-                "p50 ms": f"{_percentile(ms, 50):.1f}",
-                "p95 ms": f"{_percentile(ms, 95):.1f}",
-                "p99 ms": f"{_percentile(ms, 99):.1f}",
+                "p50 ms": f"{nearest_rank(ms, 50):.1f}",
+                "p95 ms": f"{nearest_rank(ms, 95):.1f}",
+                "p99 ms": f"{nearest_rank(ms, 99):.1f}",
                 "errors": str(count),
             }
         )
     return rows
 
 
-def markdown(rows: list[dict[str, str]]) -> str:
-    header = list(rows[0])
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(row[c] for c in header) + " |" for row in rows])
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m eval.load", description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default="http://127.0.0.1:1416", help="a running server (loopback only)")
     parser.add_argument("--data-dir", type=Path, help="start a server on 127.0.0.1 against this data dir instead")
     parser.add_argument(
@@ -235,9 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, str]] = []
     failed = False
     for instances in args.instances or [None]:
-        proc, url = start_server(args.data_dir, instances=instances) if args.data_dir else (None, args.url)
+        proc, url = start_serve(args.data_dir, instances=instances) if args.data_dir else (None, args.url)
         try:
-            httpx.post(f"{url}/{endpoints[0]}/run", json={"query": "warm up"}, headers=_auth(), timeout=60)
+            httpx.post(f"{url}/{endpoints[0]}/run", json={"query": "warm up"}, headers=auth_headers(), timeout=60)
             for clients in clients_list:
                 label = "configured" if instances is None else instances
                 print(
@@ -249,11 +181,10 @@ def main(argv: list[str] | None = None) -> int:
                 failed = failed or bool(sum(e["errors"] for e in stats.values()))
         finally:
             if proc is not None:
-                proc.terminate()
-                proc.wait(timeout=30)
+                stop(proc)
     if len(rows) > 3:
         print()
-        print(markdown(rows))
+        print(markdown_table(rows))
     return 1 if failed else 0
 
 

@@ -1,8 +1,13 @@
 """Search in several languages: mixed-language notes, their questions, and what each language rule does.
 
-    python eval/multilingual.py                 # every measurement below (a few minutes)
-    python eval/multilingual.py --baseline      # only `search`/`query` hit@k with the graphs' defaults
-    NEEDLE_CODE=/path/to/other/checkout python eval/multilingual.py --baseline   # the same on other code
+    python -m eval.multilingual                 # every measurement below (a few minutes)
+    python -m eval.multilingual --baseline      # only `search`/`query` hit@k with the graphs' defaults
+
+The same on another checkout's code (its `needle` package first on the import path, this harness after it;
+run from outside both, so that the working folder does not come first):
+
+    cd /tmp && PYTHONPATH=/path/to/other/checkout:/path/to/this/checkout python -m eval.multilingual --baseline \
+        --out /path/to/this/checkout/eval/results/multilingual-main.json
 
 The notes and questions are eval/data/multilingual.yml: short and long notes in English, German, French,
 Chinese and Japanese, with the questions a user of each language would ask (a German compound's part,
@@ -25,23 +30,18 @@ Writes eval/results/multilingual.json (and eval/results/multilingual-baseline.js
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-sys.path.insert(0, os.environ.get("NEEDLE_CODE", str(Path(__file__).resolve().parent.parent)))
-
+from eval.corpus_index import needle_with_collection, scratch
+from eval.demo_data import REPO
+from eval.result_files import RESULTS, write_json
 from needle.evaluation.metrics import hit_at_k, mean, mrr_at_k
 
-ROOT = Path(__file__).resolve().parent.parent
-
-DATA = ROOT / "eval" / "data" / "multilingual.yml"
-RESULTS = ROOT / "eval" / "results"
+DATA = REPO / "eval" / "data" / "multilingual.yml"
 FOLDERS = {"en": "english", "de": "german", "fr": "french", "zh": "chinese", "ja": "japanese"}
 SHARES = (0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 1.0)
 
@@ -66,14 +66,9 @@ class Run:
         self, root: Path, name: str, notes: Path, language: str = "auto", overrides: dict[str, Any] | None = None
     ):
         from needle.core.model_files import provision
-        from needle.core.settings import load_settings
-        from needle.facade.api import Needle
 
-        model_dir = load_settings().model_dir
-        provision(model_dir)
-        settings = load_settings(env={"NEEDLE_DATA_DIR": str(root / name), "NEEDLE_MODEL_DIR": str(model_dir)})
-        self.needle = Needle(settings)
-        self.needle.collections.add(notes, "notes", language=language)
+        self.needle = needle_with_collection(root / name, notes, language=language)
+        provision(self.needle.settings.model_dir)
         self.report = self.needle.index(overrides=overrides) if overrides else self.needle.index()
 
     def ranking(self, query: str, pipeline: str, overrides: dict[str, Any] | None = None) -> list[str]:
@@ -260,20 +255,21 @@ def languages_of_out(out: dict[str, Any]) -> list[str]:
     return list(out["mixed"]["search"])
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.multilingual", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--baseline", action="store_true", help="only search/query hit@k with the graphs' defaults")
     parser.add_argument("--out", type=Path, help="results file (default eval/results/multilingual[-baseline].json)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     data = load()
-    with tempfile.TemporaryDirectory(prefix="needle-multilingual-") as tmp:
-        out = baseline(Path(tmp), data) if args.baseline else full(Path(tmp), data)
+    with scratch("needle-multilingual-") as tmp:
+        out = baseline(tmp, data) if args.baseline else full(tmp, data)
     text = report(out)
     print(text)
     suffix = "-baseline" if args.baseline else ""
     target = args.out or RESULTS / f"multilingual{suffix}.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps({**out, "table": text}, indent=2, ensure_ascii=False) + "\n")
+    write_json(target, {**out, "table": text})
     print(f"wrote {target}")
     return 0
 

@@ -1,6 +1,6 @@
 """Generate questions about subjects that neither evaluation corpus covers, for the confidence's false-positive rate.
 
-    python eval/offtopic.py --check needle/demo/notes --check ../shared/datasets/scifact/corpus.jsonl
+    python -m eval.offtopic --check needle/demo/notes --check ../shared/datasets/scifact/corpus.jsonl
 
 writes `eval/golden/offtopic.yml`: 100 `train` and 100 `test` questions, each about one subject of
 `SUBJECTS` put into one of `TEMPLATES` (questions and claims, as people and SciFact phrase them), picked
@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 
 import yaml
+
+from eval.demo_data import OFFTOPIC
 
 SEED = 17
 PER_SPLIT = 100
@@ -251,20 +253,22 @@ def check(paths: list[Path]) -> list[str]:
     return found
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.offtopic", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument(
         "--check", action="append", type=Path, default=[], help="a corpus the subjects must be absent from"
     )
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "golden" / "offtopic.yml")
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, default=OFFTOPIC)
+    args = parser.parse_args(argv)
     problems = check(args.check)
     if problems:
         print("subjects found in a corpus:\n  " + "\n  ".join(problems), file=sys.stderr)
         return 1
     questions = generate()
     header = (
-        "# Questions about subjects absent from the demo notes and from SciFact, written by eval/offtopic.py\n"
+        "# Questions about subjects absent from the demo notes and from SciFact, written by `python -m eval.offtopic`\n"
         f"# (seed {SEED}; train and test share no subject). Nothing in either corpus answers them: a confident\n"
         "# top result is a false one. `needle eval calibration --offtopic eval/golden/offtopic.yml` runs them.\n"
     )

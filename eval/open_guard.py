@@ -1,7 +1,7 @@
 """What the guards on opening the embedded index cost: the clean-close seal, the child-process probe, free space.
 
-    python eval/open_guard.py DATA_DIR            # an index built by `needle index` (it is copied, not changed)
-    python eval/open_guard.py DATA_DIR --repeat 7
+    python -m eval.open_guard DATA_DIR            # an index built by `needle index` (it is copied, not changed)
+    python -m eval.open_guard DATA_DIR --repeat 7
 
 On a copy of the chunk store of DATA_DIR, each is timed `--repeat` times and the median printed:
 
@@ -15,45 +15,29 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
-import sys
-import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+from eval.corpus_index import scratch, settings_for
+from eval.stopwatch import median_seconds
 from haystack_integrations.document_stores.needle.edge.document_store import EdgeDocumentStore
 from haystack_integrations.document_stores.needle.edge.probe import probe
 from haystack_integrations.document_stores.needle.edge.seal import SEAL_FILE_NAME, seal, unseal
 from haystack_integrations.document_stores.needle.edge.shards import LOCK_FILE_NAME
 from needle.core.disk import ensure_space
 from needle.core.model_files import embedding_dim
-from needle.core.settings import load_settings
 
 SKIP = frozenset({LOCK_FILE_NAME})
 
 
-def median_seconds(action: Callable[[], object], repeat: int) -> float:
-    """The median wall time of `action` over `repeat` runs."""
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eval.open_guard", description=__doc__.splitlines()[0])
     parser.add_argument("data_dir", type=Path)
     parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
-    settings = load_settings(env={"NEEDLE_DATA_DIR": str(args.data_dir)})
+    args = parser.parse_args(argv)
+    settings = settings_for(args.data_dir)
     params = settings.index.model_dump()
-    with tempfile.TemporaryDirectory() as scratch:
-        folder = Path(scratch) / "edge"
+    with scratch("needle-open-guard-") as tmp:
+        folder = tmp / "edge"
         shutil.copytree(settings.index_dir / "edge", folder, ignore=shutil.ignore_patterns(LOCK_FILE_NAME))
         files = sum(1 for path in folder.rglob("*") if path.is_file())
 
@@ -79,7 +63,8 @@ def main() -> None:
     print("| step | seconds |\n|---|---|")
     for name, seconds in rows.items():
         print(f"| {name} | {seconds:.4f} |")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

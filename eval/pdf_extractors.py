@@ -2,23 +2,22 @@
 (Haystack's PDFMinerToDocument) and pypdfium2 (no Haystack converter), on the demo notes as one PDF.
 
     pip install --target /tmp/pdfx pdfminer.six pypdfium2   # not Needle's dependencies: only for this comparison
-    PYTHONPATH=/tmp/pdfx python eval/pdf_extractors.py
+    PYTHONPATH=/tmp/pdfx python -m eval.pdf_extractors
 
 Prints pages per second (best of three runs) and how much of the source text comes back: the share of its
 words found, and of its adjacent word pairs found adjacent (reading order). A library that is not installed
 is left out.
 """
 
-import re
-import sys
-import time
-from pathlib import Path
+from __future__ import annotations
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+import argparse
 import itertools
+import re
+from collections.abc import Callable
 
-from needle.evaluation import mixed_formats as formats
+from eval.demo_data import demo_texts
+from eval.stopwatch import best_seconds
 from needle.evaluation import sample_documents as make
 
 
@@ -35,22 +34,14 @@ def fidelity(extracted: str, source: list[str]) -> tuple[float, float]:
     )
 
 
-def timed(extract, data: bytes) -> tuple[float, str]:
-    best, text = float("inf"), ""
-    for _ in range(3):
-        started = time.perf_counter()
-        text = extract(data)
-        best = min(best, time.perf_counter() - started)
-    return best, text
-
-
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(prog="python -m eval.pdf_extractors", description=__doc__.split("\n")[0]).parse_args(argv)
     from haystack.dataclasses import ByteStream
 
-    texts = formats.demo_texts()
+    texts = demo_texts()
     data = make.pdf_bytes([f"## {title}\n\n{body}" for title, body in texts], title="Demo notes")
     source = [w for title, body in texts for w in words(f"{title} {body}")]
-    extractors = {}
+    extractors: dict[str, Callable[[bytes], str]] = {}
     from haystack.components.converters import PyPDFToDocument
 
     pypdf = PyPDFToDocument()
@@ -79,7 +70,7 @@ def main() -> int:
     print("|---|---|---|---|")
     for name, extract in extractors.items():
         try:
-            seconds, text = timed(extract, data)
+            seconds, text = best_seconds(lambda extract=extract: extract(data))
         except Exception as error:
             print(f"| {name} | failed: {error} | | |")
             continue

@@ -1,30 +1,27 @@
 """Plot the language measurements: detectors by text length, and hit@3 per language before and after.
 
-    python eval/plot_languages.py
+    python -m eval.plot_languages
 
-Reads eval/results/language_detection-both.json (`eval/language_detection.py --scifact-limit 1000
+Reads eval/results/language_detection-both.json (`python -m eval.language_detection --scifact-limit 1000
 --no-index-cost --out eval/results/language_detection-both.json`: both detectors in one run),
-eval/results/multilingual.json
-(eval/multilingual.py) and, when present, eval/results/multilingual-main.json (`eval/multilingual.py
---baseline` run on the code before); writes eval/results/languages.png.
+eval/results/multilingual.json (`python -m eval.multilingual`) and, when present,
+eval/results/multilingual-main.json (`python -m eval.multilingual --baseline` run on the code before);
+writes eval/results/languages.png.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "eval" / "results"
+from eval.demo_data import REPO
+from eval.result_files import RESULTS, pyplot, save_figure
 
 
-def main() -> int:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(prog="python -m eval.plot_languages", description=__doc__.split("\n")[0]).parse_args(argv)
+    plt = pyplot()
     detection = json.loads((RESULTS / "language_detection-both.json").read_text(encoding="utf-8"))
     after = json.loads((RESULTS / "multilingual.json").read_text(encoding="utf-8"))
     before_file = RESULTS / "multilingual-main.json"
@@ -68,10 +65,8 @@ def main() -> int:
         ax.set_ylim(0, 1.05)
         ax.set_title(f"`{pipeline}` hit@3 per question language")
         ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    out = RESULTS / "languages.png"
-    fig.savefig(out, dpi=110)
-    print(f"wrote {out.relative_to(ROOT)}")
+    out = save_figure(fig, RESULTS / "languages.png")
+    print(f"wrote {out.relative_to(REPO)}")
     return 0
 
 

@@ -1,8 +1,8 @@
 """Scale benchmark: Needle's embedded store (Qdrant Edge) at 100k and 1M synthetic chunks, per index layout.
 
-    python eval/scale.py --sizes 100000 --layout today --layout int8-disk --layout binary-disk
-    nice -n 19 python eval/scale.py --sizes 1000000 --layout int8-disk --budget-seconds 3600 --build-budget-seconds 7200
-    python eval/scale.py --sizes 100000 --layout "m32:hnsw_m=32,quantization=int8"   # any layout, by store parameter
+    python -m eval.scale --sizes 100000 --layout today --layout int8-disk --layout binary-disk
+    nice -n 19 python -m eval.scale --sizes 1000000 --layout int8-disk --budget-seconds 3600 --build-budget-seconds 7200
+    python -m eval.scale --sizes 100000 --layout "m32:hnsw_m=32,quantization=int8"   # any layout, by store parameter
 
 For each size N and layout, a fresh subprocess (so memory numbers do not mix) writes N synthetic chunks in
 streaming batches (384-dim unit vectors, BM25-like sparse vectors of 20-60 terms from a 30k vocabulary,
@@ -60,9 +60,10 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-REPORTS = ROOT / "eval" / "reports"
+from eval.demo_data import REPO
+from eval.result_files import REPORTS, RESULTS, pyplot, save_figure, write_json
+from needle.evaluation.memory import process_memory_mb, reset_peak_memory, system_memory_mb
+
 STORES = ("edge", "qdrant-local")
 QUERY_KINDS = ("dense", "sparse", "text", "hybrid")
 DIM = 384
@@ -206,18 +207,18 @@ class Child:
         self.events = events
 
     def emit(self, **event: Any) -> None:
-        event["vm_hwm_mb"] = _status_mb(os.getpid(), "VmHWM")
+        event["vm_hwm_mb"] = process_memory_mb(os.getpid()).get("VmHWM")
         self.events.write(json.dumps(event) + "\n")
         self.events.flush()
 
     def start(self, phase: str, budget: float) -> None:
-        _reset_peak()
+        reset_peak_memory()
         self.emit(event="start", phase=phase, budget=budget)
 
     def run(self) -> None:
         args = self.args
         store = _open_store(args.child_store, args.child_path, args)
-        self.emit(event="ready", rss_baseline_mb=_status_mb(os.getpid(), "VmRSS"))
+        self.emit(event="ready", rss_baseline_mb=process_memory_mb(os.getpid()).get("VmRSS"))
         try:
             if args.child_mode == "build":
                 self._build(store)
@@ -506,37 +507,6 @@ def _shard_info(store: Any) -> dict[str, Any]:
     return {"segments": info.segments_count, "points": info.points_count, "indexed_vectors": info.indexed_vectors_count}
 
 
-def _reset_peak() -> None:
-    """Reset this process's VmHWM to its current RSS (Linux: write 5 to clear_refs), so a phase has its own peak."""
-    try:
-        with open("/proc/self/clear_refs", "w") as refs:
-            refs.write("5")
-    except OSError:
-        pass
-
-
-def _status_mb(pid: int, field: str) -> float | None:
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
-
-
-def _meminfo_mb(field: str) -> float | None:
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
-
-
 def _folder_mb(path: str) -> float:
     total = 0
     for folder, _dirs, files in os.walk(path):
@@ -557,7 +527,8 @@ def run_child(
     read_fd, write_fd = os.pipe()
     command = [
         sys.executable,
-        str(Path(__file__).resolve()),
+        "-m",
+        "eval.scale",
         "--child-mode",
         mode,
         "--child-store",
@@ -589,8 +560,8 @@ def run_child(
     ]
     if args.durable_writes:
         command.append("--durable-writes")
-    env = {**os.environ, "HAYSTACK_TELEMETRY_ENABLED": "False", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(command, pass_fds=(write_fd,), env=env, cwd=ROOT)
+    env = {**os.environ, "HAYSTACK_TELEMETRY_ENABLED": "False"}
+    proc = subprocess.Popen(command, pass_fds=(write_fd,), env=env, cwd=REPO)
     os.close(write_fd)
     events: queue.Queue = queue.Queue()
     threading.Thread(target=_read_events, args=(read_fd, events), daemon=True).start()
@@ -603,9 +574,10 @@ def run_child(
             event = events.get(timeout=SAMPLE_SECONDS)
         except queue.Empty:
             event = None
-        rss = _status_mb(proc.pid, "VmRSS") or 0.0
-        anon = _status_mb(proc.pid, "RssAnon") or 0.0
-        peak_rss = max(peak_rss, _status_mb(proc.pid, "VmHWM") or 0.0, rss)
+        memory = process_memory_mb(proc.pid)
+        rss = memory.get("VmRSS", 0.0)
+        anon = memory.get("RssAnon", 0.0)
+        peak_rss = max(peak_rss, memory.get("VmHWM", 0.0), rss)
         peak_anon, phase_anon = max(peak_anon, anon), max(phase_anon, anon)
         if event is not None:
             if event is _EOF:
@@ -626,7 +598,7 @@ def run_child(
             elif kind == "done":
                 result["disk_mb"] = event["disk_mb"]
         reason = None
-        available = _meminfo_mb("MemAvailable")
+        available = system_memory_mb("MemAvailable")
         if deadline is not None and time.monotonic() > deadline:
             reason = "budget"
         elif rss > args.max_rss_mb:
@@ -777,11 +749,7 @@ def plot(reports: list[Path], out: Path) -> None:
     Chart of several reports: peak memory of the build (anonymous and file pages) and of serving, dense
     query latency and recall@10, per layout and size.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     results = [
         _current(result)
         for path in reports
@@ -835,9 +803,7 @@ def plot(reports: list[Path], out: Path) -> None:
     twin.set_ylim(0, 1.02)
     twin.set_ylabel("recall@10 against exact search")
     speed.set_title("Dense latency (bars, target 10 ms) and recall (dots, target 0.95)")
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    save_figure(fig, out)
     print(f"wrote {out}")
 
 
@@ -853,8 +819,10 @@ def _current(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.scale", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000], help="chunk counts to run")
     parser.add_argument("--store", choices=STORES, default="edge")
     parser.add_argument(
@@ -901,12 +869,12 @@ def main() -> int:
     )
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--plot", type=Path, nargs="+", metavar="REPORT", help="chart these reports' results (no run)")
-    parser.add_argument("--plot-out", type=Path, default=ROOT / "eval" / "results" / "scale.png")
+    parser.add_argument("--plot-out", type=Path, default=RESULTS / "scale.png")
     for hidden in ("--child-mode", "--child-store", "--child-path", "--child-layout"):
         parser.add_argument(hidden, help=argparse.SUPPRESS)
     parser.add_argument("--child-size", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--child-fd", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.batch_size <= 0 or args.queries <= 0 or args.budget_seconds <= 0:
         parser.error("--batch-size, --queries and --budget-seconds must be > 0")
     args.query_budget_seconds = args.query_budget_seconds or None
@@ -989,10 +957,8 @@ def main() -> int:
     if remarks:
         print()
         print("\n".join(f"- {line}" for line in remarks))
-    REPORTS.mkdir(parents=True, exist_ok=True)
-    out = REPORTS / f"scale-{stamp}.json"
-    out.write_text(json.dumps(report, indent=2, default=str))
-    print(f"\nwrote {out.relative_to(ROOT)}")
+    out = write_json(REPORTS / f"scale-{stamp}.json", report)
+    print(f"\nwrote {out.relative_to(REPO)}")
     return 0
 
 
@@ -1005,7 +971,7 @@ def _machine() -> dict[str, Any]:
             versions[package] = None
     return {
         "cpus": os.cpu_count(),
-        "mem_total_mb": _meminfo_mb("MemTotal"),
+        "mem_total_mb": system_memory_mb("MemTotal"),
         "python": platform.python_version(),
         "load_average_start": os.getloadavg(),
         "nice": os.nice(0),

@@ -1,8 +1,8 @@
 """Index throughput and query latency with the dense model served over HTTP, next to fastembed in-process.
 
-    python eval/served_embedders.py --repeat 3
+    python -m eval.served_embedders --repeat 3
 
-Starts eval/embedding_server.py (the offline MiniLM behind OpenAI's `/v1/embeddings` and Ollama's `/api/embed`)
+Starts the tests' embedding server (`python -m tests.embedding_server`: the offline MiniLM behind OpenAI's `/v1/embeddings` and Ollama's `/api/embed`)
 on 127.0.0.1, then for each provider (fastembed in-process, openai, ollama; in turns, `--repeat` rounds)
 indexes the bundled notes (needle/demo/notes) into a fresh folder and runs the golden queries of
 eval/golden/demo.yml through `vsearch` and `query`. Prints texts embedded per second of the whole index run
@@ -14,36 +14,30 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from needle.core.settings import load_settings
+from eval.corpus_index import needle_with_collection, scratch
+from eval.demo_data import DEMO_GOLDEN, DEMO_NOTES, REPO
+from eval.result_files import RESULTS, pyplot, save_figure, write_json
+from eval.servers import stop
 from needle.evaluation.golden import load_golden
-from needle.facade.api import Needle
-
-REPO = Path(__file__).resolve().parent.parent
 
 PROVIDERS = ("fastembed", "openai", "ollama")
 MODEL = "minilm"
 
 
 def start_server(port: int) -> subprocess.Popen:
-    """eval/embedding_server.py as a process, once it answers."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    """The tests' embedding server (tests/embedding_server.py) as a process, once it answers."""
     process = subprocess.Popen(
-        [sys.executable, str(REPO / "eval" / "embedding_server.py"), "--port", str(port), "--model", MODEL],
-        env=env,
+        [sys.executable, "-m", "tests.embedding_server", "--port", str(port), "--model", MODEL],
+        cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
     )
@@ -53,27 +47,25 @@ def start_server(port: int) -> subprocess.Popen:
             return process
         except OSError:
             time.sleep(0.2)
-    process.terminate()
+    stop(process)
     raise RuntimeError("the embedding server did not start")
 
 
-def settings_for(provider: str, data_dir: Path, root: str) -> Any:
-    env = {**os.environ, "NEEDLE_DATA_DIR": str(data_dir)}
-    if provider != "fastembed":
-        env.update(
-            NEEDLE_EMBEDDING__PROVIDER=provider,
-            NEEDLE_EMBEDDING__MODEL=MODEL,
-            NEEDLE_EMBEDDING__URL=f"{root}/v1" if provider == "openai" else root,
-        )
-    return load_settings(env=env)
+def provider_env(provider: str, root: str) -> dict[str, str]:
+    """The settings that send the dense model's work to `provider` at `root` (none for fastembed in-process)."""
+    if provider == "fastembed":
+        return {}
+    return {
+        "NEEDLE_EMBEDDING__PROVIDER": provider,
+        "NEEDLE_EMBEDDING__MODEL": MODEL,
+        "NEEDLE_EMBEDDING__URL": f"{root}/v1" if provider == "openai" else root,
+    }
 
 
 def one_round(provider: str, root: str, queries: list[str]) -> dict[str, Any]:
     """Index the demo notes afresh with one provider, then time the queries."""
-    data_dir = Path(tempfile.mkdtemp(prefix=f"needle-served-{provider}-"))
-    try:
-        needle = Needle(settings_for(provider, data_dir, root))
-        needle.collections.add(REPO / "needle" / "demo" / "notes", "notes")
+    with scratch(f"needle-served-{provider}-") as data_dir:
+        needle = needle_with_collection(data_dir, DEMO_NOTES, **provider_env(provider, root))
         report = needle.index()
         out: dict[str, Any] = {
             "texts": report["texts_embedded"],
@@ -92,17 +84,10 @@ def one_round(provider: str, root: str, queries: list[str]) -> dict[str, Any]:
             out[f"{pipeline}_p95_ms"] = times[min(len(times) - 1, int(0.95 * len(times)))]
         needle.close()
         return out
-    finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def plot(summary: dict[str, dict[str, float]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
+    fig, (left, right) = pyplot().subplots(1, 2, figsize=(9, 3.4))
     names = list(summary)
     left.bar(names, [summary[n]["texts_per_second"] for n in names], color=["#4c72b0", "#dd8452", "#55a868"])
     left.set_title("index run: texts embedded / s")
@@ -116,20 +101,21 @@ def plot(summary: dict[str, dict[str, float]], path: Path) -> None:
     fig.suptitle(
         "Dense model in-process (fastembed) vs served over HTTP on 127.0.0.1 (shared 2-core machine)", fontsize=9
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.served_embedders",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--repeat", type=int, default=3, help="rounds per provider (taken in turns)")
     parser.add_argument("--port", type=int, default=18189)
     parser.add_argument("--queries", type=int, default=30, help="golden queries timed per graph")
-    parser.add_argument("--out", type=Path, default=REPO / "eval" / "results" / "served-embedders")
-    args = parser.parse_args()
-    queries = [q.query for q in load_golden(REPO / "eval" / "golden" / "demo.yml", check_files=False).queries][
-        : args.queries
-    ]
+    parser.add_argument("--out", type=Path, default=RESULTS / "served-embedders")
+    args = parser.parse_args(argv)
+    queries = [q.query for q in load_golden(DEMO_GOLDEN, check_files=False).queries][: args.queries]
     server = start_server(args.port)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out
     root = f"http://127.0.0.1:{args.port}"
@@ -144,8 +130,7 @@ def main() -> int:
                     flush=True,
                 )
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        stop(server, timeout=10)
     keys = ("texts_per_second", "index_seconds", "vsearch_p50_ms", "vsearch_p95_ms", "query_p50_ms", "query_p95_ms")
     summary = {p: {k: statistics.median(r[k] for r in rounds[p]) for k in keys} for p in PROVIDERS}
     texts = rounds["fastembed"][0]["texts"]
@@ -156,9 +141,8 @@ def main() -> int:
             f"{provider:<10} {row['texts_per_second']:>8.1f} {row['index_seconds']:>8.1f} {row['vsearch_p50_ms']:>12.1f} "
             f"{row['vsearch_p95_ms']:>7.1f} {row['query_p50_ms']:>10.1f} {row['query_p95_ms']:>7.1f}"
         )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(
-        json.dumps({"texts": texts, "queries": len(queries), "summary": summary, "rounds": rounds}, indent=2)
+    write_json(
+        args.out.with_suffix(".json"), {"texts": texts, "queries": len(queries), "summary": summary, "rounds": rounds}
     )
     plot(summary, args.out.with_suffix(".png"))
     print(f"\nwrote {args.out.with_suffix('.json')} and {args.out.with_suffix('.png')}")

@@ -1,6 +1,6 @@
 """The first searches through a freshly started owner: does a warmed graph instance answer its first search fast?
 
-    python eval/warm_pool.py --dir /tmp/hp/data-hotpath --before OLD --repeat 3
+    python -m eval.warm_pool --dir /tmp/hp/data-hotpath --before OLD --repeat 3
 
 An owner serves each graph from `serve.graph_instances` warmed instances (`needle.runtime.pool`). Per repeat and per
 checkout (this one, and `--before`'s, interleaved), on the same index:
@@ -27,14 +27,15 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from client import COMMANDS, REPO, environment, stop_owner, timed
-from hotpath import read_queries
+from eval.client import COMMANDS
+from eval.corpus_index import needle_on
+from eval.demo_data import REPO
+from eval.hotpath import read_queries
+from eval.servers import CLI, cli_env, stop_owner, timed_cli
 
 INSTANCES = 4  # serve.graph_instances' default
 
@@ -44,10 +45,10 @@ STARTS: dict[Path, list[float]] = {}
 
 def start_owner(data: Path, repo: Path) -> None:
     """`needle owner start` (returns once every graph is warm), its wall time kept in `STARTS`."""
-    env = environment(data, True, repo)
+    env = cli_env(data, True, repo)
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "needle.shells.cli", "owner", "start"],
+        [*CLI, "owner", "start"],
         cwd=repo,
         env=env,
         capture_output=True,
@@ -59,8 +60,8 @@ def start_owner(data: Path, repo: Path) -> None:
 def sequential(data: Path, repo: Path, queries: list[str], count: int) -> list[float]:
     stop_owner(data)
     start_owner(data, repo)
-    env = environment(data, True, repo)
-    walls = [timed(["search", query, "-n", "5"], env, repo)[0] for query in queries[:count]]
+    env = cli_env(data, True, repo)
+    walls = [timed_cli(["search", query, "-n", "5"], env, repo).seconds for query in queries[:count]]
     stop_owner(data)
     return walls
 
@@ -68,13 +69,13 @@ def sequential(data: Path, repo: Path, queries: list[str], count: int) -> list[f
 def concurrent(data: Path, repo: Path, queries: list[str], rounds: int = 2) -> list[list[float]]:
     stop_owner(data)
     start_owner(data, repo)
-    env = environment(data, True, repo)
+    env = cli_env(data, True, repo)
     found: list[list[float]] = []
     for number in range(rounds):
         walls: list[float] = [0.0] * INSTANCES
 
         def one(i: int, walls: list[float] = walls, number: int = number) -> None:
-            walls[i] = timed(["search", queries[20 + number * INSTANCES + i], "-n", "5"], env, repo)[0]
+            walls[i] = timed_cli(["search", queries[20 + number * INSTANCES + i], "-n", "5"], env, repo).seconds
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(INSTANCES)]
         for thread in threads:
@@ -88,9 +89,7 @@ def concurrent(data: Path, repo: Path, queries: list[str], rounds: int = 2) -> l
 
 def in_process(data: Path, graph: str = "search") -> None:
     """Each warmed instance's first and second search, in this process (ms)."""
-    from hotpath import needle_for
-
-    needle = needle_for(data)
+    needle = needle_on(data)
     needle.store.count_documents()  # open the index first, as an owner does before it loads a graph
     needle.warm(graph)
     pool = needle._pool(graph)
@@ -130,8 +129,8 @@ def first_call(data: Path, before: Path | None, repeat: int) -> None:
         for name in ("search", "query"):
             for column, (repo, autostart) in columns.items():
                 _owner_gone(data)
-                wall, _, code = timed(COMMANDS[name], environment(data, autostart, repo), repo)
-                found.setdefault((name, column), []).append((round(wall, 2), code))
+                run = timed_cli(COMMANDS[name], cli_env(data, autostart, repo), repo)
+                found.setdefault((name, column), []).append((round(run.seconds, 2), run.returncode))
     _owner_gone(data)
     print("| command | " + " | ".join(columns) + " |")
     print("| --- |" + " --- |" * len(columns))
@@ -140,8 +139,8 @@ def first_call(data: Path, before: Path | None, repeat: int) -> None:
         print(f"| `{name}` | " + " | ".join(cells) + " |", [found[(name, c)] for c in columns])
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eval.warm_pool", description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=Path("/tmp/hp/data-hotpath"), help="an indexed data folder")
     parser.add_argument("--before", type=Path, help="another checkout's tree, measured interleaved with this one")
     parser.add_argument("--repeat", type=int, default=3)
@@ -150,7 +149,7 @@ def main() -> int:
         "--first-call", action="store_true", help="the first call that starts an owner, against in-process"
     )
     parser.add_argument("--in-process", action="store_true", help="each graph instance's first search, in this process")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.first_call:
         first_call(args.dir, args.before.resolve() if args.before else None, args.repeat)
         return 0

@@ -61,8 +61,19 @@ def test_stock_hayhooks_serves_the_query_graph_and_a_needle_command_names_the_wa
     port = free_port()
     env = {**index, "HAYHOOKS_HOST": "127.0.0.1", "HAYHOOKS_PORT": str(port)}
     log = (tmp_path / "hayhooks.log").open("w")
+    deployed_dir = tmp_path / "pipelines"  # empty: hayhooks deploys every folder it finds there at start-up
+    deployed_dir.mkdir()
     server = subprocess.Popen(
-        [str(BIN / "hayhooks"), "run", "--host", "127.0.0.1", "--port", str(port), "--pipelines-dir", str(tmp_path)],
+        [
+            str(BIN / "hayhooks"),
+            "run",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--pipelines-dir",
+            str(deployed_dir),
+        ],
         env=env,
         cwd=tmp_path,
         stdout=log,

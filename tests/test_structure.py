@@ -3,6 +3,8 @@
 The layers are read from the folders (docs/architecture.md#layers): a module's layer is the folder it lives in, and
 `pyproject.toml` says which package each folder installs as (`components/<kind>/` as
 `haystack_integrations.components.<kind>.needle`, `document_stores/` as `haystack_integrations.document_stores.needle`).
+`eval/` (the measurement harness, run from the repository as `python -m eval.NAME`) sits on top: it may import anything
+of Needle, and nothing imports it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ LAYERS = (
     ("needle/shells", "shells"),
     ("server", "server"),
     ("needle", "package"),
+    ("eval", "eval"),
 )
 RANK = {name: position for position, (_, name) in enumerate(LAYERS)}
 TOP_LEVEL_LIMIT = 12
@@ -50,7 +53,7 @@ def module_name(path: Path) -> str:
     """The dotted name a project file is imported by."""
     relative = path.relative_to(REPO).with_suffix("")
     parts = relative.parts[:-1] if relative.name == "__init__" else relative.parts
-    if parts and parts[0] == "server":
+    if parts and parts[0] in ("server", "eval"):  # imported from the repository as they lie, not installed
         return ".".join(parts)
     folders = _package_dirs()
     for cut in range(len(parts), 0, -1):
@@ -62,7 +65,7 @@ def module_name(path: Path) -> str:
 
 def _modules() -> dict[str, Path]:
     found = {}
-    for top in ("needle", "components", "document_stores", "server"):
+    for top in ("needle", "components", "document_stores", "server", "eval"):
         for path in (REPO / top).rglob("*.py"):
             found[module_name(path)] = path
     return found
@@ -177,6 +180,14 @@ def test_the_layer_check_sees_a_store_importing_a_component():
     assert _upward({"s": {"c"}, "c": {"s"}}, layers) == ["s (stores) -> c (components)"]
 
 
+def test_the_harness_is_the_top_layer_and_leaves_the_import_path_alone():
+    assert layer(REPO / "eval" / "bench.py") == "eval"
+    assert layer(REPO / "eval" / "corpora" / "built_corpora.py") == "eval"
+    assert _upward({"n": {"e"}}, {"n": "evaluation", "e": "eval"}) == ["n (evaluation) -> e (eval)"]
+    for path in (REPO / "eval").rglob("*.py"):
+        assert "sys.path" not in path.read_text(encoding="utf-8"), f"{path.relative_to(REPO)} edits the import path"
+
+
 def test_every_file_is_in_a_layer_and_a_declared_package():
     for path in _modules().values():
         layer(path)
@@ -191,7 +202,7 @@ def test_the_top_of_needle_holds_few_modules_and_names_are_unique():
     top = [p.name for p in (REPO / "needle").glob("*.py")]
     assert len(top) <= TOP_LEVEL_LIMIT, top
     seen: dict[str, Path] = {}
-    for folder in ("needle", "components", "document_stores"):
+    for folder in ("needle", "components", "document_stores", "eval"):
         for path in (REPO / folder).rglob("*.py"):
             if path.name in ("__init__.py", "__main__.py", "conftest.py"):
                 continue

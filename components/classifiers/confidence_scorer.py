@@ -386,7 +386,7 @@ class ConfidenceScorer:
         """
         The texts' vectors by the dense model (loaded on first use), in batches of 4 texts of similar length:
         a batch is padded to its longest text, so one long line would otherwise make every short one cost as
-        much (`python eval/confidence_cost.py`).
+        much (`python -m eval.confidence_cost`).
         """
         self.warm_up()
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))

@@ -4,7 +4,7 @@ Copies of Haystack `Document`s at a fraction of `dataclasses.replace`'s cost.
 The query stages never change a document they are given: they return copies with a new score or metadata
 (`dataclasses.replace`), a `query` builds about 290 of them, and each build goes through `Document`'s
 metaclass, its in-place-mutation tracking (`__init_track__`, `__setattr_warn__`) and `__post_init__`: about
-6.7 µs a document against 1.1 µs for copying its attributes (`python eval/hotpath.py builds` counts the
+6.7 µs a document against 1.1 µs for copying its attributes (`python -m eval.hotpath builds` counts the
 builds). Haystack has no cheaper copy, so `replace` here copies the attributes when only the fields that
 `__post_init__` does not look at change (score, meta, embeddings) and falls back to `dataclasses.replace`
 for everything else, so a copy is always equal to the one Haystack's own would make.

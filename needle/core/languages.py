@@ -53,7 +53,7 @@ DEFAULT = "english"
 # stemmer already folds umlauts; Nordic, Turkish, Hungarian, Finnish letters with marks are other letters.
 FOLDED = ("dutch", "french", "italian", "portuguese", "romanian", "spanish")
 # How German compounds are reached from their parts: `affixes` (leading and trailing parts), `ngrams`
-# (character 4-grams of long words) or `none` (eval/multilingual.py measures them).
+# (character 4-grams of long words) or `none` (`python -m eval.multilingual` measures them).
 COMPOUNDS = ("affixes", "ngrams", "none")
 
 ISO_CODES = {
@@ -81,7 +81,7 @@ ISO_CODES = {
 }
 _BY_CODE = {code: language for language, code in ISO_CODES.items()}
 
-# A file's language counts when the detector gives it this probability (eval/language_detection.py).
+# A file's language counts when the detector gives it this probability (`python -m eval.language_detection`).
 CLEAR = 0.7
 # A chunk leaves its file's language only for a long stretch told this surely.
 CHUNK_CLEAR = 0.99

@@ -1,6 +1,6 @@
 """One agent window for benchmarks and tests: a `needle mcp` driven by the MCP SDK's own stdio client.
 
-`eval/client.py` times a handover between two of them and `tests/test_handover.py` checks it; both drive the
+`python -m eval.client` times a handover between two of them and `tests/test_handover.py` checks it; both drive the
 server the same way, so they share this class.
 
 Usage example:

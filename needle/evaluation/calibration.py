@@ -3,7 +3,7 @@
 Each query runs through the graph as a user's would (top 10, explain on); its row keeps the confidence,
 the label, the signals the confidence was computed from, and whether the top result is relevant: judged in
 the qrels (BEIR), expected (golden set), or never (off-topic questions about subjects absent from the
-corpus, see `eval/offtopic.py`). Reported per data source and graph: ROC AUC of the confidence for "the top
+corpus, see `python -m eval.offtopic`). Reported per data source and graph: ROC AUC of the confidence for "the top
 result is relevant", expected calibration error, Brier score, how often the label is PASS and how often a
 PASS is right, and for the off-topic questions the false-confidence rate (the share labelled PASS, i.e. at
 or above the graph's threshold). A reliability diagram (confidence bins against the share relevant) goes to
@@ -24,6 +24,7 @@ import numpy as np
 import yaml
 
 from haystack_integrations.components.classifiers.needle.confidence_scorer import FEATURES
+from needle.core.requests import SearchRequest
 from needle.runtime.loader import pipeline_path, read_graph
 
 # Signals no evaluation query exercises: a filter engaged. Its weight is left as the YAML sets it.
@@ -42,7 +43,7 @@ class Case:
 
 def offtopic_questions(path: Path, split: str) -> list[str]:
     """
-    The off-topic questions of one split of a file written by `eval/offtopic.py`.
+    The off-topic questions of one split of a file written by `python -m eval.offtopic`.
 
     :raises ValueError: When the file has no such split or it is not a list of questions.
     """
@@ -77,7 +78,7 @@ def run_cases(
     for case in tqdm(
         cases, desc=f"{Path(pipeline).stem} {cases[0].source if cases else ''}", unit="q", disable=not progress
     ):
-        answer = needle.search(case.query, pipeline=pipeline, top_k=10, explain=True)
+        answer = needle.search(SearchRequest(query=case.query, limit=10, explain=True), pipeline)
         top = key(answer.results[0]) if answer.results else None
         rows.append(
             {

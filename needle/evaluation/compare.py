@@ -185,11 +185,12 @@ def compare_golden(
     :param golden: The golden set.
     :param a: Pipeline A (a name in `pipelines/` or a YAML path).
     :param b: Pipeline B.
-    :param mode: Only the queries tagged with this mode; every query when `None`.
+    :param mode: Only the queries tagged with this mode; every query when `None` (unanswerable ones never: they
+        have no ranking metric to compare).
     :param limit: Only the first `limit` of those queries.
     :returns: The comparison (see `compare_per_query`) plus data, pipelines, latencies and both runs' per-query rows.
     """
-    queries = golden.for_mode(mode) if mode else list(golden.queries)
+    queries = golden_eval.answerable_only(golden.for_mode(mode) if mode else golden.queries)
     queries = queries[:limit] if limit else queries
     run_a = golden_eval.run_queries(needle, queries, a, candidates, progress, golden.today)
     run_b = golden_eval.run_queries(needle, queries, b, candidates, progress, golden.today)

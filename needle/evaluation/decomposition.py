@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from needle.core.requests import QueryRequest
 from needle.evaluation import metrics
 
 JOINERS = ("{a}, and also {b}", "{a}; {b}", "{a}? And {b}")
@@ -34,7 +35,11 @@ def pairs_of(queries: Sequence[Any], count: int, seed: int = 0) -> list[tuple[An
     return candidates[:count]
 
 
-def _join(template: str, a: str, b: str) -> str:
+def join_questions(template: str, a: str, b: str) -> str:
+    """
+    Two questions as one, by a joiner of `JOINERS` (`"{a}, and also {b}"`): the first loses its closing mark
+    where the joiner brings its own, the second starts upper-case after a question mark.
+    """
     first = (
         a.rstrip(" ?.!")
         if template.startswith("{a}?") or template.startswith("{a};") or template.startswith("{a},")
@@ -83,9 +88,9 @@ def evaluate(
         for switch in (False, True):
             rows: list[dict[str, Any]] = []
             for a, b in tqdm(drawn, desc=f"{template} decompose={switch}", unit="q", disable=not progress):
-                text = _join(template, a.query, b.query)
+                text = join_questions(template, a.query, b.query)
                 started = time.perf_counter()
-                answer = needle.search(text, pipeline=pipeline, top_k=top_k, decompose=switch, explain=True)
+                answer = needle.search(QueryRequest(query=text, limit=top_k, decompose=switch, explain=True), pipeline)
                 latency = 1000 * (time.perf_counter() - started)
                 found = {h.path for h in answer.results}
                 top5 = {h.path for h in answer.results[:5]}

@@ -386,7 +386,7 @@ def _ragas(args: argparse.Namespace) -> int:
         needle = golden_eval.prepare_index(golden, cache=args.cache)
         candidates = args.candidates or golden_eval.DEFAULT_CANDIDATES
         runs = ragas_retrieval.golden_rankings(needle, golden, args.pipeline, candidates, args.limit, progress)
-        queries = golden.for_mode(args.pipeline)
+        queries = golden_eval.answerable_only(golden.for_mode(args.pipeline))
         cases = [{"id": q.id, "question": q.query, "reference": q.reference} for q in queries[: args.limit or None]]
         data, data_name = f"golden:{golden.path}", golden.name
     else:

@@ -4,7 +4,8 @@ A golden file (`eval/golden/demo.yml`) reads:
 
 ```yaml
 version: 1
-corpus: needle/demo/notes          # relative to the file, the current folder or the project
+corpus: needle/demo/notes          # relative to the file, the current folder or the project;
+                                   # `build:manpages` for a corpus built from this machine (see below)
 queries:
   - id: q001
     query: "postgres logical replication slot"
@@ -19,7 +20,14 @@ queries:
 ```
 
 A query the corpus does not answer has `expected: []` and `difficulty: unanswerable`: it scores no retrieval
-metric, and a confident label on it is a false one.
+metric, and a confident label on it is a false one. The report counts, per mode, how many of them got the PASS
+label, run as a user runs them (the graph's own result count). For the answerable queries with `answer` keys
+whose expected file is in the top 3, it reports the share whose top-3 snippets show an answer ("answer shown").
+
+`corpus: build:NAME` names a corpus made from files on this machine (man pages, package READMEs), which
+`python -m eval.corpora build NAME` builds into `built_corpus(NAME)`: `~/.cache/needle/corpora/NAME`, or
+`$NEEDLE_CORPORA_CACHE/NAME`. A build ends by writing its list of files (`BUILT_MANIFEST`, a hidden file that
+is not indexed); until then the corpus is not there, and loading the golden file says how to build it.
 
 Results are scored per document: chunk hits are grouped by path, each document taking the rank of its
 best chunk. A thresholds file (`eval/golden/thresholds.yml`) sets minimum values per mode, difficulty
@@ -42,7 +50,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +65,11 @@ METRICS = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@5", "recall@10", "precis
 ALL = "all"
 DEFAULT_CANDIDATES = 50
 COLLECTION = "golden"
+UNANSWERABLE = "unanswerable"
+BUILT = "build:"
+BUILT_MANIFEST = ".manifest.txt"
+CORPORA_CACHE_ENV = "NEEDLE_CORPORA_CACHE"
+SHOWN_IN_TOP = 3  # "answer shown": an expected file in the top 3, an answer in one of the top 3 snippets
 
 
 class GoldenError(ValueError):
@@ -110,7 +123,16 @@ class Threshold:
     minimum: float
 
 
+def built_corpus(name: str) -> Path:
+    """Where the corpus built from this machine's files `name` (`corpus: build:NAME`) is kept."""
+    return Path(os.environ.get(CORPORA_CACHE_ENV) or "~/.cache/needle/corpora").expanduser() / name
+
+
 def _resolve_corpus(corpus: str, golden_file: Path) -> Path | None:
+    """The corpus folder a golden file names: a built corpus once its build finished, else a folder found."""
+    if corpus.startswith(BUILT):
+        folder = built_corpus(corpus[len(BUILT) :])
+        return folder if (folder / BUILT_MANIFEST).is_file() else None
     candidate = Path(corpus).expanduser()
     if candidate.is_absolute():
         return candidate if candidate.is_dir() else None
@@ -118,6 +140,16 @@ def _resolve_corpus(corpus: str, golden_file: Path) -> Path | None:
         if (base / candidate).is_dir():
             return (base / candidate).resolve()
     return None
+
+
+def _missing_corpus(corpus: str) -> str:
+    """Why the corpus a golden file names is not there, and for a built one the command that builds it."""
+    if not corpus.startswith(BUILT):
+        return f"corpus folder '{corpus}' does not exist"
+    name = corpus[len(BUILT) :]
+    folder = built_corpus(name)
+    state = "is not finished" if folder.is_dir() else "is not built"
+    return f"corpus {corpus} {state} in {folder}: build it with `python -m eval.corpora build {name}`"
 
 
 def _read_yaml(path: Path) -> Any:
@@ -151,7 +183,7 @@ def parse_golden(data: Any, path: Path, check_files: bool = True) -> GoldenSet:
     else:
         corpus = _resolve_corpus(data["corpus"], path)
         if corpus is None:
-            problems.append(f"corpus folder '{data['corpus']}' does not exist")
+            problems.append(_missing_corpus(data["corpus"]))
     raw_queries = data.get("queries")
     if not isinstance(raw_queries, list) or not raw_queries:
         problems.append("queries must be a non-empty list")
@@ -245,7 +277,7 @@ def _parse_query(
 def _expected_files(item: dict[str, Any], where: str, corpus: Path | None, problems: list[str]) -> list[str]:
     """A query's expected files (none for an unanswerable one), each checked in `corpus` unless it is `None`."""
     expected = item.get("expected")
-    unanswerable = item.get("difficulty") == "unanswerable"
+    unanswerable = item.get("difficulty") == UNANSWERABLE
     if unanswerable and expected not in (None, []):
         problems.append(f"{where}: an unanswerable query expects no file (expected: [])")
         return []
@@ -341,6 +373,27 @@ def score_ranking(ranking: Sequence[str], expected: Iterable[str]) -> dict[str, 
     }
 
 
+def snippet_shows(snippet: str, answers: Iterable[str]) -> bool:
+    """Whether a result's snippet (its `@@` location line left out) holds one of the answer strings as they are."""
+    lines = snippet.split("\n")
+    body = "\n".join(lines[1:]) if lines and lines[0].startswith("@@") else snippet
+    return any(answer in body for answer in answers)
+
+
+def answer_shown(query: GoldenQuery, results: Sequence[Any]) -> bool | None:
+    """
+    Whether the top results show the answer: one of the first `SHOWN_IN_TOP` snippets holds one of the query's
+    `answer` strings.
+
+    :returns: `None` when the query has no `answer` keys or no expected file is among the first
+        `SHOWN_IN_TOP` results (nothing found to show it in).
+    """
+    top = results[:SHOWN_IN_TOP]
+    if not query.answers or not any(r.path in query.expected for r in top):
+        return None
+    return any(snippet_shows(r.snippet or "", query.answers) for r in top)
+
+
 def run_queries(
     needle: Any,
     queries: Sequence[GoldenQuery],
@@ -352,50 +405,94 @@ def run_queries(
     """
     Run golden queries through a pipeline and score each document ranking.
 
+    An unanswerable query runs as a user runs it (the graph's own result count) and is not scored: its row says
+    the label it got.
+
     :param needle: A `Needle` bound to an index of the golden corpus.
     :param queries: The queries to run.
     :param pipeline: A mode, a pipeline name in `pipelines/` or a YAML path.
-    :param candidates: Chunk results requested per query (grouped to documents afterwards).
+    :param candidates: Chunk results requested per answerable query (grouped to documents afterwards).
     :param progress: Whether to show a progress bar.
     :param today: The reference date of relative dates and recency in the questions (the golden file's `today`).
-    :returns: Per query id: its difficulty, the first relevant rank (`None` when not in the ranking),
-        the top 10 documents, the latency in milliseconds and every metric in `METRICS`.
+    :returns: Per query id: its difficulty, whether it is answerable, the top 10 documents and the latency in
+        milliseconds; for an answerable one also the first relevant rank (`None` when not in the ranking), how
+        many `answer` keys it has, `answer_shown` (see `answer_shown`) and every metric in `METRICS`; for an
+        unanswerable one the label it got.
     """
     from tqdm import tqdm
 
-    from needle.core.results import SearchFilters
+    from needle.core.requests import SearchRequest
 
-    filters = SearchFilters(now=today) if today else None
     needle.pipeline(pipeline)  # load and warm up outside the timed loop
     rows: dict[str, dict[str, Any]] = {}
     for q in tqdm(queries, desc=f"{Path(pipeline).stem} golden", unit="q", disable=not progress):
         started = time.perf_counter()
-        results = needle.search(q.query, pipeline=pipeline, top_k=candidates, filters=filters).results
+        # An unanswerable query runs at the request's own result count, as a user runs it.
+        request = SearchRequest(query=q.query, now=today or None)
+        if q.answerable:
+            request = replace(request, limit=candidates)
+        answer = needle.search(request, pipeline)
         latency = 1000 * (time.perf_counter() - started)
-        ranking = group_by_document(results)
-        rank = next((i + 1 for i, path in enumerate(ranking) if path in q.expected), None)
-        rows[q.id] = {
-            "difficulty": q.difficulty,
-            "rank": rank,
-            "ranking": ranking[:10],
-            "latency_ms": latency,
-            **score_ranking(ranking, q.expected),
-        }
+        ranking = group_by_document(answer.results)
+        row: dict[str, Any] = {"difficulty": q.difficulty, "answerable": q.answerable}
+        if q.answerable:
+            row["rank"] = next((i + 1 for i, path in enumerate(ranking) if path in q.expected), None)
+            row["answer_keys"] = len(q.answers)
+            row["answer_shown"] = answer_shown(q, answer.results)
+            row.update(score_ranking(ranking, q.expected))
+        else:
+            row["label"] = answer.label
+        rows[q.id] = {**row, "ranking": ranking[:10], "latency_ms": latency}
     return rows
+
+
+def answerable_only(queries: Iterable[GoldenQuery]) -> list[GoldenQuery]:
+    """The queries the corpus answers (those a comparison or a ranking metric can score)."""
+    return [q for q in queries if q.answerable]
+
+
+def summarise_answers(per_query: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """
+    What the rows say beside the ranking metrics: answers shown, and labels on unanswerable queries.
+
+    :param per_query: Rows as `run_queries` returns them.
+    :returns: `answer_shown`: answerable queries with `answer` keys (`with_answers`), those with an expected
+        file in the top 3 (`found`), those whose top-3 snippets show an answer (`shown`) and `shown / found`
+        (`rate`, `None` when nothing was found); `unanswerable`: how many (`queries`), how many got PASS
+        (`passed`, a false PASS each) and the count of each label.
+    """
+    with_answers = [r for r in per_query.values() if r.get("answerable", True) and r.get("answer_keys")]
+    found = [r for r in with_answers if r.get("answer_shown") is not None]
+    shown = sum(1 for r in found if r["answer_shown"])
+    unanswerable = [r for r in per_query.values() if not r.get("answerable", True)]
+    labels: dict[str, int] = {}
+    for r in unanswerable:
+        labels[r["label"]] = labels.get(r["label"], 0) + 1
+    return {
+        "answer_shown": {
+            "with_answers": len(with_answers),
+            "found": len(found),
+            "shown": shown,
+            "rate": shown / len(found) if found else None,
+        },
+        "unanswerable": {"queries": len(unanswerable), "passed": labels.get("PASS", 0), "labels": labels},
+    }
 
 
 def summarise(per_query: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
     """
-    Average per-query metrics per difficulty and over all queries.
+    Average per-query metrics per difficulty and over all answerable queries (unanswerable ones have none).
 
-    :param per_query: Rows as `run_queries` returns them (`difficulty`, metrics, optional `latency_ms`).
+    :param per_query: Rows as `run_queries` returns them (`difficulty`, metrics, optional `latency_ms`; rows with
+        `answerable` false are left out).
     :returns: Per difficulty present (in `DIFFICULTIES` order) and `all`: `queries`, the mean of each
         metric, and `latency_ms_p50` / `latency_ms_p95` when latencies are there.
     """
+    answerable = [row for row in per_query.values() if row.get("answerable", True)]
     groups: dict[str, list[Mapping[str, Any]]] = {d: [] for d in DIFFICULTIES}
-    for row in per_query.values():
+    for row in answerable:
         groups.setdefault(row["difficulty"], []).append(row)
-    groups[ALL] = list(per_query.values())
+    groups[ALL] = answerable
     summary: dict[str, dict[str, float]] = {}
     for name, rows in groups.items():
         if not rows:
@@ -457,13 +554,14 @@ def evaluate_golden(
     :param candidates: Chunk results requested per query.
     :param thresholds: Minimums to check; none when `None`.
     :param progress: Whether to show progress bars.
-    :returns: The report: golden file, per mode its summary and per-query rows, and the threshold checks.
+    :returns: The report: golden file, per mode its summary of the answerable queries, the answers shown and
+        the labels on unanswerable queries (`summarise_answers`) and per-query rows, then the threshold checks.
     """
     results: dict[str, dict[str, Any]] = {}
     for mode in modes:
         queries = golden.for_mode(mode)
         rows = run_queries(needle, queries, mode, candidates, progress, golden.today)
-        results[mode] = {"pipeline": mode, "summary": summarise(rows), "per_query": rows}
+        results[mode] = {"pipeline": mode, "summary": summarise(rows), **summarise_answers(rows), "per_query": rows}
     checks = check_thresholds({m: r["summary"] for m, r in results.items()}, thresholds or [])
     return {
         "kind": "golden",
@@ -516,21 +614,28 @@ def prepare_index(golden: GoldenSet, settings: Settings | None = None, cache: Pa
     needle = Needle(settings, progress_bar=sys.stderr.isatty() and not os.environ.get("CI"))
     # Always an index run: on a built index it embeds nothing and brings the notes' metadata up to date
     # (a cache built by an older Needle, or notes whose frontmatter changed), in about a second.
-    report = needle.index([COLLECTION])
+    from needle.core.requests import IndexRequest
+
+    report = needle.index(IndexRequest(collections=[COLLECTION]))
     done = data_dir / ".indexed"
     if not index_is_built(done):
-        done.write_text(json.dumps(report))
+        done.write_text(report.model_dump_json())
     return needle
 
 
 def format_table(report: Mapping[str, Any]) -> str:
-    """A markdown summary: per mode and difficulty, the main metrics and latency; then the threshold checks."""
-    lines = [
-        f"Golden set {report['golden']} ({report['corpus']})",
-        "",
-        "| mode | difficulty | queries | hit@1 | hit@3 | hit@5 | hit@10 | recall@10 | MRR@10 | nDCG@10 | p50 ms | p95 ms |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    """
+    A markdown summary: per mode and difficulty, the main metrics and latency; per mode the answers shown and
+    the PASS labels on unanswerable queries (when the golden set has either); then the threshold checks.
+    """
+    lines = [f"Golden set {report['golden']} ({report['corpus']})", ""]
+    if any(result["summary"] for result in report["modes"].values()):
+        lines += [
+            "| mode | difficulty | queries | hit@1 | hit@3 | hit@5 | hit@10 | recall@10 | MRR@10 | nDCG@10 | p50 ms | p95 ms |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+    else:
+        lines.append("No answerable queries: nothing to rank.")
     for mode, result in report["modes"].items():
         for difficulty, s in result["summary"].items():
             lines.append(
@@ -538,6 +643,7 @@ def format_table(report: Mapping[str, Any]) -> str:
                 f"{s['hit@5']:.3f} | {s['hit@10']:.3f} | {s['recall@10']:.3f} | {s['mrr@10']:.3f} | "
                 f"{s['ndcg@10']:.3f} | {s.get('latency_ms_p50', 0.0):.1f} | {s.get('latency_ms_p95', 0.0):.1f} |"
             )
+    lines += _answers_table(report["modes"])
     checks = report["thresholds"]["checks"]
     if checks:
         lines += ["", "| threshold | minimum | actual | |", "|---|---|---|---|"]
@@ -548,3 +654,27 @@ def format_table(report: Mapping[str, Any]) -> str:
                 f"{'pass' if c['passed'] else 'FAIL'} |"
             )
     return "\n".join(lines)
+
+
+def _answers_table(modes: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The answers shown and the unanswerable queries' PASS labels per mode, as table lines (none without either)."""
+    shown = any(r.get("answer_shown", {}).get("with_answers") for r in modes.values())
+    unanswerable = any(r.get("unanswerable", {}).get("queries") for r in modes.values())
+    if not shown and not unanswerable:
+        return []
+    lines = [
+        "",
+        "| mode | answer shown (an answer in the top-3 snippets, expected file in the top 3) | "
+        "unanswerable queries labelled PASS |",
+        "|---|---|---|",
+    ]
+    for mode, result in modes.items():
+        a, u = result.get("answer_shown") or {}, result.get("unanswerable") or {}
+        cell = "–"
+        if a.get("found"):
+            cell = f"{a['rate']:.3f} ({a['shown']} of {a['found']}; {a['with_answers']} with answers)"
+        elif a.get("with_answers"):
+            cell = f"– (0 of {a['with_answers']} with answers found)"
+        passed = f"{u['passed']} of {u['queries']}" if u.get("queries") else "–"
+        lines.append(f"| {mode} | {cell} | {passed} |")
+    return lines

@@ -1,8 +1,11 @@
-"""Run a command and measure the peak memory of its whole process tree (children of children included).
+"""The memory (and CPU time) of processes, read from /proc: a command's whole process tree, one process, the machine.
 
-`getrusage(RUSAGE_CHILDREN)` misses a grandchild whose parent was not waited for (a forkserver's children),
-so the tree is found by its session: the command starts a session of its own, and every process in it is
-sampled from /proc every `interval` seconds.
+`run_measured` runs a command and samples the peak memory of its whole process tree (children of children
+included): `getrusage(RUSAGE_CHILDREN)` misses a grandchild whose parent was not waited for (a forkserver's
+children), so the tree is found by its session: the command starts a session of its own, and every process in
+it is sampled from /proc every `interval` seconds. `run_timed` is the cheap reading of one command (its wall
+time and its own peak, from `wait4`, nothing sampled); `process_memory_mb`, `cpu_seconds` and
+`system_memory_mb` read one process or the machine now. Linux only.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -91,4 +95,86 @@ def _session_rss(session: int) -> list[int]:
     return sizes
 
 
-__all__ = ["Measured", "run_measured"]
+@dataclass(frozen=True)
+class Timed:
+    """A finished command's wall time, its own peak memory and its CPU time (user + system)."""
+
+    seconds: float
+    peak_mb: float
+    returncode: int
+    cpu_seconds: float
+
+
+def run_timed(args: list[str], env: dict[str, str] | None = None, cwd: str | Path | None = None) -> Timed:
+    """
+    Run `args` to its end, its output discarded, and read what it cost from `wait4` (no sampling).
+
+    :param args: The command.
+    :param env: Its environment.
+    :param cwd: Its working folder.
+    :returns: Wall seconds, the process's peak resident memory (MB) and its exit code.
+    """
+    started = time.perf_counter()
+    process = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return Timed(wall, usage.ru_maxrss / 1024, process.returncode, usage.ru_utime + usage.ru_stime)
+
+
+def process_memory_mb(pid: int) -> dict[str, float]:
+    """
+    A process's memory now (MB): `VmRSS` (resident), `RssAnon` (anonymous: what the kernel cannot drop),
+    `RssFile` (file pages: memory-mapped index files among them) and `VmHWM` (the resident peak so far).
+
+    :returns: The fields found; none when the process is gone.
+    """
+    values: dict[str, float] = {}
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return values
+    for line in lines:
+        key, _, rest = line.partition(":")
+        if key in ("VmRSS", "RssAnon", "RssFile", "VmHWM"):
+            values[key] = round(int(rest.split()[0]) / 1024, 1)
+    return values
+
+
+def reset_peak_memory() -> None:
+    """Reset this process's `VmHWM` to its resident memory now (write 5 to clear_refs), so a phase has its own peak."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        pass
+
+
+def system_memory_mb(field: str) -> float | None:
+    """A line of /proc/meminfo in MB (`MemTotal`, `MemAvailable`...); `None` when it is not there."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU seconds (user + system) a running process has spent so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+__all__ = [
+    "Measured",
+    "Timed",
+    "cpu_seconds",
+    "process_memory_mb",
+    "reset_peak_memory",
+    "run_measured",
+    "run_timed",
+    "system_memory_mb",
+]

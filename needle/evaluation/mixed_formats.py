@@ -1,20 +1,17 @@
-"""Documents beside notes, measured: retrieval per format on a mixed golden set, and ingest throughput.
+"""Documents beside notes, measured: retrieval per format on a mixed golden set.
 
 `build_corpus` writes the mixed folder of `eval/golden/formats.yml`: the bundled demo notes plus every
 `eval/golden/documents/NAME.FMT.md` rendered as `documents/NAME.FMT` (PDF, DOCX or HTML; in a PDF each `##`
 section starts a new page). `evaluate` scores hit@3 per format (markdown from demo.yml's query-mode queries
 on the same index) and, for PDF queries, whether the best chunk of the expected file is on the expected
-page. `throughput` indexes the same texts as markdown, PDF, DOCX and HTML into fresh indexes and times the
-stages: extraction (pages per second for PDF), chunking and embedding apart.
+page. `python -m eval.formats` runs it (and times ingest per format); `tests/evaluation/test_formats.py`
+checks its thresholds.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +19,9 @@ import yaml
 
 from needle.core.file_formats import DOCUMENT_INCLUDE, format_of
 from needle.core.globs import DEFAULT_INCLUDE
-from needle.core.settings import PROJECT_ROOT, Settings, load_settings
+from needle.core.index_results import IndexReport
+from needle.core.requests import IndexRequest, SearchRequest
+from needle.core.settings import PROJECT_ROOT, Settings
 from needle.evaluation import golden as golden_eval
 from needle.evaluation import sample_documents as make
 
@@ -30,7 +29,6 @@ GOLDEN_FILE = PROJECT_ROOT / "eval" / "golden" / "formats.yml"
 DEMO_GOLDEN = PROJECT_ROOT / "eval" / "golden" / "demo.yml"
 SOURCES = PROJECT_ROOT / "eval" / "golden" / "documents"
 DEMO_NOTES = PROJECT_ROOT / "needle" / "demo" / "notes"
-FORMATS = ("markdown", "pdf", "docx", "html")  # what `throughput` writes
 SCORED = ("markdown", "text", "pdf", "docx", "html")  # what `evaluate` scores
 COLLECTION = "mixed"
 
@@ -64,7 +62,7 @@ def load() -> tuple[golden_eval.GoldenSet, dict[str, Any]]:
     return golden_eval.parse_golden(data, GOLDEN_FILE, check_files=False), data
 
 
-def index_corpus(corpus: Path, settings: Settings) -> tuple[Any, dict[str, Any], dict[str, float]]:
+def index_corpus(corpus: Path, settings: Settings) -> tuple[Any, IndexReport, dict[str, float]]:
     """Index the mixed folder into `settings.data_dir`; the Needle, the run's report and seconds per stage."""
     from needle.core.collections import Collection, CollectionRegistry
     from needle.evaluation.timing import ComponentTimer
@@ -75,7 +73,7 @@ def index_corpus(corpus: Path, settings: Settings) -> tuple[Any, dict[str, Any],
     needle = Needle(settings)
     needle.pipeline("ingest")  # model loading is not ingest time
     with ComponentTimer.active() as timer:
-        report = needle.index([COLLECTION])
+        report = needle.index(IndexRequest(collections=[COLLECTION]))
     return needle, report, dict(timer.seconds)
 
 
@@ -92,7 +90,7 @@ def evaluate(needle: Any, pipeline: str = "query", candidates: int = golden_eval
     queries = [*golden.for_mode(pipeline), *demo.for_mode(pipeline)]
     rows: dict[str, dict[str, Any]] = {}
     for q in queries:
-        results = needle.search(q.query, pipeline=pipeline, top_k=candidates).results
+        results = needle.search(SearchRequest(query=q.query, limit=candidates), pipeline).results
         ranking = golden_eval.group_by_document(results)
         best = next((h for h in results if h.path in q.expected), None)
         rows[q.id] = {
@@ -126,125 +124,23 @@ def evaluate(needle: Any, pipeline: str = "query", candidates: int = golden_eval
     return {"pipeline": pipeline, "formats": summary, "pdf_page": pdf_page, "per_query": rows, "checks": checks}
 
 
-def throughput(
-    texts: list[tuple[str, str]], pages_per_file: int = 10, base: Settings | None = None
-) -> list[dict[str, Any]]:
-    """
-    Index the same texts as markdown files and as PDF, DOCX and HTML files (each file `pages_per_file`
-    texts: one per PDF page, one per `##` section otherwise) into fresh indexes, timing each stage.
-
-    :param texts: `(title, body)` pairs.
-    :returns: One row per format: files, pages, chunks, seconds to write the fixtures (not counted),
-        extraction, chunking, embedding, store and in all, and PDF pages per second.
-    """
-    from needle.core.collections import Collection, CollectionRegistry
-    from needle.evaluation.timing import ComponentTimer
-    from needle.facade.api import Needle
-
-    base = base or load_settings()
-    groups = [texts[i : i + pages_per_file] for i in range(0, len(texts), pages_per_file)]
-    rows = []
-    for fmt in FORMATS:
-        with tempfile.TemporaryDirectory(prefix=f"needle-formats-{fmt}-") as tmp:
-            folder = Path(tmp) / "docs"
-            started = time.perf_counter()
-            for number, group in enumerate(groups):
-                if fmt == "markdown":
-                    for index, (title, body) in enumerate(group):
-                        make.write(folder / f"{number:04d}-{index:02d}.md", f"# {title}\n\n{body}\n".encode())
-                    continue
-                if fmt == "pdf":
-                    data = make.pdf_bytes([f"## {title}\n\n{body}" for title, body in group], title=f"Part {number}")
-                else:
-                    text = "\n\n".join(f"## {title}\n\n{body}" for title, body in group)
-                    data = render(f"# Part {number}\n\n{text}", fmt)
-                make.write(folder / f"{number:04d}.{fmt}", data)
-            written = time.perf_counter() - started
-            settings = base.model_copy(update={"data_dir": Path(tmp) / "data"})
-            CollectionRegistry(settings.collections_file).save(
-                {"bench": Collection("bench", str(folder), [*DEFAULT_INCLUDE, *DOCUMENT_INCLUDE])}
-            )
-            needle = Needle(settings)
-            needle.pipeline("ingest")
-            with ComponentTimer.active() as timer:
-                started = time.perf_counter()
-                report = needle.index(["bench"])
-                total = time.perf_counter() - started
-            needle.close()
-        s = timer.seconds
-        extraction = s.get("converter", 0.0) + s.get("reader", 0.0)
-        pages = report["documents"].get("pdf", {}).get("pages", 0)
-        rows.append(
-            {
-                "format": fmt,
-                "files": report["files_read"],
-                "pages": pages,
-                "chunks": report["chunks"],
-                "skipped": len(report["skipped"]),
-                "write_fixtures_s": written,
-                "extraction_s": extraction,
-                "chunking_s": s.get("chunker", 0.0),
-                "embedding_s": s.get("dense_embedder", 0.0) + s.get("sparse_embedder", 0.0),
-                "store_s": sum(s.get(n, 0.0) for n in ("writer", "file_writer", "differ", "file_differ")),
-                "total_s": total,
-                "pdf_pages_per_s": pages / extraction if pages and extraction else None,
-            }
-        )
-    return rows
-
-
-def demo_texts() -> list[tuple[str, str]]:
-    """The demo notes as `(title, body)`: the title is the first heading or the file name."""
-    texts = []
-    for path in sorted(DEMO_NOTES.rglob("*")):
-        if path.is_file() and path.suffix in (".md", ".txt"):
-            body = path.read_text(encoding="utf-8")
-            body = re.sub(r"(?s)\A---\n.*?\n---\n", "", body)
-            title = next((line.lstrip("# ").strip() for line in body.splitlines() if line.startswith("# ")), path.stem)
-            lines = [line for line in body.splitlines() if not line.startswith("# ")]
-            # Headings below the title become plain lines, so that one text stays one page or section.
-            rows = [line.lstrip("#").strip() if line.startswith("#") else line for line in lines]
-            texts.append((title, "\n".join(rows).strip()))
-    return texts
-
-
-def format_tables(quality: dict[str, Any] | None, speed: list[dict[str, Any]] | None) -> str:
-    """Markdown tables of what `evaluate` and `throughput` measured."""
-    lines: list[str] = []
-    if quality:
-        lines += [
-            f"retrieval per format ({quality['pipeline']}, mixed index)",
-            "",
-            "| format | queries | hit@1 | hit@3 | hit@5 | MRR@10 |",
-            "|---|---|---|---|---|---|",
-        ]
-        for fmt, s in quality["formats"].items():
-            lines.append(
-                f"| {fmt} | {int(s['queries'])} | {s['hit@1']:.3f} | {s['hit@3']:.3f} | {s['hit@5']:.3f} | "
-                f"{s['mrr@10']:.3f} |"
-            )
+def format_quality(quality: dict[str, Any]) -> str:
+    """A markdown table of what `evaluate` measured, then the PDF page check and the thresholds."""
+    lines = [
+        f"retrieval per format ({quality['pipeline']}, mixed index)",
+        "",
+        "| format | queries | hit@1 | hit@3 | hit@5 | MRR@10 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for fmt, s in quality["formats"].items():
         lines.append(
-            f"\nPDF queries whose best chunk of the expected file is on the answer's page: {quality['pdf_page']:.3f}"
+            f"| {fmt} | {int(s['queries'])} | {s['hit@1']:.3f} | {s['hit@3']:.3f} | {s['hit@5']:.3f} | {s['mrr@10']:.3f} |"
         )
-        lines += [
-            f"threshold {c['name']} >= {c['minimum']:.2f}: {c['actual']:.3f} {'pass' if c['passed'] else 'FAIL'}"
-            for c in quality["checks"]
-        ]
-    if speed:
-        lines += [
-            "",
-            "| format | files | PDF pages | chunks | extraction s | PDF pages/s | chunking s | embedding s | total s |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        for r in speed:
-            rate = f"{r['pdf_pages_per_s']:.0f}" if r["pdf_pages_per_s"] else "—"
-            lines.append(
-                f"| {r['format']} | {r['files']} | {r['pages'] or '—'} | {r['chunks']} | {r['extraction_s']:.2f} | "
-                f"{rate} | {r['chunking_s']:.2f} | {r['embedding_s']:.1f} | {r['total_s']:.1f} |"
-            )
+    lines.append(
+        f"\nPDF queries whose best chunk of the expected file is on the answer's page: {quality['pdf_page']:.3f}"
+    )
+    lines += [
+        f"threshold {c['name']} >= {c['minimum']:.2f}: {c['actual']:.3f} {'pass' if c['passed'] else 'FAIL'}"
+        for c in quality["checks"]
+    ]
     return "\n".join(lines)
-
-
-def progress(message: str) -> None:
-    """Print a progress line to standard error."""
-    print(message, file=sys.stderr, flush=True)

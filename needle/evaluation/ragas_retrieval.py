@@ -256,11 +256,12 @@ def golden_rankings(
     :param candidates: Chunk results requested per query.
     :param limit: Only the first `limit` queries.
     :param progress: Whether to show a progress bar.
-    :returns: Each query's first 10 documents (paths) and its expected paths as relevant.
+    :returns: Each answerable query's first 10 documents (paths) and its expected paths as relevant.
     """
     from needle.evaluation import golden as golden_eval
 
-    queries = golden.for_mode(pipeline)[:limit] if limit else golden.for_mode(pipeline)
+    queries = golden_eval.answerable_only(golden.for_mode(pipeline))
+    queries = queries[:limit] if limit else queries
     rows = golden_eval.run_queries(needle, queries, pipeline, candidates, progress, golden.today)
     return [JudgedRanking(q.id, tuple(rows[q.id]["ranking"]), dict.fromkeys(q.expected, 1)) for q in queries]
 

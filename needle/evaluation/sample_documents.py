@@ -1,6 +1,6 @@
 """PDF, DOCX and HTML files made from markdown-like text, for the tests and the mixed-format evaluation.
 
-Nothing binary is committed: the tests and `eval/formats.py` write their documents with fpdf2 (PDF),
+Nothing binary is committed: the tests and `python -m eval.formats` write their documents with fpdf2 (PDF),
 python-docx (DOCX) and plain HTML from a small markdown subset: `#`..`######` headings, `- ` list items and
 paragraphs separated by blank lines. In a PDF each page is given as its own text; in DOCX and HTML the
 headings become heading styles and `h1`..`h6`, and an HTML page gets navigation and a footer around its

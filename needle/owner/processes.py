@@ -33,7 +33,7 @@ def quiet_graph_runs() -> None:
 
     The MCP SDK sets the root logger to INFO with a rich handler when its server is built, and Haystack logs
     every stage of every query at INFO: rendering those lines took 40% of a search's time in `needle serve`
-    (py-spy, `python eval/hotpath.py http`). Haystack's warnings still show; `HAYHOOKS_LOG_LEVEL` or `LOG`,
+    (py-spy, `python -m eval.hotpath http`). Haystack's warnings still show; `HAYHOOKS_LOG_LEVEL` or `LOG`,
     when set, is left to rule, for someone debugging a graph.
     """
     if not logs_asked_for():

@@ -22,7 +22,7 @@ Needle applies the mappings itself rather than wrapping each graph in a `SuperCo
 `SuperComponent` run takes its mapped inputs only and returns its mapped outputs only: the application also
 passes the user's own run inputs by stage (`--set bm25_retriever.top_k=5`), collects every stage's
 `warnings`, and runs a pool of `NeedlePipeline` instances (`needle.runtime.pipeline`, no copy of Needle's stages'
-inputs) directly. Mapping is a few dictionary look-ups per run (`eval/contract_overhead.py` measures it).
+inputs) directly. Mapping is a few dictionary look-ups per run (`python -m eval.contract_overhead` measures it).
 """
 
 from __future__ import annotations
@@ -34,12 +34,11 @@ from typing import Any
 
 from haystack import Pipeline
 
-from needle.core.arguments import SearchFilters
-from needle.core.requests import QUERY
+from needle.core.requests import QueryRequest, params
 
-# The request every query graph takes: what `Needle.search` and `Needle.answer` may feed (the search request's
-# fields that reach the graph, by the request's own names, `needle.core.requests`, and every filter, `now` included).
-REQUEST_INPUTS = frozenset({param.name for param in QUERY if param.graph} | set(SearchFilters.model_fields))
+# The request every query graph takes: what `Needle.search` and `Needle.answer` may feed (the hybrid search
+# request's fields by their graph input names, `needle.core.requests`, every filter and `now` included).
+REQUEST_INPUTS = frozenset(p.graph for p in params(QueryRequest) if p.graph)
 
 # The names each kind of graph must declare (a `search` graph runs for search, vsearch and query).
 REQUIRED: dict[str, dict[str, frozenset[str]]] = {

@@ -8,7 +8,7 @@ copy walks every candidate document's metadata and checks each one against Hayst
 Components from elsewhere (Haystack's, a user's) keep Haystack's copy.
 
 Haystack also re-computes every stage's readiness (its priority) after each stage ran: 22 stages, 19 runs,
-about 420 checks a `query`, a sixth of the graph's time (`python eval/hotpath.py stages`). A stage's
+about 420 checks a `query`, a sixth of the graph's time (`python -m eval.hotpath stages`). A stage's
 priority depends only on its own inputs and its visit count, and those change only when it ran (its inputs
 are consumed) or one of its senders ran (its inputs are written): `NeedlePipeline` keeps each stage's
 priority for the run in progress and re-computes those of the stages whose inputs changed since the queue

@@ -1,4 +1,4 @@
-"""OllamaDenseDocumentEmbedder against a stand-in of Ollama's `/api/embed` on 127.0.0.1 (eval/embedding_server.py)."""
+"""OllamaDenseDocumentEmbedder against a stand-in of Ollama's `/api/embed` on 127.0.0.1 (tests/embedding_server.py)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""OllamaDenseQueryEmbedder against a stand-in of Ollama's `/api/embed` on 127.0.0.1 (eval/embedding_server.py)."""
+"""OllamaDenseQueryEmbedder against a stand-in of Ollama's `/api/embed` on 127.0.0.1 (tests/embedding_server.py)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""OpenAIDenseDocumentEmbedder against a real OpenAI-compatible server on 127.0.0.1 (eval/embedding_server.py)."""
+"""OpenAIDenseDocumentEmbedder against a real OpenAI-compatible server on 127.0.0.1 (tests/embedding_server.py)."""
 
 import numpy as np
 import pytest

@@ -1,6 +1,5 @@
 """The calibration measures, the weight fit and the off-topic question set."""
 
-import importlib.util
 import math
 import random
 from pathlib import Path
@@ -15,10 +14,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def offtopic_module():
-    spec = importlib.util.spec_from_file_location("offtopic", REPO / "eval" / "offtopic.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The generator of the off-topic questions (`python -m eval.offtopic`)."""
+    from eval import offtopic
+
+    return offtopic
 
 
 def row(confidence: float, relevant: bool, label: str = "PASS", source: str = "s", **signals: float) -> dict:

@@ -23,10 +23,11 @@ class TestPairs:
     def test_the_joiners_read_as_one_question(self):
         a, b = "How do I renew certs?", "why was the pod killed?"
         assert (
-            decomposition._join("{a}, and also {b}", a, b) == "How do I renew certs, and also why was the pod killed?"
+            decomposition.join_questions("{a}, and also {b}", a, b)
+            == "How do I renew certs, and also why was the pod killed?"
         )
-        assert decomposition._join("{a}; {b}", a, b) == "How do I renew certs; why was the pod killed?"
-        assert decomposition._join("{a}? And {b}", a, b) == "How do I renew certs? And Why was the pod killed?"
+        assert decomposition.join_questions("{a}; {b}", a, b) == "How do I renew certs; why was the pod killed?"
+        assert decomposition.join_questions("{a}? And {b}", a, b) == "How do I renew certs? And Why was the pod killed?"
 
 
 @pytest.mark.integration

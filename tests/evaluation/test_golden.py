@@ -1,9 +1,11 @@
+import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
 
+from needle.core.globs import CollectionRules
 from needle.evaluation import golden as golden_eval
 from needle.evaluation.golden import GoldenError
 
@@ -122,6 +124,61 @@ class TestLoadGolden:
         assert golden_set.for_mode("my-pipeline.yml") == list(golden_set.queries)
 
 
+class TestBuiltCorpora:
+    """`corpus: build:NAME`: a corpus built from this machine's files, found in the corpora cache."""
+
+    def golden_file(self, tmp_path: Path, expected: str = "1/find.md") -> Path:
+        data = golden_data(expected=[expected])
+        return write_golden(tmp_path, {**data, "corpus": "build:manpages"})
+
+    def test_an_unbuilt_corpus_names_the_command_that_builds_it(self, tmp_path, monkeypatch):
+        monkeypatch.setenv(golden_eval.CORPORA_CACHE_ENV, str(tmp_path / "corpora"))
+        with pytest.raises(GoldenError) as error:
+            golden_eval.load_golden(self.golden_file(tmp_path))
+        assert "corpus build:manpages is not built in" in str(error.value)
+        assert "`python -m eval.corpora build manpages`" in str(error.value)
+
+    def test_a_build_that_did_not_finish_is_not_read(self, tmp_path, monkeypatch):
+        monkeypatch.setenv(golden_eval.CORPORA_CACHE_ENV, str(tmp_path / "corpora"))
+        (tmp_path / "corpora" / "manpages" / "1").mkdir(parents=True)
+        (tmp_path / "corpora" / "manpages" / "1" / "find.md").write_text("# find - search for files\n")
+        with pytest.raises(GoldenError, match="corpus build:manpages is not finished"):
+            golden_eval.load_golden(self.golden_file(tmp_path))
+
+    def test_a_finished_build_is_the_corpus_and_its_list_is_not_part_of_it(self, tmp_path, monkeypatch):
+        monkeypatch.setenv(golden_eval.CORPORA_CACHE_ENV, str(tmp_path / "corpora"))
+        folder = golden_eval.built_corpus("manpages")
+        (folder / "1").mkdir(parents=True)
+        (folder / "1" / "find.md").write_text("# find - search for files\n")
+        digest = golden_eval.corpus_digest(folder)
+        (folder / golden_eval.BUILT_MANIFEST).write_text("1/find.md\n")
+        golden = golden_eval.load_golden(self.golden_file(tmp_path))
+        assert golden.corpus == folder == tmp_path / "corpora" / "manpages"
+        assert golden_eval.corpus_digest(folder) == digest
+        assert CollectionRules().why_not_served(golden_eval.BUILT_MANIFEST) is not None
+        with pytest.raises(GoldenError, match=r"expected file '1/ls\.md' is not in the corpus"):
+            golden_eval.load_golden(self.golden_file(tmp_path, "1/ls.md"))
+
+    def test_the_build_writes_its_list_last_under_a_hidden_name(self, tmp_path, monkeypatch):
+        from eval.corpora import built_corpora
+
+        site = tmp_path / "site-packages"
+        (site / "otters-1.0.dist-info").mkdir(parents=True)
+        body = "# Otters\n\n" + "Otters hold hands while they sleep. " * 150
+        (site / "otters-1.0.dist-info" / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: otters\nVersion: 1.0\nDescription-Content-Type: text/markdown\n\n{body}"
+        )
+        monkeypatch.setenv("BUILD_SITE_PACKAGES", str(site))
+        monkeypatch.setenv(golden_eval.CORPORA_CACHE_ENV, str(tmp_path / "corpora"))
+        dest = golden_eval.built_corpus("readmes")
+        (dest).mkdir(parents=True)
+        (dest / "MANIFEST.txt").write_text("otters.md\n")  # where a build before wrote it, indexed as a note
+        built_corpora.build("readmes", dest)
+        assert sorted(p.name for p in dest.iterdir()) == [golden_eval.BUILT_MANIFEST, "otters.md"]
+        assert (dest / golden_eval.BUILT_MANIFEST).read_text() == "otters.md\n"
+        assert "Otters hold hands" in (dest / "otters.md").read_text()
+
+
 class TestThresholds:
     def test_repository_thresholds(self):
         thresholds = golden_eval.load_thresholds(
@@ -228,6 +285,51 @@ class TestScoring:
         assert "| query | easy | 1 | 1.000 |" in table
         assert "| query easy hit@3 | 0.85 | 1.000 | pass |" in table
 
+    def test_unanswerable_rows_score_no_retrieval_metric(self):
+        per_query = {
+            "e1": row("easy", ["a"], ["a"]),
+            "u1": {"difficulty": "unanswerable", "answerable": False, "label": "PASS", "latency_ms": 5.0},
+            "u2": {"difficulty": "unanswerable", "answerable": False, "label": "IRRELEVANT", "latency_ms": 5.0},
+        }
+        summary = golden_eval.summarise(per_query)
+        assert list(summary) == ["easy", "all"] and summary["all"]["queries"] == 1
+        assert summary["all"]["hit@1"] == 1.0
+        apart = golden_eval.summarise_answers(per_query)["unanswerable"]
+        assert apart == {"queries": 2, "passed": 1, "labels": {"PASS": 1, "IRRELEVANT": 1}}
+
+    def test_an_answer_is_shown_when_a_top_3_snippet_holds_it_below_its_location_line(self):
+        query = golden_eval.GoldenQuery(
+            "q", "wal level", ("a.md",), "easy", ("query",), answers=("wal_level = logical",)
+        )
+
+        def hit(path: str, snippet: str) -> SimpleNamespace:
+            return SimpleNamespace(path=path, snippet=snippet)
+
+        shown = [hit("x.md", "@@ x.md:1 @@\nnothing"), hit("a.md", "@@ a.md:3 @@\nset wal_level = logical")]
+        assert golden_eval.answer_shown(query, shown) is True
+        assert golden_eval.answer_shown(query, [hit("a.md", "@@ a.md:9 @@\nmax_wal_senders = 4")]) is False
+        assert golden_eval.answer_shown(query, [hit("a.md", "@@ wal_level = logical @@\nmax_wal_senders")]) is False
+        fourth = [hit("x.md", "x"), hit("y.md", "y"), hit("z.md", "z"), hit("a.md", "wal_level = logical")]
+        assert golden_eval.answer_shown(query, fourth) is None  # not found in the top 3: nothing to show it in
+        assert golden_eval.answer_shown(dataclasses.replace(query, answers=()), shown) is None
+
+    def test_answers_shown_are_counted_among_the_queries_found(self):
+        rows = {
+            "a": {**row("easy", ["a"], ["a"]), "answerable": True, "answer_keys": 1, "answer_shown": True},
+            "b": {**row("easy", ["a"], ["a"]), "answerable": True, "answer_keys": 2, "answer_shown": False},
+            "c": {**row("easy", ["x"], ["a"]), "answerable": True, "answer_keys": 1, "answer_shown": None},
+            "d": {**row("easy", ["a"], ["a"]), "answerable": True, "answer_keys": 0, "answer_shown": None},
+        }
+        shown = golden_eval.summarise_answers(rows)["answer_shown"]
+        assert shown == {"with_answers": 3, "found": 2, "shown": 1, "rate": 0.5}
+        report = {
+            "golden": "g.yml",
+            "corpus": "notes",
+            "modes": {"query": {"summary": golden_eval.summarise(rows), **golden_eval.summarise_answers(rows)}},
+            "thresholds": {"checks": []},
+        }
+        assert "| query | 0.500 (1 of 2; 3 with answers) | – |" in golden_eval.format_table(report)
+
 
 @pytest.mark.integration
 class TestDemoIndex:
@@ -244,6 +346,34 @@ class TestDemoIndex:
             assert result["summary"]["all"]["queries"] == len(golden_set.for_mode(mode))
             assert result["summary"]["all"]["latency_ms_p95"] >= result["summary"]["all"]["latency_ms_p50"] > 0
             assert all(len(r["ranking"]) <= 10 for r in result["per_query"].values())
+
+
+@pytest.mark.integration
+class TestUnanswerableAndAnswersOnTheDemoIndex:
+    def test_unanswerable_queries_are_reported_apart_with_their_labels(self, demo_needle, golden_set):
+        root = DEMO_NOTES.parents[2] / "eval" / "golden"
+        unanswerable = golden_eval.load_golden(root / "demo-unanswerable.yml")
+        mixed = dataclasses.replace(golden_set, queries=(*golden_set.queries[:4], *unanswerable.queries[:5]))
+        report = golden_eval.evaluate_golden(demo_needle, mixed, ["query"])
+        result = report["modes"]["query"]
+        assert result["summary"]["all"]["queries"] == 4
+        assert "unanswerable" not in result["summary"]
+        assert result["unanswerable"]["queries"] == 5
+        assert sum(result["unanswerable"]["labels"].values()) == 5
+        assert result["unanswerable"]["passed"] == result["unanswerable"]["labels"].get("PASS", 0)
+        rows = [r for r in result["per_query"].values() if not r["answerable"]]
+        assert len(rows) == 5 and all("label" in r and "hit@3" not in r for r in rows)
+        assert "unanswerable queries labelled PASS" in golden_eval.format_table(report)
+
+    def test_answers_shown_count_the_queries_whose_expected_file_is_in_the_top_3(self, golden_report, golden_set):
+        for mode in golden_eval.MODES:
+            result = golden_report["modes"][mode]
+            keyed = [q for q in golden_set.for_mode(mode) if q.answers]
+            found = [q for q in keyed if result["per_query"][q.id]["hit@3"] == 1.0]
+            shown = result["answer_shown"]
+            assert shown["with_answers"] == len(keyed) > 0
+            assert shown["found"] == len(found)
+            assert 0 < shown["shown"] <= shown["found"]
 
 
 @pytest.mark.integration
@@ -264,7 +394,7 @@ class TestFilterQuestions:
         assert not failed, f"filter thresholds failed: {failed}\n{table}"
 
     def test_self_query_is_what_answers_them(self, demo_needle):
-        from needle.core.results import SearchFilters
+        from needle.core.requests import SearchRequest
 
         filters = golden_eval.load_golden(DEMO_NOTES.parents[2] / "eval" / "golden" / "filters.yml")
         hits = {}
@@ -272,7 +402,7 @@ class TestFilterQuestions:
             found = 0
             for q in filters.queries:
                 results = demo_needle.search(
-                    q.query, top_k=10, filters=SearchFilters(now=filters.today, self_query=on)
+                    SearchRequest(query=q.query, limit=10, now=filters.today, self_query=on)
                 ).results
                 ranking = golden_eval.group_by_document(results)
                 found += bool(ranking) and ranking[0] in q.expected

@@ -1,11 +1,8 @@
-#!/usr/bin/env python3
-"""Build the evaluation corpora that are made from files on this machine, not committed.
+"""The evaluation corpora made from files on this machine, not committed: man pages and package READMEs.
 
-    python eval/corpora/build.py manpages /tmp/corpora/manpages
-    python eval/corpora/build.py readmes /tmp/corpora/readmes
-
-or, from Python, `build("manpages", dest) -> Path`. The golden files that use them say
-`corpus: build:manpages` and `corpus: build:readmes`.
+`python -m eval.corpora build manpages` (or `readmes`) builds one into the cache where the golden files that
+say `corpus: build:manpages` find it (`needle.evaluation.golden.built_corpus`); from Python,
+`build("manpages", dest) -> Path`.
 
 manpages
     The English man pages of sections 1 and 8 (`/usr/share/man/man1`, `/usr/share/man/man8`; the
@@ -27,10 +24,11 @@ readmes
     package (its README changes with every commit) is left out.
 
 A page already in DEST is not rendered again, so a second run is quick (delete DEST to take up new
-versions). DEST/MANIFEST.txt lists the corpus' files, sorted. `eval/corpora/lists/<name>.txt` is the
-list taken on the machine the golden sets (`eval/golden/manpages.yml`, `readmes.yml`) were written on: a
-build that differs from it says how, since a question whose page is missing cannot be answered.
-Standard library only.
+versions). The build ends by writing DEST/.manifest.txt, the corpus' files sorted: a hidden file, which
+Needle does not index, and the mark of a finished build. `eval/corpora/lists/<name>.txt` is the list taken
+on the machine the golden sets (`eval/golden/manpages.yml`, `readmes.yml`) were written on: a build that
+differs from it says how, since a question whose page is missing cannot be answered. Standard library and
+Needle's golden loader only.
 """
 
 from __future__ import annotations
@@ -41,8 +39,9 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
+
+from needle.evaluation.golden import BUILT_MANIFEST
 
 MAX_PAGES = 4000
 PER_PACKAGE = 200
@@ -316,9 +315,11 @@ def build(name: str, dest: str | Path) -> Path:
         raise ValueError(f"unknown corpus {name!r}: one of {', '.join(sorted(BUILDERS))}")
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
+    (dest / BUILT_MANIFEST).unlink(missing_ok=True)  # unfinished until the list is written again
+    (dest / "MANIFEST.txt").unlink(missing_ok=True)  # where builds before wrote it: Needle indexed it as a note
     files = sorted(set(BUILDERS[name](dest)))
-    (dest / "MANIFEST.txt").write_text("".join(f"{f}\n" for f in files), encoding="utf-8")
-    print(f"{name}: {len(files)} files in {dest} (list in {dest / 'MANIFEST.txt'})", flush=True)
+    (dest / BUILT_MANIFEST).write_text("".join(f"{f}\n" for f in files), encoding="utf-8")
+    print(f"{name}: {len(files)} files in {dest} (list in {dest / BUILT_MANIFEST})", flush=True)
     _compare(name, files)
     return dest
 
@@ -338,15 +339,3 @@ def _compare(name: str, files: list[str]) -> None:
         )
         for f in missing[:20]:
             print(f"  missing: {f}", flush=True)
-
-
-def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] not in BUILDERS:
-        print(f"usage: python eval/corpora/build.py {{{'|'.join(sorted(BUILDERS))}}} DEST", file=sys.stderr)
-        return 2
-    build(argv[0], argv[1])
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
