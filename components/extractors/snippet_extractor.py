@@ -7,6 +7,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from haystack_integrations.components.needle._answer_lines import Unit, line_scores, scores, units
+from haystack_integrations.components.needle._text import is_content
 from needle.core.documents import replace
 
 
@@ -288,22 +289,6 @@ def _hunks(lines: list[str], shown: dict[int, str]) -> list[tuple[int, list[str]
             body = body[:-1]
         trimmed.append((start, body))
     return trimmed
-
-
-_HEADING = re.compile(r"\s{0,3}#{1,6}(\s.*)?")
-_FENCE = re.compile(r"\s*(```|~~~).*")
-_RULE = re.compile(r"\s*([-*_=]\s*){3,}")
-_MARKS = frozenset("#`~-*_=")
-
-
-def is_content(line: str) -> bool:
-    """Whether a line says something: not blank, not only a heading, a code fence or a rule."""
-    stripped = line.lstrip()
-    if not stripped:
-        return False
-    if stripped[0] not in _MARKS:  # each pattern starts (after spaces) with one of these
-        return True
-    return not (_HEADING.fullmatch(line) or _FENCE.fullmatch(line) or _RULE.fullmatch(line))
 
 
 def _section(meta: dict[str, Any]) -> str:

@@ -15,7 +15,7 @@ from haystack_integrations.components.needle._answer_lines import (
     units,
 )
 from haystack_integrations.components.needle._store_deserialization import with_document_store
-from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore, check_document_store
+from haystack_integrations.document_stores.needle.access import searchable
 from needle.core.checks import OptionalQueryVector
 from needle.core.documents import replace
 
@@ -52,7 +52,7 @@ class AnswerChunkSelector:
 
     def __init__(
         self,
-        document_store: NeedleDocumentStore | None = None,
+        document_store: Any = None,
         top_files: int = 3,
         chunks_per_search: int = 200,
         cosine_weight: float = 0.35,
@@ -61,7 +61,8 @@ class AnswerChunkSelector:
         """
         Create the selector.
 
-        :param document_store: The chunk store; without it the results pass through.
+        :param document_store: The chunk store (a `NeedleDocumentStore`, or qdrant-haystack's `QdrantDocumentStore`);
+            without it the results pass through.
         :param top_files: How many of the first results get their answering chunk.
         :param chunks_per_search: Most chunks each of the two searches returns (over all `top_files` files).
         :param cosine_weight: Share of the chunk's cosine in its score, 0..1.
@@ -79,8 +80,7 @@ class AnswerChunkSelector:
                 raise ValueError(f"{name} must be between 0 and 1, got {value}")
         if cosine_weight + lines_weight > 1:
             raise ValueError(f"cosine_weight + lines_weight must be at most 1, got {cosine_weight} + {lines_weight}")
-        if document_store is not None:
-            check_document_store(document_store)
+        self._store = None if document_store is None else searchable(document_store)
         self.document_store = document_store
         self.top_files = top_files
         self.chunks_per_search = chunks_per_search
@@ -126,7 +126,7 @@ class AnswerChunkSelector:
         """
         leading = documents[: self.top_files]
         files = list(dict.fromkeys(str(d.meta.get("source_doc_id")) for d in leading if d.meta.get("source_doc_id")))
-        if self.document_store is None or not files or (query_embedding is None and query_sparse_embedding is None):
+        if self._store is None or not files or (query_embedding is None and query_sparse_embedding is None):
             return {"documents": documents}
         chunks = self._chunks(files, query_embedding, query_sparse_embedding)
         out = []
@@ -139,11 +139,11 @@ class AnswerChunkSelector:
         self, files: list[str], query_embedding: OptionalQueryVector, query_sparse_embedding: SparseEmbedding | None
     ) -> dict[str, dict[str, dict[str, Any]]]:
         """Per file, its chunks by id: the chunk, its cosine and its BM25 score (when each search ran)."""
-        assert self.document_store is not None
+        assert self._store is not None
         filters = {"field": "meta.source_doc_id", "operator": "in", "value": files}
         found: dict[str, dict[str, dict[str, Any]]] = {}
         searches: list[tuple[str, Callable[[], list[Document]]]] = []
-        store = self.document_store
+        store = self._store
         if query_embedding is not None:
             dense = query_embedding
             searches.append(

@@ -4,9 +4,10 @@ import pytest
 import yaml
 from haystack import Document
 
-from haystack_integrations.components.preprocessors.needle.markdown_chunker import FILE_META_KEYS, MarkdownChunker
+from haystack_integrations.components.preprocessors.needle.markdown_chunker import MarkdownChunker
 from haystack_integrations.components.query.needle.self_query_extractor import SelfQueryExtractor
 from haystack_integrations.document_stores.needle import EdgeDocumentStore
+from needle.core.schema import FILE_META_KEYS
 
 NOW = "2024-06-15T12:00:00Z"
 
