@@ -591,7 +591,16 @@ def _dates_the_note(mention: DateMention, query: str) -> bool:
     if mention.kind == "relative" or mention.side is not None:
         return True
     before = query[: mention.start]
-    return bool(_NOTE_NOUN_BEFORE.search(before) or _FIRST_PERSON_PAST.search(before))
+    if _NOTE_NOUN_BEFORE.search(before):
+        return True
+    # "what did I put in my wins log about the October incident?": a date naming a thing ("the October
+    # incident") dates that thing, not the note, even in the asker's own past.
+    attributive = _ARTICLE_BEFORE.search(before) and _WORD_AFTER.match(query[mention.end :])
+    return bool(_FIRST_PERSON_PAST.search(before)) and not attributive
+
+
+_ARTICLE_BEFORE = re.compile(r"(?<![\w-])(?:the|this|that|der|die|das|dem|den|le|la|l')\s*$", re.IGNORECASE)
+_WORD_AFTER = re.compile(r"\s+[^\W\d_]")
 
 
 def _read_recent(query: str, found: _Extraction, spans: _Spans) -> None:

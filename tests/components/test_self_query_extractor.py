@@ -370,6 +370,8 @@ class TestSelfQueryDates:
             "the corrected 1099 that arrived in March after I had filed",
             "pace plan for the race on September 22",
             "did Let's Encrypt stop sending expiry emails in 2025?",
+            # the asker's own past, but the month names the incident ("the October incident"), not the note
+            "what did I put in my wins log about the October incident?",
         ],
     )
     def test_a_date_of_something_in_the_note_only_ranks_notes_of_that_time_first(self, query):
