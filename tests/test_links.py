@@ -1,0 +1,151 @@
+"""Links between notes: read as written, resolved as eval/golden/vault-links.yml specifies, kept in the link table."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from needle.core.link_table import LinkTable
+from needle.core.links import Note, Resolver, aliases_of, as_display_text, find_links
+from needle.core.requests import IndexRequest, ListRequest
+from tests.conftest import REPO, make_settings
+
+VAULT = REPO / "eval" / "corpora" / "vault"
+SPEC = yaml.safe_load((REPO / "eval" / "golden" / "vault-links.yml").read_text())
+
+
+def _frontmatter(text: str) -> dict:
+    if not text.startswith("---\n"):
+        return {}
+    try:
+        return yaml.safe_load(text[4 : text.index("\n---", 4)]) or {}
+    except yaml.YAMLError:
+        return {}
+
+
+@pytest.fixture(scope="module")
+def vault() -> tuple[dict[str, str], Resolver]:
+    texts = {
+        p.relative_to(VAULT).as_posix(): p.read_text(encoding="utf-8")
+        for p in VAULT.rglob("*.md")
+        if not p.relative_to(VAULT).parts[0].startswith(".")
+    }
+    notes = [Note(path, tuple(aliases_of(_frontmatter(text)))) for path, text in texts.items()]
+    return texts, Resolver(notes)
+
+
+@pytest.mark.parametrize("entry", SPEC["links"], ids=lambda e: f"{e['source']}:{e['line']}:{e['raw']}")
+def test_each_link_of_the_vault_resolves_as_specified(vault, entry) -> None:
+    texts, resolver = vault
+    found = [
+        link for link in find_links(texts[entry["source"]]) if link.line == entry["line"] and link.raw == entry["raw"]
+    ]
+    assert len(found) == 1, f"{entry['raw']} not read on line {entry['line']}"
+    link = found[0]
+    got = {
+        "target": resolver.resolve(link, entry["source"]),
+        "heading": link.heading,
+        "block": link.block,
+        "embed": link.embed,
+        "display": link.display,
+    }
+    assert got == {key: entry[key] for key in got}
+
+
+def test_link_syntax_inside_fenced_code_is_not_a_link(vault) -> None:
+    texts, _ = vault
+    for entry in SPEC["not_links"]:
+        assert all(link.line != entry["line"] for link in find_links(texts[entry["source"]])), entry
+
+
+def test_urls_and_images_are_not_note_links() -> None:
+    text = "[site](https://example.org/a.md) ![pic](img/photo.png) [mail](mailto:a@b.c) [ok](other.md)"
+    assert [link.target for link in find_links(text)] == ["other.md"]
+
+
+def test_a_link_reads_as_its_display_text_line_for_line() -> None:
+    text = (
+        "Ask [[Jakob Hoffmann|Jakob]] about [[Waypoint#Status]] and ![[Inbox]];\n"
+        "see [the lab](<../Places/Fotolab Noord.md>), `[[kept]]`. ^block-1\n"
+        "```\n[[Note|shown]]\n```"
+    )
+    assert as_display_text(text) == (
+        "Ask Jakob about Waypoint > Status and Inbox;\nsee the lab, `[[kept]]`.\n```\n[[Note|shown]]\n```"
+    )
+
+
+def _needle(tmp_path: Path, model_dir: Path, notes: Path):
+    from needle.facade.api import Needle
+
+    needle = Needle(make_settings(tmp_path / "data", model_dir))
+    needle.collections.add(notes, "vault")
+    needle.index(IndexRequest())
+    return needle
+
+
+def _backlinks(needle, path: str) -> list[tuple[str, int]]:
+    table = LinkTable(records_file_of(needle))
+    return [(b.source, b.link.line) for b in table.backlinks("vault", path)]
+
+
+def test_the_link_table_follows_renames_and_deletions(tmp_path: Path, model_dir: Path) -> None:
+    notes = tmp_path / "notes"
+    (notes / "Recipes").mkdir(parents=True)
+    (notes / "Recipes" / "Snert.md").write_text("---\naliases: Dutch pea soup\n---\n# Snert\n\nPeas. ^soak\n")
+    (notes / "Home.md").write_text("# Home\n\n[[Snert]] and [[Dutch pea soup|soup]]\n\n[[Snert#^soak|soak]]\n")
+    (notes / "Daily.md").write_text("# Daily\n\nMade [soup](Recipes/Snert.md) today, then [[Pancakes]].\n")
+    needle = _needle(tmp_path, model_dir, notes)
+    try:
+        assert _backlinks(needle, "Recipes/Snert.md") == [
+            ("Daily.md", 3),
+            ("Home.md", 3),
+            ("Home.md", 3),
+            ("Home.md", 5),
+        ]
+        # A note that did not exist: the link resolves once it is indexed, without reading Daily.md again.
+        (notes / "Pancakes.md").write_text("# Pancakes\n\nFlour, milk, eggs.\n")
+        needle.index(IndexRequest())
+        assert _backlinks(needle, "Pancakes.md") == [("Daily.md", 3)]
+        # The linking note moves: its links move with it (the markdown link, relative to its folder, breaks).
+        (notes / "Days").mkdir()
+        (notes / "Daily.md").rename(notes / "Days" / "Daily.md")
+        needle.index(IndexRequest())
+        assert _backlinks(needle, "Recipes/Snert.md") == [("Home.md", 3), ("Home.md", 3), ("Home.md", 5)]
+        assert _backlinks(needle, "Pancakes.md") == [("Days/Daily.md", 3)]
+        # The target is deleted: nothing resolves to it, and the links are kept as unresolved.
+        (notes / "Recipes" / "Snert.md").unlink()
+        needle.index(IndexRequest())
+        table = LinkTable(records_file_of(needle))
+        assert [(x.link.raw, x.target) for x in table.outgoing("vault", "Home.md")] == [
+            ("[[Snert]]", None),
+            ("[[Dutch pea soup|soup]]", None),
+            ("[[Snert#^soak|soak]]", None),
+        ]
+    finally:
+        needle.close()
+
+
+def records_file_of(needle) -> Path:
+    from needle.core.file_records import records_file
+
+    return records_file(needle.settings)
+
+
+def test_tool_folders_are_not_notes_and_tags_are_one_set(tmp_path: Path, model_dir: Path) -> None:
+    notes = tmp_path / "vault"
+    shutil.copytree(VAULT / "Recipes", notes / "Recipes")
+    for folder in (".obsidian", ".trash", ".logseq", "logseq/bak"):
+        (notes / folder).mkdir(parents=True)
+        (notes / folder / "note.md").write_text("# A tool's copy\n\n#leaked\n")
+    (notes / "Tagged.md").write_text("---\ntags: [Soup, dutch]\n---\n# Tagged\n\nA #winter note about #soup.\n")
+    needle = _needle(tmp_path, model_dir, notes)
+    try:
+        paths = {f.path for f in needle.ls(ListRequest())}
+        assert paths and all(p.startswith("Recipes/") or p == "Tagged.md" for p in paths)
+        hits = needle.store.filter_documents({"field": "meta.path", "operator": "==", "value": "Tagged.md"})
+        assert hits and set(hits[0].meta["tags"]) == {"soup", "dutch", "winter"}
+    finally:
+        needle.close()
