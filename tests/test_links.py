@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -149,3 +150,33 @@ def test_tool_folders_are_not_notes_and_tags_are_one_set(tmp_path: Path, model_d
         assert hits and set(hits[0].meta["tags"]) == {"soup", "dutch", "winter"}
     finally:
         needle.close()
+
+
+def test_needle_links_prints_both_ways_with_line_anchors(tmp_path: Path, model_dir: Path, monkeypatch, capsys) -> None:
+    from needle.shells.cli import main
+
+    notes = tmp_path / "notes"
+    (notes / "People").mkdir(parents=True)
+    (notes / "People" / "Lotte de Vries.md").write_text("---\naliases: [Lotte]\n---\n# Lotte de Vries\n\nSRE.\n")
+    (notes / "Home.md").write_text("# Home\n\nAsk [[Lotte de Vries|Lotte]] or [[Lotte]]; [[Nobody]] knows.\n")
+    _needle(tmp_path, model_dir, notes).close()
+    monkeypatch.setenv("NEEDLE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("NEEDLE_MODEL_DIR", str(model_dir))
+    assert main(["links", "Lotte"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "vault/People/Lotte de Vries.md",
+        "links (0):",
+        "  none",
+        "backlinks (2):",
+        "  vault/Home.md:3\t[[Lotte de Vries|Lotte]]",
+        "  vault/Home.md:3\t[[Lotte]]",
+    ]
+    assert main(["links", "vault/Home.md", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(o["line"], o["target"], o["display"]) for o in report["outgoing"]] == [
+        (3, "People/Lotte de Vries.md", "Lotte"),
+        (3, "People/Lotte de Vries.md", "Lotte"),
+        (3, None, "Nobody"),
+    ]
+    assert main(["links", "Nobody"]) == 2
+    assert "no indexed note 'Nobody'" in capsys.readouterr().err

@@ -403,6 +403,21 @@ COMMANDS: tuple[Command, ...] = (
         result="needle.core.files.batches:FileBatch",
     ),
     Command(
+        "links",
+        "a note's links and backlinks, with their lines: PATH, #docid, name or alias",
+        requests.LinksRequest,
+        method="links",
+        render=lambda report, args: output.link_report(report, args.json),
+        options=_json(),
+        route="links",
+        tool=Tool(
+            "A note's links",
+            "The notes a note links to and the notes linking to it (backlinks), each with its line: ref is a "
+            "path, #docid, note name or alias. Unresolved links have target null.",
+        ),
+        result="needle.core.link_results:LinkReport",
+    ),
+    Command(
         "ls",
         "list the indexed files of a collection (all by default)",
         requests.ListRequest,

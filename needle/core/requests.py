@@ -453,6 +453,19 @@ class GetRequest(Request):
 
 
 @dataclass(frozen=True, kw_only=True, eq=False, repr=False)
+class LinksRequest(Request):
+    """A note's links: the notes it links to and the notes that link to it, with their lines."""
+
+    ref: str = param(
+        "A note: its path (collection/path), #docid, file name or alias",
+        required=True,
+        min_chars=1,
+        max_chars=MAX_REF_CHARS,
+        flags=(),
+    )
+
+
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class MultiGetRequest(Request):
     """Several notes: a glob, or a list of references."""
 
@@ -542,6 +555,7 @@ __all__ = [
     "Filters",
     "GetRequest",
     "IndexRequest",
+    "LinksRequest",
     "ListRequest",
     "MultiGetRequest",
     "Param",

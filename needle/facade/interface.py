@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from needle.core.files.batches import FileBatch
     from needle.core.files.reading import FileText
     from needle.core.index_results import BackupReport, CheckReport, IndexedFile, IndexReport, OptimizeReport, Status
+    from needle.core.link_results import LinkReport
     from needle.core.requests import (
         AnswerRequest,
         BackupRequest,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
         CollectionRemoveRequest,
         GetRequest,
         IndexRequest,
+        LinksRequest,
         ListRequest,
         MultiGetRequest,
         RestoreRequest,
@@ -104,6 +106,10 @@ class NeedleInterface(Protocol):
 
     def read_many(self, request: MultiGetRequest) -> FileBatch:
         """The notes a glob or a list of references names, within budgets."""
+        ...
+
+    def links(self, request: LinksRequest) -> LinkReport:
+        """A note's outgoing links and backlinks, each with its line (`needle links`)."""
         ...
 
     def remove_collection(self, request: CollectionRemoveRequest) -> int:
