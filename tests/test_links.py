@@ -180,3 +180,27 @@ def test_needle_links_prints_both_ways_with_line_anchors(tmp_path: Path, model_d
     ]
     assert main(["links", "Nobody"]) == 2
     assert "no indexed note 'Nobody'" in capsys.readouterr().err
+
+
+def test_self_query_reads_notes_linking_to_an_alias_as_that_notes_backlinks(tmp_path: Path) -> None:
+    from haystack_integrations.components.query.needle.self_query_extractor import SelfQueryExtractor
+
+    table = LinkTable(tmp_path / "files.sqlite")
+    table.put_notes(
+        [
+            ("vault", "Recipes/Snert.md", ["Dutch pea soup"], []),
+            ("vault", "Home.md", [], find_links("[[Snert]]")),
+            ("vault", "Daily.md", [], find_links("some\n[[Dutch pea soup|soup]]")),
+            ("vault", "Other.md", [], find_links("[[Home]]")),
+        ]
+    )
+    extractor = SelfQueryExtractor(records_path=str(tmp_path / "files.sqlite"))
+    out = extractor.run(query="notes linking to the Dutch pea soup recipe")
+    assert out["filters"] == {
+        "field": "meta.source_doc_id",
+        "operator": "in",
+        "value": ["vault:Daily.md", "vault:Home.md"],
+    }
+    assert out["self_query"]["filters"]["linked_from"] == ["vault:Daily.md", "vault:Home.md"]
+    assert extractor.run(query="what links to Tokyo?")["filters"] is None
+    assert extractor.run(query="how long does the Dutch pea soup simmer")["filters"] is None

@@ -20,6 +20,7 @@ from haystack_integrations.components.needle._filters import (
     tag_conditions,
     where_condition,
 )
+from haystack_integrations.components.needle._link_questions import LINKS_TO, notes_linking_to
 from haystack_integrations.components.needle._store_deserialization import with_document_store
 from haystack_integrations.components.needle._vocabulary import IndexVocabulary
 from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore, check_document_store
@@ -115,10 +116,12 @@ class _Extraction:
     must_contain: list[str] = field(default_factory=list)
     must_not_contain: list[str] = field(default_factory=list)
     recent: bool = False
+    linked_from: list[str] | None = None  # the notes linking to a note the question names ("linking to X")
 
     def has_filters(self) -> bool:
         return bool(
-            self.tags
+            self.linked_from is not None
+            or self.tags
             or self.paths
             or self.collections
             or self.where
@@ -165,6 +168,7 @@ class SelfQueryExtractor:
         enabled: bool = True,
         min_results: int = 3,
         recent_on_request: bool = True,
+        records_path: str | None = None,
     ) -> None:
         """
         Create the extractor.
@@ -175,6 +179,8 @@ class SelfQueryExtractor:
         :param min_results: Fewer results than this from the filtered search make the caller fall back to
             the unfiltered one (0 never falls back).
         :param recent_on_request: Switch recency on when the question asks for the newest.
+        :param records_path: The stat record the link table lives in: "notes linking to X" keeps the notes
+            linking to the note named X (its file name, path or alias); without it that rule is off.
         :raises ValueError: When `min_results` is negative.
         """
         if isinstance(min_results, bool) or not isinstance(min_results, int) or min_results < 0:
@@ -186,6 +192,7 @@ class SelfQueryExtractor:
         self.enabled = enabled
         self.min_results = min_results
         self.recent_on_request = recent_on_request
+        self.records_path = records_path
         self._vocabulary = None if document_store is None else IndexVocabulary.of(document_store)
         self._counted = False
 
@@ -198,6 +205,7 @@ class SelfQueryExtractor:
             enabled=self.enabled,
             min_results=self.min_results,
             recent_on_request=self.recent_on_request,
+            records_path=self.records_path,
         )
 
     @classmethod
@@ -272,6 +280,7 @@ class SelfQueryExtractor:
                     *(self._path(p) for p in found.paths),
                     *(where_condition(f"{k}={v}", moment) for k, v in found.where.items()),
                     *date_conditions(found.after, found.before),
+                    _linked_condition(found.linked_from),
                 ]
             )
         cleaned = (
@@ -290,6 +299,7 @@ class SelfQueryExtractor:
                     ("dates", found.dates),
                     ("after", rfc3339(found.after) if found.after else None),
                     ("before", rfc3339(found.before) if found.before else None),
+                    ("linked_from", found.linked_from),
                 )
                 if value
             },
@@ -339,6 +349,7 @@ class SelfQueryExtractor:
         for match in _DATE.finditer(query):
             _read_date(match, now, found, spans)
         _read_recent(query, found, spans)
+        _read_links_to(query, self.records_path, found, spans)
         found.query, found.loose_query = _without(query, spans.removed)
         if not found.query:
             found.query = found.loose_query or query
@@ -503,6 +514,19 @@ def _read_recent(query: str, found: _Extraction, spans: _Spans) -> None:
         asked = re.match(r"(what\s+did\s+\w+\s+\w+)\s+last$", words, re.IGNORECASE)
         if spans.take(match, words, keep_searching=asked.group(1) if asked else ""):
             found.recent = True
+
+
+def _read_links_to(query: str, records_path: str | None, found: _Extraction, spans: _Spans) -> None:
+    """ "notes linking to X": the notes whose links resolve to the note X names (file name, path or alias)."""
+    match = LINKS_TO.search(query) if records_path else None
+    named = notes_linking_to(match.group(1), records_path) if match else None
+    if match is not None and named is not None and spans.take(match, match.group(1)):
+        found.linked_from = named[1]
+
+
+def _linked_condition(sources: list[str] | None) -> dict[str, Any] | None:
+    """The notes a "linking to" question keeps, by their `collection:path`."""
+    return None if sources is None else {"field": "meta.source_doc_id", "operator": "in", "value": sources}
 
 
 def _typed_value(text: str) -> Any:

@@ -412,8 +412,7 @@ COMMANDS: tuple[Command, ...] = (
         route="links",
         tool=Tool(
             "A note's links",
-            "The notes a note links to and the notes linking to it (backlinks), each with its line: ref is a "
-            "path, #docid, note name or alias. Unresolved links have target null.",
+            "What a note links to and what links to it (backlinks), with lines; ref: path, #docid, name or alias.",
         ),
         result="needle.core.link_results:LinkReport",
     ),

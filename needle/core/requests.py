@@ -457,7 +457,7 @@ class LinksRequest(Request):
     """A note's links: the notes it links to and the notes that link to it, with their lines."""
 
     ref: str = param(
-        "A note: its path (collection/path), #docid, file name or alias",
+        "A note: path, #docid, name or alias",
         required=True,
         min_chars=1,
         max_chars=MAX_REF_CHARS,

@@ -57,6 +57,7 @@ class TestSelfQueryExtractorConfig:
             "enabled": True,
             "min_results": 5,
             "recent_on_request": True,
+            "records_path": None,
         }
         assert SelfQueryExtractor.from_dict(data).to_dict() == data
 
