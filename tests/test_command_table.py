@@ -91,6 +91,7 @@ def test_what_goes_to_an_owner_starts_one_and_is_sent_again_is_what_it_was():
         "get",
         "multi-get",
         "links",
+        "related",
         "ls",
         "status",
         "index",
@@ -115,6 +116,7 @@ def test_what_goes_to_an_owner_starts_one_and_is_sent_again_is_what_it_was():
         "get",
         "multi-get",
         "links",
+        "related",
         "ls",
         "status",
         "check",
@@ -139,7 +141,7 @@ def test_the_result_a_route_sends_is_validated_back_into_the_same_model():
         Repaired,
         Status,
     )
-    from needle.core.link_results import LinkEntry, LinkReport
+    from needle.core.link_results import LinkEntry, LinkReport, RelatedNote, RelatedReport
     from needle.core.results import Answer, Hit, SearchAnswer
     from needle.owner.remote import _adapter
 
@@ -174,6 +176,11 @@ def test_the_result_a_route_sends_is_validated_back_into_the_same_model():
             collection="n",
             path="a.md",
             backlinks=[LinkEntry(collection="n", source="b.md", line=3, target="a.md", written="a", raw="[[a]]")],
+        ),
+        "related": RelatedReport(
+            collection="n",
+            path="a.md",
+            related=[RelatedNote(collection="n", path="b.md", score=0.5, reasons=["similar"])],
         ),
         "collection remove": 4,
     }

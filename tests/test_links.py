@@ -204,3 +204,28 @@ def test_self_query_reads_notes_linking_to_an_alias_as_that_notes_backlinks(tmp_
     assert out["self_query"]["filters"]["linked_from"] == ["vault:Daily.md", "vault:Home.md"]
     assert extractor.run(query="what links to Tokyo?")["filters"] is None
     assert extractor.run(query="how long does the Dutch pea soup simmer")["filters"] is None
+
+
+def test_needle_related_gives_each_note_its_reasons(tmp_path: Path, model_dir: Path, monkeypatch, capsys) -> None:
+    from needle.shells.cli import main
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "Harbor.md").write_text("# Harbor\n\nMoving to Kafka: see [[Outbox]] and [[Idempotency]].\n")
+    (notes / "Outbox.md").write_text("# Outbox\n\nWrite the event in the same transaction. [[Harbor]] uses it.\n")
+    (notes / "Idempotency.md").write_text("# Idempotency\n\nA dedupe table keyed by message id.\n")
+    (notes / "Review.md").write_text("# Review\n\nWe discussed [[Outbox]] and [[Idempotency]] for consumers.\n")
+    (notes / "Snert.md").write_text("# Snert\n\nSplit pea soup with a pork hock, rested overnight.\n")
+    _needle(tmp_path, model_dir, notes).close()
+    monkeypatch.setenv("NEEDLE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("NEEDLE_MODEL_DIR", str(model_dir))
+    assert main(["related", "Harbor", "--json"]) == 0
+    related = {note["path"]: note for note in json.loads(capsys.readouterr().out)["related"]}
+    assert related["Outbox.md"]["reasons"] == ["links here", "linked from here", "similar"]
+    assert related["Idempotency.md"]["reasons"][0] == "linked from here"
+    assert related["Review.md"]["reasons"][0] == "shares 2 links"
+    assert related["Snert.md"]["reasons"] == ["similar"]
+    order = list(related)
+    assert (order[0], order[-1]) == ("Outbox.md", "Snert.md")
+    assert main(["related", "Harbor", "-n", "1"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].endswith("vault/Outbox.md\tlinks here, linked from here, similar")

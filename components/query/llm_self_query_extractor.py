@@ -81,6 +81,7 @@ class LLMSelfQueryExtractor(SelfQueryExtractor):
         recent_on_request: bool = True,
         cache_path: str | None = None,
         cache_ttl_hours: float = 168,
+        records_path: str | None = None,
     ) -> None:
         """
         Create the extractor.
@@ -92,9 +93,10 @@ class LLMSelfQueryExtractor(SelfQueryExtractor):
         :param recent_on_request: See `SelfQueryExtractor`.
         :param cache_path: SQLite file caching the model's readings; `None` disables the cache.
         :param cache_ttl_hours: How long a cached reading stays valid.
+        :param records_path: See `SelfQueryExtractor` ("notes linking to X").
         :raises ValueError: As `SelfQueryExtractor`, or when `cache_ttl_hours` is not > 0.
         """
-        SelfQueryExtractor.__init__(self, document_store, enabled, min_results, recent_on_request)
+        SelfQueryExtractor.__init__(self, document_store, enabled, min_results, recent_on_request, records_path)
         if cache_ttl_hours <= 0:
             raise ValueError(f"cache_ttl_hours must be > 0, got {cache_ttl_hours}")
         self.chat_generator = load_component(chat_generator, "chat_generator")

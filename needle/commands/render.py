@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the thin client escapes the owner's output without importin
         OptimizeReport,
         Status,
     )
-    from needle.core.link_results import LinkEntry, LinkReport
+    from needle.core.link_results import LinkEntry, LinkReport, RelatedReport
     from needle.core.results import Answer, SearchAnswer
 
 FORMATS = ("text", "json", "csv", "md", "files")
@@ -484,6 +484,16 @@ def link_report(report: LinkReport, as_json: bool) -> str:
     lines.append(f"backlinks ({len(report.backlinks)}):")
     lines += [f"  {_name(link.anchor)}\t{_name(link.raw)}" for link in report.backlinks] or ["  none"]
     return "\n".join(lines)
+
+
+@_safe
+def related_report(report: RelatedReport, as_json: bool) -> str:
+    """Render `needle related`: one related note per line, its score and its reasons."""
+    if as_json:
+        return report.model_dump_json(indent=2)
+    lines = [f"notes related to {_name(report.collection + '/' + report.path)}:"]
+    lines += [f"  {note.score:.2f}  {_name(note.anchor)}\t{_name(', '.join(note.reasons))}" for note in report.related]
+    return "\n".join(lines if report.related else [*lines, "  none"])
 
 
 def file_text(text: FileText) -> str:

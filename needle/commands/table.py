@@ -412,9 +412,20 @@ COMMANDS: tuple[Command, ...] = (
         route="links",
         tool=Tool(
             "A note's links",
-            "What a note links to and what links to it (backlinks), with lines; ref: path, #docid, name or alias.",
+            "A note's links and backlinks, with lines; related: N adds related notes, with reasons.",
         ),
         result="needle.core.link_results:LinkReport",
+    ),
+    Command(
+        "related",
+        "notes related to a note by its links and by meaning, each with its reasons",
+        requests.RelatedRequest,
+        method="related",
+        render=lambda report, args: output.related_report(report, args.json),
+        options=_json(),
+        route="related",
+        result="needle.core.link_results:RelatedReport",
+        graph="related",
     ),
     Command(
         "ls",

@@ -37,6 +37,33 @@ class LinkReport(BaseModel):
     path: str
     outgoing: list[LinkEntry] = Field(default_factory=list, description="The links the note holds, in order")
     backlinks: list[LinkEntry] = Field(default_factory=list, description="The links of notes that point here")
+    related: list[RelatedNote] = Field(default_factory=list, description="Related notes, when asked (`related`)")
 
 
-__all__ = ["LinkEntry", "LinkReport"]
+class RelatedNote(BaseModel):
+    """A note related to another, and why."""
+
+    collection: str
+    path: str
+    title: str = ""
+    score: float = Field(description="0..1: half the link relations (two direct links make 1), half the similarity")
+    reasons: list[str] = Field(description='"links here", "linked from here", "shares N links", "similar"')
+    similarity: float = Field(0.0, description="The cosine of the two notes' whole-file vectors (0 when not read)")
+
+    @property
+    def anchor(self) -> str:
+        """`collection/path`, what `needle get` and `needle links` take."""
+        return f"{self.collection}/{self.path}"
+
+
+class RelatedReport(BaseModel):
+    """The notes related to one note, best first."""
+
+    collection: str
+    path: str
+    related: list[RelatedNote] = Field(default_factory=list)
+
+
+LinkReport.model_rebuild()
+
+__all__ = ["LinkEntry", "LinkReport", "RelatedNote", "RelatedReport"]

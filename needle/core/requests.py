@@ -463,6 +463,17 @@ class LinksRequest(Request):
         max_chars=MAX_REF_CHARS,
         flags=(),
     )
+    related: int = param("How many related notes to add", 0, low=0, high=100, cli=False)
+
+
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
+class RelatedRequest(Request):
+    """The notes related to one note, by its links and by meaning, each with its reasons."""
+
+    ref: str = param(
+        "A note: path, #docid, name or alias", required=True, min_chars=1, max_chars=MAX_REF_CHARS, flags=()
+    )
+    limit: int = param("How many related notes", 10, low=1, high=100, flags=("-n",), metavar="N")
 
 
 @dataclass(frozen=True, kw_only=True, eq=False, repr=False)
@@ -560,6 +571,7 @@ __all__ = [
     "MultiGetRequest",
     "Param",
     "QueryRequest",
+    "RelatedRequest",
     "Request",
     "RestoreRequest",
     "SearchRequest",

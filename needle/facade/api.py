@@ -23,7 +23,7 @@ from needle.core.errors import LLMError
 from needle.core.files.batches import FileAccess, FileBatch
 from needle.core.files.reading import FileText
 from needle.core.index_results import BackupReport, CheckReport, IndexedFile, IndexReport, OptimizeReport, Status
-from needle.core.link_results import LinkReport
+from needle.core.link_results import LinkReport, RelatedReport
 from needle.core.requests import (
     AnswerRequest,
     BackupRequest,
@@ -34,6 +34,7 @@ from needle.core.requests import (
     LinksRequest,
     ListRequest,
     MultiGetRequest,
+    RelatedRequest,
     RestoreRequest,
     SearchRequest,
 )
@@ -218,6 +219,10 @@ class Needle:
     def links(self, request: LinksRequest) -> LinkReport:
         """A note's outgoing links and backlinks with their lines (`Inventory.links`)."""
         return self.inventory.links(request)
+
+    def related(self, request: RelatedRequest) -> RelatedReport:
+        """The notes related to one note by links and meaning, with reasons (`Inventory.related`)."""
+        return self.inventory.related(request)
 
     # ---- the process ------------------------------------------------------------------------------------
     def attach_watcher(self, watcher: Any) -> None:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from needle.core.files.batches import FileBatch
     from needle.core.files.reading import FileText
     from needle.core.index_results import BackupReport, CheckReport, IndexedFile, IndexReport, OptimizeReport, Status
-    from needle.core.link_results import LinkReport
+    from needle.core.link_results import LinkReport, RelatedReport
     from needle.core.requests import (
         AnswerRequest,
         BackupRequest,
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         LinksRequest,
         ListRequest,
         MultiGetRequest,
+        RelatedRequest,
         RestoreRequest,
         SearchRequest,
     )
@@ -110,6 +111,10 @@ class NeedleInterface(Protocol):
 
     def links(self, request: LinksRequest) -> LinkReport:
         """A note's outgoing links and backlinks, each with its line (`needle links`)."""
+        ...
+
+    def related(self, request: RelatedRequest) -> RelatedReport:
+        """The notes related to one note by links and by meaning, with reasons (`needle related`)."""
         ...
 
     def remove_collection(self, request: CollectionRemoveRequest) -> int:

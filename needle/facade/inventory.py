@@ -9,9 +9,9 @@ from needle.core.file_formats import Extractor, Limits
 from needle.core.files.batches import FileAccess, FileBatch
 from needle.core.files.reading import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES, FileNotServed, FileText
 from needle.core.index_results import CollectionStatus, FileProblem, IndexedFile, Status
-from needle.core.link_results import LinkEntry, LinkReport
+from needle.core.link_results import LinkEntry, LinkReport, RelatedNote, RelatedReport
 from needle.core.link_table import LinkTable, ResolvedLink
-from needle.core.requests import GetRequest, LinksRequest, ListRequest, MultiGetRequest
+from needle.core.requests import GetRequest, LinksRequest, ListRequest, MultiGetRequest, RelatedRequest
 from needle.facade.graph_loading import INGEST, GraphRuntime
 from needle.facade.index_handle import IndexHandle
 from needle.lifecycle import provenance as index_info
@@ -68,30 +68,68 @@ class Inventory:
         :raises FileNotServed: When no indexed note answers to the reference.
         """
         table = self.link_table
+        collection, path = self._note(request.ref)
+        resolver = table.resolver(collection)
+        related = self.related(RelatedRequest(ref=request.ref, limit=request.related)) if request.related else None
+        return LinkReport(
+            collection=collection,
+            path=path,
+            outgoing=[_entry(link) for link in table.outgoing(collection, path, resolver)],
+            backlinks=[_entry(link) for link in table.backlinks(collection, path, resolver)],
+            related=related.related if related else [],
+        )
+
+    def related(self, request: RelatedRequest, pipeline: str = "related") -> RelatedReport:
+        """
+        The notes related to one note by links and by meaning, with reasons (`needle related`, `pipelines/related.yml`).
+
+        :param request: The note (as `links` takes it) and how many related notes.
+        :param pipeline: The graph: `related` or a YAML path with its inputs and outputs.
+        :raises FileNotServed: When no indexed note answers to the reference.
+        """
+        collection, path = self._note(request.ref)
+        pool = self.runtime.pool(pipeline)
+        contract = GraphContract.of(pool.first, str(pipeline))
+        with pool.lend() as graph:
+            output = graph.run(
+                contract.feed({"source_doc_id": f"{collection}:{path}", "top_k": request.limit}),
+                include_outputs_from=contract.stages,
+            )
+        documents = contract.read(output)["documents"]
+        related = [
+            RelatedNote(
+                collection=str(doc.meta.get("collection", "")),
+                path=str(doc.meta.get("path", "")),
+                title=str(doc.meta.get("title") or ""),
+                score=round(float(doc.score or 0.0), 4),
+                reasons=list(doc.meta.get("reasons") or []),
+                similarity=round(float(doc.meta.get("similarity") or 0.0), 4),
+            )
+            for doc in documents
+        ]
+        return RelatedReport(collection=collection, path=path, related=related)
+
+    def _note(self, ref: str) -> tuple[str, str]:
+        """The collection and path of the note a reference, file name or alias names."""
+        table = self.link_table
         try:
-            served = self.files.resolve(request.ref)
+            served = self.files.resolve(ref)
             collection, path = served.collection.name, served.rel
         except FileNotServed:
             found = next(
                 (
                     (name, target)
                     for name in [c.name for c in self.index.collections.select(None)]
-                    if (target := table.resolver(name).find(request.ref)) is not None
+                    if (target := table.resolver(name).find(ref)) is not None
                 ),
                 None,
             )
             if found is None:
                 raise FileNotServed(
-                    f"no indexed note {request.ref!r}: give its path (collection/path), #docid, file name or alias"
+                    f"no indexed note {ref!r}: give its path (collection/path), #docid, file name or alias"
                 ) from None
             collection, path = found
-        resolver = table.resolver(collection)
-        return LinkReport(
-            collection=collection,
-            path=path,
-            outgoing=[_entry(link) for link in table.outgoing(collection, path, resolver)],
-            backlinks=[_entry(link) for link in table.backlinks(collection, path, resolver)],
-        )
+        return collection, path
 
     def read_many(self, request: MultiGetRequest) -> FileBatch:
         """The notes a glob or a list of references names, within budgets (`FileAccess.read_many`)."""

@@ -58,12 +58,21 @@ def test_links_and_backlinks_over_http(linked_server) -> None:
     assert missing.status_code == 404 and "no indexed note 'Tokyo trip'" in missing.text
 
 
-def test_the_links_tool_over_mcp(linked_server) -> None:
+def test_related_notes_over_http(linked_server) -> None:
+    with linked_server.client() as http:
+        report = http.post("/related/run", json={"ref": "vault/Recipes/Snert.md", "limit": 5}).json()["result"]
+    reasons = {note["path"]: note["reasons"] for note in report["related"]}
+    assert reasons["Home.md"][0] == "links here" and reasons["Daily/2026-09-28.md"][0] == "links here"
+    assert all("similar" in r for r in reasons.values())
+
+
+def test_the_links_tool_over_mcp_with_related_notes(linked_server) -> None:
     async def go():
         async with Client(f"{linked_server.url}/mcp") as client:
-            return await client.call_tool("links", {"ref": "Snert"})
+            return await client.call_tool("links", {"ref": "Snert", "related": 2})
 
     call = anyio.run(go)
     assert not call.is_error, call.content[0].text
     report = json.loads(call.content[0].text)
     assert len(report["backlinks"]) == 3 and not report.get("outgoing")
+    assert len(report["related"]) == 2 and all("links here" in note["reasons"] for note in report["related"])
