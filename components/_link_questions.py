@@ -3,7 +3,7 @@
 A question that asks which notes link to a note names that note by its file name, path or an alias: the
 phrase after "linking to" is looked up in the link table (`needle.core.link_table`) as a link's text would
 be, its longest run of words that names a note first, and the notes linking to that note become a filter on
-`meta.source_doc_id`.
+its file id (`meta[FILE_ID]`).
 """
 
 from __future__ import annotations

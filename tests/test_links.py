@@ -12,6 +12,7 @@ import yaml
 from needle.core.link_table import LinkTable
 from needle.core.links import Note, Resolver, aliases_of, as_display_text, find_links
 from needle.core.requests import IndexRequest, ListRequest
+from needle.core.schema import FILE_ID
 from tests.conftest import REPO, make_settings
 
 VAULT = REPO / "eval" / "corpora" / "vault"
@@ -197,7 +198,7 @@ def test_self_query_reads_notes_linking_to_an_alias_as_that_notes_backlinks(tmp_
     extractor = SelfQueryExtractor(records_path=str(tmp_path / "files.sqlite"))
     out = extractor.run(query="notes linking to the Dutch pea soup recipe")
     assert out["filters"] == {
-        "field": "meta.source_doc_id",
+        "field": f"meta.{FILE_ID}",
         "operator": "in",
         "value": ["vault:Daily.md", "vault:Home.md"],
     }

@@ -4,6 +4,8 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from needle.core.schema import FILE_ID
+
 
 @component
 class RelatedNotesJoiner:
@@ -66,7 +68,7 @@ class RelatedNotesJoiner:
         merged: dict[str, dict[str, Any]] = {}
         for kind, documents in (("link_score", linked), ("similarity", similar)):
             for doc in documents:
-                key = str(doc.meta.get("source_doc_id") or doc.id)
+                key = str(doc.meta.get(FILE_ID) or doc.id)
                 meta = merged.setdefault(key, {**doc.meta, "reasons": [], "link_score": 0.0, "similarity": 0.0})
                 meta[kind] = float(doc.score or 0.0)
                 if doc.meta.get("title") and not meta.get("title"):

@@ -4,8 +4,10 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from haystack_integrations.components.needle._index_models import FROM_SETTINGS, records_file, without
 from needle.core.file_records import split_key
 from needle.core.link_table import LinkTable
+from needle.core.schema import FILE_ID
 
 # How much each relation adds to a note's link score: a direct link either way counts fully, each link
 # target the two notes share a quarter.
@@ -21,24 +23,28 @@ class LinkNeighbourRetriever:
     Reads the link table (`needle.core.link_table`, beside the stat record): the notes whose links resolve to
     the note (backlinks), the notes its own links resolve to, and the notes that link to the same notes it
     links to (shared neighbours). Each note found is a Document with `meta.collection`, `meta.path`,
-    `meta.source_doc_id`, `meta.reasons` and a `score`: 1 for each direct link either way, 0.25 for each
+    its file id (`meta[FILE_ID]`), `meta.reasons` and a `score`: 1 for each direct link either way, 0.25 for each
     link target the two notes share. Haystack has no component for a note graph.
 
     Usage example:
     ```python
     retriever = LinkNeighbourRetriever(records_path="~/.needle/index/files.sqlite")
-    retriever.run(source_doc_id="notes:Recipes/Snert.md")["documents"][0].meta["reasons"]  # ["links here"]
+    retriever.run(file_id="notes:Recipes/Snert.md")["documents"][0].meta["reasons"]  # ["links here"]
     ```
     """
 
-    def __init__(self, records_path: str | None = None, top_k: int = 20) -> None:
+    def __init__(self, records_path: str | None = FROM_SETTINGS, top_k: int = 20) -> None:
         """
         Create the retriever.
 
-        :param records_path: The stat record's SQLite file the link table lives in; `None` finds nothing.
+        :param records_path: The stat record's SQLite file the link table lives in; default: the index's, from
+            Needle's settings. `None` finds nothing.
         :param top_k: How many related notes to return at most.
         :raises ValueError: When `top_k` is not a positive integer.
         """
+        self._from_settings = {"records_path"} if records_path is FROM_SETTINGS else set()
+        if records_path is FROM_SETTINGS:
+            records_path = records_file()
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
         self.records_path = records_path
@@ -46,7 +52,7 @@ class LinkNeighbourRetriever:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
-        return default_to_dict(self, records_path=self.records_path, top_k=self.top_k)
+        return without(default_to_dict(self, records_path=self.records_path, top_k=self.top_k), self._from_settings)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "LinkNeighbourRetriever":
@@ -54,17 +60,17 @@ class LinkNeighbourRetriever:
         return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document])
-    def run(self, source_doc_id: str, top_k: int | None = None) -> dict[str, list[Document]]:
+    def run(self, file_id: str, top_k: int | None = None) -> dict[str, list[Document]]:
         """
         The notes related to one note by links.
 
-        :param source_doc_id: The note, `collection:path`.
+        :param file_id: The note, `collection:path`.
         :param top_k: How many at most; the init value when `None`.
         :returns: A dictionary with `documents`, best linked first.
         """
         if not self.records_path:
             return {"documents": []}
-        collection, path = split_key(source_doc_id)
+        collection, path = split_key(file_id)
         table = LinkTable(self.records_path)
         resolver = table.resolver(collection)
         scores: dict[str, float] = {}
@@ -98,7 +104,7 @@ class LinkNeighbourRetriever:
                 meta={
                     "collection": collection,
                     "path": other,
-                    "source_doc_id": f"{collection}:{other}",
+                    FILE_ID: f"{collection}:{other}",
                     "reasons": reasons[other],
                 },
             )

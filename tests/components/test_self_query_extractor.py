@@ -57,7 +57,6 @@ class TestSelfQueryExtractorConfig:
             "enabled": True,
             "min_results": 5,
             "recent_on_request": True,
-            "records_path": None,
         }
         assert SelfQueryExtractor.from_dict(data).to_dict() == data
 
