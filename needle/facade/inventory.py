@@ -90,7 +90,7 @@ class Inventory:
         """
         collection, path = self._note(request.ref)
         pool = self.runtime.pool(pipeline)
-        contract = GraphContract.of(pool.first, str(pipeline))
+        contract = GraphContract.of(pool.first, str(pipeline)).require("related")
         with pool.lend() as graph:
             output = graph.run(
                 contract.feed({"file_id": f"{collection}:{path}", "limit": request.limit}),
