@@ -24,9 +24,12 @@ from haystack_integrations.components.needle._filters import (
     tag_conditions,
     where_condition,
 )
+from haystack_integrations.components.needle._index_models import FROM_SETTINGS, records_file, without
+from haystack_integrations.components.needle._link_questions import LINKS_TO, notes_linking_to
 from haystack_integrations.components.needle._store_deserialization import with_document_store
 from haystack_integrations.components.needle._vocabulary import Holdings, IndexVocabulary
 from haystack_integrations.document_stores.needle.access import searchable
+from needle.core.schema import FILE_ID
 
 logger = logging.getLogger(__name__)
 
@@ -163,10 +166,12 @@ class _Extraction:
     must_contain: list[str] = field(default_factory=list)
     must_not_contain: list[str] = field(default_factory=list)
     recent: bool = False
+    linked_from: list[str] | None = None  # the notes linking to a note the question names ("linking to X")
 
     def has_filters(self) -> bool:
         return bool(
-            self.tags
+            self.linked_from is not None
+            or self.tags
             or self.paths
             or self.collections
             or self.where
@@ -206,6 +211,7 @@ class SelfQueryRules:
         enabled: bool = True,
         min_results: int = 3,
         recent_on_request: bool = True,
+        records_path: str | None = FROM_SETTINGS,
     ) -> None:
         """
         Create the extractor.
@@ -217,6 +223,9 @@ class SelfQueryRules:
         :param min_results: Fewer results than this from the filtered search make the caller fall back to
             the unfiltered one (0 never falls back).
         :param recent_on_request: Switch recency on when the question asks for the newest.
+        :param records_path: The stat record the link table lives in: "notes linking to X" keeps the notes
+            linking to the note named X (its file name, path or alias); default: the index's, from Needle's
+            settings; `None` turns that rule off.
         :raises ValueError: When `min_results` is negative.
         """
         if isinstance(min_results, bool) or not isinstance(min_results, int) or min_results < 0:
@@ -228,18 +237,24 @@ class SelfQueryRules:
         self.enabled = enabled
         self.min_results = min_results
         self.recent_on_request = recent_on_request
+        self._records_from_settings = {"records_path"} if records_path is FROM_SETTINGS else set()
+        self.records_path = records_file() if records_path is FROM_SETTINGS else records_path
         self._vocabulary = None if store is None else IndexVocabulary.of(store)
         self._counted = False
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
         store = None if self.document_store is None else self.document_store.to_dict()
-        return default_to_dict(
-            self,
-            document_store=store,
-            enabled=self.enabled,
-            min_results=self.min_results,
-            recent_on_request=self.recent_on_request,
+        return without(
+            default_to_dict(
+                self,
+                document_store=store,
+                enabled=self.enabled,
+                min_results=self.min_results,
+                recent_on_request=self.recent_on_request,
+                records_path=self.records_path,
+            ),
+            self._records_from_settings,
         )
 
     @classmethod
@@ -320,6 +335,7 @@ class SelfQueryRules:
                     *(self._path(p) for p in found.paths),
                     *(where_condition(f"{k}={v}", moment) for k, v in found.where.items()),
                     *date_conditions(found.after, found.before),
+                    _linked_condition(found.linked_from),
                 ]
             )
         said = found.has_filters() or found.recent
@@ -347,6 +363,7 @@ class SelfQueryRules:
                     ("after", rfc3339(found.after) if found.after else None),
                     ("before", rfc3339(found.before) if found.before else None),
                     ("boost", boost),
+                    ("linked_from", found.linked_from),
                 )
                 if value
             },
@@ -396,6 +413,7 @@ class SelfQueryRules:
         _read_exclusions(query, found, spans)
         _read_dates(query, now, found, spans)
         _read_recent(query, found, spans)
+        _read_links_to(query, self.records_path, found, spans)
         found.query, found.loose_query = _without(query, spans.removed)
         if not found.query:
             found.query = found.loose_query or query
@@ -610,6 +628,19 @@ def _read_recent(query: str, found: _Extraction, spans: _Spans) -> None:
         asked = re.match(r"(what\s+did\s+\w+\s+\w+)\s+last$", words, re.IGNORECASE)
         if spans.take(match, words, keep_searching=asked.group(1) if asked else ""):
             found.recent = True
+
+
+def _read_links_to(query: str, records_path: str | None, found: _Extraction, spans: _Spans) -> None:
+    """ "notes linking to X": the notes whose links resolve to the note X names (file name, path or alias)."""
+    match = LINKS_TO.search(query) if records_path else None
+    named = notes_linking_to(match.group(1), records_path) if match else None
+    if match is not None and named is not None and spans.take(match, match.group(1)):
+        found.linked_from = named[1]
+
+
+def _linked_condition(sources: list[str] | None) -> dict[str, Any] | None:
+    """The notes a "linking to" question keeps, by their `collection:path`."""
+    return None if sources is None else {"field": f"meta.{FILE_ID}", "operator": "in", "value": sources}
 
 
 def _typed_value(text: str) -> Any:

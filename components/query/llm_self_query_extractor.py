@@ -81,6 +81,7 @@ class LLMSelfQueryExtractor(SelfQueryRules):
         recent_on_request: bool = True,
         cache_path: str | None = FROM_SETTINGS,
         cache_ttl_hours: float = 168,
+        records_path: str | None = FROM_SETTINGS,
     ) -> None:
         """
         Create the extractor.
@@ -93,9 +94,10 @@ class LLMSelfQueryExtractor(SelfQueryRules):
         :param cache_path: SQLite file caching the model's readings; default: the data folder's
             (`cache.sqlite`, from Needle's settings); `None` disables the cache.
         :param cache_ttl_hours: How long a cached reading stays valid.
+        :param records_path: See `SelfQueryExtractor` ("notes linking to X").
         :raises ValueError: As `SelfQueryExtractor`, or when `cache_ttl_hours` is not > 0.
         """
-        SelfQueryRules.__init__(self, document_store, enabled, min_results, recent_on_request)
+        SelfQueryRules.__init__(self, document_store, enabled, min_results, recent_on_request, records_path)
         if cache_ttl_hours <= 0:
             raise ValueError(f"cache_ttl_hours must be > 0, got {cache_ttl_hours}")
         self.chat_generator = load_component(chat_generator, "chat_generator")

@@ -384,6 +384,7 @@ class TestMarkdownChunkerMeta:
         doc = chunk(text, size_bytes=27, mtime=3.0, content_hash="abc", decode_warning="w")[0]
         file_meta = {
             "title": "Needle",
+            "aliases": [],
             "tags": [],
             "frontmatter": {},
             "fields": [],
@@ -730,3 +731,17 @@ class TestMarkdownChunkerBadValues:
                 "reason": "cannot be chunked: a value the chunker did not expect",
             }
         ]
+
+
+class TestMarkdownChunkerLinks:
+    def test_links_read_as_their_display_text_and_lines_stay(self):
+        text = "# Home\n\nAsk [[Jakob Hoffmann|Jakob]] about [[Waypoint#Status]].\n\nSee [the lab](<Places/Fotolab Noord.md>).\n"
+        doc = chunk(text)[0]
+        assert doc.content == "# Home\n\nAsk Jakob about Waypoint > Status.\n\nSee the lab."
+        assert (doc.meta["start_line"], doc.meta["end_line"]) == (1, 5)
+
+    def test_aliases_are_names_embedded_with_the_title(self):
+        text = "---\naliases: [Dutch pea soup, split pea soup]\n---\n# Snert\n\nPeas, water, a hock.\n"
+        doc = chunk(text)[0]
+        assert doc.meta["aliases"] == ["Dutch pea soup", "split pea soup"]
+        assert doc.meta["context"] == "Snert (Dutch pea soup, split pea soup)"
