@@ -51,6 +51,8 @@ LOCK_FILE = ".edge_document_store.lock"
 # An owner writes its record just after taking the lock: how long a locked-out reader waits for one to appear.
 RECORD_GRACE_SECONDS = 2.0
 CONNECT_TIMEOUT = 2.0
+# The longest answer to the challenge (a pid and a hex digest: well under a hundred bytes).
+MAX_HELLO = 4096
 
 
 class UntrustedOwnerError(ConnectionError):
@@ -59,6 +61,10 @@ class UntrustedOwnerError(ConnectionError):
 
 class OwnerSilentError(ConnectionError):
     """The owner took no connection, or stopped answering within the timeout."""
+
+
+class OwnerLoadingError(OwnerSilentError):
+    """The owner's address takes no connection yet: it is still loading its routes (its record comes first)."""
 
 
 class TookOver(Exception):
@@ -313,16 +319,27 @@ def connect(record: OwnerRecord, timeout: float = CONNECT_TIMEOUT, read_timeout:
     :raises UntrustedOwnerError: When the address is not loopback or the listener fails the challenge.
     :raises OwnerSilentError: When nothing takes the connection or answers within `timeout`.
     """
-    from needle.owner.wire import Connection
+    from needle.owner.wire import Connection, WireError
 
     host, port = check_address(record)
     nonce = os.urandom(16).hex()
     connection: Connection | None = None
     try:
         connection = Connection(host, port, timeout=timeout)
+        connection.deadline(timeout)  # the whole answer within the timeout, however it trickles in
         connection.request("GET", f"{HELLO_PATH}?nonce={nonce}")
         response = connection.getresponse()
-        body = response.read()
+        body = response.read(limit=MAX_HELLO)
+        connection.deadline(None)
+    except WireError:
+        if connection is not None:
+            connection.close()
+        raise UntrustedOwnerError(
+            f"the listener at {record.address} is not the needle owner its record names (pid {record.pid}): "
+            "its answer to the challenge is not one; refusing to send it anything"
+        ) from None
+    except ConnectionRefusedError:
+        raise OwnerLoadingError(f"the owner (pid {record.pid}, {record.address}) does not listen yet") from None
     except OSError as error:
         if connection is not None:
             connection.close()
@@ -344,8 +361,7 @@ def connect(record: OwnerRecord, timeout: float = CONNECT_TIMEOUT, read_timeout:
             f"the listener at {record.address} is not the needle owner its record names (pid {record.pid}): "
             "refusing to send it anything"
         )
-    if connection.sock is not None:
-        connection.sock.settimeout(read_timeout or timeout)
+    connection.set_timeout(read_timeout or timeout)
     return connection
 
 
@@ -378,11 +394,55 @@ def live_owner(settings: Any) -> OwnerRecord | None:
         _log("info", "Removing the stale owner record of process %s", record.pid)
         remove(path, record.pid)
         return None
-    try:
-        connect(record).close()
-    except OwnerSilentError:
-        return None  # an owner still loading its routes: `wait_for_owner` waits for it
-    return record
+    return record if answering(record, settings) else None  # one still loading: `wait_for_owner` waits for it
+
+
+def answer_timeout(settings: Any) -> float:
+    """`owner.answer_timeout` of full settings or of a `Location`."""
+    owner = getattr(settings, "owner", settings)
+    return float(getattr(owner, "answer_timeout", 10.0))
+
+
+def stopped_message(record: OwnerRecord) -> str:
+    """One line for an owner that is stopped (SIGSTOP, a debugger): its pid and how to resume or stop it."""
+    return (
+        f"the owner (pid {record.pid}) holds the index but is stopped: `kill -CONT {record.pid}` resumes it "
+        f"(or `kill -9 {record.pid}` ends it)"
+    )
+
+
+def answering(record: OwnerRecord, settings: Any) -> bool:
+    """
+    Whether the live owner of `record` answers its challenge, within `owner.answer_timeout` seconds at most.
+
+    An owner that does not listen yet is loading its routes (it writes its record first): `False`. One whose
+    address takes the connection but does not answer (its process stopped, or its event loop hung) is
+    reported: a stopped one at once, another once it was silent for `owner.answer_timeout` seconds.
+
+    :returns: `True` when it proved itself, `False` when it is loading or went away.
+    :raises OwnerSilentError: When it is stopped, or silent for `owner.answer_timeout` seconds.
+    :raises UntrustedOwnerError: When the listener fails the challenge.
+    """
+    wait = answer_timeout(settings)
+    deadline = time.monotonic() + wait
+    while True:
+        if pid_stopped(record.pid):
+            raise OwnerSilentError(stopped_message(record))
+        try:
+            connect(record, timeout=max(0.1, min(CONNECT_TIMEOUT, deadline - time.monotonic()))).close()
+            return True
+        except OwnerLoadingError:
+            return False
+        except OwnerSilentError:
+            if not same_process(record):
+                return False
+            if pid_stopped(record.pid):
+                raise OwnerSilentError(stopped_message(record)) from None
+            if time.monotonic() >= deadline:
+                raise OwnerSilentError(
+                    f"the owner (pid {record.pid}) holds the index but has not answered for {wait:g} s: "
+                    f"`kill {record.pid}` stops it (a debugger or a hung process may hold it)"
+                ) from None
 
 
 def index_locked(settings: Any) -> bool:
@@ -412,6 +472,7 @@ def wait_for_owner(settings: Any, timeout: float) -> OwnerRecord | None:
     :param timeout: Seconds to wait at most.
     :returns: The answering owner, or `None` when no live record appears or it did not answer in time.
     :raises UntrustedOwnerError: As `live_owner`.
+    :raises OwnerSilentError: When the owner is stopped, or holds its address without answering (`answering`).
     """
     if not uses_owner(settings):
         return None
@@ -422,12 +483,8 @@ def wait_for_owner(settings: Any, timeout: float) -> OwnerRecord | None:
         if record is not None and record.pid != os.getpid() and not same_process(record):
             remove(path, record.pid)
             record = None
-        if record is not None:
-            try:
-                connect(record).close()
-                return record
-            except OwnerSilentError:
-                pass
+        if record is not None and answering(record, settings):
+            return record
         waited = time.monotonic() - started
         # No record: the lock's holder is no owner (a `needle index` under way), unless one is writing it now.
         if waited >= timeout or (record is None and waited >= RECORD_GRACE_SECONDS):
@@ -514,10 +571,13 @@ __all__ = [
     "HELLO_PATH",
     "OWNER_FILE",
     "IndexOwnedError",
+    "OwnerLoadingError",
     "OwnerRecord",
     "OwnerSilentError",
     "TookOver",
     "UntrustedOwnerError",
+    "answer_timeout",
+    "answering",
     "answers",
     "check_private",
     "connect",
@@ -539,6 +599,7 @@ __all__ = [
     "remove",
     "same_process",
     "stop_owner",
+    "stopped_message",
     "uses_owner",
     "wait_for_owner",
     "write",
