@@ -51,6 +51,8 @@ LOCK_FILE = ".edge_document_store.lock"
 # An owner writes its record just after taking the lock: how long a locked-out reader waits for one to appear.
 RECORD_GRACE_SECONDS = 2.0
 CONNECT_TIMEOUT = 2.0
+# The longest owner record read (a few hundred bytes).
+MAX_RECORD = 65_536
 # The longest answer to the challenge (a pid and a hex digest: well under a hundred bytes).
 MAX_HELLO = 4096
 
@@ -148,19 +150,70 @@ def write(path: Path, record: OwnerRecord) -> None:
     write_atomic(path, json.dumps(record._asdict()), mode=0o600)
 
 
+def _refused(path: Path, info: os.stat_result) -> UntrustedOwnerError:
+    return UntrustedOwnerError(
+        f"refusing the owner record {path}: it must be a file of your own that only you can read and write "
+        f"(it is mode {stat.S_IMODE(info.st_mode):o}, owner uid {info.st_uid}); remove it if you did not make it"
+    )
+
+
+def check_folder(folder: Path) -> None:
+    """
+    :raises UntrustedOwnerError: When the data folder is another user's, or others may write it: they could
+        put a record of their own (or a link) where this user's owner record goes.
+    """
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return
+    others_write = info.st_mode & 0o002 or (info.st_mode & 0o020 and info.st_gid != os.getgid())
+    if info.st_uid != os.getuid() or others_write:
+        raise UntrustedOwnerError(
+            f"refusing the data folder {folder}: other users can write it (mode {stat.S_IMODE(info.st_mode):o}, "
+            f"owner uid {info.st_uid}); run `chmod go-w {folder}` or set NEEDLE_DATA_DIR to a folder of your own"
+        )
+
+
 def check_private(path: Path) -> None:
     """
-    :raises UntrustedOwnerError: When the record is not the user's own file, or others may read or write it.
+    :raises UntrustedOwnerError: When the data folder others may write, or the record is not the user's own
+        file or others may read or write it.
     """
+    check_folder(path.parent)
     try:
         info = path.lstat()
     except FileNotFoundError:
         return
     if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise UntrustedOwnerError(
-            f"refusing the owner record {path}: it must be a file of your own that only you can read and write "
-            f"(it is mode {stat.S_IMODE(info.st_mode):o}, owner uid {info.st_uid}); remove it if you did not make it"
-        )
+        raise _refused(path, info)
+
+
+def _read_private(path: Path) -> bytes:
+    """
+    The record's bytes, read from a file opened without following links and checked once open (its owner and
+    mode are those of the file read, whatever was swapped in at its path meanwhile).
+
+    :raises FileNotFoundError: When there is none.
+    :raises UntrustedOwnerError: When it is a link, not a regular file, not the user's own, or others may use it.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        if isinstance(error, FileNotFoundError):
+            raise
+        import errno
+
+        if error.errno == errno.ELOOP:
+            raise _refused(path, path.lstat()) from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+            raise _refused(path, info)
+        data = handle.read(MAX_RECORD + 1)
+    if len(data) > MAX_RECORD:
+        raise ValueError(f"longer than {MAX_RECORD} bytes")
+    return data
 
 
 def read(path: Path) -> OwnerRecord | None:
@@ -168,11 +221,11 @@ def read(path: Path) -> OwnerRecord | None:
     The record, or `None` when there is none or it cannot be read (it is left where it is).
 
     :param path: The record's file.
-    :raises UntrustedOwnerError: When the file is not private to the user.
+    :raises UntrustedOwnerError: When the data folder others may write, or the file is not private to the user.
     """
     check_private(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(_read_private(path))
         fields = {k: data[k] for k in ("pid", "address", "token", "started")}
         record = OwnerRecord(
             **fields,
@@ -244,10 +297,13 @@ def pid_alive(pid: int) -> bool:
 
 
 def same_process(record: OwnerRecord) -> bool:
-    """Whether the record's pid runs and is the process that wrote it (its start time matches)."""
+    """
+    Whether the record's pid runs and is the process that wrote it: its start time matches (a record without
+    one is believed only where `/proc` cannot tell either).
+    """
     if not pid_alive(record.pid):
         return False
-    return not record.pid_start or pid_start(record.pid) in (0, record.pid_start)
+    return pid_start(record.pid) in (0, record.pid_start)
 
 
 def lock_path(settings: Any) -> Path:
@@ -579,6 +635,7 @@ __all__ = [
     "answer_timeout",
     "answering",
     "answers",
+    "check_folder",
     "check_private",
     "connect",
     "hold_index",

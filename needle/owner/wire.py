@@ -120,18 +120,21 @@ class Response:
         :param limit: The longest line accepted, in bytes.
         :raises WireError: When the line is longer.
         """
-        while b"\n" not in self._buffer:
-            if len(self._buffer) > limit:
+        parts, size, data = [], 0, self._buffer
+        self._buffer = b""
+        while b"\n" not in data:
+            parts.append(data)
+            size += len(data)
+            if size > limit:
                 raise WireError(f"a line of the answer is longer than {limit} bytes")
             data = self._more()
             if not data:
-                line, self._buffer = self._buffer, b""
-                return line
-            self._buffer += data
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        if len(line) >= limit:
+                return b"".join(parts)
+        head, _, self._buffer = data.partition(b"\n")
+        if size + len(head) >= limit:
             raise WireError(f"a line of the answer is longer than {limit} bytes")
-        return line + b"\n"
+        parts.append(head + b"\n")
+        return b"".join(parts)
 
     def read(self, limit: int | None = None) -> bytes:
         """
