@@ -474,9 +474,9 @@ def run_owner(app: AppFactory, first: list[str] | None = None, ready_fd: int | N
     stopped = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     idle = settings.owner.idle_minutes * 60
+    ready = [] if ready_fd is None else [ready_fd]
     if first is not None:
         warm_first(first)
-    ready = [] if ready_fd is None else [ready_fd]
     try:
         server = BackgroundServer(command=records.BACKGROUND, app=app, staged=True)
         record = server.start()
@@ -526,17 +526,22 @@ def run_owner(app: AppFactory, first: list[str] | None = None, ready_fd: int | N
         finally:
             server.stop()
     finally:
-        _tell_ready(ready)  # a start that failed closes it too: the command stops waiting
+        _tell_ready(ready, answering=False)  # a start that failed closes it unwritten: the command runs itself
         signal.signal(signal.SIGTERM, previous)
     return 0
 
 
-def _tell_ready(fds: list[int]) -> None:
-    """Write a line to the starting command's pipe and close it, once (the list is emptied)."""
+def _tell_ready(fds: list[int], answering: bool = True) -> None:
+    """
+    Tell the starting command once (the list is emptied): a line when this owner answers, then the pipe
+    closed; closed without a line when its start failed (the command then runs in its own process and prints
+    the same one-line error as it would without an owner).
+    """
     while fds:
         fd = fds.pop()
-        with contextlib.suppress(OSError):
-            os.write(fd, b"ready\n")
+        if answering:
+            with contextlib.suppress(OSError):
+                os.write(fd, b"ready\n")
         with contextlib.suppress(OSError):
             os.close(fd)
 

@@ -157,15 +157,29 @@ def _refused(path: Path, info: os.stat_result) -> UntrustedOwnerError:
     )
 
 
+class DataFolderError(ConnectionError):
+    """The data folder is not a folder this user can read and write: nothing can run there."""
+
+
 def check_folder(folder: Path) -> None:
     """
+    :raises DataFolderError: When the data folder is not a folder, or this user cannot read and write it.
     :raises UntrustedOwnerError: When the data folder is another user's, or others may write it: they could
         put a record of their own (or a link) where this user's owner record goes.
     """
+    fix = f"set NEEDLE_DATA_DIR (or data_dir in the configuration) to a folder of your own, or fix {folder}"
     try:
         info = os.stat(folder)
-    except OSError:
-        return
+    except FileNotFoundError:
+        return  # made by the first command that writes there
+    except OSError as error:
+        raise DataFolderError(f"the data folder {folder} cannot be used ({error.strerror}): {fix}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise DataFolderError(f"the data folder {folder} is not a folder: {fix}")
+    if not os.access(folder, os.R_OK | os.W_OK | os.X_OK):
+        raise DataFolderError(
+            f"the data folder {folder} is not readable and writable by you: run `chmod u+rwx {folder}`, or {fix}"
+        )
     others_write = info.st_mode & 0o002 or (info.st_mode & 0o020 and info.st_gid != os.getgid())
     if info.st_uid != os.getuid() or others_write:
         raise UntrustedOwnerError(
@@ -626,6 +640,7 @@ __all__ = [
     "BACKGROUND",
     "HELLO_PATH",
     "OWNER_FILE",
+    "DataFolderError",
     "IndexOwnedError",
     "OwnerLoadingError",
     "OwnerRecord",

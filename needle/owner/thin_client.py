@@ -14,6 +14,7 @@ table (`needle.commands.table`). This module imports only the standard library, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -138,9 +139,17 @@ def through_owner(args: Any, location: Location | None = None) -> int | None:
     :returns: The exit code, or `None` when the command should run in this process (no owner, autostart off,
         a Qdrant server, a configuration only the full settings can read).
     """
-    if not eligible(args):
-        return None
     command = command_of(args)
+    if not eligible(args):
+        if command.name not in ("models", "eval"):  # a data folder that cannot be used: one line, before it is used
+            location = location or locate()
+            if location is not None:
+                try:
+                    records.check_folder(Path(location.data_dir))
+                except records.DataFolderError as error:
+                    print(f"error: {one_line(str(error))}", file=sys.stderr)
+                    return 1
+        return None
     location = location or locate()
     if location is None or location.store_url:
         return None
@@ -346,7 +355,10 @@ def _wait_started(location: Location, process: Popen[bytes], ready: int, timeout
         if told:  # it wrote and closed its end: it answers (or it ended, a failed start)
             time.sleep(0.05)
         elif select.select([ready], [], [], min(1.0, max(0.0, deadline - time.monotonic())))[0]:
-            os.read(ready, 64)
+            if not os.read(ready, 64):  # closed unwritten: its start failed; the command shows why itself
+                with contextlib.suppress(Exception):
+                    process.wait(EXIT_WAIT)
+                return None
             told = True
         if told:
             record = records.live_owner(location)
@@ -377,11 +389,11 @@ def owner_command(action: str) -> int:
     try:
         record = records.live_owner(location)
         if action == "start" and record is None:
+            log = location.data_dir / OWNER_LOG
+            logged = log.stat().st_size if log.exists() else 0
             record = start_owner(location)
             if record is None:
-                print(
-                    f"error: the background owner did not start; see {location.data_dir / OWNER_LOG}", file=sys.stderr
-                )
+                print(f"error: the background owner did not start: {_why_not(log, logged)}", file=sys.stderr)
                 return 1
     except ConnectionError as error:
         print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
@@ -405,6 +417,18 @@ def owner_command(action: str) -> int:
         line += "; it runs other code than this needle (started before Needle changed)"
     print(line)
     return 0
+
+
+def _why_not(log: Path, offset: int) -> str:
+    """The one-line error a background owner that failed to start wrote to its log after `offset`, or where to look."""
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(offset)
+            lines = handle.read(1 << 20).decode("utf-8", "replace").splitlines()
+    except OSError:
+        lines = []
+    errors = [line.removeprefix("error: ") for line in lines if line.startswith("error: ")]
+    return one_line(errors[-1]) if errors else f"see {log}"
 
 
 def spawn_owner(data_dir: Path, first: list[str] | None = None, ready_fd: int | None = None) -> Popen[bytes]:
