@@ -95,10 +95,24 @@ def _eval(args: argparse.Namespace) -> int:
 
 @_process("serve")
 def _serve(args: argparse.Namespace) -> int:
+    backups = _backup_schedule(args)  # a wrong --every is refused before anything starts
+    if args.background:
+        from needle.core.settings import load_settings
+        from needle.owner.serving import SERVE_LOG, start_in_background
+
+        return start_in_background(_serve_argv(args), load_settings().data_dir / SERVE_LOG)
     _stamped()
     from needle.shells.http.server import serve
 
-    return serve(args.host, args.port, backups=_backup_schedule(args), watch=args.watch)
+    return serve(args.host, args.port, backups=backups, watch=args.watch, verbose=args.verbose, ready_fd=args.ready_fd)
+
+
+def _serve_argv(args: argparse.Namespace) -> list[str]:
+    """`needle serve`'s options as given, for the server `--background` starts."""
+    argv = ["--host", args.host, "--port", str(args.port), "--keep", str(args.keep)]
+    argv += ["--every", args.every] if args.every else []
+    argv += ["--backup-dir", args.backup_dir] if args.backup_dir else []
+    return argv + (["--watch"] if args.watch else [])
 
 
 @_process("mcp")
