@@ -250,9 +250,9 @@ def _own_or_join(watch: bool, app: AppFactory) -> BackgroundServer | None:
 
             Watcher.from_settings(get_needle()).start()
         return None
+    # Any owner that answers is joined, a background one included: this process is then a thin client of
+    # it (its first tool call answered as soon as the owner answers), and it is still there after the session.
     record = records.live_owner(settings)
-    if record is not None and record.command == records.BACKGROUND and records.stop_owner(record):
-        record = None  # a background owner makes way: this process holds the index for as long as it runs
     if record is None:
         server = BackgroundServer(command="mcp", app=app, watch=watch)
         try:
@@ -278,7 +278,9 @@ def _own_or_join(watch: bool, app: AppFactory) -> BackgroundServer | None:
         )
     logger.info("The index is open in process %s: serving its tools through %s", record.pid, record.address)
     use_needle(RemoteNeedle(settings, record, on_gone=lambda: _take_over(settings, watch, app)))
-    if settings.owner.standby:
+    if settings.owner.standby and record.command != records.BACKGROUND:
+        # Ready to take over from another window's owner when it closes; a background owner outlives the
+        # session (it exits only when idle), so joining it loads nothing here.
         _STANDBY.start(settings)
     return None
 

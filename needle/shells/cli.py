@@ -119,10 +119,17 @@ def _serve_argv(args: argparse.Namespace) -> list[str]:
 def _mcp(args: argparse.Namespace) -> int:
     _stamped()
     from needle.owner.processes import run_mcp
-    from needle.shells.http.server import create_app
     from needle.shells.mcp import run_stdio
 
-    return run_mcp(create_app, run_stdio, watch=args.watch)
+    return run_mcp(_create_app, run_stdio, watch=args.watch)
+
+
+def _create_app(**options: Any) -> Any:
+    """The HTTP shell's `create_app`, imported only when this process comes to own the index: a `needle mcp`
+    that joins a running owner never loads the server (hayhooks, FastAPI)."""
+    from needle.shells.http.server import create_app
+
+    return create_app(**options)
 
 
 @_process("watch")
