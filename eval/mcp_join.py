@@ -47,7 +47,9 @@ async def first_query(data: Path, query: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {__name__}", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--query", default="renew the TLS certificate with certbot")

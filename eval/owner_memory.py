@@ -55,7 +55,9 @@ def owner_pid(data: Path) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {__name__}", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data-dir", type=Path, required=True, help="a scratch folder (emptied first)")
     parser.add_argument("--every", type=float, default=5.0, help="seconds between samples while a step runs")
     parser.add_argument("--queries", type=int, default=20)
