@@ -218,6 +218,15 @@ def _serve_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep", type=int, default=7, help="scheduled backups to keep (default 7)")
     parser.add_argument("--backup-dir", metavar="DIR", help="where scheduled backups go (default: DATA_DIR/backups)")
     _watch_flag(parser)
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log to the terminal (default: to DATA_DIR/serve.log)"
+    )
+    parser.add_argument(
+        "--background",
+        action="store_true",
+        help="start it detached and return once it answers, printing its URL and pid",
+    )
+    parser.add_argument("--ready-fd", type=int, default=None, help=argparse.SUPPRESS)
 
 
 def _owner_run_options(parser: argparse.ArgumentParser) -> None:
