@@ -8,7 +8,7 @@ from tokenizers import Tokenizer
 
 from haystack_integrations.components.embedders.fastembed import FastembedDocumentEmbedder
 from haystack_integrations.components.needle._lazy import LoadsOnFirstUse
-from haystack_integrations.components.needle._vectors import SharedVector
+from haystack_integrations.components.needle._vector_checks import checked
 
 
 @component
@@ -63,7 +63,7 @@ class DenseDocumentEmbedder(LoadsOnFirstUse, FastembedDocumentEmbedder):
         embedded = FastembedDocumentEmbedder.run(self, documents=[documents[i] for i in order])["documents"]
         out: list[Document] = [documents[0]] * len(documents)
         for position, doc in zip(order, embedded, strict=True):
-            out[position] = replace(doc, embedding=SharedVector(doc.embedding or []))
+            out[position] = replace(doc, embedding=checked(doc.embedding or [], f"the model {self.model_name}"))
         return {"documents": out}
 
     def _token_lengths(self, texts: list[str]) -> list[int]:
