@@ -14,11 +14,11 @@ vector_problem(vector, 384)  # None, or e.g. "a vector with NaN values from the 
 ```
 """
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from haystack_integrations.components.needle._vectors import SharedVector
+from needle.core.vectors import describe
 
 
 class SpoiledVector(SharedVector):
@@ -29,22 +29,6 @@ class SpoiledVector(SharedVector):
     def __deepcopy__(self, memo: dict[int, Any]) -> "SpoiledVector":
         """Return the vector itself, its problem with it."""
         return self
-
-
-def describe(vector: Sequence[float], dim: int | None = None) -> str | None:
-    """What is wrong with a vector (`None` when nothing is): the wrong size, NaN or infinite values, all zeros."""
-    if dim is not None and len(vector) != dim:
-        return f"a vector of {len(vector)} values where the index holds {dim}"
-    if not vector:
-        return "an empty vector"
-    total = 0.0
-    for value in vector:
-        if not isinstance(value, (int, float)) or math.isnan(value):
-            return "a vector with NaN values"
-        if math.isinf(value):
-            return "a vector with infinite values"
-        total += abs(value)
-    return "a vector of zeros" if total == 0 else None
 
 
 def checked(vector: Sequence[float], source: str, dim: int | None = None) -> SharedVector:

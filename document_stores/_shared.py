@@ -17,6 +17,7 @@ from haystack.document_stores.errors import DocumentStoreError
 
 from haystack_integrations.document_stores.needle.layout import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
 from needle.core.checks import QueryVector, check_query_embedding
+from needle.core.vectors import describe as describe_vector
 
 
 @dataclass(frozen=True)
@@ -271,20 +272,31 @@ class NeedleStoreMixin:
             rows.append({"id": payload.get("id", str(point_id)), "meta": meta})
         return rows
 
-    def verify(self) -> dict[str, int]:
+    def verify(self) -> dict[str, Any]:
         """
         Read every stored point with its payload and vectors, and search each kind of vector once.
 
-        :returns: `points` read, `counted` by the engine, `without_dense` and `without_sparse` vectors.
+        Each dense vector is checked as the writers check it (`needle.core.vectors`): a NaN, infinite, all-zero
+        or wrong-sized one (a dense-vector file overwritten behind the engine's back reads as such) is counted
+        in `spoiled_dense`, its point in `spoiled_ids` and its file (`collection:path`) in `spoiled_files`.
+
+        :returns: `points` read, `counted` by the engine, `without_dense` and `without_sparse` vectors,
+            `spoiled_dense` vectors with the ids and files they belong to.
         :raises IndexDamagedError: When the store's files cannot be read.
         """
-        found = {"points": 0, "counted": 0, "without_dense": 0, "without_sparse": 0}
+        found: dict[str, Any] = {"points": 0, "counted": 0, "without_dense": 0, "without_sparse": 0, "spoiled_dense": 0}
+        spoiled_ids: list[str] = []
+        spoiled_files: set[str] = set()
         dense: list[float] | None = None
         sparse: SparseEmbedding | None = None
         for document in self.iter_documents():
             found["points"] += 1
             if document.embedding is None:
                 found["without_dense"] += 1
+            elif describe_vector(document.embedding, self.embedding_dim) is not None:
+                found["spoiled_dense"] += 1
+                spoiled_ids.append(document.id)
+                spoiled_files.add(f"{document.meta.get('collection', '')}:{document.meta.get('path', '')}")
             elif dense is None:
                 dense = list(document.embedding)
             if self.use_sparse_embeddings:
@@ -297,7 +309,7 @@ class NeedleStoreMixin:
             self.query_dense(dense, top_k=1)
         if sparse is not None:
             self.query_sparse(sparse, top_k=1)
-        return found
+        return {**found, "spoiled_ids": spoiled_ids, "spoiled_files": sorted(spoiled_files)}
 
     def _dense_query(self, query_embedding: QueryVector) -> VectorQuery:
         """:raises ValueError: When the vector is not one-dimensional or has the wrong size."""

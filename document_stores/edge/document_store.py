@@ -377,7 +377,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
         logger.info("Copied {count} documents from {path} to {target}", count=count, path=self.path, target=target)
         return count
 
-    def verify(self) -> dict[str, int]:
+    def verify(self) -> dict[str, Any]:
         """
         Read every stored point with its payload and vectors, and search each kind of vector once; a store not
         open yet is first opened and read in a child process, where a crash of the engine cannot end this one.
