@@ -13,7 +13,7 @@ counts requests and texts.
 Faults (`POST /_faults` with any of these; `{}` clears them):
 - `delay`: seconds before each answer;
 - `rate_limit`: the next N requests get 429 (with `Retry-After: 0`);
-- `fail`: the next N requests get 500; `fail_after`: after N more answered requests, every request gets 500;
+- `fail`: the next N requests get 500 (with `message` as their error text, when given); `fail_after`: after N more answered requests, every request gets 500;
 - `max_batch`: requests of more texts get 413;
 - `dim`: vectors are cut to this many values;
 - `key`: requests must carry `Authorization: Bearer <key>` (a 401 repeats the key it got, as some servers do);
@@ -186,7 +186,7 @@ class Faults:
                 return 429, "rate limit reached, retry later"
             if faults.get("fail", 0) > 0:
                 faults["fail"] -= 1
-                return 500, "the model runner crashed"
+                return 500, faults.get("message") or "the model runner crashed"
             if "fail_after" in faults:
                 if faults["fail_after"] <= 0:
                     return 500, "the model runner crashed"

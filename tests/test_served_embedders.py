@@ -238,3 +238,31 @@ def test_spoiled_vectors_never_enter_the_index_and_the_next_run_retries_their_fi
         assert answer.results[0].path == "zero.md"
     finally:
         needle.close()
+
+
+@pytest.mark.parametrize("provider", ["openai", "ollama"])
+def test_an_answer_that_is_not_json_names_the_server(served, tmp_path, model_dir, notes, provider):
+    url = served.openai_url if provider == "openai" else served.root
+    needle = served_needle(tmp_path / "data", model_dir, notes, provider, url)
+    served.faults(not_json=True)
+    try:
+        with pytest.raises(Exception) as caught:
+            needle.index(IndexRequest())
+        message = classify(caught.value).message
+        assert f"the embedding server at {url}" in message or f"at {served.root}" in message, message
+        assert "not an embedding response" in message and "\n" not in message
+    finally:
+        needle.close()
+
+
+def test_a_servers_error_text_reaches_the_error_with_its_escapes_escaped(served, tmp_path, model_dir, notes):
+    needle = served_needle(tmp_path / "data", model_dir, notes, "openai", served.openai_url)
+    served.faults(fail=1000, message="crashed \x1b[2J\x1b]0;owned\x07 here")
+    try:
+        with pytest.raises(Exception) as caught:
+            needle.index(IndexRequest())
+        message = classify(caught.value).message
+        assert "\x1b" not in message and "\x07" not in message
+        assert "crashed \\x1b[2J\\x1b]0;owned\\x07 here" in message
+    finally:
+        needle.close()
