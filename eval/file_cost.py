@@ -38,7 +38,6 @@ def measure(name: str, text: str, model_dir: str | None) -> dict[str, object]:
             **os.environ,
             "NEEDLE_DATA_DIR": str(Path(root) / "data"),
             "NEEDLE_OWNER__AUTOSTART": "false",
-            "PYTHONPATH": os.pathsep.join(sys.path),
         }
         if model_dir:
             env["NEEDLE_MODEL_DIR"] = model_dir
