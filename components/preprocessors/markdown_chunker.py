@@ -55,6 +55,10 @@ class _Block:
     page: int = 0  # 1-based page of a paged document (PDF); 0 for a file without pages
 
 
+# Past this many sections, runs of tiny ones are chunked together (`_tiny_sections_merged`).
+MANY_SECTIONS = 200
+
+
 @dataclass
 class _Section:
     level: int
@@ -333,10 +337,11 @@ class MarkdownChunker:
         Chunk runs of consecutive sections shorter than `min_chars` together, up to `target_chars`, under the
         heading path they share: a note of 20,000 one-line sections becomes about a thousand chunks of some
         substance instead of 20,000 slivers (each a vector to compute and store, a hit too small to answer
-        anything). A section of `min_chars` or more, and every section of a paged document (cut at each page),
-        keeps its chunks as before.
+        anything). Only in a note of more than `MANY_SECTIONS` sections: in a note of ordinary shape each section
+        keeps its own chunks and heading path (a hit names the section it is in). A section of `min_chars` or
+        more, and every section of a paged document (cut at each page), keeps its chunks as before.
         """
-        if page_starts:
+        if page_starts or len(sections) <= MANY_SECTIONS:
             return sections
         merged: list[tuple[list[str], list[tuple[int, int, bool]], bool]] = []
         for heading_path, units in sections:

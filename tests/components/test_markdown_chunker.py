@@ -12,7 +12,7 @@ from haystack import Document, Pipeline
 
 from haystack_integrations.components.converters.needle.markdown_file_reader import MarkdownFileReader
 from haystack_integrations.components.fetchers.needle.collection_scanner import CollectionScanner
-from haystack_integrations.components.preprocessors.needle.markdown_chunker import MarkdownChunker
+from haystack_integrations.components.preprocessors.needle.markdown_chunker import MANY_SECTIONS, MarkdownChunker
 
 FILLER = "It has a few sentences of filler text in it. "
 
@@ -188,13 +188,10 @@ class TestMarkdownChunkerHeadings:
         assert chunks[0].content == "# A\n## B\n### C\n\ntext under c"
         assert chunks[0].meta["heading_path"] == ["A", "B", "C"]
 
-    def test_tiny_sections_are_chunked_together_under_the_path_they_share(self):
+    def test_tiny_sections_are_still_emitted(self):
         text = "# One\n\nshort.\n\n# Two\n\ntiny.\n\n# Three\n"
         chunks = chunk(text)
-        assert [c.content for c in chunks] == ["# One\n\nshort.\n\n# Two\n\ntiny.\n\n# Three"]
-        assert chunks[0].meta["heading_path"] == []
-        separate = chunk(text, chunker=SECTION_PER_CHUNK)
-        assert [c.content for c in separate] == ["# One\n\nshort.", "# Two\n\ntiny.", "# Three"]
+        assert [c.content for c in chunks] == ["# One\n\nshort.", "# Two\n\ntiny.", "# Three"]
 
 
 class TestMarkdownChunkerLines:
@@ -545,7 +542,7 @@ class TestMarkdownChunkerFrontmatterBounds:
             "import json, resource, sys\n"
             "resource.setrlimit(resource.RLIMIT_AS, (1536 * 2**20, 1536 * 2**20))\n"
             "from haystack import Document\n"
-            "from haystack_integrations.components.preprocessors.needle.markdown_chunker import MarkdownChunker\n"
+            "from haystack_integrations.components.preprocessors.needle.markdown_chunker import MANY_SECTIONS, MarkdownChunker\n"
             "doc = Document(content=sys.stdin.read(), meta={'collection': 'n', 'path': 'bomb.md'})\n"
             "out = MarkdownChunker().run(documents=[doc])\n"
             "print(json.dumps({'chunks': [c.content for c in out['documents']], 'warnings': out['warnings']}))\n"
@@ -752,15 +749,16 @@ class TestCostBoundedByWhatAFileIs:
         assert [c.meta["chunk_index"] for c in chunks] == list(range(len(chunks)))
 
     def test_a_tiny_section_beside_a_full_one_keeps_its_own_heading_path(self):
-        text = (
-            "# T\n\n## Short\n\nTiny.\n\n## Long\n\n"
-            + paragraphs(3)
-            + "\n\n## Also short\n\nSmall.\n\n## Last short\n\nEnd.\n"
-        )
+        many = "".join(f"## Tiny {i}\n\nT{i}.\n\n" for i in range(MANY_SECTIONS))
+        text = "# T\n\n## Short\n\nTiny.\n\n## Long\n\n" + paragraphs(3) + "\n\n" + many
         chunks = chunk(text, chunker=MarkdownChunker(overlap_chars=0))
         paths = [c.meta["heading_path"] for c in chunks]
         assert ["T", "Long"] in paths and ["T", "Short"] in paths
-        assert paths[-1] == ["T"] and "## Also short" in chunks[-1].content and "## Last short" in chunks[-1].content
+        assert paths[-1] == ["T"] and "## Tiny 198" in chunks[-1].content and "## Tiny 199" in chunks[-1].content
+
+    def test_a_note_of_ordinary_shape_keeps_a_chunk_per_section(self):
+        text = "".join(f"## Part {i}\n\nShort {i}.\n\n" for i in range(MANY_SECTIONS))
+        assert len(chunk(text)) == MANY_SECTIONS
 
     def test_a_files_chunks_stop_at_the_ceiling_with_a_warning(self):
         chunker = MarkdownChunker(overlap_chars=0, max_chunks=50)
