@@ -14,6 +14,7 @@ provider's client does); `ServedEmbedding` does the rest the same way for every 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -65,9 +66,15 @@ def redact(text: str, secret: str | None) -> str:
     return text
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def one_line(text: str, limit: int = 300) -> str:
-    """The first `limit` characters of a server's message, on one line."""
-    flat = " ".join(str(text).split())
+    """
+    The first `limit` characters of a server's message, on one line, its control characters escaped (`\x1b`):
+    a server's text cannot rewrite the terminal the error is printed on.
+    """
+    flat = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", " ".join(str(text).split()))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -113,7 +120,7 @@ class ServedEmbedding:
             limit = min(self.batch_size, getattr(self, "_batch_limit", None) or self.batch_size)
             batch = list(texts[start : start + limit])
             try:
-                answer = self._request(batch)
+                answer = self._answer(batch)
             except BatchTooLarge:
                 if len(batch) == 1:
                     raise EmbeddingServerError(
@@ -134,6 +141,22 @@ class ServedEmbedding:
             vectors.extend(answer)
             start += len(batch)
         return vectors
+
+    def _answer(self, batch: list[str]) -> list[list[float]]:
+        """
+        `_request`, an answer that is not an embedding response (an HTML error page, JSON of another shape)
+        refused naming the server instead of the parser's `Expecting value: line 1 column 1 (char 0)`.
+        """
+        try:
+            answer = self._request(batch)
+            return [list(vector) for vector in answer]
+        except (ValueError, TypeError, KeyError, AttributeError) as error:
+            raise EmbeddingServerError(
+                f"the embedding server at {self._server()} answered something that is not an embedding response "
+                f"(model {self.model}): {one_line(str(error) or type(error).__name__, 120)}; check embedding.url "
+                "points at the server's API",
+                transient=False,
+            ) from None
 
     def embed(self, texts: Sequence[str], progress_bar: bool = False) -> list[list[float]]:
         """`embed_texts` under the name fastembed's backend uses, for components that embed with either."""

@@ -18,6 +18,7 @@ from haystack.document_stores.errors import DocumentStoreError
 from haystack_integrations.document_stores.needle.layout import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
 from haystack_integrations.document_stores.needle.protocol import BestScore
 from needle.core.checks import QueryVector, check_query_embedding
+from needle.core.vectors import describe as describe_vector
 
 
 @dataclass(frozen=True)
@@ -193,15 +194,25 @@ class NeedleStoreMixin:
             rows.append({"id": payload.get("id", str(point_id)), "meta": meta})
         return rows
 
-    def verify(self) -> dict[str, int]:
-        """`ManagedStore.verify`."""
-        found = {"points": 0, "counted": 0, "without_dense": 0, "without_sparse": 0}
+    def verify(self) -> dict[str, Any]:
+        """
+        `ManagedStore.verify`. Each dense vector is checked as the writers check it (`needle.core.vectors`): a
+        NaN, infinite, all-zero or wrong-sized one (a dense-vector file overwritten behind the engine's back
+        reads as such) is counted in `spoiled_dense`, its point in `spoiled_ids`, its file in `spoiled_files`.
+        """
+        found: dict[str, Any] = {"points": 0, "counted": 0, "without_dense": 0, "without_sparse": 0, "spoiled_dense": 0}
+        spoiled_ids: list[str] = []
+        spoiled_files: set[str] = set()
         dense: list[float] | None = None
         sparse: SparseEmbedding | None = None
         for document in self.iter_documents():
             found["points"] += 1
             if document.embedding is None:
                 found["without_dense"] += 1
+            elif describe_vector(document.embedding, self.embedding_dim) is not None:
+                found["spoiled_dense"] += 1
+                spoiled_ids.append(document.id)
+                spoiled_files.add(f"{document.meta.get('collection', '')}:{document.meta.get('path', '')}")
             elif dense is None:
                 dense = list(document.embedding)
             if self.use_sparse_embeddings:
@@ -214,7 +225,7 @@ class NeedleStoreMixin:
             self.query_dense(dense, top_k=1)
         if sparse is not None:
             self.query_sparse(sparse, top_k=1)
-        return found
+        return {**found, "spoiled_ids": spoiled_ids, "spoiled_files": sorted(spoiled_files)}
 
     def _dense_query(self, query_embedding: QueryVector) -> VectorQuery:
         """:raises ValueError: When the vector is not one-dimensional or has the wrong size."""

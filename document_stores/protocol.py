@@ -320,13 +320,15 @@ class ManagedStore(SearchableStore, Protocol):
         """
         ...
 
-    def verify(self) -> dict[str, int]:
+    def verify(self) -> dict[str, Any]:
         """
         Read every stored point with its payload and vectors, and search each kind of vector once: the damage a
         query would trip on, found before it does (`needle check`).
 
         :returns: `points` read, `counted` by the engine, and how many lack a dense (`without_dense`) or, in a
-            store with sparse vectors, a sparse vector (`without_sparse`).
+            store with sparse vectors, a sparse vector (`without_sparse`); the dense vectors that are NaN,
+            infinite, all zeros or of another size (`spoiled_dense`), their points' ids (`spoiled_ids`) and
+            files (`spoiled_files`, `collection:path`).
         :raises IndexDamagedError: When the store's files cannot be read.
         :raises DocumentStoreError: When the engine fails otherwise.
         """

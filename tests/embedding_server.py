@@ -13,10 +13,13 @@ counts requests and texts.
 Faults (`POST /_faults` with any of these; `{}` clears them):
 - `delay`: seconds before each answer;
 - `rate_limit`: the next N requests get 429 (with `Retry-After: 0`);
-- `fail`: the next N requests get 500; `fail_after`: after N more answered requests, every request gets 500;
+- `fail`: the next N requests get 500 (with `message` as their error text, when given); `fail_after`: after N more answered requests, every request gets 500;
 - `max_batch`: requests of more texts get 413;
 - `dim`: vectors are cut to this many values;
-- `key`: requests must carry `Authorization: Bearer <key>` (a 401 repeats the key it got, as some servers do).
+- `key`: requests must carry `Authorization: Bearer <key>` (a 401 repeats the key it got, as some servers do);
+- `spoil`: `{"marker": "nan" | "inf" | "zero"}`: a text containing the marker gets a vector of NaN, of infinite
+  values or of zeros (sent as JSON's `NaN` and `Infinity`, which Python's and most clients' parsers read);
+- `not_json`: answers are a plain-text page with status 200, as a proxy's error page can be.
 
 The fixtures: one server per session, a real process. tests/conftest.py registers this module as a plugin
 (`pytest_plugins`): a test asks for `embedding_server`, or for `served` (faults and statistics cleared before
@@ -43,7 +46,7 @@ from typing import Any
 import pytest
 import uvicorn
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 
 from tests.llm_server import free_port
 
@@ -183,7 +186,7 @@ class Faults:
                 return 429, "rate limit reached, retry later"
             if faults.get("fail", 0) > 0:
                 faults["fail"] -= 1
-                return 500, "the model runner crashed"
+                return 500, faults.get("message") or "the model runner crashed"
             if "fail_after" in faults:
                 if faults["fail_after"] <= 0:
                     return 500, "the model runner crashed"
@@ -224,7 +227,8 @@ def create_app(model_dir: Path, names: list[str]) -> FastAPI:
     def embed(texts: list[str]) -> list[list[float]]:
         vectors = [list(map(float, v)) for v in backend.embed(texts, progress_bar=False)]
         cut = faults.settings.get("dim")
-        return [v[:cut] for v in vectors] if cut else vectors
+        vectors = [v[:cut] for v in vectors] if cut else vectors
+        return [_spoiled(text, vector, faults.settings.get("spoil") or {}) for text, vector in zip(texts, vectors)]
 
     @app.get("/health")
     def health() -> dict[str, str]:
@@ -274,8 +278,10 @@ def create_app(model_dir: Path, names: list[str]) -> FastAPI:
                 },
                 404,
             )
+        if faults.settings.get("not_json"):
+            return PlainTextResponse("<html><body>502 Bad Gateway</body></html>")
         vectors = await _in_thread(embed, texts)
-        return JSONResponse(
+        return NaNJSONResponse(
             {
                 "object": "list",
                 "model": body["model"],
@@ -297,9 +303,11 @@ def create_app(model_dir: Path, names: list[str]) -> FastAPI:
             return JSONResponse({"error": error[1]}, error[0])
         if body.get("model") not in names:
             return JSONResponse({"error": f'model "{body.get("model")}" not found, try pulling it first'}, 404)
+        if faults.settings.get("not_json"):
+            return PlainTextResponse("<html><body>502 Bad Gateway</body></html>")
         started = time.perf_counter_ns()
         vectors = await _in_thread(embed, texts)
-        return JSONResponse(
+        return NaNJSONResponse(
             {
                 "model": body["model"],
                 "embeddings": vectors,
@@ -310,6 +318,22 @@ def create_app(model_dir: Path, names: list[str]) -> FastAPI:
         )
 
     return app
+
+
+def _spoiled(text: str, vector: list[float], spoil: dict[str, str]) -> list[float]:
+    """The vector, or the spoiled one asked for texts containing a marker (see the module's docstring)."""
+    for marker, kind in spoil.items():
+        if marker in text:
+            value = {"nan": float("nan"), "inf": float("inf"), "zero": 0.0}[kind]
+            return [value] * len(vector)
+    return vector
+
+
+class NaNJSONResponse(JSONResponse):
+    """JSON with `NaN` and `Infinity` written as Python's encoder writes them (starlette's refuses them)."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, separators=(",", ":")).encode()
 
 
 async def _in_thread(function: Any, *args: Any) -> Any:

@@ -114,3 +114,15 @@ def test_a_disk_that_fills_up_refuses_and_loses_nothing(tmp_path, notes, model_d
         assert code == 0 and json.loads(out)["results"][0]["path"] == "garden.md"
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_refusal_that_needs_more_than_the_margin_says_what_for(tmp_path):
+    from needle.core.disk import MIN_FREE_MB, DiskFullError, ensure_space, free_mb
+
+    free = free_mb(tmp_path)
+    with pytest.raises(DiskFullError) as refused:
+        ensure_space(tmp_path, free, "to optimise the index (it rewrites its segments)")
+    message = str(refused.value)
+    assert f"({free} MB free)" in message and "\n" not in message
+    assert f"plus {free} MB to optimise the index (it rewrites its segments)" in message
+    assert f"needs {MIN_FREE_MB + free} MB here" in message

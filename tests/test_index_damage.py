@@ -268,3 +268,37 @@ def test_check_finds_garbled_bytes_inside_the_write_ahead_log_and_rebuild_heals_
     assert code == 1 and "write-ahead log" in out and "needle index --rebuild" in out
     assert run(capsys, "index", "--rebuild")[0] == 0
     assert run(capsys, "check")[0] == 0
+
+
+def overwrite_with_nan(path: Path) -> None:
+    """Overwrite a whole file with the bytes of float32 NaNs: read back, every vector in it is NaN."""
+    size = os.path.getsize(path)
+    with open(path, "r+b") as handle:
+        handle.write(b"\x00\x00\xc0\x7f" * (size // 4))
+
+
+@pytest.mark.integration
+def test_check_finds_a_dense_vector_file_overwritten_with_nan_and_index_embeds_its_files_again(damaged_copy, capsys):
+    data = damaged_copy("provenance", "none")
+    overwrite_with_nan(Path(glob.glob(str(data / KINDS["dense_vectors"]))[0]))
+    code, out, _ = run(capsys, "check", "--json")
+    report = json.loads(out)
+    assert code == 1 and not report["damaged"], report
+    assert any("NaN, infinite or zero dense vector" in problem for problem in report["problems"]), report
+    assert report["stores"]["chunks"]["spoiled_dense"] >= len(NOTES)
+    assert report["lost"] == sorted(f"notes:{name}" for name in NOTES)
+    code, out, _ = run(capsys, "index", "--json")
+    assert code == 0 and json.loads(out)["chunks_embedded"] >= len(NOTES)
+    assert run(capsys, "check")[0] == 0
+    code, out, _ = run(capsys, "vsearch", "tomatoes mulch", "--json")
+    assert code == 0 and json.loads(out)["results"][0]["path"] == "garden.md"
+
+
+@pytest.mark.integration
+def test_check_finds_an_index_whose_provenance_was_deleted(damaged_copy, capsys):
+    data = damaged_copy("provenance", "none")
+    (data / "index" / "needle_index.json").unlink()
+    code, out, _ = run(capsys, "check", "--json")
+    report = json.loads(out)
+    assert code == 1 and report["damaged"]
+    assert any("needle_index.json" in p and "needle index --rebuild" in p for p in report["problems"]), report

@@ -78,7 +78,9 @@ class TestArguments:
         with pytest.raises(ValidationError) as error:
             TOOLS["search"].model_validate({"query": "x", "colections": ["notes"]})
         line = _refusal("search", TOOLS["search"], error.value)
-        assert line.startswith("unknown argument 'colections': search takes query, collections, limit")
+        assert line.startswith(
+            "unknown argument 'colections' (did you mean 'collections'?): search takes query, collections, limit"
+        )
 
     def test_status_takes_no_argument(self):
         with pytest.raises(ValidationError) as error:
@@ -200,3 +202,33 @@ def test_the_signature_the_sdk_reads_is_the_models():
     signature = _signature(TOOLS["get"])
     assert list(signature.parameters) == ["ref", "from_line", "max_lines"]
     assert signature.parameters["ref"].default is inspect.Parameter.empty
+
+
+class TestStrictArguments:
+    """A typo or a number standing for a boolean changes what a call does: refused, naming what was meant."""
+
+    def test_a_singular_collection_is_refused_naming_collections(self):
+        with pytest.raises(ValidationError) as error:
+            TOOLS["search"].model_validate({"query": "x", "collection": "notes"})
+        line = _refusal("search", TOOLS["search"], error.value)
+        assert line.startswith("unknown argument 'collection' (did you mean 'collections'?): search takes query")
+        assert "\n" not in line
+
+    @pytest.mark.parametrize("value", [0, 1, "yes", "1", 2.0])
+    def test_a_boolean_is_true_or_false(self, value):
+        tool = next(name for name, model in TOOLS.items() if "full" in model.model_fields)
+        with pytest.raises(ValidationError):
+            TOOLS[tool].model_validate({"query": "x", "full": value})
+
+    def test_true_and_false_sent_as_text_stay_booleans(self):
+        tool = next(name for name, model in TOOLS.items() if "full" in model.model_fields)
+        assert TOOLS[tool].model_validate({"query": "x", "full": "true"}).full is True
+        assert TOOLS[tool].model_validate({"query": "x", "full": "False"}).full is False
+
+    def test_a_refusal_quoting_many_values_is_capped(self):
+        from needle.core.arguments import MAX_DETAIL_CHARS
+
+        with pytest.raises(ValidationError) as error:
+            TOOLS["search"].model_validate({"query": "x", **{f"unknown{i}": 1 for i in range(5000)}})
+        line = _refusal("search", TOOLS["search"], error.value)
+        assert len(line) < MAX_DETAIL_CHARS + 100 and "more characters)" in line

@@ -13,7 +13,7 @@ from haystack.core.errors import PipelineRuntimeError
 
 from haystack_integrations.components.needle._served import EmbeddingDimensionError
 from needle.commands.failures import classify
-from needle.core.requests import IndexRequest, SearchRequest
+from needle.core.requests import CheckRequest, IndexRequest, SearchRequest
 from needle.lifecycle.provenance import IndexMismatchError
 from needle.runtime.loader import loads_pipeline
 from tests.conftest import make_settings
@@ -208,3 +208,62 @@ def _root(error: BaseException) -> BaseException:
     from needle.core.errors import root_cause
 
     return root_cause(error)
+
+
+@pytest.mark.parametrize("provider", ["openai", "ollama"])
+def test_spoiled_vectors_never_enter_the_index_and_the_next_run_retries_their_files(
+    served, tmp_path, model_dir, notes, provider
+):
+    (notes / "nan.md").write_text("# Nan\n\nSPOILNAN lighthouse keepers log the weather at dawn.\n")
+    (notes / "inf.md").write_text("# Inf\n\nSPOILINF glaciers carve fjords over thousands of years.\n")
+    (notes / "zero.md").write_text("# Zero\n\nSPOILZERO beekeepers smoke the hive before opening it.\n")
+    url = served.openai_url if provider == "openai" else served.root
+    needle = served_needle(tmp_path / "data", model_dir, notes, provider, url)
+    served.faults(spoil={"SPOILNAN": "nan", "SPOILINF": "inf", "SPOILZERO": "zero"})
+    try:
+        report = needle.index(IndexRequest())
+        reasons = {note.path: note.reason for note in report.skipped}
+        assert set(reasons) == {"nan.md", "inf.md", "zero.md"}, reasons
+        assert "a vector with NaN values from the embedding server at http://127.0.0.1:" in reasons["nan.md"]
+        assert "a vector with infinite values" in reasons["inf.md"] and "a vector of zeros" in reasons["zero.md"]
+        assert all("model minilm" in reason and "\n" not in reason for reason in reasons.values())
+        assert report.files_read == 4 and report.files_not_read == 3
+        stored = {doc.meta["path"] for doc in needle.store.filter_documents()}
+        assert stored == set(NOTES)  # nothing of the spoiled files was written
+        assert not needle.check(CheckRequest()).damaged
+
+        served.reset()  # the server is well again: the next plain run reads exactly those files
+        report = needle.index(IndexRequest())
+        assert report.skipped == [] and report.files_read == 3 and report.files_skipped_by_stat == 4
+        answer = needle.search(SearchRequest(query="beekeepers smoke the hive"), pipeline="vsearch")
+        assert answer.results[0].path == "zero.md"
+    finally:
+        needle.close()
+
+
+@pytest.mark.parametrize("provider", ["openai", "ollama"])
+def test_an_answer_that_is_not_json_names_the_server(served, tmp_path, model_dir, notes, provider):
+    url = served.openai_url if provider == "openai" else served.root
+    needle = served_needle(tmp_path / "data", model_dir, notes, provider, url)
+    served.faults(not_json=True)
+    try:
+        with pytest.raises(Exception) as caught:
+            needle.index(IndexRequest())
+        message = classify(caught.value).message
+        assert f"the embedding server at {url}" in message or f"at {served.root}" in message, message
+        assert "not an embedding response" in message and "\n" not in message
+    finally:
+        needle.close()
+
+
+def test_a_servers_error_text_reaches_the_error_with_its_escapes_escaped(served, tmp_path, model_dir, notes):
+    needle = served_needle(tmp_path / "data", model_dir, notes, "openai", served.openai_url)
+    served.faults(fail=1000, message="crashed \x1b[2J\x1b]0;owned\x07 here")
+    try:
+        with pytest.raises(Exception) as caught:
+            needle.index(IndexRequest())
+        message = classify(caught.value).message
+        assert "\x1b" not in message and "\x07" not in message
+        assert "crashed \\x1b[2J\\x1b]0;owned\\x07 here" in message
+    finally:
+        needle.close()

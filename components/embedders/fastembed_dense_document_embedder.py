@@ -10,7 +10,7 @@ from haystack_integrations.components.embedders.fastembed import FastembedDocume
 from haystack_integrations.components.needle._index_models import fastembed_model, without
 from haystack_integrations.components.needle._index_models import progress_bar as show_progress
 from haystack_integrations.components.needle._lazy import LoadsOnFirstUse
-from haystack_integrations.components.needle._vectors import SharedVector
+from haystack_integrations.components.needle._vector_checks import checked
 
 
 @component
@@ -120,7 +120,7 @@ class FastembedDenseDocumentEmbedder(LoadsOnFirstUse, FastembedDocumentEmbedder)
         embedded = FastembedDocumentEmbedder.run(self, documents=[documents[i] for i in order])["documents"]
         out: list[Document] = [documents[0]] * len(documents)
         for position, doc in zip(order, embedded, strict=True):
-            out[position] = replace(doc, embedding=SharedVector(doc.embedding or []))
+            out[position] = replace(doc, embedding=checked(doc.embedding or [], f"the model {self.model_name}"))
         return {"documents": out}
 
     def _token_lengths(self, texts: list[str]) -> list[int]:

@@ -1,5 +1,6 @@
 """Whole-file dense vectors pooled from the file's chunk vectors, instead of embedding the file's text again."""
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -7,6 +8,7 @@ import numpy as np
 from haystack import Document, component, default_to_dict
 
 from haystack_integrations.components.needle._store_deserialization import with_document_store
+from haystack_integrations.components.needle._vector_checks import SpoiledVector, vector_problem
 from haystack_integrations.components.needle._vectors import SharedVector
 from haystack_integrations.document_stores.needle.access import searchable
 from needle.core.schema import FILE_ID
@@ -94,7 +96,15 @@ class FileVectorPooler:
 
 
 def _mean(parts: list[Document]) -> list[float]:
-    """The normalised mean of the documents' dense vectors."""
+    """
+    The normalised mean of the documents' dense vectors; a chunk's vector that failed its check
+    (`_vector_checks`) spoils the mean, which says so (the writers leave the file out).
+    """
+    spoiled = next((p.embedding for p in parts if vector_problem(p.embedding) is not None), None)
+    if spoiled is not None:
+        pooled = SpoiledVector([math.nan])
+        pooled.problem = vector_problem(spoiled) or ""
+        return pooled
     mean = np.mean(np.asarray([p.embedding for p in parts], dtype=np.float32), axis=0)
     norm = float(np.linalg.norm(mean))
     return SharedVector((mean / norm if norm > 0 else mean).tolist())

@@ -9,7 +9,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack_integrations.components.embedders.ollama import OllamaDocumentEmbedder
 from haystack_integrations.components.needle._ollama_served import OllamaServed
 from haystack_integrations.components.needle._served import check_limits
-from haystack_integrations.components.needle._vectors import SharedVector
+from haystack_integrations.components.needle._vector_checks import checked
 
 
 @component
@@ -119,9 +119,13 @@ class OllamaDenseDocumentEmbedder(OllamaServed, OllamaDocumentEmbedder):
             raise TypeError("OllamaDenseDocumentEmbedder expects a list of Documents")
         if not documents:
             return {"documents": []}
+        source = f"the embedding server at {self._server()} (model {self.model})"  # named by a vector that fails
         vectors = self.embed_texts(self._prepare_texts_to_embed(documents=documents))
         return {
-            "documents": [replace(doc, embedding=SharedVector(v)) for doc, v in zip(documents, vectors, strict=True)]
+            "documents": [
+                replace(doc, embedding=checked(v, source, self.embedding_dim))
+                for doc, v in zip(documents, vectors, strict=True)
+            ]
         }
 
     @component.output_types(documents=list[Document])

@@ -10,7 +10,7 @@ from haystack.utils import Secret, deserialize_secrets_inplace
 
 from haystack_integrations.components.needle._openai_served import DEFAULT_KEY, OpenAIServed, usable_key
 from haystack_integrations.components.needle._served import check_limits
-from haystack_integrations.components.needle._vectors import SharedVector
+from haystack_integrations.components.needle._vector_checks import checked
 
 
 @component
@@ -132,9 +132,13 @@ class OpenAIDenseDocumentEmbedder(OpenAIServed, OpenAIDocumentEmbedder):
             + self.suffix
             for doc in documents
         ]
+        source = f"the embedding server at {self._server()} (model {self.model})"  # named by a vector that fails
         vectors = self.embed_texts(texts)
         return {
-            "documents": [replace(doc, embedding=SharedVector(v)) for doc, v in zip(documents, vectors, strict=True)]
+            "documents": [
+                replace(doc, embedding=checked(v, source, self.embedding_dim))
+                for doc, v in zip(documents, vectors, strict=True)
+            ]
         }
 
     @component.output_types(documents=list[Document])

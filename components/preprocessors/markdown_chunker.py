@@ -56,6 +56,10 @@ class _Block:
     page: int = 0  # 1-based page of a paged document (PDF); 0 for a file without pages
 
 
+# Past this many sections, runs of tiny ones are chunked together (`_tiny_sections_merged`).
+MANY_SECTIONS = 200
+
+
 @dataclass
 class _Section:
     level: int
@@ -97,14 +101,22 @@ class MarkdownChunker:
     """
 
     def __init__(
-        self, target_chars: int = 700, overlap_chars: int = 100, min_chars: int = 100, max_chars: int = 1400
+        self,
+        target_chars: int = 700,
+        overlap_chars: int = 100,
+        min_chars: int = 100,
+        max_chars: int = 1400,
+        max_chunks: int = 5000,
     ) -> None:
         """
         Create the chunker.
 
         :param target_chars: Size a chunk is packed up to, in characters.
         :param overlap_chars: How much of the previous chunk of the same section a chunk repeats, at most.
-        :param min_chars: Chunks shorter than this join a neighbour when they fit.
+        :param min_chars: Chunks shorter than this join a neighbour when they fit; consecutive sections shorter
+            than this are chunked together, up to `target_chars`.
+        :param max_chunks: Most chunks of one file: past it the rest of the file is not indexed, with a warning
+            saying so (what one file costs the embedder is bounded by it, whatever the file's shape).
         :param max_chars: Largest chunk, unless a single word (in a code fence, a single line) is longer.
         :raises ValueError: When a size is not a positive integer (overlap may be 0), when
             `min_chars <= target_chars <= max_chars` does not hold, or when `overlap_chars >= target_chars`.
@@ -114,6 +126,7 @@ class MarkdownChunker:
             ("overlap_chars", overlap_chars, 0),
             ("min_chars", min_chars, 1),
             ("max_chars", max_chars, 1),
+            ("max_chunks", max_chunks, 1),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
@@ -127,6 +140,7 @@ class MarkdownChunker:
         self.overlap_chars = overlap_chars
         self.min_chars = min_chars
         self.max_chars = max_chars
+        self.max_chunks = max_chunks
 
     def to_dict(self) -> dict[str, Any]:
         """
@@ -140,6 +154,7 @@ class MarkdownChunker:
             overlap_chars=self.overlap_chars,
             min_chars=self.min_chars,
             max_chars=self.max_chars,
+            max_chunks=self.max_chunks,
         )
 
     @classmethod
@@ -184,7 +199,7 @@ class MarkdownChunker:
                 continue
             found: list[dict[str, Any]] = []
             try:
-                chunks.extend(self._chunk_document(doc, found))
+                chunks.extend(self._within_ceiling(self._chunk_document(doc, found), found))
             except Exception as error:
                 collection, path = str(doc.meta.get("collection", "")), str(doc.meta.get("path") or doc.id)
                 reason = f"cannot be chunked: {str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__}"
@@ -245,7 +260,9 @@ class MarkdownChunker:
             logger.info("{collection}:{path} has no text besides its frontmatter", collection=collection, path=path)
 
         chunks: list[Document] = []
-        for heading_path, units in self._sections(text, lines, line_starts, blocks):
+        for heading_path, units in self._tiny_sections_merged(
+            self._sections(text, lines, line_starts, blocks), page_starts
+        ):
             for char_start, char_end in self._overlap(text, self._merge_small(self._pack(units))):
                 content = _links_as_text(text[char_start:char_end])
                 normalised = _normalise(content)
@@ -315,6 +332,44 @@ class MarkdownChunker:
             result.append((section.heading_path, units))
         return result
 
+    def _tiny_sections_merged(
+        self, sections: list[tuple[list[str], list[tuple[int, int, bool]]]], page_starts: list[int]
+    ) -> list[tuple[list[str], list[tuple[int, int, bool]]]]:
+        """
+        Chunk runs of consecutive sections shorter than `min_chars` together, up to `target_chars`, under the
+        heading path they share: a note of 20,000 one-line sections becomes about a thousand chunks of some
+        substance instead of 20,000 slivers (each a vector to compute and store, a hit too small to answer
+        anything). Only in a note of more than `MANY_SECTIONS` sections: in a note of ordinary shape each section
+        keeps its own chunks and heading path (a hit names the section it is in). A section of `min_chars` or
+        more, and every section of a paged document (cut at each page), keeps its chunks as before.
+        """
+        if page_starts or len(sections) <= MANY_SECTIONS:
+            return sections
+        merged: list[tuple[list[str], list[tuple[int, int, bool]], bool]] = []
+        for heading_path, units in sections:
+            tiny = bool(units) and units[-1][1] - units[0][0] < self.min_chars
+            if tiny and merged and merged[-1][2] and units[-1][1] - merged[-1][1][0][0] <= self.target_chars:
+                shared = _shared_prefix(merged[-1][0], heading_path)
+                merged[-1] = (shared, merged[-1][1] + units, True)
+                continue
+            merged.append((heading_path, units, tiny))
+        return [(heading_path, units) for heading_path, units, _ in merged]
+
+    def _within_ceiling(self, chunks: list[Document], warnings: list[dict[str, Any]]) -> list[Document]:
+        """A file's first `max_chunks` chunks; past them, a warning naming the limit (the rest is not indexed)."""
+        if len(chunks) <= self.max_chunks:
+            return chunks
+        kept = chunks[: self.max_chunks]
+        meta = kept[-1].meta
+        reason = (
+            f"only its first {self.max_chunks} of {len(chunks)} chunks are indexed (up to line {meta['end_line']}; "
+            "chunker max_chunks): split the file, or raise the limit"
+        )
+        collection, path = str(meta.get("collection", "")), str(meta.get("path", ""))
+        logger.warning("{collection}:{path}: {reason}", collection=collection, path=path, reason=reason)
+        warnings.append({"collection": collection, "path": path, "reason": reason})
+        return kept
+
     def _split(self, text: str, start: int, end: int, levels: tuple[str, ...]) -> list[tuple[int, int]]:
         """Cut `text[start:end]` at the coarsest boundaries that exist until every piece fits in `max_chars`."""
         if end - start <= self.max_chars:
@@ -383,6 +438,16 @@ class MarkdownChunker:
                         break
             result.append((new_start, end))
         return result
+
+
+def _shared_prefix(first: list[str], second: list[str]) -> list[str]:
+    """The headings two heading paths share from the top."""
+    shared = []
+    for a, b in zip(first, second, strict=False):
+        if a != b:
+            break
+        shared.append(a)
+    return shared
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:

@@ -64,6 +64,7 @@ class FileRecorder:
         done: Variadic[int],
         gone: list[str] | None = None,
         listed: list[str] | None = None,
+        unwritten: Variadic[list[str]] = None,  # type: ignore[assignment]  # optional: an older graph sends none
     ) -> dict[str, int]:
         """
         Record the files read and written, forget the files removed.
@@ -76,15 +77,19 @@ class FileRecorder:
         :param gone: `collection:path` of files deleted on disk (their chunks left the index).
         :param listed: Collections the differs compared in full in this batch: from now on the record knows
             every indexed file of theirs (`FileRecords.mark_listed`).
+        :param unwritten: `collection:path` of files the writers left out (a vector failed its check): recorded
+            as not read, so that the next run reads them again instead of finding them unchanged.
         :returns: A dictionary with `recorded` (rows written) and `forgotten` (rows dropped).
         """
         del done  # the writers ran: their chunks are stored
         if not self.records_path:
             return {"recorded": 0, "forgotten": 0}
+        left_out = {key for group in unwritten or [] if isinstance(group, list) for key in group}
         checksums = {
             f"{doc.meta.get('collection', '')}:{doc.meta.get('path', '')}": doc.meta.get("content_hash")
             for doc in files
         }
+        checksums = {key: value for key, value in checksums.items() if key not in left_out}
         rows = [
             (*split_key(key), FileStat(**stat), checksums[key]) for key, stat in file_stats.items() if key in checksums
         ]

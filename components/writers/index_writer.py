@@ -6,6 +6,7 @@ from haystack import Document, component, default_to_dict, logging
 from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_integrations.components.needle._store_deserialization import with_document_store
+from haystack_integrations.components.needle._vector_checks import vector_problem
 from haystack_integrations.document_stores.needle.access import searchable
 
 logger = logging.getLogger(__name__)
@@ -20,6 +21,11 @@ class IndexWriter:
     The order matters: new chunks are written before stale ones are deleted, so a search during an index
     run, or a run that stops half-way, sees the old or the new version of a file, never neither. Haystack's
     `DocumentWriter` writes but cannot delete, and knows nothing of flushing.
+
+    Every dense vector is checked at the door (`_vector_checks`): a file with one that is not finite, all zeros
+    or of another size than the index's is left out whole (its new points unwritten, its stored ones kept), and
+    named in `skipped` with the reason (which names the server or model the vector came from) and in
+    `unwritten`, so that the stat record leaves it to be read again by the next run.
 
     Usage example:
     ```python
@@ -55,10 +61,10 @@ class IndexWriter:
         """Deserialise the component."""
         return cls(**with_document_store(data)["init_parameters"])
 
-    @component.output_types(written=int, deleted=int)
+    @component.output_types(written=int, deleted=int, skipped=list[dict[str, str]], unwritten=list[str])
     def run(
         self, documents: list[Document], stale_ids: list[str] | None = None, optimize: bool | None = None
-    ) -> dict[str, int]:
+    ) -> dict[str, Any]:
         """
         Write and retire chunks.
 
@@ -66,16 +72,57 @@ class IndexWriter:
         :param stale_ids: Ids of chunks to delete after the write.
         :param optimize: `False` leaves optimising to the caller (an index run of several batches optimises
             once, after the last); `None` follows the init parameter.
-        :returns: A dictionary with `written` and `deleted` counts.
+        :returns: A dictionary with `written` and `deleted` counts, the files left out for their vectors
+            (`skipped`: collection, path, reason) and their `collection:path` keys (`unwritten`).
         """
+        documents, skipped = self._spoiled_files_left_out(documents)
+        stale_ids = self._kept_for(skipped, list(stale_ids or []))
         written = 0
         for start in range(0, len(documents), self.batch_size):
             batch = documents[start : start + self.batch_size]
             written += self._store.write_documents(batch, policy=DuplicatePolicy.OVERWRITE)
-        stale_ids = list(stale_ids or [])
         if stale_ids:
             self._store.delete_documents(stale_ids)
         self._store.flush()
         if self.optimize and optimize is not False and (written or stale_ids):
             self._store.optimize()
-        return {"written": written, "deleted": len(stale_ids)}
+        unwritten = [f"{note['collection']}:{note['path']}" for note in skipped]
+        return {"written": written, "deleted": len(stale_ids), "skipped": skipped, "unwritten": unwritten}
+
+    def _spoiled_files_left_out(self, documents: list[Document]) -> tuple[list[Document], list[dict[str, str]]]:
+        """The documents of files whose vectors all pass the check, and a note for each file left out."""
+        dim = getattr(self.document_store, "embedding_dim", None)
+        problems: dict[tuple[str, str], str] = {}
+        for doc in documents:
+            problem = vector_problem(doc.embedding, dim)
+            key = (str(doc.meta.get("collection", "")), str(doc.meta.get("path", "")))
+            if problem is not None and key not in problems:
+                problems[key] = problem
+        if not problems:
+            return documents, []
+        kept = [
+            d for d in documents if (str(d.meta.get("collection", "")), str(d.meta.get("path", ""))) not in problems
+        ]
+        skipped = [
+            {"collection": c, "path": p, "reason": f"not indexed: {problem}; the next `needle index` tries it again"}
+            for (c, p), problem in problems.items()
+        ]
+        for note in skipped:
+            logger.warning("{where} {reason}", where=f"{note['collection']}:{note['path']}", reason=note["reason"])
+        return kept, skipped
+
+    def _kept_for(self, skipped: list[dict[str, str]], stale_ids: list[str]) -> list[str]:
+        """`stale_ids` without the stored points of the files left out: they keep their last good version."""
+        if not skipped or not stale_ids:
+            return stale_ids
+        keep: set[str] = set()
+        for note in skipped:
+            filters = {
+                "operator": "AND",
+                "conditions": [
+                    {"field": "meta.collection", "operator": "==", "value": note["collection"]},
+                    {"field": "meta.path", "operator": "==", "value": note["path"]},
+                ],
+            }
+            keep.update(doc.id for doc in self.document_store.filter_documents(filters))
+        return [i for i in stale_ids if i not in keep]

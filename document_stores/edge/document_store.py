@@ -334,7 +334,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
         """
         opened = self._shard()
         # The optimiser writes new segments beside the old ones before it drops them.
-        ensure_space(opened.path, allocated_mb(opened.path))
+        ensure_space(opened.path, allocated_mb(opened.path), "to optimise the index (it rewrites its segments)")
         with opened.write_lock, _engine_errors("optimize"):
             changed = bool(opened.shard.optimize())
             opened.shard.flush()
@@ -382,7 +382,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
         logger.info("Copied {count} documents from {path} to {target}", count=count, path=self.path, target=target)
         return count
 
-    def verify(self) -> dict[str, int]:
+    def verify(self) -> dict[str, Any]:
         """
         Read every stored point with its payload and vectors, and search each kind of vector once; a store not
         open yet is first opened and read in a child process, where a crash of the engine cannot end this one.
@@ -485,7 +485,9 @@ class EdgeDocumentStore(NeedleStoreMixin):
                 for doc_id in clashes:
                     del points[doc_id]
             batch = list(points.values())
-            ensure_space(opened.path, len(batch) * (self.embedding_dim * 4 + 4096) / 2**20)
+            ensure_space(
+                opened.path, len(batch) * (self.embedding_dim * 4 + 4096) / 2**20, "for the batch being written"
+            )
             with _engine_errors("write documents"):
                 for start in range(0, len(batch), _WRITE_BATCH_SIZE):
                     opened.update(qe.UpdateOperation.upsert_points(batch[start : start + _WRITE_BATCH_SIZE]))

@@ -2,9 +2,12 @@
 
 Imports pydantic only, so `needle mcp` lists its tools before Haystack or a model has loaded. Each field's
 name, default, limits and description come from the request's dataclass; this module only turns them into
-types. An unknown name is refused (`extra="forbid"`). The MCP form is lax about numbers and booleans sent as
-strings (`"3"`, `"true"`: the MCP Inspector sends them so) and strict about everything else; the HTTP form
-refuses a number sent as text, as JSON clients are expected to send numbers. `build(request, values)` turns a
+types. An unknown name is refused (`extra="forbid"`), in one sentence naming the nearest known one
+(`unknown_names`): a typo such as `collection` for `collections` would otherwise change what the request does.
+The MCP form is lax about numbers and booleans sent as strings (`"3"`, `"true"`: the MCP Inspector sends them
+so) and strict about everything else; the HTTP form refuses a number sent as text, as JSON clients are expected
+to send numbers. A boolean is `true` or `false` on both (`0`, `1` or `"yes"` are refused). `capped` bounds the
+length of a refusal's text, which may quote what was sent. `build(request, values)` turns a
 validated model back into the request it describes.
 
 Usage example:
@@ -16,15 +19,59 @@ request = build(SearchRequest, Arguments.model_validate({"query": "certbot", "li
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from functools import cache
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 from pydantic.json_schema import GenerateJsonSchema
 
 from needle.core.requests import Param, params
 
 R = TypeVar("R")
+
+# The longest refusal text sent back (HTTP `detail`, an MCP tool error): what was sent may be quoted in it.
+MAX_DETAIL_CHARS = 2000
+
+
+def capped(text: str, limit: int = MAX_DETAIL_CHARS) -> str:
+    """`text` cut to `limit` characters, saying how many were left out (a refusal listing 10,000 names stays short)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+def nearest(name: str, known: Iterable[str]) -> str | None:
+    """The known name closest to `name` (`collection` -> `collections`), or `None` when none is close."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def unknown_names(kind: str, where: str, names: Iterable[str], known: Iterable[str]) -> str:
+    """
+    One sentence refusing names a request does not take: each with the nearest known one, then all known ones.
+
+    :param kind: What a name is on that surface: `field` (HTTP) or `argument` (MCP).
+    :param where: What takes them: `/search/run`, `search`.
+    :param names: The unknown names sent.
+    :param known: The names it takes.
+    """
+    known = list(known)
+    quoted = []
+    for name in names:
+        guess = nearest(name, known)
+        quoted.append(f"'{name}'" + (f" (did you mean '{guess}'?)" if guess else ""))
+    plural = "s" if len(quoted) > 1 else ""
+    takes = ", ".join(known) or f"no {kind}s"
+    return capped(f"unknown {kind}{plural} {', '.join(quoted)}: {where} takes {takes}")
+
+
+def _boolean_text(value: Any) -> Any:
+    """`"true"` and `"false"` (as the MCP Inspector sends them) as booleans; anything else as it is."""
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return value
 
 
 def annotation(param: Param, strict_numbers: bool = False) -> Any:
@@ -45,8 +92,10 @@ def annotation(param: Param, strict_numbers: bool = False) -> Any:
             kind = Annotated[kind, Field(min_length=1, max_length=param.max_items)]
     elif param.kind is dict:
         kind = dict[Annotated[str, Field(**text_kwargs)], Any]
-    elif param.kind is bool:
-        kind = bool
+    elif param.kind is bool:  # `0`, `1`, `"yes"` refused: a boolean is `true` or `false`
+        kind = Annotated[bool, Field(strict=True)]
+        if not strict_numbers:
+            kind = Annotated[kind, BeforeValidator(_boolean_text)]
     else:
         bounds: dict[str, Any] = {"ge": param.low, "le": param.high, "strict": True if strict_numbers else None}
         kind = Annotated[param.kind, Field(**{key: value for key, value in bounds.items() if value is not None})]
@@ -124,4 +173,16 @@ def input_schema(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema(schema_generator=CompactSchema)
 
 
-__all__ = ["Arguments", "CompactSchema", "annotation", "arguments_model", "build", "field", "input_schema"]
+__all__ = [
+    "MAX_DETAIL_CHARS",
+    "Arguments",
+    "CompactSchema",
+    "annotation",
+    "arguments_model",
+    "build",
+    "capped",
+    "field",
+    "input_schema",
+    "nearest",
+    "unknown_names",
+]

@@ -26,15 +26,20 @@ _MB = 1024 * 1024
 class DiskFullError(OSError):
     """Too little free space on the disk holding a folder for the index to be opened or written safely."""
 
-    def __init__(self, folder: str | os.PathLike[str], free_mb: int) -> None:
+    def __init__(self, folder: str | os.PathLike[str], free_mb: int, needed_mb: float = 0, why: str = "") -> None:
         """
         :param folder: The folder whose disk is full (the data folder, or a store's folder).
         :param free_mb: The free space left, in MB.
+        :param needed_mb: What the refused step needs on top of the margin, in MB.
+        :param why: What that step is, e.g. `to optimise the index (it rewrites its segments)`.
         """
+        need = f"{MIN_FREE_MB} MB to open or write the index"
+        if needed_mb >= 1:
+            need = f"{MIN_FREE_MB + round(needed_mb)} MB here: {need}, plus {round(needed_mb)} MB {why or 'for this write'}"
         super().__init__(
             errno.ENOSPC,
-            f"no space left on {folder} ({free_mb} MB free); free some space (Needle needs {MIN_FREE_MB} MB "
-            "to open or write the index) and run the command again",
+            f"no space left on {folder} ({free_mb} MB free); free some space (Needle needs {need}) and run the "
+            "command again",
         )
         self.folder = str(folder)
         self.free_mb = free_mb
@@ -56,17 +61,18 @@ def free_mb(folder: str | os.PathLike[str]) -> int:
     return stats.f_bavail * stats.f_frsize // _MB
 
 
-def ensure_space(folder: str | os.PathLike[str], needed_mb: float = 0) -> None:
+def ensure_space(folder: str | os.PathLike[str], needed_mb: float = 0, why: str = "") -> None:
     """
     Refuse to go on when the disk holding `folder` has less than `MIN_FREE_MB` plus `needed_mb` free.
 
     :param folder: The folder about to be written.
     :param needed_mb: What the coming write will add, in MB, on top of the margin.
+    :param why: What that write is, named in the refusal (with 182 MB free, "needs 160 MB" alone reads wrong).
     :raises DiskFullError: When there is not enough.
     """
     free = free_mb(folder)
     if free < MIN_FREE_MB + needed_mb:
-        raise DiskFullError(folder, free)
+        raise DiskFullError(folder, free, needed_mb, why)
 
 
 def allocated_mb(folder: str | os.PathLike[str]) -> float:

@@ -47,6 +47,7 @@ class RunTally:
         converted_documents = output.get("converted_documents") or []
         converted_skipped = output.get("converted_skipped") or []
         unchunked = output.get("chunk_skipped") or []
+        unchunked = unchunked + _left_out_for_vectors(output, unchunked)
         stats = output["diff_stats"]
         for key in ("files_new", "files_changed", "files_unchanged", "files_removed"):
             self._count(key, stats[key])
@@ -141,3 +142,15 @@ def note_problems(records: FileRecords, output: dict[str, Any], listed: list[str
     if listed:
         found += [(i["collection"], i["path"], "listed", str(i["reason"])) for i in output["scan_skipped"]]
     records.note_problems(handled, found, listed)
+
+
+def _left_out_for_vectors(output: dict[str, Any], already: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The files the writers left out for a vector that failed its check, once each (chunks and whole file)."""
+    seen = {(note.get("collection"), note.get("path")) for note in already}
+    notes = []
+    for note in (output.get("write_skipped") or []) + (output.get("file_write_skipped") or []):
+        key = (note.get("collection"), note.get("path"))
+        if key not in seen:
+            seen.add(key)
+            notes.append(note)
+    return notes

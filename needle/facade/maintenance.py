@@ -99,16 +99,20 @@ class Maintainer:
         started = time.perf_counter()
         problems: list[str] = []
         try:
-            index_info.read(self.settings)
+            recorded = index_info.read(self.settings)
         except IndexDamagedError as error:
             problems.append(str(error))
+            recorded = {}
         stores: dict[str, dict[str, int]] = {}
+        spoiled: list[str] = []
         for role, store in zip(("chunks", "files"), self.index.stores):
             try:
-                found = stores[role] = store.verify()
+                found = store.verify()
             except DocumentStoreError as error:
                 problems.append(f"{role}: {error}")
                 continue
+            spoiled += consistency.drop_spoiled(role, store, found)
+            stores[role] = found
             if found["points"] != found["counted"]:
                 problems.append(f"{role}: {found['points']} points read but {found['counted']} counted")
             for kind in ("dense", "sparse"):
@@ -119,6 +123,7 @@ class Maintainer:
                     f"{role}: {found['wal_unreadable']} entries of its write-ahead log lie past garbled bytes "
                     "(the engine drops them without a word)"
                 )
+        problems += consistency.missing_provenance(recorded, stores, index_info.info_path(self.settings))
         findings = consistency.Findings()
         if len(stores) == 2:
             roots = {c.name: c.root for c in self.collections.load().values()}
@@ -126,7 +131,7 @@ class Maintainer:
             findings = consistency.compare(self.index.store, self.index.file_store, records, roots)
             consistency.forget(findings, records)
         return CheckReport(
-            problems=problems + findings.problems(),
+            problems=problems + spoiled + findings.problems(),
             damaged=bool(problems),
             lost=sorted(findings.lost),
             orphaned=sorted(findings.orphaned),

@@ -121,3 +121,39 @@ def _has_body(key: str, roots: dict[str, str]) -> bool:
 
 
 __all__ = ["Findings", "compare", "forget"]
+
+
+def drop_spoiled(role: str, store: Any, found: dict[str, Any]) -> list[str]:
+    """
+    Delete the points whose dense vector `verify` found NaN, infinite, all zeros or of the wrong size, and say
+    so: a dense search never finds them, and their files, now missing those chunks, are found lost by `compare`
+    and read and embedded again by the next `needle index` (or `check --repair`). Their counts stay in `found`;
+    the lists of ids and files are taken out of it.
+
+    :param role: `chunks` or `files`.
+    :param store: The store `verify` read.
+    :param found: What `verify` returned.
+    :returns: One problem naming the files, or none.
+    """
+    ids: list[str] = found.pop("spoiled_ids", [])
+    files: list[str] = found.pop("spoiled_files", [])
+    if not ids:
+        return []
+    store.delete_documents(ids)
+    if hasattr(store, "flush"):
+        store.flush()
+    shown = ", ".join(files[:10]) + (f" and {len(files) - 10} more" if len(files) > 10 else "")
+    return [
+        f"{role}: {len(ids)} points had a NaN, infinite or zero dense vector ({shown}): removed, `needle index` "
+        "embeds their files again"
+    ]
+
+
+def missing_provenance(recorded: dict[str, Any] | None, stores: dict[str, dict[str, Any]], path: Any) -> list[str]:
+    """A problem when the stores hold points but the record of the model that made them is gone."""
+    if recorded is not None or not any(found.get("points") for found in stores.values()):
+        return []
+    return [
+        f"the index holds points but {path}, which records the model that made their vectors, is missing: "
+        "rebuild it with `needle index --rebuild`"
+    ]

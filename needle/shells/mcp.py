@@ -30,7 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from needle.commands.table import TOOLS as COMMANDS
-from needle.core.arguments import Arguments, arguments_model, input_schema
+from needle.core.arguments import Arguments, arguments_model, capped, input_schema, unknown_names
 from needle.core.resources import SERVER_PIPELINES_DIR
 
 logger = logging.getLogger(__name__)
@@ -251,15 +251,13 @@ def _refusal(name: str, model: type[BaseModel], error: ValidationError) -> str:
     """One line saying what is wrong with each value sent, or which names the tool takes."""
     unknown = [str(e["loc"][0]) for e in error.errors() if e["type"] == "extra_forbidden"]
     if unknown:
-        names = ", ".join(model.model_fields) or "no arguments"
-        quoted = ", ".join(f"'{u}'" for u in unknown)
-        return f"unknown argument{'s' if len(unknown) > 1 else ''} {quoted}: {name} takes {names}"
+        return unknown_names("argument", name, unknown, model.model_fields)
     parts = []
     for e in error.errors():
         where = ".".join(str(p) for p in e["loc"]) or "arguments"
         sent = "" if e["type"] == "missing" else f" (got {json.dumps(e.get('input'), default=str)[:80]})"
         parts.append(f"{where}: {e['msg']}{sent}")
-    return "invalid arguments: " + "; ".join(parts)
+    return capped("invalid arguments: " + "; ".join(parts))
 
 
 class _CheckArguments:

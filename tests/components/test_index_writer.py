@@ -29,8 +29,13 @@ class TestIndexWriter:
 
     def test_writes_in_batches_then_deletes_stale(self, store):
         writer = IndexWriter(store, batch_size=2)
-        assert writer.run([doc("a"), doc("b"), doc("c")]) == {"written": 3, "deleted": 0}
-        assert writer.run([doc("d")], stale_ids=["a", "b"]) == {"written": 1, "deleted": 2}
+        assert writer.run([doc("a"), doc("b"), doc("c")]) == {
+            "written": 3,
+            "deleted": 0,
+            "skipped": [],
+            "unwritten": [],
+        }
+        assert writer.run([doc("d")], stale_ids=["a", "b"])["deleted"] == 2
         assert sorted(d.id for d in store.filter_documents()) == ["c", "d"]
 
     def test_rewriting_the_same_chunk_is_an_upsert(self, store):
@@ -49,3 +54,44 @@ class TestIndexWriterOptimize:
         assert calls == []
         writer.run(documents=[Document(id="b", content="y", embedding=[0.0, 1.0])])
         assert calls == [1]
+
+
+class TestVectorsCheckedAtTheDoor:
+    """A file with a vector that is not finite, all zeros or of another size is left out whole, with its reason."""
+
+    @staticmethod
+    def chunk(i: str, path: str, vector: list[float]) -> Document:
+        return Document(id=i, content=f"text {i}", embedding=vector, meta={"collection": "c", "path": path})
+
+    @pytest.mark.parametrize(
+        "vector, reason",
+        [
+            ([float("nan"), 1.0], "a vector with NaN values"),
+            ([float("inf"), 0.0], "a vector with infinite values"),
+            ([0.0, 0.0], "a vector of zeros"),
+            ([1.0, 0.0, 0.0], "a vector of 3 values where the index holds 2"),
+        ],
+    )
+    def test_a_spoiled_vector_leaves_its_file_out_and_keeps_its_stored_version(self, store, vector, reason):
+        writer = IndexWriter(store)
+        writer.run([self.chunk("old", "bad.md", [0.0, 1.0]), self.chunk("ok1", "ok.md", [1.0, 0.0])])
+        result = writer.run(
+            [
+                self.chunk("new1", "bad.md", [1.0, 1.0]),
+                self.chunk("new2", "bad.md", vector),
+                self.chunk("ok2", "ok.md", [1.0, 0.5]),
+            ],
+            stale_ids=["old", "ok1"],
+        )
+        assert result["unwritten"] == ["c:bad.md"] and result["written"] == 1 and result["deleted"] == 1
+        assert result["skipped"][0]["path"] == "bad.md" and reason in result["skipped"][0]["reason"]
+        assert sorted(d.id for d in store.filter_documents()) == ["ok2", "old"]
+
+    def test_the_embedder_that_made_it_is_named(self, store):
+        from haystack_integrations.components.needle._vector_checks import checked
+
+        spoiled = checked([float("nan"), 0.0], "the embedding server at http://127.0.0.1:9/v1 (model m)")
+        result = IndexWriter(store).run([self.chunk("a", "a.md", spoiled)])
+        assert (
+            "NaN values from the embedding server at http://127.0.0.1:9/v1 (model m)" in result["skipped"][0]["reason"]
+        )

@@ -12,9 +12,13 @@ from haystack import Document, Pipeline
 
 from haystack_integrations.components.converters.needle.markdown_file_reader import MarkdownFileReader
 from haystack_integrations.components.fetchers.needle.collection_scanner import CollectionScanner
-from haystack_integrations.components.preprocessors.needle.markdown_chunker import MarkdownChunker
+from haystack_integrations.components.preprocessors.needle.markdown_chunker import MANY_SECTIONS, MarkdownChunker
 
 FILLER = "It has a few sentences of filler text in it. "
+
+
+# A chunker that keeps every section apart however short (no section is under `min_chars`).
+SECTION_PER_CHUNK = MarkdownChunker(min_chars=1)
 
 
 def note(text: str, path: str = "folder/note.md", **meta) -> Document:
@@ -72,7 +76,13 @@ class TestMarkdownChunkerConfig:
     def test_to_dict(self):
         assert MarkdownChunker(target_chars=500, overlap_chars=50, min_chars=80, max_chars=1000).to_dict() == {
             "type": "haystack_integrations.components.preprocessors.needle.markdown_chunker.MarkdownChunker",
-            "init_parameters": {"target_chars": 500, "overlap_chars": 50, "min_chars": 80, "max_chars": 1000},
+            "init_parameters": {
+                "target_chars": 500,
+                "overlap_chars": 50,
+                "min_chars": 80,
+                "max_chars": 1000,
+                "max_chunks": 5000,
+            },
         }
 
     def test_from_dict(self):
@@ -117,7 +127,7 @@ class TestMarkdownChunkerBlocks:
             "# Doc\n\n~~~\n# tilde\n~~~\n\n````md\n```\n# inner\n```\n````\n\n"
             "- item\n  ```\n  # in list fence\n\n  more\n  ```\n\n## Real\n\ntext\n"
         )
-        assert [c.meta["heading_path"] for c in chunk(text)] == [["Doc"], ["Doc", "Real"]]
+        assert [c.meta["heading_path"] for c in chunk(text, chunker=SECTION_PER_CHUNK)] == [["Doc"], ["Doc", "Real"]]
 
     def test_list_is_kept_in_one_chunk(self):
         items = "\n".join(f"- item {i} with a few words\n  and a continuation line" for i in range(8))
@@ -150,7 +160,7 @@ class TestMarkdownChunkerHeadings:
             "# Project\n\nintro\n\n## Architecture\n\narch\n\n### Indexing\n\nidx\n\n"
             "## Search\n\nsearch\n\n# Appendix\n\nmore\n"
         )
-        assert [c.meta["heading_path"] for c in chunk(text)] == [
+        assert [c.meta["heading_path"] for c in chunk(text, chunker=SECTION_PER_CHUNK)] == [
             ["Project"],
             ["Project", "Architecture"],
             ["Project", "Architecture", "Indexing"],
@@ -164,7 +174,7 @@ class TestMarkdownChunkerHeadings:
         assert [c.meta["heading_path"] for c in chunks] == [["Closed heading"]]
 
     def test_text_before_the_first_heading_has_an_empty_path(self):
-        chunks = chunk("Preamble text.\n\n# Title\n\nbody\n")
+        chunks = chunk("Preamble text.\n\n# Title\n\nbody\n", chunker=SECTION_PER_CHUNK)
         assert [c.meta["heading_path"] for c in chunks] == [[], ["Title"]]
 
     def test_heading_line_opens_the_first_chunk_of_its_section(self):
@@ -541,7 +551,7 @@ class TestMarkdownChunkerFrontmatterBounds:
             "import json, resource, sys\n"
             "resource.setrlimit(resource.RLIMIT_AS, (1536 * 2**20, 1536 * 2**20))\n"
             "from haystack import Document\n"
-            "from haystack_integrations.components.preprocessors.needle.markdown_chunker import MarkdownChunker\n"
+            "from haystack_integrations.components.preprocessors.needle.markdown_chunker import MANY_SECTIONS, MarkdownChunker\n"
             "doc = Document(content=sys.stdin.read(), meta={'collection': 'n', 'path': 'bomb.md'})\n"
             "out = MarkdownChunker().run(documents=[doc])\n"
             "print(json.dumps({'chunks': [c.content for c in out['documents']], 'warnings': out['warnings']}))\n"
@@ -745,3 +755,43 @@ class TestMarkdownChunkerLinks:
         doc = chunk(text)[0]
         assert doc.meta["aliases"] == ["Dutch pea soup", "split pea soup"]
         assert doc.meta["context"] == "Snert (Dutch pea soup, split pea soup)"
+
+
+class TestCostBoundedByWhatAFileIs:
+    """A note of thousands of one-line sections costs what its text is worth, not one vector per line."""
+
+    SECTIONS = "# Many sections\n\n" + "".join(f"## Heading {i}\nText {i} here.\n" for i in range(20_000))
+
+    def test_20000_one_line_sections_make_chunks_of_some_substance(self):
+        chunker = MarkdownChunker(target_chars=700, overlap_chars=0, min_chars=100, max_chars=1400)
+        chunks = chunk(self.SECTIONS, chunker=chunker)
+        assert len(chunks) <= len(self.SECTIONS) // 600  # was 20,000: one chunk per section
+        assert all(len(c.content) >= 100 for c in chunks)
+        assert chunks[1].meta["heading_path"] == ["Many sections"]  # the headings its sections share
+        assert_maps_to_file(self.SECTIONS, chunks)
+        assert [c.meta["chunk_index"] for c in chunks] == list(range(len(chunks)))
+
+    def test_a_tiny_section_beside_a_full_one_keeps_its_own_heading_path(self):
+        many = "".join(f"## Tiny {i}\n\nT{i}.\n\n" for i in range(MANY_SECTIONS))
+        text = "# T\n\n## Short\n\nTiny.\n\n## Long\n\n" + paragraphs(3) + "\n\n" + many
+        chunks = chunk(text, chunker=MarkdownChunker(overlap_chars=0))
+        paths = [c.meta["heading_path"] for c in chunks]
+        assert ["T", "Long"] in paths and ["T", "Short"] in paths
+        assert paths[-1] == ["T"] and "## Tiny 198" in chunks[-1].content and "## Tiny 199" in chunks[-1].content
+
+    def test_a_note_of_ordinary_shape_keeps_a_chunk_per_section(self):
+        text = "".join(f"## Part {i}\n\nShort {i}.\n\n" for i in range(MANY_SECTIONS))
+        assert len(chunk(text)) == MANY_SECTIONS
+
+    def test_a_files_chunks_stop_at_the_ceiling_with_a_warning(self):
+        chunker = MarkdownChunker(overlap_chars=0, max_chunks=50)
+        result = chunker.run(documents=[note(self.SECTIONS, path="many.md", collection="n")])
+        assert len(result["documents"]) == 50
+        [warning] = result["warnings"]
+        assert warning["path"] == "many.md" and "only its first 50 of" in warning["reason"]
+        assert "max_chunks" in warning["reason"]
+
+    def test_the_ceiling_round_trips(self):
+        assert MarkdownChunker.from_dict(MarkdownChunker(max_chunks=7).to_dict()).max_chunks == 7
+        with pytest.raises(ValueError, match="max_chunks"):
+            MarkdownChunker(max_chunks=0)

@@ -277,7 +277,15 @@ class TestQdrantServerDocumentStore:
         assert client.deleted == [("notes", "notes-0.snapshot")]
 
     def test_verify_reads_every_point_with_its_vectors(self, memory_store):
-        assert memory_store.verify() == {"points": 2, "counted": 2, "without_dense": 0, "without_sparse": 0}
+        assert memory_store.verify() == {
+            "points": 2,
+            "counted": 2,
+            "without_dense": 0,
+            "without_sparse": 0,
+            "spoiled_dense": 0,
+            "spoiled_ids": [],
+            "spoiled_files": [],
+        }
 
     def test_snapshots_on_a_qdrant_without_them_say_so(self, memory_store):
         with pytest.raises(DocumentStoreError, match="takes no snapshots"):

@@ -82,7 +82,9 @@ def check(seen: dict) -> None:
     )
     assert seen["full"][0]["text"] and (seen["as_strings"]["from_line"], seen["as_strings"]["to_line"]) == (2, 4)
     said = {name: call.content[0].text for name, call in seen["refused"].items() if call.is_error}
-    assert said["typo"].startswith("unknown argument 'colections': search takes query, collections, limit")
+    assert said["typo"].startswith(
+        "unknown argument 'colections' (did you mean 'collections'?): search takes query, collections, limit"
+    )
     assert said["status"] == "unknown argument 'verbose': status takes no arguments"
     assert said["docid"].startswith("'#zzzzzz' is not a docid")
     assert "neither was sent" in said["nothing"]

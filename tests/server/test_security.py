@@ -242,3 +242,45 @@ def test_http_errors_never_show_a_traceback(http):
     response = http.post("/get/run", content=b"{not json", headers={"content-type": "application/json"})
     assert response.status_code == 422 and "Traceback" not in response.text
     assert isinstance(response.json()["detail"], str)
+
+
+class TestStrictRequests:
+    """A typo that would change what a request does is refused, in one short sentence naming what was meant."""
+
+    @pytest.mark.parametrize(
+        "path, body, unknown, meant",
+        [
+            ("/search/run", {"query": "x", "collection": "notes"}, "collection", "collections"),
+            ("/index/run", {"collection": "../../etc"}, "collection", "collections"),
+            ("/vsearch/run", {"query": "x", "limt": 3}, "limt", "limit"),
+        ],
+    )
+    def test_an_unknown_field_is_refused_naming_the_nearest(self, http, path, body, unknown, meant):
+        response = http.post(path, json=body)
+        assert response.status_code == 422, response.text
+        assert response.json()["detail"].startswith(
+            f"unknown field '{unknown}' (did you mean '{meant}'?): {path} takes"
+        )
+
+    def test_a_boolean_is_not_a_number(self, http):
+        response = http.post("/check/run", json={"repair": 0})
+        assert response.status_code == 422 and response.json()["detail"].startswith("repair:"), response.text
+
+    def test_a_number_is_not_text(self, http):
+        assert http.post("/search/run", json={"query": "certbot", "limit": "3"}).status_code == 422
+
+    def test_a_detail_quoting_10000_names_stays_short(self, http):
+        from needle.core.arguments import MAX_DETAIL_CHARS
+
+        names = [f"c{i}" for i in range(10_000)]
+        response = http.post("/search/run", json={"query": "x", "collections": names})
+        assert 400 <= response.status_code < 500, response.text
+        assert len(response.json()["detail"]) < MAX_DETAIL_CHARS + 100, len(response.text)
+        response = http.post("/search/run", json={"query": "x", **{f"field{i}": 1 for i in range(5000)}})
+        assert response.status_code == 422 and len(response.json()["detail"]) < MAX_DETAIL_CHARS + 100
+
+    @pytest.mark.parametrize("method", ["OPTIONS", "GET", "PUT"])
+    def test_options_and_wrong_methods_name_the_methods_a_run_route_takes(self, http, method):
+        response = http.request(method, "/status/run")
+        assert response.status_code == 405 and response.headers["allow"] == "POST", response.headers
+        assert http.request("OPTIONS", "/status").headers["allow"] == "GET"

@@ -26,7 +26,7 @@ from hayhooks import BasePipelineWrapper
 
 from needle.commands.failures import classify
 from needle.commands.table import BY_NAME, BY_ROUTE, Command
-from needle.core.arguments import Arguments, annotation, arguments_model
+from needle.core.arguments import Arguments, annotation, arguments_model, capped
 from needle.core.errors import EXIT_CODE_HEADER
 from needle.core.requests import BackupRequest, params
 from needle.owner.served_facade import get_needle, holding_the_index, on_the_facade, warm
@@ -58,7 +58,8 @@ def errors() -> Iterator[None]:
         if failure.http_status >= 500:
             logger.error("Request failed: %s", error, exc_info=error)
         headers = {EXIT_CODE_HEADER: str(failure.exit_code)}
-        raise HTTPException(status_code=failure.http_status, detail=failure.http_message, headers=headers) from None
+        detail = capped(failure.http_message)  # a refusal quoting 10,000 names sent stays a short answer
+        raise HTTPException(status_code=failure.http_status, detail=detail, headers=headers) from None
 
 
 def call(action: Callable[[NeedleInterface], T]) -> T:

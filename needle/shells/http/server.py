@@ -34,9 +34,14 @@ TOKEN_ENV = "NEEDLE_API_TOKEN"
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
+def _header(scope: dict, name: bytes) -> bytes:
+    """A request header's value, empty when it has none."""
+    return dict(scope.get("headers") or []).get(name, b"")
+
+
 def _authorization(scope: dict) -> bytes:
     """The request's `Authorization` header, empty when it has none."""
-    return dict(scope.get("headers") or []).get(b"authorization", b"")
+    return _header(scope, b"authorization")
 
 
 class BearerTokenMiddleware:
@@ -118,12 +123,66 @@ def _drop_routes(router: Any, paths: tuple[str, ...]) -> None:
         mark()  # FastAPI caches the routes an included router resolves to
 
 
-def _validation_message(errors_: Sequence[Any]) -> str:
-    parts = []
-    for error in errors_:
-        loc = ".".join(str(p) for p in error.get("loc", ()) if p not in ("body", "run_req"))
-        parts.append(f"{loc or 'body'}: {error.get('msg', 'invalid')}")
-    return "; ".join(parts)
+def _validation_message(errors_: Sequence[Any], path: str = "") -> str:
+    """
+    One readable sentence for a refused body: an unknown field named with the nearest field the route takes
+    (`{"collection": ...}` would otherwise be a search of every collection), else each field and its rule.
+    """
+    from needle.core.arguments import capped, unknown_names
+    from needle.shells.http.endpoints import body_model
+
+    located = [(".".join(str(p) for p in e.get("loc", ()) if p not in ("body", "run_req")), e) for e in errors_]
+    unknown = [loc for loc, e in located if e.get("type") == "extra_forbidden"]
+    model = body_model(path.strip("/").removesuffix("/run")) if path.endswith("/run") else None
+    if unknown and model is not None:
+        return unknown_names("field", path, unknown, model.model_fields)
+    return capped("; ".join(f"{loc or 'body'}: {e.get('msg', 'invalid')}" for loc, e in located))
+
+
+class AllowedMethods:
+    """
+    Answers `OPTIONS` (other than a browser's CORS preflight) and a method a path does not take with 405 and the
+    `Allow` header of the routes written for that path.
+
+    Starlette answers a method mismatch with the methods of the first route whose pattern matches the path: for
+    `/status/run` that was hayhooks' `GET /status/{pipeline_name}` (which answers 404 there), so `OPTIONS
+    /status/run` said `Allow: GET` of a route that takes only `POST`. A route whose path is written out is
+    the one a path names; a pattern's route counts only where none is.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    def allowed(self, scope: dict[str, Any]) -> set[str]:
+        """The methods of the routes written for the request's path (else of the patterns that match it)."""
+        from starlette.routing import Match
+
+        app = scope.get("app")
+        routes = getattr(getattr(app, "router", None), "routes", ())
+        literal: set[str] = set()
+        patterned: set[str] = set()
+        for route in routes:
+            methods = getattr(route, "methods", None)
+            if not methods:
+                continue
+            match, _ = route.matches({**scope, "method": next(iter(methods))})
+            if match is Match.FULL:
+                (patterned if getattr(route, "param_convertors", None) else literal).update(methods)
+        return literal or patterned
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Answer a method the path's routes do not take; pass everything else on (a search costs no look-up)."""
+        method = scope.get("method")
+        looked_up = scope["type"] == "http" and (
+            method not in ("GET", "POST") or (method == "GET" and scope["path"].endswith("/run"))
+        )
+        if looked_up and not (method == "OPTIONS" and _header(scope, b"access-control-request-method")):
+            allowed = self.allowed(scope)
+            if allowed and method not in allowed:
+                allow = ", ".join(sorted(allowed))
+                await refuse(send, 405, f"{scope['path']} takes {allow}", [(b"allow", allow.encode())])
+                return
+        await self.app(scope, receive, send)
 
 
 ERROR_SCHEMA = {
@@ -269,13 +328,14 @@ def create_app(
 
     app.router.lifespan_context = lifespan
 
-    async def invalid_request(_request: Any, error: RequestValidationError) -> JSONResponse:
-        return JSONResponse(status_code=422, content={"detail": _validation_message(error.errors())})
+    async def invalid_request(request: Any, error: RequestValidationError) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"detail": _validation_message(error.errors(), request.url.path)})
 
     app.add_exception_handler(RequestValidationError, invalid_request)
     from starlette.middleware import Middleware
 
     app.user_middleware.append(Middleware(RunShortcut, runs=runs))  # innermost: every guard still runs first
+    app.user_middleware.append(Middleware(AllowedMethods))
     app.openapi = lambda: documented_errors(app)
     app.add_middleware(OriginMiddleware, allowed_origins=serve_settings.allowed_origins)
     app.add_middleware(BodyLimitMiddleware, max_bytes=serve_settings.max_body_bytes)
