@@ -13,6 +13,7 @@ from haystack_integrations.components.embedders.fastembed.embedding_backend.fast
 from haystack_integrations.components.extractors.needle.snippet_extractor import is_content
 from haystack_integrations.components.needle._llm_cache import load_component
 from haystack_integrations.components.needle._scores import query_terms
+from needle.core.languages import normalise
 
 # The signals, each on 0..1; a weight per signal (and a bias) in the graph's YAML.
 FEATURES = (
@@ -60,8 +61,11 @@ def exact_terms(query: str) -> list[str]:
 
 
 def contains_term(text: str, term: str) -> bool:
-    """Whether `term` occurs in `text` as a whole word or phrase, ignoring case."""
-    return re.search(r"(?<![\w])" + re.escape(term) + r"(?![\w])", text, re.IGNORECASE) is not None
+    """
+    Whether `term` occurs in `text` as a whole word or phrase, both read as keyword search reads them
+    (`needle.core.languages.normalise`: Unicode case folding, Turkish i, invisible marks ignored).
+    """
+    return re.search(r"(?<![\w])" + re.escape(normalise(term)) + r"(?![\w])", normalise(text)) is not None
 
 
 def _cosine(doc: Document) -> float | None:
@@ -116,20 +120,22 @@ def _lexical_ranks(doc: Document) -> tuple[int | None, int | None]:
 
 def _words(query: str) -> list[str]:
     """The query's words that carry meaning (filler left out), a long one cut to its first 5 letters as a stem."""
-    return list(dict.fromkeys(word[:5] if len(word) >= 6 else word for word in query_terms(query)))
+    return list(dict.fromkeys(word[:5] if len(word) >= 6 else word for word in query_terms(normalise(query))))
 
 
 def _text(doc: Document) -> str:
-    """A document's text, title, headings and path, lower-cased: where a query's words are looked for."""
+    """A document's text, title, headings and path, read as keyword search reads them: where a query's words are looked for."""
     meta = doc.meta
-    return " ".join(
-        [
-            doc.content or "",
-            str(meta.get("title", "")),
-            " ".join(meta.get("heading_path") or []),
-            str(meta.get("path", "")),
-        ]
-    ).lower()
+    return normalise(
+        " ".join(
+            [
+                doc.content or "",
+                str(meta.get("title", "")),
+                " ".join(meta.get("heading_path") or []),
+                str(meta.get("path", "")),
+            ]
+        )
+    )
 
 
 def _score(doc: Document) -> float:
