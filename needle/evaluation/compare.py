@@ -177,10 +177,19 @@ def same_rankings(rankings_a: Mapping[str, Sequence[str]], rankings_b: Mapping[s
 
 
 def _with_rankings(comparison: dict[str, Any], rankings: dict[str, int]) -> dict[str, Any]:
-    """The comparison with the count of identical rankings, and the warning saying it when every query ties."""
+    """
+    The comparison with the count of identical rankings; when every query ties, the warning says whether B's
+    change reached the rankings at all or only moved documents the judgements do not tell apart.
+    """
     warning = comparison["warning"]
-    if warning:
-        warning = f"{warning} ({rankings['same']} of {rankings['queries']} top-10 rankings are identical)"
+    same, queries = rankings["same"], rankings["queries"]
+    if warning and same < queries:
+        warning = (
+            f"every query ties on every metric: B's change moved {queries - same} of {queries} top-10 rankings, "
+            "none across a relevant document"
+        )
+    elif warning:
+        warning = f"{warning} ({same} of {queries} top-10 rankings are identical)"
     return {**comparison, "same_rankings": rankings, "warning": warning}
 
 

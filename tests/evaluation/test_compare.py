@@ -118,8 +118,13 @@ class TestComparePerQuery:
         assert rankings == {"queries": 2, "same": 1}
         report = {**hand_report([0.0, 0.0]), **compare._with_rankings(tied, rankings)}
         assert compare.format_comparison(report).splitlines()[-1] == (
+            "warning: every query ties on every metric: B's change moved 1 of 2 top-10 rankings, "
+            "none across a relevant document."
+        )
+        untouched = {**hand_report([0.0, 0.0]), **compare._with_rankings(tied, {"queries": 2, "same": 2})}
+        assert compare.format_comparison(untouched).splitlines()[-1] == (
             "warning: every query ties on every metric: B's change does not reach the ranking "
-            "(1 of 2 top-10 rankings are identical)."
+            "(2 of 2 top-10 rankings are identical)."
         )
 
     def test_unknown_primary_metric_and_negative_margin_raise(self):
