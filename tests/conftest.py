@@ -9,6 +9,7 @@ import pytest
 
 import needle.runtime.loader  # noqa: F401 - imported for its effect: Needle's deserialisation allowlist, as in every process
 from needle.core.model_files import provision
+from needle.core.requests import IndexRequest
 from needle.core.settings import Settings, load_settings
 
 # The session's servers: their fixtures (`embedding_server`, `served`, `llm_server`) serve every test module.
@@ -49,7 +50,7 @@ def demo_needle(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
     data_dir = tmp_path_factory.mktemp("demo-data")
     needle = Needle(make_settings(data_dir, model_dir))
     needle.collections.add(DEMO_NOTES, "notes")
-    needle.first_report = needle.index()
+    needle.first_report = needle.index(IndexRequest())
     return needle
 
 

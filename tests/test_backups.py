@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from needle.core.requests import BackupRequest, IndexRequest, RestoreRequest, SearchRequest
 from needle.facade.api import Needle
 from needle.lifecycle import backups
 from needle.lifecycle import provenance as index_info
@@ -111,23 +112,23 @@ class TestServerBackups:
             server, {"fingerprint": index_info.fingerprint(server, needle.ingest_graph()), "layout": None}
         )
 
-        made = needle.backup(str(tmp_path / "b1"))
-        assert made["kind"] == "server" and (made["chunks"], made["files"]) == (12, 3)
-        assert made["snapshots"]["files"] == {
+        made = needle.backup(BackupRequest(path=str(tmp_path / "b1")))
+        assert made.kind == "server" and (made.chunks, made.files) == (12, 3)
+        assert made.snapshots["files"] == {
             "collection": "needle_files",
             "name": "needle_files-1.snapshot",
             "creation_time": "2026-01-01T00:00:00",
             "size": 10,
         }
-        restored = needle.restore(str(tmp_path / "b1"))
-        assert restored["restored"] == {"chunks": 12, "files": 3}
+        restored = needle.restore(RestoreRequest(path=str(tmp_path / "b1")))
+        assert restored.restored == {"chunks": 12, "files": 3}
         assert stores["chunks"].restored == ["needle-1.snapshot"]
         backups.drop(needle, tmp_path / "b1")
         assert stores["files"].deleted == ["needle_files-1.snapshot"] and not (tmp_path / "b1").exists()
 
         embedded = Needle(settings)
         with pytest.raises(BackupError, match="configured store is embedded"):
-            backups.check_restorable(settings, embedded.ingest_graph(), made)
+            backups.check_restorable(settings, embedded.ingest_graph(), made.model_dump())
 
 
 def on_disk(folder: Path) -> int:
@@ -145,45 +146,47 @@ class TestEmbeddedBackups:
             (root / name).write_text(text)
         n = Needle(settings)
         n.collections.add(root, "notes")
-        n.index()
+        n.index(IndexRequest())
         yield n
         n.close()
 
     def results(self, needle: Needle, query: str) -> list[tuple[str, int]]:
-        return [(hit.path, hit.start_line) for hit in needle.search(query, pipeline="query").results]
+        return [
+            (hit.path, hit.start_line) for hit in needle.search(SearchRequest(query=query), pipeline="query").results
+        ]
 
     def test_restore_brings_back_the_counts_and_the_results(self, needle, tmp_path):
         before = self.results(needle, "nightly laptop backups")
         counts = (needle.store.count_documents(), needle.file_store.count_documents())
-        made = needle.backup(str(tmp_path / "backup"))
-        assert (made["chunks"], made["files"]) == counts
-        assert made["collections"] == ["notes"]
+        made = needle.backup(BackupRequest(path=str(tmp_path / "backup")))
+        assert (made.chunks, made.files) == counts
+        assert made.collections == ["notes"]
         assert {p.name for p in (tmp_path / "backup").iterdir()} == {
             "index",
             "needle_backup.json",
             "needle_index.json",
             "collections.yml",
         }
-        assert needle.status()["last_backup"]["path"] == str(tmp_path / "backup")
+        assert needle.status().last_backup["path"] == str(tmp_path / "backup")
         # The engine's page files are mostly holes: a copy keeps them holes instead of writing them whole.
         index_dir = needle.settings.index_dir
         assert on_disk(tmp_path / "backup" / "index") <= on_disk(index_dir) + 2**20
 
         (tmp_path / "notes" / "ops" / "restic.md").unlink()
         (tmp_path / "notes" / "new.md").write_text("# Borg\n\nBorg backs the desktop up to the NAS as well.\n")
-        needle.index()
+        needle.index(IndexRequest())
         assert self.results(needle, "nightly laptop backups") != before
 
-        restored = needle.restore(str(tmp_path / "backup"))
-        assert restored["restored"] == {"chunks": counts[0], "files": counts[1]}
-        assert needle.status()["last_backup"]["path"] == str(tmp_path / "backup")
+        restored = needle.restore(RestoreRequest(path=str(tmp_path / "backup")))
+        assert restored.restored == {"chunks": counts[0], "files": counts[1]}
+        assert needle.status().last_backup["path"] == str(tmp_path / "backup")
         assert (needle.store.count_documents(), needle.file_store.count_documents()) == counts
         assert self.results(needle, "nightly laptop backups") == before
         assert on_disk(index_dir) <= on_disk(tmp_path / "backup") + 2**20
 
     def test_backup_waits_for_an_index_run_and_writes_wait_for_it(self, needle, tmp_path):
         with needle.writes_paused():
-            other = threading.Thread(target=needle.index)
+            other = threading.Thread(target=needle.index, args=(IndexRequest(),))
             other.start()
             other.join(timeout=0.5)
             assert other.is_alive()  # the index run waits for the pause
@@ -191,7 +194,7 @@ class TestEmbeddedBackups:
         assert not other.is_alive()
 
     def test_restore_refuses_another_models_backup(self, needle, tmp_path):
-        needle.backup(str(tmp_path / "backup"))
+        needle.backup(BackupRequest(path=str(tmp_path / "backup")))
         manifest = tmp_path / "backup" / "needle_backup.json"
         data = json.loads(manifest.read_text())
         data["fingerprint"]["embedding_model"] = "BAAI/bge-small-en-v1.5"
@@ -199,16 +202,16 @@ class TestEmbeddedBackups:
         with pytest.raises(
             index_info.IndexMismatchError, match=re.escape("embedding_model: backup has 'BAAI/bge-small-en-v1.5'")
         ):
-            needle.restore(str(tmp_path / "backup"))
+            needle.restore(RestoreRequest(path=str(tmp_path / "backup")))
         assert needle.store.count_documents() > 0  # the index was left as it was
 
     def test_backup_refuses_a_folder_in_use_and_restore_a_folder_that_is_no_backup(self, needle, tmp_path):
         (tmp_path / "full").mkdir()
         (tmp_path / "full" / "x").write_text("x")
         with pytest.raises(BackupError, match="not an empty folder"):
-            needle.backup(str(tmp_path / "full"))
+            needle.backup(BackupRequest(path=str(tmp_path / "full")))
         with pytest.raises(BackupError, match="not a Needle backup"):
-            needle.restore(str(tmp_path / "full"))
+            needle.restore(RestoreRequest(path=str(tmp_path / "full")))
 
     def test_cli_backup_and_restore(self, needle, tmp_path, monkeypatch, capsys):
         from needle.shells.cli import main

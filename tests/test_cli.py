@@ -193,7 +193,7 @@ class TestCliFiles:
     def test_ls_lists_the_indexed_files(self, cli, demo_needle):
         code, out, _ = cli("ls", "notes", "--json")
         files = json.loads(out)
-        assert code == 0 and len(files) == demo_needle.first_report["files_read"]
+        assert code == 0 and len(files) == demo_needle.first_report.files_read
         assert {"collection", "path", "title", "chunks"} <= set(files[0]) and all(f["chunks"] > 0 for f in files)
         code, _, err = cli("ls", "nope")
         assert code == 2 and "unknown collection" in err
@@ -204,7 +204,7 @@ class TestCliErrors:
         "args, message",
         [
             (["search", " "], "query must be a non-empty string"),
-            (["search", "x", "-n", "0"], "top_k must be"),
+            (["search", "x", "-n", "0"], "limit must be 1 to 1000, got 0"),
             (["query", "x", "-c", "nope"], "unknown collection"),
             (["get", "../../etc/passwd"], "contains '..'"),
             (["get", "notes/../../../etc/passwd"], "contains '..'"),
@@ -282,8 +282,8 @@ class TestCliGetAndStatus:
         status = json.loads(out)
         assert code == 0
         notes = status["collections"][0]
-        assert notes["name"] == "notes" and notes["files"] == demo_needle.first_report["files_read"]
-        assert notes["chunks"] == demo_needle.first_report["chunks"]
+        assert notes["name"] == "notes" and notes["files"] == demo_needle.first_report.files_read
+        assert notes["chunks"] == demo_needle.first_report.chunks
         assert status["embedding_model"] == "local/all-MiniLM-L6-v2-int8"
         assert status["store"].endswith("index")
 

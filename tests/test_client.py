@@ -378,7 +378,8 @@ class TestStartUp:
         probe = (
             "import sys; import needle.shells.cli, needle.owner.thin_client; from needle.owner.locate import locate; "
             "assert locate() is not None; needle.shells.cli._parser(needle.shells.cli._command(['search', 'x'])); "
-            "heavy = ('yaml', 'http.client', 'email', 'ssl', 'needle.evaluation', 'subprocess', 'tempfile'); "
+            "heavy = ('yaml', 'http.client', 'email', 'ssl', 'needle.evaluation', 'subprocess', 'tempfile', 'logging', "
+            "'pydantic'); "
             "print(sorted(m for m in sys.modules if m.startswith(heavy)))"
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
@@ -452,7 +453,7 @@ class TestQueue:
         from needle.owner import served_facade as service
 
         class Owner:
-            _index_lock = threading.RLock()
+            index_lock = threading.RLock()
             index_run: ClassVar[dict[str, Any]] = {
                 "collections": ["notes"],
                 "phase": "indexing",
@@ -462,8 +463,10 @@ class TestQueue:
                 "files_pending": 300,
             }
 
-            def restore(self, path: str) -> dict:
-                return {"restored": path}
+            def restore(self, request: Any) -> Any:
+                from needle.core.index_results import BackupReport
+
+                return BackupReport(kind="embedded", chunks=1, files=1, path=request.path)
 
         previous = service._needle
         service.use_needle(Owner())
@@ -487,7 +490,7 @@ class TestQueue:
         finally:
             owner_routes.ACTIVITY = activity
             service.use_needle(previous)
-        assert done and done[0]["code"] == 0 and json.loads(done[0]["stdout"]) == {"restored": "/backups/monday"}
+        assert done and done[0]["code"] == 0 and json.loads(done[0]["stdout"])["path"] == "/backups/monday"
         assert notices[0].startswith(
             f"needle restore: waiting for 1 request under way in the owner (pid {os.getpid()}) to finish: "
             "index run under way for notes (indexing: 40 of 300 files read in 2 batches"
@@ -504,13 +507,15 @@ class TestQueue:
 
     def test_status_shows_an_index_run_under_way(self):
         from needle.commands.render import status_text
+        from needle.core.index_results import Status
 
-        status = {
-            "store": "/data/index",
-            "embedding_model": "m",
-            "sparse_model": "s",
-            "collections": [],
-            "index_run": {
+        status = Status(
+            store="/data/index",
+            embedding_model="m",
+            sparse_model="s",
+            collections=[],
+            data_dir="/data",
+            index_run={
                 "collections": ["notes"],
                 "phase": "indexing",
                 "started": time.time() - 12,
@@ -518,7 +523,7 @@ class TestQueue:
                 "files_read": 120,
                 "files_pending": 7424,
             },
-        }
+        )
         assert status_text(status, False).splitlines()[-1] == (
             "index run under way for notes (indexing: 120 of 7424 files read in 3 batches, 12 s so far)"
         )

@@ -2,6 +2,8 @@
 
 import pytest
 
+from needle.core.requests import SearchRequest
+
 pytestmark = pytest.mark.integration
 
 # Off-topic test questions (eval/golden/offtopic.yml, `test`) that the label used to PASS: nothing in the notes
@@ -16,24 +18,24 @@ OFFTOPIC = (
 @pytest.mark.parametrize("graph", ["search", "vsearch", "query"])
 def test_an_off_topic_question_is_not_labelled_pass(demo_needle, graph):
     for question in OFFTOPIC:
-        answer = demo_needle.search(question, pipeline=graph, top_k=10)
+        answer = demo_needle.search(SearchRequest(query=question, limit=10), pipeline=graph)
         assert answer.results and answer.label != "PASS", (question, answer.confidence)
 
 
 @pytest.mark.parametrize("graph", ["search", "vsearch", "query"])
 def test_a_question_the_notes_answer_in_their_own_words_still_passes(demo_needle, graph):
-    answer = demo_needle.search("certbot renew dry-run deploy hook", pipeline=graph, top_k=10)
+    answer = demo_needle.search(SearchRequest(query="certbot renew dry-run deploy hook", limit=10), pipeline=graph)
     assert answer.results[0].path == "howto/certbot-tls-renewal.md" and answer.label == "PASS"
 
 
 def test_vsearch_sentence_reads_the_top_results_best_sentence_and_ranks_as_vsearch(demo_needle):
     # A paraphrase sharing no word with its note: the best sentence of the recipe still resembles it.
     question = "spiced yellow legume soup"
-    answer = demo_needle.search(question, pipeline="vsearch-sentence", top_k=10, explain=True)
+    answer = demo_needle.search(SearchRequest(query=question, limit=10, explain=True), pipeline="vsearch-sentence")
     signals = answer.explain["confidence"]
     assert answer.results[0].path == "recipes/weeknight-dal.md"
     assert 0.3 < signals["sentence"] <= 1.0 and signals["words"] == 0.0
-    plain = demo_needle.search(question, pipeline="vsearch", top_k=10, explain=True)
+    plain = demo_needle.search(SearchRequest(query=question, limit=10, explain=True), pipeline="vsearch")
     assert "sentence" not in plain.explain["confidence"]  # vsearch.yml pays nothing for it
     assert [(r.path, r.start_line, r.score) for r in plain.results] == [
         (r.path, r.start_line, r.score) for r in answer.results

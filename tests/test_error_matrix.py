@@ -26,6 +26,7 @@ from haystack import Document, component
 from haystack.dataclasses import ChatMessage
 
 from haystack_integrations.components.routers.needle.self_rag_retry import SelfRAGRetry
+from needle.core.requests import QueryRequest, SearchRequest
 from needle.runtime.loader import load_pipeline
 
 pytestmark = pytest.mark.integration
@@ -60,7 +61,7 @@ def rag_with(needle, script, **overrides):
 
 
 def ask(needle, pipeline, retry: bool = True, top_k: int = 2) -> dict:
-    request = needle._request(QUESTION, top_k, None, None, None, None, chunks=False)
+    request = {"query": QUESTION, "top_k": top_k, "chunks": False}  # the answer graph's request stage
     return pipeline.run(
         {"request": request, "retry": {"enabled": retry}},
         include_outputs_from={"retry", "confidence", "answer_confidence", "answer_label", "coverage"},
@@ -102,14 +103,14 @@ class TestSearch:
         from onnxruntime.capi.onnxruntime_pybind11_state import Fail
 
         query = "how often to feed a sourdough starter at room temperature"
-        healthy = demo_needle.search(query, top_k=3)
+        healthy = demo_needle.search(SearchRequest(query=query, limit=3))
         backend = demo_needle.pipeline("query").get_component("dense_embedder").embedding_backend
 
         def fail(*args, **kwargs):
             raise Fail("[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Gather node")
 
         monkeypatch.setattr(backend.model, "embed", fail)
-        degraded = demo_needle.search(query, top_k=3, explain=True)
+        degraded = demo_needle.search(SearchRequest(query=query, limit=3, explain=True))
         assert degraded.results and degraded.results[0].path == "recipes/sourdough-starter-feeding.md"
         assert degraded.warnings and degraded.warnings[0].startswith(
             "vector search skipped: the embedding model failed"
@@ -119,14 +120,20 @@ class TestSearch:
 
     def test_empty_sub_questions_fall_back_to_the_question_alone(self, demo_needle):
         query = "; sourdough starter feeding ;"
-        split = demo_needle.search(query, top_k=5, decompose=True, explain=True)
+        split = demo_needle.search(QueryRequest(query=query, limit=5, decompose=True, explain=True))
         assert split.explain["sub_questions"] == []
-        assert split.results == demo_needle.search(query, top_k=5, decompose=False, explain=True).results
+        assert (
+            split.results
+            == demo_needle.search(QueryRequest(query=query, limit=5, decompose=False, explain=True)).results
+        )
 
     def test_a_single_result_set_is_not_refused(self, demo_needle):
         # A single-part question with decomposition on fuses only its own lists: the same results as off.
         query = "git rebase onto another branch"
-        assert demo_needle.search(query, top_k=5, decompose=True).results == demo_needle.search(query, top_k=5).results
+        assert (
+            demo_needle.search(QueryRequest(query=query, limit=5, decompose=True)).results
+            == demo_needle.search(SearchRequest(query=query, limit=5)).results
+        )
 
 
 class TestAnswerLoop:

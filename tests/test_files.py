@@ -13,8 +13,8 @@ import pytest
 from haystack_integrations.components.converters.needle.markdown_file_reader import MarkdownFileReader
 from haystack_integrations.components.fetchers.needle.collection_scanner import CollectionScanner
 from needle.core.collections import CollectionError, CollectionRegistry
-from needle.core.files import multi_get, reading, walking
-from needle.core.files.multi_get import FileAccess, SkippedFile
+from needle.core.files import batches, reading, walking
+from needle.core.files.batches import FileAccess, SkippedFile
 from needle.core.files.reading import FileNotServed
 from needle.core.files.references import docid, parse_ref
 from needle.core.files.walking import OutOfTime, walk_collection
@@ -356,13 +356,13 @@ class TestReadMany:
         assert [f.bytes for f in tree.access.read_many(pattern="notes/a.md", max_bytes=35).files] == [35]
 
     def test_the_response_stops_at_the_total_byte_cap(self, tree, monkeypatch):
-        monkeypatch.setattr(multi_get, "MULTI_GET_MAX_TOTAL_BYTES", 20)
+        monkeypatch.setattr(batches, "MULTI_GET_MAX_TOTAL_BYTES", 20)
         batch = tree.access.read_many(pattern="notes/howto/*.md")
         assert [f.path for f in batch.files] == ["howto/git.md"]
         assert SkippedFile(path="notes/howto/sqlite.md", reason="the response reached 20 bytes") in batch.skipped
 
     def test_the_file_cap_stops_the_listing_and_says_so(self, tree, monkeypatch):
-        monkeypatch.setattr(multi_get, "MULTI_GET_MAX_FILES", 1)
+        monkeypatch.setattr(batches, "MULTI_GET_MAX_FILES", 1)
         batch = tree.access.read_many(pattern="notes/howto/*.md")
         assert [f.path for f in batch.files] == ["howto/git.md"]
         assert batch.skipped[-1] == SkippedFile(
@@ -370,7 +370,7 @@ class TestReadMany:
         )
 
     def test_the_skipped_list_is_capped_too(self, tree, monkeypatch):
-        monkeypatch.setattr(multi_get, "MULTI_GET_MAX_SKIPPED", 1)
+        monkeypatch.setattr(batches, "MULTI_GET_MAX_SKIPPED", 1)
         batch = tree.access.read_many(pattern="**/*")
         assert len(batch.skipped) == 2 and "the rest was not listed" in batch.skipped[-1].reason
 
@@ -385,7 +385,7 @@ class TestReadMany:
         assert batch.skipped == [SkippedFile(path="notes/howto/git.md", reason="asked for twice; returned once")]
 
     def test_refs_past_the_file_cap_are_not_even_looked_up(self, tree, monkeypatch):
-        monkeypatch.setattr(multi_get, "MULTI_GET_MAX_FILES", 1)
+        monkeypatch.setattr(batches, "MULTI_GET_MAX_FILES", 1)
         batch = tree.access.read_many(refs=["notes/a.md", "../../etc/passwd"])
         assert [f.path for f in batch.files] == ["a.md"]
         assert batch.skipped[0].reason == "more than 1 files asked for; ask for the rest in another call"

@@ -18,6 +18,7 @@ import yaml
 from haystack.core.super_component import SuperComponent
 
 import needle.runtime.loader as loader
+from needle.core.requests import AnswerRequest, IndexRequest, ListRequest, QueryRequest, SearchRequest
 from needle.core.resources import PIPELINES_DIR
 from needle.facade.api import Needle
 from needle.runtime.contract import REQUIRED, ContractError, GraphContract
@@ -137,25 +138,29 @@ class TestEveryStageRenamed:
             needle = Needle(make_settings(tmp_path / label, model_dir))
             try:
                 needle.collections.add(notes, "notes", include=["**/*.md", "**/*.txt", "**/*.html"])
-                first = needle.index()
-                again = needle.index()
+                first = needle.index(IndexRequest())
+                again = needle.index(IndexRequest())
                 searches = {
-                    (graph, query): needle.search(query, pipeline=graph, top_k=3, explain=True).model_dump()
+                    (graph, query): needle.search(
+                        SearchRequest(query=query, limit=3, explain=True), pipeline=graph
+                    ).model_dump()
                     for graph in ("search", "vsearch", "query", "query-plain", "search-native")
                     for query in ("feed the sourdough starter", "kettle descaling citric acid")
                 }
-                filtered = needle.search("backups #restic", pipeline="query", collections=["notes"]).model_dump()
+                filtered = needle.search(
+                    SearchRequest(query="backups #restic", collections=["notes"]), pipeline="query"
+                ).model_dump()
                 files = needle.files
                 seen[label] = {
-                    "index": _without_seconds(first),
-                    "again": _without_seconds(again),
+                    "index": _without_seconds(first.model_dump()),
+                    "again": _without_seconds(again.model_dump()),
                     "searches": searches,
                     "filtered": filtered,
                     "limits": (files.max_file_bytes, files.max_document_bytes, files.extractor.limits),
                     "get": files.read("notes/recipes/pancakes.txt", from_line=2, max_lines=3).model_dump(),
                     "get_html": files.read("notes/home/kettle.html").model_dump(),
                     "multi_get": files.read_many("notes/recipes/*").model_dump(),
-                    "ls": needle.indexed_files(),
+                    "ls": needle.ls(ListRequest()),
                 }
             finally:
                 needle.close()
@@ -194,16 +199,17 @@ class TestRenamedWithAnLLM:
             needle = Needle(settings)
             try:
                 needle.collections.add(notes, "notes")
-                needle.index()
+                needle.index(IndexRequest())
                 answer = needle.answer(
-                    # No retry: whether it searches again follows the LLM's judgement, which may differ run to run.
-                    "How do I feed my sourdough starter?",
-                    top_k=2,
-                    retry=False,
-                    overrides={
-                        name("generate") + ".generation_kwargs.max_tokens": 32,
-                        name("retry") + ".max_seconds": 600.0,
-                    },
+                    AnswerRequest(
+                        question="How do I feed my sourdough starter?",
+                        limit=2,
+                        retry=False,
+                        set={
+                            name("generate") + ".generation_kwargs.max_tokens": 32,
+                            name("retry") + ".max_seconds": 600.0,
+                        },
+                    )
                 )
                 small = {
                     name("expander") + ".max_lex": 1,
@@ -214,7 +220,8 @@ class TestRenamedWithAnLLM:
                     name("rerank") + ".top_k": 2,
                 }
                 llm_search = needle.search(
-                    "sourdough starter feeding", pipeline="query-llm", top_k=2, overrides=small, expand=False
+                    QueryRequest(query="sourdough starter feeding", limit=2, set=small, expand=False),
+                    pipeline="query-llm",
                 )
                 # The local LLM's words can differ between two runs of one prompt (llama.cpp reuses the cached
                 # prefix of the previous prompt, which changes its arithmetic): what the graphs were fed and

@@ -74,5 +74,5 @@ def test_a_joined_process_keeps_the_graphs_warm_without_opening_the_index(demo_n
     standby._thread.join(600)
     needle = standby.take()
     assert needle is not None and standby.take() is None
-    assert {name for name, _ in needle._pools} == {"search", "query", "vsearch", "ingest"}
+    assert {name for name, _ in needle.runtime._pools} == {"search", "query", "vsearch", "ingest"}
     assert all(getattr(store, "_opened", None) is None for store in needle.environment.open_stores())

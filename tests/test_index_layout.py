@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from needle.core.requests import IndexRequest, SearchRequest
 from needle.core.settings import load_settings
 from needle.facade.api import Needle
 from needle.lifecycle import provenance as index_info
@@ -88,15 +89,17 @@ class TestOptimize:
         env = {"NEEDLE_DATA_DIR": str(tmp_path / "data"), "NEEDLE_MODEL_DIR": str(model_dir)}
         first = Needle(load_settings(env={**env, "NEEDLE_INDEX__QUANTIZATION": "none"}))
         first.collections.add(notes, "notes")
-        first.index()
-        before = [hit.path for hit in first.search("laptop backups", pipeline="query").results]
+        first.index(IndexRequest())
+        before = [hit.path for hit in first.search(SearchRequest(query="laptop backups"), pipeline="query").results]
         first.close()
 
         needle = Needle(load_settings(env=env))
-        assert needle.status()["layout_pending"] == {"quantization": {"index": "none", "config": "int8"}}
+        assert needle.status().layout_pending == {"quantization": {"index": "none", "config": "int8"}}
         report = needle.optimize()
-        assert report["applied"] == {"quantization": {"index": "none", "config": "int8"}}
-        assert needle.status()["layout_pending"] == {}
-        assert needle.status()["index_layout"]["quantization"] == "int8"
-        assert sorted(hit.path for hit in needle.search("laptop backups", pipeline="query").results) == sorted(before)
+        assert report.applied == {"quantization": {"index": "none", "config": "int8"}}
+        assert needle.status().layout_pending == {}
+        assert needle.status().index_layout["quantization"] == "int8"
+        assert sorted(
+            hit.path for hit in needle.search(SearchRequest(query="laptop backups"), pipeline="query").results
+        ) == sorted(before)
         needle.close()

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from needle.core.index_results import Status
+from needle.core.requests import IndexRequest
 from needle.lifecycle import provenance as index_info
 from needle.lifecycle.field_summary import TOP_VALUES, summarise_fields, value_type
 
@@ -71,20 +73,17 @@ class TestStatusFields:
 
         monkeypatch.setattr(demo_needle.store, "count_values", refuse)
         monkeypatch.setattr(demo_needle.file_store, "count_values", refuse)
-        notes = demo_needle.status()["collections"][0]
-        assert (
-            notes["files"] == demo_needle.first_report["files_read"]
-            and notes["chunks"] == demo_needle.first_report["chunks"]
-        )
+        notes = demo_needle.status().collections[0]
+        assert notes.files == demo_needle.first_report.files_read and notes.chunks == demo_needle.first_report.chunks
 
 
 @pytest.mark.integration
 def test_status_shows_the_index_run_under_way_and_nothing_after(demo_needle):
     from needle.commands.render import status_text
 
-    seen: list[dict] = []
-    demo_needle.index(progress=lambda report: seen.append(demo_needle.status()))
-    run = seen[0]["index_run"]
+    seen: list[Status] = []
+    demo_needle.index(IndexRequest(), lambda report: seen.append(demo_needle.status()))
+    run = seen[0].index_run
     assert run["phase"] == "indexing" and run["collections"] == ["notes"] and run["batches"] == 1
     assert "index run under way for notes (indexing" in status_text(seen[0], False)
-    assert "index_run" not in demo_needle.status() and demo_needle.index_run is None
+    assert "index_run" not in demo_needle.status().model_dump() and demo_needle.index_run is None

@@ -8,12 +8,12 @@ import textwrap
 
 import pytest
 
-from needle.core.files.multi_get import FileAccess
+from needle.commands.table import COMMANDS
 from needle.facade.api import Needle
-from needle.facade.interface import FilesInterface, NeedleInterface
-from needle.owner.remote import RemoteFiles, RemoteNeedle
+from needle.facade.interface import NeedleInterface
+from needle.owner.remote import RemoteNeedle
 
-PAIRS = [(NeedleInterface, Needle, RemoteNeedle), (FilesInterface, FileAccess, RemoteFiles)]
+PAIRS = [(NeedleInterface, Needle, RemoteNeedle)]
 
 
 def _methods(protocol: type) -> list[str]:
@@ -26,7 +26,7 @@ def _parameters(function) -> list[tuple[str, object, object]]:
     return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
 
 
-@pytest.mark.parametrize(("protocol", "local", "remote"), PAIRS, ids=["facade", "files"])
+@pytest.mark.parametrize(("protocol", "local", "remote"), PAIRS, ids=["facade"])
 def test_both_implementations_take_the_interfaces_parameters_with_the_same_defaults(protocol, local, remote):
     assert _methods(protocol)
     for name in _methods(protocol):
@@ -51,9 +51,14 @@ def _assigned_in_init(cls: type) -> set[str]:
     }
 
 
+def test_every_command_on_the_facade_is_a_method_of_the_interface():
+    methods = {c.method for c in COMMANDS if c.method}
+    assert methods and methods <= set(_methods(NeedleInterface))
+
+
 def test_both_facades_have_every_attribute_of_the_interface():
     attributes = {name for name, value in vars(NeedleInterface).items() if isinstance(value, property)}
-    assert attributes == {"settings", "collections", "contexts", "files"}
+    assert attributes == {"settings", "collections", "contexts"}
     for facade in (Needle, RemoteNeedle):
         missing = {a for a in attributes if not isinstance(getattr(facade, a, None), property)} - _assigned_in_init(
             facade
@@ -64,7 +69,7 @@ def test_both_facades_have_every_attribute_of_the_interface():
 def test_a_local_needle_is_a_needle_interface(settings):
     needle = Needle(settings)
     try:
-        assert isinstance(needle, NeedleInterface) and isinstance(needle.files, FilesInterface)
+        assert isinstance(needle, NeedleInterface)
     finally:
         needle.close()
 

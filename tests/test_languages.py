@@ -17,6 +17,7 @@ from needle.core.languages import (
     prepare,
     script_languages,
 )
+from needle.core.requests import IndexRequest, SearchRequest
 from needle.facade.api import Needle
 from tests.conftest import make_settings
 
@@ -159,12 +160,12 @@ class TestKeywordSearchInOtherLanguages:
         n = Needle(settings)
         n.collections.add(german, "de", language="german")
         n.collections.add(chinese, "zh")  # auto: told per file
-        n.index()
+        n.index(IndexRequest())
         yield n
         n.close()
 
     def paths(self, needle: Needle, query: str, **kwargs) -> list[str]:
-        return [hit.path for hit in needle.search(query, pipeline="search", **kwargs).results]
+        return [hit.path for hit in needle.search(SearchRequest(query=query, **kwargs), pipeline="search").results]
 
     def test_german_matches_other_forms_of_a_word(self, needle):
         assert self.paths(needle, "Häuser", collections=["de"])[:1] == ["haus.md"]
@@ -179,7 +180,7 @@ class TestKeywordSearchInOtherLanguages:
     def test_the_english_analysis_finds_nothing_in_chinese(self, needle, tmp_path):
         # What keyword search did before: a Chinese sentence was one term, which no query matches.
         needle.collections.add(tmp_path / "zh", "zh", language="english")
-        needle.index(["zh"], rebuild=True)
+        needle.index(IndexRequest(collections=["zh"], rebuild=True))
         assert self.paths(needle, "人工智能", collections=["zh"]) == []
 
     def test_a_stray_chunk_in_another_language_leaves_queries_in_the_files_language(self, needle, tmp_path):
@@ -191,10 +192,10 @@ class TestKeywordSearchInOtherLanguages:
             f"# Bread\n\n## Feeding\n\n{section}\n\n## A quote\n\n{quote}\n\n## Baking\n\n{section}\n"
         )
         needle.collections.add(notes, "en")
-        needle.index(["en"])
+        needle.index(IndexRequest(collections=["en"]))
         assert set(needle.query_languages(["en"])) == {"english"}
         (notes / "bread.md").write_text("# Pane\n\n" + quote * 3 + "\n")
-        needle.index(["en"])  # the collection's languages are what its chunks are in now
+        needle.index(IndexRequest(collections=["en"]))  # the collection's languages are what its chunks are in now
         assert set(needle.query_languages(["en"])) == {"italian"}
 
     def test_an_index_that_recorded_only_language_names_is_counted_at_the_next_run(self, needle):
@@ -203,7 +204,7 @@ class TestKeywordSearchInOtherLanguages:
         info = index_info.read(needle.settings)
         index_info._write(needle.settings, {**info, "languages": {"de": ["german"], "zh": ["chinese", "italian"]}})
         assert needle.query_languages(["zh"]) == {"chinese": 1, "italian": 1}
-        assert needle.index()["chunks_embedded"] == 0  # nothing changed, yet the chunks are counted
+        assert needle.index(IndexRequest()).chunks_embedded == 0  # nothing changed, yet the chunks are counted
         assert needle.query_languages() == {"chinese": 2, "german": 2}
 
     def test_an_unknown_language_is_refused(self, needle, tmp_path):
@@ -295,12 +296,12 @@ class TestLanguagesOfAMostlyEnglishCollection:
             (notes / name).write_text(text)
         n = Needle(make_settings(tmp_path_factory.mktemp("mostly-english-data"), model_dir))
         n.collections.add(notes, "notes")
-        n.index()
+        n.index(IndexRequest())
         yield n
         n.close()
 
     def paths(self, needle: Needle, query: str) -> list[str]:
-        return [hit.path for hit in needle.search(query, pipeline="search").results]
+        return [hit.path for hit in needle.search(SearchRequest(query=query), pipeline="search").results]
 
     def test_a_short_german_note_is_found_by_another_form_of_its_words(self, needle):
         assert needle.query_languages() == {"english": 12, "french": 1, "german": 1, "italian": 1}

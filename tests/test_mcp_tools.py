@@ -8,10 +8,10 @@ import anyio
 import pytest
 from pydantic import ValidationError
 
-from needle.core.arguments import TOOLS
 from needle.shells.mcp import (
     PRESENTATION_ARGUMENTS,
     SERVER_PIPELINES_DIR,
+    TOOLS,
     Endpoints,
     NeedleMCP,
     _compact,

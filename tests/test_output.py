@@ -7,8 +7,10 @@ import json
 import pytest
 
 from needle.commands import render as output
-from needle.core.files.multi_get import FileBatch, SkippedFile
+from needle.commands import safe_logs
+from needle.core.files.batches import FileBatch, SkippedFile
 from needle.core.files.reading import FileText
+from needle.core.index_results import FileNote, FileProblem, IndexedFile, IndexReport, Status
 from needle.core.results import Hit, SearchAnswer
 
 # A name that clears the screen, one that rewrites its own line, one with a C1 control sequence introducer.
@@ -73,7 +75,7 @@ def test_every_search_format_escapes_names_and_texts(fmt):
 
 
 def test_ls_prints_one_escaped_line_per_file_and_valid_json():
-    files = [{"collection": "notes", "path": name, "chunks": 1, "title": name} for name in NAMES]
+    files = [IndexedFile(collection="notes", path=name, chunks=1, title=name) for name in NAMES]
     printed = output.file_list(files, as_json=False)
     assert_safe(printed)
     assert len(printed.splitlines()) == len(NAMES)
@@ -102,39 +104,34 @@ def test_multi_get_escapes_headers_texts_and_skipped_names():
 
 
 def test_index_report_and_status_escape_the_names_they_list():
-    report = {
-        "collections": ["notes"],
-        "seconds": 1.0,
-        "files_seen": 3,
-        "files_read": 1,
-        "files_skipped_by_stat": 0,
-        "files_not_read": 1,
-        "files_vanished": 1,
-        "files_new": 1,
-        "files_changed": 0,
-        "files_unchanged": 0,
-        "files_removed": 0,
-        "skipped": [{"collection": "notes", "path": NAMES[0], "reason": "empty file"}],
-        "warnings": [{"collection": "notes", "path": NAMES[1], "reason": "frontmatter field \x1b left out"}],
-        "chunks": 1,
-        "chunks_embedded": 1,
-        "chunks_reused": 0,
-        "chunks_deleted": 0,
-        "files_embedded": 1,
-        "texts_embedded": 1,
-        "batches": 1,
-    }
+    report = IndexReport(
+        collections=["notes"],
+        seconds=1.0,
+        files_seen=3,
+        files_read=1,
+        files_not_read=1,
+        files_vanished=1,
+        files_new=1,
+        skipped=[FileNote(collection="notes", path=NAMES[0], reason="empty file")],
+        warnings=[FileNote(collection="notes", path=NAMES[1], reason="frontmatter field \x1b left out")],
+        chunks=1,
+        chunks_embedded=1,
+        files_embedded=1,
+        texts_embedded=1,
+        batches=1,
+    )
     printed = output.index_report(report, as_json=False)
     assert_safe(printed)
     assert "3 files seen: 1 read, 0 unchanged by their stat, 1 skipped, 1 vanished during the run;" in printed
-    status = {
-        "store": "/x",
-        "embedding_model": "m",
-        "sparse_model": "s",
-        "collections": [],
-        "problems_total": 1,
-        "problems": [{"collection": "notes", "path": NAMES[2], "kind": "skipped", "reason": "binary file"}],
-    }
+    status = Status(
+        store="/x",
+        embedding_model="m",
+        sparse_model="s",
+        collections=[],
+        data_dir="/x",
+        problems_total=1,
+        problems=[FileProblem(collection="notes", path=NAMES[2], kind="skipped", reason="binary file")],
+    )
     printed = output.status_text(status, as_json=False)
     assert_safe(printed)
     assert "  skipped notes/csi\\u009b31m.md: binary file" in printed.splitlines()
@@ -144,8 +141,8 @@ def test_log_messages_are_escaped_once_the_filter_is_on():
     import logging
 
     handler = logging.StreamHandler(stream := __import__("io").StringIO())
-    output.escape_logs(handler)
-    output.escape_logs(handler)
+    safe_logs.escape_logs(handler)
+    safe_logs.escape_logs(handler)
     logger = logging.getLogger("needle.test_output")
     logger.addHandler(handler)
     try:

@@ -8,6 +8,7 @@ is unusable, and still answers with ranked, labelled results.
 import pytest
 
 from haystack_integrations.components.classifiers.needle.result_labeler import LABELS
+from needle.core.requests import SearchRequest
 from needle.facade.api import Needle
 from tests.llm_server import MODEL_NAME
 
@@ -35,7 +36,8 @@ def test_llm_graph_expands_reranks_and_answers(demo_needle, llm_server, monkeypa
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
     needle = with_llm(demo_needle, url=llm_server, model=MODEL_NAME, timeout=60.0)
     answer = needle.search(
-        "sourdough starter feeding schedule", pipeline="query-llm", top_k=3, explain=True, overrides=SMALL
+        SearchRequest(query="sourdough starter feeding schedule", limit=3, explain=True, set=SMALL),
+        pipeline="query-llm",
     )
     assert answer.label in LABELS
     results = answer.results
@@ -48,6 +50,6 @@ def test_llm_graph_falls_back_when_the_server_is_down(demo_needle, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
     needle = with_llm(demo_needle, url="http://127.0.0.1:9/v1", timeout=2.0)
     results = needle.search(
-        "sourdough starter feeding schedule", pipeline="query-llm", top_k=3, overrides=SMALL
+        SearchRequest(query="sourdough starter feeding schedule", limit=3, set=SMALL), pipeline="query-llm"
     ).results
     assert results and results[0].path.startswith("recipes/sourdough")

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from needle.core.requests import CollectionRemoveRequest, IndexRequest, QueryRequest, SearchRequest
 from needle.core.results import SearchAnswer
 
 pytestmark = pytest.mark.integration
@@ -11,25 +12,27 @@ NOTES = Path(__file__).resolve().parent.parent / "needle" / "demo" / "notes"
 
 
 def test_one_result_per_file_unless_chunks_are_asked_for(demo_needle):
-    results = demo_needle.search("kubernetes pod memory limit OOMKilled", top_k=10).results
+    results = demo_needle.search(SearchRequest(query="kubernetes pod memory limit OOMKilled", limit=10)).results
     paths = [r.path for r in results]
     assert len(paths) == len(set(paths))
     assert paths[0] == "runbooks/k8s-oomkilled-debugging.md"
-    chunks = demo_needle.search("kubernetes pod memory limit OOMKilled", top_k=10, chunks=True).results
+    chunks = demo_needle.search(
+        SearchRequest(query="kubernetes pod memory limit OOMKilled", limit=10, chunks=True)
+    ).results
     assert len({r.path for r in chunks}) < len(chunks)
 
 
 def test_expansion_adds_routed_variant_lists_and_can_be_switched_off(demo_needle):
     query = "espresso grind too sour"
-    expanded = demo_needle.search(query, top_k=5, expand=True, explain=True).results
+    expanded = demo_needle.search(QueryRequest(query=query, limit=5, expand=True, explain=True)).results
     lists = set().union(*(r.explain.get("lists", {}).keys() for r in expanded))
     assert {"prf_lex", "prf_vec"} & lists
-    plain = demo_needle.search(query, top_k=5, expand=False, explain=True).results
+    plain = demo_needle.search(QueryRequest(query=query, limit=5, expand=False, explain=True)).results
     assert set().union(*(r.explain["lists"].keys() for r in plain)) <= {"bm25", "vector"}
 
 
 def test_fused_ranks_bonus_and_scores_are_explained(demo_needle):
-    top = demo_needle.search("certbot renew deploy hook", top_k=3, explain=True).results[0]
+    top = demo_needle.search(SearchRequest(query="certbot renew deploy hook", limit=3, explain=True)).results[0]
     explain = top.explain
     assert explain["bonus"] in (0.05, 0.02, 0.0)
     for entry in explain["lists"].values():
@@ -38,7 +41,7 @@ def test_fused_ranks_bonus_and_scores_are_explained(demo_needle):
 
 
 def test_snippets_are_line_anchored_to_the_file(demo_needle):
-    for result in demo_needle.search("WAL checkpoint readers writers", top_k=5).results:
+    for result in demo_needle.search(SearchRequest(query="WAL checkpoint readers writers", limit=5)).results:
         header, *body = result.snippet.split("\n")
         assert header.startswith("@@ -") and header.endswith(f"@@ notes/{result.path}")
         start, count = (int(x) for x in header.split()[1][1:].split(","))
@@ -56,27 +59,29 @@ def test_collection_filter_applies_to_every_list(demo_needle, tmp_path):
     needle = demo_needle
     needle.collections.add(other, "other")
     try:
-        needle.index(["other"])
-        only_other = needle.search("espresso grind too sour", collections=["other"], expand=True).results
+        needle.index(IndexRequest(collections=["other"]))
+        only_other = needle.search(
+            QueryRequest(query="espresso grind too sour", collections=["other"], expand=True)
+        ).results
         assert only_other and {r.collection for r in only_other} == {"other"}
     finally:
-        needle.remove_collection("other")
+        needle.remove_collection(CollectionRemoveRequest(name="other"))
 
 
 def test_gate_answers_no_results_instead_of_bad_hits(demo_needle):
     strict = {"gate.min_similarity": 0.95, "gate.min_bm25": 0.99}
-    answer = demo_needle.search("quantum chromodynamics of lattice gluons", overrides=strict)
+    answer = demo_needle.search(SearchRequest(query="quantum chromodynamics of lattice gluons", set=strict))
     assert answer == SearchAnswer(results=[], label="NO_RESULTS", confidence=0.0)
-    assert demo_needle.search("sourdough starter feeding").label == "PASS"
+    assert demo_needle.search(SearchRequest(query="sourdough starter feeding")).label == "PASS"
 
 
 def test_run_inputs_can_be_set_per_search_and_init_parameters_refused_when_asked(demo_needle):
     narrow = demo_needle.search(
-        "certbot renew deploy hook", overrides={"bm25_retriever.top_k": 1, "vector_retriever.top_k": 1}
+        SearchRequest(query="certbot renew deploy hook", set={"bm25_retriever.top_k": 1, "vector_retriever.top_k": 1})
     )
     assert len(narrow.results) == 1
     with pytest.raises(ValueError, match=r"fuse\.k.*not a run input"):
-        demo_needle.search("certbot", overrides={"fuse.k": 30}, init_overrides=False)
+        demo_needle.search(SearchRequest(query="certbot", set={"fuse.k": 30}), init_overrides=False)
 
 
 def test_every_instance_of_a_warmed_pool_answers_its_first_search_without_scrolling_the_index(demo_needle, monkeypatch):
@@ -112,7 +117,9 @@ def test_a_server_runs_one_search_once_its_first_graph_is_warm(demo_needle, monk
 
     primed = []
     monkeypatch.setattr(
-        demo_needle, "prime", lambda: primed.append(demo_needle.search("warm up", pipeline="search", top_k=1))
+        demo_needle,
+        "prime",
+        lambda: primed.append(demo_needle.search(SearchRequest(query="warm up", limit=1), pipeline="search")),
     )
     monkeypatch.setattr(service, "_prime_done", False)
     previous = service._needle

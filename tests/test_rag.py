@@ -11,6 +11,7 @@ import json
 import pytest
 
 from haystack_integrations.components.classifiers.needle.result_labeler import LABELS
+from needle.core.requests import AnswerRequest, SearchRequest
 from needle.facade.api import LLMError, Needle
 from tests.llm_server import MODEL_NAME
 
@@ -33,9 +34,9 @@ def local_key(monkeypatch):
 
 def test_answer_comes_back_from_the_chunks_the_query_graph_found(demo_needle, llm_server, local_key):
     needle = with_llm(demo_needle, url=llm_server, model=MODEL_NAME, timeout=60.0)
-    answer = needle.answer(QUESTION, top_k=2, overrides=SHORT)
+    answer = needle.answer(AnswerRequest(question=QUESTION, limit=2, set=SHORT))
     assert isinstance(answer.answer, str) and answer.answer.strip()
-    searched = demo_needle.search(QUESTION, top_k=2).results
+    searched = demo_needle.search(SearchRequest(query=QUESTION, limit=2)).results
     assert [(r.path, r.start_line, r.end_line) for r in answer.results] == [
         (r.path, r.start_line, r.end_line) for r in searched
     ]
@@ -50,8 +51,10 @@ def test_retry_reports_coverage_retries_and_uncovered_claims(demo_needle, llm_se
     # The tiny model rarely cites as told, so its claims are mostly uncovered: what is tested is that the loop
     # runs through the real client, that the answer stays within its chunks and that the numbers add up.
     needle = with_llm(demo_needle, url=llm_server, model=MODEL_NAME, timeout=120.0)
-    answer = needle.answer(QUESTION, top_k=2, retry=True, overrides={**SHORT, "retry.max_seconds": 600.0})
-    searched = demo_needle.search(QUESTION, top_k=2).results
+    answer = needle.answer(
+        AnswerRequest(question=QUESTION, limit=2, retry=True, set={**SHORT, "retry.max_seconds": 600.0})
+    )
+    searched = demo_needle.search(SearchRequest(query=QUESTION, limit=2)).results
     assert [(r.path, r.start_line) for r in answer.results[:2]] == [(r.path, r.start_line) for r in searched]
     assert answer.retries in (0, 1) and len(answer.results) >= 2 + (answer.retries > 0)
     if answer.coverage is None:
@@ -59,26 +62,26 @@ def test_retry_reports_coverage_retries_and_uncovered_claims(demo_needle, llm_se
     else:
         assert 0.0 <= answer.coverage <= 1.0
         assert (answer.coverage < 0.8) == any(w.startswith("low coverage") for w in answer.warnings)
-    assert 0.0 <= answer.confidence <= demo_needle.search(QUESTION, top_k=2).confidence
+    assert 0.0 <= answer.confidence <= demo_needle.search(SearchRequest(query=QUESTION, limit=2)).confidence
     assert (answer.label == "PASS") == (answer.confidence >= 0.5)
 
 
 def test_down_server_is_a_clear_error(demo_needle, local_key):
     needle = with_llm(demo_needle, url="http://127.0.0.1:9/v1", timeout=2.0)
     with pytest.raises(LLMError, match=r"no LLM answered at http://127\.0\.0\.1:9/v1 .*NEEDLE_LLM__URL"):
-        needle.answer(QUESTION, top_k=1)
+        needle.answer(AnswerRequest(question=QUESTION, limit=1))
 
 
 def test_missing_api_key_names_the_variable(demo_needle, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     needle = with_llm(demo_needle, url="http://127.0.0.1:9/v1", api_key_env="NEEDLE_TEST_NO_SUCH_KEY")
     with pytest.raises(LLMError, match=r"cannot use the LLM .*\$NEEDLE_TEST_NO_SUCH_KEY"):
-        needle.answer(QUESTION, top_k=1)
+        needle.answer(AnswerRequest(question=QUESTION, limit=1))
 
 
 def test_empty_question_is_a_usage_error(demo_needle, local_key):
     with pytest.raises(ValueError, match="non-empty"):
-        with_llm(demo_needle, url="http://127.0.0.1:9/v1").answer("   ")
+        with_llm(demo_needle, url="http://127.0.0.1:9/v1").answer(AnswerRequest(question="   "))
 
 
 @pytest.mark.usefixtures("local_key")

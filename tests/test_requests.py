@@ -1,12 +1,16 @@
-"""Each request is declared once (`needle.core.requests`): the CLI, the HTTP routes, the MCP tools, the remote client
-and the `SearchRequest` component offer the same fields, descriptions and limits, and refuse the same values."""
+"""Each request is declared once (`needle.core.requests`): the CLI, the HTTP routes, the MCP tools, the remote client,
+the Python API and the query graphs offer the same fields, descriptions and limits, and refuse the same values."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
+import inspect
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,24 +18,19 @@ import anyio
 import pytest
 from pydantic import ValidationError
 
-from haystack_integrations.components.query.needle.search_request import SearchRequest
+from haystack_integrations.components.query.needle import search_request as component_module
+from haystack_integrations.components.query.needle.search_request import SOCKETS, SearchRequest
+from needle.commands.table import BY_NAME, COMMANDS
 from needle.core import requests
-from needle.core.arguments import TOOLS, SearchFilters
-from needle.core.requests import Param
+from needle.core.requests import Param, params
 from needle.shells.cli import _parser
-from needle.shells.mcp import SERVER_PIPELINES_DIR, Endpoints, NeedleMCP
+from needle.shells.mcp import SERVER_PIPELINES_DIR, TOOLS, Endpoints, NeedleMCP
 
 REPO = Path(__file__).resolve().parent.parent
 # Route and tool name → the request it takes.
-ROUTES = {
-    **requests.SEARCHES,
-    "get": requests.GET,
-    "multi_get": requests.MULTI_GET,
-    "index": requests.INDEX,
-    "answer": requests.ANSWER,
-}
+ROUTES = {c.route: c.request for c in COMMANDS if c.route and c.request is not None}
 # CLI command → the request its flags come from.
-COMMANDS = {**requests.SEARCHES, "get": requests.GET, "multi-get": requests.MULTI_GET, "answer": requests.ANSWER}
+CLI = {c.name: c.request for c in COMMANDS if c.request is not None and " " not in c.name}
 
 
 def _wrapper(name: str) -> Any:
@@ -91,7 +90,7 @@ class TestEverySurfaceOffersTheDeclaration:
     @pytest.mark.parametrize("route", sorted(ROUTES))
     def test_the_http_routes_schema(self, openapi, route):
         schema = _request_schema(openapi, route)
-        taken = [p for p in ROUTES[route] if p.http]
+        taken = [p for p in params(ROUTES[route]) if p.http]
         assert list(schema["properties"]) == [p.name for p in taken]
         assert set(schema.get("required", [])) == {p.name for p in taken if p.required}
         for param in taken:
@@ -100,13 +99,26 @@ class TestEverySurfaceOffersTheDeclaration:
             assert prop.get("default") == (None if param.required else param.default), param.name
             _expect_limits(prop, param)
 
+    @pytest.mark.parametrize("route", sorted(ROUTES))
+    def test_the_http_body_model_is_the_routes_and_refuses_unknown_fields(self, openapi, route):
+        from needle.shells.http.endpoints import body_model
+
+        model = body_model(route)
+        generated = model.model_json_schema()
+        assert list(generated["properties"]) == list(_request_schema(openapi, route)["properties"])
+        assert generated["additionalProperties"] is False
+        required = {p.name: "x" for p in params(ROUTES[route]) if p.required}
+        with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+            model.model_validate({**required, "limt": 3})
+
     def test_the_mcp_tools_input_schemas(self):
         from mcp_types import ListToolsResult
 
         listed = ListToolsResult(tools=anyio.run(NeedleMCP(Endpoints(dict)).server.list_tools))
         tools = {tool.name: tool for tool in listed.tools}
+        assert set(tools) == {c.route for c in COMMANDS if c.tool}
         for name in set(ROUTES) & set(tools):
-            taken = [p for p in ROUTES[name] if p.mcp]
+            taken = [p for p in params(ROUTES[name]) if p.mcp]
             schema = tools[name].input_schema
             assert list(schema["properties"]) == [p.name for p in taken]
             assert schema["title"] == f"{name} arguments"
@@ -115,10 +127,10 @@ class TestEverySurfaceOffersTheDeclaration:
                 assert prop["description"] == param.help, f"{name}.{param.name}"
                 _expect_limits(prop, param, text_limits=False)  # the compact list leaves text lengths to the model
 
-    @pytest.mark.parametrize("command", sorted(COMMANDS))
+    @pytest.mark.parametrize("command", sorted(CLI))
     def test_the_cli_flags_and_help(self, command):
         actions = {a.dest: a for a in _subparser(command)._actions}
-        for param in COMMANDS[command]:
+        for param in params(CLI[command]):
             if not param.cli:
                 continue
             action = actions[param.name]
@@ -127,25 +139,21 @@ class TestEverySurfaceOffersTheDeclaration:
             assert bool(param.option_strings) == bool(action.option_strings)
             if param.kind in (int, float):
                 assert action.type is param.kind
-            if param.kind is list:
+            if param.kind is list and param.option_strings:
                 assert isinstance(action, argparse._AppendAction)
 
     def test_multi_get_has_one_byte_budget_everywhere(self, openapi):
-        from needle.core.files.multi_get import FileAccess
-        from needle.owner.remote import RemoteFiles
+        from needle.core.files.batches import FileAccess
 
-        budget = requests.named(requests.MULTI_GET)["max_bytes"].default
+        budget = requests.named(requests.MultiGetRequest)["max_bytes"].default
         assert _subparser("multi-get").parse_args(["notes/*.md"]).max_bytes == budget
         assert TOOLS["multi_get"].model_fields["max_bytes"].default == budget
         assert _request_schema(openapi, "multi_get")["properties"]["max_bytes"]["default"] == budget
-        assert _default(RemoteFiles.read_many, "max_bytes") == budget == _default(FileAccess.read_many, "max_bytes")
+        assert requests.MultiGetRequest().max_bytes == budget == _default(FileAccess.read_many, "max_bytes")
 
-    def test_the_search_request_component_takes_the_declared_fields(self):
-        import inspect
-
-        inputs = set(inspect.signature(SearchRequest.run).parameters) - {"self", "now"}
-        assert inputs == {p.graph for p in requests.QUERY if p.graph}
-        assert set(SearchFilters.model_fields) == {p.name for p in requests.FILTERS} | {"now"}
+    def test_the_search_request_component_takes_the_declared_graph_inputs(self):
+        inputs = set(inspect.signature(SearchRequest.run).parameters) - {"self"}
+        assert inputs == {SOCKETS.get(p.graph, p.graph) for p in params(requests.QueryRequest) if p.graph}
         component = SearchRequest()
         assert (component.max_query_chars, component.max_top_k, component.top_k) == (
             requests.MAX_QUERY_CHARS,
@@ -153,14 +161,30 @@ class TestEverySurfaceOffersTheDeclaration:
             requests.DEFAULT_LIMIT,
         )
 
-    @pytest.mark.parametrize("route", sorted(requests.SEARCHES))
+    def test_a_graph_input_declared_and_not_taken_fails_when_the_component_loads(self, monkeypatch):
+        monkeypatch.setitem(component_module.FIELDS, "tags_some", component_module.FIELDS["tags"])
+        with pytest.raises(TypeError, match=r"only the request has \['tags_some'\]"):
+            component_module.check_inputs()
+
+    @pytest.mark.parametrize("route", sorted(c.route for c in COMMANDS if c.method == "search"))
     def test_the_remote_client_sends_every_field_the_route_takes(self, route):
         from needle.owner.remote import RemoteNeedle
 
         sent: dict[str, Any] = {}
         remote = object.__new__(RemoteNeedle)
         remote.post = lambda name, payload: sent.update(payload) or {"label": "PASS", "results": []}  # type: ignore[method-assign]
-        filters = SearchFilters(
+        request = requests.QueryRequest(
+            query="x",
+            collections=["n"],
+            limit=3,
+            min_score=0.1,
+            full=True,
+            chunks=True,
+            explain=True,
+            set={"fuse.top_k": 5},
+            expand=True,
+            rerank=False,
+            decompose=True,
             tags=["a"],
             tags_any=["b"],
             tags_none=["c"],
@@ -172,21 +196,8 @@ class TestEverySurfaceOffersTheDeclaration:
             self_query=False,
             now="2024-06-01",
         )
-        remote.search(
-            "x",
-            route,
-            top_k=3,
-            collections=["n"],
-            min_score=0.1,
-            expand=True,
-            rerank=False,
-            chunks=True,
-            explain=True,
-            overrides={"fuse.top_k": 5},
-            filters=filters,
-            decompose=True,
-        )
-        assert set(sent) == {p.name for p in requests.SEARCHES[route] if p.http}
+        remote.search(request, route)
+        assert set(sent) == {p.name for p in params(ROUTES[route]) if p.http}
 
 
 def _subparser(command: str) -> argparse.ArgumentParser:
@@ -195,8 +206,6 @@ def _subparser(command: str) -> argparse.ArgumentParser:
 
 
 def _default(function: Any, name: str) -> Any:
-    import inspect
-
     return inspect.signature(function).parameters[name].default
 
 
@@ -227,47 +236,51 @@ def _inside(param: Param) -> list[Any]:
     return [[v] for v in values] if param.kind is list else values
 
 
-LIMITED = [(route, p) for route, params in sorted(ROUTES.items()) for p in params if _outside(p)]
+LIMITED = [(route, p) for route, request in sorted(ROUTES.items()) for p in params(request) if _outside(p)]
 
 
 class TestEverySurfaceRefusesTheSameValues:
     @pytest.mark.parametrize("route, param", LIMITED, ids=[f"{r}.{p.name}" for r, p in LIMITED])
     def test_past_a_limit_is_refused_and_at_it_taken(self, openapi, route, param):
-        http = _wrapper_model(route)
-        base = {p.name: _inside(p)[-1] if p.kind is str else "x" for p in ROUTES[route] if p.required}
+        from needle.shells.http.endpoints import body_model
+
+        request = ROUTES[route]
+        surfaces = [m for m in (_wrapper_model(route), body_model(route)) if param.http]
+        surfaces += [TOOLS[route]] if param.mcp and route in TOOLS else []
+        base = {p.name: _inside(p)[-1] if p.kind is str else "x" for p in params(request) if p.required}
         for value in _outside(param):
-            with pytest.raises(ValidationError):
-                http.model_validate({**base, param.name: value})
-            if param.mcp and route in TOOLS:
+            for model in surfaces:
                 with pytest.raises(ValidationError):
-                    TOOLS[route].model_validate({**base, param.name: value})
+                    model.model_validate({**base, param.name: value})
+            with pytest.raises(ValueError, match=param.name):
+                request(**{**base, param.name: value})  # the Python API and the CLI
             assert param.refusal(value), value
         for value in _inside(param):
-            http.model_validate({**base, param.name: value})
-            if param.mcp and route in TOOLS:
-                TOOLS[route].model_validate({**base, param.name: value})
+            for model in surfaces:
+                model.model_validate({**base, param.name: value})
+            request(**{**base, param.name: value})
             assert param.refusal(value) is None, value
 
-    @pytest.mark.parametrize("param", [p for p in requests.QUERY if p.graph and _outside(p)], ids=lambda p: p.name)
+    @pytest.mark.parametrize(
+        "param", [p for p in params(requests.QueryRequest) if p.graph and _outside(p)], ids=lambda p: p.name
+    )
     def test_the_search_request_component_refuses_what_the_surfaces_refuse(self, param):
         component = SearchRequest()
+        socket = SOCKETS.get(param.graph, param.graph)
         for value in _outside(param):
-            inputs = {"query": "x", param.graph: value}
-            with pytest.raises(ValueError, match=param.graph):
-                component.run(**inputs)
+            with pytest.raises(ValueError, match=socket):
+                component.run(**{"query": "x", socket: value})
         if param.kind in (int, float) or param.name == "query":
             for value in _inside(param):
-                component.run(**{"query": "x", param.graph: value})
+                component.run(**{"query": "x", socket: value})
 
 
 _MODELS: dict[str, Any] = {}
 
 
 def _wrapper_model(route: str) -> Any:
-    """The request model hayhooks builds for a route (what FastAPI validates a body with)."""
+    """The request model hayhooks builds for a route (what FastAPI validates a body with when logs are asked for)."""
     if route not in _MODELS:
-        import inspect
-
         import docstring_parser
         from hayhooks.server.pipelines.models import create_request_model_from_callable
 
@@ -289,21 +302,131 @@ def test_the_cli_builds_its_parser_without_pydantic_or_haystack():
 
 
 def test_a_route_method_gets_every_declared_field_with_its_default():
-    from needle.shells.http.endpoints import takes
+    from needle.shells.http.endpoints import Endpoint
 
-    class Wrapper:
-        @takes(requests.GET)
-        def run_api(self, **request: Any) -> dict[str, Any]:
-            """
-            Read a note.
+    class Wrapper(Endpoint):
+        """
+        Read a note.
 
-            :returns: What it was given.
-            """
-            return request
+        :returns: What it was given.
+        """
 
-    assert Wrapper().run_api(ref="a.md") == {"ref": "a.md", "from_line": 1, "max_lines": None}
+        command = "get"
+
+    signature = inspect.signature(Wrapper.run_api)
+    bound = signature.bind(None, ref="a.md")
+    bound.apply_defaults()
+    assert dict(bound.arguments) == {"self": None, "ref": "a.md", "from_line": 1, "max_lines": None}
     assert Wrapper.run_api.__doc__.endswith(
         ":param max_lines: How many lines (default: to the end)\n:returns: What it was given."
     )
     with pytest.raises(TypeError):
-        Wrapper().run_api(ref="a.md", line=3)
+        signature.bind(None, ref="a.md", line=3)
+
+
+def test_a_request_is_built_from_the_cli_arguments_named_as_its_fields():
+    from needle.commands.dispatch import request_of
+
+    args = _parser().parse_args(
+        ["query", "pod", "restarts", "-n", "3", "--tag", "k8s", "--no-rerank", "--set", "fuse.k=30"]
+    )
+    request = request_of(BY_NAME["query"], args)
+    assert isinstance(request, requests.QueryRequest)
+    assert (request.query, request.limit, request.tags, request.rerank, request.set) == (
+        "pod restarts",
+        3,
+        ["k8s"],
+        False,
+        {"fuse.k": 30},
+    )
+    assert request.min_score is None  # left to the graph: the CLI sends no default of its own
+    with pytest.raises(ValueError, match="limit must be 1 to 1000, got 0"):
+        request_of(BY_NAME["query"], _parser().parse_args(["query", "x", "-n", "0"]))
+
+
+class Recording:
+    """A Haystack tracer keeping what each stage of a run was given (Haystack's own content tracing)."""
+
+    def __init__(self) -> None:
+        self.inputs: dict[str, dict[str, Any]] = {}
+
+    @contextmanager
+    def trace(self, operation_name: str, tags: dict[str, Any] | None = None, parent_span: Any = None) -> Iterator[Any]:
+        from haystack.tracing import Span
+
+        recorder = self
+
+        class Recorded(Span):
+            def __init__(self) -> None:
+                self.tags = dict(tags or {})
+
+            def set_tag(self, key: str, value: Any) -> None:
+                self.tags[key] = value
+
+            def set_content_tag(self, key: str, value: Any) -> None:  # every run's inputs, whatever the setting
+                if key == "haystack.component.input":
+                    recorder.inputs[self.tags.get("haystack.component.name", "")] = value
+
+        yield Recorded()
+
+    def current_span(self) -> Any:
+        return None
+
+
+@contextmanager
+def recorded() -> Iterator[Recording]:
+    from haystack import tracing
+
+    recording = Recording()
+    tracing.enable_tracing(recording)
+    try:
+        yield recording
+    finally:
+        tracing.disable_tracing()
+
+
+# A value for each field a query graph takes, other than what a request sends when it names none.
+CHANGED: dict[str, Any] = {
+    "query": "certbot renew hook",
+    "collections": ["notes"],
+    "limit": 3,
+    "min_score": 0.25,
+    "chunks": True,
+    "expand": False,
+    "rerank": False,
+    "decompose": True,
+    "tags": ["homelab"],
+    "tags_any": ["homelab", "kestrel"],
+    "tags_none": ["recipes"],
+    "path": "howto/",
+    "where": ["status=final"],
+    "after": "2024-01-01",
+    "before": "2025-01-01",
+    "recent": True,
+    "self_query": False,
+    "now": "2024-06-01T00:00:00+00:00",
+}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("graph", ["query", "search"])
+def test_every_field_the_model_feeds_a_graph_reaches_it_and_changes_what_it_receives(demo_needle, graph):
+    """
+    The query graphs' inputs are the request's: each field the request declares for the graph, set on its own,
+    arrives at the stage its contract maps it to, and changes what that stage is given.
+    """
+    from needle.runtime.contract import GraphContract
+
+    fed = [p for p in params(requests.QueryRequest) if p.graph]
+    assert {p.name for p in fed} == set(CHANGED)
+    contract = GraphContract.of(demo_needle.pipeline(graph), graph)
+    with recorded() as plain:
+        demo_needle.search(requests.QueryRequest(query="certbot"), graph)
+    for param in fed:
+        request = dataclasses.replace(requests.QueryRequest(query="certbot"), **{param.name: CHANGED[param.name]})
+        with recorded() as changed:
+            demo_needle.search(request, graph)
+        for stage, socket in contract.inputs[param.graph]:
+            given = changed.inputs[stage]
+            assert given.get(socket) == CHANGED[param.name], f"{param.name} did not reach {stage}.{socket}"
+            assert given != plain.inputs[stage], f"{param.name} changed nothing {stage} was given"

@@ -12,29 +12,34 @@ from fastapi.testclient import TestClient
 from hayhooks import BasePipelineWrapper
 from hayhooks.server.logger import log
 
-from needle.core.requests import VSEARCH
-from needle.shells.http.endpoints import takes, user_error
+from needle.commands.table import BY_NAME
+from needle.shells.http.endpoints import route_signature, user_error
 from needle.shells.http.run_routes import RunShortcut, lean_run_routes
 
 
 class PipelineWrapper(BasePipelineWrapper):
-    """An endpoint wrapper shaped as Needle's are (`takes` gives `run_api` the request's fields)."""
+    """An endpoint wrapper shaped as Needle's are (`run_api` takes a request's fields, as `endpoint` gives it)."""
 
     def setup(self) -> None:
         self.pipeline = None
 
-    @takes(VSEARCH)
     def run_api(self, **request: Any) -> dict[str, Any]:
         """
         Echo the request, with scores that JSON renders in more than one way.
 
         :returns: The request and the scores.
         """
+        bound = route_signature(BY_NAME["vsearch"], dict[str, Any]).bind(self, **request)
+        bound.apply_defaults()
+        request = {key: value for key, value in bound.arguments.items() if key != "self"}
         if request["query"] == "missing":
             raise user_error(404, "no note matches 'missing'")
         if request["query"] == "boom":
             raise RuntimeError("the engine went away")
         return {"request": request, "scores": [0.1, 1e-05, 2.5, 1 / 3], "text": "naïve — café"}
+
+
+PipelineWrapper.run_api.__signature__ = route_signature(BY_NAME["vsearch"], dict[str, Any])  # type: ignore[attr-defined]
 
 
 def _app(lean: bool) -> tuple[FastAPI, list[str]]:

@@ -13,6 +13,7 @@ from haystack.core.errors import PipelineRuntimeError
 
 from haystack_integrations.components.needle._served import EmbeddingDimensionError
 from needle.commands.failures import classify
+from needle.core.requests import IndexRequest, SearchRequest
 from needle.lifecycle.provenance import IndexMismatchError
 from needle.runtime.loader import loads_pipeline
 from tests.conftest import make_settings
@@ -60,8 +61,8 @@ def served_needle(
 def test_two_lines_of_configuration_index_and_search_through_the_server(served, tmp_path, model_dir, notes):
     needle = served_needle(tmp_path / "data", model_dir, notes, "openai", served.openai_url)
     try:
-        report = needle.index()
-        assert report["chunks_embedded"] == 4 and served.stats()["texts"] >= 4
+        report = needle.index(IndexRequest())
+        assert report.chunks_embedded == 4 and served.stats()["texts"] >= 4
         fingerprint = needle_fingerprint(needle)
         assert {
             k: fingerprint[k]
@@ -73,7 +74,7 @@ def test_two_lines_of_configuration_index_and_search_through_the_server(served, 
             "query_prefix": "",
             "document_prefix": "",
         }
-        answer = needle.search("replication slot for a subscriber", pipeline="vsearch")
+        answer = needle.search(SearchRequest(query="replication slot for a subscriber"), pipeline="vsearch")
         assert answer.results[0].path.endswith("postgres.md") and answer.warnings == []
         graph = needle.pipeline("vsearch")
         embedder = graph.get_component("dense_embedder")
@@ -95,7 +96,7 @@ def needle_fingerprint(needle) -> dict:
 def test_a_known_models_prefixes_are_applied_and_recorded(served, tmp_path, model_dir, notes):
     needle = served_needle(tmp_path / "data", model_dir, notes, "ollama", served.root, model=NOMIC)
     try:
-        needle.index()
+        needle.index(IndexRequest())
         fingerprint = needle_fingerprint(needle)
         assert (fingerprint["embedding_provider"], fingerprint["query_prefix"], fingerprint["document_prefix"]) == (
             "ollama",
@@ -104,7 +105,11 @@ def test_a_known_models_prefixes_are_applied_and_recorded(served, tmp_path, mode
         )
         embedder = needle.pipeline("query").get_component("dense_embedder")
         assert type(embedder).__name__ == "OllamaDenseQueryEmbedder" and embedder.prefix == "search_query: "
-        assert needle.search("leader election heartbeat", pipeline="query").results[0].path.endswith("raft.md")
+        assert (
+            needle.search(SearchRequest(query="leader election heartbeat"), pipeline="query")
+            .results[0]
+            .path.endswith("raft.md")
+        )
     finally:
         needle.close()
 
@@ -113,12 +118,12 @@ def test_searching_with_another_model_refuses_naming_both(served, tmp_path, mode
     from needle.facade.api import Needle
 
     needle = served_needle(tmp_path / "data", model_dir, notes, "openai", served.openai_url)
-    needle.index()
+    needle.index(IndexRequest())
     needle.close()
     local = Needle(make_settings(tmp_path / "data", model_dir))
     try:
         with pytest.raises(IndexMismatchError) as caught:
-            local.search("replication", pipeline="vsearch")
+            local.search(SearchRequest(query="replication"), pipeline="vsearch")
         message = str(caught.value)
         assert "embedding_provider: index has 'openai', config has 'fastembed'" in message
         assert "embedding_model: index has 'minilm', config has 'local/all-MiniLM-L6-v2-int8'" in message
@@ -137,7 +142,7 @@ def test_a_failure_mid_run_keeps_the_finished_batches_and_the_next_run_continues
 
     try:
         with pytest.raises(PipelineRuntimeError) as caught:
-            needle.index(overrides={"scanner.batch_files": 1}, progress=fail_after_the_first_batch)
+            needle.index(IndexRequest(set={"scanner.batch_files": 1}), fail_after_the_first_batch)
         failure = classify(caught.value)
         assert failure.exit_code == 1 and failure.http_status == 503 and "\n" not in failure.message
         assert (
@@ -146,8 +151,8 @@ def test_a_failure_mid_run_keeps_the_finished_batches_and_the_next_run_continues
         )
         assert len(batches) == 1 and needle.store.count_documents() == 1  # the first file's chunk stayed
         served.reset()
-        report = needle.index(overrides={"scanner.batch_files": 1})
-        assert report["files_skipped_by_stat"] == 1 and report["files_new"] == 3
+        report = needle.index(IndexRequest(set={"scanner.batch_files": 1}))
+        assert report.files_skipped_by_stat == 1 and report.files_new == 3
         assert needle.store.count_documents() == 4 and served.stats()["texts"] == 3
     finally:
         needle.close()
@@ -155,12 +160,12 @@ def test_a_failure_mid_run_keeps_the_finished_batches_and_the_next_run_continues
 
 def test_a_server_that_goes_down_leaves_queries_to_keyword_search(served, tmp_path, model_dir, notes):
     needle = served_needle(tmp_path / "data", model_dir, notes, "openai", served.openai_url)
-    needle.index()
+    needle.index(IndexRequest())
     needle.close()
     down = closed_port_url() + "/v1"
     needle = served_needle(tmp_path / "data", model_dir, notes, "openai", down)
     try:
-        answer = needle.search("replication slot", pipeline="query")
+        answer = needle.search(SearchRequest(query="replication slot"), pipeline="query")
         assert answer.results[0].path.endswith("postgres.md")
         assert any(
             w.startswith(f"vector search skipped: no embedding server answers at {down}") for w in answer.warnings
@@ -172,10 +177,10 @@ def test_a_server_that_goes_down_leaves_queries_to_keyword_search(served, tmp_pa
 def test_a_server_answering_another_dimension_is_refused_in_one_line(served, tmp_path, model_dir, notes):
     needle = served_needle(tmp_path / "data", model_dir, notes, "openai", served.openai_url)
     try:
-        needle.index()
+        needle.index(IndexRequest())
         served.faults(dim=256)
         with pytest.raises(Exception) as caught:
-            needle.search("replication slot", pipeline="vsearch")
+            needle.search(SearchRequest(query="replication slot"), pipeline="vsearch")
         failure = classify(caught.value)
         assert isinstance(_root(caught.value), EmbeddingDimensionError)
         assert failure.http_status == 409 and "\n" not in failure.message
@@ -188,7 +193,7 @@ def test_a_model_not_pulled_stops_the_index_run_in_one_line(served, tmp_path, mo
     needle = served_needle(tmp_path / "data", model_dir, notes, "ollama", served.root, model="bge-m3")
     try:
         with pytest.raises(Exception) as caught:
-            needle.index()
+            needle.index(IndexRequest())
         message = classify(caught.value).message
         assert message.startswith(
             f"Ollama at {served.root} does not have the model bge-m3: pull it with `ollama pull bge-m3`"

@@ -1,5 +1,6 @@
 """The head of every query graph: validates a search request, turns its filters into Haystack's, fans it out."""
 
+import inspect
 import time
 from typing import Any
 
@@ -17,10 +18,12 @@ from haystack_integrations.components.needle._filters import (
 )
 from haystack_integrations.components.needle._store_deserialization import with_document_store
 from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore, check_document_store
-from needle.core.requests import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS, QUERY
+from needle.core.requests import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS, QueryRequest, params
 
 # The declared request fields this component reads, by input name (`needle.core.requests`: their limits).
-FIELDS = {param.graph: param for param in QUERY if param.graph}
+FIELDS = {param.graph: param for param in params(QueryRequest) if param.graph}
+# The one socket not named as the graph input that feeds it: Haystack's name for a result count.
+SOCKETS = {"limit": "top_k"}
 
 
 @component
@@ -36,7 +39,8 @@ class SearchRequest:
     turns the filters into one Haystack filter (`haystack_integrations.components.needle._filters`), which both document stores apply
     inside their searches. A path glob that is not just a folder is matched against the indexed files of
     `document_store` (the whole-file store). A graph connects only the outputs it uses. The inputs are the
-    search request's fields (`needle.core.requests.QUERY`, named as `Param.graph` names them), and are refused
+    search request's fields (`needle.core.requests.QueryRequest`, by the graph inputs they feed: checked when this
+    module loads, so a field added there and not read here fails at once), and are refused
     past the same limits as on every surface: the default `max_query_chars` and `max_top_k` are the
     declared ones, and the filters' lengths are checked by their declaration.
 
@@ -230,3 +234,21 @@ class SearchRequest:
             "now": rfc3339(moment),
             "started_at": time.monotonic(),
         }
+
+
+def check_inputs() -> None:
+    """
+    Check that the component takes exactly the graph inputs the search request declares (`needle.core.requests`).
+
+    :raises TypeError: Naming the inputs one side has and the other lacks.
+    """
+    sockets = set(inspect.signature(SearchRequest.run).parameters) - {"self"}
+    declared = {SOCKETS.get(name, name) for name in FIELDS}
+    if sockets != declared:
+        raise TypeError(
+            f"SearchRequest's inputs differ from the search request's graph inputs (needle.core.requests): "
+            f"only the component takes {sorted(sockets - declared)}, only the request has {sorted(declared - sockets)}"
+        )
+
+
+check_inputs()

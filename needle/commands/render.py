@@ -15,12 +15,22 @@ from __future__ import annotations
 import functools
 import io
 import json
-import logging
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the thin client prints without importing the result models (and Haystack behind them)
+if TYPE_CHECKING:  # the thin client escapes the owner's output without importing the result models
+    from needle.core.files.batches import FileBatch
+    from needle.core.files.reading import FileText
+    from needle.core.index_results import (
+        BackupReport,
+        CheckReport,
+        CollectionStatus,
+        IndexedFile,
+        IndexReport,
+        OptimizeReport,
+        Status,
+    )
     from needle.core.results import Answer, SearchAnswer
 
 FORMATS = ("text", "json", "csv", "md", "files")
@@ -36,26 +46,6 @@ def terminal_safe(text: str) -> str:
     :returns: The text, safe to print on a terminal.
     """
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-class TerminalSafeLogs(logging.Filter):
-    """A log filter that writes each record's message `terminal_safe` (warnings name the user's files)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        """Escape the message; every record passes."""
-        record.msg, record.args = terminal_safe(record.getMessage()), None
-        return True
-
-
-def escape_logs(handler: logging.Handler | None = None) -> None:
-    """
-    Make a log handler print messages `terminal_safe`, once.
-
-    :param handler: The handler; Python's last-resort one (stderr, what the CLI's warnings go through) when None.
-    """
-    target = handler or logging.lastResort
-    if target is not None and not any(isinstance(f, TerminalSafeLogs) for f in target.filters):
-        target.addFilter(TerminalSafeLogs())
 
 
 def _name(text: str) -> str:
@@ -262,18 +252,18 @@ def answer_text(answer: Answer, as_json: bool) -> str:
     return "\n".join(lines)
 
 
-def index_progress(report: dict[str, Any]) -> None:
+def index_progress(report: IndexReport) -> None:
     """Show an index run's progress after a batch, one line on standard error."""
     import sys
 
     print(index_progress_line(report), file=sys.stderr, flush=True)
 
 
-def index_progress_line(report: dict[str, Any]) -> str:
+def index_progress_line(report: IndexReport) -> str:
     """An index run's progress after a batch, as one line."""
     return (
-        f"batch {report['batches']}: {report['files_read']} of {report['files_pending']} files read, "
-        f"{report['texts_embedded']} texts embedded, {report['chunks_reused']} chunks reused, {report['seconds']} s"
+        f"batch {report.batches}: {report.files_read} of {report.files_pending} files read, "
+        f"{report.texts_embedded} texts embedded, {report.chunks_reused} chunks reused, {report.seconds} s"
     )
 
 
@@ -291,37 +281,42 @@ def index_run_line(run: dict[str, Any]) -> str:
     )
 
 
+def _json(model: Any, **dumps: Any) -> str:
+    """A result as the JSON `--json` prints: its fields in their order, two spaces of indent."""
+    return json.dumps(model.model_dump(mode="json"), indent=2, **dumps)
+
+
 @_safe
-def index_report(report: dict[str, Any], as_json: bool) -> str:
+def index_report(report: IndexReport, as_json: bool) -> str:
     """Render an index run's report."""
     if as_json:
-        return json.dumps(report, indent=2)
-    not_read = report.get("files_not_read", 0)
-    listing = len(report["skipped"]) - not_read
+        return _json(report)
+    not_read = report.files_not_read
+    listing = len(report.skipped) - not_read
     lines = [
-        f"indexed {', '.join(report['collections'])} in {report['seconds']} s: "
-        f"{report['files_seen']} files seen: {report['files_read']} read, {report['files_skipped_by_stat']} unchanged by "
-        f"their stat, {not_read} skipped, {report.get('files_vanished', 0)} vanished during the run"
+        f"indexed {', '.join(report.collections)} in {report.seconds} s: "
+        f"{report.files_seen} files seen: {report.files_read} read, {report.files_skipped_by_stat} unchanged by "
+        f"their stat, {not_read} skipped, {report.files_vanished} vanished during the run"
         f"{f' ({listing} more left out while listing)' if listing else ''}; "
-        f"{report['files_new']} new, {report['files_changed']} changed, "
-        f"{report['files_unchanged']} unchanged, {report['files_removed']} removed; "
-        f"{report['chunks']} chunks, {report['chunks_embedded']} embedded, {report['chunks_reused']} reused, "
-        f"{report['chunks_deleted']} deleted; {report['files_embedded']} whole files embedded; "
-        f"{report['texts_embedded']} texts embedded in {report['batches']} batches"
+        f"{report.files_new} new, {report.files_changed} changed, "
+        f"{report.files_unchanged} unchanged, {report.files_removed} removed; "
+        f"{report.chunks} chunks, {report.chunks_embedded} embedded, {report.chunks_reused} reused, "
+        f"{report.chunks_deleted} deleted; {report.files_embedded} whole files embedded; "
+        f"{report.texts_embedded} texts embedded in {report.batches} batches"
     ]
     lines += [
-        f"  {kind} {_name(i.get('collection', '') + '/' + i.get('path', ''))}: {_name(i.get('reason', ''))}"
-        for kind, key in (("skipped", "skipped"), ("warning", "warnings"))
-        for i in report[key]
+        f"  {kind} {_name(i.collection + '/' + i.path)}: {_name(i.reason)}"
+        for kind, notes in (("skipped", report.skipped), ("warning", report.warnings))
+        for i in notes
     ]
-    lines += [f"  moved the damaged store aside to {path}" for path in report.get("set_aside", [])]
+    lines += [f"  moved the damaged store aside to {path}" for path in report.set_aside or []]
     return "\n".join(lines)
 
 
-def _filterable_lines(collection: dict[str, Any], fields_shown: int = 8, values_shown: int = 3) -> list[str]:
+def _filterable_lines(collection: CollectionStatus, fields_shown: int = 8, values_shown: int = 3) -> list[str]:
     """A collection's fields (type, most frequent values) and tags, for filters (`--where`, `--tag`)."""
     lines = []
-    fields = collection.get("fields") or {}
+    fields = collection.fields
     if fields:
         shown = [
             f"{name} ({info['type']}: {', '.join(f'{v} {n}' for v, n in info['top'][:values_shown])}"
@@ -330,86 +325,84 @@ def _filterable_lines(collection: dict[str, Any], fields_shown: int = 8, values_
         ]
         more = f"; {len(fields) - fields_shown} more in --json" if len(fields) > fields_shown else ""
         lines.append(f"    fields: {'; '.join(shown)}{more}")
-    tags = collection.get("tags") or []
+    tags = collection.tags
     if tags:
         lines.append(f"    tags: {', '.join(f'{tag} {n}' for tag, n in tags)}")
     return lines
 
 
 @_safe
-def status_text(status: dict[str, Any], as_json: bool) -> str:
+def status_text(status: Status, as_json: bool) -> str:
     """Render `needle status`."""
     if as_json:
-        return json.dumps(status, indent=2)
-    provider = status.get("embedding_provider", "fastembed")
+        return _json(status)
+    provider = status.embedding_provider
     served = "" if provider == "fastembed" else f" (served by {provider})"
     lines = [
-        f"store: {status['store']}",
-        f"embedding model: {status['embedding_model']}{served}",
-        f"sparse model: {status['sparse_model']}",
+        f"store: {status.store}",
+        f"embedding model: {status.embedding_model}{served}",
+        f"sparse model: {status.sparse_model}",
     ]
-    if not status["collections"]:
+    if not status.collections:
         lines.append("no collections yet: add one with `needle collection add PATH --name NAME`")
-    for c in status["collections"]:
-        lines.append(f"  {c['name']}: {c['files']} files, {c['chunks']} chunks ({c['root']})")
+    for c in status.collections:
+        lines.append(f"  {c.name}: {c.files} files, {c.chunks} chunks ({c.root})")
         lines += _filterable_lines(c)
-    for name, chunks in (status.get("orphaned") or {}).items():
+    for name, chunks in status.orphaned.items():
         lines.append(
             f"  {name or '(no collection)'}: {chunks} chunks of a collection no longer listed; "
             "`needle index` drops them"
         )
-    layout = status.get("index_layout")
+    layout = status.index_layout
     if layout:
         placed = [name for name in ("vectors", "hnsw", "sparse", "payload") if layout.get(f"{name}_on_disk")]
         lines.append(
             f"index: HNSW m={layout['hnsw_m']} ef_construct={layout['hnsw_ef_construct']}, "
             f"quantization {layout['quantization']}, on disk: {', '.join(placed) or 'nothing'}"
         )
-    pending = status.get("layout_pending")
+    pending = status.layout_pending
     if pending:
         changes = ", ".join(f"{key} {change['index']} → {change['config']}" for key, change in pending.items())
         lines.append(f"  the configuration changes {changes}: run `needle optimize` to apply it")
-    backup = status.get("last_backup")
+    backup = status.last_backup
     if backup:
         from datetime import datetime
 
         when = datetime.fromtimestamp(backup["time"]).isoformat(sep=" ", timespec="seconds")
         lines.append(f"last backup: {when}, {backup['chunks']} chunks → {backup['path']}")
-    problems = status.get("problems") or []
+    problems = status.problems
     if problems:
-        lines.append(f"files skipped or indexed with a problem ({status.get('problems_total', len(problems))}):")
-        lines += [f"  {p['kind']} {_name(p['collection'] + '/' + p['path'])}: {_name(p['reason'])}" for p in problems]
-        if status.get("problems_total", 0) > len(problems):
-            lines.append(f"  and {status['problems_total'] - len(problems)} more")
-    run = status.get("index_run")
-    if run:
-        lines.append(index_run_line(run))
-    watcher = status.get("watcher")
-    if watcher:
-        lines.append(_watcher_line(watcher))
-    if status.get("contexts"):
+        lines.append(f"files skipped or indexed with a problem ({status.problems_total}):")
+        lines += [f"  {p.kind} {_name(p.collection + '/' + p.path)}: {_name(p.reason)}" for p in problems]
+        if status.problems_total > len(problems):
+            lines.append(f"  and {status.problems_total - len(problems)} more")
+    if status.index_run:
+        lines.append(index_run_line(status.index_run))
+    if status.watcher:
+        lines.append(_watcher_line(status.watcher))
+    if status.contexts:
         lines.append("contexts:")
-        lines += [f"  {prefix}: {text}" for prefix, text in status["contexts"].items()]
+        lines += [f"  {prefix}: {text}" for prefix, text in status.contexts.items()]
     return "\n".join(lines)
 
 
 @_safe
-def check_report(report: dict[str, Any], as_json: bool) -> str:
+def check_report(report: CheckReport, as_json: bool) -> str:
     """Render `needle check`: what each store held, then every problem and the way out, or that all is sound."""
     if as_json:
-        return json.dumps(report, indent=2)
-    lines = [f"{role}: {found['points']} points read with their vectors" for role, found in report["stores"].items()]
-    repaired = report.get("repaired")
+        return _json(report)
+    lines = [f"{role}: {found['points']} points read with their vectors" for role, found in report.stores.items()]
+    repaired = report.repaired
     if repaired:
         lines.append(
-            f"repaired: {repaired['reindexed']} lost files indexed again ({repaired['chunks_embedded']} chunks embedded), "
-            f"{repaired['orphans_deleted']} orphaned points deleted"
+            f"repaired: {repaired.reindexed} lost files indexed again ({repaired.chunks_embedded} chunks embedded), "
+            f"{repaired.orphans_deleted} orphaned points deleted"
         )
-    if report["problems"]:
-        damaged = report.get("damaged", True)
+    if report.problems:
+        damaged = report.damaged
         lines += [
             problem if problem.startswith(("lost: ", "orphaned: ")) else f"damaged: {problem}"
-            for problem in report["problems"]
+            for problem in report.problems
         ]
         if damaged:
             lines.append(
@@ -417,11 +410,11 @@ def check_report(report: dict[str, Any], as_json: bool) -> str:
             )
         else:
             lines.append(
-                f"{len(report.get('lost', []))} files lost data, {len(report.get('orphaned', []))} files left orphaned data: "
+                f"{len(report.lost)} files lost data, {len(report.orphaned)} files left orphaned data: "
                 "the next `needle index` reads the lost files again and drops the orphans; `needle check --repair` does it now"
             )
     else:
-        lines.append(f"the index is sound (read in {report['seconds']} s)")
+        lines.append(f"the index is sound (read in {report.seconds} s)")
     return "\n".join(lines)
 
 
@@ -439,45 +432,50 @@ def _watcher_line(watcher: dict[str, Any]) -> str:
 
 
 @_safe
-def backup_report(report: dict[str, Any], command: str, as_json: bool) -> str:
+def backup_report(report: BackupReport, command: str, as_json: bool) -> str:
     """Render `needle backup` and `needle restore`."""
     if as_json:
-        return json.dumps(report, indent=2)
-    counts = f"{report['chunks']} chunks, {report['files']} files"
-    where = report["path"]
-    if report["kind"] == "server":
-        names = ", ".join(f"{s['collection']}: {s['name']}" for s in report["snapshots"].values())
-        where += f" (snapshots on {report['url']}: {names})"
+        return _json(report)
+    counts = f"{report.chunks} chunks, {report.files} files"
+    where = report.path
+    if report.kind == "server":
+        names = ", ".join(f"{s['collection']}: {s['name']}" for s in (report.snapshots or {}).values())
+        where += f" (snapshots on {report.url}: {names})"
     if command == "backup":
-        return f"backed up {counts} to {where} in {report['seconds']} s"
+        return f"backed up {counts} to {where} in {report.seconds} s"
     return f"restored {counts} from {where}"
 
 
 @_safe
-def optimize_report(report: dict[str, Any], as_json: bool) -> str:
+def optimize_report(report: OptimizeReport, as_json: bool) -> str:
     """Render `needle optimize`."""
     if as_json:
-        return json.dumps(report, indent=2)
-    if not report["changed"]:
-        return f"the index is laid out as configured ({report['seconds']} s)"
-    applied = ", ".join(f"{key} → {change['config']}" for key, change in report["applied"].items())
-    return f"index optimised in {report['seconds']} s" + (f": {applied}" if applied else "")
+        return _json(report)
+    if not report.changed:
+        return f"the index is laid out as configured ({report.seconds} s)"
+    applied = ", ".join(f"{key} → {change['config']}" for key, change in report.applied.items())
+    return f"index optimised in {report.seconds} s" + (f": {applied}" if applied else "")
 
 
 @_safe
-def file_list(files: list[dict[str, Any]], as_json: bool) -> str:
+def file_list(files: list[IndexedFile], as_json: bool) -> str:
     """Render `needle ls`: one indexed file per line."""
     if as_json:
-        return json.dumps(files, indent=2, ensure_ascii=False)
+        return json.dumps([f.model_dump(mode="json") for f in files], indent=2, ensure_ascii=False)
     if not files:
         return "no indexed files (run `needle index`)"
-    return "\n".join(
-        f"{_name(f['collection'] + '/' + f['path'])}\t{f['chunks']} chunks\t{_name(f['title'])}" for f in files
-    )
+    return "\n".join(f"{_name(f.collection + '/' + f.path)}\t{f.chunks} chunks\t{_name(f.title)}" for f in files)
+
+
+def file_text(text: FileText) -> str:
+    """Render `needle get`: the exact text when standard output is piped, its control characters escaped on a terminal."""
+    import sys
+
+    return terminal_safe(text.text) if sys.stdout.isatty() else text.text
 
 
 @_safe
-def file_batch(batch: Any, as_json: bool) -> str:
+def file_batch(batch: FileBatch, as_json: bool) -> str:
     """Render `needle multi-get`: each file under a `==> collection/path <==` header, then what was skipped."""
     if as_json:
         return batch.model_dump_json(indent=2)
@@ -490,9 +488,10 @@ __all__ = [
     "FORMATS",
     "answer_text",
     "backup_report",
-    "escape_logs",
+    "check_report",
     "file_batch",
     "file_list",
+    "file_text",
     "index_report",
     "optimize_report",
     "search_answer",

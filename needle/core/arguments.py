@@ -1,39 +1,37 @@
-"""The arguments of the HTTP routes and MCP tools as pydantic models, built from `needle.core.requests`.
+"""The HTTP bodies and MCP tool arguments as pydantic models, generated from the requests of `needle.core.requests`.
 
 Imports pydantic only, so `needle mcp` lists its tools before Haystack or a model has loaded. Each field's
-name, default, limits and description come from the request's declaration in `needle.core.requests`; this module
-only turns them into types. The types are lax about numbers and booleans sent as strings (`"3"`, `"true"`:
-the MCP Inspector sends them so) and strict about everything else; `annotation(param, strict_numbers=True)`
-gives the HTTP routes' JSON-strict form of the same type. Each tool's arguments are one model (`TOOLS`) that
-refuses a name it does not know; the endpoint wrapper of the same name takes the same fields
-(`needle.shells.http.endpoints.takes`).
+name, default, limits and description come from the request's dataclass; this module only turns them into
+types. An unknown name is refused (`extra="forbid"`). The MCP form is lax about numbers and booleans sent as
+strings (`"3"`, `"true"`: the MCP Inspector sends them so) and strict about everything else; the HTTP form
+refuses a number sent as text, as JSON clients are expected to send numbers. `build(request, values)` turns a
+validated model back into the request it describes.
+
+Usage example:
+```python
+Arguments = arguments_model("search", SearchRequest, "mcp")
+request = build(SearchRequest, Arguments.model_validate({"query": "certbot", "limit": "3"}))
+```
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Annotated, Any
+from functools import cache
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import GenerateJsonSchema
 
-from needle.core import requests
-from needle.core.requests import (
-    DEFAULT_MAX_BYTES,
-    MAX_BYTES,
-    MAX_LIMIT,
-    MAX_LINES,
-    MAX_QUERY_CHARS,
-    MAX_REF_CHARS,
-    Param,
-)
+from needle.core.requests import Param, params
+
+R = TypeVar("R")
 
 
 def annotation(param: Param, strict_numbers: bool = False) -> Any:
     """
     The type of a request field, its limits attached: text strict, numbers lax unless `strict_numbers`.
 
-    :param param: The field, as `needle.core.requests` declares it.
+    :param param: The field, as `needle.core.requests.params` reads it.
     :param strict_numbers: Refuse a number sent as text (`"3"`), as the HTTP routes do.
     """
     text = {"min_length": param.min_chars, "max_length": param.max_chars}
@@ -62,59 +60,37 @@ def field(param: Param) -> Any:
     return Field(param.default, description=param.help)
 
 
-class ToolArguments(BaseModel):
-    """A tool's arguments: an unknown name is refused, naming the valid ones (`needle.shells.mcp`)."""
+class Arguments(BaseModel):
+    """A request's arguments over HTTP or MCP: an unknown name is refused, naming the valid ones."""
 
     model_config = ConfigDict(extra="forbid")
 
 
-def arguments_model(tool: str, params: Iterable[Param]) -> type[ToolArguments]:
-    """The MCP tool `tool`'s arguments model, titled `<tool> arguments`, from the fields the tool takes."""
-    fields: dict[str, Any] = {p.name: (annotation(p), field(p)) for p in params if p.mcp}
-    name = "".join(part.title() for part in tool.split("_")) + "Arguments"
-    return create_model(name, __base__=ToolArguments, __cls_kwargs__={"title": f"{tool} arguments"}, **fields)
+@cache
+def arguments_model(name: str, request: type | None, surface: str = "mcp") -> type[Arguments]:
+    """
+    The arguments model of a request on one surface (`mcp` or `http`): the fields that surface takes.
+
+    :param name: The tool or route, e.g. `get`: an MCP model is titled `<name> arguments`, an HTTP one is named
+        `<name>RunRequest`, as hayhooks names a route's request model.
+    :param request: The request's dataclass; `None` for a command that takes none (a model without fields).
+    :param surface: `mcp` (numbers lax) or `http` (numbers strict).
+    """
+    fields: dict[str, Any] = {
+        p.name: (annotation(p, strict_numbers=surface == "http"), field(p))
+        for p in (params(request) if request is not None else ())
+        if getattr(p, surface)
+    }
+    if surface == "http":
+        return create_model(f"{name}RunRequest", __base__=Arguments, **fields)
+    model = "".join(part.title() for part in name.split("_")) + "Arguments"
+    return create_model(model, __base__=Arguments, __cls_kwargs__={"title": f"{name} arguments"}, **fields)
 
 
-SearchArguments = arguments_model("search", requests.SEARCH)
-VSearchArguments = arguments_model("vsearch", requests.VSEARCH)
-QueryArguments = arguments_model("query", requests.QUERY)
-GetArguments = arguments_model("get", requests.GET)
-MultiGetArguments = arguments_model("multi_get", requests.MULTI_GET)
-StatusArguments = arguments_model("status", ())
-IndexArguments = arguments_model("index", requests.INDEX)
-
-TOOLS: dict[str, type[ToolArguments]] = {
-    "search": SearchArguments,
-    "vsearch": VSearchArguments,
-    "query": QueryArguments,
-    "get": GetArguments,
-    "multi_get": MultiGetArguments,
-    "status": StatusArguments,
-    "index": IndexArguments,
-}
-
-
-class FilterValues(BaseModel):
-    """Filters and switches of a search, the same on every surface (CLI flags, HTTP fields, MCP arguments)."""
-
-    def request_inputs(self) -> dict[str, Any]:
-        """The set values, as a query graph's `request` takes them."""
-        return {key: value for key, value in self.model_dump().items() if value is not None}
-
-
-_NOW = Param(
-    "now", str, "Reference time of relative dates and recency (ISO; default now)", max_chars=requests.MAX_DATE_CHARS
-)
-if TYPE_CHECKING:
-    SearchFilters = FilterValues
-else:
-    # The facade's filters (`needle.core.results.SearchFilters`): the declared filters and the reference time, typed
-    # but not limited (the query graph's `SearchRequest` checks the limits, with the facade's error messages).
-    SearchFilters = create_model(
-        "SearchFilters",
-        __base__=FilterValues,
-        **{p.name: ({list: list[str]}.get(p.kind, p.kind) | None, field(p)) for p in (*requests.FILTERS, _NOW)},
-    )
+def build(request: type[R], values: BaseModel | dict[str, Any]) -> R:
+    """The request a validated model (or its fields' values) describes; the fields it does not take keep their defaults."""
+    given = values.model_dump() if isinstance(values, BaseModel) else values
+    return request(**given)
 
 
 class CompactSchema(GenerateJsonSchema):
@@ -143,32 +119,9 @@ class CompactSchema(GenerateJsonSchema):
         return result
 
 
-def input_schema(model: type[ToolArguments]) -> dict[str, Any]:
+def input_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's compact JSON schema, as `tools/list` offers it."""
     return model.model_json_schema(schema_generator=CompactSchema)
 
 
-__all__ = [
-    "DEFAULT_MAX_BYTES",
-    "MAX_BYTES",
-    "MAX_LIMIT",
-    "MAX_LINES",
-    "MAX_QUERY_CHARS",
-    "MAX_REF_CHARS",
-    "TOOLS",
-    "CompactSchema",
-    "FilterValues",
-    "GetArguments",
-    "IndexArguments",
-    "MultiGetArguments",
-    "QueryArguments",
-    "SearchArguments",
-    "SearchFilters",
-    "StatusArguments",
-    "ToolArguments",
-    "VSearchArguments",
-    "annotation",
-    "arguments_model",
-    "field",
-    "input_schema",
-]
+__all__ = ["Arguments", "CompactSchema", "annotation", "arguments_model", "build", "field", "input_schema"]

@@ -7,7 +7,7 @@ leftmost place. Matching takes time linear in the path's length for a given patt
 Python's `re` backtracks, and a translated glob such as `**/**/**/**/x` or `*a*a*a*a*b` can take minutes.
 
 `CollectionRules` holds a collection's include and exclude globs and the hidden-file rule. The scanner that
-feeds the index and the file access behind `get` and `multi_get` both ask it, so a file can be read exactly
+feeds the index and the file access behind `get` and multi-get both ask it, so a file can be read exactly
 when it would be indexed.
 """
 

@@ -1,8 +1,9 @@
-"""The one result schema every surface returns: CLI `--json`, HTTP and MCP.
+"""What a search and an answer return, on every surface: CLI `--json`, HTTP, MCP and the remote client.
 
 A query graph ends in chunk `Document`s; `hit()` shapes each as a `Hit`, the graph's trust label joins
 them in a `SearchAnswer`, and an answer graph's output becomes an `Answer`. pydantic models, so hayhooks
-and the MCP server derive their schemas from the same classes the CLI prints.
+and the MCP server derive their schemas from the same classes the CLI prints. The index's own commands
+return the models of `needle.core.index_results`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from needle.core.arguments import SearchFilters
 from needle.core.file_formats import format_of
 from needle.core.files.references import docid
 
@@ -192,4 +192,4 @@ def anchor(meta: dict[str, Any], start: int, end: int) -> str:
     return f"{where}:{start}:{count}"
 
 
-__all__ = ["Answer", "Hit", "SearchAnswer", "SearchFilters", "SelfQuery", "anchor", "docid", "explain", "hit"]
+__all__ = ["Answer", "Hit", "SearchAnswer", "SelfQuery", "anchor", "docid", "explain", "hit"]

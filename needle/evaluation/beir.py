@@ -23,6 +23,7 @@ from urllib.parse import quote, unquote
 from tqdm import tqdm
 
 from needle.core.collections import Collection, CollectionRegistry
+from needle.core.requests import IndexRequest, SearchRequest
 from needle.core.settings import Settings, load_settings
 from needle.evaluation import metrics
 from needle.facade.api import Needle, configured_graph
@@ -189,7 +190,7 @@ def prepare_index(dataset: BeirDataset, settings: Settings) -> tuple[Needle, dic
             # Another layout (`index:` settings) is a rebuild of the segments, not a new embedding.
             print(f"laying the cached index out as configured: {needle.optimize()}", file=sys.stderr)
         return needle, None
-    report = needle.index([COLLECTION])
+    report = needle.index(IndexRequest(collections=[COLLECTION])).model_dump(mode="json")
     done.write_text(json.dumps(report))
     return needle, report
 
@@ -222,7 +223,7 @@ def run_pipeline(
     latencies: list[float] = []
     for qid in tqdm(query_ids, desc=f"{Path(pipeline).stem} queries", unit="q"):
         started = time.perf_counter()
-        results = needle.search(dataset.queries[qid], pipeline=pipeline, top_k=candidates, overrides=pool).results
+        results = needle.search(SearchRequest(query=dataset.queries[qid], limit=candidates, set=pool), pipeline).results
         latencies.append(time.perf_counter() - started)
         ranking = [doc_id_from_path(r.path) for r in results]
         ranking = list(dict.fromkeys(ranking))

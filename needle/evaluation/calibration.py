@@ -24,6 +24,7 @@ import numpy as np
 import yaml
 
 from haystack_integrations.components.classifiers.needle.confidence_scorer import FEATURES
+from needle.core.requests import SearchRequest
 from needle.runtime.loader import pipeline_path, read_graph
 
 # Signals no evaluation query exercises: a filter engaged. Its weight is left as the YAML sets it.
@@ -77,7 +78,7 @@ def run_cases(
     for case in tqdm(
         cases, desc=f"{Path(pipeline).stem} {cases[0].source if cases else ''}", unit="q", disable=not progress
     ):
-        answer = needle.search(case.query, pipeline=pipeline, top_k=10, explain=True)
+        answer = needle.search(SearchRequest(query=case.query, limit=10, explain=True), pipeline)
         top = key(answer.results[0]) if answer.results else None
         rows.append(
             {

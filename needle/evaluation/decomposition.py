@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from needle.core.requests import QueryRequest
 from needle.evaluation import metrics
 
 JOINERS = ("{a}, and also {b}", "{a}; {b}", "{a}? And {b}")
@@ -89,7 +90,7 @@ def evaluate(
             for a, b in tqdm(drawn, desc=f"{template} decompose={switch}", unit="q", disable=not progress):
                 text = join_questions(template, a.query, b.query)
                 started = time.perf_counter()
-                answer = needle.search(text, pipeline=pipeline, top_k=top_k, decompose=switch, explain=True)
+                answer = needle.search(QueryRequest(query=text, limit=top_k, decompose=switch, explain=True), pipeline)
                 latency = 1000 * (time.perf_counter() - started)
                 found = {h.path for h in answer.results}
                 top5 = {h.path for h in answer.results[:5]}

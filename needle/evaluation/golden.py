@@ -50,7 +50,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -421,14 +421,17 @@ def run_queries(
     """
     from tqdm import tqdm
 
-    from needle.core.results import SearchFilters
+    from needle.core.requests import SearchRequest
 
-    filters = SearchFilters(now=today) if today else None
     needle.pipeline(pipeline)  # load and warm up outside the timed loop
     rows: dict[str, dict[str, Any]] = {}
     for q in tqdm(queries, desc=f"{Path(pipeline).stem} golden", unit="q", disable=not progress):
         started = time.perf_counter()
-        answer = needle.search(q.query, pipeline=pipeline, top_k=candidates if q.answerable else None, filters=filters)
+        # An unanswerable query runs at the request's own result count, as a user runs it.
+        request = SearchRequest(query=q.query, now=today or None)
+        if q.answerable:
+            request = replace(request, limit=candidates)
+        answer = needle.search(request, pipeline)
         latency = 1000 * (time.perf_counter() - started)
         ranking = group_by_document(answer.results)
         row: dict[str, Any] = {"difficulty": q.difficulty, "answerable": q.answerable}
@@ -611,10 +614,12 @@ def prepare_index(golden: GoldenSet, settings: Settings | None = None, cache: Pa
     needle = Needle(settings, progress_bar=sys.stderr.isatty() and not os.environ.get("CI"))
     # Always an index run: on a built index it embeds nothing and brings the notes' metadata up to date
     # (a cache built by an older Needle, or notes whose frontmatter changed), in about a second.
-    report = needle.index([COLLECTION])
+    from needle.core.requests import IndexRequest
+
+    report = needle.index(IndexRequest(collections=[COLLECTION]))
     done = data_dir / ".indexed"
     if not index_is_built(done):
-        done.write_text(json.dumps(report))
+        done.write_text(report.model_dump_json())
     return needle
 
 

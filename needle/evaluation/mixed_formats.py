@@ -19,6 +19,8 @@ import yaml
 
 from needle.core.file_formats import DOCUMENT_INCLUDE, format_of
 from needle.core.globs import DEFAULT_INCLUDE
+from needle.core.index_results import IndexReport
+from needle.core.requests import IndexRequest, SearchRequest
 from needle.core.settings import PROJECT_ROOT, Settings
 from needle.evaluation import golden as golden_eval
 from needle.evaluation import sample_documents as make
@@ -60,7 +62,7 @@ def load() -> tuple[golden_eval.GoldenSet, dict[str, Any]]:
     return golden_eval.parse_golden(data, GOLDEN_FILE, check_files=False), data
 
 
-def index_corpus(corpus: Path, settings: Settings) -> tuple[Any, dict[str, Any], dict[str, float]]:
+def index_corpus(corpus: Path, settings: Settings) -> tuple[Any, IndexReport, dict[str, float]]:
     """Index the mixed folder into `settings.data_dir`; the Needle, the run's report and seconds per stage."""
     from needle.core.collections import Collection, CollectionRegistry
     from needle.evaluation.timing import ComponentTimer
@@ -71,7 +73,7 @@ def index_corpus(corpus: Path, settings: Settings) -> tuple[Any, dict[str, Any],
     needle = Needle(settings)
     needle.pipeline("ingest")  # model loading is not ingest time
     with ComponentTimer.active() as timer:
-        report = needle.index([COLLECTION])
+        report = needle.index(IndexRequest(collections=[COLLECTION]))
     return needle, report, dict(timer.seconds)
 
 
@@ -88,7 +90,7 @@ def evaluate(needle: Any, pipeline: str = "query", candidates: int = golden_eval
     queries = [*golden.for_mode(pipeline), *demo.for_mode(pipeline)]
     rows: dict[str, dict[str, Any]] = {}
     for q in queries:
-        results = needle.search(q.query, pipeline=pipeline, top_k=candidates).results
+        results = needle.search(SearchRequest(query=q.query, limit=candidates), pipeline).results
         ranking = golden_eval.group_by_document(results)
         best = next((h for h in results if h.path in q.expected), None)
         rows[q.id] = {

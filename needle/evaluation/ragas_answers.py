@@ -228,13 +228,14 @@ def generate_answers(
     from tqdm import tqdm
 
     from needle.core.errors import LLMError
+    from needle.core.requests import AnswerRequest
     from needle.core.results import Answer
 
     answers = []
     for i, case in enumerate(tqdm(cases, desc=f"{pipeline} answers", unit="q", disable=not progress)):
         started = time.perf_counter()
         try:
-            answer = needle.answer(case["question"], top_k=top_k, pipeline=pipeline)
+            answer = needle.answer(AnswerRequest(question=case["question"], limit=top_k), pipeline)
             error = None
         except LLMError as failure:
             if i == 0:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from needle.core.requests import AnswerRequest
 from needle.evaluation import metrics
 
 
@@ -21,7 +22,9 @@ def _answer(
     needle: Any, question: str, pipeline: str, contexts: int, retry: bool, overrides: dict[str, Any]
 ) -> dict[str, Any]:
     started = time.perf_counter()
-    answer = needle.answer(question, top_k=contexts, pipeline=pipeline, retry=retry, overrides=overrides)
+    answer = needle.answer(
+        AnswerRequest(question=question, limit=contexts, retry=retry, set=overrides or None), pipeline
+    )
     return {
         "coverage": answer.coverage,
         "retries": answer.retries,

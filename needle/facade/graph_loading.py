@@ -1,4 +1,4 @@
-"""Loading the YAML graphs: each once per set of overrides, in a pool of warmed instances, its contract checked."""
+"""The graph runtime: the YAML graphs, each loaded once per set of overrides in a pool of warmed instances."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 from haystack import Pipeline
 
 from needle.core.settings import Settings
-from needle.facade.base import FacadeBase
 from needle.lifecycle import provenance as index_info
 from needle.runtime.contract import GraphContract
+from needle.runtime.environment import Environment
 from needle.runtime.loader import apply_overrides, load_pipeline, read_graph
 from needle.runtime.pool import GraphPool
 
@@ -51,8 +51,31 @@ def _user_inputs(graph: Pipeline | None, name: str, free: Mapping[str, Any]) -> 
     return [f"{c}.{s}" for c, sockets in free.items() for s in sockets if f"{c}.{s}" not in fed]
 
 
-class Graphs(FacadeBase):
-    """The graphs of one configuration, loaded once each (thread-safe)."""
+class GraphRuntime:
+    """
+    The graphs of one configuration, loaded once each (thread-safe), and what an index built with it must match.
+
+    Usage example:
+    ```python
+    runtime = GraphRuntime(settings, Environment(settings))
+    pool, run_data = runtime.with_overrides("query", {"bm25_retriever.top_k": 80})
+    with pool.lend() as graph:
+        graph.run(...)
+    ```
+    """
+
+    def __init__(self, settings: Settings, environment: Environment) -> None:
+        """
+        :param settings: Needle's settings (the configuration's `set` applies to every graph it names).
+        :param environment: What the graphs need from the machine: stores, models, the LLM server.
+        """
+        self.settings = settings
+        self.environment = environment
+        self._pools: dict[tuple[str, str], GraphPool] = {}
+        self._building: dict[tuple[str, str], threading.Lock] = {}
+        self._lock = threading.Lock()
+        self._ingest_graph: dict[str, Any] | None = None
+        self._fingerprint: dict[str, Any] | None = None
 
     def pipeline(self, name: str, overrides: Mapping[str, Any] | None = None) -> Pipeline:
         """
@@ -62,9 +85,9 @@ class Graphs(FacadeBase):
         :param overrides: `component.parameter` → value, on top of the configuration's `set`.
         :raises PipelineError: When the graph or an override is invalid.
         """
-        return self._pool(name, overrides).first
+        return self.pool(name, overrides).first
 
-    def _pool(self, name: str, overrides: Mapping[str, Any] | None = None) -> GraphPool:
+    def pool(self, name: str, overrides: Mapping[str, Any] | None = None) -> GraphPool:
         """The pool of a graph's instances for a set of overrides (`serve.graph_instances` at most)."""
         key = (str(name), json.dumps(dict(overrides or {}), sort_keys=True, default=str))
         with self._lock:
@@ -98,7 +121,7 @@ class Graphs(FacadeBase):
 
         :returns: The graph's first instance.
         """
-        pool = self._pool(name)
+        pool = self.pool(name)
         if name != INGEST:
             pool.fill()
         for _, component in pool.first.walk():
@@ -107,7 +130,7 @@ class Graphs(FacadeBase):
                 load()
         return pool.first
 
-    def _with_overrides(
+    def with_overrides(
         self, name: str, overrides: Mapping[str, Any] | None, init_level: bool = True
     ) -> tuple[GraphPool, dict[str, dict[str, Any]]]:
         """
@@ -135,7 +158,7 @@ class Graphs(FacadeBase):
                     f"{', '.join(_user_inputs(graph, name, free)) or 'none'}); "
                     "init parameters are configured when the server starts (`set:` in the configuration)"
                 )
-        return self._pool(name, init), run_data
+        return self.pool(name, init), run_data
 
     def _configured_overrides(self, name: str) -> dict[str, Any]:
         """The configuration's `set`, restricted to the components this graph has."""
@@ -144,11 +167,19 @@ class Graphs(FacadeBase):
         components = read_graph(name)["components"]
         return {k: v for k, v in self.settings.set.items() if str(k).split(".", 1)[0] in components}
 
-    def _fingerprint(self) -> dict[str, Any]:
+    def fingerprint(self) -> dict[str, Any]:
         """The fingerprint an index built with this configuration has (every query compares it), computed once."""
-        if self._expected_fingerprint is None:
-            self._expected_fingerprint = index_info.fingerprint(self.settings, self.ingest_graph())
-        return self._expected_fingerprint
+        if self._fingerprint is None:
+            self._fingerprint = index_info.fingerprint(self.settings, self.ingest_graph())
+        return self._fingerprint
+
+    def check_index(self) -> None:
+        """
+        Refuse to search an index built with other embedding settings than this configuration's.
+
+        :raises IndexMismatchError: Naming what differs and the command that rebuilds the index.
+        """
+        index_info.check(self.settings, self.ingest_graph(), self.fingerprint())
 
     def ingest_graph(self) -> dict[str, Any]:
         """The ingest graph's dictionary with the configuration's overrides (for the index's provenance)."""

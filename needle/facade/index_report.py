@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from needle.core.file_records import FileRecords, split_key
+from needle.core.index_results import FileNote, IndexReport
 
 
-class IndexReport:
-    """An index run's report, added up over its batches."""
+class RunTally:
+    """An index run's counts, added up over its batches from the ingest graph's named outputs; `report()` shapes them."""
 
     def __init__(self, collections: list[str]) -> None:
         self.collections = collections
@@ -87,40 +88,39 @@ class IndexReport:
             for k in ("chunks_written", "chunks_deleted", "files_embedded", "files_reused", "file_points_deleted")
         )
 
-    def as_dict(self, seconds: float) -> dict[str, Any]:
+    def report(self, seconds: float) -> IndexReport:
         """The report so far."""
         counts = (self.first or {}).get("counts", {})
         totals = self.totals
         by_stat = int(counts.get("files_skipped_by_stat", 0))
-        return {
-            "collections": self.collections,
-            # files_seen = files_read + files_skipped_by_stat + files_not_read + files_vanished
-            "files_seen": int(counts.get("files_found", 0)) + self.appeared,
-            "files_read": totals.get("files_read", 0),
-            "files_skipped_by_stat": by_stat,
-            "files_not_read": totals.get("files_unread", 0),
-            "files_vanished": self.vanished,
-            "files_pending": int(counts.get("files_pending", 0)),
-            "files_new": totals.get("files_new", 0),
-            "files_changed": totals.get("files_changed", 0),
-            "files_unchanged": totals.get("files_unchanged", 0) + by_stat,
-            "files_removed": totals.get("files_removed", 0),
-            "skipped": self.skipped,
-            "warnings": self.warnings,
-            "documents": self.documents,
-            "chunks": totals.get("chunks", 0),
-            "chunks_embedded": totals.get("chunks_embedded", 0),
-            "chunks_reused": totals.get("chunks_reused", 0),
-            "chunks_deleted": totals.get("chunks_deleted", 0),
-            "files_embedded": totals.get("files_embedded", 0),
-            "files_pooled": totals.get("files_pooled", 0),
-            "files_reused": totals.get("files_reused", 0),
-            "file_points_deleted": totals.get("file_points_deleted", 0),
-            "deleted": totals.get("chunks_deleted", 0) + totals.get("file_points_deleted", 0),
-            "texts_embedded": totals.get("texts_embedded", 0),
-            "batches": self.batches,
-            "seconds": round(seconds, 2),
-        }
+        return IndexReport(
+            collections=self.collections,
+            files_seen=int(counts.get("files_found", 0)) + self.appeared,
+            files_read=totals.get("files_read", 0),
+            files_skipped_by_stat=by_stat,
+            files_not_read=totals.get("files_unread", 0),
+            files_vanished=self.vanished,
+            files_pending=int(counts.get("files_pending", 0)),
+            files_new=totals.get("files_new", 0),
+            files_changed=totals.get("files_changed", 0),
+            files_unchanged=totals.get("files_unchanged", 0) + by_stat,
+            files_removed=totals.get("files_removed", 0),
+            skipped=[FileNote.model_validate(item) for item in self.skipped],
+            warnings=[FileNote.model_validate(item) for item in self.warnings],
+            documents=dict(self.documents),
+            chunks=totals.get("chunks", 0),
+            chunks_embedded=totals.get("chunks_embedded", 0),
+            chunks_reused=totals.get("chunks_reused", 0),
+            chunks_deleted=totals.get("chunks_deleted", 0),
+            files_embedded=totals.get("files_embedded", 0),
+            files_pooled=totals.get("files_pooled", 0),
+            files_reused=totals.get("files_reused", 0),
+            file_points_deleted=totals.get("file_points_deleted", 0),
+            deleted=totals.get("chunks_deleted", 0) + totals.get("file_points_deleted", 0),
+            texts_embedded=totals.get("texts_embedded", 0),
+            batches=self.batches,
+            seconds=round(seconds, 2),
+        )
 
 
 def note_problems(records: FileRecords, output: dict[str, Any], listed: list[str]) -> None:

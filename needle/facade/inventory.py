@@ -1,13 +1,17 @@
-"""What the index holds (`status`, `ls`) and reading the collections' files (`get`, `multi-get`) within the ingest graph's limits."""
+"""The inventory: what the index holds (`status`, `ls`), and reading the collections' files within the ingest graph's limits."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from needle.core.file_formats import Extractor, Limits
-from needle.core.files.multi_get import FileAccess
-from needle.core.files.reading import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES
-from needle.facade.graph_loading import INGEST, Graphs
+from needle.core.files.batches import FileAccess, FileBatch
+from needle.core.files.reading import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES, FileText
+from needle.core.index_results import CollectionStatus, FileProblem, IndexedFile, Status
+from needle.core.requests import GetRequest, ListRequest, MultiGetRequest
+from needle.facade.graph_loading import INGEST, GraphRuntime
+from needle.facade.index_handle import IndexHandle
 from needle.lifecycle import provenance as index_info
 from needle.runtime.contract import GraphContract
 
@@ -15,15 +19,48 @@ from needle.runtime.contract import GraphContract
 STATUS_PROBLEMS = 50
 
 
-class Inventory(Graphs):
-    """`status`, `indexed_files` and `files`."""
+class Inventory:
+    """
+    `status`, `ls`, and reading the collections' files (`read`, `read_many`).
+
+    Usage example:
+    ```python
+    inventory = Inventory(index, runtime, lambda: None)
+    inventory.status().collections[0].files
+    inventory.read(GetRequest(ref="notes/howto/git.md", max_lines=20)).text
+    ```
+    """
+
+    def __init__(
+        self, index: IndexHandle, runtime: GraphRuntime, index_run: Callable[[], dict[str, Any] | None]
+    ) -> None:
+        """
+        :param index: The index listed and read.
+        :param runtime: The graphs: the ingest graph's file limits are what reading uses.
+        :param index_run: The index run under way, as `status` shows it (`Indexer.index_run`).
+        """
+        self.index = index
+        self.runtime = runtime
+        self.index_run = index_run
+        # The watcher keeping the index live (`needle.lifecycle.watch`), shown by `status` (`Needle.attach_watcher`).
+        self.watcher: Any = None
+        self._files: FileAccess | None = None
+        self._source_ids: tuple[tuple[Any, ...], list[str]] | None = None
+
+    def read(self, request: GetRequest) -> FileText:
+        """A note, or a range of its lines (`needle.core.files.reading.FileReader.read`)."""
+        return self.files.read(request.ref, from_line=request.from_line, max_lines=request.max_lines)
+
+    def read_many(self, request: MultiGetRequest) -> FileBatch:
+        """The notes a glob or a list of references names, within budgets (`FileAccess.read_many`)."""
+        return self.files.read_many(pattern=request.pattern, refs=request.refs, max_bytes=request.max_bytes)
 
     @property
     def files(self) -> FileAccess:
-        """Reading the collections' files by reference or glob (`get`, `multi_get`), within each collection's rules."""
+        """Reading the collections' files by reference or glob (`get`, multi-get), within each collection's rules."""
         if self._files is None:
             # The ingest graph's own limits (its contract's `parameters`), so that `get` reads what indexing reads.
-            graph = self.ingest_graph()
+            graph = self.runtime.ingest_graph()
             contract = GraphContract.from_dict(graph, INGEST)
             limits = Limits(
                 **{
@@ -33,7 +70,7 @@ class Inventory(Graphs):
                 }
             )
             self._files = FileAccess(
-                self.collections,
+                self.index.collections,
                 self._indexed_source_ids,
                 contract.parameter(graph, "max_file_bytes", DEFAULT_MAX_FILE_BYTES),
                 contract.parameter(graph, "max_document_bytes", DEFAULT_MAX_DOCUMENT_BYTES),
@@ -48,13 +85,13 @@ class Inventory(Graphs):
         `get #docid` asks on every call, and listing the store grows with the index (0.25 s for 2,600 files),
         so the list is kept until the stores' counts or the provenance (rewritten by every index run) change.
         """
-        recorded = index_info.read(self.settings) or {}
-        version = (_changes(self.file_store), _changes(self.store), recorded.get("updated"))
+        recorded = index_info.read(self.index.settings) or {}
+        version = (_changes(self.index.file_store), _changes(self.index.store), recorded.get("updated"))
         cached = self._source_ids
         if cached is not None and cached[0] == version:
             return cached[1]
         found: list[str] = []
-        for store in (self.file_store, self.store):
+        for store in (self.index.file_store, self.index.store):
             ids = {row["meta"].get("source_doc_id", "") for row in store.list_documents_meta(fields=["source_doc_id"])}
             if ids:
                 found = sorted(ids)
@@ -62,7 +99,7 @@ class Inventory(Graphs):
         self._source_ids = (version, found)
         return found
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> Status:
         """
         Collections with file and chunk counts, languages, frontmatter fields and tags; the models, where the
         index lives and the context annotations.
@@ -71,19 +108,21 @@ class Inventory(Graphs):
         run recorded (`needle.lifecycle.field_summary`), as that run left them; a collection without a record (an index
         run that did not finish, an index built before records) is counted by the engine's facets instead.
         """
-        for store in (self.store, self.file_store):  # damage the engine aborts on is named, not read past
-            check = getattr(store, "check_unopened", None)
+        store, file_store = self.index.stores
+        settings = self.index.settings
+        for each in (store, file_store):  # damage the engine aborts on is named, not read past
+            check = getattr(each, "check_unopened", None)
             if check is not None:
                 check()
-        recorded = index_info.read(self.settings)
+        recorded = index_info.read(settings)
         summaries = (recorded or {}).get("summaries") or {}
         languages = (recorded or {}).get("languages") or {}
-        listed = self.collections.load()
+        listed = self.index.collections.load()
         counted: dict[str, dict[str, int]] | None = None  # the engine's counts, when a record lacks them
 
         def engine_counts() -> dict[str, dict[str, int]]:
-            chunks = self.store.count_values("collection")
-            return {"chunks": chunks, "files": self.file_store.count_values("collection") if chunks else {}}
+            chunks = store.count_values("collection")
+            return {"chunks": chunks, "files": file_store.count_values("collection") if chunks else {}}
 
         collections = []
         for collection in listed.values():
@@ -96,17 +135,17 @@ class Inventory(Graphs):
                 chunks, files = counted["chunks"].get(name, 0), counted["files"].get(name, 0)
             if chunks and not files:  # an index without whole-file documents: count its files' ids
                 in_collection = {"field": "meta.collection", "operator": "==", "value": name}
-                files = len(self.store.count_values("source_doc_id", in_collection))
+                files = len(store.count_values("source_doc_id", in_collection))
             collections.append(
-                {
-                    "name": name,
-                    "root": collection.root,
-                    "files": files,
-                    "chunks": chunks,
-                    "languages": sorted(languages.get(name) or []),
-                    "fields": summary.get("fields", {}),
-                    "tags": summary.get("tags", []),
-                }
+                CollectionStatus(
+                    name=name,
+                    root=collection.root,
+                    files=files,
+                    chunks=chunks,
+                    languages=sorted(languages.get(name) or []),
+                    fields=summary.get("fields", {}),
+                    tags=summary.get("tags", []),
+                )
             )
         if counted is not None:
             orphaned = {name: count for name, count in counted["chunks"].items() if name not in listed}
@@ -114,51 +153,46 @@ class Inventory(Graphs):
             orphaned = {
                 name: int(s.get("chunks", 0)) for name, s in summaries.items() if name not in listed and s.get("chunks")
             }
-        problems, problems_total = self.records.problems(limit=STATUS_PROBLEMS)
-        return {
-            "collections": collections,
-            # Chunks of collections no longer listed: the next `needle index` (or `collection remove`) drops them.
-            "orphaned": orphaned,
-            "embedding_model": self.settings.embedding.model,
-            "embedding_provider": self.settings.embedding.provider,
-            "sparse_model": self.settings.sparse.model,
-            "store": self.settings.store.url or str(self.settings.index_dir),
-            "index_built_with": recorded["fingerprint"] if recorded else None,
-            "index_layout": recorded.get("layout") if recorded else None,
-            "layout_pending": index_info.pending_layout(self.settings),
-            "last_backup": recorded.get("backup") if recorded else None,
-            "contexts": self.contexts.load(),
-            "data_dir": str(self.settings.data_dir),
+        problems, problems_total = self.index.records.problems(limit=STATUS_PROBLEMS)
+        return Status(
+            collections=collections,
+            orphaned=orphaned,
+            embedding_model=settings.embedding.model,
+            embedding_provider=settings.embedding.provider,
+            sparse_model=settings.sparse.model,
+            store=settings.store.url or str(settings.index_dir),
+            index_built_with=recorded["fingerprint"] if recorded else None,
+            index_layout=recorded.get("layout") if recorded else None,
+            layout_pending=index_info.pending_layout(settings),
+            last_backup=recorded.get("backup") if recorded else None,
+            contexts=self.index.contexts.load(),
+            data_dir=str(settings.data_dir),
             # Files the runs skipped or indexed with a problem, until a run reads them without one.
-            "problems": problems,
-            "problems_total": problems_total,
-            **({"watcher": self.watcher.state()} if self.watcher is not None else {}),
-            **({"index_run": dict(run)} if (run := self._run) is not None else {}),
-        }
+            problems=[FileProblem.model_validate(p) for p in problems],
+            problems_total=problems_total,
+            watcher=self.watcher.state() if self.watcher is not None else None,
+            index_run=self.index_run(),
+        )
 
-    def indexed_files(self, collection: str | None = None) -> list[dict[str, Any]]:
+    def ls(self, request: ListRequest) -> list[IndexedFile]:
         """
         The files in the index (`needle ls`): collection, path, title and chunk count, sorted.
 
-        :param collection: Only this collection's files.
+        :param request: Only this `collection`'s files, when it names one.
         :raises CollectionError: When the collection is unknown.
         """
-        names = [c.name for c in self.collections.select([collection] if collection else None)]
-        files: dict[tuple[str, str], dict[str, Any]] = {}
-        for row in self.store.list_documents_meta(fields=["collection", "path", "title"]):
+        wanted = request.collection
+        names = [c.name for c in self.index.collections.select([wanted] if wanted else None)]
+        files: dict[tuple[str, str], IndexedFile] = {}
+        for row in self.index.store.list_documents_meta(fields=["collection", "path", "title"]):
             meta = row["meta"]
             if meta.get("collection") not in names:
                 continue
-            entry = files.setdefault(
-                (meta.get("collection", ""), meta.get("path", "")),
-                {
-                    "collection": meta.get("collection", ""),
-                    "path": meta.get("path", ""),
-                    "title": meta.get("title", ""),
-                    "chunks": 0,
-                },
-            )
-            entry["chunks"] += 1
+            key = (meta.get("collection", ""), meta.get("path", ""))
+            entry = files.get(key)
+            if entry is None:
+                entry = files[key] = IndexedFile(collection=key[0], path=key[1], title=meta.get("title", ""), chunks=0)
+            entry.chunks += 1
         return [files[key] for key in sorted(files)]
 
 

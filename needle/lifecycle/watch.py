@@ -20,6 +20,7 @@ from typing import Any
 
 from needle.core.collections import Collection
 from needle.core.globs import CollectionRules
+from needle.core.requests import IndexRequest
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ class Watcher:
     ```python
     watcher = Watcher(needle, debounce_ms=500)
     watcher.start()          # a full index run first, then changes as they come
-    needle.status()["watcher"]
+    needle.status().watcher
     watcher.stop()
     ```
     """
@@ -93,7 +94,7 @@ class Watcher:
             self.stop()
 
     def _begin(self) -> None:
-        self.needle.watcher = self
+        self.needle.attach_watcher(self)
         self._running = True
         if self.catch_up:
             self.submit(list(self.needle.collections.load()), None)
@@ -178,16 +179,16 @@ class Watcher:
             scoped = {n: paths for n, paths in pending.items() if paths is not None and n in known}
             reports = []
             if whole:
-                reports.append(self.needle.index(whole))
+                reports.append(self.needle.index(IndexRequest(collections=whole)))
             if scoped:
                 paths = sorted(set().union(*scoped.values()))
-                reports.append(self.needle.index(sorted(scoped), paths=paths))
+                reports.append(self.needle.index(IndexRequest(collections=sorted(scoped), paths=paths)))
             if reports or forget:
                 self._last["update"] = _now()
             if reports:
-                self._last["skipped"] = [s for r in reports for s in r.get("skipped", [])]
+                self._last["skipped"] = [s.model_dump() for r in reports for s in r.skipped]
                 self._last["report"] = {
-                    key: sum(r.get(key, 0) for r in reports)
+                    key: sum(getattr(r, key) for r in reports)
                     for key in ("files_new", "files_changed", "files_removed", "chunks_embedded", "chunks_deleted")
                 }
                 logger.info("Indexed %s: %s", ", ".join(sorted(pending)), self._last["report"])

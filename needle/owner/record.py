@@ -23,7 +23,6 @@ import hashlib
 import hmac
 import ipaddress
 import json
-import logging
 import os
 import socket
 import stat
@@ -35,7 +34,13 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:
     from needle.owner.wire import Connection
 
-logger = logging.getLogger(__name__)
+
+def _log(level: str, message: str, *args: Any) -> None:
+    """Log through `logging`, imported only then: a command sent to an owner reads its record without it."""
+    import logging
+
+    getattr(logging.getLogger(__name__), level)(message, *args)
+
 
 OWNER_FILE = "owner.json"
 TOKEN_HEADER = "Authorization"
@@ -172,10 +177,10 @@ def read(path: Path) -> OwnerRecord | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as error:
-        logger.warning("Cannot read the owner record %s: %s", path, error)
+        _log("warning", "Cannot read the owner record %s: %s", path, error)
         return None
     if not isinstance(record.pid, int) or not isinstance(record.token, str) or not isinstance(record.address, str):
-        logger.warning("Cannot read the owner record %s: a field has the wrong type", path)
+        _log("warning", "Cannot read the owner record %s: a field has the wrong type", path)
         return None
     return record
 
@@ -370,7 +375,7 @@ def live_owner(settings: Any) -> OwnerRecord | None:
     if record is None or record.pid == os.getpid():
         return None
     if not same_process(record) or not holds_lock(settings, record.pid):
-        logger.info("Removing the stale owner record of process %s", record.pid)
+        _log("info", "Removing the stale owner record of process %s", record.pid)
         remove(path, record.pid)
         return None
     try:
@@ -466,7 +471,7 @@ def refuse_second_owner(settings: Any) -> None:
     """
     existing = live_owner(settings)
     if existing is not None and existing.command == BACKGROUND and stop_owner(existing):
-        logger.info("Took the index over from the background owner (process %s)", existing.pid)
+        _log("info", "Took the index over from the background owner (process %s)", existing.pid)
         return
     if existing is not None:
         raise IndexOwnedError(

@@ -2,55 +2,58 @@
 
 The embedded index serves one process at a time. When `needle serve`, `needle mcp` or `needle watch` holds
 it, its owner record (`needle.owner.record`) names the loopback address and token of its HTTP routes
-(`server/pipelines/`), and this client calls them: the same facade runs there, and the answers come back in
-the same schema (`needle.core.results`, `needle.core.files`), so a command prints exactly what it would have printed
-locally. A refusal comes back with the owner's message and exit code (`needle.core.errors.RemoteFailure`).
-Collections and contexts are plain files in the data folder: they are read and written here.
+(`server/pipelines/`), and this client calls them: each method sends its request's fields (`needle.core.requests`)
+to the command's route (`needle.commands.table`) and validates the answer into the command's result model
+(`needle.core.results`, `needle.core.index_results`, `needle.core.files`), the very models the owner's facade returned, so a
+command prints exactly what it would have printed locally. A refusal comes back with the owner's message and exit
+code (`needle.core.errors.RemoteFailure`). Collections and contexts are plain files in the data folder: they are
+read and written here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
+from pydantic import TypeAdapter
 
+from needle.commands.table import BY_NAME, BY_ROUTE, Command
 from needle.core import requests
 from needle.core.collections import CollectionRegistry
 from needle.core.contexts import ContextRegistry
 from needle.core.errors import EXIT_CODE_HEADER, RemoteFailure
-from needle.core.files.multi_get import FileBatch
+from needle.core.files.batches import FileBatch
 from needle.core.files.reading import FileText
-from needle.core.results import Answer, SearchAnswer, SearchFilters
+from needle.core.index_results import BackupReport, CheckReport, IndexedFile, IndexReport, OptimizeReport, Status
+from needle.core.results import Answer, SearchAnswer
 from needle.core.settings import Settings
 from needle.owner import record as records
 from needle.owner.record import OwnerRecord
 
-SEARCH_ROUTES = tuple(requests.SEARCHES)
+# The search graphs an owner serves, one route each (`search`, `vsearch`, `query`).
+SEARCH_ROUTES = tuple(route for route, c in BY_ROUTE.items() if c.result == "needle.core.results:SearchAnswer")
 # Routes whose work may take minutes (an index run, an LLM's answer, reading the whole index): they wait
 # as long as the owner's process runs and is not stopped, checked every `answer_timeout` seconds.
 LONG_ROUTES = ("index", "answer", "check", "backup", "collection_remove")
 MISCONFIGURED = "server misconfigured: "
 
 
-class RemoteFiles:
-    """`Needle.files` through the owner's `get` and `multi_get` routes."""
+@cache
+def _adapter(command: Command) -> TypeAdapter[Any]:
+    """What validates the owner's answer to a command into its result model."""
+    return TypeAdapter(command.result_type())
 
-    def __init__(self, remote: RemoteNeedle) -> None:
-        self.remote = remote
 
-    def read(self, ref: str, from_line: int = 1, max_lines: int | None = None) -> FileText:
-        """A file or a range of its lines (`needle.core.files.reading.FileReader.read`)."""
-        payload = body(requests.GET, {"ref": ref, "from_line": from_line, "max_lines": max_lines})
-        return FileText.model_validate(self.remote.post("get", payload))
-
-    def read_many(
-        self, pattern: str | None = None, refs: list[str] | None = None, max_bytes: int = requests.DEFAULT_MAX_BYTES
-    ) -> FileBatch:
-        """The files a glob or a list of references names (`needle.core.files.multi_get.FileAccess.read_many`)."""
-        payload = body(requests.MULTI_GET, {"pattern": pattern, "refs": refs, "max_bytes": max_bytes})
-        return FileBatch.model_validate(self.remote.post("multi_get", payload))
+def payload(command: Command, request: Any) -> dict[str, Any]:
+    """A route's JSON body: the request's set values of the fields the route's request declares and takes."""
+    if request is None:
+        return {}
+    taken = requests.named(command.request) if command.request is not None else {}
+    return {name: value for name, value in requests.values(request, "http").items() if name in taken}
 
 
 class RemoteNeedle:
@@ -87,7 +90,6 @@ class RemoteNeedle:
         self.settings = settings
         self.collections = CollectionRegistry(settings.collections_file)
         self.contexts = ContextRegistry(Path(settings.data_dir) / "contexts.yml")
-        self.files = RemoteFiles(self)
         self.connect_timeout = connect_timeout
         self.answer_timeout = float(getattr(getattr(settings, "owner", None), "answer_timeout", 10.0))
         self.on_gone = on_gone
@@ -194,29 +196,27 @@ class RemoteNeedle:
         if self._client is not None:
             self._client.close()
 
+    def call(self, name: str, request: Any = None) -> Any:
+        """
+        Send a command's request to its route (`needle.commands.table`) and validate the answer into its result.
+
+        :param name: The command, as the table names it.
+        :param request: Its request; `None` for a command that takes none.
+        """
+        command = BY_NAME[name]
+        answer = self.post(command.route or name, payload(command, request))
+        return _adapter(command).validate_python(answer)
+
     # ---- what the shells call -----------------------------------------------------------------------
     def warm(self, name: str) -> None:
         """Nothing to warm here: the owner warmed its graphs."""
         return None
 
     def search(
-        self,
-        query: str,
-        pipeline: str = "query",
-        top_k: int | None = None,
-        collections: list[str] | None = None,
-        min_score: float | None = None,
-        expand: bool | None = None,
-        rerank: bool | None = None,
-        chunks: bool = False,
-        explain: bool = False,
-        overrides: Mapping[str, Any] | None = None,
-        init_overrides: bool = True,
-        filters: SearchFilters | None = None,
-        decompose: bool | None = None,
+        self, request: requests.SearchRequest, pipeline: str = "query", init_overrides: bool = True
     ) -> SearchAnswer:
         """
-        `Needle.search` through the owner's `search`, `vsearch` or `query` route (`overrides` must be run inputs).
+        `Needle.search` through the owner's `search`, `vsearch` or `query` route (`set` must hold run inputs).
 
         :raises RemoteFailure: For another graph than those three, and for whatever the owner refuses.
         """
@@ -227,123 +227,82 @@ class RemoteNeedle:
                 2,
                 400,
             )
-        values = {
-            "query": query,
-            "limit": top_k,
-            "collections": collections,
-            "min_score": min_score,
-            "chunks": chunks,
-            "explain": explain,
-            "expand": expand,
-            "rerank": rerank,
-            "decompose": decompose,
-            "set": dict(overrides or {}) or None,
-            **(filters or SearchFilters()).request_inputs(),
-        }
-        return SearchAnswer.model_validate(self.post(pipeline, body(requests.SEARCHES[pipeline], values)))
+        answer = self.post(pipeline, payload(BY_ROUTE[pipeline], request))
+        return SearchAnswer.model_validate(answer)
 
-    def answer(
-        self,
-        question: str,
-        top_k: int | None = None,
-        collections: list[str] | None = None,
-        min_score: float | None = None,
-        expand: bool | None = None,
-        rerank: bool | None = None,
-        pipeline: str = "rag",
-        overrides: Mapping[str, Any] | None = None,
-        filters: SearchFilters | None = None,
-        decompose: bool | None = None,
-        retry: bool | None = None,
-    ) -> Answer:
+    def answer(self, request: requests.AnswerRequest, pipeline: str = "rag") -> Answer:
         """
         `Needle.answer` through the owner's `answer` route (its graph, `rag`, with the owner's configuration).
 
         :raises RemoteFailure: For another graph or parameter overrides, and for whatever the owner refuses.
         """
-        if pipeline != "rag" or overrides or expand is not None or rerank is not None:
+        if pipeline != "rag" or request.set:
             raise RemoteFailure(
-                f"another answer graph, --set, --expand or --rerank run only in the process that holds the index "
-                f"({self._who()}), which answers with rag as configured",
+                f"another answer graph or --set run only in the process that holds the index ({self._who()}), "
+                "which answers with rag as configured",
                 2,
                 400,
             )
-        values = {
-            "question": question,
-            "collections": collections,
-            "limit": top_k,
-            "min_score": min_score,
-            "decompose": decompose,
-            "retry": retry,
-            **(filters or SearchFilters()).request_inputs(),
-        }
-        return Answer.model_validate(self.post("answer", body(requests.ANSWER, values)))
+        return self.call("answer", request)
 
     def index(
-        self,
-        names: list[str] | None = None,
-        rebuild: bool = False,
-        overrides: Mapping[str, Any] | None = None,
-        paths: list[str] | None = None,
-        progress: Callable[[dict[str, Any]], None] | None = None,
-    ) -> dict[str, Any]:
+        self, request: requests.IndexRequest, progress: Callable[[IndexReport], None] | None = None
+    ) -> IndexReport:
         """
         `Needle.index` through the owner's `index` route, `paths` included (absolute, or relative to a collection
         root, as the owner's scanner reads them). `progress` is not called: the owner answers with the whole
         run's report once it ends.
 
-        :raises RemoteFailure: For `rebuild` or overrides, and for whatever the owner refuses.
+        :raises RemoteFailure: For `rebuild` or `set`, and for whatever the owner refuses.
         """
-        if rebuild:
+        if request.rebuild:
             raise self.needs_the_index("--rebuild")
-        if overrides:
+        if request.set:
             raise self.needs_the_index("index --set")
-        payload: dict[str, Any] = {"collections": names or None}
-        if paths is not None:
-            payload["paths"] = list(paths)
-        return self.post("index", payload)
+        return self.call("index", request)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> Status:
         """`Needle.status` from the owner (with its watcher, when it watches)."""
-        return self.post("status", {})
+        return self.call("status")
 
-    def indexed_files(self, collection: str | None = None) -> list[dict[str, Any]]:
-        """`Needle.indexed_files` through the owner's `ls` route."""
-        return self.post("ls", {"collection": collection} if collection else {})
+    def ls(self, request: requests.ListRequest) -> list[IndexedFile]:
+        """`Needle.ls` through the owner's `ls` route."""
+        return self.call("ls", request)
 
-    def remove_collection(self, name: str) -> int:
+    def read(self, request: requests.GetRequest) -> FileText:
+        """`Needle.read` through the owner's `get` route."""
+        return self.call("get", request)
+
+    def read_many(self, request: requests.MultiGetRequest) -> FileBatch:
+        """`Needle.read_many` through the owner's route of the same request."""
+        return self.call("multi-get", request)
+
+    def remove_collection(self, request: requests.CollectionRemoveRequest) -> int:
         """`Needle.remove_collection` through the owner's `collection_remove` route."""
-        return int(self.post("collection_remove", {"name": name}))
+        return int(self.call("collection remove", request))
 
     @property
     def store(self) -> Any:
         """The index itself cannot be lent out."""
         raise self.needs_the_index("this command")
 
-    def optimize(self) -> dict[str, Any]:
+    def optimize(self) -> OptimizeReport:
         """Refused: the owner holds the index."""
         raise self.needs_the_index("needle optimize")
 
-    def backup(self, path: str) -> dict[str, Any]:
+    def backup(self, request: requests.BackupRequest) -> BackupReport:
         """`Needle.backup` through the owner's `backup` route, `path` made absolute here (the owner's working
         folder is not this command's)."""
-        return self.post("backup", {"path": str(Path(path).expanduser().resolve())})
+        absolute = replace(request, path=str(Path(request.path).expanduser().resolve()))
+        return self.call("backup", absolute)
 
-    def restore(self, path: str) -> dict[str, Any]:
+    def restore(self, request: requests.RestoreRequest) -> BackupReport:
         """Refused: the owner holds the index."""
         raise self.needs_the_index("needle restore")
 
-    def check(self, repair: bool = False) -> dict[str, Any]:
+    def check(self, request: requests.CheckRequest) -> CheckReport:
         """`Needle.check` through the owner's `check` route (it waits for an index run the owner is in)."""
-        return self.post("check", {"repair": repair})
-
-
-def body(params: tuple[requests.Param, ...], values: Mapping[str, Any]) -> dict[str, Any]:
-    """
-    A route's JSON body: the values of the fields its request declares (`needle.core.requests`) that the route takes
-    and that are set; the route fills in the rest with the same defaults.
-    """
-    return {p.name: values[p.name] for p in params if p.http and values.get(p.name) is not None}
+        return self.call("check", request)
 
 
 def _failure(response: httpx.Response) -> RemoteFailure:
@@ -361,7 +320,7 @@ def _failure(response: httpx.Response) -> RemoteFailure:
     return RemoteFailure(detail.removeprefix(MISCONFIGURED), exit_code, status)
 
 
-__all__ = ["RemoteFiles", "RemoteNeedle", "body"]
+__all__ = ["RemoteNeedle", "payload"]
 
 
 if TYPE_CHECKING:

@@ -238,7 +238,7 @@ async def _stream(arguments: dict[str, Any], cwd: str, tty: bool) -> AsyncIterat
     loop = asyncio.get_running_loop()
     lines: asyncio.Queue[str] = asyncio.Queue()
 
-    def progress(report: dict[str, Any]) -> None:
+    def progress(report: Any) -> None:
         from needle.commands.render import index_progress_line
 
         loop.call_soon_threadsafe(lines.put_nowait, index_progress_line(report))
@@ -350,7 +350,7 @@ def _turn(command: str, notice: Callable[[str], None]) -> Iterator[None]:
 @contextmanager
 def _index_turn(needle: Any, tell: Callable[[str], None]) -> Iterator[None]:
     """Hold the `Needle`'s index lock (index runs, optimising and backups take turns on it), saying what holds it."""
-    lock = needle._index_lock
+    lock = needle.index_lock
     while not lock.acquire(timeout=0.5):
         tell(
             f"waiting for the index run under way to finish{_run_under_way(needle) or ' (or an optimize, backup or check)'}"

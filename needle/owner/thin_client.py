@@ -7,7 +7,9 @@ output and the exit code are byte for byte the same. While the owner works it se
 (and an index run's progress); a client that hears nothing for `owner.answer_timeout` seconds says so and
 exits 1 instead of waiting on a stopped owner. When no owner runs and `owner.autostart` is on, a command that
 needs the index starts one in the background (`needle owner run`, logging to `DATA_DIR/owner.log`) and
-goes through it. This module imports only the standard library, `needle.owner.locate`, `needle.owner.record` and `needle.commands.render`.
+goes through it. Which commands go to an owner, which start one and which are sent again comes from the command
+table (`needle.commands.table`). This module imports only the standard library, `needle.owner.locate`,
+`needle.owner.record` and `needle.commands` (its table and renderer).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from needle.commands.render import terminal_safe
+from needle.commands.table import COMMANDS, command_of
 from needle.owner import record as records
 from needle.owner.code_stamp import code_stamp
 from needle.owner.locate import Location, locate
@@ -32,26 +35,13 @@ OWNER_LOG = "owner.log"
 SPAWN_LOCK = "owner.start.lock"
 # How long a command waits for the background owner it started to load its graphs and answer.
 START_TIMEOUT = 300.0
-# Commands an owner runs for a client; those in `NEEDS_INDEX` also start a background owner when none runs.
-NEEDS_INDEX = {
-    "search",
-    "vsearch",
-    "query",
-    "get",
-    "multi-get",
-    "ls",
-    "status",
-    "index",
-    "answer",
-    "check",
-    "optimize",
-    "backup",
-}
-# `restore` and `migrate` go to an owner that runs, which queues them behind the requests and index runs under
-# way; with none they open the index here.
-THIN_COMMANDS = NEEDS_INDEX | {"collection", "context", "restore", "migrate"}
-# Commands that change nothing: sent again, once, when the owner goes away before it answers.
-RETRIED = {"search", "vsearch", "query", "get", "multi-get", "ls", "status", "check", "context", "collection"}
+# Commands an owner runs for a client (all but those that run without the index); those in `NEEDS_INDEX` also
+# start a background owner when none runs. `restore` and `migrate` go to an owner that runs, which queues them
+# behind the requests and index runs under way; with none they open the index here.
+THIN_COMMANDS = frozenset(c.name for c in COMMANDS if c.index != "none")
+NEEDS_INDEX = frozenset(c.name for c in COMMANDS if c.starts_owner)
+# The graphs a command's route runs (`search`, `vsearch`, `query`, `ingest`): an owner it starts warms them first.
+WARMED = frozenset(c.graph for c in COMMANDS if c.graph)
 
 
 class OwnerGoneError(ConnectionError):
@@ -133,11 +123,7 @@ def gone(record: records.OwnerRecord, timeout: float = EXIT_WAIT) -> None:
 
 def eligible(args: Any) -> bool:
     """Whether the owner can run this parsed command for a client."""
-    if args.command not in THIN_COMMANDS:
-        return False
-    if args.command == "collection":
-        return args.action in ("list", "remove")
-    return True
+    return command_of(args).index != "none"
 
 
 def through_owner(args: Any, location: Location | None = None) -> int | None:
@@ -151,6 +137,7 @@ def through_owner(args: Any, location: Location | None = None) -> int | None:
     """
     if not eligible(args):
         return None
+    command = command_of(args)
     location = location or locate()
     if location is None or location.store_url:
         return None
@@ -158,7 +145,7 @@ def through_owner(args: Any, location: Location | None = None) -> int | None:
         record = records.live_owner(location)
         if record is not None and record.code != code_stamp():
             record = other_code(record, location)
-        if record is None and location.autostart and args.command in NEEDS_INDEX:
+        if record is None and location.autostart and command.starts_owner:
             record = start_owner(location, first=first_graphs(args))
         if record is None:
             return None
@@ -171,7 +158,7 @@ def through_owner(args: Any, location: Location | None = None) -> int | None:
                 return None
             return send(record, vars(args), location)
         except OwnerGoneError:
-            if args.command not in RETRIED:
+            if not command.retried:  # it may have changed something before the owner went
                 raise
             record = records.live_owner(location) or (start_owner(location) if location.autostart else None)
             if record is None:
@@ -182,17 +169,11 @@ def through_owner(args: Any, location: Location | None = None) -> int | None:
         return 1
 
 
-# The graph each command runs, which an owner it starts warms before answering (the others after).
-SEARCH_GRAPHS = ("search", "vsearch", "query")
-
-
 def first_graphs(args: Any) -> list[str]:
     """The graphs an owner started for this command should warm first: the command's own, when it runs one."""
-    if args.command in SEARCH_GRAPHS and getattr(args, "pipeline", None) in SEARCH_GRAPHS:
-        return [args.pipeline]
-    if args.command == "index":
-        return ["ingest"]
-    return []
+    graph = command_of(args).graph
+    wanted = getattr(args, "pipeline", None) or graph
+    return [wanted] if graph is not None and wanted in WARMED else []
 
 
 def send(record: records.OwnerRecord, arguments: dict[str, Any], location: Location) -> int:

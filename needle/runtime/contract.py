@@ -24,12 +24,11 @@ from typing import Any
 
 from haystack import Pipeline
 
-from needle.core.arguments import SearchFilters
-from needle.core.requests import QUERY
+from needle.core.requests import QueryRequest, params
 
-# The request every query graph takes: what `Needle.search` and `Needle.answer` may feed (the search request's
-# fields by their graph names, `needle.core.requests`, and every filter, `now` included).
-REQUEST_INPUTS = frozenset({param.graph for param in QUERY if param.graph} | set(SearchFilters.model_fields))
+# The request every query graph takes: what `Needle.search` and `Needle.answer` may feed (the hybrid search
+# request's fields by their graph input names, `needle.core.requests`, every filter and `now` included).
+REQUEST_INPUTS = frozenset(p.graph for p in params(QueryRequest) if p.graph)
 
 # The names each kind of graph must declare (a `search` graph runs for search, vsearch and query).
 REQUIRED: dict[str, dict[str, frozenset[str]]] = {

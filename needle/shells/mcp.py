@@ -1,8 +1,9 @@
 """Needle's MCP tools: the endpoint wrappers of `server/pipelines/`, offered to agents over stdio or HTTP.
 
-Built on the MCP SDK's high-level server: each tool is an `mcp.server.mcpserver.tools.Tool` whose input
-schema is its arguments model in `needle.core.arguments` (compact: no `null` alternatives, no repeated
-titles) and whose call runs the endpoint wrapper of the same name, the HTTP route's. The tool list needs
+Built on the MCP SDK's high-level server: the tools are the commands of `needle.commands.table` that name one
+(their title and description are there); each is an `mcp.server.mcpserver.tools.Tool` whose input schema is
+its request's arguments model (`needle.core.arguments`: compact, no `null` alternatives, no repeated titles)
+and whose call runs the endpoint wrapper of the same name, the HTTP route's. The tool list needs
 nothing but pydantic, so a client gets `initialize` and `tools/list` answered while Haystack, the models
 and the index load in the background (`Endpoints`); a call waits for them, and when they failed to load,
 every call answers the one line that says why and what to run. Arguments are checked first by the same
@@ -28,67 +29,22 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from needle.core.arguments import TOOLS, ToolArguments, input_schema
+from needle.commands.table import TOOLS as COMMANDS
+from needle.core.arguments import Arguments, arguments_model, input_schema
 from needle.core.resources import SERVER_PIPELINES_DIR
 
 logger = logging.getLogger(__name__)
 
 Wrappers = Callable[[], Mapping[str, Any]]
-READ_WRITE_TOOLS = frozenset({"index"})
 SEARCH_TOOLS = frozenset({"search", "vsearch", "query"})
 # Arguments a tool handles itself rather than its endpoint: how much of each hit to send.
 PRESENTATION_ARGUMENTS = frozenset({"full"})
-# Title and description of each tool; the server's instructions say how they work together.
-DESCRIPTIONS = {
-    "search": (
-        "Keyword search",
-        (
-            "Keyword search (BM25): notes containing the query's exact words. For names, commands, config keys and "
-            "error codes; for other wording use vsearch, when unsure query."
-        ),
-    ),
-    "vsearch": (
-        "Vector search",
-        (
-            "Vector search: notes close in meaning to the query, even in other words (questions, a paraphrase). "
-            "Exact names or codes: search; the best of both: query."
-        ),
-    ),
-    "query": (
-        "Hybrid search",
-        (
-            "Hybrid search, keywords and vectors fused: the best quality, use it by default. decompose splits a "
-            "question that asks several things."
-        ),
-    ),
-    "get": (
-        "Read a note",
-        (
-            "Read a note, whole or a line range: ref is a result's path, #docid or anchor. To read around a hit, "
-            "pass its start_line as from_line with max_lines 40. PDF, DOCX, HTML as extracted text."
-        ),
-    ),
-    "multi_get": (
-        "Read several notes",
-        (
-            "Read several notes: a glob (pattern) or paths and #docids (refs). Files over max_bytes are listed "
-            "under skipped: read those with get and a line range."
-        ),
-    ),
-    "status": (
-        "Collections",
-        (
-            "The collections (name, files, chunks, description), models and index location; search, query and "
-            "index take these collection names."
-        ),
-    ),
-    "index": (
-        "Re-index notes",
-        (
-            "Re-index collections after notes changed (unchanged files are not re-read); searches see changes "
-            "only after it. Returns what was read, added, changed and removed."
-        ),
-    ),
+
+
+# Each tool's arguments model, by name: the fields of its command's request that MCP takes (`tools/list` offers
+# their compact schemas).
+TOOLS: dict[str, type[Arguments]] = {
+    name: arguments_model(name, command.request, "mcp") for name, command in COMMANDS.items()
 }
 INSTRUCTIONS = (
     "Needle searches the user's notes. `query` (hybrid) is the best default; `search` for exact words, names and "
@@ -233,7 +189,7 @@ def _compact(result: Any, full: bool) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
-def _signature(model: type[ToolArguments]) -> inspect.Signature:
+def _signature(model: type[Arguments]) -> inspect.Signature:
     """A keyword-only signature with the model's fields, types and defaults (what the SDK builds a tool from)."""
     parameters = [
         inspect.Parameter(
@@ -268,15 +224,16 @@ def _tool(name: str, endpoints: Endpoints) -> Any:
 
     call.__name__ = name
     call.__signature__ = _signature(model)  # type: ignore[attr-defined]  # what inspect.signature reads
-    title, description = DESCRIPTIONS[name]
+    command = COMMANDS[name]
+    assert command.tool is not None
     tool = Tool.from_function(
         call,
         name=name,
-        title=title,
-        description=description,
+        title=command.tool.title,
+        description=command.tool.description,
         structured_output=False,
         annotations=ToolAnnotations(
-            read_only_hint=name not in READ_WRITE_TOOLS, destructive_hint=False, open_world_hint=False
+            read_only_hint=command.index != "writes", destructive_hint=False, open_world_hint=False
         ),
     )
     tool.parameters = input_schema(model)
@@ -346,7 +303,7 @@ class _LoadAfterInitialize:
 
 
 class NeedleMCP:
-    """The MCP server with every tool of `needle.core.arguments.TOOLS`, served by `endpoints` once they load."""
+    """The MCP server with every tool of the command table (`TOOLS`), served by `endpoints` once they load."""
 
     def __init__(self, endpoints: Endpoints, log_level: Literal["INFO", "WARNING"] = "INFO") -> None:
         """

@@ -25,7 +25,7 @@ def test_every_format_is_found_on_the_mixed_index(tmp_path: Path, model_dir: Pat
     corpus = formats.build_corpus(tmp_path / "corpus")
     needle, report, _ = formats.index_corpus(corpus, make_settings(tmp_path / "data", model_dir))
     try:
-        assert report["skipped"] == [] and set(report["documents"]) == {"pdf", "docx", "html"}
+        assert report.skipped == [] and set(report.documents) == {"pdf", "docx", "html"}
         quality = formats.evaluate(needle)
     finally:
         needle.close()

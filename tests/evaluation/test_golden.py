@@ -394,7 +394,7 @@ class TestFilterQuestions:
         assert not failed, f"filter thresholds failed: {failed}\n{table}"
 
     def test_self_query_is_what_answers_them(self, demo_needle):
-        from needle.core.results import SearchFilters
+        from needle.core.requests import SearchRequest
 
         filters = golden_eval.load_golden(DEMO_NOTES.parents[2] / "eval" / "golden" / "filters.yml")
         hits = {}
@@ -402,7 +402,7 @@ class TestFilterQuestions:
             found = 0
             for q in filters.queries:
                 results = demo_needle.search(
-                    q.query, top_k=10, filters=SearchFilters(now=filters.today, self_query=on)
+                    SearchRequest(query=q.query, limit=10, now=filters.today, self_query=on)
                 ).results
                 ranking = golden_eval.group_by_document(results)
                 found += bool(ranking) and ranking[0] in q.expected

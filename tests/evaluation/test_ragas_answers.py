@@ -15,6 +15,7 @@ import pytest
 
 pytest.importorskip("ragas", reason="the ragas extra is not installed")
 
+from needle.core.requests import SearchRequest
 from needle.evaluation import golden as golden_eval
 from needle.evaluation.ragas_answers import (
     METRICS,
@@ -171,7 +172,7 @@ def test_answers_are_judged_with_numbers_in_range_or_nan_with_a_reason(judged):
     needle, section = judged
     row = section["per_query"]["a002"]
     assert row["answer"].strip() and row["error"] is None
-    searched = needle.search(row["question"], top_k=1).results
+    searched = needle.search(SearchRequest(query=row["question"], limit=1)).results
     assert row["contexts"] == [r.text for r in searched]
     assert row["context_refs"][0].startswith("notes/howto/postgres-logical-replication.md:")
     assert set(row["metrics"]) == set(METRICS)

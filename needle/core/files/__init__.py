@@ -1,12 +1,12 @@
-"""Reading notes by reference, for `get` and `multi_get` over the CLI, HTTP and MCP alike, one job per module.
+"""Reading notes by reference, for `get` and multi-get over the CLI, HTTP and MCP alike, one job per module.
 
 - `needle.core.files.references`: what a user's reference is (`#docid`, `collection/path`, `collection:path`, a
   path inside some collection, `PATH:LINE:COUNT`), and the references refused before any lookup.
 - `needle.core.files.walking`: listing a collection's files by its rules (`walk_collection`), which the
-  ingestion scanner (`haystack_integrations.components.fetchers.needle.collection_scanner`) and `multi_get` share.
+  ingestion scanner (`haystack_integrations.components.fetchers.needle.collection_scanner`) and multi-get share.
 - `needle.core.files.reading`: finding the file a reference names and reading it, whole or a range of lines
   (`FileReader`), within the collection's rules and never outside its root.
-- `needle.core.files.multi_get`: reading the files a glob or a list of references names within byte, file-count
+- `needle.core.files.batches`: reading the files a glob or a list of references names within byte, file-count
   and time budgets (`FileAccess`, the `FileReader` that the facade hands to every shell).
 
 A file is served exactly when the ingestion scanner would index it: both ask the same `CollectionRules`

@@ -1,4 +1,4 @@
-"""Listing a collection's files by its rules: what ingestion indexes and `multi_get` reads, one walk for both.
+"""Listing a collection's files by its rules: what ingestion indexes and multi-get reads, one walk for both.
 
 `walk_collection` reads folders in name order, never enters excluded or hidden ones, follows links while
 they stay inside the root and do not lead back to something listed already, and yields what it left out
@@ -18,7 +18,7 @@ from needle.core.collections import Collection, CollectionError
 from needle.core.globs import CollectionRules, printable, valid_utf8
 
 OUTSIDE_ROOT = "symlink leads outside the collection root"
-clock = time.monotonic  # the clock of deadlines, walks' and `multi_get`'s (tests replace it)
+clock = time.monotonic  # the clock of deadlines, walks' and multi-get's (tests replace it)
 
 
 class OutOfTime(Exception):

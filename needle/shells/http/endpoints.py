@@ -1,26 +1,35 @@
-"""What the endpoint wrappers share: the process's one `Needle`, request signatures, errors as HTTP statuses.
+"""What the endpoint wrappers share: each built from its command's entry, the process's one `Needle`, errors as HTTP statuses.
 
-Every HTTP route and MCP tool is a wrapper in `server/pipelines/` whose `run_api` calls `call()`: the
-facade runs inside `errors()`, which maps exceptions through `needle.core.errors` (the one table the CLI uses
-too) to an `HTTPException` with a message a person can act on and never a stack trace. A wrapper's
-`run_api` takes its request's fields as `needle.core.requests` declares them (`takes`).
+Every HTTP route and MCP tool is a wrapper in `server/pipelines/<route>/`, an `Endpoint` naming its command's
+entry in `needle.commands.table`: its `run_api` takes the fields its request declares
+(`needle.core.requests`), builds the request, and runs the command's facade method inside `errors()`, which maps
+exceptions through `needle.core.errors` (the one table the CLI uses too) to an `HTTPException` with a message a
+person can act on and never a stack trace. The wrapper's own docstring describes the route (OpenAPI's
+description and `:returns:`); the fields' descriptions are added from the request.
+
+Usage example (`server/pipelines/ls/pipeline_wrapper.py`; its docstring describes the route):
+```python
+class PipelineWrapper(Endpoint):
+    command = "ls"
+```
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar, cast, get_type_hints
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from hayhooks import BasePipelineWrapper
 
 from needle.commands.failures import classify
-from needle.core import requests
-from needle.core.arguments import annotation
+from needle.commands.table import BY_NAME, BY_ROUTE, Command
+from needle.core.arguments import Arguments, annotation, arguments_model
 from needle.core.errors import EXIT_CODE_HEADER
-from needle.core.requests import Param
-from needle.owner.served_facade import get_needle, holding_the_index, on_the_facade
+from needle.core.requests import BackupRequest, params
+from needle.owner.served_facade import get_needle, holding_the_index, on_the_facade, warm
 
 if TYPE_CHECKING:
     from needle.facade.interface import NeedleInterface
@@ -29,7 +38,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 @contextmanager
@@ -82,7 +90,7 @@ def backup_scheduler(every: float, keep: int, directory: str) -> BackupScheduler
     from needle.lifecycle import backups
 
     return backups.BackupScheduler(
-        make=lambda folder: get_needle().backup(str(folder)),
+        make=lambda folder: get_needle().backup(BackupRequest(path=str(folder))),
         drop=lambda folder: backups.drop(holding_the_index(), folder),
         directory=Path(directory),
         every=every,
@@ -97,77 +105,92 @@ def user_error(status: int, message: str) -> Exception:
     return HTTPException(status_code=status, detail=message)
 
 
-def takes(params: tuple[Param, ...]) -> Callable[[F], F]:
-    """
-    Give an endpoint wrapper's `run_api(self, **request)` the request's fields, from `needle.core.requests`.
-
-    hayhooks builds the route's request model from the method's signature and its docstring's `:param` lines;
-    this sets both: a keyword parameter per field the route takes (its JSON-strict type, limits and default),
-    and the field's one-line description before the docstring's `:returns:`. A call (the route's, an MCP
-    tool's with the fields it was sent) reaches the method with every field, defaults filled in; a name the
-    request does not declare is refused (`TypeError`).
-
-    :param params: The request's fields; those with `http` off are left out.
-    """
-
-    def apply(function: F) -> F:
-        taken = [p for p in params if p.http]
-        parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)] + [
-            inspect.Parameter(
-                p.name,
-                inspect.Parameter.KEYWORD_ONLY,
-                annotation=annotation(p, strict_numbers=True),
-                default=inspect.Parameter.empty if p.required else p.default,
-            )
-            for p in taken
-        ]
-        returns = get_type_hints(function).get("return", inspect.Signature.empty)
-        signature = inspect.Signature(parameters, return_annotation=returns)
-
-        @functools.wraps(function)
-        def run_api(self: Any, **request: Any) -> Any:
-            bound = signature.bind(self, **request)
-            bound.apply_defaults()
-            return function(self, **{name: value for name, value in bound.arguments.items() if name != "self"})
-
-        run_api.__signature__ = signature  # type: ignore[attr-defined]  # what inspect.signature reads
-        text = inspect.cleandoc(function.__doc__ or "")
-        lines = "".join(f":param {p.name}: {p.help}\n" for p in taken)
-        head, returns_line, tail = text.partition(":returns:")
-        run_api.__doc__ = f"{head.rstrip()}\n\n{lines}{returns_line}{tail}"
-        return cast(F, run_api)
-
-    return apply
-
-
-def search_filters(request: dict[str, Any]) -> Any:
-    """A request's filters as the facade takes them (`needle.core.results.SearchFilters`)."""
-    from needle.core.results import SearchFilters
-
-    return SearchFilters(**{p.name: request[p.name] for p in requests.FILTERS})
-
-
-def search(pipeline: str, request: dict[str, Any]) -> Any:
-    """
-    Run a search request (`needle.core.requests.SEARCHES`) on the graph `pipeline`: the process's `Needle`, errors as
-    HTTP statuses; `set` takes run inputs only.
-    """
-    switches = {p.name: request.get(p.name) for p in requests.SWITCHES}  # `query` only
-    return call(
-        lambda needle: needle.search(
-            request["query"],
-            pipeline,
-            top_k=request["limit"],
-            collections=request["collections"],
-            min_score=request["min_score"],
-            chunks=request["chunks"],
-            explain=request["explain"],
-            overrides=request["set"],
-            init_overrides=False,
-            filters=search_filters(request),
-            **switches,
+def route_signature(command: Command, returns: Any) -> inspect.Signature:
+    """`run_api(self, *, field=default, ...)`: a keyword per field the route takes, with its JSON-strict type and limits."""
+    taken = [p for p in params(command.request) if p.http] if command.request is not None else []
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)] + [
+        inspect.Parameter(
+            p.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=annotation(p, strict_numbers=True),
+            default=inspect.Parameter.empty if p.required else p.default,
         )
-    )
+        for p in taken
+    ]
+    return inspect.Signature(parameters, return_annotation=returns)
 
 
-__all__ = ["backup_scheduler", "call", "errors", "search", "search_filters", "takes", "user_error"]
+def _documented(doc: str | None, command: Command) -> str:
+    """A route's docstring, as hayhooks reads it: the wrapper's text, each field's description before `:returns:`."""
+    text = inspect.cleandoc(doc or command.help)
+    taken = [p for p in params(command.request) if p.http] if command.request is not None else []
+    lines = "".join(f":param {p.name}: {p.help}\n" for p in taken)
+    head, returns_line, tail = text.partition(":returns:")
+    return f"{head.rstrip()}\n\n{lines}{returns_line}{tail}"
+
+
+class Endpoint(BasePipelineWrapper):
+    """
+    The endpoint wrapper of a command's route (`needle.commands.table`), for `server/pipelines/<route>/`.
+
+    A subclass names its command (`command = "ls"`) and describes the route in its docstring. `setup()` warms
+    the graph the route runs (or opens the process's `Needle`); `run_api(**body)` takes the request's fields
+    (hayhooks builds the route's request model from its signature and docstring: the fields' descriptions are
+    added before `:returns:`), builds the request and runs it on the process's facade (`serve`, which a wrapper
+    may override); a name the request does not declare is refused (`TypeError`). `skip_mcp` unless the command
+    is an MCP tool.
+    """
+
+    command: ClassVar[str]
+    entry: ClassVar[Command]
+    signature: ClassVar[inspect.Signature]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        entry = cls.entry = BY_NAME[cls.command]
+        cls.skip_mcp = entry.tool is None
+        cls.signature = route_signature(entry, entry.result_type())
+
+        def run_api(self: Endpoint, **body: Any) -> Any:
+            return self.respond(body)
+
+        run_api.__signature__ = cls.signature  # type: ignore[attr-defined]  # what inspect.signature reads
+        run_api.__doc__ = _documented(cls.__doc__, entry)
+        cls.run_api = run_api  # each route its own signature and description
+
+    def setup(self) -> None:
+        """Load and warm the route's graph once, at start-up (or open the process's one `Needle`)."""
+        self.pipeline = warm(self.entry.graph) if self.entry.graph else None
+        if self.entry.graph is None:
+            get_needle()
+
+    def respond(self, body: dict[str, Any]) -> Any:
+        """Build the request from the body's fields (defaults filled in) and run it on the process's facade."""
+        bound = self.signature.bind(self, **body)
+        bound.apply_defaults()
+        values = {key: value for key, value in bound.arguments.items() if key != "self"}
+        request_type = self.entry.request
+        with errors():
+            request = request_type(**values) if request_type is not None else None
+        return call(lambda needle: self.serve(needle, request))
+
+    def serve(self, needle: NeedleInterface, request: Any) -> Any:
+        """Run the request on the facade: the command's method (a search on the route's own graph)."""
+        entry = self.entry
+        if entry.method == "search":
+            return needle.search(request, entry.graph or entry.name, init_overrides=False)
+        assert entry.method is not None, f"{entry.name} names no facade method"
+        method = getattr(needle, entry.method)
+        return method() if request is None else method(request)
+
+
+def body_model(route: str) -> type[Arguments] | None:
+    """
+    The JSON body a route takes, generated from its request (`extra="forbid"`: an unknown field is refused),
+    named as hayhooks names a route's request model; `None` for a route no command declares.
+    """
+    command = BY_ROUTE.get(route)
+    return arguments_model(route, command.request, "http") if command is not None else None
+
+
+__all__ = ["Endpoint", "backup_scheduler", "body_model", "call", "errors", "route_signature", "user_error"]

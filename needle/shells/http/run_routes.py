@@ -5,9 +5,11 @@ request (one with every request field, the query's text included), records a tra
 trace buffer (hayhooks' trace API, which Needle does not serve) and validates the answer twice (once into
 the response model, once more in FastAPI). On `needle serve` that cost about as much as a `get` itself
 (py-spy on the serving process, `python -m eval.hotpath http`). `lean_run_routes` replaces each of those
-routes, once hayhooks has deployed them, by one with the same path, name, request model, response model and
-description (so the OpenAPI document is unchanged), whose endpoint runs `run_api` on a worker thread, builds
-the response model once and serialises it as FastAPI does (`serialize_json`, the same bytes). Errors keep
+routes, once hayhooks has deployed them, by one with the same path, name, response model and description,
+whose endpoint runs `run_api` on a worker thread, builds the response model once and serialises it as FastAPI
+does (`serialize_json`, the same bytes). Its request model is the route's body as its command declares it
+(`needle.shells.http.endpoints.body_model`: hayhooks' fields, names and descriptions, and a field the request
+does not declare refused), hayhooks' own for a wrapper no command names. Errors keep
 hayhooks' handling (`handle_pipeline_exceptions`): the wrappers' `HTTPException`s as they are, anything
 else a 500 with hayhooks' message. Routes that stream or take files keep hayhooks' route.
 
@@ -97,13 +99,16 @@ def lean_run_routes(app: FastAPI, registry: Any, runs: dict[str, LeanRun] | None
     from hayhooks.server.utils.base_pipeline_wrapper import BasePipelineWrapper
     from hayhooks.server.utils.request_headers import accepts_request_headers
 
+    from needle.shells.http.endpoints import body_model
+
     replaced = []
     for index, route in enumerate(app.router.routes):
         if not (isinstance(route, APIRoute) and route.path.endswith("/run") and route.path.count("/") == 2):
             continue
         name = route.path.split("/")[1]
         wrapper, metadata = registry.get(name), registry.get_metadata(name) or {}
-        request_model = metadata.get("request_model")
+        # The route's own body model (`extra="forbid"`), generated from its request like hayhooks' from run_api.
+        request_model = body_model(name) or metadata.get("request_model")
         if not isinstance(wrapper, BasePipelineWrapper) or request_model is None or metadata.get("requires_files"):
             continue
         if wrapper._is_run_api_async_implemented or not wrapper._is_run_api_implemented:

@@ -1,53 +1,23 @@
 """`POST /answer/run` and the chat model `answer` of `/v1/chat/completions`: answers from the notes, cited."""
 
-from typing import Any
-
-from hayhooks import BasePipelineWrapper
-
-from needle.core.requests import ANSWER, MAX_QUERY_CHARS
-from needle.core.results import Answer
-from needle.owner.served_facade import get_needle
-from needle.shells.http.endpoints import call, search_filters, takes, user_error
+from needle.core.requests import MAX_QUERY_CHARS
+from needle.shells.http.endpoints import Endpoint, user_error
 
 
-class PipelineWrapper(BasePipelineWrapper):
+class PipelineWrapper(Endpoint):
     """
-    Runs `pipelines/rag.yml` (the hybrid search, then the `llm:` server answers citing the chunks).
+    Answer a question from the notes, citing the chunks it uses as [path:start-end].
 
-    Without an LLM at the configured URL both routes answer 502 naming the settings to fix. Agents answer
-    for themselves, so the MCP tools leave this one out.
+    Runs `pipelines/rag.yml` (the hybrid search, then the `llm:` server answers citing the chunks); its graph
+    loads on the first question, since its chat generator needs the LLM's API key and a server without an LLM
+    must still start and serve search. Without an LLM at the configured URL both routes answer 502 naming the
+    settings to fix. Agents answer for themselves, so the MCP tools leave this one out.
+
+    :returns: The answer, its confidence, label and claim coverage, the chunks it was given, the ones it
+        cites, citations of chunks it was not given, retries and the claims left uncovered.
     """
 
-    skip_mcp = True
-
-    def setup(self) -> None:
-        """
-        Open the process's one `Needle`. The answer graph loads on the first question: its chat generator
-        needs the LLM's API key, and a server without an LLM must still start and serve search.
-        """
-        self.pipeline = None
-        get_needle()
-
-    @takes(ANSWER)
-    def run_api(self, **request: Any) -> Answer:
-        """
-        Answer a question from the notes, citing the chunks it uses as [path:start-end].
-
-        :returns: The answer, its confidence, label and claim coverage, the chunks it was given, the ones it
-            cites, citations of chunks it was not given, retries and the claims left uncovered.
-        """
-        filters = search_filters(request)
-        return call(
-            lambda needle: needle.answer(
-                request["question"],
-                top_k=request["limit"],
-                collections=request["collections"],
-                filters=filters,
-                decompose=request["decompose"],
-                retry=request["retry"],
-                min_score=request["min_score"],
-            )
-        )
+    command = "answer"
 
     def run_chat_completion(self, model: str, messages: list[dict], body: dict) -> str:
         """

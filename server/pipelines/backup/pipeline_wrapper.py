@@ -1,40 +1,28 @@
 """`POST /backup/run`: back the index up into a new folder (`needle backup` while another process holds it).
 
-Only the owner's own token opens this route (`needle.shells.http.server.OwnerOnlyMiddleware`): it writes where it is
+Only the owner record's token opens it (`needle.shells.http.server.OwnerOnlyMiddleware`): it writes where it is
 told, so it serves the `needle` commands of the user who started the process, never an HTTP client.
 """
 
 from pathlib import Path
-from typing import Annotated, Any
 
-from hayhooks import BasePipelineWrapper
-from pydantic import Field
-
-from needle.owner.served_facade import get_needle
-from needle.shells.http.endpoints import call
+from needle.core.index_results import BackupReport
+from needle.core.requests import BackupRequest
+from needle.facade.interface import NeedleInterface
+from needle.shells.http.endpoints import Endpoint
 
 
-class PipelineWrapper(BasePipelineWrapper):
-    """Runs `Needle.backup()`; `needle backup` calls it when another process holds the index."""
+class PipelineWrapper(Endpoint):
+    """
+    Back the index up into a new folder; index runs wait for it.
 
-    skip_mcp = True
+    :returns: The backup's manifest and folder, as `needle backup --json` prints them.
+    """
 
-    def setup(self) -> None:
-        """Open the process's one `Needle` at start-up; a backup runs no graph."""
-        self.pipeline = None
-        get_needle()
+    command = "backup"
 
-    def run_api(self, path: Annotated[str, Field(min_length=1, max_length=4096, strict=True)]) -> dict[str, Any]:
-        """
-        Back the index up into a new folder; index runs wait for it.
-
-        :param path: An absolute path to a folder that does not exist yet (or is empty).
-        :returns: The backup's manifest and folder, as `needle backup --json` prints them.
-        """
-
-        def backup(needle: Any) -> dict[str, Any]:
-            if not Path(path).is_absolute():
-                raise ValueError(f"path must be absolute, got {path!r}")
-            return needle.backup(path)
-
-        return call(backup)
+    def serve(self, needle: NeedleInterface, request: BackupRequest) -> BackupReport:
+        """The backup, into an absolute path only: this process's working folder is not the caller's."""
+        if not Path(request.path).is_absolute():
+            raise ValueError(f"path must be absolute, got {request.path!r}")
+        return needle.backup(request)

@@ -1,31 +1,19 @@
 """`POST /status/run` and the MCP tool `status`: collections, counts, models and where the index lives."""
 
-from typing import Any
-
-from hayhooks import BasePipelineWrapper
-
-from needle.owner.served_facade import get_needle
-from needle.shells.http.endpoints import call
+from needle.shells.http.endpoints import Endpoint
 
 
-class PipelineWrapper(BasePipelineWrapper):
-    """Reports `Needle.status()`."""
+class PipelineWrapper(Endpoint):
+    """
+    List the collections with their file and chunk counts, the models and the index location.
 
-    def setup(self) -> None:
-        """Open the process's one `Needle` at start-up; status runs no graph."""
-        self.pipeline = None
-        get_needle()
+    Use it to learn the collection names that `search`, `vsearch`, `query` and `index` accept, and the
+    frontmatter fields and tags their notes hold, to filter by (`where: ["status=draft"]`, `tags`).
 
-    def run_api(self) -> dict[str, Any]:
-        """
-        List the collections with their file and chunk counts, the models and the index location.
+    :returns: `collections` (name, root, files, chunks, languages, `fields`: name → type, number of
+        distinct values and the most frequent [value, files]; `tags`: the most frequent [tag, files]),
+        `embedding_model`, `sparse_model`, `store`, and `problems`: the files skipped or indexed with a
+        problem (a frontmatter field left out), with the reason.
+    """
 
-        Use it to learn the collection names that `search`, `vsearch`, `query` and `index` accept, and the
-        frontmatter fields and tags their notes hold, to filter by (`where: ["status=draft"]`, `tags`).
-
-        :returns: `collections` (name, root, files, chunks, languages, `fields`: name → type, number of
-            distinct values and the most frequent [value, files]; `tags`: the most frequent [tag, files]),
-            `embedding_model`, `sparse_model`, `store`, and `problems`: the files skipped or indexed with a
-            problem (a frontmatter field left out), with the reason.
-        """
-        return call(lambda needle: needle.status())
+    command = "status"

@@ -1,6 +1,6 @@
 """Reading the files a glob or a list of references names, within byte, file-count and time budgets.
 
-`FileAccess` is the `FileReader` (`needle.core.files.reading`) with `read_many`, what `multi_get` runs over the
+`FileAccess` is the `FileReader` (`needle.core.files.reading`) with `read_many`, what multi-get runs over the
 CLI, HTTP and MCP: a pattern is listed with the ingestion scanner's walk (`needle.core.files.walking`), references
 are resolved one by one, and what is left out, and why, comes back beside the files read.
 """
@@ -32,14 +32,14 @@ NEITHER_PATTERN_NOR_REFS = (
 
 
 class SkippedFile(BaseModel):
-    """A file `multi_get` matched but did not return, and why."""
+    """A file a multi-get matched but did not return, and why."""
 
     path: str
     reason: str
 
 
 class FileBatch(BaseModel):
-    """What `multi_get` read, and what it skipped."""
+    """What a multi-get read, and what it skipped."""
 
     files: list[FileText]
     skipped: list[SkippedFile]
