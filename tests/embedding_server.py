@@ -16,7 +16,9 @@ Faults (`POST /_faults` with any of these; `{}` clears them):
 - `fail`: the next N requests get 500; `fail_after`: after N more answered requests, every request gets 500;
 - `max_batch`: requests of more texts get 413;
 - `dim`: vectors are cut to this many values;
-- `key`: requests must carry `Authorization: Bearer <key>` (a 401 repeats the key it got, as some servers do).
+- `key`: requests must carry `Authorization: Bearer <key>` (a 401 repeats the key it got, as some servers do);
+- `translations`: `{text: sentence}`, each text embedded as its sentence, as a multilingual model puts a
+  translation beside its original (the offline MiniLM is English-only).
 
 The fixtures: one server per session, a real process. tests/conftest.py registers this module as a plugin
 (`pytest_plugins`): a test asks for `embedding_server`, or for `served` (faults and statistics cleared before
@@ -222,6 +224,10 @@ def create_app(model_dir: Path, names: list[str]) -> FastAPI:
     app.state.faults = faults
 
     def embed(texts: list[str]) -> list[list[float]]:
+        # A multilingual model's behaviour for a test's few sentences: a text given as a translation is embedded
+        # as the sentence it translates, so both get one vector.
+        same = faults.settings.get("translations") or {}
+        texts = [same.get(text, text) for text in texts]
         vectors = [list(map(float, v)) for v in backend.embed(texts, progress_bar=False)]
         cut = faults.settings.get("dim")
         return [v[:cut] for v in vectors] if cut else vectors
