@@ -244,7 +244,7 @@ def _sentence_embedder(needle: Any) -> Any:
 
 
 def _sentences(text: str) -> list[str]:
-    from haystack_integrations.components.extractors.needle.snippet_extractor import is_content
+    from haystack_integrations.components.needle._text import is_content
 
     return [
         part.strip()
@@ -263,8 +263,8 @@ def snippets(needle: Any, golden: Any) -> dict[str, Any]:
     import numpy as np
     from haystack import Document
 
-    from haystack_integrations.components.extractors.needle.snippet_extractor import is_content
     from haystack_integrations.components.needle._scores import query_terms, term_hits
+    from haystack_integrations.components.needle._text import is_content
 
     embedder = _sentence_embedder(needle)
     extractors: dict[str, Any] = {"now": None}  # the graph's own snippet

@@ -249,7 +249,7 @@ def floor_embedders(settings: Any) -> tuple[Any, Any]:
 
 def model_tokenizer(dense: Any, truncate: bool = True) -> Any:
     """The warmed dense embedder's tokenizer, without padding (and without truncation unless `truncate`)."""
-    from haystack_integrations.components.embedders.needle.dense_document_embedder import token_counter
+    from haystack_integrations.components.embedders.needle.fastembed_dense_document_embedder import token_counter
 
     tokenizer = token_counter(dense)
     if not truncate:
@@ -317,7 +317,7 @@ def needle_texts(files: list[Path], texts: list[str], needle: Needle) -> list[st
     ingest = needle.pipeline("ingest")
     docs = [Document(content=text, meta={"collection": "notes", "path": path.name}) for path, text in zip(files, texts)]
     chunks = ingest.get_component("chunker").run(documents=docs)["documents"]
-    return ingest.get_component("dense_embedder")._prepare_texts_to_embed(chunks)
+    return ingest.get_component("dense_embedder").embedder._prepare_texts_to_embed(chunks)
 
 
 def token_counts(files: list[Path], needle: Needle, tokenizer: Any) -> dict[str, int]:

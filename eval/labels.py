@@ -145,22 +145,24 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"graphs": fitted, "threshold": threshold}
 
 
+# Graphs whose confidence and label are those of another (the same candidates, the same signals).
+SHARED = {"query": ("rag", "query-crossencoder", "query-llm")}
+
+
 def write(fitted: dict[str, Any]) -> None:
-    """Put each graph's weights and the threshold into its YAML (its source under pipelines/parts/, then regenerated)."""
+    """Put each graph's weights and the threshold into its YAML (and into the graphs that share its scorer)."""
     import re
 
     from needle.evaluation.calibration import write_weights
-    from needle.runtime import graph_sources
 
     for graph in GRAPHS:
-        path = write_weights(graph, fitted["graphs"][graph]["weights"], fitted["graphs"][graph]["bias"])
-        text = path.read_text(encoding="utf-8")
-        label = re.search(r"type: [\w.]+\.ResultLabeler\n(?:\s+.*\n)*?\s+min_confidence: ([\d.]+)\n", text)
-        if label is None:
-            continue  # an overlay (vsearch-sentence) keeps the label of the graph it extends
-        start, end = label.span(1)
-        path.write_text(text[:start] + str(fitted["threshold"]) + text[end:], encoding="utf-8")
-    graph_sources.write_all()
+        for name in (graph, *SHARED.get(graph, ())):
+            path = write_weights(name, fitted["graphs"][graph]["weights"], fitted["graphs"][graph]["bias"])
+            text = path.read_text(encoding="utf-8")
+            label = re.search(r"type: [\w.]+\.ResultLabeler\n(?:.*\n)*?.*?min_confidence: ([\d.]+)", text)
+            if label is not None:
+                start, end = label.span(1)
+                path.write_text(text[:start] + str(fitted["threshold"]) + text[end:], encoding="utf-8")
 
 
 def _share(n: int, d: int) -> str:

@@ -239,7 +239,7 @@ class TestWordsWrittenInOtherScriptsAndCases:
             (notes / name).write_text(text)
         n = Needle(make_settings(tmp_path_factory.mktemp("scripts-data"), model_dir))
         n.collections.add(notes, "notes")
-        n.index()
+        n.index(IndexRequest())
         yield n
         n.close()
 
@@ -257,10 +257,10 @@ class TestWordsWrittenInOtherScriptsAndCases:
         ],
     )
     def test_a_word_is_found_whatever_its_case_marks_or_invisible_characters(self, needle, query, path):
-        assert [hit.path for hit in needle.search(query, pipeline="search").results][:1] == [path]
+        assert [hit.path for hit in needle.search(SearchRequest(query=query), pipeline="search").results][:1] == [path]
 
     def test_an_identifier_in_another_case_counts_as_held_by_the_top_result(self, needle):
-        answer = needle.search("ISTANBUL", pipeline="query", explain=True)
+        answer = needle.search(SearchRequest(query="ISTANBUL", explain=True), pipeline="query")
         assert answer.results[0].path == "trip.md"
         assert answer.explain["confidence"]["exact"] == 1.0
 
@@ -276,7 +276,7 @@ class TestHanOnlyQueriesInAMostlyEnglishCollection:
             (notes / name).write_text(text)
         n = Needle(make_settings(tmp_path_factory.mktemp("kanji-data"), model_dir))
         n.collections.add(notes, "notes")
-        n.index()
+        n.index(IndexRequest())
         yield n
         n.close()
 
@@ -284,7 +284,7 @@ class TestHanOnlyQueriesInAMostlyEnglishCollection:
     @pytest.mark.parametrize("pipeline", ["search", "query"])
     def test_kanji_alone_find_the_japanese_note(self, needle, query, pipeline):
         assert needle.query_languages() == {"english": 12, "japanese": 2}
-        assert [hit.path for hit in needle.search(query, pipeline=pipeline).results][:1] == ["yosan.md"]
+        assert [hit.path for hit in needle.search(SearchRequest(query=query), pipeline=pipeline).results][:1] == ["yosan.md"]
 
 
 @pytest.mark.integration

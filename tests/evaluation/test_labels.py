@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
+
+import yaml
 
 labels = importlib.import_module("eval.labels")
+REPO = Path(__file__).resolve().parents[2]
 
 
 def row(graph: str, kind: str, cosine: float, relevant: bool, split: str = "train", label: str = "IRRELEVANT"):
@@ -57,3 +61,23 @@ def test_measuring_counts_pass_precision_false_alarms_and_unanswerable_pass_on_t
     assert pooled["unanswerable PASS"] == "0.500 (1/2)"
     irrelevant = next(r for r in labels.measure(rows)["labels"] if r["graph"] == "query" and r["label"] == "IRRELEVANT")
     assert irrelevant["answered in the top 3"] == "1.000 (1/1)"
+
+
+def test_writing_puts_weights_and_threshold_into_each_graph_and_those_sharing_its_scorer(tmp_path, monkeypatch):
+    import shutil
+
+    from needle.evaluation import calibration
+
+    for name in (*labels.GRAPHS, *labels.SHARED["query"]):
+        shutil.copy(REPO / "pipelines" / f"{name}.yml", tmp_path / f"{name}.yml")
+    monkeypatch.setattr(calibration, "pipeline_path", lambda name: tmp_path / f"{name}.yml")
+    fitted = {
+        "threshold": 0.9,
+        "graphs": {g: {"weights": {"cosine": 1.25}, "bias": -0.5} for g in labels.GRAPHS},
+    }
+    labels.write(fitted)
+    for name in (*labels.GRAPHS, *labels.SHARED["query"]):
+        graph = yaml.safe_load((tmp_path / f"{name}.yml").read_text())["components"]
+        assert graph["confidence"]["init_parameters"]["weights"] == {"cosine": 1.25}, name
+        assert graph["confidence"]["init_parameters"]["bias"] == -0.5, name
+        assert graph["label"]["init_parameters"]["min_confidence"] == 0.9, name
