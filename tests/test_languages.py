@@ -284,7 +284,9 @@ class TestHanOnlyQueriesInAMostlyEnglishCollection:
     @pytest.mark.parametrize("pipeline", ["search", "query"])
     def test_kanji_alone_find_the_japanese_note(self, needle, query, pipeline):
         assert needle.query_languages() == {"english": 12, "japanese": 2}
-        assert [hit.path for hit in needle.search(SearchRequest(query=query), pipeline=pipeline).results][:1] == ["yosan.md"]
+        assert [hit.path for hit in needle.search(SearchRequest(query=query), pipeline=pipeline).results][:1] == [
+            "yosan.md"
+        ]
 
 
 @pytest.mark.integration
