@@ -220,13 +220,8 @@ class LLMSelfQueryExtractor(SelfQueryRules):
         return reading, None
 
     def _known_tags(self) -> set[str]:
-        """The tags the index holds (read with the rest of the vocabulary's lifetime in mind: small, per call)."""
-        if self._store is None:
-            return set()
-        tags: set[str] = set()
-        for row in self._store.list_documents_meta(fields=["tags"]):
-            tags.update(str(t) for t in row["meta"].get("tags") or [])
-        return tags
+        """The tags the index holds (none without a store)."""
+        return self._holdings().tags
 
 
 def _check(reading: _Reading, query: str, tags: set[str], folders: set[str], fields: set[str]) -> str | None:

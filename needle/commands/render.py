@@ -140,7 +140,7 @@ def _self_query_lines(answer: SearchAnswer, explain: bool) -> list[str]:
     """What the question said to filter by (with --explain), and always when the search fell back."""
     read = answer.self_query
     if read is None or not (
-        read.fallback or (explain and (read.applied or read.recent or read.query != read.original))
+        read.fallback or (explain and (read.applied or read.recent or read.query != read.original or read.filters))
     ):
         return []
     lines = []

@@ -488,6 +488,14 @@ class TestMarkdownChunkerFileMetadata:
             ("---\nupdated: '2024-05-11T08:00:00Z'\n---\nx\n", "a.md", ("2024-05-11T08:00:00Z", "frontmatter")),
             ("---\ndate: someday\n---\nx\n", "2023-01-02-standup.md", ("2023-01-02T00:00:00Z", "file name")),
             ("x\n", "journal/2023-13-40.md", ("1970-01-02T00:00:00Z", "mtime")),
+            ("x\n", "health/mochi-blood-test-2026-10.md", ("2026-10-01T00:00:00Z", "file name")),
+            ("x\n", "work/okrs-2025-q3-checkin.md", ("2025-07-01T00:00:00Z", "file name")),
+            ("x\n", "journal/weekly-review-2026-w45.md", ("2026-11-02T00:00:00Z", "file name")),
+            ("x\n", "travel/brittany-august-2025.md", ("2025-08-01T00:00:00Z", "file name")),
+            ("x\n", "travel/lyon-octobre-2024.md", ("2024-10-01T00:00:00Z", "file name")),
+            ("x\n", "finance/budget-2024.txt", ("2024-01-01T00:00:00Z", "file name")),
+            ("x\n", "journal/2024/05/11.md", ("2024-05-11T00:00:00Z", "path")),
+            ("x\n", "meetings/1on1-jonas-november.md", ("1970-01-02T00:00:00Z", "mtime")),
         ],
     )
     def test_document_date_from_frontmatter_then_file_name_then_mtime(self, text, path, expected):
