@@ -7,6 +7,8 @@
 
 import re
 
+from needle.core.languages import normalise
+
 _HEADING = re.compile(r"\s{0,3}#{1,6}(\s.*)?")
 _FENCE = re.compile(r"\s*(```|~~~).*")
 _RULE = re.compile(r"\s*([-*_=]\s*){3,}")
@@ -52,8 +54,11 @@ def exact_terms(query: str) -> list[str]:
 
 
 def contains_term(text: str, term: str) -> bool:
-    """Whether `term` occurs in `text` as a whole word or phrase, ignoring case."""
-    return re.search(r"(?<![\w])" + re.escape(term) + r"(?![\w])", text, re.IGNORECASE) is not None
+    """
+    Whether `term` occurs in `text` as a whole word or phrase, both read as keyword search reads them
+    (`needle.core.languages.normalise`: Unicode case folding, Turkish i, invisible marks ignored).
+    """
+    return re.search(r"(?<![\w])" + re.escape(normalise(term)) + r"(?![\w])", normalise(text)) is not None
 
 
 __all__ = ["contains_term", "exact_terms", "is_content"]

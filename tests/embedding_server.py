@@ -20,6 +20,8 @@ Faults (`POST /_faults` with any of these; `{}` clears them):
 - `spoil`: `{"marker": "nan" | "inf" | "zero"}`: a text containing the marker gets a vector of NaN, of infinite
   values or of zeros (sent as JSON's `NaN` and `Infinity`, which Python's and most clients' parsers read);
 - `not_json`: answers are a plain-text page with status 200, as a proxy's error page can be.
+- `translations`: `{text: sentence}`, each text embedded as its sentence, as a multilingual model puts a
+  translation beside its original (the offline MiniLM is English-only).
 
 The fixtures: one server per session, a real process. tests/conftest.py registers this module as a plugin
 (`pytest_plugins`): a test asks for `embedding_server`, or for `served` (faults and statistics cleared before
@@ -225,10 +227,15 @@ def create_app(model_dir: Path, names: list[str]) -> FastAPI:
     app.state.faults = faults
 
     def embed(texts: list[str]) -> list[list[float]]:
+        # A multilingual model's behaviour for a test's few sentences: a text given as a translation is embedded
+        # as the sentence it translates, so both get one vector.
+        same = faults.settings.get("translations") or {}
+        asked = texts
+        texts = [same.get(text, text) for text in texts]
         vectors = [list(map(float, v)) for v in backend.embed(texts, progress_bar=False)]
         cut = faults.settings.get("dim")
         vectors = [v[:cut] for v in vectors] if cut else vectors
-        return [_spoiled(text, vector, faults.settings.get("spoil") or {}) for text, vector in zip(texts, vectors)]
+        return [_spoiled(text, vector, faults.settings.get("spoil") or {}) for text, vector in zip(asked, vectors)]
 
     @app.get("/health")
     def health() -> dict[str, str]:

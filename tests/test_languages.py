@@ -13,7 +13,9 @@ from needle.core.languages import (
     fold,
     identify,
     main_languages,
+    normalise,
     prepare,
+    script_languages,
 )
 from needle.core.requests import IndexRequest, SearchRequest
 from needle.facade.api import Needle
@@ -108,6 +110,32 @@ class TestAnalysis:
         assert stemmer.stem_word("crêpes") == stemmer.stem_word("crepes") == "crep"
         assert "stemmer" not in bm25_kwargs("english") and "stemmer" not in bm25_kwargs("swedish")
 
+    @pytest.mark.parametrize(
+        "written, read",
+        [
+            ("İstanbul", "istanbul"),
+            ("ISTANBUL", "istanbul"),
+            ("ıstakoz", "istakoz"),
+            ("ISTAKOZ", "istakoz"),
+            ("Straße", "strasse"),
+            ("STRASSE", "strasse"),
+            ("zero\u200bwidth", "zerowidth"),
+            ("soft\u00adhyphen", "softhyphen"),
+            ("\u202bمرحبا\u202c", "مرحبا"),
+            ("ＮＡＳ ﬁle", "nas file"),
+            ("ΣΟΦΟΣ", "σοφοσ"),
+            ("Plain ASCII", "plain ascii"),
+        ],
+    )
+    def test_normalise_reads_text_as_people_read_it(self, written, read):
+        assert normalise(written) == read
+
+    def test_han_alone_may_be_any_cjk_language(self):
+        assert script_languages("予算会議") == ("chinese", "japanese", "korean")
+        assert script_languages("予算会議は") == ("japanese",)
+        assert script_languages("예산 회의") == ("korean",)
+        assert script_languages("budget") == ()
+
     def test_check_language(self):
         assert check_language(" German ") == "german"
         assert check_language("auto") == "auto"
@@ -182,6 +210,83 @@ class TestKeywordSearchInOtherLanguages:
     def test_an_unknown_language_is_refused(self, needle, tmp_path):
         with pytest.raises(CollectionError, match="language must be auto or one of"):
             needle.collections.add(tmp_path / "de", "de", language="klingon")
+
+
+SCRIPT_NOTES = {
+    **ENGLISH_NOTES,
+    "trip.md": "# Trip\n\nThree days in İstanbul: the ferry to Kadıköy and dinner at the fish market.\n",
+    "menu.md": "# Balık\n\nIzgara ıstakoz ve midye dolma, Cuma akşamı.\n",
+    "street.md": "# Umzug\n\nDie neue Wohnung liegt in der Goethestraße, dritter Stock.\n",
+    "glitch.md": "# Pasted\n\nThe zero\u200bwidth space came in with text copied from a web page.\n",
+    "greek.md": "# Σημειώσεις\n\nΟ ΣΟΦΟΣ δάσκαλος είπε να διαβάζουμε κάθε πρωί.\n",
+    "kiev.md": "# Поездка\n\nПОЕЗДКА в Киев была в мае, поезд шёл всю ночь.\n",
+}
+
+JAPANESE_NOTES = {
+    "yosan.md": "# 予算会議\n\n予算会議は来週の月曜日に開かれます。営業部の予算を見直します。\n",
+    "shuukai.md": "# 週次定例\n\n毎週水曜日の朝に定例会があります。議事録は共有フォルダに置きます。\n",
+}
+
+
+@pytest.mark.integration
+class TestWordsWrittenInOtherScriptsAndCases:
+    """Keyword search and the exact-term signals read text as people read it, in several scripts."""
+
+    @pytest.fixture(scope="class")
+    def needle(self, tmp_path_factory, model_dir) -> Needle:
+        notes = tmp_path_factory.mktemp("scripts")
+        for name, text in SCRIPT_NOTES.items():
+            (notes / name).write_text(text)
+        n = Needle(make_settings(tmp_path_factory.mktemp("scripts-data"), model_dir))
+        n.collections.add(notes, "notes")
+        n.index(IndexRequest())
+        yield n
+        n.close()
+
+    @pytest.mark.parametrize(
+        "query, path",
+        [
+            ("istanbul", "trip.md"),
+            ("ISTANBUL ferry", "trip.md"),
+            ("KADIKÖY", "trip.md"),
+            ("ISTAKOZ", "menu.md"),
+            ("goethestrasse", "street.md"),
+            ("zerowidth", "glitch.md"),
+            ("σοφοσ", "greek.md"),
+            ("поездка", "kiev.md"),
+        ],
+    )
+    def test_a_word_is_found_whatever_its_case_marks_or_invisible_characters(self, needle, query, path):
+        assert [hit.path for hit in needle.search(SearchRequest(query=query), pipeline="search").results][:1] == [path]
+
+    def test_an_identifier_in_another_case_counts_as_held_by_the_top_result(self, needle):
+        answer = needle.search(SearchRequest(query="ISTANBUL", explain=True), pipeline="query")
+        assert answer.results[0].path == "trip.md"
+        assert answer.explain["confidence"]["exact"] == 1.0
+
+
+@pytest.mark.integration
+class TestHanOnlyQueriesInAMostlyEnglishCollection:
+    """Kanji-only queries find the few Japanese notes of an English collection (under a fifth of its chunks)."""
+
+    @pytest.fixture(scope="class")
+    def needle(self, tmp_path_factory, model_dir) -> Needle:
+        notes = tmp_path_factory.mktemp("kanji")
+        for name, text in {**ENGLISH_NOTES, **JAPANESE_NOTES}.items():
+            (notes / name).write_text(text)
+        n = Needle(make_settings(tmp_path_factory.mktemp("kanji-data"), model_dir))
+        n.collections.add(notes, "notes")
+        n.index(IndexRequest())
+        yield n
+        n.close()
+
+    @pytest.mark.parametrize("query", ["予算会議", "月曜日", "予算会議は", "予算"])
+    @pytest.mark.parametrize("pipeline", ["search", "query"])
+    def test_kanji_alone_find_the_japanese_note(self, needle, query, pipeline):
+        assert needle.query_languages() == {"english": 12, "japanese": 2}
+        assert [hit.path for hit in needle.search(SearchRequest(query=query), pipeline=pipeline).results][:1] == [
+            "yosan.md"
+        ]
 
 
 @pytest.mark.integration

@@ -14,6 +14,7 @@ from haystack_integrations.components.needle._index_models import by_name, witho
 from haystack_integrations.components.needle._llm_cache import load_component
 from haystack_integrations.components.needle._scores import query_terms
 from haystack_integrations.components.needle._text import contains_term, exact_terms, is_content
+from needle.core.languages import normalise
 
 # The signals, each on 0..1; a weight per signal (and a bias) in the graph's YAML.
 FEATURES = (
@@ -85,20 +86,22 @@ def _lexical_ranks(doc: Document) -> tuple[int | None, int | None]:
 
 def _words(query: str) -> list[str]:
     """The query's words that carry meaning (filler left out), a long one cut to its first 5 letters as a stem."""
-    return list(dict.fromkeys(word[:5] if len(word) >= 6 else word for word in query_terms(query)))
+    return list(dict.fromkeys(word[:5] if len(word) >= 6 else word for word in query_terms(normalise(query))))
 
 
 def _text(doc: Document) -> str:
-    """A document's text, title, headings and path, lower-cased: where a query's words are looked for."""
+    """A document's text, title, headings and path, read as keyword search reads them: where a query's words are looked for."""
     meta = doc.meta
-    return " ".join(
-        [
-            doc.content or "",
-            str(meta.get("title", "")),
-            " ".join(meta.get("heading_path") or []),
-            str(meta.get("path", "")),
-        ]
-    ).lower()
+    return normalise(
+        " ".join(
+            [
+                doc.content or "",
+                str(meta.get("title", "")),
+                " ".join(meta.get("heading_path") or []),
+                str(meta.get("path", "")),
+            ]
+        )
+    )
 
 
 def _score(doc: Document) -> float:

@@ -12,12 +12,15 @@ from haystack_integrations.components.needle._index_models import fastembed_mode
 from haystack_integrations.components.needle._sparse_languages import is_bm25, language_backend
 from needle.core.languages import (
     AUTO,
+    CJK,
     DEFAULT,
     check_compounds,
     check_language,
     identify,
     main_languages,
+    normalise,
     prepare,
+    script_languages,
 )
 
 logger = logging.getLogger(__name__)
@@ -38,7 +41,11 @@ class FastembedSparseQueryEmbedder(FastembedSparseTextEmbedder):
     collection's main languages, those holding at least `min_share` of its chunks, plus the query's own
     language when the collection holds any text in it (told by py3langid among those languages): a German
     query finds the few German notes of an English collection, while a language that holds a sliver of the
-    collection (a few misread or quoted files) does not add its analysis to every query.
+    collection (a few misread or quoted files) does not add its analysis to every query. A query of Han
+    characters alone (`予算会議`) is read as every CJK language the collection holds: Japanese writes such
+    words in kanji, so a few Japanese notes among English ones are found by them. The query is read as people
+    read it first (`needle.core.languages.normalise`: invisible marks dropped, Unicode case folding, Turkish
+    dotted and dotless i), as the documents were.
 
     Usage example:
     ```python
@@ -108,7 +115,9 @@ class FastembedSparseQueryEmbedder(FastembedSparseTextEmbedder):
         if wanted == set(counts):
             return sorted(wanted)
         own, _ = identify(text, among=counts)
-        return sorted(wanted | ({own} if own else set()))
+        # Han characters alone are Chinese or Japanese (or Korean hanja): each the collection holds.
+        script = set(script_languages(text)) & set(counts) if own is None or own in CJK else set()
+        return sorted(wanted | ({own} if own else set()) | script)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "FastembedSparseQueryEmbedder":
@@ -130,6 +139,7 @@ class FastembedSparseQueryEmbedder(FastembedSparseTextEmbedder):
         """
         if not isinstance(text, str):
             raise TypeError(f"FastembedSparseQueryEmbedder expects a string, got {type(text).__name__}")
+        text = normalise(text)
         if not is_bm25(self.model_name):
             return {"sparse_embedding": self._embed(language_backend(self, DEFAULT), text)}
         wanted = self.analyses(text, languages)

@@ -22,6 +22,7 @@ from needle.core.languages import (
     check_language,
     chunk_language,
     identify,
+    normalise,
     prepare,
 )
 from needle.core.schema import FILE_ID
@@ -45,8 +46,10 @@ class MultilingualSparseDocumentEmbedder(LoadsOnFirstUse, FastembedSparseDocumen
     a short chunk (a list of Latin names, a quoted title) is easily taken for another language. A file told
     unclearly (a few words, a table, code) takes its collection's main language (`main_languages`, from
     earlier runs; else the language most files of the batch were told in; else English). German text also
-    brings its compounds' parts (`compounds`). Documents in English, the default, are embedded exactly as
-    the parent embeds them. Each document's `meta.language` says which analysis it got; the `languages`
+    brings its compounds' parts (`compounds`). Every text is first read as people read it
+    (`needle.core.languages.normalise`: invisible marks such as zero-width spaces dropped, Unicode case
+    folding with `ß` as `ss`, Turkish dotted and dotless i as `i`), as queries are; an ASCII text is unchanged
+    by it, so documents in English, the default, are embedded as the parent embeds them. Each document's `meta.language` says which analysis it got; the `languages`
     output counts them per collection, for the query side. The model loads on
     the first run with documents, not in `warm_up()` (which a pipeline calls before every run): loading BM25
     builds fastembed's table of every punctuation character, over half a second of a `needle index` that
@@ -104,6 +107,10 @@ class MultilingualSparseDocumentEmbedder(LoadsOnFirstUse, FastembedSparseDocumen
         data = without(FastembedSparseDocumentEmbedder.to_dict(self), self._from_settings)
         data["init_parameters"]["compounds"] = self.compounds
         return data
+
+    def _prepare_texts_to_embed(self, documents: list[Document]) -> list[str]:
+        """The parent's texts (metadata fields and content), read as people read them (`normalise`)."""
+        return [normalise(text) for text in FastembedSparseDocumentEmbedder._prepare_texts_to_embed(self, documents)]
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "MultilingualSparseDocumentEmbedder":

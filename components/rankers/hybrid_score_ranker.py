@@ -1,5 +1,7 @@
 """Offline reranking: rescore fused candidates by their files' exact BM25 and cosine scores."""
 
+import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +16,10 @@ from needle.core.documents import replace
 from needle.core.schema import FILE_ID
 
 _COSINE_SCALES = ("best", "raw")
+# BM25's term-frequency saturation in fastembed's `Qdrant/bm25` (k1): a term's score is at most (k1 + 1) times its IDF.
+_K1 = 1.2
+# How long a store's document count is reused for the terms' specificity (it moves the result by its logarithm).
+_COUNT_SECONDS = 60.0
 
 
 @component
@@ -38,6 +44,16 @@ class HybridScoreRanker:
     `file_weight`: words or meaning spread over several chunks then still count. With `bm25_weight` at
     1.0 or 0.0 it is a single-signal ranker, which is how `search.yml` and `vsearch.yml` score files.
 
+    Keyword matches on common words are weak evidence. With `common_bm25_weight`, the BM25 weight follows how
+    specific the query's words are in the collection: a term's specificity is its best single-term score as a
+    share of the best any term can reach there (a term found once, `(k1 + 1) · ln(1 + (N − 0.5) / 1.5)` for
+    N chunks), and the query's is that of its `specific_terms`-th most specific term. From the lower bound of
+    `specificity` down the weight is `common_bm25_weight`, from the upper bound up `bm25_weight`, linear
+    between. A how-to question in plain words over thousands of similar reference pages ("delete a folder
+    and everything in it") then leans on meaning, while a question naming two rare things (a drug and a
+    gene, `pg_dump` and `--format`) keeps its keywords' full weight. One rare word alone is not enough: it
+    is as often the name of another page (`watch` in "watch a log file as new lines are written").
+
     The cosine part is relative to the candidate set, so scores are not cached per document:
     `cacheable = False` tells `CandidateReranker` to skip its cache.
 
@@ -58,6 +74,9 @@ class HybridScoreRanker:
         file_document_store: Any = None,
         file_weight: float = 0.5,
         cosine_scale: str = "best",
+        common_bm25_weight: float | None = None,
+        specificity: list[float] | None = None,
+        specific_terms: int = 2,
     ) -> None:
         """
         Create the ranker.
@@ -72,8 +91,16 @@ class HybridScoreRanker:
         :param file_weight: The whole text's share of each signal when `file_document_store` is given.
         :param cosine_scale: `best` divides each cosine by the best candidate's (the best file always gets
             1.0); `raw` keeps the cosine (clamped to [0, 1]), so a query nothing resembles stays low.
-        :raises ValueError: When a store is not one Needle's components can search (`searchable`), `bm25_weight` or `file_weight` is outside
-            [0, 1], or `cosine_scale` is unknown.
+        :param common_bm25_weight: The BM25 weight for a query whose words are common in the collection;
+            `None` weighs every query `bm25_weight`.
+        :param specificity: The range `[low, high]` of the query's specificity over which its BM25 weight
+            moves from `common_bm25_weight` to `bm25_weight` (default `[0.3, 0.45]`).
+        :param specific_terms: How many of the query's terms must be specific: the query's specificity is
+            that of its n-th most specific term (of its least specific, when it has fewer).
+        :raises ValueError: When a store is not one Needle's components can search (`searchable`), a weight
+            is outside [0, 1],
+            `cosine_scale` is unknown, `specificity` is not two bounds `0 <= low < high <= 1` or
+            `specific_terms` is below 1.
         """
         self._store = searchable(document_store)
         self._file_store = None if file_document_store is None else searchable(file_document_store)
@@ -83,12 +110,23 @@ class HybridScoreRanker:
             raise ValueError(f"file_weight must be within [0, 1], got {file_weight}")
         if cosine_scale not in _COSINE_SCALES:
             raise ValueError(f"cosine_scale must be one of {_COSINE_SCALES}, got {cosine_scale!r}")
+        if common_bm25_weight is not None and not 0.0 <= common_bm25_weight <= 1.0:
+            raise ValueError(f"common_bm25_weight must be within [0, 1], got {common_bm25_weight}")
+        specificity = list(specificity) if specificity is not None else [0.3, 0.45]
+        if len(specificity) != 2 or not 0.0 <= specificity[0] < specificity[1] <= 1.0:
+            raise ValueError(f"specificity must be [low, high] with 0 <= low < high <= 1, got {specificity}")
+        if specific_terms < 1:
+            raise ValueError(f"specific_terms must be > 0, got {specific_terms}")
         self.document_store = document_store
         self.bm25_weight = bm25_weight
         self.group_by = group_by
         self.file_document_store = file_document_store
         self.file_weight = file_weight
         self.cosine_scale = cosine_scale
+        self.common_bm25_weight = common_bm25_weight
+        self.specificity = specificity
+        self.specific_terms = specific_terms
+        self._count: tuple[float, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the ranker and its stores."""
@@ -100,6 +138,9 @@ class HybridScoreRanker:
             file_document_store=self.file_document_store.to_dict() if self.file_document_store is not None else None,
             file_weight=self.file_weight,
             cosine_scale=self.cosine_scale,
+            common_bm25_weight=self.common_bm25_weight,
+            specificity=self.specificity,
+            specific_terms=self.specific_terms,
         )
 
     @classmethod
@@ -205,6 +246,36 @@ class HybridScoreRanker:
                 chunk_values = {f: values.get(f, 0.0) for f in files if f in scores}
         return mixed
 
+    def _documents(self) -> int:
+        """The chunk store's document count, counted again after `_COUNT_SECONDS`."""
+        now = time.monotonic()
+        if self._count is None or now - self._count[0] > _COUNT_SECONDS:
+            self._count = (now, int(self.document_store.count_documents()))
+        return self._count[1]
+
+    def specificity_of(self, terms: list[float], documents: int | None = None) -> float:
+        """
+        How specific a query's words are in the collection (0..1): its `specific_terms`-th most specific term's.
+
+        :param terms: Each query term's best single-term BM25 score among the chunks (0 for a term no chunk has).
+        :param documents: The chunks in the store; counted (and the count reused for a minute) when `None`.
+        """
+        documents = self._documents() if documents is None else documents
+        found = sorted((t for t in terms if t > 0), reverse=True)
+        if not found or documents < 1:
+            return 0.0
+        reachable = (_K1 + 1.0) * math.log(1.0 + (documents - 0.5) / 1.5)
+        nth = found[min(self.specific_terms, len(found)) - 1]
+        return min(nth / reachable, 1.0) if reachable > 0 else 0.0
+
+    def weight_for(self, specificity: float) -> float:
+        """The BM25 weight of a query of this specificity (`bm25_weight` without `common_bm25_weight`)."""
+        if self.common_bm25_weight is None:
+            return self.bm25_weight
+        low, high = self.specificity
+        share = min(max((specificity - low) / (high - low), 0.0), 1.0)
+        return self.common_bm25_weight + share * (self.bm25_weight - self.common_bm25_weight)
+
     def rescore(
         self,
         documents: list[Document],
@@ -237,12 +308,18 @@ class HybridScoreRanker:
         )
         trace: dict[str, dict[str, float]] = {}
         mixed = dict.fromkeys(files, 0.0)
+        weight = self.bm25_weight
+        if self.common_bm25_weight is not None and 0.0 < self.bm25_weight < 1.0 and "chunk" in read:
+            specificity = self.specificity_of([float(t) for t in read["chunk"]["terms"]])
+            weight = self.weight_for(specificity)
+            trace["specificity"] = dict.fromkeys(files, round(specificity, 4))
+            trace["bm25_weight"] = dict.fromkeys(files, round(weight, 4))
         if self.bm25_weight > 0.0:
             for f, value in self._lexical(files, read, trace).items():
-                mixed[f] += self.bm25_weight * value
+                mixed[f] += weight * value
         if self.bm25_weight < 1.0:
             for f, value in self._semantic(files, read, trace).items():
-                mixed[f] += (1.0 - self.bm25_weight) * value
+                mixed[f] += (1.0 - weight) * value
         keys = [self._file(doc) for doc in documents]
         return [(mixed[key], {"hybrid": {name: values[key] for name, values in trace.items()}}) for key in keys]
 
@@ -266,7 +343,8 @@ class HybridScoreRanker:
         :returns: A dictionary with `documents`, best first, `score` in [0, 1] and `meta["hybrid"]` holding
             the file's exact scores at each level read (`bm25`, `cosine`, `file_bm25`, `file_cosine`), the
             query's `bm25_ceiling` (`file_bm25_ceiling`) and the share of its terms no document has
-            (`bm25_unknown`, `file_bm25_unknown`).
+            (`bm25_unknown`, `file_bm25_unknown`); with `common_bm25_weight`, also the query's `specificity`
+            and the `bm25_weight` it got.
         :raises ValueError: When `top_k` is below 1 or an embedding the weights need is missing.
         """
         check_top_k(top_k, optional=True)

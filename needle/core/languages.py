@@ -14,6 +14,12 @@ Spanish, Portuguese, Italian, Dutch, Romanian) have their stems folded to plain 
 
 `identify` tells a text's language with py3langid (langid.py's model, shipped in its wheel, restricted to
 the languages above), Chinese, Japanese and Korean by script; `detect` keeps only what it tells clearly.
+A text of Han characters alone can be Chinese or Japanese (kanji), so `script_languages` names both.
+
+Before any analysis a text is read as people read it (`normalise`): marks that do not show (zero-width
+spaces and joiners, soft hyphens, direction marks) are dropped, compatibility forms unified (NFKC: full-width
+letters, ligatures) and case folded by Unicode (German `ß` is `ss`), Turkish dotted and dotless i folded to
+`i` (`İstanbul` and `istanbul` meet, `ISTAKOZ` and `ıstakoz` too).
 """
 
 from __future__ import annotations
@@ -104,6 +110,17 @@ _CJK_CHAR = re.compile(f"[{_KANA}{_HANGUL}{_HAN}]")
 _KANA_CHAR = re.compile(f"[{_KANA}]")
 _HANGUL_CHAR = re.compile(f"[{_HANGUL}]")
 
+# Characters that do not show and that no one types on purpose in a search: soft hyphen, Arabic letter mark,
+# Mongolian vowel separator, zero-width space, non-joiner and joiner, direction marks and embeddings, word
+# joiner and invisible operators, direction isolates, byte-order mark, interlinear annotation, tags.
+_INVISIBLE = re.compile(
+    "[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+    "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
+)
+# Turkish and Azerbaijani i: dotted capital and dotless small both fold to `i` (casefold alone would make `İ`
+# an `i` with a combining dot, and keep `ı` apart from `I`).
+_TURKISH_I = str.maketrans({"İ": "i", "ı": "i"})
+
 _lock = threading.Lock()
 _identifier: Any = None
 
@@ -161,6 +178,20 @@ def cjk_pairs(text: str) -> str:
             out.append(char)
     close()
     return "".join(out)
+
+
+def normalise(text: str) -> str:
+    """
+    A text as keyword matching reads it: invisible marks dropped, NFKC, Turkish i folded, case folded.
+
+    `zero\u200bwidth` → `zerowidth`, `İstanbul` → `istanbul`, `ISTAKOZ` and `ıstakoz` → `istakoz`, `Straße` →
+    `strasse`, `ＮＡＳ` → `nas`. An ASCII text is only lower-cased (what the BM25 model does anyway), so
+    English text is analysed exactly as before.
+    """
+    if text.isascii():
+        return text.lower()
+    text = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text).translate(_TURKISH_I))
+    return text.casefold()
 
 
 def fold(text: str) -> str:
@@ -272,6 +303,17 @@ def script_language(text: str) -> str | None:
     return "japanese" if _KANA_CHAR.search(text) else "korean" if _HANGUL_CHAR.search(text) else "chinese"
 
 
+def script_languages(text: str) -> tuple[str, ...]:
+    """
+    The CJK languages a text's script allows: kana Japanese, Hangul Korean, Han characters alone any of the
+    three (Japanese writes `予算会議` and `月曜日` in kanji, Korean some words in hanja); none for other text.
+    """
+    language = script_language(text)
+    if language is None:
+        return ()
+    return CJK if language == "chinese" else (language,)
+
+
 def _distribution(sample: str) -> dict[str, float]:
     """Language → probability of one stretch of text (CJK by script)."""
     if not _LETTER.search(sample):
@@ -379,6 +421,8 @@ __all__ = [
     "fold",
     "identify",
     "main_languages",
+    "normalise",
     "prepare",
     "script_language",
+    "script_languages",
 ]

@@ -4,6 +4,8 @@ Both pipelines run over the same judged queries (a golden set or a BEIR dataset)
 gives A, B and B−A, the queries B wins, loses and ties, a paired randomisation test over queries (random
 sign flips of the per-query differences, two-sided, seeded) and a bootstrap confidence interval of the
 mean difference. B counts as a regression when it trails A on the primary metric by more than a margin.
+When every query ties on every metric the report warns that B's change does not reach the ranking (a knob of
+a stage whose order a later stage replaces, for example), and says how many rankings are the same.
 """
 
 from __future__ import annotations
@@ -144,6 +146,7 @@ def compare_per_query(
             "ci95": list(bootstrap_ci(diffs, seed=seed)),
         }
     per_query_diff = {q: float(per_query_b[q][primary]) - float(per_query_a[q][primary]) for q in ids}
+    tied = all(m["wins"] == m["losses"] == 0 for m in table.values())
     return {
         "queries": len(ids),
         "primary": primary,
@@ -153,7 +156,41 @@ def compare_per_query(
         "metrics": table,
         "per_query_diff": per_query_diff,
         "regression": table[primary]["diff"] < -margin - _TIE,
+        "warning": TIED if tied else None,
     }
+
+
+TIED = "every query ties on every metric: B's change does not reach the ranking"
+
+
+def same_rankings(rankings_a: Mapping[str, Sequence[str]], rankings_b: Mapping[str, Sequence[str]]) -> dict[str, int]:
+    """
+    How many of the queries both runs answered got the same top 10 from A and from B.
+
+    :param rankings_a: Per query id, A's documents, best first.
+    :param rankings_b: Per query id, B's.
+    :returns: `queries` (answered by both) and `same` (identical top 10).
+    """
+    ids = set(rankings_a) & set(rankings_b)
+    same = sum(1 for q in ids if list(rankings_a[q])[:10] == list(rankings_b[q])[:10])
+    return {"queries": len(ids), "same": same}
+
+
+def _with_rankings(comparison: dict[str, Any], rankings: dict[str, int]) -> dict[str, Any]:
+    """
+    The comparison with the count of identical rankings; when every query ties, the warning says whether B's
+    change reached the rankings at all or only moved documents the judgements do not tell apart.
+    """
+    warning = comparison["warning"]
+    same, queries = rankings["same"], rankings["queries"]
+    if warning and same < queries:
+        warning = (
+            f"every query ties on every metric: B's change moved {queries - same} of {queries} top-10 rankings, "
+            "none across a relevant document"
+        )
+    elif warning:
+        warning = f"{warning} ({same} of {queries} top-10 rankings are identical)"
+    return {**comparison, "same_rankings": rankings, "warning": warning}
 
 
 def _latency(per_query: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
@@ -195,6 +232,10 @@ def compare_golden(
     run_a = golden_eval.run_queries(needle, queries, a, candidates, progress, golden.today)
     run_b = golden_eval.run_queries(needle, queries, b, candidates, progress, golden.today)
     comparison = compare_per_query(run_a, run_b, golden_eval.METRICS, primary, margin, permutations, seed)
+    rankings = same_rankings(
+        {q: row["ranking"] for q, row in run_a.items()}, {q: row["ranking"] for q, row in run_b.items()}
+    )
+    comparison = _with_rankings(comparison, rankings)
     return {
         "kind": "compare",
         "data": f"golden:{golden.path}" + (f" (mode {mode})" if mode else ""),
@@ -239,6 +280,7 @@ def compare_beir(
     )
     run_a, run_b = report["results"]
     comparison = compare_per_query(run_a["per_query"], run_b["per_query"], None, primary, margin, permutations, seed)
+    comparison = _with_rankings(comparison, same_rankings(run_a["rankings"], run_b["rankings"]))
     return {
         "kind": "compare",
         "data": f"beir:{report['dataset']} ({split})",
@@ -282,6 +324,8 @@ def format_comparison(report: Mapping[str, Any]) -> str:
         f"{verdict}: {name_b} − {name_a} on {report['primary']} is {p['diff']:+.4f} (margin {report['margin']}), "
         f"p = {p['p_value']:.4f} (paired randomisation test, {report['permutations']} sign flips, seed {report['seed']}).",
     ]
+    if report.get("warning"):
+        lines.append(f"warning: {report['warning']}.")
     return "\n".join(lines)
 
 

@@ -52,6 +52,21 @@ class TestFastembedSparseQueryEmbedder:
         assert embedder.analyses("人工智能", {"english": 40, "chinese": 1}) == ["chinese", "english"]
         assert embedder.analyses("x", None) == ["english"]
 
+    def test_han_characters_alone_are_read_as_every_cjk_language_held(self, params):
+        embedder = FastembedSparseQueryEmbedder(**params)
+        # Kanji: a sliver of Japanese among English notes is searched by `予算会議` as by `予算会議は`.
+        assert embedder.analyses("予算会議", {"english": 90, "japanese": 10}) == ["english", "japanese"]
+        assert embedder.analyses("月曜日", {"english": 90, "japanese": 5, "chinese": 5}) == [
+            "chinese",
+            "english",
+            "japanese",
+        ]
+        assert embedder.analyses("予算会議は", {"english": 90, "japanese": 10, "chinese": 5}) == [
+            "english",
+            "japanese",
+        ]  # kana: Japanese alone
+        assert embedder.analyses("budget meeting", {"english": 90, "japanese": 10}) == ["english"]
+
     def test_rejects_non_strings(self, params):
         with pytest.raises(TypeError, match="expects a string"):
             FastembedSparseQueryEmbedder(**params).run(text=["a list"])
@@ -80,6 +95,22 @@ class TestFastembedSparseQueryEmbedder:
         assert both.values == [1.0] * len(both.indices) and both.indices == sorted(both.indices)
         pairs = embedder.run(text="机器学习", languages=["chinese"])["sparse_embedding"]
         assert len(pairs.indices) == 3  # 机器 器学 学习
+
+    @pytest.mark.integration
+    @pytest.mark.parametrize(
+        "typed, written",
+        [
+            ("istanbul", "İstanbul"),
+            ("ISTAKOZ", "ıstakoz"),
+            ("strasse", "Straße"),
+            ("zerowidth", "zero\u200bwidth"),
+            ("righttoleft", "right\u200fto\u200eleft"),
+            ("ｆｕｌｌ", "full"),
+        ],
+    )
+    def test_a_query_is_read_as_people_read_it(self, params, typed, written):
+        embedder = FastembedSparseQueryEmbedder(**params)
+        assert embedder.run(text=typed)["sparse_embedding"] == embedder.run(text=written)["sparse_embedding"]
 
     def test_rejects_an_unknown_language(self, params):
         with pytest.raises(ValueError, match="language must be auto or one of"):

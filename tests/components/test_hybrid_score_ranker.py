@@ -1,3 +1,4 @@
+import math
 from typing import Any
 
 import pytest
@@ -59,6 +60,10 @@ class TestHybridScoreRanker:
             ({"bm25_weight": -0.1}, "bm25_weight"),
             ({"cosine_scale": "minmax"}, "cosine_scale"),
             ({"file_weight": 1.1}, "file_weight"),
+            ({"common_bm25_weight": 1.5}, "common_bm25_weight"),
+            ({"specificity": [0.5, 0.4]}, "specificity"),
+            ({"specificity": [0.3]}, "specificity"),
+            ({"specific_terms": 0}, "specific_terms"),
         ],
     )
     def test_bad_params_raise(self, store, kwargs, message):
@@ -79,10 +84,15 @@ class TestHybridScoreRanker:
             "file_document_store": None,
             "file_weight": 0.5,
             "cosine_scale": "best",
+            "common_bm25_weight": None,
+            "specificity": [0.3, 0.45],
+            "specific_terms": 2,
         }
 
     def test_from_dict_round_trip(self, store):
-        ranker = HybridScoreRanker(document_store=store, bm25_weight=0.7, cosine_scale="raw")
+        ranker = HybridScoreRanker(
+            document_store=store, bm25_weight=0.7, cosine_scale="raw", common_bm25_weight=0.2, specificity=[0.2, 0.5]
+        )
         again = HybridScoreRanker.from_dict(ranker.to_dict())
         assert again.to_dict() == ranker.to_dict()
         assert isinstance(again.document_store, EdgeDocumentStore)
@@ -302,3 +312,66 @@ class TestHybridScoreRankerWithFiles:
                 assert doc.meta["hybrid"][f"{name}bm25"] == (bm25[at] or 0.0)
                 assert doc.meta["hybrid"][f"{name}cosine"] == (cosine[at] or 0.0)
                 assert doc.meta["hybrid"][f"{name}bm25_ceiling"] == ceiling
+
+
+COMMON = SparseEmbedding(indices=[1, 2], values=[1.0, 1.0])
+RARE = SparseEmbedding(indices=[7, 8], values=[1.0, 1.0])
+
+
+@pytest.fixture(scope="module")
+def reference_store(tmp_path_factory):
+    """
+    Forty short reference pages that nearly all share the words 1 and 2 (common), as man pages share "file" and
+    "command". W matches both words but not the meaning; M has the meaning without the words; R alone holds the
+    rare words 7 and 8.
+    """
+    document_store = EdgeDocumentStore(
+        path=str(tmp_path_factory.mktemp("reference") / "edge"), embedding_dim=4, durable_writes=False
+    )
+    pages = [chunk(f"p{i}", f"P{i}", [0.0, 0.0, 0.0, 1.0], [1, 2, 10 + i]) for i in range(37)]
+    pages += [
+        chunk("w1", "W", [0.5, 0.0, 0.0, 0.87], [1, 2]),
+        chunk("m1", "M", [0.9, 0.0, 0.0, 0.44], [3]),
+        chunk("r1", "R", [0.0, 0.0, 1.0, 0.0], [7, 8]),
+    ]
+    document_store.write_documents(pages)
+    yield document_store
+    document_store.close()
+
+
+def pages(*ids: str) -> list[Document]:
+    return [Document(id=i, content=i, score=0.1, meta={"source_doc_id": i[0].upper()}) for i in ids]
+
+
+class TestKeywordsOfCommonWords:
+    def test_specificity_is_read_off_the_second_most_specific_term(self, reference_store):
+        ranker = HybridScoreRanker(document_store=reference_store, common_bm25_weight=0.1)
+        reachable = 2.2 * math.log(1.0 + (40 - 0.5) / 1.5)
+        assert ranker.specificity_of([reachable, reachable / 4, 0.0], documents=40) == pytest.approx(0.25)
+        assert ranker.specificity_of([reachable / 4], documents=40) == pytest.approx(0.25)  # one term: its own
+        assert ranker.specificity_of([0.0, 0.0], documents=40) == 0.0
+        assert [ranker.weight_for(s) for s in (0.1, 0.3, 0.375, 0.45, 0.9)] == pytest.approx([0.1, 0.1, 0.3, 0.5, 0.5])
+        assert HybridScoreRanker(document_store=reference_store).weight_for(0.1) == 0.5  # off: always bm25_weight
+
+    def test_a_query_of_common_words_leans_on_meaning(self, reference_store):
+        docs = pages("w1", "m1")
+        fixed = HybridScoreRanker(document_store=reference_store, bm25_weight=0.5)
+        adaptive = HybridScoreRanker(document_store=reference_store, bm25_weight=0.5, common_bm25_weight=0.1)
+        run = {"query": "q", "documents": docs, "query_embedding": QUERY, "query_sparse_embedding": COMMON}
+        assert [d.id for d in fixed.run(**run)["documents"]] == ["w1", "m1"]
+        leaning = adaptive.run(**run)["documents"]
+        assert [d.id for d in leaning] == ["m1", "w1"]
+        assert leaning[0].meta["hybrid"]["specificity"] < 0.3
+        assert leaning[0].meta["hybrid"]["bm25_weight"] == pytest.approx(0.1)
+
+    def test_a_query_of_rare_words_keeps_its_keywords_full_weight(self, reference_store):
+        ranker = HybridScoreRanker(document_store=reference_store, bm25_weight=0.5, common_bm25_weight=0.1)
+        out = ranker.run(query="q", documents=pages("r1", "m1"), query_embedding=QUERY, query_sparse_embedding=RARE)
+        top = out["documents"][0]
+        assert top.id == "r1"
+        assert top.meta["hybrid"]["specificity"] >= 0.45 and top.meta["hybrid"]["bm25_weight"] == 0.5
+
+    def test_single_signal_rankers_ignore_it(self, reference_store):
+        ranker = HybridScoreRanker(document_store=reference_store, bm25_weight=1.0, common_bm25_weight=0.1)
+        out = ranker.run(query="q", documents=pages("w1", "m1"), query_sparse_embedding=COMMON)["documents"]
+        assert out[0].id == "w1" and "bm25_weight" not in out[0].meta["hybrid"]

@@ -4,9 +4,9 @@ from haystack import Document
 from haystack_integrations.components.rankers.needle.position_aware_blender import PositionAwareBlender
 
 
-def reranked(doc_id: str, rank: int, rerank: float | None) -> Document:
+def reranked(doc_id: str, rank: int, rerank: float | None, fused: float = 0.1) -> Document:
     meta = {"rerank": {"score": rerank, "input_rank": rank}} if rerank is not None else {}
-    return Document(id=doc_id, content=doc_id, score=0.1, meta=meta)
+    return Document(id=doc_id, content=doc_id, score=fused, meta=meta)
 
 
 class TestPositionAwareBlender:
@@ -18,6 +18,9 @@ class TestPositionAwareBlender:
             PositionAwareBlender(top_weight=1.5)
         with pytest.raises(ValueError):
             PositionAwareBlender(top_ranks=5, mid_ranks=3)
+        with pytest.raises(ValueError, match="by must be one of"):
+            PositionAwareBlender(by="fused")
+        assert PositionAwareBlender(by="score").to_dict()["init_parameters"]["by"] == "score"
         data = blender.to_dict()
         assert PositionAwareBlender.from_dict(data).to_dict() == data
 
@@ -32,8 +35,20 @@ class TestPositionAwareBlender:
     def test_reranker_can_rescue_a_lower_rank(self):
         out = PositionAwareBlender().run([reranked("a", 3, 0.0), reranked("b", 4, 0.9)])["documents"]
         assert [d.id for d in out] == ["b", "a"]
-        assert out[0].meta["blend"] == {"weight": 0.6, "fused_rank": 4, "rerank": 0.9}
+        assert out[0].meta["blend"] == {"weight": 0.6, "fused_rank": 4, "retrieval": 0.25, "rerank": 0.9}
 
     def test_without_rerank_scores_order_is_unchanged(self):
         docs = [reranked("a", 1, None), reranked("b", 2, None)]
         assert PositionAwareBlender().run(docs)["documents"] == docs
+
+    def test_by_score_the_fused_scores_settle_what_the_rerank_leaves_close(self):
+        blender = PositionAwareBlender(top_weight=0.02, mid_weight=0.02, tail_weight=0.02, by="score")
+        # a and b are almost tied by the reranker; b's fused score (a lead in both lists, a top-rank bonus) is twice a's.
+        docs = [reranked("a", 1, 0.801, fused=0.05), reranked("b", 2, 0.800, fused=0.10), reranked("c", 3, 0.5, 0.10)]
+        out = blender.run(docs)["documents"]
+        assert [d.id for d in out] == ["b", "a", "c"]
+        assert out[0].score == pytest.approx(0.02 * 1.0 + 0.98 * 0.800)
+        assert out[1].meta["blend"]["retrieval"] == pytest.approx(0.5)
+        # Far apart, the reranker decides whatever the fusion said.
+        apart = blender.run([reranked("a", 1, 0.9, fused=0.01), reranked("b", 2, 0.5, fused=0.10)])["documents"]
+        assert [d.id for d in apart] == ["a", "b"]

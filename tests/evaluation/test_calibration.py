@@ -75,7 +75,7 @@ class TestGraphs:
             == "haystack_integrations.components.classifiers.needle.confidence_scorer.ConfidenceScorer"
         )
         assert components["confidence"]["init_parameters"]["weights"]
-        assert calibration.threshold_of(graph) == components["label"]["init_parameters"]["min_confidence"] == 0.5
+        assert calibration.threshold_of(graph) == components["label"]["init_parameters"]["min_confidence"] == 0.85
 
     def test_write_weights_changes_only_the_two_lines(self, tmp_path):
         text = (REPO / "pipelines" / "query.yml").read_text()

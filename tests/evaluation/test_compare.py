@@ -108,6 +108,25 @@ class TestComparePerQuery:
         assert compare.compare_per_query(a, b, margin=0.05, permutations=500)["regression"] is False
         assert compare.compare_per_query(a, b, margin=0.04, permutations=500)["regression"] is True
 
+    def test_every_query_tied_warns_that_the_change_does_not_reach_the_ranking(self):
+        a = {"q1": {"ndcg@10": 1.0, "hit@3": 1.0}, "q2": {"ndcg@10": 0.5, "hit@3": 1.0}}
+        tied = compare.compare_per_query(a, a, permutations=100)
+        assert tied["warning"] == compare.TIED
+        moved = compare.compare_per_query(a, {**a, "q2": {"ndcg@10": 0.6, "hit@3": 1.0}}, permutations=100)
+        assert moved["warning"] is None
+        rankings = compare.same_rankings({"q1": ["x", "y"], "q2": ["y", "x"]}, {"q1": ["x", "y"], "q2": ["x", "y"]})
+        assert rankings == {"queries": 2, "same": 1}
+        report = {**hand_report([0.0, 0.0]), **compare._with_rankings(tied, rankings)}
+        assert compare.format_comparison(report).splitlines()[-1] == (
+            "warning: every query ties on every metric: B's change moved 1 of 2 top-10 rankings, "
+            "none across a relevant document."
+        )
+        untouched = {**hand_report([0.0, 0.0]), **compare._with_rankings(tied, {"queries": 2, "same": 2})}
+        assert compare.format_comparison(untouched).splitlines()[-1] == (
+            "warning: every query ties on every metric: B's change does not reach the ranking "
+            "(2 of 2 top-10 rankings are identical)."
+        )
+
     def test_unknown_primary_metric_and_negative_margin_raise(self):
         runs = {"q1": {"ndcg@10": 1.0}}
         with pytest.raises(ValueError, match="primary metric 'mrr@10'"):
@@ -137,6 +156,8 @@ class TestCompareOnDemoIndex:
             assert m["wins"] == m["losses"] == 0
             assert m["ci95"] == [0.0, 0.0]
         assert report["regression"] is False
+        assert report["same_rankings"] == {"queries": len(golden_set.queries), "same": len(golden_set.queries)}
+        assert report["warning"].startswith("every query ties on every metric: B's change does not reach the ranking")
 
     def test_broken_pipeline_is_flagged_by_the_cli(self, demo_needle, tmp_path, monkeypatch, capsys):
         monkeypatch.setattr(golden_eval, "prepare_index", lambda golden, settings=None, cache=None: demo_needle)
@@ -207,5 +228,6 @@ def test_beir_comparison_runs_both_pipelines_on_one_cached_index(tmp_path, setti
     assert report["queries"] == 3
     assert set(report["metrics"]) == {"ndcg@10", "recall@10", "recall@100", "mrr@10"}
     assert all(m["diff"] == 0.0 and m["p_value"] == 1.0 for m in report["metrics"].values())
+    assert report["same_rankings"] == {"queries": 3, "same": 3} and "does not reach the ranking" in report["warning"]
     assert report["runs"]["a"]["rankings"]["1"][0] == "d1"
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [Path(report["index"]).name]
