@@ -121,6 +121,14 @@ class ServeSettings(_Section):
     max_body_bytes: int = Field(1_048_576, ge=1)
     # Web origins (scheme://host:port) whose pages may call the server besides its own; "*" for any.
     allowed_origins: list[str] = Field(default_factory=list)
+    # Graph variants served beside the shipped graphs for online A/B tests: route name -> YAML file, each at
+    # `POST /<name>/run` with the `query` route's request (`needle serve --pipeline NAME=FILE` adds more).
+    pipelines: dict[str, str] = Field(default_factory=dict)
+    # The graphs `POST /split/run` assigns callers to by their key; empty: `query` and every variant.
+    split: list[str] = Field(default_factory=list)
+    # Where the split route appends one JSON line per request (time, variant, query, result ids, latency);
+    # empty: `interactions.jsonl` in the data folder. `needle eval interactions` reads it.
+    interaction_log: str = ""
 
 
 class WatchSettings(_Section):

@@ -7,6 +7,7 @@
     needle eval calibration [--dataset DIR] [--golden FILE] [--offtopic FILE] [--pipeline query] [--fit [--write]]
     needle eval decompose [--golden FILE] [--pipeline query]
     needle eval retry [--golden eval/golden/answers.yml] [--pipeline rag] [--set COMPONENT.PARAM=VALUE]
+    needle eval interactions [LOG]
 
 Exit codes: 0 when thresholds pass, B is no regression and ragas' id metrics agree with ours; 1 when
 not; 2 on usage errors.
@@ -60,6 +61,7 @@ def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
     _add_calibration(esub)
     _add_decompose(esub)
     _add_retry(esub)
+    _add_interactions(esub)
     return evaluation
 
 
@@ -242,6 +244,33 @@ def _add_retry(esub: Any) -> None:
         help="override a parameter of the graph for both runs (repeatable)",
     )
     _common(retry)
+
+
+def _add_interactions(esub: Any) -> None:
+    """`needle eval interactions` and its options."""
+    interactions = esub.add_parser(
+        "interactions", help="per-variant table of an online A/B test from needle serve's interaction log"
+    )
+    interactions.add_argument(
+        "log",
+        nargs="?",
+        type=Path,
+        default=None,
+        help="the log (default: serve.interaction_log, else DATA_DIR/interactions.jsonl)",
+    )
+    interactions.add_argument("--json", action="store_true", help="print the rows as JSON")
+
+
+def _interactions(args: argparse.Namespace) -> int:
+    from needle.core.settings import load_settings
+    from needle.evaluation.interactions import format_table, read_log, variant_table
+
+    if args.log is None:
+        settings = load_settings()
+        args.log = Path(settings.serve.interaction_log or settings.data_dir / "interactions.jsonl")
+    rows = variant_table(read_log(args.log.expanduser()))
+    print(json.dumps(rows, indent=2) if args.json else format_table(rows))
+    return 0
 
 
 def _positive(value: int | None, name: str) -> None:
@@ -581,5 +610,6 @@ def run_eval(args: argparse.Namespace) -> int:
         "calibration": _calibration,
         "decompose": _decompose,
         "retry": _retry,
+        "interactions": _interactions,
     }
     return handlers[args.eval_command](args)

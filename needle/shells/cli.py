@@ -98,7 +98,7 @@ def _serve(args: argparse.Namespace) -> int:
     _stamped()
     from needle.shells.http.server import serve
 
-    return serve(args.host, args.port, backups=_backup_schedule(args), watch=args.watch)
+    return serve(args.host, args.port, backups=_backup_schedule(args), watch=args.watch, pipelines=args.pipeline)
 
 
 @_process("mcp")
