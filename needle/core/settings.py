@@ -166,6 +166,26 @@ class LLMSettings(_Section):
     timeout: float = Field(30.0, gt=0)
 
 
+class JudgeSettings(_Section):
+    """
+    The LLM that judges answers for `needle eval ragas --llm`, apart from the one that writes them (`llm`), so
+    that a small answering model can be judged by a stronger one; an empty value takes the `llm` section's.
+    """
+
+    url: str = ""
+    model: str = ""
+    api_key_env: str = ""
+    # Seconds one request to the judge may take; a judgement that takes longer scores NaN for its sample
+    # only (a model on a CPU may need minutes where answers are short).
+    timeout: float = Field(300.0, gt=0)
+
+
+class EvalSettings(_Section):
+    """How `needle eval` scores: the ragas judge."""
+
+    judge: JudgeSettings = JudgeSettings()
+
+
 def parse_assignments(text: str) -> dict[str, Any]:
     """
     Read `key=value` pairs separated by commas or whitespace (values parsed as YAML).
@@ -209,6 +229,7 @@ class Settings(BaseSettings):
     watch: WatchSettings = WatchSettings()
     llm: LLMSettings = LLMSettings()
     owner: OwnerSettings = OwnerSettings()
+    eval: EvalSettings = EvalSettings()
     # Graph overrides by component and parameter, applied to every graph that has that component:
     # {"fuse.k": 30, "rerank.ranker.bm25_weight": 0.65}. From the environment: NEEDLE_SET="fuse.k=30".
     set: dict[str, Any] = Field(default_factory=dict)
