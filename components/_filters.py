@@ -3,7 +3,7 @@
 One place turns what a person asks for (tags, a folder or path glob, `field=value`, a date range, a
 collection) into Haystack's filter syntax over the metadata `MarkdownChunker` writes: `meta.tags` and
 `meta.folders` (keyword lists: a list field matches when one element does), `meta.date` (RFC 3339, a
-datetime index), `meta.frontmatter.<field>` (typed scalars) and `meta.source_doc_id`. `SearchRequest`
+datetime index), `meta.frontmatter.<field>` (typed scalars) and the file id (`FILE_ID`). `SearchRequest`
 builds the filters a request names; `SelfQueryExtractor` builds the same ones from the question.
 """
 
@@ -19,6 +19,7 @@ from typing import Any
 from haystack_integrations.components.needle._dates import parse_bound, rfc3339
 from haystack_integrations.components.needle._per_store import PerStore
 from haystack_integrations.document_stores.needle._shared import Values
+from needle.core.schema import FILE_ID
 
 Filter = dict[str, Any]
 _WHERE = re.compile(r"^\s*([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)\s*(<=|>=|!=|=|<|>|:)\s*(.*?)\s*$", re.DOTALL)
@@ -39,7 +40,7 @@ _GLOB_CHARS = set("*?[")
 
 class IndexedFiles(PerStore):
     """
-    The indexed files of a store that match a path glob, as `source_doc_id`s.
+    The indexed files of a store that match a path glob, as file ids (`FILE_ID`).
 
     Listing every file costs a scroll over the whole store (about 250 ms for SciFact's 5,183 files) and
     matching them all a few dozen ms more, so the list and each pattern's matches are kept, and listed
@@ -58,7 +59,7 @@ class IndexedFiles(PerStore):
         self._lock = threading.Lock()
 
     def __call__(self, pattern: str) -> list[str]:
-        """The `source_doc_id`s of the indexed files whose path matches the glob, sorted."""
+        """The file ids of the indexed files whose path matches the glob, sorted."""
         from needle.core.globs import Glob
 
         with self._lock:
@@ -67,8 +68,8 @@ class IndexedFiles(PerStore):
             if listed is None or now - self._checked >= self.count_check_seconds:
                 count, self._checked = self.store.count_documents(), now
             if listed is None or listed[1] != count or now - listed[0] > self.ttl_seconds:
-                rows = self.store.list_documents_meta(fields=["source_doc_id", "path"])
-                files = [(row["meta"].get("source_doc_id", ""), row["meta"].get("path", "")) for row in rows]
+                rows = self.store.list_documents_meta(fields=[FILE_ID, "path"])
+                files = [(row["meta"].get(FILE_ID, ""), row["meta"].get("path", "")) for row in rows]
                 self._listed, self._matches = (time.monotonic(), count, files), {}
             if pattern not in self._matches:
                 glob, listed_files = Glob(pattern), self._listed[2] if self._listed is not None else []
@@ -137,7 +138,7 @@ def path_condition(pattern: str, match_files: Callable[[str], list[str]] | None)
     against the indexed files, with Needle's linear-time glob engine, and becomes the list of those files.
 
     :param pattern: `runbooks/`, `runbooks/k8s/**`, `**/2024-*.md`, `journal/2024-01-01-goals.md`.
-    :param match_files: The `source_doc_id`s of the indexed files matching a glob (`IndexedFiles`); needed
+    :param match_files: The file ids of the indexed files matching a glob (`IndexedFiles`); needed
         for globs only.
     :raises ValueError: When the pattern is empty, or is a glob and no file list is available.
     """
@@ -157,7 +158,7 @@ def path_condition(pattern: str, match_files: Callable[[str], list[str]] | None)
         return {"field": "meta.folders", "operator": "==", "value": folder}
     if match_files is None:
         raise ValueError(f"path {pattern!r} is a glob: this graph cannot list its files (only folders work here)")
-    return {"field": "meta.source_doc_id", "operator": "in", "value": Values(match_files(stripped.lstrip("/")))}
+    return {"field": f"meta.{FILE_ID}", "operator": "in", "value": Values(match_files(stripped.lstrip("/")))}
 
 
 def _typed(raw: str) -> Any:

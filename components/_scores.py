@@ -12,6 +12,7 @@ from typing import Any
 from haystack import Document
 
 from needle.core.documents import replace
+from needle.core.schema import FILE_ID, FUSION, SCORE_KIND
 
 _WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
 # Words that carry no topic even when longer than two letters.
@@ -140,7 +141,7 @@ def lowered_term_hits(lowered: str, terms: list[str]) -> tuple[int, int]:
     return sum(1 for c in counts if c), sum(counts)
 
 
-def strong_signal(probe: list[Document], min_score: float, min_gap: float, group_by: str = "source_doc_id") -> bool:
+def strong_signal(probe: list[Document], min_score: float, min_gap: float, group_by: str = FILE_ID) -> bool:
     """
     Whether a normalised BM25 probe is decisive: its best file scores at least `min_score` and leads the
     second file by at least `min_gap` (qmd skips query expansion then).
@@ -156,3 +157,36 @@ def strong_signal(probe: list[Document], min_score: float, min_gap: float, group
         return False
     second = ranked[1] if len(ranked) > 1 else 0.0
     return ranked[0] >= min_score and ranked[0] - second >= min_gap
+
+
+def fused_scores(doc: Document) -> dict[str, float]:
+    """
+    The best normalised score a document got per kind (`bm25`, `cosine`) across the lists Needle's fusion stage
+    fused (its trace, `meta["fusion"]`); a document without that trace (from Haystack's `DocumentJoiner`, or
+    straight from a retriever) has its own score, of the kind its retriever noted (`meta["score_kind"]`).
+    """
+    best: dict[str, float] = {}
+    trace = doc.meta.get(FUSION)
+    if not trace:
+        kind = doc.meta.get(SCORE_KIND)
+        return {kind: float(doc.score)} if kind and doc.score is not None else {}
+    for entry in trace.values():
+        kind = entry.get("kind")
+        if kind and entry.get("score") is not None:
+            best[kind] = max(best.get(kind, 0.0), float(entry["score"]))
+    return best
+
+
+def order_known_scores(documents: list[Document], scores: list[float | None]) -> list[int]:
+    """
+    The output order of `documents` given their scores, some unknown.
+
+    Documents with an unknown score (`None`) keep their input position; the scored ones fill the other
+    positions by descending score (ties keep input order). An unknown score is thus neither a 0 that
+    buries the document nor a guess: the retrieval order stands where no judgement exists.
+
+    :returns: Input indices in output order.
+    """
+    known = {i: s for i, s in enumerate(scores) if s is not None}
+    fill = iter(sorted(known, key=lambda i: -known[i]))
+    return [i if scores[i] is None else next(fill) for i in range(len(documents))]

@@ -8,7 +8,7 @@ from haystack.document_stores.types.filter_policy import apply_filter_policy
 
 from haystack_integrations.components.needle._scores import check_score_kind, normalised
 from haystack_integrations.components.needle._store_deserialization import with_document_store
-from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore, check_document_store
+from haystack_integrations.document_stores.needle.access import searchable
 from needle.core.checks import check_top_k
 
 
@@ -21,7 +21,7 @@ class StoreRetriever:
 
     def __init__(
         self,
-        document_store: NeedleDocumentStore,
+        document_store: Any,
         filters: dict[str, Any] | None = None,
         top_k: int = 10,
         filter_policy: str | FilterPolicy = FilterPolicy.REPLACE,
@@ -31,7 +31,7 @@ class StoreRetriever:
         """
         Create the retriever.
 
-        :param document_store: A Needle document store (`query_dense`, `query_sparse` or `query_text` is called).
+        :param document_store: A Needle document store (or qdrant-haystack's `QdrantDocumentStore`) (`query_dense`, `query_sparse` or `query_text` is called).
         :param filters: Haystack filters applied to every query.
         :param top_k: How many documents to return.
         :param filter_policy: How runtime filters combine with `filters`: `replace` or `merge`.
@@ -41,10 +41,10 @@ class StoreRetriever:
         :param score_kind: `bm25` or `cosine` puts the scores on 0..1 (BM25 `s/(1+s)`, cosine clamped), raw score kept
             in `meta["raw_score"]`, in this stage: a query graph then has no normalising stage for Haystack to
             copy the retrieved documents through. `None` leaves the store's scores as they are.
-        :raises ValueError: When the store is not a `NeedleDocumentStore`, `top_k` is not positive or
+        :raises ValueError: When the store is not one Needle's components can search (`searchable`), `top_k` is not positive or
             `score_kind` is unknown.
         """
-        check_document_store(document_store)
+        self._store = searchable(document_store)
         check_top_k(top_k)
         check_score_kind(score_kind, optional=True)
         self.document_store = document_store

@@ -1,33 +1,53 @@
-"""Needle's document stores: the embedded Qdrant engine and a Qdrant server, behind one interface.
+"""Needle's document stores: its index as a Haystack store, the embedded Qdrant engine and a Qdrant server.
 
-Pipeline YAML names a store by its module path (`haystack_integrations.document_stores.needle.edge.document_store.EdgeDocumentStore`,
-`haystack_integrations.document_stores.needle.qdrant_server.QdrantServerDocumentStore`), as Haystack's `default_to_dict` writes it.
-The server store is imported when first named: it needs `qdrant_client`, which the embedded engine does not.
+A graph names `NeedleDocumentStore` (`haystack_integrations.document_stores.needle.needle_document_store`),
+which the settings locate; the engines behind it are `EdgeDocumentStore` (`...needle.edge.document_store`) and
+`QdrantServerDocumentStore` (`...needle.qdrant_server`). Each is imported when first named: importing this
+package (as every component does, for the store interfaces in `protocol`) loads neither engine.
 """
 
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-from haystack_integrations.document_stores.needle.edge import EdgeDocumentStore, StoreLockedError
+from haystack_integrations.document_stores.needle.access import searchable
 from haystack_integrations.document_stores.needle.protocol import (
+    BestScore,
     IndexDamagedError,
-    NeedleDocumentStore,
-    check_document_store,
+    ManagedStore,
+    SearchableStore,
 )
 
+if TYPE_CHECKING:
+    from haystack_integrations.document_stores.needle.edge.document_store import EdgeDocumentStore
+    from haystack_integrations.document_stores.needle.edge.shards import StoreLockedError
+    from haystack_integrations.document_stores.needle.needle_document_store import NeedleDocumentStore
+    from haystack_integrations.document_stores.needle.qdrant_search import QdrantSearch
+    from haystack_integrations.document_stores.needle.qdrant_server import QdrantServerDocumentStore
+
+_LAZY = {
+    "EdgeDocumentStore": "haystack_integrations.document_stores.needle.edge.document_store",
+    "StoreLockedError": "haystack_integrations.document_stores.needle.edge.shards",
+    "QdrantServerDocumentStore": "haystack_integrations.document_stores.needle.qdrant_server",
+    "QdrantSearch": "haystack_integrations.document_stores.needle.qdrant_search",
+    "NeedleDocumentStore": "haystack_integrations.document_stores.needle.needle_document_store",
+}
+
 __all__ = [
+    "BestScore",
     "EdgeDocumentStore",
     "IndexDamagedError",
+    "ManagedStore",
     "NeedleDocumentStore",
+    "QdrantSearch",
     "QdrantServerDocumentStore",
+    "SearchableStore",
     "StoreLockedError",
-    "check_document_store",
+    "searchable",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    """`QdrantServerDocumentStore`, imported on first use."""
-    if name == "QdrantServerDocumentStore":
-        from haystack_integrations.document_stores.needle.qdrant_server import QdrantServerDocumentStore
-
-        return QdrantServerDocumentStore
+    """The stores and the engine's lock error, imported on first use."""
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,6 +16,7 @@ from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError
 
 from haystack_integrations.document_stores.needle.layout import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
+from haystack_integrations.document_stores.needle.protocol import BestScore
 from needle.core.checks import QueryVector, check_query_embedding
 
 
@@ -100,7 +101,7 @@ def sparse_vector(indices: list[int], values: list[float]) -> VectorQuery:
 
 class NeedleStoreMixin:
     """
-    The methods of `NeedleDocumentStore` that both stores implement the same way.
+    The methods of `SearchableStore` and `ManagedStore` that both stores implement the same way (documented there).
 
     A store sets `embedding_dim` and `use_sparse_embeddings`, and implements `_best_scores` (a batch of
     `BestScoreRequest`s) and `_scroll_payloads` (every point's id and selected payload).
@@ -112,7 +113,7 @@ class NeedleStoreMixin:
     sparse_holder = "store"
 
     if TYPE_CHECKING:
-        # Each store's own (`NeedleDocumentStore`), called by `verify`.
+        # Each store's own (`SearchableStore`), called by `verify`.
 
         def count_documents(self) -> int:
             """The store's."""
@@ -145,14 +146,7 @@ class NeedleStoreMixin:
             raise NotImplementedError
 
     def count_values(self, field: str, filters: dict[str, Any] | None = None) -> dict[str, int]:
-        """
-        How many documents hold each value of a metadata field, counted over their listed metadata.
-
-        :param field: The field (`"collection"` or `"meta.collection"`); documents without it are not counted.
-        :param filters: Haystack filters; `None` counts every document.
-        :returns: value (as text) → number of documents.
-        :raises FilterError: When the filters are malformed.
-        """
+        """`SearchableStore.count_values`, counted over the listed metadata."""
         name = meta_name(field)
         counts: dict[str, int] = {}
         for row in self.list_documents_meta(filters=filters, fields=[name]):
@@ -161,107 +155,35 @@ class NeedleStoreMixin:
                 counts[value] = counts.get(value, 0) + 1
         return counts
 
-    def best_scores_by(
-        self,
-        field: str,
-        values: list[str],
-        query_embedding: QueryVector | None = None,
-        query_sparse_embedding: SparseEmbedding | None = None,
-    ) -> list[float | None]:
+    def best_scores(self, searches: list[BestScore]) -> list[float | None]:
         """
-        For each value of a metadata field, the best score one query reaches among the documents holding it.
-
-        One batch of exact searches, one per value, limit 1, with no payload read: which value a score belongs
-        to is its position in the batch. Reading back the payload of every scored document to learn its group
-        (what one search restricted to all the values would need) costs several times the scoring itself;
-        this is how the rerank stage reads each candidate file's best chunk.
-
-        :param field: The metadata field (`"source_doc_id"` or `"meta.source_doc_id"`), ideally indexed.
-        :param values: The values to score, e.g. candidate files.
-        :param query_embedding: A dense query vector; give it or `query_sparse_embedding`, not both.
-        :param query_sparse_embedding: A sparse query vector.
-        :returns: One score per value, in order; `None` where no document holding it was scored.
-        :raises ValueError: Unless exactly one query is given, or when the dense vector has the wrong size.
-        :raises DocumentStoreError: For a sparse query on a store without sparse vectors.
+        `SearchableStore.best_scores`. Each distinct query vector is checked and converted once (a file's searches share the query's), then
+        the store runs the batch without reading any payload: which file a score belongs to is its position
+        in the batch. Reading back the payload of every scored document to learn its file (what one search
+        restricted to all the files would need) costs several times the scoring itself.
         """
-        return self.best_scores(self.best_scores_by_requests(field, values, query_embedding, query_sparse_embedding))
-
-    def best_scores_by_requests(
-        self,
-        field: str,
-        values: list[str],
-        query_embedding: QueryVector | None = None,
-        query_sparse_embedding: SparseEmbedding | None = None,
-    ) -> list[BestScoreRequest]:
-        """
-        The searches `best_scores_by` runs, to run in one batch with others (`best_scores`).
-
-        :returns: One request per value, in order.
-        :raises ValueError: Unless exactly one query is given, or when the dense vector has the wrong size.
-        :raises DocumentStoreError: For a sparse query on a store without sparse vectors.
-        """
-        if (query_embedding is None) == (query_sparse_embedding is None):
-            raise ValueError("give exactly one of query_embedding and query_sparse_embedding")
-        if not values:
+        if not searches:
             return []
-        if query_embedding is not None:
-            query = self._dense_query(query_embedding)
-        else:
-            assert query_sparse_embedding is not None
-            query = self._sparse_query(query_sparse_embedding, "best_scores_by() with a sparse query")
-        key = f"meta.{meta_name(field)}"
-        return [BestScoreRequest(query, key, value, exact=True) for value in values]
-
-    def best_term_scores(self, query_sparse_embedding: SparseEmbedding) -> list[float]:
-        """
-        For each term of a sparse query, the best score that term alone reaches in the store.
-
-        One batch of single-term searches, planned together by the engine (a query's BM25 ceiling is their
-        sum, see `HybridScoreRanker`).
-
-        :param query_sparse_embedding: The query's sparse embedding.
-        :returns: One score per term, in the embedding's order; 0.0 for a term no document has.
-        :raises DocumentStoreError: When the store has no sparse vectors.
-        """
-        return [
-            0.0 if score is None else score
-            for score in self.best_scores(self.best_term_score_requests(query_sparse_embedding))
-        ]
-
-    def best_term_score_requests(self, query_sparse_embedding: SparseEmbedding) -> list[BestScoreRequest]:
-        """
-        The searches `best_term_scores` runs, to run in one batch with others (`best_scores`; `None` there is 0.0).
-
-        :returns: One request per term, in the embedding's order.
-        :raises DocumentStoreError: When the store has no sparse vectors.
-        """
-        self._require_sparse("best_term_scores()")
-        return [
-            BestScoreRequest(sparse_vector([index], [value]))
-            for index, value in zip(query_sparse_embedding.indices, query_sparse_embedding.values)
-        ]
-
-    def best_scores(self, requests: list[BestScoreRequest]) -> list[float | None]:
-        """
-        Run searches of limit 1 as one batch of engine calls (what the rerank stage sends each store per query).
-
-        :param requests: From `best_scores_by_requests` and `best_term_score_requests`, in any mix.
-        :returns: Each request's best score, in order; `None` where no point was scored.
-        """
-        return self._best_scores(requests) if requests else []
+        queries: dict[int, VectorQuery] = {}
+        requests = []
+        for search in searches:
+            vector: Any = search.dense if search.dense is not None else search.sparse
+            query = queries.get(id(vector))
+            if query is None:
+                if search.dense is not None:
+                    query = self._dense_query(search.dense)
+                else:
+                    assert search.sparse is not None
+                    query = self._sparse_query(search.sparse, "best_scores() with a sparse query")
+                queries[id(vector)] = query
+            key = None if search.field is None else f"meta.{meta_name(search.field)}"
+            requests.append(BestScoreRequest(query, key, search.value, exact=key is not None))
+        return self._best_scores(requests)
 
     def list_documents_meta(
         self, filters: dict[str, Any] | None = None, fields: list[str] | None = None
     ) -> list[dict[str, Any]]:
-        """
-        List ids and metadata without content or vectors (cheap enough for diffs over the whole index).
-
-        :param filters: Haystack filters; `None` lists every document.
-        :param fields: Metadata fields to return (`"path"` or `"meta.path"`); `None` returns all metadata.
-            Fields a document lacks are left out of its `meta`.
-        :returns: `[{"id": ..., "meta": {...}}]` in point-id order.
-        :raises FilterError: When the filters are malformed.
-        """
+        """`SearchableStore.list_documents_meta`, in point-id order."""
         names = None if fields is None else [meta_name(field) for field in fields]
         rows = []
         for point_id, payload in self._scroll_payloads(filters, meta_selector(fields)):
@@ -272,12 +194,7 @@ class NeedleStoreMixin:
         return rows
 
     def verify(self) -> dict[str, int]:
-        """
-        Read every stored point with its payload and vectors, and search each kind of vector once.
-
-        :returns: `points` read, `counted` by the engine, `without_dense` and `without_sparse` vectors.
-        :raises IndexDamagedError: When the store's files cannot be read.
-        """
+        """`ManagedStore.verify`."""
         found = {"points": 0, "counted": 0, "without_dense": 0, "without_sparse": 0}
         dense: list[float] | None = None
         sparse: SparseEmbedding | None = None

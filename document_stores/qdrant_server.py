@@ -1,38 +1,28 @@
-"""qdrant-haystack's store with the search and listing methods of `NeedleDocumentStore`."""
+"""qdrant-haystack's store as a store of Needle's index: its searches, listings and life (`ManagedStore`)."""
 
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import replace
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import httpx
 from haystack import default_from_dict, logging
-from haystack.dataclasses import Document
-from haystack.dataclasses.sparse_embedding import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.utils import Secret, deserialize_secrets_inplace
 from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 from haystack_integrations.document_stores.qdrant.converters import DENSE_VECTORS_NAME
-from haystack_integrations.document_stores.qdrant.filters import convert_filters_to_qdrant
 from pydantic import ValidationError
 from qdrant_client.http import models as rest
 from qdrant_client.http.exceptions import ResponseHandlingException
 
-from haystack_integrations.document_stores.needle._shared import (
-    BestScoreRequest,
-    NeedleStoreMixin,
-    VectorQuery,
-    meta_name,
-    plain_filters,
-)
-from needle.core.checks import QueryVector, check_top_k
+from haystack_integrations.document_stores.needle.qdrant_search import QdrantSearchMixin
+from needle.core.schema import FILE_ID
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_PAYLOAD_FIELDS_TO_INDEX: list[dict[str, str]] = [
     {"field_name": "meta.collection", "field_schema": "keyword"},
     {"field_name": "meta.path", "field_schema": "keyword"},
-    {"field_name": "meta.source_doc_id", "field_schema": "keyword"},
+    {"field_name": f"meta.{FILE_ID}", "field_schema": "keyword"},
     {"field_name": "meta.content_checksum", "field_schema": "keyword"},
     {"field_name": "meta.tags", "field_schema": "keyword"},
     {"field_name": "meta.folders", "field_schema": "keyword"},
@@ -43,15 +33,14 @@ DEFAULT_PAYLOAD_FIELDS_TO_INDEX: list[dict[str, str]] = [
 ]
 
 
-class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
+class QdrantServerDocumentStore(QdrantSearchMixin, QdrantDocumentStore):
     """
     A Qdrant server (or Qdrant Cloud) collection with the interface of Needle's embedded store.
 
     It is qdrant-haystack's `QdrantDocumentStore`, with Needle's defaults (384-dimensional dense vectors,
-    IDF-weighted sparse vectors, keyword indexes on the metadata Needle filters by) and the methods Needle's
-    retrievers, rankers and indexer call (`NeedleDocumentStore`): `query_dense`, `query_sparse`, `best_scores_by`,
-    `best_term_scores`, `list_documents_meta`, `flush` and `optimize`.
-    The data layout is the one `EdgeDocumentStore` writes, so a snapshot of the embedded index serves here
+    IDF-weighted sparse vectors, keyword indexes on the metadata Needle filters by), the searches Needle's
+    components call (`SearchableStore`, from `QdrantSearchMixin`) and what the application manages
+    (`ManagedStore`: layout changes through `optimize`, snapshots for backups). The data layout is the one `EdgeDocumentStore` writes, so a snapshot of the embedded index serves here
     unchanged. A server collection has no BM25-scored text index here: keyword search runs through
     `SparseRetriever` and a BM25 sparse embedder, and `query_text` raises.
 
@@ -61,8 +50,6 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
     store.query_dense([0.1] * 384, top_k=5)
     ```
     """
-
-    sparse_holder = "collection"
 
     def __init__(
         self,
@@ -101,7 +88,7 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
         :param timeout: Seconds before a request to the server fails.
         :param prefer_grpc: Talk gRPC instead of REST where possible.
         :param payload_fields_to_index: Payload indexes created with the collection, as in qdrant-haystack;
-            `None` indexes `meta.collection`, `meta.path`, `meta.source_doc_id`, `meta.tags`, `meta.folders`,
+            `None` indexes `meta.collection`, `meta.path`, the file id, `meta.tags`, `meta.folders`,
             `meta.fields` and `meta.identifiers` as keywords and `meta.date` as a datetime.
         :param hnsw_config: HNSW parameters of a new collection (`{"m": 16, "ef_construct": 100}`).
         :param on_disk: Keep vectors on disk rather than in RAM.
@@ -188,109 +175,31 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
             self._client = None
             raise ConnectionError(f"cannot reach the Qdrant server at {self._address()}: {error}") from error
 
+    @property
+    def _qdrant(self) -> QdrantDocumentStore:
+        return self
+
+    def check_unopened(self) -> None:
+        """Nothing to check: the server keeps the collection's files."""
+
+    def changes(self) -> Any:
+        """`ManagedStore.changes`: the collection's count (other processes may write to a server)."""
+        return self.count_documents()
+
+    def read_ahead(self) -> int:
+        """Nothing to read ahead: the server keeps its own caches warm."""
+        return 0
+
+    def writes_paused(self) -> AbstractContextManager[None]:
+        """Nothing to pause: backups of a server collection are the server's snapshots."""
+        return nullcontext()
+
     def _address(self) -> str:
         if self.url:
             return self.url
         if self.location:
             return self.location
         return f"{self.host or 'localhost'}:{self.port}"
-
-    def query_dense(
-        self,
-        query_embedding: QueryVector,
-        top_k: int = 10,
-        filters: dict[str, Any] | None = None,
-        return_embedding: bool = False,
-        fields: list[str] | None = None,
-    ) -> list[Document]:
-        """
-        Nearest documents to a dense query vector.
-
-        :param query_embedding: The query vector, `embedding_dim` values.
-        :param top_k: How many documents to return.
-        :param filters: Haystack filters applied before ranking.
-        :param return_embedding: Whether the documents carry their vectors.
-        :param fields: Metadata fields the documents carry; `None` carries all (the server sends all either way).
-        :returns: Documents with `score` set to the similarity, best first.
-        :raises ValueError: When `top_k` is not positive or the vector has the wrong size.
-        :raises ConnectionError: When the server cannot be reached.
-        """
-        check_top_k(top_k)
-        query = self._dense_query(query_embedding)
-        self._initialize_client()
-        assert self._client is not None
-        points = self._client.query_points(
-            collection_name=self.index,
-            query=query.values,
-            using=self._using(query),
-            query_filter=convert_filters_to_qdrant(plain_filters(filters)),
-            limit=top_k,
-            with_vectors=return_embedding,
-            search_params=self._search_params,
-        ).points
-        return _only(self._process_query_point_results(points), fields)
-
-    def query_sparse(
-        self,
-        query_sparse_embedding: SparseEmbedding,
-        top_k: int = 10,
-        filters: dict[str, Any] | None = None,
-        return_embedding: bool = False,
-        fields: list[str] | None = None,
-    ) -> list[Document]:
-        """
-        Best documents for a sparse query vector (IDF-weighted when `sparse_idf` is on).
-
-        :param query_sparse_embedding: The query's sparse embedding.
-        :param top_k: How many documents to return.
-        :param filters: Haystack filters applied before ranking.
-        :param return_embedding: Whether the documents carry their vectors.
-        :param fields: Metadata fields the documents carry; `None` carries all (the server sends all either way).
-        :returns: Documents with `score` set, best first.
-        :raises ValueError: When `top_k` is not positive.
-        :raises DocumentStoreError: When the collection has no sparse vectors (checked before connecting).
-        :raises ConnectionError: When the server cannot be reached.
-        """
-        check_top_k(top_k)
-        self._require_sparse("query_sparse()")
-        return _only(
-            self._query_by_sparse(
-                query_sparse_embedding=query_sparse_embedding,
-                filters=plain_filters(filters),
-                top_k=top_k,
-                return_embedding=return_embedding,
-            ),
-            fields,
-        )
-
-    def query_text(
-        self, query: str, top_k: int = 10, filters: dict[str, Any] | None = None, fields: list[str] | None = None
-    ) -> list[Document]:
-        """
-        Not available on a server collection.
-
-        :param query: Free text.
-        :param top_k: How many documents to return.
-        :param filters: Haystack filters.
-        :param fields: Metadata fields the documents would carry.
-        :returns: Never returns.
-        :raises NotImplementedError: Always.
-        """
-        raise NotImplementedError(
-            "native BM25 (query_text) needs the embedded engine, EdgeDocumentStore; on a Qdrant server use "
-            "SparseRetriever with a BM25 sparse embedder (the store has sparse_idf=True) instead"
-        )
-
-    def flush(self) -> None:
-        """Nothing to do: the server makes every acknowledged write durable itself."""
-
-    def iter_documents(self, filters: dict[str, Any] | None = None) -> Iterator[Document]:
-        """
-        Stream the matching documents with their vectors, page by page (qdrant-haystack's scroll).
-
-        :param filters: Haystack filters; all documents when `None`.
-        """
-        yield from self._get_documents_generator(filters)
 
     def optimize(self) -> bool:
         """
@@ -382,62 +291,6 @@ class QdrantServerDocumentStore(NeedleStoreMixin, QdrantDocumentStore):
         address = self._address()
         return address.rstrip("/") if "://" in address else f"http://{address}"
 
-    def _best_scores(self, requests: list[BestScoreRequest]) -> list[float | None]:
-        batch = [
-            rest.QueryRequest(
-                query=self._rest_query(request.query),
-                using=self._using(request.query),
-                filter=None if request.key is None else _match(request.key, request.value),
-                limit=1,
-                with_payload=False,
-                with_vector=False,
-                params=self._exact_params()
-                if request.exact
-                else (self._search_params if request.query.indices is None else None),
-            )
-            for request in requests
-        ]
-        self._initialize_client()
-        assert self._client is not None
-        results = self._client.query_batch_points(collection_name=self.index, requests=batch)
-        return [float(result.points[0].score) if result.points else None for result in results]
-
-    def _scroll_payloads(self, filters: dict[str, Any] | None, include: list[str]) -> Iterator[tuple[Any, dict]]:
-        self._initialize_client()
-        assert self._client is not None
-        qdrant_filter = convert_filters_to_qdrant(plain_filters(filters))
-        offset = None
-        while True:
-            records, offset = self._client.scroll(
-                collection_name=self.index,
-                scroll_filter=qdrant_filter,
-                limit=self.scroll_size,
-                offset=offset,
-                with_payload=rest.PayloadSelectorInclude(include=include),
-                with_vectors=False,
-            )
-            for record in records:
-                yield record.id, record.payload or {}
-            if self._check_stop_scrolling(offset):
-                return
-
-    def _exact_params(self) -> rest.SearchParams:
-        """Exact search on the original vectors (the quantized ones ignored)."""
-        ignore = rest.QuantizationSearchParams(ignore=True) if self.quantization_config else None
-        return rest.SearchParams(exact=True, quantization=ignore)
-
-    def _rest_query(self, query: VectorQuery) -> Any:
-        """A query vector as the client takes it."""
-        if query.indices is None:
-            return query.values
-        return rest.SparseVector(indices=query.indices, values=query.values)
-
-    def _using(self, query: VectorQuery) -> str | None:
-        """The vector name to search: qdrant-haystack names the dense vector only beside a sparse one."""
-        if query.indices is None and not self.use_sparse_embeddings:
-            return None
-        return query.using
-
 
 def layout_parameters(
     hnsw_m: int = 16,
@@ -527,16 +380,3 @@ def _snapshots(action: str, index: str) -> Iterator[None]:
         yield
     except NotImplementedError as error:
         raise DocumentStoreError(f"cannot {action} {index}: this Qdrant takes no snapshots ({error})") from None
-
-
-def _match(key: str, value: Any) -> rest.Filter:
-    """Points whose payload `key` holds `value`."""
-    return rest.Filter(must=[rest.FieldCondition(key=key, match=rest.MatchValue(value=value))])
-
-
-def _only(documents: list[Document], fields: list[str] | None) -> list[Document]:
-    """The documents with only the named metadata fields (all when `fields` is `None`)."""
-    if fields is None:
-        return documents
-    names = [meta_name(field) for field in fields]
-    return [replace(doc, meta={name: doc.meta[name] for name in names if name in doc.meta}) for doc in documents]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.result_files import REPORTS, write_json
+from needle.core.requests import SearchRequest
 from needle.core.settings import load_settings, parse_assignments
 from needle.evaluation import metrics
 from needle.evaluation.beir import DEFAULT_CACHE, eval_settings, load_dataset, prepare_index, run_pipeline
@@ -61,7 +62,7 @@ def latency_p50(needle: Needle, dataset: Any, pipeline: str, overrides: dict[str
     latencies = []
     for qid in sorted(dataset.queries)[:queries]:
         started = time.perf_counter()
-        needle.search(dataset.queries[qid], pipeline=pipeline, top_k=10, overrides=overrides)
+        needle.search(SearchRequest(query=dataset.queries[qid], limit=10, set=overrides), pipeline=pipeline)
         latencies.append(time.perf_counter() - started)
     return 1000 * metrics.percentile(latencies, 50)
 

@@ -53,6 +53,7 @@ from typing import Any
 
 from eval.demo_data import DEMO_GOLDEN, OFFTOPIC, REPO, TRAIN
 from eval.result_files import RESULTS, command_line, pyplot, save_figure, write_json
+from needle.core.requests import QueryRequest, SearchRequest
 from needle.evaluation.memory import cpu_seconds
 
 TRAIN_PAIRS = 90
@@ -90,7 +91,6 @@ def _train_rows(graph: str) -> list[dict[str, Any]]:
     with `decompose`; one row per part: does a top-3 hit answer that part), and the off-topic training
     questions (never answered; one with no result at all stays a row, as it stays in the off-topic count).
     """
-    from needle.core.results import SearchFilters
     from needle.evaluation.calibration import offtopic_questions
     from needle.evaluation.decomposition import join_questions, pairs_of
     from needle.evaluation.golden import load_golden, prepare_index
@@ -99,8 +99,8 @@ def _train_rows(graph: str) -> list[dict[str, Any]]:
     for number, path in enumerate(TRAIN):
         train = load_golden(path)
         needle = prepare_index(train)
-        filters = SearchFilters(now=train.today) if train.today else None
-        asked: list[tuple[str, Any, SearchFilters | None, bool | None]] = []
+        filters = {"now": train.today} if train.today else None
+        asked: list[tuple[str, Any, dict[str, Any] | None, bool | None]] = []
         asked += [(q.query, [q.expected], filters, None) for q in train.queries]
         if number == 0:
             asked += [
@@ -114,7 +114,8 @@ def _train_rows(graph: str) -> list[dict[str, Any]]:
             ]
             asked += [(q, [], None, None) for q in offtopic_questions(OFFTOPIC, "train")]
         for text, parts, given, decompose in asked:
-            answer = needle.search(text, pipeline=graph, top_k=10, explain=True, filters=given, decompose=decompose)
+            request = QueryRequest(query=text, limit=10, explain=True, decompose=decompose, **(given or {}))
+            answer = needle.search(request, pipeline=graph)
             signals = (answer.explain or {}).get("confidence") or {}
             for relevant in [_answered(answer.results, expected) for expected in parts] or [False]:
                 rows.append({"relevant": relevant, "offtopic": not parts, "label": answer.label, "signals": signals})
@@ -192,21 +193,18 @@ def confidence(needle: Any, golden: Any) -> dict[str, Any]:
     for name, graph in graphs:
         single, by_difficulty, ranked[name] = [], {}, []
         for q in golden.queries:
-            answer = needle.search(q.query, pipeline=graph, top_k=10)
+            answer = needle.search(SearchRequest(query=q.query, limit=10), pipeline=graph)
             single.append((answer.label == "PASS", _answered(answer.results, q.expected)))
             by_difficulty.setdefault(q.difficulty, []).append(single[-1])
             ranked[name].append([(hit.path, hit.start_line, hit.score) for hit in answer.results])
         parts = []
         for a, b in pairs:
-            answer = needle.search(
-                join_questions("{a}, and also {b}", a.query, b.query),
-                pipeline=graph,
-                top_k=10,
-                decompose=True if name.startswith("query") else None,
-            )
+            joined = join_questions("{a}, and also {b}", a.query, b.query)
+            decompose = True if name.startswith("query") else None
+            answer = needle.search(QueryRequest(query=joined, limit=10, decompose=decompose), pipeline=graph)
             passed = answer.label == "PASS"
             parts += [(passed, _answered(answer.results, a.expected)), (passed, _answered(answer.results, b.expected))]
-        off = [needle.search(q, pipeline=graph, top_k=10).label == "PASS" for q in offtopic]
+        off = [needle.search(SearchRequest(query=q, limit=10), pipeline=graph).label == "PASS" for q in offtopic]
         report[name] = {
             "single": _rates(single),
             "parts": _rates(parts),
@@ -246,7 +244,7 @@ def _sentence_embedder(needle: Any) -> Any:
 
 
 def _sentences(text: str) -> list[str]:
-    from haystack_integrations.components.extractors.needle.snippet_extractor import is_content
+    from haystack_integrations.components.needle._text import is_content
 
     return [
         part.strip()
@@ -265,8 +263,8 @@ def snippets(needle: Any, golden: Any) -> dict[str, Any]:
     import numpy as np
     from haystack import Document
 
-    from haystack_integrations.components.extractors.needle.snippet_extractor import is_content
     from haystack_integrations.components.needle._scores import query_terms, term_hits
+    from haystack_integrations.components.needle._text import is_content
 
     embedder = _sentence_embedder(needle)
     extractors: dict[str, Any] = {"now": None}  # the graph's own snippet
@@ -285,7 +283,7 @@ def snippets(needle: Any, golden: Any) -> dict[str, Any]:
         terms = query_terms(q.query)
         stems = sorted({t[:5] for t in terms if len(t) >= 6})
         query_vector = next(iter(embedder.query_embed([q.query])))
-        for hit in needle.search(q.query, pipeline="query", top_k=TOP).results:
+        for hit in needle.search(SearchRequest(query=q.query, limit=TOP), pipeline="query").results:
             sentences = _sentences(hit.text or "")
             best = ""
             if sentences:

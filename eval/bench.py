@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from eval.corpus_index import index_timed, needle_with_collection, scratch
+from needle.core.requests import SearchRequest
 from needle.core.settings import load_settings
 from needle.evaluation import metrics
 from needle.evaluation.beir import DEFAULT_CACHE, BeirDataset, eval_settings, load_dataset, materialise, prepare_index
@@ -47,12 +48,12 @@ def bench_ingest(dataset: BeirDataset, docs: int) -> None:
     )
     parse = seconds["scanner"] + seconds["reader"] + seconds["chunker"]
     print(
-        f"\ningest: {docs} documents, {report['chunks']} chunks, {report['files_embedded']} whole files in {total:.1f} s "
-        f"({report['files_pooled']} with vectors pooled from their chunks')"
+        f"\ningest: {docs} documents, {report.chunks} chunks, {report.files_embedded} whole files in {total:.1f} s "
+        f"({report.files_pooled} with vectors pooled from their chunks')"
     )
-    print(f"  {docs / total:.2f} documents/s, {report['chunks'] / total:.2f} chunks/s")
+    print(f"  {docs / total:.2f} documents/s, {report.chunks / total:.2f} chunks/s")
     print(
-        f"  embedding {report['chunks_embedded']} chunks and {report['files_embedded']} whole files {embed:.1f} s "
+        f"  embedding {report.chunks_embedded} chunks and {report.files_embedded} whole files {embed:.1f} s "
         f"(dense {seconds['dense_embedder']:.1f}, sparse {seconds['sparse_embedder']:.1f}), "
         f"store {store:.2f} s, reading and chunking {parse:.2f} s"
     )
@@ -66,11 +67,11 @@ def bench_queries(dataset: BeirDataset, queries: int, modes: list[str], cache: P
     print("|---|---|---|---|")
     stages: list[tuple[str, dict[str, float]]] = []
     for mode in modes:
-        needle.search(texts[0], pipeline=mode, top_k=10)  # warm-up
+        needle.search(SearchRequest(query=texts[0], limit=10), pipeline=mode)  # warm-up
         latencies = []
         for text in texts:
             started = time.perf_counter()
-            needle.search(text, pipeline=mode, top_k=10)
+            needle.search(SearchRequest(query=text, limit=10), pipeline=mode)
             latencies.append(1000 * (time.perf_counter() - started))
         print(
             f"| {mode} | {metrics.percentile(latencies, 50):.1f} | {metrics.percentile(latencies, 95):.1f} | "
@@ -79,7 +80,7 @@ def bench_queries(dataset: BeirDataset, queries: int, modes: list[str], cache: P
         # A second pass with the stage timer on, so that tracing does not count in the latencies above.
         with ComponentTimer.active() as timer:
             for text in texts:
-                needle.search(text, pipeline=mode, top_k=10)
+                needle.search(SearchRequest(query=text, limit=10), pipeline=mode)
         stages.append((mode, {name: 1000 * s / len(texts) for name, s in timer.seconds.items()}))
     print("\nmean ms per query in each stage (the stage's run and the copy of its inputs):")
     for mode, per_stage in stages:

@@ -16,6 +16,7 @@ import statistics
 import time
 
 from eval.demo_data import DEMO_GOLDEN
+from needle.core.requests import SearchRequest
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     without = ConfidenceScorer()
     cases = []
     for q in golden.queries:
-        answer = needle.search(q.query, pipeline="vsearch", top_k=10)
+        answer = needle.search(SearchRequest(query=q.query, limit=10), pipeline="vsearch")
         docs = [Document(content=hit.text, meta={"path": hit.path}) for hit in answer.results]
         if docs:
             cases.append((q.query, docs))

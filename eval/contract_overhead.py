@@ -18,6 +18,7 @@ from typing import Any
 from eval.corpus_index import needle_with_collection, scratch
 from eval.demo_data import DEMO_NOTES
 from eval.stopwatch import median_seconds
+from needle.core.requests import IndexRequest, SearchRequest, graph_inputs
 from needle.facade.api import Needle, reported_stages
 from needle.runtime.contract import GraphContract
 
@@ -32,10 +33,14 @@ def _measure(needle: Needle, graph: str, repeat: int) -> tuple[float, float]:
     """Median µs of a whole search, and of the contract's feed, stages and read on the same request and output."""
     pipeline = needle.pipeline(graph)
     contract = GraphContract.of(pipeline, graph)
-    request = needle._request(QUERIES[0], None, None, None, None, None, False)
-    values = {**request, **({"languages": needle.query_languages()} if contract.accepts("languages") else {})}
+    values = {
+        **graph_inputs(SearchRequest(query=QUERIES[0])),
+        **({"languages": needle.query_languages()} if contract.accepts("languages") else {}),
+    }
     output = pipeline.run(contract.feed(values), include_outputs_from=reported_stages(pipeline, contract))
-    search_us = statistics.median(_median_us(lambda q=q: needle.search(q, pipeline=graph), repeat) for q in QUERIES)
+    search_us = statistics.median(
+        _median_us(lambda q=q: needle.search(SearchRequest(query=q), pipeline=graph), repeat) for q in QUERIES
+    )
 
     def mapping() -> None:
         for _ in range(100):
@@ -52,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with scratch("needle-contract-") as folder:
         needle = needle_with_collection(folder / "data", DEMO_NOTES)
-        needle.index()
+        needle.index(IndexRequest())
         print("| graph | search median (ms) | contract feed + read + stages median (µs) | share |")
         print("|---|---|---|---|")
         for graph in ("search", "vsearch", "query"):

@@ -17,7 +17,10 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from needle.core.index_results import IndexReport
+from needle.core.requests import IndexRequest
 
 if TYPE_CHECKING:
     from needle.core.settings import Settings
@@ -63,7 +66,7 @@ def needle_with_collection(
     return needle
 
 
-def index_timed(needle: Needle, collections: list[str] | None = None) -> tuple[dict[str, Any], float, dict[str, float]]:
+def index_timed(needle: Needle, collections: list[str] | None = None) -> tuple[IndexReport, float, dict[str, float]]:
     """
     Run the ingest graph, warmed first (its models loaded), timing the run and each stage.
 
@@ -74,7 +77,7 @@ def index_timed(needle: Needle, collections: list[str] | None = None) -> tuple[d
     needle.warm("ingest")
     with ComponentTimer.active() as timer:
         started = time.perf_counter()
-        report = needle.index(collections)
+        report = needle.index(IndexRequest(collections=collections))
         seconds = time.perf_counter() - started
     return report, seconds, timer.seconds
 

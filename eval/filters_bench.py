@@ -22,9 +22,10 @@ import shutil
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from eval.corpus_index import scratch
-from needle.core.results import SearchFilters
+from needle.core.requests import IndexRequest, SearchRequest
 from needle.core.settings import load_settings
 from needle.evaluation import metrics
 from needle.evaluation.beir import DEFAULT_CACHE, eval_settings, load_dataset, prepare_index
@@ -35,15 +36,15 @@ FOLDERS = 10
 STATUSES = ("draft", "review", "final")
 MONTHS = 36  # 2022-01 .. 2024-12
 
-FILTERS = {
-    "none": SearchFilters(self_query=False),
-    "tag (1 of 20)": SearchFilters(tags=["t07"], self_query=False),
-    "folder (1 of 10)": SearchFilters(path="f3/", self_query=False),
-    "field status=final (1 of 3)": SearchFilters(where=["status=final"], self_query=False),
-    "date, one quarter (1 of 12)": SearchFilters(after="2024-07-01", before="2024-10-01", self_query=False),
-    "tag + date (1 of 240)": SearchFilters(tags=["t07"], after="2024-07-01", before="2024-10-01", self_query=False),
-    "glob 1*.md (1 of 9)": SearchFilters(path="1*.md", self_query=False),
-    "none, recency on": SearchFilters(recent=True, self_query=False),
+FILTERS: dict[str, dict[str, Any]] = {
+    "none": {"self_query": False},
+    "tag (1 of 20)": {"tags": ["t07"], "self_query": False},
+    "folder (1 of 10)": {"path": "f3/", "self_query": False},
+    "field status=final (1 of 3)": {"where": ["status=final"], "self_query": False},
+    "date, one quarter (1 of 12)": {"after": "2024-07-01", "before": "2024-10-01", "self_query": False},
+    "tag + date (1 of 240)": {"tags": ["t07"], "after": "2024-07-01", "before": "2024-10-01", "self_query": False},
+    "glob 1*.md (1 of 9)": {"path": "1*.md", "self_query": False},
+    "none, recency on": {"recent": True, "self_query": False},
 }
 
 
@@ -91,12 +92,12 @@ def bench(needle: Needle, texts: list[str], modes: list[str]) -> None:
     print("| mode | filter | p50 ms | p95 ms | results per query |")
     print("|---|---|---|---|---|")
     for mode in modes:
-        needle.search(texts[0], pipeline=mode, top_k=10)  # warm-up
+        needle.search(SearchRequest(query=texts[0], limit=10), pipeline=mode)  # warm-up
         for name, filters in FILTERS.items():
             latencies, counts = [], []
             for text in texts:
                 started = time.perf_counter()
-                answer = needle.search(text, pipeline=mode, top_k=10, filters=filters)
+                answer = needle.search(SearchRequest(query=text, limit=10, **filters), pipeline=mode)
                 latencies.append(1000 * (time.perf_counter() - started))
                 counts.append(len(answer.results))
             print(
@@ -181,10 +182,10 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copytree(source.data_dir, copy)
         needle = Needle(source.model_copy(update={"data_dir": copy}))
         started = time.perf_counter()
-        report = needle.index()
+        report = needle.index(IndexRequest())
         print(
-            f"index run on the copy: {report['files_seen']} files, {report['chunks_embedded']} chunks and "
-            f"{report['files_embedded']} whole files embedded, {time.perf_counter() - started:.1f} s "
+            f"index run on the copy: {report.files_seen} files, {report.chunks_embedded} chunks and "
+            f"{report.files_embedded} whole files embedded, {time.perf_counter() - started:.1f} s "
             "(an index built before file metadata gets it here, nothing embedded again)"
         )
         label_files(needle)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.result_files import RESULTS, pyplot, save_figure
-from needle.core.results import SearchFilters
+from needle.core.requests import SearchRequest
 from needle.evaluation import golden as golden_eval
 
 KINDS = ("filter", "time", "all")
@@ -24,9 +24,11 @@ KINDS = ("filter", "time", "all")
 
 def score(needle: Any, golden: golden_eval.GoldenSet, mode: str, self_query: bool) -> dict[str, dict[str, float]]:
     rows = {}
-    filters = SearchFilters(now=golden.today, self_query=self_query)
     for q in golden.for_mode(mode):
-        results = needle.search(q.query, pipeline=mode, top_k=golden_eval.DEFAULT_CANDIDATES, filters=filters).results
+        request = SearchRequest(
+            query=q.query, limit=golden_eval.DEFAULT_CANDIDATES, now=golden.today, self_query=self_query
+        )
+        results = needle.search(request, pipeline=mode).results
         rows[q.id] = {
             "difficulty": q.difficulty,
             **golden_eval.score_ranking(golden_eval.group_by_document(results), q.expected),

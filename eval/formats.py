@@ -67,14 +67,14 @@ def throughput(texts: list[tuple[str, str]], pages_per_file: int = 10) -> list[d
             report, total, s = index_timed(needle, ["bench"])
             needle.close()
         extraction = s.get("converter", 0.0) + s.get("reader", 0.0)
-        pages = report["documents"].get("pdf", {}).get("pages", 0)
+        pages = report.documents.get("pdf", {}).get("pages", 0)
         rows.append(
             {
                 "format": fmt,
-                "files": report["files_read"],
+                "files": report.files_read,
                 "pages": pages,
-                "chunks": report["chunks"],
-                "skipped": len(report["skipped"]),
+                "chunks": report.chunks,
+                "skipped": len(report.skipped),
                 "write_fixtures_s": written,
                 "extraction_s": extraction,
                 "chunking_s": s.get("chunker", 0.0),

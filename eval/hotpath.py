@@ -42,6 +42,7 @@ from eval.demo_data import QUERIES
 from eval.result_files import RESULTS, pyplot, save_figure
 from eval.servers import CLI, auth_headers, start_serve, stop
 from eval.stopwatch import nearest_rank as percentile
+from needle.core.requests import SearchRequest
 from needle.evaluation.memory import process_memory_mb as rss_mb
 
 if TYPE_CHECKING:
@@ -266,12 +267,12 @@ def time_graphs(needle: Any, queries: list[str], graphs: tuple[str, ...], rounds
     """p50/p95 of `Needle.search` per graph (no tracer), `rounds` passes over the queries."""
     out: dict[str, Any] = {}
     for graph in graphs:
-        needle.search(queries[0], graph)
+        needle.search(SearchRequest(query=queries[0]), graph)
         latencies = []
         for _ in range(rounds):
             for query in queries:
                 started = time.perf_counter()
-                needle.search(query, graph)
+                needle.search(SearchRequest(query=query), graph)
                 latencies.append((time.perf_counter() - started) * 1000)
         out[graph] = {"p50": percentile(latencies, 50), "p95": percentile(latencies, 95), "n": len(latencies)}
     return out
@@ -292,7 +293,7 @@ def stage_breakdown(needle: Any, queries: list[str], graphs: tuple[str, ...]) ->
     tracing.enable_tracing(timer)
     try:
         for graph in graphs:
-            needle.search(queries[0], graph)
+            needle.search(SearchRequest(query=queries[0]), graph)
             stages: dict[str, float] = {}
             copied: dict[str, float] = {}
             pipeline = total = 0.0
@@ -301,7 +302,7 @@ def stage_breakdown(needle: Any, queries: list[str], graphs: tuple[str, ...]) ->
                 timer.reset()
                 timed.by_stage.clear()
                 started = time.perf_counter()
-                needle.search(query, graph)
+                needle.search(SearchRequest(query=query), graph)
                 total += time.perf_counter() - started
                 pipeline += timer.pipeline_seconds
                 for name, seconds in timer.seconds.items():
@@ -371,11 +372,11 @@ def run_builds(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for graph in args.graphs:
         needle.warm(graph)
-        needle.search(queries[0], graph)
+        needle.search(SearchRequest(query=queries[0]), graph)
         profile = cProfile.Profile()
         profile.enable()
         for query in queries:
-            needle.search(query, graph)
+            needle.search(SearchRequest(query=query), graph)
         profile.disable()
         n = len(queries)
         by_caller: dict[str, float] = {}
@@ -433,14 +434,14 @@ def run_scheduling(args: argparse.Namespace) -> dict[str, Any]:
     try:
         for graph in args.graphs:
             needle.warm(graph)
-            needle.search(queries[0], graph)
+            needle.search(SearchRequest(query=queries[0]), graph)
             latencies: dict[str, list[float]] = {mode: [] for mode in modes}
             for round_ in range(2 * args.repeat):
                 for mode in ("haystack", "needle") if round_ % 2 == 0 else ("needle", "haystack"):
                     NeedlePipeline._fill_queue = modes[mode]  # type: ignore[method-assign]
                     for query in queries:
                         started = time.perf_counter()
-                        needle.search(query, graph)
+                        needle.search(SearchRequest(query=query), graph)
                         latencies[mode].append((time.perf_counter() - started) * 1000)
             checks: dict[str, int] = {}
             calculate = PipelineBase.__dict__["_calculate_priority"]
@@ -456,7 +457,7 @@ def run_scheduling(args: argparse.Namespace) -> dict[str, Any]:
                 NeedlePipeline._fill_queue = modes[mode]  # type: ignore[method-assign]
                 PipelineBase._calculate_priority = staticmethod(counting)  # type: ignore[method-assign]
                 try:
-                    needle.search(queries[1], graph)
+                    needle.search(SearchRequest(query=queries[1]), graph)
                 finally:
                     PipelineBase._calculate_priority = calculate  # type: ignore[method-assign]
                 checks[mode] = counted[0]
@@ -866,7 +867,7 @@ def dump_results(data_dir: Path, out: Path, compare: Path | None) -> int:
     answers: dict[str, Any] = {}
     for graph in GRAPHS:
         for query in read_queries(data_dir):
-            answer = needle.search(query, graph, explain=True)
+            answer = needle.search(SearchRequest(query=query, explain=True), graph)
             answers[f"{graph}: {query}"] = {
                 "label": answer.label,
                 "confidence": answer.confidence,

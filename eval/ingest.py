@@ -60,6 +60,7 @@ from eval.corpus_index import needle_with_collection, scratch, settings_for
 from eval.demo_data import DEMO_NOTES, SCIFACT
 from eval.result_files import RESULTS, command_line, pyplot, save_figure, write_json
 from eval.servers import CLI, stop, wait_for_owner
+from needle.core.requests import IndexRequest
 from needle.facade.api import Needle
 
 WORDS = [
@@ -124,12 +125,12 @@ def fresh_needle(base: Path, name: str, root: Path) -> Needle:
 def timed(rows: list[dict[str, Any]], scenario: str, size: int, needle: Needle) -> dict[str, Any]:
     """Run an index run, time it and keep a row."""
     started = time.perf_counter()
-    report = needle.index()
+    report = needle.index(IndexRequest())
     seconds = time.perf_counter() - started
-    row = {"scenario": scenario, "files": size, "seconds": round(seconds, 2), **{k: report[k] for k in KEYS}}
+    row = {"scenario": scenario, "files": size, "seconds": round(seconds, 2), **{k: getattr(report, k) for k in KEYS}}
     if scenario.startswith("first"):
         row["files_per_s"] = round(size / seconds, 1)
-        row["texts_per_s"] = round(report["texts_embedded"] / seconds, 1)
+        row["texts_per_s"] = round(report.texts_embedded / seconds, 1)
     rows.append(row)
     print(json.dumps(row), flush=True)
     return report
@@ -144,7 +145,12 @@ def cli_noop(rows: list[dict[str, Any]], size: int, data_dir: Path) -> None:
     if done.returncode != 0:
         raise SystemExit(f"needle index failed: {done.stderr.strip()}")
     report = json.loads(done.stdout)
-    row = {"scenario": "cli no-op", "files": size, "seconds": round(seconds, 2), **{k: report[k] for k in KEYS}}
+    row = {
+        "scenario": "cli no-op",
+        "files": size,
+        "seconds": round(seconds, 2),
+        **{k: getattr(report, k) for k in KEYS},
+    }
     rows.append(row)
     print(json.dumps(row), flush=True)
 
@@ -166,7 +172,7 @@ def owner_noop(rows: list[dict[str, Any]], size: int, data_dir: Path) -> None:
             "scenario": "cli no-op through needle watch",
             "files": size,
             "seconds": round(seconds, 2),
-            **{k: report[k] for k in KEYS},
+            **{k: getattr(report, k) for k in KEYS},
         }
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -243,7 +249,7 @@ def floor_embedders(settings: Any) -> tuple[Any, Any]:
 
 def model_tokenizer(dense: Any, truncate: bool = True) -> Any:
     """The warmed dense embedder's tokenizer, without padding (and without truncation unless `truncate`)."""
-    from haystack_integrations.components.embedders.needle.dense_document_embedder import token_counter
+    from haystack_integrations.components.embedders.needle.fastembed_dense_document_embedder import token_counter
 
     tokenizer = token_counter(dense)
     if not truncate:
@@ -311,7 +317,7 @@ def needle_texts(files: list[Path], texts: list[str], needle: Needle) -> list[st
     ingest = needle.pipeline("ingest")
     docs = [Document(content=text, meta={"collection": "notes", "path": path.name}) for path, text in zip(files, texts)]
     chunks = ingest.get_component("chunker").run(documents=docs)["documents"]
-    return ingest.get_component("dense_embedder")._prepare_texts_to_embed(chunks)
+    return ingest.get_component("dense_embedder").embedder._prepare_texts_to_embed(chunks)
 
 
 def token_counts(files: list[Path], needle: Needle, tokenizer: Any) -> dict[str, int]:
@@ -348,7 +354,7 @@ def needle_seconds(base: Path, name: str, root: Path) -> tuple[float, dict[str, 
     try:
         needle.warm("ingest")
         started = time.perf_counter()
-        report = needle.index()
+        report = needle.index(IndexRequest())
         return time.perf_counter() - started, report
     finally:
         needle.close()
@@ -460,11 +466,11 @@ def floor_benchmark(base: Path, docs: int, repeats: int, dataset: Path = SCIFACT
             "ratio": round(floor_s / needle_s, 3),
             "full_ratio": round(full_s / needle_s, 3),
             "full_floor_texts_per_file": round(pieces / len(files), 2),
-            "texts_per_file": round(report["texts_embedded"] / len(files), 2),
+            "texts_per_file": round(report.texts_embedded / len(files), 2),
             "floor_runs": [round(x, 2) for x in floors],
             "full_floor_runs": [round(x, 2) for x in fulls],
             "needle_runs": [round(x, 2) for x in needles],
-            **{k: report[k] for k in KEYS},
+            **{k: getattr(report, k) for k in KEYS},
         }
         rows.append(row)
         print(json.dumps(row), flush=True)

@@ -45,13 +45,13 @@ from typing import Any
 
 from eval import agents
 from eval.result_files import RESULTS, command_line, pyplot, save_figure, write_json
+from needle.core.requests import QueryRequest
 
 GRAPHS = ("vsearch", "vsearch-sentence", "query")
 
 
 def _rows(graph: str) -> list[dict[str, Any]]:
     """Every question of training and test with its signals, the top result's chunk and whether each part is answered."""
-    from needle.core.results import SearchFilters
     from needle.evaluation.calibration import offtopic_questions
     from needle.evaluation.decomposition import join_questions, pairs_of
     from needle.evaluation.golden import load_golden, prepare_index
@@ -62,7 +62,8 @@ def _rows(graph: str) -> list[dict[str, Any]]:
         needle: Any, split: str, kind: str, text: str, parts: list[Any], given: Any = None, difficulty: str = ""
     ) -> None:
         decompose = True if graph == "query" and kind == "parts" else None
-        answer = needle.search(text, pipeline=graph, top_k=10, explain=True, filters=given, decompose=decompose)
+        request = QueryRequest(query=text, limit=10, explain=True, decompose=decompose, **(given or {}))
+        answer = needle.search(request, pipeline=graph)
         rows.append(
             {
                 "split": split,
@@ -79,7 +80,7 @@ def _rows(graph: str) -> list[dict[str, Any]]:
     for number, path in enumerate(agents.TRAIN):
         train = load_golden(path)
         needle = prepare_index(train)
-        filters = SearchFilters(now=train.today) if train.today else None
+        filters = {"now": train.today} if train.today else None
         for q in train.queries:
             ask(needle, "train", "single", q.query, [q.expected], filters)
         if number == 0:

@@ -39,6 +39,7 @@ import yaml
 from eval.corpus_index import needle_with_collection, scratch
 from eval.demo_data import REPO
 from eval.result_files import RESULTS, write_json
+from needle.core.requests import IndexRequest, SearchRequest
 from needle.evaluation.metrics import hit_at_k, mean, mrr_at_k
 
 DATA = REPO / "eval" / "data" / "multilingual.yml"
@@ -69,10 +70,10 @@ class Run:
 
         self.needle = needle_with_collection(root / name, notes, language=language)
         provision(self.needle.settings.model_dir)
-        self.report = self.needle.index(overrides=overrides) if overrides else self.needle.index()
+        self.report = self.needle.index(IndexRequest(set=overrides or None))
 
     def ranking(self, query: str, pipeline: str, overrides: dict[str, Any] | None = None) -> list[str]:
-        answer = self.needle.search(query, pipeline=pipeline, top_k=10, overrides=overrides or None)
+        answer = self.needle.search(SearchRequest(query=query, limit=10, set=overrides or None), pipeline=pipeline)
         return [hit.path for hit in answer.results]
 
     def close(self) -> None:

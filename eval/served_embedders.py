@@ -27,6 +27,7 @@ from eval.corpus_index import needle_with_collection, scratch
 from eval.demo_data import DEMO_GOLDEN, DEMO_NOTES, REPO
 from eval.result_files import RESULTS, pyplot, save_figure, write_json
 from eval.servers import stop
+from needle.core.requests import IndexRequest, SearchRequest
 from needle.evaluation.golden import load_golden
 
 PROVIDERS = ("fastembed", "openai", "ollama")
@@ -66,18 +67,18 @@ def one_round(provider: str, root: str, queries: list[str]) -> dict[str, Any]:
     """Index the demo notes afresh with one provider, then time the queries."""
     with scratch(f"needle-served-{provider}-") as data_dir:
         needle = needle_with_collection(data_dir, DEMO_NOTES, **provider_env(provider, root))
-        report = needle.index()
+        report = needle.index(IndexRequest())
         out: dict[str, Any] = {
-            "texts": report["texts_embedded"],
-            "index_seconds": report["seconds"],
-            "texts_per_second": report["texts_embedded"] / report["seconds"],
+            "texts": report.texts_embedded,
+            "index_seconds": report.seconds,
+            "texts_per_second": report.texts_embedded / report.seconds,
         }
         for pipeline in ("vsearch", "query"):
-            needle.search(queries[0], pipeline=pipeline)  # loads and warms the graph
+            needle.search(SearchRequest(query=queries[0]), pipeline=pipeline)  # loads and warms the graph
             times = []
             for query in queries:
                 started = time.perf_counter()
-                needle.search(query, pipeline=pipeline)
+                needle.search(SearchRequest(query=query), pipeline=pipeline)
                 times.append((time.perf_counter() - started) * 1000)
             times.sort()
             out[f"{pipeline}_p50_ms"] = statistics.median(times)

@@ -36,6 +36,7 @@ from eval.corpus_index import needle_on
 from eval.demo_data import REPO
 from eval.hotpath import read_queries
 from eval.servers import CLI, cli_env, stop_owner, timed_cli
+from needle.core.requests import SearchRequest
 
 INSTANCES = 4  # serve.graph_instances' default
 
@@ -92,7 +93,7 @@ def in_process(data: Path, graph: str = "search") -> None:
     needle = needle_on(data)
     needle.store.count_documents()  # open the index first, as an owner does before it loads a graph
     needle.warm(graph)
-    pool = needle._pool(graph)
+    pool = needle.runtime.pool(graph)
     queries = read_queries(data)
     instances = list(pool._idle)
     try:
@@ -101,7 +102,7 @@ def in_process(data: Path, graph: str = "search") -> None:
             for i, instance in enumerate(instances):
                 pool._idle = [instance]  # this instance only
                 started = time.perf_counter()
-                needle.search(queries[number * len(instances) + i], pipeline=graph, top_k=5)
+                needle.search(SearchRequest(query=queries[number * len(instances) + i], limit=5), pipeline=graph)
                 walls.append(round((time.perf_counter() - started) * 1000))
             print(f"{graph}, round {number + 1}, instance 1..{len(instances)}: {walls} ms", flush=True)
     finally:

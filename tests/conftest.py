@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,23 @@ DEMO_NOTES = REPO / "needle" / "demo" / "notes"
 # background owner per temporary data folder would outlive the test.
 AUTOSTART_ENV = "NEEDLE_OWNER__AUTOSTART"
 os.environ[AUTOSTART_ENV] = "false"
+
+
+@pytest.fixture(autouse=True)
+def own_data_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """
+    Every test gets a data folder of its own in the environment: a component left to Needle's settings for its
+    cache file or stat record (`FROM_SETTINGS`) writes there, never to the user's, and no test sees another's.
+    (Not through `monkeypatch`, which a test's own patches would then outlive.)
+    """
+    if "NEEDLE_DATA_DIR" in os.environ:
+        yield
+        return
+    os.environ["NEEDLE_DATA_DIR"] = str(tmp_path_factory.mktemp("needle-data"))
+    try:
+        yield
+    finally:
+        os.environ.pop("NEEDLE_DATA_DIR", None)
 
 
 @pytest.fixture(scope="session")

@@ -97,6 +97,12 @@ class FakeServerStore:
     def close(self) -> None:
         pass
 
+    def writes_paused(self):
+        """A server keeps writes consistent itself (`QdrantServerDocumentStore.writes_paused`)."""
+        from contextlib import nullcontext
+
+        return nullcontext()
+
 
 class TestServerBackups:
     def test_a_server_backup_is_a_snapshot_per_collection(self, tmp_path, settings):

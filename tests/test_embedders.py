@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -10,7 +11,7 @@ from needle.core import embedding_providers as embedders
 from needle.core.settings import ConfigError, load_settings
 from needle.lifecycle import provenance as index_info
 from needle.runtime.environment import Environment
-from needle.runtime.loader import read_graph
+from needle.runtime.loader import load_pipeline, read_graph
 from tests.conftest import make_settings
 
 
@@ -63,34 +64,43 @@ class TestSettings:
             load_settings(env={"NEEDLE_DATA_DIR": str(tmp_path), "NEEDLE_EMBEDDING__BATCH_SIZE": "0"})
 
 
-class TestResolve:
-    def test_fastembed_leaves_the_graph_as_it_is(self, tmp_path, model_dir):
-        graph = read_graph("ingest")
-        assert Environment(make_settings(tmp_path, model_dir)).resolve(graph) is graph
+def recorded(settings, dim=768):
+    """Provenance of an index built by the served model (so no server is asked for its dimension)."""
+    settings.provenance_file.parent.mkdir(parents=True, exist_ok=True)
+    fingerprint = {
+        "embedding_provider": settings.embedding.provider,
+        "embedding_model": settings.embedding.model,
+        "embedding_dim": dim,
+    }
+    settings.provenance_file.write_text(json.dumps({"fingerprint": fingerprint}))
+    return settings
 
-    def test_the_served_document_embedder_replaces_the_graphs_keeping_what_it_embeds(self, tmp_path, model_dir):
-        graph = read_graph("ingest")
-        resolved = Environment(served_settings(tmp_path, model_dir)).resolve(graph)
-        dense = resolved["components"]["dense_embedder"]
-        assert dense == {
-            "type": "haystack_integrations.components.embedders.needle.openai_dense_document_embedder.OpenAIDenseDocumentEmbedder",
-            "init_parameters": {"meta_fields_to_embed": ["context"], "embedding_separator": "\n"},
-        }
-        assert (
-            graph["components"]["dense_embedder"]["type"]
-            == "haystack_integrations.components.embedders.needle.dense_document_embedder.DenseDocumentEmbedder"
-        )
-        assert resolved["components"]["sparse_embedder"] == graph["components"]["sparse_embedder"]
+
+class TestProviderFollowing:
+    def test_fastembed_builds_the_in_process_embedders(self, tmp_path, model_dir):
+        pipeline = load_pipeline("ingest", Environment(make_settings(tmp_path, model_dir)))
+        assert type(pipeline.get_component("dense_embedder").embedder).__name__ == "FastembedDenseDocumentEmbedder"
+
+    def test_the_served_document_embedder_keeps_what_the_graph_embeds(self, tmp_path, model_dir):
+        settings = recorded(served_settings(tmp_path, model_dir))
+        component = load_pipeline("ingest", Environment(settings)).get_component("dense_embedder")
+        served = component.embedder
+        assert type(served).__name__ == "OpenAIDenseDocumentEmbedder"
+        assert (served.meta_fields_to_embed, served.embedding_separator) == (["context"], "\n")
+        assert (served.model, served.prefix, served.embedding_dim) == ("nomic-embed-text", "search_document: ", 768)
+        # The graph's file names the component that follows the settings, and so does its dump.
+        assert component.to_dict()["type"].endswith("dense_document_embedder.DenseDocumentEmbedder")
+        assert "model" not in component.to_dict()["init_parameters"]
 
     @pytest.mark.parametrize("name", ["query", "vsearch", "query-plain", "rag"])
-    def test_every_query_graphs_dense_embedder_is_swapped(self, tmp_path, model_dir, name):
-        resolved = Environment(served_settings(tmp_path, model_dir, provider="ollama")).resolve(read_graph(name))
-        types = [c["type"] for c in resolved["components"].values()]
-        assert (
-            "haystack_integrations.components.embedders.needle.ollama_dense_query_embedder.OllamaDenseQueryEmbedder"
-            in types
-        )
-        assert not any(t.endswith("FastembedDenseQueryEmbedder") for t in types)
+    def test_every_query_graphs_dense_embedder_follows_the_provider(self, tmp_path, model_dir, monkeypatch, name):
+        monkeypatch.setenv("OPENAI_API_KEY", "unused")
+        settings = recorded(served_settings(tmp_path, model_dir, provider="ollama"))
+        pipeline = load_pipeline(name, Environment(settings))
+        embedder = pipeline.get_component("dense_embedder").embedder
+        assert type(embedder).__name__ == "OllamaDenseQueryEmbedder" and embedder.prefix == "search_query: "
+        if "variants" in pipeline.graph.nodes:  # expansion variants are embedded by the same server
+            assert type(pipeline.get_component("variants").dense_embedder).__name__ == "OllamaDenseQueryEmbedder"
 
 
 class TestProvenance:

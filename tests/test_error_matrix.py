@@ -27,6 +27,7 @@ from haystack.dataclasses import ChatMessage
 
 from haystack_integrations.components.routers.needle.self_rag_retry import SelfRAGRetry
 from needle.core.requests import QueryRequest, SearchRequest
+from needle.runtime.contract import GraphContract
 from needle.runtime.loader import load_pipeline
 
 pytestmark = pytest.mark.integration
@@ -61,9 +62,9 @@ def rag_with(needle, script, **overrides):
 
 
 def ask(needle, pipeline, retry: bool = True, top_k: int = 2) -> dict:
-    request = {"query": QUESTION, "top_k": top_k, "chunks": False}  # the answer graph's request stage
+    request = {"query": QUESTION, "limit": top_k, "chunks": False, "retry": retry}  # the graph's declared inputs
     return pipeline.run(
-        {"request": request, "retry": {"enabled": retry}},
+        GraphContract.of(pipeline, "rag").feed(request),
         include_outputs_from={"retry", "confidence", "answer_confidence", "answer_label", "coverage"},
     )
 
@@ -104,7 +105,7 @@ class TestSearch:
 
         query = "how often to feed a sourdough starter at room temperature"
         healthy = demo_needle.search(SearchRequest(query=query, limit=3))
-        backend = demo_needle.pipeline("query").get_component("dense_embedder").embedding_backend
+        backend = demo_needle.pipeline("query").get_component("dense_embedder").embedder.embedding_backend
 
         def fail(*args, **kwargs):
             raise Fail("[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Gather node")

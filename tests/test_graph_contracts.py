@@ -1,7 +1,7 @@
 """Each graph's contract: the application feeds and reads names only, so renaming every stage changes nothing.
 
-Every graph of `pipelines/` is copied with every stage renamed (components, connections, overlays and the
-contract rewritten programmatically); Needle pointed at the copies indexes, searches, reads files and
+Every graph of `pipelines/` is copied with every stage renamed (components, connections, inputs and outputs
+rewritten programmatically); Needle pointed at the copies indexes, searches, reads files and
 answers exactly as with the originals. The new names keep the old names' alphabetical order: when several
 stages are ready at once Haystack runs them by name, which orders what a joiner receives; that order is
 Haystack's, not the application's.
@@ -62,20 +62,17 @@ def _rename_graph(data: dict[str, Any]) -> dict[str, Any]:
             out[key] = [{"sender": renamed(c["sender"]), "receiver": renamed(c["receiver"])} for c in data[key]]
     if "set" in data:
         out["set"] = {renamed(key): value for key, value in data["set"].items()}
-    contract = (data.get("metadata") or {}).get("contract")
-    if contract:
-        out["metadata"] = {
-            **data["metadata"],
-            "contract": {
-                "inputs": {name: [renamed(p) for p in paths] for name, paths in (contract.get("inputs") or {}).items()},
-                "outputs": {renamed(path): name for path, name in (contract.get("outputs") or {}).items()},
-                **(
-                    {"parameters": {name: renamed(p) for name, p in contract["parameters"].items()}}
-                    if "parameters" in contract
-                    else {}
-                ),
-            },
+    if "inputs" in data:
+        out["inputs"] = {
+            name: {"optional": [renamed(p) for p in paths["optional"]]}
+            if isinstance(paths, dict)
+            else [renamed(p) for p in paths]
+            for name, paths in data["inputs"].items()
         }
+    if "outputs" in data:
+        out["outputs"] = {name: renamed(path) for name, path in data["outputs"].items()}
+    if "parameters" in data:
+        out["parameters"] = {name: renamed(path) for name, path in data["parameters"].items()}
     return out
 
 
@@ -116,15 +113,12 @@ class TestEveryStageRenamed:
         new = set(RENAMED.values())
         for path in renamed_graphs.glob("*.yml"):
             data = yaml.safe_load(path.read_text())
-            contract = (data.get("metadata") or {}).get("contract") or {
-                "inputs": {},
-                "outputs": {},
-            }  # overlays inherit theirs
+            inputs = [p["optional"] if isinstance(p, dict) else p for p in data["inputs"].values()]
             named = [
                 *data["components"],
                 *(c[k] for c in data.get("connections") or [] for k in ("sender", "receiver")),
-                *(p for paths in contract["inputs"].values() for p in paths),
-                *contract["outputs"],
+                *(p for paths in inputs for p in paths),
+                *data["outputs"].values(),
             ]
             assert {name.split(".")[0] for name in named} <= new, path.name
 
@@ -240,7 +234,7 @@ class TestRenamedWithAnLLM:
 class TestContractChecks:
     def _write(self, tmp_path: Path, graph: str, change) -> Path:
         data = yaml.safe_load((PIPELINES_DIR / f"{graph}.yml").read_text())
-        change(data["metadata"]["contract"])
+        change(data)
         path = tmp_path / f"broken-{graph}.yml"
         path.write_text(yaml.safe_dump(data, sort_keys=False))
         return path
@@ -258,12 +252,11 @@ class TestContractChecks:
             contract = GraphContract.of(pipeline, path.stem)
             kind = "ingest" if path.stem == "ingest" else "answer" if path.stem == "rag" else "search"
             contract.require(kind)
-            mapping = pipeline.metadata["contract"]
             # Haystack's own wrapper takes the same two mappings (it checks every socket and type).
             SuperComponent(
                 pipeline,
-                input_mapping={k: list(v) for k, v in mapping["inputs"].items()},
-                output_mapping=dict(mapping["outputs"]),
+                input_mapping={name: [".".join(p) for p in paths] for name, paths in contract.inputs.items()},
+                output_mapping={".".join(path): name for name, path in contract.outputs.items()},
             )
         assert set(REQUIRED) == {"search", "answer", "ingest"}
 
@@ -273,9 +266,7 @@ class TestContractChecks:
         path = self._write(
             tmp_path,
             "search",
-            lambda c: (
-                c["outputs"].update({"snippets.documentz": "documents"}) or c["outputs"].pop("snippets.documents")
-            ),
+            lambda c: c["outputs"].update({"documents": "snippets.documentz"}),
         )
         with pytest.raises(ContractError) as refused:
             loader.load_pipeline(path, Environment(settings))
@@ -295,7 +286,7 @@ class TestContractChecks:
         from needle.runtime.environment import Environment
 
         data = yaml.safe_load((PIPELINES_DIR / "vsearch.yml").read_text())
-        del data["metadata"]
+        del data["inputs"], data["outputs"]
         path = tmp_path / "bare.yml"
         path.write_text(yaml.safe_dump(data))
         with pytest.raises(ContractError, match="declares no contract"):
@@ -306,4 +297,4 @@ class TestContractChecks:
         path = self._write(tmp_path, "vsearch", lambda c: c["inputs"].pop("where"))
         code, out, err = cli("vsearch", "--pipeline", str(path), "sourdough")
         assert code == 2 and out == ""
-        assert err.strip() == f"error: graph {path}: its contract has no input 'where', which a search graph needs"
+        assert err.strip() == f"error: graph {path}: it declares no input 'where', which a search graph needs"

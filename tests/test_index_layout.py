@@ -15,10 +15,18 @@ def settings_with(tmp_path, **env):
     return load_settings(env={"NEEDLE_DATA_DIR": str(tmp_path / "data"), **env})
 
 
-class TestInjection:
+def definition(settings, role):
+    from haystack_integrations.document_stores.needle.needle_document_store import NeedleDocumentStore
+    from needle.core.settings import using_settings
+
+    with using_settings(settings):
+        return NeedleDocumentStore(role=role).definition()
+
+
+class TestStoreLayout:
     def test_the_embedded_store_gets_the_index_settings(self, tmp_path):
         settings = settings_with(tmp_path, NEEDLE_INDEX__QUANTIZATION="binary", NEEDLE_INDEX__HNSW_M="32")
-        params = Environment(settings).store_definition("chunks")["init_parameters"]
+        params = definition(settings, "chunks")["init_parameters"]
         assert (params["quantization"], params["hnsw_m"], params["vectors_on_disk"]) == ("binary", 32, True)
         assert params["hnsw_ef"] == 200 and params["max_segment_size_kb"] == 131072
         store = Environment(settings).store("files")
@@ -26,7 +34,7 @@ class TestInjection:
 
     def test_a_server_collection_gets_the_same_layout(self, tmp_path):
         settings = settings_with(tmp_path, NEEDLE_STORE__URL="http://qdrant:6333", NEEDLE_INDEX__HNSW_EF="null")
-        params = Environment(settings).store_definition("chunks")["init_parameters"]
+        params = definition(settings, "chunks")["init_parameters"]
         assert params["quantization_config"] == {"scalar": {"type": "int8", "quantile": 0.99, "always_ram": True}}
         assert params["on_disk"] is True and params["optimizers_config"] == {"max_segment_size": 131072}
         assert params["search_params"] == {"quantization": {"rescore": True, "oversampling": 3.0}}

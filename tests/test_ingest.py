@@ -99,14 +99,14 @@ class TestIngest:
         try:
             assert again.index(IndexRequest()).files_unchanged == 3
             graph = again.pipeline("ingest")
-            assert graph.get_component("dense_embedder").embedding_backend is None
+            assert graph.get_component("dense_embedder").embedder.embedding_backend is None
             assert graph.get_component("sparse_embedder").embedding_backend is None
         finally:
             again.close()
 
     def test_warming_the_ingest_graph_loads_its_models(self, needle):
         graph = needle.warm("ingest")
-        assert graph.get_component("dense_embedder").embedding_backend is not None
+        assert graph.get_component("dense_embedder").embedder.embedding_backend is not None
         assert graph.get_component("sparse_embedder").embedding_backend is not None
 
     def test_an_edit_re_embeds_only_that_file(self, needle, notes):
@@ -253,12 +253,15 @@ class TestIngest:
     def test_every_graph_shares_the_needles_one_store_object_per_folder(self, needle):
         needle.index(IndexRequest())
         ingest = needle.pipeline("ingest")
+        from haystack_integrations.document_stores.needle import searchable
+
         for name in ("differ", "writer"):
-            assert ingest.get_component(name).document_store is needle.store
+            assert searchable(ingest.get_component(name).document_store) is needle.store
         for name in ("file_differ", "file_writer"):
-            assert ingest.get_component(name).document_store is needle.file_store
+            assert searchable(ingest.get_component(name).document_store) is needle.file_store
         ranker = needle.pipeline("query").get_component("rerank").ranker  # a component wrapped by another
-        assert ranker.document_store is needle.store and ranker.file_document_store is needle.file_store
+        assert searchable(ranker.document_store) is needle.store
+        assert searchable(ranker.file_document_store) is needle.file_store
         assert Needle(environment=needle.environment.derive(needle.settings)).store is needle.store
 
     def test_close_releases_both_index_folders(self, needle, settings):

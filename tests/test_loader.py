@@ -1,13 +1,15 @@
-import inspect
+import re
+import warnings
 from pathlib import Path
 
 import pytest
-import yaml
 from haystack import Pipeline
 
+from haystack_integrations.document_stores.needle.access import searchable
+from needle.core.settings import using_settings
+from needle.runtime.contract import GraphContract
 from needle.runtime.environment import Environment
 from needle.runtime.loader import (
-    ALLOWED_MODULES,
     PIPELINES_DIR,
     PipelineError,
     apply_overrides,
@@ -23,28 +25,20 @@ from needle.runtime.loader import (
 PIPELINES = sorted(p.stem for p in PIPELINES_DIR.glob("*.yml"))
 
 
-def _haystack_kwargs(env: Environment) -> dict:
-    kwargs = {"callbacks": env.callbacks()}
-    if "allowed_modules" in inspect.signature(Pipeline.loads).parameters:
-        kwargs["allowed_modules"] = ALLOWED_MODULES
-    return kwargs
-
-
 class TestGraphFiles:
     def test_no_graph_holds_a_placeholder(self):
         for path in PIPELINES_DIR.glob("*.yml"):
             assert "${" not in path.read_text(), path.name
 
     @pytest.mark.parametrize("name", PIPELINES)
-    def test_every_graph_loads_with_plain_haystack_given_the_environment(self, name, settings, monkeypatch):
+    def test_every_graph_loads_with_plain_haystack_under_given_settings(self, name, settings, monkeypatch):
         monkeypatch.setenv("OPENAI_API_KEY", "unused")  # Haystack 2.x builds the OpenAI client in __init__
         env = Environment(settings)
-        path = PIPELINES_DIR / f"{name}.yml"
-        # Every file of pipelines/ is Haystack YAML as it is (the shared stages come from pipelines/parts/).
-        assert "extends" not in yaml.safe_load(path.read_text())
-        pipeline = Pipeline.loads(path.read_text(), **_haystack_kwargs(env))
-        stores = {id(s) for _, c in pipeline.walk() for s in _stores_of(c)}
-        assert stores <= {id(env.store("chunks")), id(env.store("files"))}
+        path = PIPELINES_DIR / name
+        with using_settings(settings):
+            pipeline = Pipeline.loads(path.with_suffix(".yml").read_text())
+        engines = {id(searchable(s)) for _, c in pipeline.walk() for s in _stores_of(c)}
+        assert engines <= {id(env.store("chunks")), id(env.store("files"))}
 
     def test_missing_pipeline_is_a_clear_error(self):
         with pytest.raises(PipelineError, match="no pipeline named"):
@@ -69,52 +63,96 @@ def _stores_of(component) -> list:
 
 
 class TestEnvironment:
-    def test_one_store_object_per_location_for_every_component_and_graph(self, settings):
+    def test_one_engine_per_location_for_every_component_and_graph(self, settings):
         env = Environment(settings)
         query, ingest = load_pipeline("query", env), load_pipeline("ingest", env)
-        stores = [s for p in (query, ingest) for _, c in p.walk() for s in _stores_of(c)]
+        stores = [searchable(s) for p in (query, ingest) for _, c in p.walk() for s in _stores_of(c)]
         assert len(stores) >= 8
         assert {id(s) for s in stores} == {id(env.store("chunks")), id(env.store("files"))}
         assert env.store("chunks").to_dict()["init_parameters"]["path"] == str(settings.index_dir / "edge")
         assert env.store("files").to_dict()["init_parameters"]["path"] == str(settings.index_dir / "edge_files")
 
-    def test_a_store_named_by_role_needs_the_environment(self, settings):
+    def test_graphs_loaded_by_stock_haystack_share_the_engine_of_needles_graphs(self, settings):
+        env = Environment(settings)
+        needles = searchable(load_pipeline("search", env).get_component("bm25_retriever").document_store)
+        with using_settings(settings):
+            stock = Pipeline.loads((PIPELINES_DIR / "search.yml").read_text())
+        assert searchable(stock.get_component("bm25_retriever").document_store) is needles
+
+    def test_a_store_dumps_only_what_it_was_given(self, settings):
+        with using_settings(settings):
+            pipeline = Pipeline.loads((PIPELINES_DIR / "search.yml").read_text())
+        store = pipeline.to_dict()["components"]["bm25_retriever"]["init_parameters"]["document_store"]
+        assert store["init_parameters"] == {"role": "chunks"}
+        embedder = pipeline.to_dict()["components"]["bm25_embedder"]["init_parameters"]
+        assert "model" not in embedder and "model_kwargs" not in embedder  # the settings fill them in again
+
+    def test_an_old_graph_loads_through_needles_loader_with_a_warning_naming_the_new_form(self, settings, tmp_path):
+        old = tmp_path / "old.yml"
+        old.write_text(
+            "components:\n"
+            "  fuse: {type: components.weighted_rrf_joiner.WeightedRRFJoiner, init_parameters: {}}\n"
+            "  retriever:\n"
+            "    type: components.sparse_retriever.SparseRetriever\n"
+            "    init_parameters: {document_store: chunks}\n"
+            "connections:\n"
+            "- {sender: retriever.documents, receiver: fuse.bm25}\n"
+            "metadata:\n"
+            "  contract:\n"
+            "    inputs: {top_k: [retriever.top_k], query: [retriever.query_sparse_embedding]}\n"
+            "    outputs: {fuse.documents: documents}\n"
+        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            pipeline = load_pipeline(old, Environment(settings))
+        said = " ".join(str(w.message) for w in caught if issubclass(w.category, DeprecationWarning))
+        assert "haystack_integrations.components.joiners.needle.weighted_rrf_joiner.WeightedRRFJoiner" in said
+        assert "NeedleDocumentStore" in said and "top-level inputs" in said
+        assert type(pipeline.get_component("fuse")).__name__ == "WeightedRRFJoiner"
+        contract = GraphContract.of(pipeline, "old")
+        assert contract.accepts("limit") and contract.outputs["documents"] == ("fuse", "documents")
+
+    def test_stock_haystack_refuses_a_store_named_by_role_naming_the_new_form(self):
         graph = read_graph("search")
-        with pytest.raises(Exception, match="named by role"):
-            build_pipeline(graph)
+        graph["components"]["bm25_retriever"]["init_parameters"]["document_store"] = "chunks"
+        with pytest.raises(Exception, match=re.escape("NeedleDocumentStore, init_parameters: {role: chunks}")):
+            Pipeline.from_dict(graph)
 
     def test_url_switches_to_a_qdrant_server(self, settings):
-        env = Environment(
+        from haystack_integrations.document_stores.needle.needle_document_store import NeedleDocumentStore
+
+        with using_settings(
             settings.model_copy(
                 update={"store": settings.store.model_copy(update={"url": "http://qdrant.internal:6333"})}
             )
-        )
-        definition = env.store_definition("files")
+        ):
+            definition = NeedleDocumentStore(role="files").definition()
         assert definition["type"].endswith("QdrantServerDocumentStore")
         params = definition["init_parameters"]
         assert params["url"] == "http://qdrant.internal:6333" and params["index"] == "needle_files"
         assert params["api_key"]["env_vars"] == ["QDRANT_API_KEY"]
         assert params["use_sparse_embeddings"] and params["sparse_idf"]
 
-    def test_models_and_prefixes_are_injected_and_yaml_values_win(self, settings):
+    def test_models_and_prefixes_come_from_the_settings_and_yaml_values_win(self, settings):
         embedding = settings.embedding.model_copy(update={"query_prefix": "query: "})
         env = Environment(settings.model_copy(update={"embedding": embedding}))
         pipeline = load_pipeline("vsearch", env)
-        embedder = pipeline.get_component("dense_embedder")
+        embedder = pipeline.get_component("dense_embedder").embedder
         assert embedder.model_name == "local/all-MiniLM-L6-v2-int8" and embedder.prefix == "query: "
         assert embedder.local_files_only and embedder.model_kwargs["specific_model_path"]
         assert embedder.threads == 1  # from the YAML
         graph = read_graph("vsearch")
         graph["components"]["dense_embedder"]["init_parameters"]["prefix"] = "mine: "
-        assert build_pipeline(graph, env).get_component("dense_embedder").prefix == "mine: "
+        assert build_pipeline(graph, env).get_component("dense_embedder").embedder.prefix == "mine: "
 
-    def test_the_llm_server_is_injected_into_chat_generators(self, settings, monkeypatch):
+    def test_the_llm_server_comes_from_the_settings(self, settings, monkeypatch):
         monkeypatch.setenv("OPENAI_API_KEY", "unused")
         llm = settings.llm.model_copy(update={"url": "http://127.0.0.1:9/v1", "model": "tiny", "timeout": 3.0})
         pipeline = load_pipeline("rag", Environment(settings.model_copy(update={"llm": llm})))
         generator = pipeline.get_component("generate")
         assert (generator.api_base_url, generator.model, generator.timeout) == ("http://127.0.0.1:9/v1", "tiny", 3.0)
         assert generator.generation_kwargs["max_tokens"] == 300  # a knob of the graph, not of the environment
+        assert "api_base_url" not in generator.to_dict()["init_parameters"]
 
     def test_derived_environment_shares_the_stores(self, settings):
         env = Environment(settings)
@@ -125,14 +163,19 @@ class TestEnvironment:
 
 
 class TestOverlays:
-    def test_query_llm_names_only_what_it_replaces(self):
+    def test_query_llm_changes_only_its_llm_stages(self):
         base, variant = read_graph("query"), read_graph("query-llm")
         changed = {n for n in variant["components"] if variant["components"][n] != base["components"].get(n)}
         assert changed == {"self_query", "expander", "decompose", "rerank", "blend"}
-        overlay = yaml.safe_load((PIPELINES_DIR / "parts" / "query-llm.yml").read_text())
-        assert overlay["extends"] == "query.yml" and set(overlay["components"]) == changed
         assert {"sender": "bm25_retriever.documents", "receiver": "expander.probe_documents"} in variant["connections"]
         assert {"sender": "request.filters", "receiver": "expander.filters"} not in variant["connections"]
+
+    def test_an_overlay_replaces_inputs_and_outputs_by_name(self, tmp_path):
+        mine = tmp_path / "mine.yml"
+        mine.write_text("extends: query.yml\ncomponents: {}\noutputs: {documents: cutoff.documents, label: null}\n")
+        graph = read_graph(mine)
+        assert graph["outputs"]["documents"] == "cutoff.documents" and "label" not in graph["outputs"]
+        assert graph["inputs"] == read_graph("query")["inputs"]
 
     def test_rag_runs_every_stage_of_query(self):
         base, rag = read_graph("query"), read_graph("rag")
@@ -201,13 +244,16 @@ class TestOverrides:
 
 
 def _modules_outside_allowlist_are_refused() -> bool:
+    import inspect
+
     return "allowed_modules" in inspect.signature(Pipeline.from_dict).parameters
 
 
 @pytest.mark.skipif(
     not _modules_outside_allowlist_are_refused(), reason="Haystack 2.x has no deserialisation allowlist"
 )
-def test_classes_outside_the_allowlist_are_refused():
+def test_needles_loader_widens_no_allowlist():
+    # Needle's own classes are in Haystack's default allowlist (haystack_integrations.*); nothing else is let in.
     data = {"components": {"x": {"type": "tests.test_loader.Nothing", "init_parameters": {}}}, "connections": []}
     with pytest.raises(Exception, match="allow"):
         build_pipeline(data)
@@ -223,7 +269,8 @@ def test_every_pipeline_loads_offline_and_round_trips(name, settings, monkeypatc
     first, second = _unordered_connections(pipeline.to_dict()), _unordered_connections(again.to_dict())
     assert first["components"] == second["components"]
     assert first["connections"] == second["connections"]
-    assert {id(s) for _, c in again.walk() for s in _stores_of(c)} <= {id(env.store("chunks")), id(env.store("files"))}
+    engines = {id(searchable(s)) for _, c in again.walk() for s in _stores_of(c)}
+    assert engines <= {id(env.store("chunks")), id(env.store("files"))}
 
 
 def _unordered_connections(node):

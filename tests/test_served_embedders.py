@@ -77,12 +77,13 @@ def test_two_lines_of_configuration_index_and_search_through_the_server(served, 
         answer = needle.search(SearchRequest(query="replication slot for a subscriber"), pipeline="vsearch")
         assert answer.results[0].path.endswith("postgres.md") and answer.warnings == []
         graph = needle.pipeline("vsearch")
-        embedder = graph.get_component("dense_embedder")
+        embedder = graph.get_component("dense_embedder").embedder
         assert type(embedder).__name__ == "OpenAIDenseQueryEmbedder" and embedder.embedding_dim == 384
         # The graph Needle runs dumps and loads back as the same served graph.
         again = loads_pipeline(graph.dumps(), needle.environment)
-        assert again.get_component("dense_embedder").to_dict() == embedder.to_dict()
-        assert type(needle.pipeline("ingest").get_component("dense_embedder")).__name__ == "OpenAIDenseDocumentEmbedder"
+        assert again.get_component("dense_embedder").embedder.to_dict() == embedder.to_dict()
+        ingest = needle.pipeline("ingest").get_component("dense_embedder").embedder
+        assert type(ingest).__name__ == "OpenAIDenseDocumentEmbedder"
     finally:
         needle.close()
 
@@ -103,7 +104,7 @@ def test_a_known_models_prefixes_are_applied_and_recorded(served, tmp_path, mode
             "search_query: ",
             "search_document: ",
         )
-        embedder = needle.pipeline("query").get_component("dense_embedder")
+        embedder = needle.pipeline("query").get_component("dense_embedder").embedder
         assert type(embedder).__name__ == "OllamaDenseQueryEmbedder" and embedder.prefix == "search_query: "
         assert (
             needle.search(SearchRequest(query="leader election heartbeat"), pipeline="query")

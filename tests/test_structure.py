@@ -216,14 +216,12 @@ def test_stores_live_outside_components_behind_a_protocol():
     assert not list((REPO / "components").rglob("*document_store.py"))
     from haystack_integrations.document_stores.needle import (
         EdgeDocumentStore,
-        NeedleDocumentStore,
+        ManagedStore,
         QdrantServerDocumentStore,
     )
 
-    assert isinstance(EdgeDocumentStore(path="/nonexistent/never-opened", embedding_dim=4), NeedleDocumentStore)
-    assert isinstance(
-        QdrantServerDocumentStore(embedding_dim=4, client_kwargs={"location": ":memory:"}), NeedleDocumentStore
-    )
+    assert isinstance(EdgeDocumentStore(path="/nonexistent/never-opened", embedding_dim=4), ManagedStore)
+    assert isinstance(QdrantServerDocumentStore(embedding_dim=4, client_kwargs={"location": ":memory:"}), ManagedStore)
 
 
 def test_no_shell_imports_the_one_that_starts_it():

@@ -6,7 +6,8 @@ from typing import Any
 from haystack import Document, component, default_to_dict, logging
 
 from haystack_integrations.components.needle._store_deserialization import with_document_store
-from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore, check_document_store
+from haystack_integrations.document_stores.needle.access import searchable
+from needle.core.schema import FILE_ID
 
 logger = logging.getLogger(__name__)
 
@@ -40,14 +41,14 @@ class ChunkDiffer:
     ```
     """
 
-    def __init__(self, document_store: NeedleDocumentStore) -> None:
+    def __init__(self, document_store: Any) -> None:
         """
         Create the differ.
 
-        :param document_store: A Needle document store; its `list_documents_meta()` is called.
-        :raises ValueError: When the store is not a `NeedleDocumentStore`.
+        :param document_store: A Needle document store (or qdrant-haystack's `QdrantDocumentStore`); its `list_documents_meta()` is called.
+        :raises ValueError: When the store is not one Needle's components can search (`searchable`).
         """
-        check_document_store(document_store)
+        self._store = searchable(document_store)
         self.document_store = document_store
 
     def to_dict(self) -> dict[str, Any]:
@@ -72,7 +73,7 @@ class ChunkDiffer:
         """
         Diff the chunks of one index run against the store.
 
-        :param documents: Chunks of the files read in this run (meta `collection`, `source_doc_id`).
+        :param documents: Chunks of the files read in this run (meta `collection` and the file id).
         :param sources: Every file found in the scanned collections, read or not (`collection`, `path`).
         :param collections: The collections scanned (`name`, `root`).
         :param scope: Compare only the indexed chunks of these files (`collection:path`): a run over some
@@ -95,32 +96,32 @@ class ChunkDiffer:
         if scanned and (scope is None or scope):
             where: dict[str, Any] = {"field": "meta.collection", "operator": "in", "value": scanned}
             if scope is not None:
-                where = {"field": "meta.source_doc_id", "operator": "in", "value": scope}
-            rows = self.document_store.list_documents_meta(filters=where, fields=["source_doc_id", "meta_checksum"])
+                where = {"field": f"meta.{FILE_ID}", "operator": "in", "value": scope}
+            rows = self._store.list_documents_meta(filters=where, fields=[FILE_ID, "meta_checksum"])
             for row in rows:
-                source_doc_id = row["meta"].get("source_doc_id", "")
-                indexed.setdefault(source_doc_id, set()).add(row["id"])
-                checksums.setdefault(source_doc_id, set()).add(row["meta"].get("meta_checksum"))
+                file_id = row["meta"].get(FILE_ID, "")
+                indexed.setdefault(file_id, set()).add(row["id"])
+                checksums.setdefault(file_id, set()).add(row["meta"].get("meta_checksum"))
 
         present = {f"{s['collection']}:{s['path']}" for s in sources}
         fresh: dict[str, set[str]] = {}
         refreshed: dict[str, Document] = {}
         for doc in documents:
-            source_doc_id = doc.meta["source_doc_id"]
-            fresh.setdefault(source_doc_id, set()).add(doc.id)
-            if source_doc_id in checksums and checksums[source_doc_id] != {doc.meta.get("meta_checksum")}:
-                refreshed.setdefault(source_doc_id, doc)
+            file_id = doc.meta[FILE_ID]
+            fresh.setdefault(file_id, set()).add(doc.id)
+            if file_id in checksums and checksums[file_id] != {doc.meta.get("meta_checksum")}:
+                refreshed.setdefault(file_id, doc)
 
         all_indexed = set().union(*indexed.values()) if indexed else set()
         new_chunks = [doc for doc in documents if doc.id not in all_indexed]
         stale: list[str] = []
         removed: list[str] = []
-        for source_doc_id, ids in indexed.items():
-            if source_doc_id not in present:
+        for file_id, ids in indexed.items():
+            if file_id not in present:
                 stale.extend(sorted(ids))
-                removed.append(source_doc_id)
-            elif source_doc_id in fresh:
-                stale.extend(sorted(ids - fresh[source_doc_id]))
+                removed.append(file_id)
+            elif file_id in fresh:
+                stale.extend(sorted(ids - fresh[file_id]))
         changed = sum(1 for s, ids in fresh.items() if s in indexed and ids != indexed[s])
         stats = {
             "files_new": sum(1 for s in fresh if s not in indexed),

@@ -7,7 +7,7 @@ from typing import Any
 from haystack import Document, component, default_to_dict, logging
 
 from haystack_integrations.components.needle._store_deserialization import with_document_store
-from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore, check_document_store
+from haystack_integrations.document_stores.needle.access import searchable
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class VectorReuser:
 
     def __init__(
         self,
-        document_store: NeedleDocumentStore,
+        document_store: Any,
         meta_fields_to_embed: list[str] | None = None,
         embedding_separator: str = "\n",
         batch_size: int = 256,
@@ -59,7 +59,7 @@ class VectorReuser:
         fields = list(meta_fields_to_embed or [])
         if not all(isinstance(f, str) and f for f in fields):
             raise ValueError(f"meta_fields_to_embed must be a list of field names, got {meta_fields_to_embed!r}")
-        check_document_store(document_store)
+        self._store = searchable(document_store)
         self.document_store = document_store
         self.meta_fields_to_embed = fields
         self.embedding_separator = embedding_separator
@@ -116,13 +116,11 @@ class VectorReuser:
         ]
         stored: dict[str, Document] = {}
         wanted = sorted({doc.meta["content_checksum"] for doc in stamped})
-        # A store that streams (`iter_documents`) is left as soon as every checksum has a match: a text
-        # stored many times is read once.
-        lookup = getattr(self.document_store, "iter_documents", None) or self.document_store.filter_documents
+        # The stream is left as soon as every checksum has a match: a text stored many times is read once.
         for start in range(0, len(wanted), self.batch_size):
             part = set(wanted[start : start + self.batch_size])
             where = {"field": "meta.content_checksum", "operator": "in", "value": sorted(part)}
-            for found in lookup(filters=where):
+            for found in self._store.iter_documents(filters=where):
                 if found.embedding is not None and found.sparse_embedding is not None:
                     stored.setdefault(found.meta["content_checksum"], found)
                     part.discard(found.meta["content_checksum"])

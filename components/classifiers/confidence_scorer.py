@@ -10,9 +10,10 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack_integrations.components.embedders.fastembed.embedding_backend.fastembed_backend import (
     _FastembedEmbeddingBackendFactory,
 )
-from haystack_integrations.components.extractors.needle.snippet_extractor import is_content
+from haystack_integrations.components.needle._index_models import by_name, without
 from haystack_integrations.components.needle._llm_cache import load_component
 from haystack_integrations.components.needle._scores import query_terms
+from haystack_integrations.components.needle._text import contains_term, exact_terms, is_content
 
 # The signals, each on 0..1; a weight per signal (and a bias) in the graph's YAML.
 FEATURES = (
@@ -30,38 +31,6 @@ FEATURES = (
     "words_unseen",
     "sentence",
 )
-
-# Exact terms of a query: quoted phrases, and identifiers (words with a digit, an underscore, an inner dot,
-# slash or colon, camelCase, a leading dash, or in capitals).
-_QUOTED = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”|`([^`]{2,80})`|(?<![\w])'([^']{2,80})'(?![\w])")
-_TOKEN = re.compile(r"(?<![\w-])-{0,2}[\w][\w.:/+#-]*[\w+#]|(?<![\w-])[\w]")
-_IDENTIFIER = re.compile(r"\d.*[\w]|[\w].*\d|_|\w[.:/]\w|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]|^-{1,2}\w|^[A-Z]{3,}$")
-
-
-def exact_terms(query: str) -> list[str]:
-    """
-    The parts of a query that must appear verbatim in an answer: quoted phrases and identifiers.
-
-    :param query: The query.
-    :returns: Distinct phrases and identifiers, in order (`pg_dump`, `ERR-401`, `--onto`, `TaskGroup`, `WAL`).
-    """
-    found: dict[str, None] = {}
-    rest = query
-    for match in _QUOTED.finditer(query):
-        phrase = next(g for g in match.groups() if g is not None).strip()
-        if phrase:
-            found.setdefault(phrase, None)
-        rest = rest.replace(match.group(0), " ")
-    for token in _TOKEN.findall(rest):
-        token = token.rstrip(".:/")
-        if len(token) >= 2 and _IDENTIFIER.search(token):
-            found.setdefault(token, None)
-    return list(found)
-
-
-def contains_term(text: str, term: str) -> bool:
-    """Whether `term` occurs in `text` as a whole word or phrase, ignoring case."""
-    return re.search(r"(?<![\w])" + re.escape(term) + r"(?![\w])", text, re.IGNORECASE) is not None
 
 
 def _cosine(doc: Document) -> float | None:
@@ -276,6 +245,11 @@ class ConfidenceScorer:
     for ...", finds no such sentence). It combines them by logistic regression,
     `sigmoid(bias + sum(weight * signal))`, whose weights are fitted per graph on labelled queries
     (`needle eval calibration --fit`), so the number reads as a probability. A missing signal adds nothing.
+    The signals come from the traces earlier stages leave on the documents: `meta["rerank"]`
+    (`CandidateReranker`), `meta["hybrid"]` (`HybridScoreRanker`'s exact scores), `meta["fusion"]`
+    (`WeightedRRFJoiner`'s ranks and scores per list); after Haystack's own stages, which leave none, a
+    document's own score stands for its kind (`meta["score_kind"]`) and the rank and agreement signals are
+    missing.
     When an answer was generated, its claim coverage scales the result by
     `1 - coverage_weight * (1 - coverage)`; an answer graph scores its search once and hands that confidence
     to a second scorer after the answer (`confidence` input), which only applies the coverage. No result
@@ -298,9 +272,9 @@ class ConfidenceScorer:
         support_min: float = 0.5,
         sentence_check: bool = False,
         max_sentences: int = 24,
-        dense_model: str = "BAAI/bge-small-en-v1.5",
+        dense_model: str | None = None,
         dense_model_kwargs: dict[str, Any] | None = None,
-        dense_local_files_only: bool = False,
+        dense_local_files_only: bool | None = None,
         dense_cache_dir: str | None = None,
         threads: int | None = None,
         dense_embedder: Any = None,
@@ -318,13 +292,14 @@ class ConfidenceScorer:
         :param sentence_check: Read the `sentence` signal: the query's best cosine with one sentence of the
             top result, by the index's dense model (loaded at warm-up; a graph with a dense model shares it).
         :param max_sentences: At most this many sentences of the top result are embedded per query.
-        :param dense_model: fastembed model of the sentence check (the index's model, injected).
+        :param dense_model: fastembed model of the sentence check; default: the index's, from Needle's settings
+            (with its folder: the `dense_*` parameters left out are filled in too).
         :param dense_model_kwargs: Extra fastembed arguments.
         :param dense_local_files_only: Load the model without a hub.
         :param dense_cache_dir: fastembed cache folder.
         :param threads: ONNX threads.
         :param dense_embedder: A served query embedder (or its mapping) that embeds in place of the fastembed
-            model, when the index's model runs on a server (`needle.core.embedding_providers`).
+            model; default, when the index's model runs on a server: that server's.
         :raises ValueError: On an unknown signal, a weight or bias that is not a finite number, a
             `coverage_weight` or `support_min` outside [0, 1], or a depth or `max_sentences` below 1.
         """
@@ -353,19 +328,23 @@ class ConfidenceScorer:
         self.support_min = support_min
         self.sentence_check = sentence_check
         self.max_sentences = max_sentences
-        self.dense_model = dense_model
-        self.dense_model_kwargs = dense_model_kwargs
-        self.dense_local_files_only = dense_local_files_only
-        self.dense_cache_dir = dense_cache_dir
+        embedder = load_component(dense_embedder, "dense_embedder") if dense_embedder is not None else None
+        values, self._from_settings = by_name(
+            "dense", dense_model, dense_model_kwargs, dense_local_files_only, dense_cache_dir, embedder
+        )
+        self.dense_model = values["dense_model"]
+        self.dense_model_kwargs = values["dense_model_kwargs"]
+        self.dense_local_files_only = values["dense_local_files_only"]
+        self.dense_cache_dir = values["dense_cache_dir"]
         self.threads = threads
-        self.dense_embedder = load_component(dense_embedder, "dense_embedder") if dense_embedder is not None else None
+        self.dense_embedder = values["dense_embedder"]
         self._dense: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
         from haystack.core.serialization import component_to_dict
 
-        return default_to_dict(
+        data = default_to_dict(
             self,
             weights=self.weights,
             bias=self.bias,
@@ -382,6 +361,7 @@ class ConfidenceScorer:
             threads=self.threads,
             dense_embedder=component_to_dict(self.dense_embedder, "dense_embedder") if self.dense_embedder else None,
         )
+        return without(data, self._from_settings)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ConfidenceScorer":

@@ -4,7 +4,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from haystack_integrations.components.samplers.needle.similarity_gate import best_scores
+from haystack_integrations.components.needle._scores import fused_scores
 
 LABELS = ("PASS", "HALLUCINATION_RISK", "NO_RESULTS", "IRRELEVANT")
 
@@ -100,7 +100,7 @@ class ResultLabeler:
             known = [r for r in reranks if r is not None]
             if not known or max(known) >= self.min_rerank:
                 return {"documents": documents, "label": "PASS"}
-        similar = best_scores(documents[0]).get("cosine", 0.0) >= self.high_similarity
+        similar = fused_scores(documents[0]).get("cosine", 0.0) >= self.high_similarity
         if similar or (coverage is not None and coverage < self.min_coverage):
             return {"documents": documents, "label": "HALLUCINATION_RISK"}
         return {"documents": documents, "label": "IRRELEVANT"}

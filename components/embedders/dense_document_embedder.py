@@ -1,92 +1,162 @@
-"""Dense embedding of documents for the index: the model loads on the first text, batches by token length."""
+"""Document embedding by the index's dense model, wherever Needle's settings run it."""
 
-from dataclasses import replace
 from typing import Any
 
-from haystack import Document, component, default_from_dict
-from tokenizers import Tokenizer
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.core.serialization import component_to_dict
 
-from haystack_integrations.components.embedders.fastembed import FastembedDocumentEmbedder
+from haystack_integrations.components.needle import _index_models as index
 from haystack_integrations.components.needle._lazy import LoadsOnFirstUse
-from haystack_integrations.components.needle._vectors import SharedVector
 
 
 @component
-class DenseDocumentEmbedder(LoadsOnFirstUse, FastembedDocumentEmbedder):
+class DenseDocumentEmbedder:
     """
-    fastembed-haystack's document embedder, loading its model only when there is text to embed and embedding
-    texts in order of their length in tokens.
+    Embeds documents for the index with its dense model: in-process (fastembed) or on the model server that
+    Needle's settings name (`embedding.provider: openai | ollama`).
 
-    The parent loads its model in `warm_up()`, which a Haystack pipeline calls on every component before each
-    run, so an index run with nothing to embed (the usual case: no file changed) still loads the model, the
-    largest part of a `needle index` process's start-up. Here `warm_up()` does nothing and the model loads on
-    the first non-empty run. fastembed pads each batch to its longest text, so a batch that mixes a short
-    chunk with long ones runs the model over padding. The texts are embedded shortest first, counted in the
-    model's own tokens (the documents come back in the order they were given): on the first 300 SciFact
-    abstracts' chunks the model runs over 111,856 tokens where the given order costs 168,896 and an order by
-    characters 131,536, since characters per token vary with the text (numbers, formulas, names). Each
-    vector is a `SharedVector`, which the pipeline's deep copies of the following stages' inputs do not
-    copy. Parameters and output are the parent's.
+    The ingest graph names this component, so one YAML file serves every provider (docs/embedders.md). It
+    builds the configured provider's document embedder (`FastembedDenseDocumentEmbedder`, which loads its
+    model only when there is text and embeds shortest first; `OpenAIDenseDocumentEmbedder`;
+    `OllamaDenseDocumentEmbedder`) and hands every batch to it. What to embed beside the text
+    (`meta_fields_to_embed`, `embedding_separator`, `suffix`) goes to every provider; the fastembed knobs
+    (`threads`, `batch_size`, ...) to the in-process model only, a server's batch size and limits coming from
+    `embedding:`. What is left out here (the model, its folder or server, the prefix) comes from the settings
+    and is not written back by `to_dict`.
 
     Usage example:
     ```python
-    embedder = DenseDocumentEmbedder(model="BAAI/bge-small-en-v1.5", meta_fields_to_embed=["context"])
-    embedder.run(documents=[])  # loads nothing
-    embedder.run(documents=chunks)["documents"]  # loads the model, then embeds
+    embedder = DenseDocumentEmbedder(batch_size=16, meta_fields_to_embed=["context"])
+    embedder.run(documents=chunks)["documents"]
     ```
     """
 
-    _counter: Tokenizer | None = None  # the model's tokenizer without padding, made on the first count
+    def __init__(
+        self,
+        provider: str | None = None,
+        model: str | None = None,
+        prefix: str | None = None,
+        suffix: str = "",
+        meta_fields_to_embed: list[str] | None = None,
+        embedding_separator: str = "\n",
+        batch_size: int = 256,
+        threads: int | None = None,
+        progress_bar: bool | None = None,
+        cache_dir: str | None = None,
+        local_files_only: bool | None = None,
+        model_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """
+        Create the embedder.
+
+        :param provider: `fastembed`, `openai` or `ollama`; default: `embedding.provider`.
+        :param model: The model; default: the index's (`embedding.model`).
+        :param prefix: Put before each text; default: the index's document prefix.
+        :param suffix: Put after each text.
+        :param meta_fields_to_embed: Metadata fields embedded in front of the text (e.g. `context`).
+        :param embedding_separator: Between those fields and the text.
+        :param batch_size: Texts per model call of an in-process model.
+        :param threads: ONNX threads of an in-process model.
+        :param progress_bar: Show a progress bar; default: as whoever builds the graph prefers (a terminal: on).
+        :param cache_dir: fastembed's cache folder (in-process model).
+        :param local_files_only: Load without a hub (in-process model).
+        :param model_kwargs: fastembed's model arguments (in-process model).
+        :raises ValueError: On an unknown provider.
+        :raises MissingModelError: When the index's offline model is not assembled (`needle models`).
+        """
+        self.provider = provider
+        self.model = model
+        self.prefix = prefix
+        self.suffix = suffix
+        self.meta_fields_to_embed = meta_fields_to_embed
+        self.embedding_separator = embedding_separator
+        self.batch_size = batch_size
+        self.threads = threads
+        self.progress_bar = progress_bar
+        self.cache_dir = cache_dir
+        self.local_files_only = local_files_only
+        self.model_kwargs = model_kwargs
+        chosen = provider or index.settings().embedding.provider
+        carried: dict[str, Any] = {
+            "suffix": suffix,
+            "meta_fields_to_embed": meta_fields_to_embed,
+            "embedding_separator": embedding_separator,
+        }
+        if chosen == "fastembed":
+            from haystack_integrations.components.embedders.needle.fastembed_dense_document_embedder import (
+                FastembedDenseDocumentEmbedder,
+            )
+
+            self.embedder: Any = FastembedDenseDocumentEmbedder(
+                model=model,
+                prefix=prefix,
+                batch_size=batch_size,
+                threads=threads,
+                progress_bar=index.progress_bar(progress_bar),
+                cache_dir=cache_dir,
+                local_files_only=local_files_only,
+                model_kwargs=model_kwargs,
+                **carried,
+            )
+        elif chosen in ("openai", "ollama"):
+            self.embedder = index.served_embedder(
+                "document",
+                provider=chosen,
+                model=model,
+                prefix=prefix,
+                progress_bar=index.progress_bar(progress_bar),
+                **carried,
+            )
+        else:
+            raise ValueError(f"provider must be fastembed, openai or ollama, got {chosen!r}")
+
+    def warm_up(self) -> None:
+        """The embedder's warm-up (an in-process model still loads only when there is text: `load`)."""
+        self.embedder.warm_up()
+
+    def load(self) -> None:
+        """Load an in-process model now (a server at start-up); a served model has nothing to load."""
+        if isinstance(self.embedder, LoadsOnFirstUse):
+            self.embedder.load()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the component: what it was given (the settings fill the rest in again)."""
+        optional = {
+            "provider": self.provider,
+            "model": self.model,
+            "prefix": self.prefix,
+            "threads": self.threads,
+            "cache_dir": self.cache_dir,
+            "local_files_only": self.local_files_only,
+            "model_kwargs": self.model_kwargs,
+            "meta_fields_to_embed": self.meta_fields_to_embed,
+            "progress_bar": self.progress_bar,
+        }
+        return default_to_dict(
+            self,
+            **{k: v for k, v in optional.items() if v is not None},
+            suffix=self.suffix,
+            embedding_separator=self.embedding_separator,
+            batch_size=self.batch_size,
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "DenseDocumentEmbedder":
-        """Deserialise the component (the parent's `to_dict` already records this class)."""
+        """Deserialise the component."""
         return default_from_dict(cls, data)
+
+    def describe(self) -> dict[str, Any]:
+        """The embedder this one built, serialised (which class, which model): what really runs."""
+        return component_to_dict(self.embedder, "embedder")
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
         """
-        Embed documents, fewest tokens first, loading the model if there is anything to embed.
+        Embed documents.
 
         :param documents: The documents to embed.
         :returns: A dictionary with `documents`: new documents with `embedding` set, in the order given.
         :raises TypeError: If `documents` is not a list of Documents.
+        :raises EmbeddingServerError: When a served model's server cannot embed (nothing of the batch is kept).
         """
-        if not isinstance(documents, list) or not all(isinstance(doc, Document) for doc in documents):
-            raise TypeError("DenseDocumentEmbedder expects a list of Documents")
-        if not documents:
-            return {"documents": []}
-        self.load()
-        texts = self._prepare_texts_to_embed(documents=documents)
-        lengths = self._token_lengths(texts)
-        order = sorted(range(len(documents)), key=lambda i: lengths[i])
-        embedded = FastembedDocumentEmbedder.run(self, documents=[documents[i] for i in order])["documents"]
-        out: list[Document] = [documents[0]] * len(documents)
-        for position, doc in zip(order, embedded, strict=True):
-            out[position] = replace(doc, embedding=SharedVector(doc.embedding or []))
-        return {"documents": out}
-
-    def _token_lengths(self, texts: list[str]) -> list[int]:
-        """
-        Each text's length in the model's tokens, cut at the model's window as the model cuts it (characters
-        when the backend exposes no `tokenizers` tokenizer).
-        """
-        if self._counter is None:
-            self._counter = token_counter(self)
-            if self._counter is None:
-                return [len(text) for text in texts]
-        return [len(encoding.ids) for encoding in self._counter.encode_batch(texts)]
-
-
-def token_counter(embedder: FastembedDocumentEmbedder) -> Tokenizer | None:
-    """
-    A copy of a loaded fastembed embedder's tokenizer that does not pad (it still cuts at the model's
-    window), or None when its backend exposes no `tokenizers` tokenizer.
-    """
-    backend = getattr(getattr(embedder.embedding_backend, "model", None), "model", None)
-    tokenizer = getattr(backend, "tokenizer", None)
-    if not isinstance(tokenizer, Tokenizer):
-        return None
-    counter = Tokenizer.from_str(tokenizer.to_str())
-    counter.no_padding()
-    return counter
+        return self.embedder.run(documents=documents)

@@ -8,6 +8,7 @@ from haystack.dataclasses import SparseEmbedding
 from haystack_integrations.components.embedders.fastembed import (
     FastembedSparseTextEmbedder,
 )
+from haystack_integrations.components.needle._index_models import fastembed_model, without
 from haystack_integrations.components.needle._sparse_languages import is_bm25, language_backend
 from needle.core.languages import (
     AUTO,
@@ -50,18 +51,19 @@ class FastembedSparseQueryEmbedder(FastembedSparseTextEmbedder):
 
     def __init__(
         self,
-        model: str = "prithivida/Splade_PP_en_v1",
+        model: str | None = None,
         cache_dir: str | None = None,
         threads: int | None = None,
         progress_bar: bool = True,
         parallel: int | None = None,
-        local_files_only: bool = False,
+        local_files_only: bool | None = None,
         model_kwargs: dict[str, Any] | None = None,
         min_share: float = 0.2,
         compounds: str = "affixes",
     ) -> None:
         """
-        Create the embedder: `FastembedSparseTextEmbedder`'s parameters, and
+        Create the embedder: `FastembedSparseTextEmbedder`'s parameters (those left `None` are the index's sparse
+        model and its folder, from Needle's settings), and
 
         :param min_share: The share of the searched chunks a language needs for every query to be analysed
             in it (the largest language always is).
@@ -69,15 +71,11 @@ class FastembedSparseQueryEmbedder(FastembedSparseTextEmbedder):
             as the documents were embedded.
         :raises ValueError: When `min_share` is not in [0, 1] or `compounds` is unknown.
         """
+        values, self._from_settings = fastembed_model(
+            "sparse", "query", model, cache_dir, local_files_only, model_kwargs
+        )
         FastembedSparseTextEmbedder.__init__(
-            self,
-            model=model,
-            cache_dir=cache_dir,
-            threads=threads,
-            progress_bar=progress_bar,
-            parallel=parallel,
-            local_files_only=local_files_only,
-            model_kwargs=model_kwargs,
+            self, threads=threads, progress_bar=progress_bar, parallel=parallel, **values
         )
         if not 0.0 <= min_share <= 1.0:
             raise ValueError(f"min_share must be between 0 and 1, got {min_share}")
@@ -86,7 +84,7 @@ class FastembedSparseQueryEmbedder(FastembedSparseTextEmbedder):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component: the parent's parameters, `min_share` and `compounds`."""
-        data = FastembedSparseTextEmbedder.to_dict(self)
+        data = without(FastembedSparseTextEmbedder.to_dict(self), self._from_settings)
         data["init_parameters"].update(min_share=self.min_share, compounds=self.compounds)
         return data
 

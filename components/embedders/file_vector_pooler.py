@@ -8,7 +8,8 @@ from haystack import Document, component, default_to_dict
 
 from haystack_integrations.components.needle._store_deserialization import with_document_store
 from haystack_integrations.components.needle._vectors import SharedVector
-from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore, check_document_store
+from haystack_integrations.document_stores.needle.access import searchable
+from needle.core.schema import FILE_ID
 
 
 @component
@@ -20,7 +21,7 @@ class FileVectorPooler:
     dense model costs as much as embedding the chunks, and the model reads only its first 256 tokens. The
     mean of the chunks' vectors costs nothing and covers the whole text. This component takes the file
     documents to vectorise, every chunk of the files read (to know which chunks make each file: those of its
-    `source_doc_id` within its character range) and the chunks that have dense vectors now (just embedded,
+    file id (`FILE_ID`) within its character range) and the chunks that have dense vectors now (just embedded,
     or reused); a chunk the run did not embed because it is unchanged is read from the chunk store by id.
     BM25 is not pooled: a sum of the chunks' BM25 vectors would count overlaps twice and saturate term
     frequencies per chunk, and embedding the file's text with the sparse model is cheap, so the file
@@ -34,14 +35,14 @@ class FileVectorPooler:
     ```
     """
 
-    def __init__(self, document_store: NeedleDocumentStore) -> None:
+    def __init__(self, document_store: Any) -> None:
         """
         Create the pooler.
 
         :param document_store: The chunk store, for the vectors of unchanged chunks.
-        :raises ValueError: When the store is not a `NeedleDocumentStore`.
+        :raises ValueError: When the store is not one Needle's components can search (`searchable`).
         """
-        check_document_store(document_store)
+        self._store = searchable(document_store)
         self.document_store = document_store
 
     def to_dict(self) -> dict[str, Any]:
@@ -60,7 +61,7 @@ class FileVectorPooler:
         """
         Pool the file documents' vectors.
 
-        :param files: Whole-file documents (meta `source_doc_id`, `char_start`, `char_end`).
+        :param files: Whole-file documents (meta: the file id, `char_start`, `char_end`).
         :param chunks: Every chunk of the files read, with or without vectors.
         :param embedded: Documents with dense vectors (chunks just embedded or reused; others are ignored).
         :returns: A dictionary with `documents`: the file documents with `embedding` set.
@@ -70,26 +71,24 @@ class FileVectorPooler:
         members: dict[str, list[str]] = {}
         by_source: dict[str, list[Document]] = {}
         for chunk in chunks:
-            by_source.setdefault(str(chunk.meta.get("source_doc_id")), []).append(chunk)
+            by_source.setdefault(str(chunk.meta.get(FILE_ID)), []).append(chunk)
         for file in files:
             start, end = file.meta["char_start"], file.meta["char_end"]
             members[file.id] = [
                 c.id
-                for c in by_source.get(str(file.meta.get("source_doc_id")), [])
+                for c in by_source.get(str(file.meta.get(FILE_ID)), [])
                 if c.meta["char_start"] >= start and c.meta["char_end"] <= end
             ]
         missing = sorted({cid for ids in members.values() for cid in ids if cid not in vectors})
         if missing:
-            for found in self.document_store.filter_documents(
-                filters={"field": "id", "operator": "in", "value": missing}
-            ):
+            for found in self._store.filter_documents(filters={"field": "id", "operator": "in", "value": missing}):
                 if found.embedding is not None:
                     vectors[found.id] = found
         out = []
         for file in files:
             parts = [vectors[cid] for cid in members[file.id] if cid in vectors]
             if not parts or len(parts) < len(members[file.id]):
-                raise ValueError(f"no vectors for every chunk of {file.meta.get('source_doc_id')}")
+                raise ValueError(f"no vectors for every chunk of {file.meta.get(FILE_ID)}")
             out.append(replace(file, embedding=_mean(parts)))
         return {"documents": out}
 

@@ -8,6 +8,8 @@ from haystack import Document, component, default_from_dict, logging
 from haystack_integrations.components.embedders.fastembed import (
     FastembedSparseDocumentEmbedder,
 )
+from haystack_integrations.components.needle._index_models import fastembed_model, without
+from haystack_integrations.components.needle._index_models import progress_bar as show_progress
 from haystack_integrations.components.needle._lazy import LoadsOnFirstUse
 from haystack_integrations.components.needle._sparse_languages import is_bm25, language_backend
 from haystack_integrations.components.needle._vectors import shared_sparse
@@ -22,6 +24,7 @@ from needle.core.languages import (
     identify,
     prepare,
 )
+from needle.core.schema import FILE_ID
 
 logger = logging.getLogger(__name__)
 
@@ -59,42 +62,46 @@ class MultilingualSparseDocumentEmbedder(LoadsOnFirstUse, FastembedSparseDocumen
 
     def __init__(
         self,
-        model: str = "prithivida/Splade_PP_en_v1",
+        model: str | None = None,
         cache_dir: str | None = None,
         threads: int | None = None,
         batch_size: int = 32,
-        progress_bar: bool = True,
+        progress_bar: bool | None = None,
         parallel: int | None = None,
-        local_files_only: bool = False,
+        local_files_only: bool | None = None,
         meta_fields_to_embed: list[str] | None = None,
         embedding_separator: str = "\n",
         model_kwargs: dict[str, Any] | None = None,
         compounds: str = "affixes",
     ) -> None:
         """
-        Create the embedder: `FastembedSparseDocumentEmbedder`'s parameters, and
+        Create the embedder: `FastembedSparseDocumentEmbedder`'s parameters (those left `None` are the index's
+        sparse model and its folder, from Needle's settings; `progress_bar` as whoever builds the graph prefers),
+        and
 
         :param compounds: How German compounds are reached from their parts (`needle.core.languages.COMPOUNDS`).
         :raises ValueError: When `compounds` is unknown.
         """
+        values, self._from_settings = fastembed_model(
+            "sparse", "document", model, cache_dir, local_files_only, model_kwargs
+        )
+        if progress_bar is None:
+            self._from_settings.add("progress_bar")
         FastembedSparseDocumentEmbedder.__init__(
             self,
-            model=model,
-            cache_dir=cache_dir,
             threads=threads,
             batch_size=batch_size,
-            progress_bar=progress_bar,
+            progress_bar=show_progress(progress_bar),
             parallel=parallel,
-            local_files_only=local_files_only,
             meta_fields_to_embed=meta_fields_to_embed,
             embedding_separator=embedding_separator,
-            model_kwargs=model_kwargs,
+            **values,
         )
         self.compounds = check_compounds(compounds)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component: the parent's parameters and `compounds`."""
-        data = FastembedSparseDocumentEmbedder.to_dict(self)
+        data = without(FastembedSparseDocumentEmbedder.to_dict(self), self._from_settings)
         data["init_parameters"]["compounds"] = self.compounds
         return data
 
@@ -199,4 +206,4 @@ class MultilingualSparseDocumentEmbedder(LoadsOnFirstUse, FastembedSparseDocumen
 
 def _source(doc: Document) -> str:
     """The file a document belongs to (itself when it names none)."""
-    return str(doc.meta.get("source_doc_id") or doc.id)
+    return str(doc.meta.get(FILE_ID) or doc.id)

@@ -21,8 +21,8 @@ class OllamaDenseQueryEmbedder(OllamaServed, OllamaTextEmbedder):
     is not lost: the embedding is `None` with the reason in `warnings`, and keyword search answers alone. A
     model that is not pulled (`ollama pull <model>`) and a vector whose size is not `embedding_dim` (the
     index's) are errors, in one line. The parent adds no prefix; this one puts `prefix` before the query.
-    Needle's environment puts this class in place of the graph's fastembed embedder when
-    `embedding.provider` is `ollama` (`needle.core.embedding_providers`).
+    `DenseQueryEmbedder` builds this class when `embedding.provider` is `ollama`
+    (`needle.core.embedding_providers`); a graph may also name it itself.
 
     Usage example:
     ```python

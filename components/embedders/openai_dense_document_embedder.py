@@ -23,8 +23,8 @@ class OpenAIDenseDocumentEmbedder(OpenAIServed, OpenAIDocumentEmbedder):
     model (the batches an index run already wrote stay, the next run goes on from there). Requests carry at
     most `batch_size` texts, fewer once the server answered 413; the client retries 429, 5xx and timeouts with
     backoff (`max_retries`); a vector whose size is not `embedding_dim` (the index's; `None`: the first
-    answer's) stops the run; the API key never shows in an error. Needle's environment puts this class in
-    place of the graph's fastembed embedder when `embedding.provider` is `openai` (`needle.core.embedding_providers`).
+    answer's) stops the run; the API key never shows in an error. `DenseDocumentEmbedder` builds this class
+    when `embedding.provider` is `openai` (`needle.core.embedding_providers`); a graph may also name it itself.
 
     Usage example:
     ```python

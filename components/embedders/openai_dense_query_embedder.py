@@ -22,8 +22,8 @@ class OpenAIDenseQueryEmbedder(OpenAIServed, OpenAITextEmbedder):
     overloaded (after the client's retries with backoff), the query is not lost: the embedding is `None`
     with the reason in `warnings`, the vector search returns nothing and keyword search answers alone. A
     configuration mistake (no such model, a refused key) and a vector whose size is not `embedding_dim`
-    (the index's) are errors, in one line, without the key. Needle's environment puts this class in place
-    of the graph's fastembed embedder when `embedding.provider` is `openai` (`needle.core.embedding_providers`).
+    (the index's) are errors, in one line, without the key. `DenseQueryEmbedder` builds this class when
+    `embedding.provider` is `openai` (`needle.core.embedding_providers`); a graph may also name it itself.
 
     Usage example:
     ```python

@@ -1,12 +1,12 @@
 """Line-anchored snippets with a diff-style header."""
 
 import json
-import re
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from haystack_integrations.components.needle._scores import lowered_term_hits, query_terms
+from haystack_integrations.components.needle._text import is_content
 from needle.core.documents import replace
 
 
@@ -117,22 +117,6 @@ class SnippetExtractor:
             meta = {**doc.meta, "snippet": s["text"], "snippet_line": s["start_line"], "snippet_lines": s["lines"]}
             out.append(replace(doc, meta=meta))
         return {"documents": out}
-
-
-_HEADING = re.compile(r"\s{0,3}#{1,6}(\s.*)?")
-_FENCE = re.compile(r"\s*(```|~~~).*")
-_RULE = re.compile(r"\s*([-*_=]\s*){3,}")
-_MARKS = frozenset("#`~-*_=")
-
-
-def is_content(line: str) -> bool:
-    """Whether a line says something: not blank, not only a heading, a code fence or a rule."""
-    stripped = line.lstrip()
-    if not stripped:
-        return False
-    if stripped[0] not in _MARKS:  # each pattern starts (after spaces) with one of these
-        return True
-    return not (_HEADING.fullmatch(line) or _FENCE.fullmatch(line) or _RULE.fullmatch(line))
 
 
 def _stems(terms: list[str]) -> list[str]:

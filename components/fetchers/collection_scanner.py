@@ -6,8 +6,8 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict, logging
 
+from haystack_integrations.components.needle._index_models import FROM_SETTINGS, records_file, without
 from needle.core.file_records import FileRecords, FileStat
-from needle.core.files.walking import walk_collection
 from needle.core.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, CollectionRules
 
 logger = logging.getLogger(__name__)
@@ -47,7 +47,9 @@ class CollectionScanner:
     ```
     """
 
-    def __init__(self, max_files: int = 100_000, batch_files: int = 200, records_path: str | None = None) -> None:
+    def __init__(
+        self, max_files: int = 100_000, batch_files: int = 200, records_path: str | None = FROM_SETTINGS
+    ) -> None:
         """
         Create the scanner.
 
@@ -55,7 +57,8 @@ class CollectionScanner:
         :param batch_files: Most files handed on to be read per run (a batch); an index run runs the graph
             once per batch, each batch written and recorded before the next starts.
         :param records_path: The stat record (`needle.core.file_records`, `files.sqlite` in the index folder):
-            files whose size, times and inode match it are not read again. `None` reads every file.
+            files whose size, times and inode match it are not read again; default: the index's, from Needle's
+            settings. `None` reads every file.
         :raises ValueError: When `max_files` or `batch_files` is not a positive integer.
         """
         for name, value in (("max_files", max_files), ("batch_files", batch_files)):
@@ -63,7 +66,8 @@ class CollectionScanner:
                 raise ValueError(f"{name} must be an integer > 0, got {value!r}")
         self.max_files = max_files
         self.batch_files = batch_files
-        self.records_path = records_path
+        self._from_settings = {"records_path"} if records_path is FROM_SETTINGS else set()
+        self.records_path = records_file() if records_path is FROM_SETTINGS else records_path
 
     def to_dict(self) -> dict[str, Any]:
         """
@@ -71,8 +75,11 @@ class CollectionScanner:
 
         :returns: Dictionary with the init parameters.
         """
-        return default_to_dict(
-            self, max_files=self.max_files, batch_files=self.batch_files, records_path=self.records_path
+        return without(
+            default_to_dict(
+                self, max_files=self.max_files, batch_files=self.batch_files, records_path=self.records_path
+            ),
+            self._from_settings,
         )
 
     @classmethod
@@ -231,6 +238,8 @@ class CollectionScanner:
 
     def _scan(self, spec: dict[str, Any], sources: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> None:
         name, root = spec["name"], spec["root"]
+        from needle.core.files.walking import walk_collection  # the walk, on first use (see _folder)
+
         rules = CollectionRules(spec["include"], spec["exclude"])
         found: list[tuple[str, dict[str, int] | None]] = []
         for item in walk_collection(root, rules):
@@ -295,6 +304,9 @@ def _folder(
     skipped: list[dict[str, Any]],
 ) -> None:
     """The notes under one folder of a collection, found by the collection's own walk."""
+    # Imported here: the walk brings the collection list's module, which a scanner that is only built
+    # (a graph loaded to be served, to be read) never needs.
+    from needle.core.files.walking import walk_collection
 
     def on_the_way(rel: str) -> bool:
         return rel == folder or rel.startswith(folder + "/") or folder.startswith(rel + "/")

@@ -23,7 +23,7 @@ class WeightedRRFJoiner:
     Qdrant's server-side fusion uses yet another formula. Ranks are 0-based, so the first document of a
     list with weight 1 adds `1 / (k + 1)`.
 
-    With `group_by` (a meta key such as `source_doc_id`), ranks count groups, not chunks: a file whose
+    With `group_by` (a meta key such as the file id, `needle.core.schema.FILE_ID`), ranks count groups, not chunks: a file whose
     three chunks lead the BM25 list takes rank 0 once, and every chunk of the file carries the file's
     fused score. Chunks come out ordered by that score, best chunk of each file first, for the next
     stage to pick a representative.
@@ -59,7 +59,7 @@ class WeightedRRFJoiner:
         :param expansion_weight: Weight of every list passed through `lists`.
         :param normalise: Divide each fused score by the best one possible (first in every list), so that it
             reads 0..1; for graphs that show fused scores (ranks fuse the same either way).
-        :param group_by: Meta key whose value groups documents (e.g. `source_doc_id`); `None` fuses by id.
+        :param group_by: Meta key whose value groups documents (e.g. the file id); `None` fuses by id.
         :raises ValueError: On an empty or duplicated input list, an unknown or negative weight, a negative
             `k` or a `top_k` below 1.
         """

@@ -6,6 +6,8 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from needle.core.schema import FILE_ID
+
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 
 # Chunk metadata that describes one chunk, not its file.
@@ -34,7 +36,7 @@ class FileDocumentBuilder:
     a file whose words or meaning are spread over several chunks loses to whole-file search (on SciFact,
     best-chunk BM25 scores 0.682 nDCG@10 against 0.686 over whole abstracts, dense 0.642 against 0.656).
     The file document spans the file's body from its first chunk to its last (frontmatter left out), keeps
-    the first chunk's file metadata (title, tags, frontmatter, `source_doc_id`) and has `kind: "file"`,
+    the first chunk's file metadata (title, tags, frontmatter, the file id) and has `kind: "file"`,
     `heading_path: []` and the body's line range, so it can be shown like a chunk. Its `context` (embedded
     before the text) is the title, unless the body already opens with it as a heading: the title is then
     not embedded twice. Its id hashes the file and that text, so an unchanged file keeps its id and is not
@@ -85,23 +87,23 @@ class FileDocumentBuilder:
         Build the file documents.
 
         :param files: Whole files as read (meta `collection` and `path`; the text the chunks' offsets refer to).
-        :param chunks: Their chunks (meta `source_doc_id`, `char_start`, `char_end`, `start_line`, `end_line`).
+        :param chunks: Their chunks (meta: the file id, `char_start`, `char_end`, `start_line`, `end_line`).
         :returns: A dictionary with `documents`, one per file that has chunks, in the order of `files`.
         """
         by_file: dict[str, list[Document]] = {}
         for chunk in chunks:
-            by_file.setdefault(str(chunk.meta["source_doc_id"]), []).append(chunk)
+            by_file.setdefault(str(chunk.meta[FILE_ID]), []).append(chunk)
         out: list[Document] = []
         for file in files:
-            source_doc_id = f"{file.meta.get('collection', '')}:{file.meta.get('path') or file.id}"
-            members = sorted(by_file.get(source_doc_id, []), key=lambda c: (c.meta["char_start"], c.meta["char_end"]))
+            file_id = f"{file.meta.get('collection', '')}:{file.meta.get('path') or file.id}"
+            members = sorted(by_file.get(file_id, []), key=lambda c: (c.meta["char_start"], c.meta["char_end"]))
             if members and "page" in members[0].meta:
                 members = [c for c in members if c.meta["page"] <= self.max_pages] or members[:1]
             if members:
-                out.append(self._file_document(source_doc_id, file.content or "", members))
+                out.append(self._file_document(file_id, file.content or "", members))
         return {"documents": out}
 
-    def _file_document(self, source_doc_id: str, text: str, members: list[Document]) -> Document:
+    def _file_document(self, file_id: str, text: str, members: list[Document]) -> Document:
         first = members[0]
         start = first.meta["char_start"]
         last = first
@@ -125,7 +127,7 @@ class FileDocumentBuilder:
         title = str(first.meta.get("title") or "")
         if title and not _opens_with_heading(body, title):
             meta["context"] = title
-        doc_id = hashlib.sha1("\x1f".join(["file", source_doc_id, meta["checksum"]]).encode()).hexdigest()
+        doc_id = hashlib.sha1("\x1f".join(["file", file_id, meta["checksum"]]).encode()).hexdigest()
         return Document(id=doc_id, content=body, meta=meta)
 
 

@@ -22,6 +22,7 @@ from haystack_integrations.components.needle._frontmatter import (
     split_tags,
     unique_tags,
 )
+from needle.core.schema import FILE_ID
 
 logger = logging.getLogger(__name__)
 
@@ -42,11 +43,6 @@ _SPLIT_LEVELS = {
 _PROSE_LEVELS = ("paragraph", "item", "line", "sentence", "word")
 _CODE_LEVELS = ("line",)
 _LINE_START = re.compile(r"^(?=[ \t]*\S)", re.MULTILINE)
-# Metadata that describes the whole file (the same on each of its chunks and on its whole-file document).
-# A change here alone (a tag edited in the frontmatter, a file touched) keeps every chunk id: `meta_checksum`
-# tells the differ to refresh the stored metadata without embedding anything again. The title is the exception:
-# it is embedded with each chunk (`context`), so a new title gives new chunk ids and new vectors.
-FILE_META_KEYS = ("title", "tags", "frontmatter", "fields", "folder", "folders", "date", "date_source", "identifiers")
 
 
 @dataclass
@@ -165,7 +161,7 @@ class MarkdownChunker:
         :returns: A dictionary with:
             - `documents`: the chunks, in file order. Their meta holds `collection`, `path`, `title`,
               `heading_path`, `chunk_index`, `start_line`, `end_line`, `char_start`, `char_end`, `checksum`,
-              `content_hash`, `source_doc_id`, `context` (title and heading path, for embedding), the file's
+              `content_hash`, the file id (`FILE_ID`), `context` (title and heading path, for embedding), the file's
               metadata (`FILE_META_KEYS`: `frontmatter` with its values typed, its scalar `fields` as
               `name=value` keywords, `tags` from the frontmatter and
               `#tags` in the text, `folder` and the `folders` above it, `date` in RFC 3339 and its
@@ -237,7 +233,7 @@ class MarkdownChunker:
             **file_meta,
             "meta_checksum": hashlib.sha1(json.dumps(file_meta, sort_keys=True).encode()).hexdigest(),
             "content_hash": doc.meta.get("content_hash") or hashlib.sha256(text.encode("utf-8")).hexdigest(),
-            "source_doc_id": f"{collection}:{path}",
+            FILE_ID: f"{collection}:{path}",
         }
         if warning:
             base_meta["frontmatter_warning"] = warning

@@ -7,6 +7,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage
 
+from haystack_integrations.components.needle._index_models import FROM_SETTINGS, cache_file, without
 from haystack_integrations.components.needle._llm_cache import LLMCache, load_component, model_label
 from haystack_integrations.components.needle._scores import query_terms, strong_signal
 
@@ -157,7 +158,7 @@ class LLMQueryExpander:
         max_lex: int = 3,
         max_vec: int = 3,
         include_hyde: bool = True,
-        cache_path: str | None = None,
+        cache_path: str | None = FROM_SETTINGS,
         cache_ttl_hours: float = 168,
         strong_signal_min_score: float = 0.85,
         strong_signal_min_gap: float = 0.15,
@@ -172,7 +173,8 @@ class LLMQueryExpander:
         :param max_lex: At most this many keyword variants.
         :param max_vec: At most this many semantic variants.
         :param include_hyde: Ask for one hypothetical answer passage.
-        :param cache_path: SQLite file caching expansions; `None` disables the cache.
+        :param cache_path: SQLite file caching expansions; default: the data folder's
+            (`cache.sqlite`, from Needle's settings); `None` disables the cache.
         :param cache_ttl_hours: How long a cached expansion stays valid.
         :param strong_signal_min_score: Skip when the best probe file scores at least this (normalised BM25)...
         :param strong_signal_min_gap: ...and leads the second file by at least this.
@@ -194,7 +196,8 @@ class LLMQueryExpander:
         self.max_lex = max_lex
         self.max_vec = max_vec
         self.include_hyde = include_hyde
-        self.cache_path = cache_path
+        self._from_settings = {"cache_path"} if cache_path is FROM_SETTINGS else set()
+        self.cache_path = cache_file() if cache_path is FROM_SETTINGS else cache_path
         self.cache_ttl_hours = cache_ttl_hours
         self.strong_signal_min_score = strong_signal_min_score
         self.strong_signal_min_gap = strong_signal_min_gap
@@ -211,24 +214,27 @@ class LLMQueryExpander:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component, the chat generator included."""
-        return default_to_dict(
-            self,
-            chat_generator=component_to_dict(self.chat_generator, "chat_generator"),
-            max_lex=self.max_lex,
-            max_vec=self.max_vec,
-            include_hyde=self.include_hyde,
-            cache_path=self.cache_path,
-            cache_ttl_hours=self.cache_ttl_hours,
-            strong_signal_min_score=self.strong_signal_min_score,
-            strong_signal_min_gap=self.strong_signal_min_gap,
-            model_name=self.model_name,
+        return without(
+            default_to_dict(
+                self,
+                chat_generator=component_to_dict(self.chat_generator, "chat_generator"),
+                max_lex=self.max_lex,
+                max_vec=self.max_vec,
+                include_hyde=self.include_hyde,
+                cache_path=self.cache_path,
+                cache_ttl_hours=self.cache_ttl_hours,
+                strong_signal_min_score=self.strong_signal_min_score,
+                strong_signal_min_gap=self.strong_signal_min_gap,
+                model_name=self.model_name,
+            ),
+            self._from_settings,
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "LLMQueryExpander":
         """
         Deserialise the component, the nested chat generator first (inside Haystack's deserialisation, so that
-        callbacks such as an injected environment reach it too).
+        its settings are read like those of the graph's other components).
         """
         params = data.get("init_parameters", {})
         nested = load_component(params.get("chat_generator"), "chat_generator")
@@ -247,7 +253,7 @@ class LLMQueryExpander:
         Expand the query.
 
         :param query: The user's query.
-        :param probe_documents: A BM25 probe with normalised scores and `meta["source_doc_id"]`; a
+        :param probe_documents: A BM25 probe with normalised scores and the file id in `meta`; a
             decisive probe skips expansion.
         :param enabled: `False` skips expansion for this call; `None` or `True` expands.
         :returns: A dictionary with:

@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from haystack_integrations.components.needle._dates import rfc3339
 from haystack_integrations.components.needle._filters import clean_tag
+from haystack_integrations.components.needle._index_models import FROM_SETTINGS, cache_file, without
 from haystack_integrations.components.needle._llm_cache import LLMCache, load_component, model_label
-from haystack_integrations.components.query.needle.self_query_extractor import SelfQueryExtractor, _Extraction
-from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore
+from haystack_integrations.components.needle._self_query import SelfQueryRules, _Extraction
 from needle.core.requests import MAX_QUERY_CHARS
 
 logger = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ class _Reading(BaseModel):
 
 
 @component
-class LLMSelfQueryExtractor(SelfQueryExtractor):
+class LLMSelfQueryExtractor(SelfQueryRules):
     """
     `SelfQueryExtractor` whose rules are followed by a language model for what they missed.
 
@@ -75,11 +75,11 @@ class LLMSelfQueryExtractor(SelfQueryExtractor):
     def __init__(
         self,
         chat_generator: Any,
-        document_store: NeedleDocumentStore | None = None,
+        document_store: Any = None,
         enabled: bool = True,
         min_results: int = 3,
         recent_on_request: bool = True,
-        cache_path: str | None = None,
+        cache_path: str | None = FROM_SETTINGS,
         cache_ttl_hours: float = 168,
     ) -> None:
         """
@@ -90,15 +90,17 @@ class LLMSelfQueryExtractor(SelfQueryExtractor):
         :param enabled: See `SelfQueryExtractor`.
         :param min_results: See `SelfQueryExtractor`.
         :param recent_on_request: See `SelfQueryExtractor`.
-        :param cache_path: SQLite file caching the model's readings; `None` disables the cache.
+        :param cache_path: SQLite file caching the model's readings; default: the data folder's
+            (`cache.sqlite`, from Needle's settings); `None` disables the cache.
         :param cache_ttl_hours: How long a cached reading stays valid.
         :raises ValueError: As `SelfQueryExtractor`, or when `cache_ttl_hours` is not > 0.
         """
-        SelfQueryExtractor.__init__(self, document_store, enabled, min_results, recent_on_request)
+        SelfQueryRules.__init__(self, document_store, enabled, min_results, recent_on_request)
         if cache_ttl_hours <= 0:
             raise ValueError(f"cache_ttl_hours must be > 0, got {cache_ttl_hours}")
         self.chat_generator = load_component(chat_generator, "chat_generator")
-        self.cache_path = cache_path
+        self._from_settings = {"cache_path"} if cache_path is FROM_SETTINGS else set()
+        self.cache_path = cache_file() if cache_path is FROM_SETTINGS else cache_path
         self.cache_ttl_hours = cache_ttl_hours
         self._cache: LLMCache | None = None
         self._last_llm: dict[str, Any] = {}
@@ -113,13 +115,16 @@ class LLMSelfQueryExtractor(SelfQueryExtractor):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component, the chat generator included."""
-        base = SelfQueryExtractor.to_dict(self)["init_parameters"]
-        return default_to_dict(
-            self,
-            chat_generator=component_to_dict(self.chat_generator, "chat_generator"),
-            **base,
-            cache_path=self.cache_path,
-            cache_ttl_hours=self.cache_ttl_hours,
+        base = SelfQueryRules.to_dict(self)["init_parameters"]
+        return without(
+            default_to_dict(
+                self,
+                chat_generator=component_to_dict(self.chat_generator, "chat_generator"),
+                **base,
+                cache_path=self.cache_path,
+                cache_ttl_hours=self.cache_ttl_hours,
+            ),
+            self._from_settings,
         )
 
     @classmethod
@@ -144,7 +149,7 @@ class LLMSelfQueryExtractor(SelfQueryExtractor):
         :param now: The reference time (naive UTC datetime).
         :returns: The merged reading.
         """
-        found = SelfQueryExtractor.extract(self, query, now)
+        found = SelfQueryRules.extract(self, query, now)
         self._last_llm = {}
         reading, reason = self._ask(query, now)
         if reading is None:
@@ -216,10 +221,10 @@ class LLMSelfQueryExtractor(SelfQueryExtractor):
 
     def _known_tags(self) -> set[str]:
         """The tags the index holds (read with the rest of the vocabulary's lifetime in mind: small, per call)."""
-        if self.document_store is None:
+        if self._store is None:
             return set()
         tags: set[str] = set()
-        for row in self.document_store.list_documents_meta(fields=["tags"]):
+        for row in self._store.list_documents_meta(fields=["tags"]):
             tags.update(str(t) for t in row["meta"].get("tags") or [])
         return tags
 

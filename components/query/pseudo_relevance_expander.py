@@ -10,9 +10,10 @@ from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
 from haystack_integrations.components.needle._scores import STOPWORDS, normalize_bm25, query_terms, strong_signal
 from haystack_integrations.components.needle._store_deserialization import with_document_store
-from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore, check_document_store
+from haystack_integrations.document_stores.needle.access import searchable
 from needle.core.checks import OptionalQueryVector, QueryVector, check_top_k
 from needle.core.documents import replace
+from needle.core.schema import FILE_ID
 
 logger = logging.getLogger(__name__)
 _TOKEN = re.compile(r"[a-z][a-z0-9'-]+")
@@ -47,7 +48,7 @@ class PseudoRelevanceExpander:
 
     def __init__(
         self,
-        document_store: NeedleDocumentStore,
+        document_store: Any,
         feedback_docs: int = 5,
         lex_terms: int = 8,
         rocchio_beta: float = 0.5,
@@ -57,12 +58,12 @@ class PseudoRelevanceExpander:
         strong_signal_min_gap: float = 0.15,
         enabled: bool = True,
         probe_top_k: int = 40,
-        group_by: str = "source_doc_id",
+        group_by: str = FILE_ID,
     ) -> None:
         """
         Create the expander.
 
-        :param document_store: A Needle document store; its `query_sparse()` and `query_dense()` run the probes.
+        :param document_store: A Needle document store (or qdrant-haystack's `QdrantDocumentStore`); its `query_sparse()` and `query_dense()` run the probes.
         :param feedback_docs: Files taken as relevant from each probe list.
         :param lex_terms: Expansion words added to the lexical variant.
         :param rocchio_beta: Weight of the feedback centroid added to the query vector.
@@ -73,14 +74,14 @@ class PseudoRelevanceExpander:
         :param enabled: Expand by default; a request can still switch it either way.
         :param probe_top_k: Chunks fetched by each feedback query (enough to find `feedback_docs` files).
         :param group_by: Metadata field naming a chunk's file.
-        :raises ValueError: On counts below 1, a negative beta, or a store that is not a `NeedleDocumentStore`.
+        :raises ValueError: On counts below 1, a negative beta, or a store that is not one Needle's components can search (`searchable`).
         """
         if feedback_docs < 1 or lex_terms < 1:
             raise ValueError(f"feedback_docs and lex_terms must be > 0, got {feedback_docs} and {lex_terms}")
         if rocchio_beta < 0:
             raise ValueError(f"rocchio_beta must be >= 0, got {rocchio_beta}")
         check_top_k(probe_top_k)
-        check_document_store(document_store)
+        self._store = searchable(document_store)
         self.document_store = document_store
         self.feedback_docs = feedback_docs
         self.lex_terms = lex_terms
@@ -117,14 +118,14 @@ class PseudoRelevanceExpander:
 
     def probe(self, query_sparse_embedding: SparseEmbedding, filters: dict[str, Any] | None = None) -> list[Document]:
         """The BM25 probe: the query's best chunks, scores normalised to [0, 1) like the graph's BM25 list."""
-        hits = self.document_store.query_sparse(
+        hits = self._store.query_sparse(
             query_sparse_embedding, top_k=self.probe_top_k, filters=filters, fields=[self.group_by]
         )
         return [replace(doc, score=normalize_bm25(doc.score)) for doc in hits]
 
     def vector_feedback(self, query_embedding: QueryVector, filters: dict[str, Any] | None = None) -> list[Document]:
         """The query's nearest chunks, with their embeddings, best first."""
-        return self.document_store.query_dense(
+        return self._store.query_dense(
             query_embedding, top_k=self.probe_top_k, filters=filters, return_embedding=True, fields=[self.group_by]
         )
 

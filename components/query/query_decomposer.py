@@ -7,9 +7,10 @@ from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage
 
-from haystack_integrations.components.classifiers.needle.confidence_scorer import exact_terms
+from haystack_integrations.components.needle._index_models import FROM_SETTINGS, cache_file, without
 from haystack_integrations.components.needle._llm_cache import LLMCache, load_component, model_label
 from haystack_integrations.components.needle._scores import query_terms
+from haystack_integrations.components.needle._text import exact_terms
 
 logger = logging.getLogger(__name__)
 
@@ -151,7 +152,7 @@ class QueryDecomposer:
         step_back: bool = False,
         chat_generator: Any = None,
         max_chars: int = 300,
-        cache_path: str | None = None,
+        cache_path: str | None = FROM_SETTINGS,
         cache_ttl_hours: float = 168,
         model_name: str | None = None,
     ) -> None:
@@ -165,7 +166,8 @@ class QueryDecomposer:
         :param chat_generator: A Haystack chat generator (or its serialised mapping) that splits the question
             instead of the rules; `None` uses the rules.
         :param max_chars: Longest sub-question accepted from the LLM (never longer than the question itself).
-        :param cache_path: SQLite file caching the LLM's decompositions; `None` disables the cache.
+        :param cache_path: SQLite file caching the LLM's decompositions; default: the data folder's
+            (`cache.sqlite`, from Needle's settings); `None` disables the cache.
         :param cache_ttl_hours: How long a cached decomposition stays valid.
         :param model_name: The model's name in cache keys; by default the generator's `model`.
         :raises ValueError: On `max_questions` below 2, `min_terms` below 1, `max_chars` below 10, a
@@ -185,7 +187,8 @@ class QueryDecomposer:
         self.step_back = step_back
         self.chat_generator = load_component(chat_generator, "chat_generator") if chat_generator is not None else None
         self.max_chars = max_chars
-        self.cache_path = cache_path
+        self._from_settings = {"cache_path"} if cache_path is FROM_SETTINGS else set()
+        self.cache_path = cache_file() if cache_path is FROM_SETTINGS else cache_path
         self.cache_ttl_hours = cache_ttl_hours
         self.model_name = model_name
         self._cache: LLMCache | None = None
@@ -200,17 +203,22 @@ class QueryDecomposer:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component, the chat generator included."""
-        return default_to_dict(
-            self,
-            enabled=self.enabled,
-            max_questions=self.max_questions,
-            min_terms=self.min_terms,
-            step_back=self.step_back,
-            chat_generator=component_to_dict(self.chat_generator, "chat_generator") if self.chat_generator else None,
-            max_chars=self.max_chars,
-            cache_path=self.cache_path,
-            cache_ttl_hours=self.cache_ttl_hours,
-            model_name=self.model_name,
+        return without(
+            default_to_dict(
+                self,
+                enabled=self.enabled,
+                max_questions=self.max_questions,
+                min_terms=self.min_terms,
+                step_back=self.step_back,
+                chat_generator=component_to_dict(self.chat_generator, "chat_generator")
+                if self.chat_generator
+                else None,
+                max_chars=self.max_chars,
+                cache_path=self.cache_path,
+                cache_ttl_hours=self.cache_ttl_hours,
+                model_name=self.model_name,
+            ),
+            self._from_settings,
         )
 
     @classmethod

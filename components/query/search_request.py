@@ -17,7 +17,7 @@ from haystack_integrations.components.needle._filters import (
     where_condition,
 )
 from haystack_integrations.components.needle._store_deserialization import with_document_store
-from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore, check_document_store
+from haystack_integrations.document_stores.needle.access import searchable
 from needle.core.requests import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS, QueryRequest, params
 
 # The declared request fields this component reads, by input name (`needle.core.requests`: their limits).
@@ -33,7 +33,7 @@ class SearchRequest:
 
     A query graph has many consumers of the same request: embedders take the text, retrievers the
     filters, the final cut the result count and minimum score. One entry component keeps the graph's
-    public inputs to a few named values (`query`, `top_k`, `collections`, `min_score`, the filters `tags`,
+    public inputs to a few named values (`query`, `limit` (the `top_k` socket), `collections`, `min_score`, the filters `tags`,
     `tags_any`, `tags_none`, `path`, `where`, `after`, `before`, and the per-request switches `expand`,
     `rerank`, `chunks`, `decompose`, `recent`, `self_query`), checks them once with messages a person can act on, and
     turns the filters into one Haystack filter (`haystack_integrations.components.needle._filters`), which both document stores apply
@@ -59,7 +59,7 @@ class SearchRequest:
         max_top_k: int = MAX_LIMIT,
         top_k: int = DEFAULT_LIMIT,
         min_score: float = 0.0,
-        document_store: NeedleDocumentStore | None = None,
+        document_store: Any = None,
     ) -> None:
         """
         Create the request component.
@@ -80,14 +80,14 @@ class SearchRequest:
             raise ValueError(f"top_k must be from 1 to max_top_k={max_top_k}, got {top_k}")
         if min_score < 0:
             raise ValueError(f"min_score must be >= 0, got {min_score}")
-        if document_store is not None:
-            check_document_store(document_store)
+        store = None if document_store is None else searchable(document_store)
         self.max_query_chars = max_query_chars
         self.max_top_k = max_top_k
         self.top_k = top_k
         self.min_score = min_score
         self.document_store = document_store
-        self._files = None if document_store is None else IndexedFiles.of(document_store)
+        self._store = store
+        self._files = None if store is None else IndexedFiles.of(store)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""

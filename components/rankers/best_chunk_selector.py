@@ -6,6 +6,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from haystack_integrations.components.needle._scores import query_terms, term_hits
 from needle.core.documents import replace
+from needle.core.schema import FILE_ID
 
 
 @component
@@ -28,7 +29,7 @@ class BestChunkSelector:
     ```
     """
 
-    def __init__(self, group_by: str = "source_doc_id", min_term_length: int = 3) -> None:
+    def __init__(self, group_by: str = FILE_ID, min_term_length: int = 3) -> None:
         """
         Create the selector.
 

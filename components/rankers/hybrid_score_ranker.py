@@ -7,9 +7,11 @@ from haystack import Document, component, default_to_dict
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
 from haystack_integrations.components.needle._store_deserialization import with_document_store
-from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore, check_document_store
+from haystack_integrations.document_stores.needle.access import searchable
+from haystack_integrations.document_stores.needle.protocol import BestScore
 from needle.core.checks import OptionalQueryVector, QueryVector, check_top_k
 from needle.core.documents import replace
+from needle.core.schema import FILE_ID
 
 _COSINE_SCALES = ("best", "raw")
 
@@ -37,7 +39,7 @@ class HybridScoreRanker:
     1.0 or 0.0 it is a single-signal ranker, which is how `search.yml` and `vsearch.yml` score files.
 
     The cosine part is relative to the candidate set, so scores are not cached per document:
-    `cacheable = False` tells `CachedReranker` to skip its cache.
+    `cacheable = False` tells `CandidateReranker` to skip its cache.
 
     Usage example:
     ```python
@@ -50,17 +52,18 @@ class HybridScoreRanker:
 
     def __init__(
         self,
-        document_store: NeedleDocumentStore,
+        document_store: Any,
         bm25_weight: float = 0.5,
-        group_by: str = "source_doc_id",
-        file_document_store: NeedleDocumentStore | None = None,
+        group_by: str = FILE_ID,
+        file_document_store: Any = None,
         file_weight: float = 0.5,
         cosine_scale: str = "best",
     ) -> None:
         """
         Create the ranker.
 
-        :param document_store: A Needle document store; its `best_scores()` runs the requests of `best_scores_by_requests()` and `best_term_score_requests()`.
+        :param document_store: A Needle document store (or qdrant-haystack's `QdrantDocumentStore`); its
+            `best_scores()` runs one batch of searches per query (`BestScore`).
         :param bm25_weight: Weight of the normalised BM25 score; the cosine gets the rest. At 1.0 the ranker
             needs no dense query embedding, at 0.0 no sparse one.
         :param group_by: Metadata field naming a document's file; candidates are scored per file.
@@ -69,12 +72,11 @@ class HybridScoreRanker:
         :param file_weight: The whole text's share of each signal when `file_document_store` is given.
         :param cosine_scale: `best` divides each cosine by the best candidate's (the best file always gets
             1.0); `raw` keeps the cosine (clamped to [0, 1]), so a query nothing resembles stays low.
-        :raises ValueError: When a store is not a `NeedleDocumentStore`, `bm25_weight` or `file_weight` is outside
+        :raises ValueError: When a store is not one Needle's components can search (`searchable`), `bm25_weight` or `file_weight` is outside
             [0, 1], or `cosine_scale` is unknown.
         """
-        check_document_store(document_store)
-        if file_document_store is not None:
-            check_document_store(file_document_store)
+        self._store = searchable(document_store)
+        self._file_store = None if file_document_store is None else searchable(file_document_store)
         if not 0.0 <= bm25_weight <= 1.0:
             raise ValueError(f"bm25_weight must be within [0, 1], got {bm25_weight}")
         if not 0.0 <= file_weight <= 1.0:
@@ -111,11 +113,11 @@ class HybridScoreRanker:
 
     def _levels(self) -> list[tuple[str, Any, float]]:
         """(name, store, weight) of each level a signal is read at."""
-        if self.file_document_store is None or self.file_weight == 0.0:
-            return [("chunk", self.document_store, 1.0)]
-        levels = [("file", self.file_document_store, self.file_weight)]
+        if self._file_store is None or self.file_weight == 0.0:
+            return [("chunk", self._store, 1.0)]
+        levels = [("file", self._file_store, self.file_weight)]
         if self.file_weight < 1.0:
-            levels.insert(0, ("chunk", self.document_store, 1.0 - self.file_weight))
+            levels.insert(0, ("chunk", self._store, 1.0 - self.file_weight))
         return levels
 
     def _read(
@@ -129,15 +131,9 @@ class HybridScoreRanker:
         """
         read: dict[str, dict[str, Any]] = {}
         for name, store, _weight in self._levels():
-            lexical = (
-                store.best_scores_by_requests(self.group_by, files, query_sparse_embedding=sparse)
-                if sparse is not None
-                else []
-            )
-            terms = store.best_term_score_requests(sparse) if sparse is not None else []
-            semantic = (
-                store.best_scores_by_requests(self.group_by, files, query_embedding=dense) if dense is not None else []
-            )
+            lexical = BestScore.per_value(self.group_by, files, sparse=sparse) if sparse is not None else []
+            terms = BestScore.per_term(sparse) if sparse is not None else []
+            semantic = BestScore.per_value(self.group_by, files, dense=dense) if dense is not None else []
             scores = store.best_scores([*lexical, *terms, *semantic])
             read[name] = {}
             if sparse is not None:
@@ -218,7 +214,7 @@ class HybridScoreRanker:
         """
         The new score of each candidate and the metadata `run` adds to it, without building any document.
 
-        `CachedReranker` reads these instead of the documents `run` returns: it builds each reranked
+        `CandidateReranker` reads these instead of the documents `run` returns: it builds each reranked
         document once, with every field it changes.
 
         :param documents: Candidates, one per file.

@@ -8,6 +8,7 @@ from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage
 
 from haystack_integrations.components.needle._llm_cache import load_component
+from haystack_integrations.components.needle._scores import order_known_scores
 from needle.core.checks import check_top_k
 from needle.core.documents import replace
 
@@ -43,21 +44,6 @@ def parse_judgement(text: str | None) -> float | None:
     return None
 
 
-def order_known_scores(documents: list[Document], scores: list[float | None]) -> list[int]:
-    """
-    The output order of `documents` given their scores, some unknown.
-
-    Documents with an unknown score (`None`) keep their input position; the scored ones fill the other
-    positions by descending score (ties keep input order). An unknown score is thus neither a 0 that
-    buries the document nor a guess: the retrieval order stands where no judgement exists.
-
-    :returns: Input indices in output order.
-    """
-    known = {i: s for i, s in enumerate(scores) if s is not None}
-    fill = iter(sorted(known, key=lambda i: -known[i]))
-    return [i if scores[i] is None else next(fill) for i in range(len(documents))]
-
-
 @component
 class LLMJudgeRanker:
     """
@@ -65,7 +51,7 @@ class LLMJudgeRanker:
 
     Each document is judged in a call of its own rather than in one prompt with numbered passages: a
     rating then depends only on the query and that document, so it can be cached per document and
-    reused whatever the other candidates are (see `CachedReranker`); one bad answer costs one document,
+    reused whatever the other candidates are (see `CandidateReranker`); one bad answer costs one document,
     not the whole list; and short prompts fit the small context windows of local models. A document
     whose call fails or whose answer holds no number gets `score=None` and keeps its input position,
     rather than a 0 that would bury it: the retrieval order stands where the judge has no opinion.
@@ -118,7 +104,7 @@ class LLMJudgeRanker:
     def from_dict(cls, data: dict[str, Any]) -> "LLMJudgeRanker":
         """
         Deserialise the component, the nested chat generator first (inside Haystack's deserialisation, so that
-        callbacks such as an injected environment reach it too).
+        its settings are read like those of the graph's other components).
         """
         params = data.get("init_parameters", {})
         nested = load_component(params.get("chat_generator"), "chat_generator")

@@ -5,6 +5,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from needle.core.documents import replace
+from needle.core.schema import BONUS, FUSION
 
 
 @component
@@ -15,9 +16,12 @@ class TopRankBonus:
 
     Reciprocal rank fusion flattens the difference between first and fifth place; an exact keyword hit
     that BM25 ranks first can sink below documents that several noisy lists ranked moderately. The bonus,
-    from qmd, keeps such confident hits on top. It reads the ranks the fusion stage recorded in
-    `meta["fusion"]` and records what it added in `meta["bonus"]`. Documents of one file (same fused
-    score and trace) stay together.
+    from qmd, keeps such confident hits on top. It reads the trace of Needle's fusion stage
+    (`WeightedRRFJoiner`'s `meta["fusion"]`: each list's rank of the document), so that a document first in
+    any list gets the bonus; a document without that trace (after Haystack's `DocumentJoiner`, or any other
+    stage) is ranked by its place in the list it is given, so the first gets `rank1_bonus` and the next two
+    `rank23_bonus`. It records what it added in `meta["bonus"]`. Documents of one file (same fused score
+    and trace) stay together.
 
     Usage example:
     ```python
@@ -52,14 +56,15 @@ class TopRankBonus:
         """
         Apply the bonus.
 
-        :param documents: Fused documents with `meta["fusion"]` (list name → `{"rank": 0-based}`).
+        :param documents: Fused documents, best first; those with `meta["fusion"]` (list name → `{"rank":
+            0-based}`) are ranked by it, the others by their place here.
         :returns: A dictionary with `documents`, re-sorted by score (stable).
         """
         out = []
-        for doc in documents:
-            ranks = [entry["rank"] for entry in doc.meta.get("fusion", {}).values()]
-            best = min(ranks) if ranks else None
+        for position, doc in enumerate(documents):
+            ranks = [entry["rank"] for entry in (doc.meta.get(FUSION) or {}).values()]
+            best = min(ranks) if ranks else position
             bonus = self.rank1_bonus if best == 0 else self.rank23_bonus if best in (1, 2) else 0.0
-            out.append(replace(doc, score=(doc.score or 0.0) + bonus, meta={**doc.meta, "bonus": bonus}))
+            out.append(replace(doc, score=(doc.score or 0.0) + bonus, meta={**doc.meta, BONUS: bonus}))
         out.sort(key=lambda d: -(d.score or 0.0))
         return {"documents": out}

@@ -6,7 +6,6 @@ from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
 
 from haystack_integrations.components.needle._store_retriever import StoreRetriever
-from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore
 from needle.core.checks import OptionalQueryVector
 
 
@@ -28,7 +27,7 @@ class DenseRetriever(StoreRetriever):
 
     def __init__(
         self,
-        document_store: NeedleDocumentStore,
+        document_store: Any,
         filters: dict[str, Any] | None = None,
         top_k: int = 10,
         filter_policy: str | FilterPolicy = FilterPolicy.REPLACE,
@@ -39,14 +38,14 @@ class DenseRetriever(StoreRetriever):
         """
         Create the retriever.
 
-        :param document_store: A Needle document store; its `query_dense()` is called.
+        :param document_store: A Needle document store (or qdrant-haystack's `QdrantDocumentStore`); its `query_dense()` is called.
         :param filters: Haystack filters applied to every query.
         :param top_k: How many documents to return.
         :param filter_policy: How runtime filters combine with `filters`: `replace` or `merge`.
         :param return_embedding: Return each document's embedding too (for relevance feedback).
         :param meta_fields: Metadata fields the documents carry; `None` carries all.
         :param score_kind: `cosine` clamps the similarities to 0..1 here, raw kept (see `StoreRetriever`).
-        :raises ValueError: When the store is not a `NeedleDocumentStore`, `top_k` is not positive or
+        :raises ValueError: When the store is not one Needle's components can search (`searchable`), `top_k` is not positive or
             `score_kind` is unknown.
         """
         StoreRetriever.__init__(
@@ -81,7 +80,7 @@ class DenseRetriever(StoreRetriever):
         filters, top_k = self._request(filters, top_k)
         if query_embedding is None:
             return {"documents": []}
-        documents = self.document_store.query_dense(
+        documents = self._store.query_dense(
             query_embedding=query_embedding,
             top_k=top_k,
             filters=filters,

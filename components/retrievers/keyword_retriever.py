@@ -39,5 +39,5 @@ class KeywordRetriever(StoreRetriever):
         :raises ValueError: When `top_k` is not positive.
         """
         filters, top_k = self._request(filters, top_k)
-        documents = self.document_store.query_text(query=query, top_k=top_k, filters=filters, fields=self.meta_fields)
+        documents = self._store.query_text(query=query, top_k=top_k, filters=filters, fields=self.meta_fields)
         return self._scored(documents)

@@ -43,7 +43,7 @@ class SparseRetriever(StoreRetriever):
         :raises ValueError: When `top_k` is not positive.
         """
         filters, top_k = self._request(filters, top_k)
-        documents = self.document_store.query_sparse(
+        documents = self._store.query_sparse(
             query_sparse_embedding=query_sparse_embedding, top_k=top_k, filters=filters, fields=self.meta_fields
         )
         return self._scored(documents)

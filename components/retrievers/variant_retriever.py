@@ -10,10 +10,12 @@ from haystack_integrations.components.embedders.fastembed.embedding_backend.fast
     _FastembedEmbeddingBackendFactory,
     _FastembedSparseEmbeddingBackendFactory,
 )
+from haystack_integrations.components.needle._index_models import by_name, without
+from haystack_integrations.components.needle._index_models import prefixes as index_prefixes
 from haystack_integrations.components.needle._llm_cache import load_component
 from haystack_integrations.components.needle._scores import normalised
 from haystack_integrations.components.needle._store_deserialization import with_document_store
-from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore, check_document_store
+from haystack_integrations.document_stores.needle.access import searchable
 
 logger = logging.getLogger(__name__)
 ROUTES = {"lex": "bm25", "vec": "cosine", "hyde": "cosine", "sub": "both"}
@@ -42,18 +44,18 @@ class VariantRetriever:
 
     def __init__(
         self,
-        document_store: NeedleDocumentStore,
-        sparse_model: str = "Qdrant/bm25",
-        dense_model: str = "BAAI/bge-small-en-v1.5",
+        document_store: Any,
+        sparse_model: str | None = None,
+        dense_model: str | None = None,
         sparse_model_kwargs: dict[str, Any] | None = None,
         dense_model_kwargs: dict[str, Any] | None = None,
-        sparse_local_files_only: bool = False,
-        dense_local_files_only: bool = False,
+        sparse_local_files_only: bool | None = None,
+        dense_local_files_only: bool | None = None,
         sparse_cache_dir: str | None = None,
         dense_cache_dir: str | None = None,
         threads: int | None = None,
-        query_prefix: str = "",
-        document_prefix: str = "",
+        query_prefix: str | None = None,
+        document_prefix: str | None = None,
         bm25_top_k: int = 40,
         vector_top_k: int = 40,
         meta_fields: list[str] | None = None,
@@ -62,9 +64,10 @@ class VariantRetriever:
         """
         Create the retriever.
 
-        :param document_store: A Needle document store; its `query_sparse()` and `query_dense()` are called.
-        :param sparse_model: fastembed sparse model for lexical variants (BM25).
-        :param dense_model: fastembed dense model for semantic variants (the index's model).
+        :param document_store: A Needle document store (or qdrant-haystack's `QdrantDocumentStore`); its `query_sparse()` and `query_dense()` are called.
+        :param sparse_model: fastembed sparse model for lexical variants; default: the index's (BM25).
+        :param dense_model: fastembed dense model for semantic variants; default: the index's. The `sparse_*`
+            and `dense_*` parameters left out are filled in from Needle's settings with the model.
         :param sparse_model_kwargs: Extra fastembed arguments (e.g. `specific_model_path`).
         :param dense_model_kwargs: Extra fastembed arguments for the dense model.
         :param sparse_local_files_only: Load the sparse model without a hub.
@@ -72,40 +75,57 @@ class VariantRetriever:
         :param sparse_cache_dir: fastembed cache folder for the sparse model.
         :param dense_cache_dir: fastembed cache folder for the dense model.
         :param threads: ONNX threads.
-        :param query_prefix: Prefix for semantic variants (the model's query prefix).
-        :param document_prefix: Prefix for HyDE passages (they read like documents).
+        :param query_prefix: Prefix for semantic variants; default: the index's query prefix.
+        :param document_prefix: Prefix for HyDE passages (they read like documents); default: the index's.
         :param bm25_top_k: Results per lexical variant.
         :param vector_top_k: Results per semantic variant.
         :param meta_fields: Metadata fields the documents carry; `None` carries all (see `StoreRetriever`).
         :param dense_embedder: A served query embedder (or its mapping) that embeds semantic variants in place of
-            the fastembed model, when the index's model runs on a server (`needle.core.embedding_providers`); it adds no prefix.
-        :raises ValueError: On a top_k below 1, or a store that is not a `NeedleDocumentStore`.
+            the fastembed model (it adds no prefix); default, when the index's model runs on a server: that server's.
+        :raises ValueError: On a top_k below 1, or a store that is not one Needle's components can search (`searchable`).
         """
         if bm25_top_k < 1 or vector_top_k < 1:
             raise ValueError(f"top_k values must be > 0, got {bm25_top_k} and {vector_top_k}")
-        check_document_store(document_store)
+        self._store = searchable(document_store)
         self.document_store = document_store
-        self.sparse_model = sparse_model
-        self.dense_model = dense_model
-        self.sparse_model_kwargs = sparse_model_kwargs
-        self.dense_model_kwargs = dense_model_kwargs
-        self.sparse_local_files_only = sparse_local_files_only
-        self.dense_local_files_only = dense_local_files_only
-        self.sparse_cache_dir = sparse_cache_dir
-        self.dense_cache_dir = dense_cache_dir
+        embedder = load_component(dense_embedder, "dense_embedder") if dense_embedder is not None else None
+        sparse, from_sparse = by_name(
+            "sparse", sparse_model, sparse_model_kwargs, sparse_local_files_only, sparse_cache_dir
+        )
+        dense, from_dense = by_name(
+            "dense", dense_model, dense_model_kwargs, dense_local_files_only, dense_cache_dir, embedder
+        )
+        self._from_settings = from_sparse | from_dense
+        if query_prefix is None or document_prefix is None:
+            prefixes = index_prefixes()
+            self._from_settings |= {
+                name
+                for name, value in (("query_prefix", query_prefix), ("document_prefix", document_prefix))
+                if value is None
+            }
+            query_prefix = prefixes[0] if query_prefix is None else query_prefix
+            document_prefix = prefixes[1] if document_prefix is None else document_prefix
+        self.sparse_model = sparse["sparse_model"]
+        self.dense_model = dense["dense_model"]
+        self.sparse_model_kwargs = sparse["sparse_model_kwargs"]
+        self.dense_model_kwargs = dense["dense_model_kwargs"]
+        self.sparse_local_files_only = sparse["sparse_local_files_only"]
+        self.dense_local_files_only = dense["dense_local_files_only"]
+        self.sparse_cache_dir = sparse["sparse_cache_dir"]
+        self.dense_cache_dir = dense["dense_cache_dir"]
         self.threads = threads
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
         self.bm25_top_k = bm25_top_k
         self.vector_top_k = vector_top_k
         self.meta_fields = meta_fields
-        self.dense_embedder = load_component(dense_embedder, "dense_embedder") if dense_embedder is not None else None
+        self.dense_embedder = dense["dense_embedder"]
         self._sparse: Any = None
         self._dense: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
-        return default_to_dict(
+        data = default_to_dict(
             self,
             document_store=self.document_store.to_dict(),
             sparse_model=self.sparse_model,
@@ -124,6 +144,7 @@ class VariantRetriever:
             meta_fields=self.meta_fields,
             dense_embedder=component_to_dict(self.dense_embedder, "dense_embedder") if self.dense_embedder else None,
         )
+        return without(data, self._from_settings)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "VariantRetriever":
@@ -182,14 +203,14 @@ class VariantRetriever:
             if route in ("bm25", "both"):
                 sparse = next(iter(self._sparse.model.query_embed([variant["text"]])))
                 embedding = SparseEmbedding(indices=sparse.indices.tolist(), values=[float(v) for v in sparse.values])
-                docs = self.document_store.query_sparse(
+                docs = self._store.query_sparse(
                     embedding, top_k=self.bm25_top_k, filters=filters, fields=self.meta_fields
                 )
                 lists[f"{names[i]}_bm25" if route == "both" else names[i]] = normalised(docs, "bm25")
             if route in ("cosine", "both"):
                 vector = variant.get("embedding")
                 vector = dense[i] if vector is None else vector
-                docs = self.document_store.query_dense(
+                docs = self._store.query_dense(
                     list(vector), top_k=self.vector_top_k, filters=filters, fields=self.meta_fields
                 )
                 lists[f"{names[i]}_vector" if route == "both" else names[i]] = normalised(docs, "cosine")

@@ -4,15 +4,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-
-def best_scores(doc: Document) -> dict[str, float]:
-    """The best normalised score a document got per kind (`bm25`, `cosine`) across the fused lists."""
-    best: dict[str, float] = {}
-    for entry in (doc.meta.get("fusion") or {}).values():
-        kind = entry.get("kind")
-        if kind and entry.get("score") is not None:
-            best[kind] = max(best.get(kind, 0.0), float(entry["score"]))
-    return best
+from haystack_integrations.components.needle._scores import fused_scores
 
 
 @component
@@ -24,7 +16,10 @@ class SimilarityGate:
     Rank fusion always returns something, however unrelated the query; this gate, placed before
     reranking, says "nothing relevant" instead, and saves the reranker from judging noise. A document
     passes if its best cosine similarity in any vector list is at least `min_similarity`, or its best
-    normalised BM25 score is at least `min_bm25`. Thresholds of 0 let everything through.
+    normalised BM25 score is at least `min_bm25`. Thresholds of 0 let everything through. The lists' scores
+    are read from the trace of Needle's fusion stage (`WeightedRRFJoiner`'s `meta["fusion"]`); after
+    Haystack's `DocumentJoiner`, which keeps none, each document's own score counts, of the kind its
+    retriever noted (`meta["score_kind"]`, set by Needle's retrievers with `score_kind`).
 
     Usage example:
     ```python
@@ -60,7 +55,7 @@ class SimilarityGate:
         """Whether a document clears either threshold."""
         if self.min_similarity == 0.0 and self.min_bm25 == 0.0:
             return True
-        best = best_scores(doc)
+        best = fused_scores(doc)
         return best.get("cosine", -1.0) >= self.min_similarity or best.get("bm25", -1.0) >= self.min_bm25
 
     @component.output_types(documents=list[Document], status=str)
@@ -68,7 +63,8 @@ class SimilarityGate:
         """
         Gate the candidates.
 
-        :param documents: Fused candidates with `meta["fusion"]`.
+        :param documents: Candidates: fused ones are judged by the scores their fusion trace holds
+            (`WeightedRRFJoiner`'s `meta["fusion"]`), others by their own score and `meta["score_kind"]`.
         :returns: A dictionary with the passing `documents` and `status` (`PASS` or `NO_RESULTS`).
         """
         kept = [d for d in documents if self.passes(d)]

@@ -11,7 +11,8 @@ from haystack.dataclasses import ChatMessage
 from haystack_integrations.components.embedders.fastembed.embedding_backend.fastembed_backend import (
     _FastembedEmbeddingBackendFactory,
 )
-from haystack_integrations.components.extractors.needle.citation_extractor import parse_citations, selects
+from haystack_integrations.components.needle._citations import parse_citations, selects
+from haystack_integrations.components.needle._index_models import by_name, without
 from haystack_integrations.components.needle._llm_cache import load_component
 from haystack_integrations.components.needle._scores import STOPWORDS, query_terms
 
@@ -108,9 +109,9 @@ class ClaimCoverage:
         min_similarity: float = 0.6,
         min_claim_terms: int = 3,
         max_sentences: int = 60,
-        dense_model: str = "BAAI/bge-small-en-v1.5",
+        dense_model: str | None = None,
         dense_model_kwargs: dict[str, Any] | None = None,
-        dense_local_files_only: bool = False,
+        dense_local_files_only: bool | None = None,
         dense_cache_dir: str | None = None,
         threads: int | None = None,
         chat_generator: Any = None,
@@ -124,14 +125,15 @@ class ClaimCoverage:
             1.0 or more turns the embedding check off.
         :param min_claim_terms: Topic words a sentence needs to count as a claim.
         :param max_sentences: At most this many sentences of the cited chunks are embedded per answer.
-        :param dense_model: fastembed model of the embedding check (the index's model, injected).
+        :param dense_model: fastembed model of the embedding check; default: the index's, from Needle's settings
+            (with its folder: the `dense_*` parameters left out are filled in too).
         :param dense_model_kwargs: Extra fastembed arguments.
         :param dense_local_files_only: Load the model without a hub.
         :param dense_cache_dir: fastembed cache folder.
         :param threads: ONNX threads.
         :param chat_generator: A Haystack chat generator (or its serialised mapping) that judges each claim.
         :param dense_embedder: A served query embedder (or its mapping) that embeds in place of the fastembed
-            model, when the index's model runs on a server (`needle.core.embedding_providers`).
+            model; default, when the index's model runs on a server: that server's.
         :raises ValueError: On `min_term_overlap` outside [0, 1], a negative `min_similarity`, or
             `min_claim_terms` / `max_sentences` below 1.
         """
@@ -146,18 +148,22 @@ class ClaimCoverage:
         self.min_similarity = min_similarity
         self.min_claim_terms = min_claim_terms
         self.max_sentences = max_sentences
-        self.dense_model = dense_model
-        self.dense_model_kwargs = dense_model_kwargs
-        self.dense_local_files_only = dense_local_files_only
-        self.dense_cache_dir = dense_cache_dir
+        embedder = load_component(dense_embedder, "dense_embedder") if dense_embedder is not None else None
+        values, self._from_settings = by_name(
+            "dense", dense_model, dense_model_kwargs, dense_local_files_only, dense_cache_dir, embedder
+        )
+        self.dense_model = values["dense_model"]
+        self.dense_model_kwargs = values["dense_model_kwargs"]
+        self.dense_local_files_only = values["dense_local_files_only"]
+        self.dense_cache_dir = values["dense_cache_dir"]
         self.threads = threads
         self.chat_generator = load_component(chat_generator, "chat_generator") if chat_generator is not None else None
-        self.dense_embedder = load_component(dense_embedder, "dense_embedder") if dense_embedder is not None else None
+        self.dense_embedder = values["dense_embedder"]
         self._dense: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component, the judge included."""
-        return default_to_dict(
+        data = default_to_dict(
             self,
             min_term_overlap=self.min_term_overlap,
             min_similarity=self.min_similarity,
@@ -171,6 +177,7 @@ class ClaimCoverage:
             chat_generator=component_to_dict(self.chat_generator, "chat_generator") if self.chat_generator else None,
             dense_embedder=component_to_dict(self.dense_embedder, "dense_embedder") if self.dense_embedder else None,
         )
+        return without(data, self._from_settings)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ClaimCoverage":

@@ -6,7 +6,7 @@ from haystack import Document, component, default_to_dict, logging
 from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_integrations.components.needle._store_deserialization import with_document_store
-from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore, check_document_store
+from haystack_integrations.document_stores.needle.access import searchable
 
 logger = logging.getLogger(__name__)
 
@@ -28,18 +28,18 @@ class IndexWriter:
     ```
     """
 
-    def __init__(self, document_store: NeedleDocumentStore, batch_size: int = 256, optimize: bool = True) -> None:
+    def __init__(self, document_store: Any, batch_size: int = 256, optimize: bool = True) -> None:
         """
         Create the writer.
 
-        :param document_store: A Needle document store.
+        :param document_store: A Needle document store (or qdrant-haystack's `QdrantDocumentStore`).
         :param batch_size: Documents per write call.
         :param optimize: Let the store optimise (build its vector index) after a run that changed anything.
-        :raises ValueError: When `batch_size` is below 1, or the store is not a `NeedleDocumentStore`.
+        :raises ValueError: When `batch_size` is below 1, or the store is not one Needle's components can search (`searchable`).
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be > 0, got {batch_size}")
-        check_document_store(document_store)
+        self._store = searchable(document_store)
         self.document_store = document_store
         self.batch_size = batch_size
         self.optimize = optimize
@@ -71,17 +71,11 @@ class IndexWriter:
         written = 0
         for start in range(0, len(documents), self.batch_size):
             batch = documents[start : start + self.batch_size]
-            written += self.document_store.write_documents(batch, policy=DuplicatePolicy.OVERWRITE)
+            written += self._store.write_documents(batch, policy=DuplicatePolicy.OVERWRITE)
         stale_ids = list(stale_ids or [])
         if stale_ids:
-            self.document_store.delete_documents(stale_ids)
-        if hasattr(self.document_store, "flush"):
-            self.document_store.flush()
-        if (
-            self.optimize
-            and optimize is not False
-            and (written or stale_ids)
-            and hasattr(self.document_store, "optimize")
-        ):
-            self.document_store.optimize()
+            self._store.delete_documents(stale_ids)
+        self._store.flush()
+        if self.optimize and optimize is not False and (written or stale_ids):
+            self._store.optimize()
         return {"written": written, "deleted": len(stale_ids)}

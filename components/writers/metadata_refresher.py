@@ -5,8 +5,8 @@ from typing import Any
 from haystack import Document, component, default_to_dict, logging
 
 from haystack_integrations.components.needle._store_deserialization import with_document_store
-from haystack_integrations.components.preprocessors.needle.markdown_chunker import FILE_META_KEYS
-from haystack_integrations.document_stores.needle.protocol import NeedleDocumentStore, check_document_store
+from haystack_integrations.document_stores.needle.access import searchable
+from needle.core.schema import FILE_ID, FILE_META_KEYS
 
 logger = logging.getLogger(__name__)
 
@@ -30,16 +30,14 @@ class MetadataRefresher:
     ```
     """
 
-    def __init__(self, document_store: NeedleDocumentStore) -> None:
+    def __init__(self, document_store: Any) -> None:
         """
         Create the refresher.
 
-        :param document_store: A Needle document store with `update_by_filter`.
-        :raises ValueError: When the store is not a `NeedleDocumentStore` or cannot update metadata.
+        :param document_store: A Needle document store (or qdrant-haystack's `QdrantDocumentStore`); its `update_by_filter()` is called.
+        :raises ValueError: When the store is not one Needle's components can search (`searchable`).
         """
-        check_document_store(document_store)
-        if not callable(getattr(document_store, "update_by_filter", None)):
-            raise ValueError(f"{type(document_store).__name__} does not provide update_by_filter()")
+        self._store = searchable(document_store)
         self.document_store = document_store
 
     def to_dict(self) -> dict[str, Any]:
@@ -56,26 +54,18 @@ class MetadataRefresher:
         """
         Refresh the stored metadata of the documents' files.
 
-        :param documents: One chunk per file (meta `source_doc_id`, the `FILE_META_KEYS` and `meta_checksum`).
+        :param documents: One chunk per file (its file id, the `FILE_META_KEYS` and `meta_checksum`).
         :returns: A dictionary with `refreshed`: the number of stored documents updated.
         """
         if not documents:
             return {"refreshed": 0}
         updated = 0
-        # The embedded store flushes after every update when `durable_writes` is on (about 250 ms on SciFact's
-        # index): the updates are written first, then made durable with one flush.
-        store: Any = self.document_store  # `durable_writes` is the embedded store's own switch
-        deferred = getattr(store, "durable_writes", False) is True
-        if deferred:
-            store.durable_writes = False
-        try:
+        # The embedded store flushes after every update (about 250 ms on SciFact's index): the updates are
+        # written first, then made durable with one flush.
+        with self._store.deferred_flush():
             for doc in documents:
                 meta = {key: doc.meta[key] for key in (*FILE_META_KEYS, "meta_checksum") if key in doc.meta}
-                where = {"field": "meta.source_doc_id", "operator": "==", "value": doc.meta["source_doc_id"]}
-                updated += int(self.document_store.update_by_filter(where, meta) or 0)
-        finally:
-            if deferred:
-                store.durable_writes = True
-                self.document_store.flush()
+                where = {"field": f"meta.{FILE_ID}", "operator": "==", "value": doc.meta[FILE_ID]}
+                updated += int(self._store.update_by_filter(where, meta) or 0)
         logger.info("Refreshed the metadata of {files} files", files=len(documents))
         return {"refreshed": updated}

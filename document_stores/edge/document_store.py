@@ -122,7 +122,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
         :param bm25_k: BM25 term-frequency saturation of `query_text`.
         :param bm25_b: BM25 length normalisation of `query_text`, between 0 and 1.
         :param payload_indexes: Payload field → index type (`keyword`, `integer`, `float`, `bool`, `datetime`,
-            `uuid`, `text`). `None` indexes the keywords `meta.collection`, `meta.path`, `meta.source_doc_id`, `meta.tags`,
+            `uuid`, `text`). `None` indexes the keywords `meta.collection`, `meta.path`, the file id (`FILE_ID`), `meta.tags`,
             `meta.folders`, `meta.fields` and `meta.identifiers`, and the datetime `meta.date` (what Needle's
             filters test).
         :param hnsw_m: Edges per node of the HNSW graph (0 disables the graph).
@@ -315,11 +315,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
                 logger.info("Created payload index on {field} in {path}", field=field, path=opened.path)
 
     def flush(self) -> None:
-        """
-        Write every acknowledged change to disk. A no-op when the store is not open.
-
-        :raises DocumentStoreError: When the engine fails to flush.
-        """
+        """`SearchableStore.flush`; a no-op when the store is not open."""
         opened = self._opened
         if opened is None or opened.inherited:
             return
@@ -347,12 +343,21 @@ class EdgeDocumentStore(NeedleStoreMixin):
         return changed
 
     @contextmanager
-    def writes_paused(self) -> Iterator[None]:
-        """
-        Hold off this store's writers (readers go on), with everything written so far flushed to disk.
+    def deferred_flush(self) -> Iterator[None]:
+        """`SearchableStore.deferred_flush`: `durable_writes` is off inside the block, then one flush."""
+        if not self.durable_writes:
+            yield
+            return
+        self.durable_writes = False
+        try:
+            yield
+        finally:
+            self.durable_writes = True
+            self.flush()
 
-        :raises DocumentStoreError: When the engine fails to flush.
-        """
+    @contextmanager
+    def writes_paused(self) -> Iterator[None]:
+        """`ManagedStore.writes_paused`: writers wait on the shard's write lock, after a flush."""
         opened = self._shard()
         with opened.write_lock:
             with _engine_errors("flush"):
@@ -397,10 +402,8 @@ class EdgeDocumentStore(NeedleStoreMixin):
 
     def check_unopened(self) -> None:
         """
-        Find damage the engine would abort on without opening the shard here (`status` reads records instead):
-        a shard this process has open passes; see `shards.check_unopened` for the rest.
-
-        :raises IndexDamagedError: When the engine crashed or failed opening the shard in a child process.
+        `ManagedStore.check_unopened`: a shard this process has open passes; see `shards.check_unopened` for the
+        rest (the shard is opened in a child process, whose crash cannot end this one).
         """
         if self._opened is None or self._opened.inherited:
             check_unopened(self.path)
@@ -417,17 +420,10 @@ class EdgeDocumentStore(NeedleStoreMixin):
 
     def count_values(self, field: str, filters: dict[str, Any] | None = None) -> dict[str, int]:
         """
-        How many documents hold each value of a metadata field: the engine's exact facet count for a field
-        with a keyword index (`collection`, `source_doc_id`, `path`, ...), which reads the index instead of
-        every point's payload (the distinct files of SciFact's 12,464 chunks: 0.13 s against 0.5 s for listing
-        them); other fields
-        are counted over their listed metadata.
-
-        :param field: The field (`"collection"` or `"meta.collection"`); documents without it are not counted.
-        :param filters: Haystack filters; `None` counts every document.
-        :returns: value (as text) → number of documents.
-        :raises FilterError: When the filters are malformed.
-        :raises DocumentStoreError: When the engine fails.
+        `SearchableStore.count_values`: the engine's exact facet count for a field with a keyword index
+        (`collection`, the file id, `path`, ...), which reads the index instead of every point's payload (the
+        distinct files of SciFact's 12,464 chunks: 0.13 s against 0.5 s for listing them); other fields are
+        counted over their listed metadata.
         """
         key = f"meta.{meta_name(field)}"
         if self.payload_indexes.get(key) != "keyword":
@@ -442,45 +438,26 @@ class EdgeDocumentStore(NeedleStoreMixin):
         return {str(hit.value): int(hit.count) for hit in response.hits if hit.count > 0}
 
     def count_documents(self) -> int:
-        """
-        Count the documents in the store.
-
-        :returns: The number of documents.
-        :raises DocumentStoreError: When the engine fails.
-        """
+        """`SearchableStore.count_documents`, exact."""
         with _engine_errors("count documents"):
             return int(self._shard().shard.count(qe.CountRequest(exact=True)))
 
     def changes(self) -> tuple[int, int]:
         """
-        A value that changes with every write to the index: what `count_documents` is asked for to tell
-        whether the index changed, without counting (the folder is locked: only this process writes to it).
-
-        :returns: The shard's opening in this process and its payload cache's generation, which every write moves.
+        `ManagedStore.changes`, without counting (the folder is locked: only this process writes to it): the
+        shard's opening in this process and its payload cache's generation, which every write moves.
         """
         opened = self._shard()
         return opened.opening, opened.payloads.generation
 
     def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
-        """
-        Return the documents matching Haystack filters, with their vectors, in point-id order.
-
-        :param filters: Haystack filters over `id`, `content` and `meta.<field>`; `None` returns all.
-        :returns: The matching documents.
-        :raises FilterError: When the filters are malformed or use something the engine cannot evaluate.
-        """
+        """`SearchableStore.filter_documents`, in point-id order."""
         return list(self.iter_documents(filters))
 
     def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
         """
-        Write documents, durable on return when `durable_writes` is on.
-
-        :param documents: The documents to write; embeddings must have `embedding_dim` values.
-        :param policy: `NONE` and `FAIL` raise on an id that is already stored (or repeated in the batch),
-            `SKIP` keeps the stored document, `OVERWRITE` replaces it.
-        :returns: The number of documents written.
-        :raises ValueError: When `documents` is not a list of Documents or an embedding has the wrong size.
-        :raises DuplicateDocumentError: With `NONE` or `FAIL` when an id already exists.
+        `SearchableStore.write_documents`, durable on return when `durable_writes` is on. `NONE` and `FAIL`
+        raise on an id that is already stored (or repeated in the batch), `SKIP` keeps the stored document.
         """
         if not isinstance(documents, list) or not all(isinstance(doc, Document) for doc in documents):
             raise ValueError("write_documents() expects a list of Documents")
@@ -521,11 +498,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
         return len(batch)
 
     def delete_documents(self, document_ids: list[str]) -> None:
-        """
-        Delete documents by id; unknown ids are ignored.
-
-        :param document_ids: Ids of the documents to delete.
-        """
+        """`SearchableStore.delete_documents`."""
         if not document_ids:
             return
         opened = self._shard()
@@ -538,13 +511,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
     # Extended operations
 
     def iter_documents(self, filters: dict[str, Any] | None = None) -> Iterator[Document]:
-        """
-        Stream the matching documents with their vectors, batch by batch (for copying an index elsewhere).
-
-        :param filters: Haystack filters; all documents when `None`.
-        :returns: An iterator of documents.
-        :raises FilterError: When the filters are malformed.
-        """
+        """`SearchableStore.iter_documents`, in point-id order."""
         for record in self._scroll(filters, with_payload=True, with_vectors=True):
             yield to_document(record)
 
@@ -577,13 +544,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
         logger.info("Recreated the index at {path}", path=opened.path)
 
     def delete_by_filter(self, filters: dict[str, Any]) -> int:
-        """
-        Delete the documents matching Haystack filters.
-
-        :param filters: Haystack filters; empty filters delete nothing.
-        :returns: The number of documents deleted.
-        :raises FilterError: When the filters are malformed.
-        """
+        """`ManagedStore.delete_by_filter`; empty filters delete nothing."""
         condition = edge_filter(filters)
         if condition is None:
             return 0
@@ -597,15 +558,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
         return count
 
     def update_by_filter(self, filters: dict[str, Any], meta: dict[str, Any]) -> int:
-        """
-        Merge `meta` into the metadata of the documents matching Haystack filters; vectors stay untouched.
-
-        :param filters: Haystack filters; empty filters update nothing.
-        :param meta: Metadata fields to set.
-        :returns: The number of documents updated.
-        :raises FilterError: When the filters are malformed.
-        :raises ValueError: When `meta` is not a dictionary.
-        """
+        """`SearchableStore.update_by_filter`; a `meta` that is not a dictionary is a `ValueError`."""
         if not isinstance(meta, dict):
             raise ValueError(f"meta must be a dictionary, got {type(meta).__name__}")
         condition = edge_filter(filters)
@@ -634,7 +587,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
         return [to_document(record) for record in records]
 
     # ----------------------------------------------------------------------------------------------------
-    # Search (`best_scores_by`, `best_term_scores`, `best_scores` and `list_documents_meta` come from `NeedleStoreMixin`)
+    # Search (`best_scores` and `list_documents_meta` come from `NeedleStoreMixin`)
 
     def query_dense(
         self,
@@ -644,18 +597,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
         return_embedding: bool = False,
         fields: list[str] | None = None,
     ) -> list[Document]:
-        """
-        Nearest documents to a dense query vector.
-
-        :param query_embedding: The query vector, `embedding_dim` values.
-        :param top_k: How many documents to return.
-        :param filters: Haystack filters applied before ranking.
-        :param return_embedding: Whether the documents carry their vectors.
-        :param fields: Metadata fields the documents carry (`"path"` or `"meta.path"`); `None` carries all.
-        :returns: Documents with `score` set to the similarity, best first.
-        :raises ValueError: When `top_k` is not positive or the vector has the wrong size.
-        :raises FilterError: When the filters are malformed.
-        """
+        """`SearchableStore.query_dense`, through the HNSW graph with this store's search parameters."""
         check_top_k(top_k)
         query = _nearest(self._dense_query(query_embedding))
         return self._query(query, top_k, filters, return_embedding, fields, params=self._search_params)
@@ -668,19 +610,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
         return_embedding: bool = False,
         fields: list[str] | None = None,
     ) -> list[Document]:
-        """
-        Best documents for a sparse query vector (dot product, IDF-weighted when `sparse_idf` is on).
-
-        :param query_sparse_embedding: The query's sparse embedding.
-        :param top_k: How many documents to return.
-        :param filters: Haystack filters applied before ranking.
-        :param return_embedding: Whether the documents carry their vectors.
-        :param fields: Metadata fields the documents carry (`"path"` or `"meta.path"`); `None` carries all.
-        :returns: Documents with `score` set, best first.
-        :raises ValueError: When `top_k` is not positive.
-        :raises DocumentStoreError: When the store was configured without sparse vectors.
-        :raises FilterError: When the filters are malformed.
-        """
+        """`SearchableStore.query_sparse`."""
         check_top_k(top_k)
         query = _nearest(self._sparse_query(query_sparse_embedding, "query_sparse()"))
         return self._query(query, top_k, filters, return_embedding, fields)
@@ -688,18 +618,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
     def query_text(
         self, query: str, top_k: int = 10, filters: dict[str, Any] | None = None, fields: list[str] | None = None
     ) -> list[Document]:
-        """
-        BM25 search over the full-text index of `content`, scored by the engine.
-
-        :param query: Free text; tokenised, lowercased, stemmed and stripped of stopwords like the index.
-        :param top_k: How many documents to return.
-        :param filters: Haystack filters applied before ranking.
-        :param fields: Metadata fields the documents carry (`"path"` or `"meta.path"`); `None` carries all.
-        :returns: Documents with `score` set to their BM25 score, best first; none for an empty query.
-        :raises ValueError: When `top_k` is not positive.
-        :raises DocumentStoreError: When the store was configured without `text_index`.
-        :raises FilterError: When the filters are malformed.
-        """
+        """`SearchableStore.query_text`, over the store's full-text index (`text_index`, its `text_language`, `bm25_k` and `bm25_b`)."""
         check_top_k(top_k)
         if not self.text_index:
             raise DocumentStoreError("query_text() needs a store created with text_index=True")
@@ -757,7 +676,7 @@ class EdgeDocumentStore(NeedleStoreMixin):
 
     def read_ahead(self, batch: int = 64, pause: float = 0.001) -> int:
         """
-        Read the index the way searches will, before they do: the stored documents into the payload cache,
+        `ManagedStore.read_ahead`: the stored documents into the payload cache,
         for each set of fields the searches so far asked for, then the points' vectors (read and dropped),
         each up to the cache's limit of points. An owner calls it once, on a thread of its own, after its
         first search.

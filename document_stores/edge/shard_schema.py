@@ -13,11 +13,12 @@ from typing import Any
 import qdrant_edge as qe
 
 from haystack_integrations.document_stores.needle.layout import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
+from needle.core.schema import FILE_ID
 
 DEFAULT_PAYLOAD_INDEXES: dict[str, str] = {
     "meta.collection": "keyword",
     "meta.path": "keyword",
-    "meta.source_doc_id": "keyword",
+    f"meta.{FILE_ID}": "keyword",
     "meta.content_checksum": "keyword",
     "meta.tags": "keyword",
     "meta.folders": "keyword",

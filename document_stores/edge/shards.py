@@ -55,22 +55,54 @@ class StoreLockedError(RuntimeError):
 
     def __init__(self, path: str, pid: str | None) -> None:
         """
-        Describe which folder is held, and by whom.
+        Describe which folder is held, by whom, and the ways out, in one line.
 
         :param path: The store folder.
         :param pid: The id of the process holding it, when known.
         """
         if pid == str(os.getpid()):
             where = "this process, by another EdgeDocumentStore object"
-            advice = "give every component of the process the same store object"
+            advice = "give every component of the process the same store object (NeedleDocumentStore does)"
         else:
+            command = _command_of(pid)
             where = f"process {pid}" if pid else "another process"
-            advice = "stop that process, or point every process at a Qdrant server instead"
+            where += f" ({command})" if command else ""
+            if command and command.startswith("needle"):
+                advice = (
+                    "run through it: `needle` commands do, and a graph of your own with `needle query --pipeline "
+                    "FILE`; or stop it (`needle owner stop`), or point every process at a Qdrant server (store.url)"
+                )
+            else:
+                advice = (
+                    "stop that process, or serve from one process (`needle serve`, which every `needle` command "
+                    "then goes through), or point every process at a Qdrant server (store.url)"
+                )
         super().__init__(
             f"the index at {path} is already open in {where}. Qdrant Edge serves one process at a time: {advice}."
         )
         self.path = path
         self.pid = pid
+
+
+def _command_of(pid: str | None) -> str | None:
+    """
+    What a process runs, shortly (`needle owner`, `hayhooks run`, `python script.py`), read from `/proc`; `None`
+    where that cannot be read (another system, a process gone).
+    """
+    if not pid or not pid.isdigit():
+        return None
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            args = [a.decode("utf-8", "replace") for a in handle.read().split(b"\0") if a]
+    except OSError:
+        return None
+    names = [os.path.basename(a) for a in args]
+    for i, name in enumerate(names):
+        if name in ("needle", "hayhooks") or (name == "-m" and i + 1 < len(args) and args[i + 1].startswith("needle")):
+            program = "needle" if name == "-m" else name
+            rest = [a for a in args[i + (2 if name == "-m" else 1) :] if not a.startswith("-")][:1]
+            return " ".join([program, *rest])
+    return " ".join(names[:2]) or None
 
 
 class OpenShard:

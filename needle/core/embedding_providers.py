@@ -15,6 +15,7 @@ ones (empty by default), as before. Its dimension is the index's recorded one, e
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from typing import Any
@@ -157,11 +158,29 @@ def dimension(settings: Settings, recorded: dict[str, Any] | None = None) -> int
         return _probed[key]
 
 
+def index_dimension(settings: Settings) -> int:
+    """
+    The size of the index's dense vectors under these settings: the fastembed model's, or a served model's as
+    the index recorded it (`Settings.provenance_file`) or, for an index not built yet, as its server answers.
+
+    :raises ValueError: For a fastembed model fastembed does not list.
+    :raises EmbeddingServerError: When the server must be asked and cannot be.
+    """
+    if not is_served(settings):
+        return dimension(settings)
+    try:
+        recorded = json.loads(settings.provenance_file.read_text(encoding="utf-8")).get("fingerprint")
+    except (OSError, ValueError, AttributeError):  # no index yet, or a provenance `needle check` reports
+        recorded = None
+    return dimension(settings, recorded if isinstance(recorded, dict) else None)
+
+
 __all__ = [
     "DEFAULT_URLS",
     "KNOWN_PREFIXES",
     "SERVED_TYPES",
     "dimension",
+    "index_dimension",
     "is_served",
     "known_prefixes",
     "prefixes",

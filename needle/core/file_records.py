@@ -279,9 +279,9 @@ class FileRecords:
             return int(db.execute("SELECT COUNT(*) FROM files").fetchone()[0])
 
 
-def split_key(source_doc_id: str) -> tuple[str, str]:
+def split_key(file_id: str) -> tuple[str, str]:
     """`collection:path` as `(collection, path)`."""
-    collection, _, path = source_doc_id.partition(":")
+    collection, _, path = file_id.partition(":")
     return collection, path
 
 

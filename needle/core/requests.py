@@ -19,7 +19,7 @@ Usage example:
 ```python
 request = QueryRequest(query="pod restarts", limit=5, tags=["k8s"])
 needle.search(request, pipeline="query")
-graph_inputs(request)  # {"query": "pod restarts", "top_k": 5, "tags": ["k8s"], ...}
+graph_inputs(request)  # {"query": "pod restarts", "limit": 5, "tags": ["k8s"], ...}
 ```
 """
 
@@ -291,8 +291,8 @@ def _collections(help: str = "Only these collections (names from status)", **spe
 
 
 def _limit(help: str, default: int | None) -> Any:
-    # The query graphs name the result count's public input `top_k` (their YAML contract).
-    return param(help, default, low=1, high=MAX_LIMIT, graph="top_k", flags=("-n",), metavar="N")
+    # The query graphs' public input of the result count has the request field's name (their YAML `inputs:`).
+    return param(help, default, low=1, high=MAX_LIMIT, graph="limit", flags=("-n",), metavar="N")
 
 
 def _text(help: str, **spelling: Any) -> Any:

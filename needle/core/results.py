@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from needle.core.file_formats import format_of
 from needle.core.files.references import docid
+from needle.core.schema import FILE_ID
 
 if TYPE_CHECKING:
     from haystack import Document
@@ -160,7 +161,7 @@ def hit(doc: Document, with_explain: bool = False) -> Hit:
     text = doc.content or ""
     start, end = int(meta.get("start_line", 0)), int(meta.get("end_line", 0))
     return Hit(
-        docid=f"#{docid(meta.get('source_doc_id', ''))}",
+        docid=f"#{docid(meta.get(FILE_ID, ''))}",
         collection=meta.get("collection", ""),
         path=meta.get("path", ""),
         title=meta.get("title", ""),

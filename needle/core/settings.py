@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
@@ -275,6 +277,13 @@ class Settings(BaseSettings):
         """The YAML file that lists the user's collections."""
         return self.data_dir / "collections.yml"
 
+    @property
+    def provenance_file(self) -> Path:
+        """The index's provenance (`needle.lifecycle.provenance`): beside the embedded index, or per server collection."""
+        if self.store.url:
+            return self.data_dir / f"server-{self.store.collection}-needle_index.json"
+        return self.index_dir / "needle_index.json"
+
 
 class _MappingEnvSource(EnvSettingsSource):
     """pydantic-settings' environment source over a given mapping (tests pass their own environment)."""
@@ -356,4 +365,64 @@ def load_settings(
         _OVERRIDES_SOURCES.reset(token)
 
 
-__all__ = ["DEFAULT_CONFIG_FILE", "PROJECT_ROOT", "ConfigError", "Settings", "load_settings", "parse_assignments"]
+# The settings a graph is being built with (`using_settings`), read by the components and stores that fill in
+# what the YAML leaves out (a model, a folder, the index's location) through `active_settings`.
+_ACTIVE: ContextVar[tuple[Settings, bool] | None] = ContextVar("needle_active_settings", default=None)
+_LOADED: dict[tuple[tuple[str, str], ...], Settings] = {}
+_LOADED_LOCK = threading.Lock()
+
+
+@contextmanager
+def using_settings(settings: Settings, progress_bar: bool = False) -> Iterator[Settings]:
+    """
+    Make `settings` the ones `active_settings` gives inside the block (in this thread and its context).
+
+    Needle builds its graphs inside one, so a graph's components and stores fill what the YAML leaves out from
+    the settings Needle runs with (tests and `--config` included), not from the process's environment.
+
+    :param progress_bar: Whether components that may show progress bars (document embedders) show them
+        (`progress_bars`): a command run in a terminal does.
+    """
+    token = _ACTIVE.set((settings, progress_bar))
+    try:
+        yield settings
+    finally:
+        _ACTIVE.reset(token)
+
+
+def active_settings() -> Settings:
+    """
+    The settings a component or store reads what its YAML left out from: those of the enclosing
+    `using_settings`, else `load_settings()` from this process's environment (loaded once per set of
+    `NEEDLE_*` variables), which is what a graph loaded by plain Haystack (`Pipeline.loads`) gets.
+
+    :raises ConfigError: When the configuration is invalid.
+    """
+    chosen = _ACTIVE.get()
+    if chosen is not None:
+        return chosen[0]
+    key = tuple(sorted((name, value) for name, value in os.environ.items() if name.startswith(ENV_PREFIX)))
+    with _LOADED_LOCK:
+        found = _LOADED.get(key)
+        if found is None:
+            found = _LOADED[key] = load_settings()
+        return found
+
+
+def progress_bars() -> bool:
+    """Whether components whose YAML leaves `progress_bar` out show progress bars (see `using_settings`); off by default."""
+    chosen = _ACTIVE.get()
+    return chosen is not None and chosen[1]
+
+
+__all__ = [
+    "DEFAULT_CONFIG_FILE",
+    "PROJECT_ROOT",
+    "ConfigError",
+    "Settings",
+    "active_settings",
+    "load_settings",
+    "parse_assignments",
+    "progress_bars",
+    "using_settings",
+]

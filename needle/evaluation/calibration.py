@@ -222,16 +222,10 @@ def write_weights(pipeline: str, weights: dict[str, float], bias: float) -> Path
     Put fitted weights into a graph's YAML: the `weights:` and `bias:` lines of its `ConfidenceScorer`
     (the rest of the file, comments included, is left as it is).
 
-    A graph generated from `pipelines/parts/` (`needle.runtime.graph_sources`) gets them in its source, and every
-    generated graph is written again.
-
     :returns: The file changed.
     :raises ValueError: When the file does not define a `ConfidenceScorer` itself (an overlay inherits one).
     """
-    from needle.runtime import graph_sources as graphs
-
-    generated = pipeline_path(pipeline)
-    path = graphs.source_of(generated) or generated
+    path = pipeline_path(pipeline)
     text = path.read_text(encoding="utf-8")
     block = re.search(r"(type: [\w.]+\.ConfidenceScorer\n(?:\s+.*\n)*?)(\s+)weights: .*\n\s+bias: .*\n", text)
     if block is None:
@@ -240,8 +234,6 @@ def write_weights(pipeline: str, weights: dict[str, float], bias: float) -> Path
     inline = ", ".join(f"{name}: {value}" for name, value in weights.items())
     replacement = f"{block.group(1)}{indent}weights: {{{inline}}}\n{indent.lstrip(chr(10))}bias: {bias}\n"
     path.write_text(text[: block.start()] + replacement + text[block.end() :], encoding="utf-8")
-    if path != generated:
-        graphs.write_all()
     return path
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from haystack.core.errors import PipelineRuntimeError
 
+from haystack_integrations.document_stores.needle.access import searchable
 from needle.core.errors import root_cause
 from needle.core.index_results import IndexReport
 from needle.core.requests import IndexRequest
@@ -182,8 +183,8 @@ class Indexer:
         if report.changed:
             for name, _ in contract.inputs["optimize"]:  # the writers
                 writer: Any = graph.get_component(name)
-                if getattr(writer, "optimize", False) and hasattr(writer.document_store, "optimize"):
-                    writer.document_store.optimize()
+                if writer.optimize:
+                    searchable(writer.document_store).optimize()
         if report.changed or index_info.languages_uncounted(self.index.settings):
             languages = {
                 c.name: self.index.store.count_values(

@@ -10,6 +10,7 @@ from needle.core.files.batches import FileAccess, FileBatch
 from needle.core.files.reading import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES, FileText
 from needle.core.index_results import CollectionStatus, FileProblem, IndexedFile, Status
 from needle.core.requests import GetRequest, ListRequest, MultiGetRequest
+from needle.core.schema import FILE_ID
 from needle.facade.graph_loading import INGEST, GraphRuntime
 from needle.facade.index_handle import IndexHandle
 from needle.lifecycle import provenance as index_info
@@ -92,7 +93,7 @@ class Inventory:
             return cached[1]
         found: list[str] = []
         for store in (self.index.file_store, self.index.store):
-            ids = {row["meta"].get("source_doc_id", "") for row in store.list_documents_meta(fields=["source_doc_id"])}
+            ids = {row["meta"].get(FILE_ID, "") for row in store.list_documents_meta(fields=[FILE_ID])}
             if ids:
                 found = sorted(ids)
                 break
@@ -111,9 +112,7 @@ class Inventory:
         store, file_store = self.index.stores
         settings = self.index.settings
         for each in (store, file_store):  # damage the engine aborts on is named, not read past
-            check = getattr(each, "check_unopened", None)
-            if check is not None:
-                check()
+            each.check_unopened()
         recorded = index_info.read(settings)
         summaries = (recorded or {}).get("summaries") or {}
         languages = (recorded or {}).get("languages") or {}
@@ -135,7 +134,7 @@ class Inventory:
                 chunks, files = counted["chunks"].get(name, 0), counted["files"].get(name, 0)
             if chunks and not files:  # an index without whole-file documents: count its files' ids
                 in_collection = {"field": "meta.collection", "operator": "==", "value": name}
-                files = len(store.count_values("source_doc_id", in_collection))
+                files = len(store.count_values(FILE_ID, in_collection))
             collections.append(
                 CollectionStatus(
                     name=name,
@@ -197,6 +196,5 @@ class Inventory:
 
 
 def _changes(store: Any) -> Any:
-    """What changes when a store is written to: its own write counter where it has one, else its count."""
-    changes = getattr(store, "changes", None)
-    return changes() if callable(changes) else store.count_documents()
+    """What changes when a store is written to (`ManagedStore.changes`)."""
+    return store.changes()

@@ -15,6 +15,7 @@ from needle.core.collections import CollectionError
 from needle.core.file_records import split_key
 from needle.core.index_results import BackupReport, CheckReport, OptimizeReport, Repaired
 from needle.core.requests import IndexRequest
+from needle.core.schema import FILE_ID
 from needle.core.settings import Settings
 from needle.facade.graph_loading import GraphRuntime
 from needle.facade.index_handle import IndexHandle
@@ -138,7 +139,7 @@ class Maintainer:
         roots = {c.name: c.root for c in self.collections.load().values()}
         deleted = 0
         if orphaned:
-            where = {"field": "meta.source_doc_id", "operator": "in", "value": orphaned}
+            where = {"field": f"meta.{FILE_ID}", "operator": "in", "value": orphaned}
             deleted = sum(int(store.delete_by_filter(where) or 0) for store in self.index.stores)
         paths = [str(Path(roots[name]).expanduser() / path) for name, path in map(split_key, lost)]
         indexed = self.indexer.batches(IndexRequest(paths=paths)) if paths else None
@@ -172,8 +173,7 @@ class Maintainer:
         """Hold off index runs and every write to the stores (queries go on), everything written flushed."""
         with self.index.lock, ExitStack() as paused:
             for store in self.index.stores:
-                if hasattr(store, "writes_paused"):
-                    paused.enter_context(store.writes_paused())
+                paused.enter_context(store.writes_paused())
             yield
 
     def backup(self, path: str) -> BackupReport:

@@ -238,15 +238,13 @@ class Searcher:
     def read_ahead(self) -> int:
         """
         Read the chunk and whole-file stores ahead of the queries (an owner does it on a thread of its own
-        once primed; `EdgeDocumentStore.read_ahead` says why). A store that has no such reading (a Qdrant
-        server) reads nothing.
+        once primed; `EdgeDocumentStore.read_ahead` says why). A Qdrant server's store reads nothing.
 
         :returns: The points read.
         """
         total = 0
         for store in self.index.stores:
-            read_ahead = getattr(store, "read_ahead", None)
-            total += int(read_ahead()) if callable(read_ahead) else 0
+            total += int(store.read_ahead())
         return total
 
     def query_languages(self, collections: list[str] | None = None) -> dict[str, int]:

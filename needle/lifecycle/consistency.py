@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from needle.core.file_records import UNREAD, FileRecords, split_key
+from needle.core.schema import FILE_ID
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n.*?\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _TEXT_SUFFIXES = (".md", ".markdown", ".txt")
@@ -46,18 +47,18 @@ def compare(chunk_store: Any, file_store: Any, records: FileRecords, roots: dict
     """
     Compare the two stores with the stat record, file by file, for the listed collections.
 
-    :param chunk_store: The store of chunks (`list_documents_meta` with `source_doc_id` and `chunk_index`).
-    :param file_store: The store of whole-file documents (`count_values("source_doc_id")`).
+    :param chunk_store: The store of chunks (`list_documents_meta` with the file id and `chunk_index`).
+    :param file_store: The store of whole-file documents (`count_values(FILE_ID)`).
     :param records: The stat record of indexed files.
     :param roots: Listed collection name → its root folder; files of other collections are left to `status`.
     :returns: The lost and orphaned files.
     """
     positions: dict[str, set[int]] = {}
-    for row in chunk_store.list_documents_meta(fields=["source_doc_id", "chunk_index", "collection"]):
+    for row in chunk_store.list_documents_meta(fields=[FILE_ID, "chunk_index", "collection"]):
         meta = row["meta"]
         if meta.get("collection") in roots:
-            positions.setdefault(str(meta.get("source_doc_id", "")), set()).add(int(meta.get("chunk_index", 0)))
-    whole = {key for key in file_store.count_values("source_doc_id") if key.split(":", 1)[0] in roots}
+            positions.setdefault(str(meta.get(FILE_ID, "")), set()).add(int(meta.get("chunk_index", 0)))
+    whole = {key for key in file_store.count_values(FILE_ID) if key.split(":", 1)[0] in roots}
     recorded: dict[str, bool] = {}  # key → whether the file was read (not only seen)
     for name in roots:
         for path, record in records.load(name).items():

@@ -26,7 +26,6 @@ from needle.core import embedding_providers as embedders
 from needle.core.atomic import write_atomic
 from needle.core.settings import Settings
 
-_FILE = "needle_index.json"
 _CHUNKER = "MarkdownChunker"
 # A whole file's dense vector is pooled from its chunks' when the ingest graph has this component, else
 # the model embeds the file's text.
@@ -109,9 +108,7 @@ def differences(recorded: dict[str, Any], expected: dict[str, Any]) -> list[str]
 
 def info_path(settings: Settings) -> Path:
     """Where the index's provenance is kept (beside the embedded index, or per server collection)."""
-    if settings.store.url:
-        return settings.data_dir / f"server-{settings.store.collection}-{_FILE}"
-    return settings.index_dir / _FILE
+    return settings.provenance_file
 
 
 def read(settings: Settings) -> dict[str, Any] | None:

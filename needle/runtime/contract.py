@@ -1,12 +1,22 @@
 """What a graph takes and gives, by name: the contract each YAML graph declares, checked when it loads.
 
-A graph's top-level `metadata: {contract: ...}` block names, in the vocabulary of Haystack's
-`SuperComponent`, the inputs the application may feed (`inputs`: name → ["stage.socket", ...], like its
-`input_mapping`), the outputs it reads (`outputs`: "stage.socket" → name, like its `output_mapping`) and
-the init parameters it reads (`parameters`: name → "stage.parameter", the ingest graph's file limits).
-Haystack keeps `metadata` when it loads a graph, so every file stays plain Haystack YAML, and
-`SuperComponent(pipeline, input_mapping=..., output_mapping=...)` accepts the same two mappings. The
-application feeds and reads these names only: renaming a stage is a change to the graph's file alone.
+A graph declares, at the top level of its file, the inputs a caller may feed and the outputs it reads, as
+hayhooks reads a YAML pipeline (`hayhooks pipeline deploy-yaml`) and in the vocabulary of Haystack's
+`SuperComponent` (`input_mapping`, `output_mapping`):
+
+    inputs:
+      query: [request.query]                   # a name -> the sockets its value goes to
+      limit: {optional: [request.top_k]}       # an input a caller may leave out
+    outputs:
+      documents: snippets.documents            # a name -> the socket it is read from
+
+hayhooks makes every input it reads a required field of its request, so an input a caller may leave out is
+written `{optional: [sockets]}`, which hayhooks leaves out of its schema (a stock `/NAME/run` then takes
+`{"query": "..."}`); Needle feeds it like any other. The ingest graph also names the init parameters the
+application reads (`parameters`: name -> `stage.parameter`, its file limits). Haystack keeps none of these
+keys when it builds a graph, so Needle's loader reads the contract from the file and keeps it on the
+pipeline (`GraphContract.of`). The application feeds and reads these names only: renaming a stage is a
+change to the graph's file alone.
 
 Needle applies the mappings itself rather than wrapping each graph in a `SuperComponent`, because a
 `SuperComponent` run takes its mapped inputs only and returns its mapped outputs only: the application also
@@ -79,7 +89,7 @@ class GraphContract:
 
     Usage example:
     ```python
-    contract = GraphContract.of(pipeline, "query")
+    contract = GraphContract.of(pipeline, "query")  # a graph loaded by `needle.runtime.loader.load_pipeline`
     output = pipeline.run(contract.feed({"query": "restic"}), include_outputs_from=contract.stages)
     contract.read(output)["documents"]
     ```
@@ -89,51 +99,64 @@ class GraphContract:
     inputs: dict[str, tuple[tuple[str, str], ...]]
     outputs: dict[str, tuple[str, str]]
     parameters: dict[str, tuple[str, str]] = field(default_factory=dict)
+    optional: frozenset[str] = frozenset()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], graph: str) -> GraphContract:
         """
-        Read the contract from a graph's dictionary (its `metadata.contract`), unchecked against the stages.
+        Read the contract from a graph's file (its top-level `inputs`, `outputs` and `parameters`), unchecked
+        against the stages.
 
-        :param data: The graph in `Pipeline.to_dict()` form.
+        :param data: The graph as its file holds it (`Pipeline.to_dict()` form plus the contract's keys).
         :param graph: The graph's name or file, for messages.
         :raises ContractError: When there is no contract or its form is wrong (one line naming the graph).
         """
-        block = ((data.get("metadata") or {}) if isinstance(data.get("metadata"), Mapping) else {}).get("contract")
-        if not isinstance(block, Mapping):
+        inputs_raw, outputs_raw, params_raw = (data.get(k) or {} for k in ("inputs", "outputs", "parameters"))
+        if not inputs_raw and not outputs_raw:
             raise ContractError(
-                f"graph {graph} declares no contract: add metadata: {{contract: {{inputs: ..., outputs: ...}}}} "
-                "(see pipelines/query.yml)"
+                f"graph {graph} declares no contract: add top-level inputs: and outputs: (see pipelines/query.yml)"
             )
-        inputs_raw, outputs_raw, params_raw = (block.get(k) or {} for k in ("inputs", "outputs", "parameters"))
         if not all(isinstance(m, Mapping) for m in (inputs_raw, outputs_raw, params_raw)):
-            raise ContractError(f"graph {graph}: contract inputs, outputs and parameters must be mappings")
+            raise ContractError(f"graph {graph}: inputs, outputs and parameters must be mappings")
         inputs: dict[str, tuple[tuple[str, str], ...]] = {}
+        optional: set[str] = set()
         for name, paths in inputs_raw.items():
+            if isinstance(paths, Mapping):
+                if set(paths) != {"optional"}:
+                    raise ContractError(
+                        f"graph {graph}: input '{name}' must list 'stage.socket' paths, or {{optional: [paths]}}"
+                    )
+                optional.add(str(name))
+                paths = paths["optional"]
             listed = [paths] if isinstance(paths, str) else paths
             if not isinstance(listed, list) or not listed:
-                raise ContractError(f"graph {graph}: contract input '{name}' must list 'stage.socket' paths")
+                raise ContractError(f"graph {graph}: input '{name}' must list 'stage.socket' paths")
             inputs[str(name)] = tuple(_split(p, graph, f"input '{name}':") for p in listed)
-        outputs: dict[str, tuple[str, str]] = {}
-        for path, name in outputs_raw.items():
-            if str(name) in outputs:
-                raise ContractError(f"graph {graph}: contract output '{name}' is mapped twice")
-            outputs[str(name)] = _split(path, graph, "output")
+        outputs = {str(name): _split(path, graph, f"output '{name}':") for name, path in outputs_raw.items()}
         parameters = {str(name): _split(path, graph, f"parameter '{name}':") for name, path in params_raw.items()}
-        return cls(graph, inputs, outputs, parameters)
+        return cls(graph, inputs, outputs, parameters, frozenset(optional))
 
     @classmethod
-    def of(cls, pipeline: Pipeline, graph: str) -> GraphContract:
+    def of(cls, pipeline: Pipeline, graph: str, data: Mapping[str, Any] | None = None) -> GraphContract:
         """
-        The contract of a built graph (read once, kept on the pipeline), every mapped socket checked.
+        The contract of a built graph, every mapped socket checked; kept on the pipeline after the first time.
 
+        :param pipeline: The graph as Haystack built it.
+        :param graph: The graph's name or file, for messages.
+        :param data: The graph's file as read (`needle.runtime.loader.read_graph`): where the contract is
+            declared. Needle's loader passes it when it builds the graph; later calls find the kept one.
         :raises ContractError: When the contract is missing or malformed, or names a stage, socket or
             parameter the graph lacks (one line naming the graph and the name).
         """
         known = getattr(pipeline, "_needle_contract", None)
         if isinstance(known, GraphContract):
             return known
-        contract = cls.from_dict({"metadata": pipeline.metadata}, graph)
+        if data is None:
+            raise ContractError(
+                f"graph {graph} was not loaded by Needle's loader (needle.runtime.loader.load_pipeline), which "
+                "reads its inputs and outputs"
+            )
+        contract = cls.from_dict(data, graph)
         contract.check(pipeline)
         pipeline._needle_contract = contract  # type: ignore[attr-defined]  # Needle's note on Haystack's Pipeline
         return contract
@@ -185,7 +208,7 @@ class GraphContract:
             missing = sorted(REQUIRED[kind][side] - set(declared))
             if missing:
                 raise ContractError(
-                    f"graph {self.graph}: its contract has no {side[:-1]} '{missing[0]}', which a {kind} graph needs"
+                    f"graph {self.graph}: it declares no {side[:-1]} '{missing[0]}', which a {kind} graph needs"
                 )
         return self
 
@@ -212,7 +235,7 @@ class GraphContract:
         for name, value in values.items():
             paths = self.inputs.get(name)
             if paths is None:
-                raise ContractError(f"graph {self.graph}: its contract has no input '{name}'")
+                raise ContractError(f"graph {self.graph}: it declares no input '{name}'")
             for owner, socket in paths:
                 run.setdefault(owner, {})[socket] = value
         return run

@@ -1,12 +1,14 @@
-"""The one place that turns a pipeline YAML into a Haystack `Pipeline`.
+"""The one place that turns a pipeline YAML into a Haystack `Pipeline`, with Needle's extras on top of Haystack's.
 
-A graph file is a plain Haystack pipeline YAML with literal values. A variant may instead be an overlay of
-another graph: `extends: query.yml` and only what differs (`components` replaced or added by name, a
-component set to null removed with its connections, `connections` added, `remove_connections` dropped,
-`set` overrides, `metadata` keys replaced: a new `contract`, see `needle.runtime.contract`). Every process (CLI, server, tests, eval) builds graphs through `load_pipeline`, which
-composes overlays, applies overrides by component and parameter (`fuse.k=30`), and builds the graph with
-Haystack's deserialisation allowlist extended to Needle's packages (Haystack 3.x refuses classes from
-modules outside it; 2.x has no allowlist) and with Needle's environment injected (`needle.runtime.environment`).
+A graph file is plain Haystack pipeline YAML with literal values, which stock `Pipeline.loads(text)` builds as it
+is. Needle's loader adds what a command line needs: a variant may be an overlay of another graph (`extends:
+query.yml` and only what differs: `components` replaced or added by name, a component set to null removed with
+its connections, `connections` added, `remove_connections` dropped, `set` overrides, `inputs`/`outputs`/
+`parameters` entries replaced by name), overrides by component and parameter (`fuse.k=30`), graph files of an
+older Needle read with a `DeprecationWarning` (`needle.runtime.legacy`), the contract read and checked
+(`needle.runtime.contract`), and the graph built with the settings Needle runs with (`Environment`), which the
+components and stores read what the YAML leaves out from. Every process (CLI, server, tests, eval) builds graphs
+through `load_pipeline`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Mapping
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -24,31 +27,24 @@ from haystack.core.serialization import import_class_by_name
 
 from needle.core.model_files import MissingModelError
 from needle.core.resources import PIPELINES_DIR
+from needle.core.settings import using_settings
 from needle.runtime.contract import ContractError, GraphContract
 from needle.runtime.environment import Environment
+from needle.runtime.legacy import modernise
 from needle.runtime.pipeline import NeedlePipeline
 
-ALLOWED_MODULES = ["needle", "needle.*", "haystack_integrations.*"]
-_OVERLAY_KEYS = {"extends", "components", "connections", "remove_connections", "set", "metadata"}
-
-
-def _trust_needle_modules() -> None:
-    """
-    Add Needle's packages to Haystack's deserialisation allowlist for this process.
-
-    Run once, when this module is imported: every process that builds Needle's graphs (CLI, server, eval,
-    tests) imports it, so all of them deserialise under the same allowlist, nested components included (a
-    retriever's store, a reranker's ranker). Haystack 2.x has no allowlist.
-    """
-    try:
-        from haystack.core.serialization_security import allow_deserialization_module
-    except ImportError:
-        return
-    for pattern in ALLOWED_MODULES:
-        allow_deserialization_module(pattern)
-
-
-_trust_needle_modules()
+_OVERLAY_KEYS = {
+    "extends",
+    "components",
+    "connections",
+    "remove_connections",
+    "set",
+    "metadata",
+    "inputs",
+    "outputs",
+    "parameters",
+    "stores",
+}
 
 
 class PipelineError(ValueError):
@@ -79,7 +75,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         raise PipelineError(f"cannot read pipeline {path}: {error}") from error
     if not isinstance(data, dict) or not isinstance(data.get("components"), dict):
         raise PipelineError(f"{path} is not a pipeline: it has no 'components' mapping")
-    return data
+    return modernise(data, str(path))
 
 
 def read_graph(name_or_path: str | Path, _chain: tuple[Path, ...] = ()) -> dict[str, Any]:
@@ -117,8 +113,9 @@ def compose(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
 
     :param base: A graph dictionary.
     :param overlay: `components` (replace or add by name; `null` removes a component and its connections),
-        `remove_connections`, `connections` (added), `set` (overrides, see `apply_overrides`) and `metadata`
-        (its keys replace the base's: an overlay with other inputs or outputs declares its own `contract`).
+        `remove_connections`, `connections` (added), `set` (overrides, see `apply_overrides`), `inputs`,
+        `outputs` and `parameters` (by name: a name given again maps to the overlay's sockets; `null` drops it)
+        and `metadata` (its keys replace the base's).
     :returns: A new graph dictionary.
     :raises PipelineError: When a connection to remove is not in the base, or an override does not apply.
     """
@@ -143,6 +140,10 @@ def compose(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
     graph["connections"] = connections
     if overlay.get("metadata"):
         graph["metadata"] = {**(graph.get("metadata") or {}), **copy.deepcopy(dict(overlay["metadata"]))}
+    for key in ("inputs", "outputs", "parameters", "stores"):
+        if overlay.get(key):
+            merged = {**(graph.get(key) or {}), **copy.deepcopy(dict(overlay[key]))}
+            graph[key] = {name: value for name, value in merged.items() if value is not None}
     return apply_overrides(graph, overlay.get("set") or {})
 
 
@@ -241,42 +242,32 @@ def overrides_apply_somewhere(overrides: Mapping[str, Any], graphs: list[str | P
 
 def build_pipeline(data: dict[str, Any], environment: Environment | None = None) -> Pipeline:
     """
-    Build a graph from its dictionary form, with Needle's modules allowed and its environment injected.
+    Build a graph from its dictionary form, with the environment's settings as the ones its components and
+    stores read what the YAML leaves out from.
 
-    :param data: A pipeline dictionary (`Pipeline.to_dict()` form).
-    :param environment: Injected into the components (its provider's dense embedders in place of the graph's
-        fastembed ones, see `Environment.resolve`); without one, stores named by role are not resolved.
+    :param data: A pipeline dictionary (`Pipeline.to_dict()` form; an older Needle's form is read too).
+    :param environment: Whose settings; without one, those of this process (`active_settings`).
     :returns: The pipeline, not yet warmed up.
     """
-    kwargs: dict[str, Any] = {}
-    if environment is not None:
-        kwargs["callbacks"] = environment.callbacks()
-        data = environment.resolve(data)
-    if "allowed_modules" in inspect.signature(Pipeline.from_dict).parameters:
-        kwargs["allowed_modules"] = ALLOWED_MODULES
-    return NeedlePipeline.from_dict(data, **kwargs)
+    data = modernise(data, "the graph")
+    with using_settings(environment.settings, environment.progress_bar) if environment is not None else nullcontext():
+        return NeedlePipeline.from_dict(data)
 
 
 def loads_pipeline(text: str, environment: Environment | None = None) -> Pipeline:
     """
-    `Pipeline.loads` with Needle's modules allowed and its environment injected (e.g. `p.dumps()` back).
+    `Pipeline.loads` through `build_pipeline` (e.g. `p.dumps()` back).
 
     :param text: Pipeline YAML (a whole graph, not an overlay).
-    :param environment: Injected into the components.
+    :param environment: Whose settings the components read (see `build_pipeline`).
     :returns: The pipeline.
     """
-    if environment is not None:
-        from haystack.marshal import YamlMarshaller
+    from haystack.marshal import YamlMarshaller
 
-        data = YamlMarshaller().unmarshal(text)
-        if isinstance(data, dict):
-            return build_pipeline(data, environment)
-    kwargs: dict[str, Any] = {}
-    if environment is not None:
-        kwargs["callbacks"] = environment.callbacks()
-    if "allowed_modules" in inspect.signature(Pipeline.loads).parameters:
-        kwargs["allowed_modules"] = ALLOWED_MODULES
-    return NeedlePipeline.loads(text, **kwargs)
+    data = YamlMarshaller().unmarshal(text)
+    if not isinstance(data, dict):
+        raise PipelineError("the text is not a pipeline: it holds no mapping")
+    return build_pipeline(data, environment)
 
 
 def load_pipeline(
@@ -287,7 +278,7 @@ def load_pipeline(
 ) -> Pipeline:
     """
     Load a graph: its file (overlays composed), then overrides, then Haystack builds it in the environment,
-    then its contract is checked (`needle.runtime.contract`: every stage and socket it maps exists).
+    then its contract is read and checked (`needle.runtime.contract`: every stage and socket it maps exists).
 
     :param name_or_path: A file path or a graph name in `pipelines/`.
     :param environment: Stores, models and the LLM server to inject.
@@ -321,7 +312,7 @@ def load_pipeline(
         cause = error.__cause__ if isinstance(error.__cause__, (TypeError, ValueError)) else error
         shown = f" with {', '.join(f'{k}={v}' for k, v in overrides.items())}" if overrides else ""
         raise PipelineError(f"cannot build pipeline {pipeline_path(name_or_path)}{shown}: {cause}") from error
-    GraphContract.of(pipeline, str(pipeline_path(name_or_path)))
+    GraphContract.of(pipeline, str(pipeline_path(name_or_path)), graph)
     return pipeline
 
 

@@ -2,7 +2,8 @@ import pytest
 from haystack import Document, Pipeline
 from haystack.dataclasses import ChatMessage
 
-from haystack_integrations.components.extractors.needle.citation_extractor import CitationExtractor, parse_citations
+from haystack_integrations.components.extractors.needle.citation_extractor import CitationExtractor
+from haystack_integrations.components.needle._citations import parse_citations
 from needle.runtime.loader import loads_pipeline
 
 

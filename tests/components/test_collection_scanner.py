@@ -71,8 +71,12 @@ class TestCollectionScanner:
         }
 
     def test_from_dict(self):
-        scanner = CollectionScanner.from_dict(CollectionScanner(max_files=7, batch_files=3).to_dict())
+        scanner = CollectionScanner.from_dict(
+            CollectionScanner(max_files=7, batch_files=3, records_path=None).to_dict()
+        )
         assert (scanner.max_files, scanner.batch_files, scanner.records_path) == (7, 3, None)
+        default = CollectionScanner(max_files=7).to_dict()["init_parameters"]
+        assert "records_path" not in default  # the index's record, from Needle's settings, again
 
     @pytest.mark.parametrize("bad", [0, -2, True, "10"])
     def test_bad_batch_files_raises(self, bad):

@@ -115,15 +115,13 @@ class TestConfidenceScorer:
                 "support_min": 0.5,
                 "sentence_check": False,
                 "max_sentences": 24,
-                "dense_model": "BAAI/bge-small-en-v1.5",
-                "dense_model_kwargs": None,
-                "dense_local_files_only": False,
-                "dense_cache_dir": None,
                 "threads": None,
                 "dense_embedder": None,
             },
         }
         assert ConfidenceScorer.from_dict(data).to_dict() == data
+        # The index's model, from Needle's settings, fills in what was left out (and is not written back).
+        assert ConfidenceScorer.from_dict(data).dense_model == "local/all-MiniLM-L6-v2-int8"
 
     def test_no_results_means_zero(self):
         assert ConfidenceScorer(bias=5.0).run(documents=[], query="x") == {"confidence": 0.0, "signals": {}}

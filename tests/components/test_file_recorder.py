@@ -17,7 +17,10 @@ def read(collection: str, path: str, checksum: str) -> Document:
 
 class TestFileRecorder:
     def test_init_defaults_and_custom(self, tmp_path):
-        assert FileRecorder().records_path is None
+        assert FileRecorder(records_path=None).records_path is None
+        # Left out: the index's record, from Needle's settings (not written back).
+        assert FileRecorder().records_path == os.path.join(os.environ["NEEDLE_DATA_DIR"], "index", "files.sqlite")
+        assert FileRecorder().to_dict()["init_parameters"] == {}
         assert FileRecorder(records_path=str(tmp_path / "f.sqlite")).records_path == str(tmp_path / "f.sqlite")
 
     @pytest.mark.parametrize("bad", ["", "  ", 3])
@@ -54,7 +57,7 @@ class TestFileRecorder:
         assert records.listed("n") and not records.listed("other")
 
     def test_without_a_path_records_nothing(self, tmp_path):
-        out = FileRecorder().run(
+        out = FileRecorder(records_path=None).run(
             file_stats={"n:a.md": {"size": 1, "mtime_ns": 2, "ctime_ns": 3, "inode": 4}},
             files=[read("n", "a.md", "s")],
             done=[1],

@@ -5,7 +5,7 @@ from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
 from haystack_integrations.components.rankers.needle.hybrid_score_ranker import HybridScoreRanker
-from haystack_integrations.document_stores.needle import EdgeDocumentStore
+from haystack_integrations.document_stores.needle import BestScore, EdgeDocumentStore
 
 QUERY = [1.0, 0.0, 0.0, 0.0]
 TERMS = SparseEmbedding(indices=[1, 2], values=[1.0, 1.0])
@@ -66,7 +66,7 @@ class TestHybridScoreRanker:
             HybridScoreRanker(document_store=store, **kwargs)
 
     def test_store_without_scores_is_refused(self):
-        with pytest.raises(ValueError, match="best_scores_by"):
+        with pytest.raises(ValueError, match="best_scores"):
             HybridScoreRanker(document_store=object())
 
     def test_to_dict(self, store):
@@ -230,7 +230,7 @@ class TestHybridScoreRankerWithFiles:
         assert again.to_dict() == data
 
     def test_file_store_without_scores_is_refused(self, store):
-        with pytest.raises(ValueError, match="best_scores_by"):
+        with pytest.raises(ValueError, match="best_scores"):
             HybridScoreRanker(document_store=store, file_document_store=object())
 
     def test_words_spread_over_chunks_count_through_the_whole_file(self, store, file_store):
@@ -294,9 +294,9 @@ class TestHybridScoreRankerWithFiles:
         assert batches == [4 + 2 + 4, 4 + 2 + 4]
         files = ["A", "B", "C", "E"]
         for name, each in (("", store), ("file_", file_store)):
-            bm25 = each.best_scores_by("source_doc_id", files, query_sparse_embedding=TERMS)
-            cosine = each.best_scores_by("source_doc_id", files, query_embedding=QUERY)
-            ceiling = sum(each.best_term_scores(TERMS))
+            bm25 = each.best_scores(BestScore.per_value("source_doc_id", files, sparse=TERMS))
+            cosine = each.best_scores(BestScore.per_value("source_doc_id", files, dense=QUERY))
+            ceiling = sum(s or 0.0 for s in each.best_scores(BestScore.per_term(TERMS)))
             for doc in out:
                 at = files.index(doc.meta["source_doc_id"])
                 assert doc.meta["hybrid"][f"{name}bm25"] == (bm25[at] or 0.0)

@@ -1,4 +1,5 @@
 import contextlib
+import os
 import socket
 import threading
 
@@ -152,7 +153,11 @@ class TestLLMQueryExpander:
     def test_init_defaults(self):
         expander = LLMQueryExpander(chat_generator=FakeChatGenerator([GOOD_ANSWER]))
         assert (expander.max_lex, expander.max_vec, expander.include_hyde) == (3, 3, True)
-        assert (expander.cache_path, expander.cache_ttl_hours, expander.model_name) == (None, 168, None)
+        assert (expander.cache_path, expander.cache_ttl_hours, expander.model_name) == (
+            os.path.join(os.environ["NEEDLE_DATA_DIR"], "cache.sqlite"),
+            168,
+            None,
+        )
         assert (expander.strong_signal_min_score, expander.strong_signal_min_gap) == (0.85, 0.15)
 
     def test_custom_params(self, tmp_path):

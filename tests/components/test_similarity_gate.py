@@ -36,3 +36,12 @@ class TestSimilarityGate:
     def test_nothing_passing_is_no_results(self):
         out = SimilarityGate(min_similarity=0.9, min_bm25=0.9).run([candidate(0.2, 0.3)])
         assert out == {"documents": [], "status": "NO_RESULTS"}
+
+    def test_without_a_fusion_trace_a_documents_own_score_counts(self):
+        from haystack.components.joiners import DocumentJoiner
+
+        close = Document(id="close", content="a", score=0.8, meta={"score_kind": "cosine"})
+        far = Document(id="far", content="b", score=0.1, meta={"score_kind": "cosine"})
+        joined = DocumentJoiner(join_mode="concatenate").run([[close], [far]])["documents"]
+        out = SimilarityGate(min_similarity=0.5).run(documents=joined)
+        assert [d.id for d in out["documents"]] == ["close"] and out["status"] == "PASS"

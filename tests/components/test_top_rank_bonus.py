@@ -31,6 +31,19 @@ class TestTopRankBonus:
         )
         assert {d.id: d.meta["bonus"] for d in out["documents"]} == {"a": 0.02, "b": 0.02, "c": 0.0}
 
-    def test_documents_without_trace_get_nothing(self):
-        out = TopRankBonus().run([Document(content="x", score=0.1)])["documents"]
-        assert out[0].score == 0.1
+    def test_documents_without_a_trace_are_ranked_by_their_place(self):
+        docs = [Document(id=n, content=n, score=s) for n, s in (("a", 0.3), ("b", 0.2), ("c", 0.1), ("d", 0.05))]
+        out = TopRankBonus().run(docs)["documents"]
+        assert {d.id: d.meta["bonus"] for d in out} == {"a": 0.05, "b": 0.02, "c": 0.02, "d": 0.0}
+        assert [d.id for d in out] == ["a", "b", "c", "d"] and out[0].score == pytest.approx(0.35)
+
+    def test_after_haystacks_own_joiner_the_rank_order_it_gives_earns_the_bonus(self):
+        from haystack.components.joiners import DocumentJoiner
+
+        bm25 = [Document(id=n, content=n, score=1.0 - i / 10) for i, n in enumerate(["x", "y", "z"])]
+        vector = [Document(id=n, content=n, score=1.0 - i / 10) for i, n in enumerate(["x", "z", "w"])]
+        joined = DocumentJoiner(join_mode="reciprocal_rank_fusion").run([bm25, vector])["documents"]
+        out = TopRankBonus().run(joined)["documents"]
+        added = {d.id: d.meta["bonus"] for d in out}
+        assert added[joined[0].id] == 0.05 and sum(added.values()) == pytest.approx(0.05 + 2 * 0.02)
+        assert {d.id: d.score for d in out} == pytest.approx({d.id: d.score + added[d.id] for d in joined})

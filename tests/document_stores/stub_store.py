@@ -1,10 +1,10 @@
-"""A stand-in store for component tests: every `NeedleDocumentStore` method, each failing when called."""
+"""A stand-in store for component tests: every `SearchableStore` method, each failing when called."""
 
-from haystack_integrations.document_stores.needle.protocol import STORE_METHODS
+from haystack_integrations.document_stores.needle.protocol import SEARCHABLE_METHODS
 
 
 class StubStore:
-    """Satisfies `NeedleDocumentStore`; a test subclasses it and defines the methods it expects to be called."""
+    """Satisfies `SearchableStore`; a test subclasses it and defines the methods it expects to be called."""
 
 
 def _unexpected(name: str):
@@ -14,5 +14,5 @@ def _unexpected(name: str):
     return method
 
 
-for _name in STORE_METHODS:
+for _name in SEARCHABLE_METHODS:
     setattr(StubStore, _name, _unexpected(_name))

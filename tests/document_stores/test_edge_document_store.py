@@ -26,7 +26,7 @@ from haystack_integrations.document_stores.needle.edge import (
     EdgeDocumentStore,
     StoreLockedError,
 )
-from haystack_integrations.document_stores.needle.protocol import IndexDamagedError
+from haystack_integrations.document_stores.needle.protocol import BestScore, IndexDamagedError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -336,7 +336,7 @@ class TestEdgeDocumentStore:
         assert docs[0].score > docs[1].score > 0
         assert all(doc.sparse_embedding is None for doc in docs)
 
-    def test_best_scores_by_give_each_values_best_score(self, store):
+    def test_best_scores_per_value_give_each_values_best_score(self, store):
         store.write_documents(
             [
                 Document(
@@ -365,20 +365,16 @@ class TestEdgeDocumentStore:
         query = [1.0, 0.2, 0.0, 0.0]
         full = {doc.id: doc.score for doc in store.query_dense(query, top_k=3)}
         files = ["n:b.md", "n:a.md", "n:none.md", "n:c.md"]
-        dense = store.best_scores_by("source_doc_id", files, query_embedding=query)
+        dense = store.best_scores(BestScore.per_value("source_doc_id", files, dense=query))
         assert dense[2] is None
         assert [dense[0], dense[1], dense[3]] == pytest.approx([full["b"], full["a"], full["c"]])
         # Sparse: c shares no term with the query, so nothing holding n:c.md is scored.
         terms = SparseEmbedding([1, 2], [1.0, 1.0])
         full_sparse = {doc.id: doc.score for doc in store.query_sparse(terms, top_k=3)}
-        sparse = store.best_scores_by("meta.source_doc_id", files, query_sparse_embedding=terms)
+        sparse = store.best_scores(BestScore.per_value("meta.source_doc_id", files, sparse=terms))
         assert sparse[:3] == pytest.approx([full_sparse["b"], full_sparse["a"], None]) and sparse[3] is None
         assert sparse[1] > sparse[0] > 0
-        assert store.best_scores_by("source_doc_id", [], query_embedding=query) == []
-        with pytest.raises(ValueError, match="exactly one"):
-            store.best_scores_by("source_doc_id", files)
-        with pytest.raises(ValueError, match="exactly one"):
-            store.best_scores_by("source_doc_id", files, query_embedding=query, query_sparse_embedding=terms)
+        assert store.best_scores(BestScore.per_value("source_doc_id", [], dense=query)) == []
 
     def test_best_term_scores_are_each_terms_best_single_term_score(self, store):
         store.write_documents(
@@ -402,9 +398,9 @@ class TestEdgeDocumentStore:
             next((doc.score for doc in store.query_sparse(SparseEmbedding([i], [v]), top_k=1)), 0.0)
             for i, v in zip(query.indices, query.values)
         ]
-        scores = store.best_term_scores(query)
+        scores = [s or 0.0 for s in store.best_scores(BestScore.per_term(query))]
         assert scores == pytest.approx(one_by_one) and scores[2] == 0.0 and scores[0] > 0 and scores[1] > 0
-        assert store.best_term_scores(SparseEmbedding([], [])) == []
+        assert store.best_scores(BestScore.per_term(SparseEmbedding([], []))) == []
 
     def test_one_batch_of_mixed_requests_answers_as_the_separate_calls(self, store):
         store.write_documents(
@@ -430,18 +426,12 @@ class TestEdgeDocumentStore:
             [1.0, 0.2, 0.0, 0.0],
             SparseEmbedding([1, 9], [1.0, 1.0]),
         )
-        requests = [
-            *store.best_scores_by_requests("source_doc_id", files, query_sparse_embedding=terms),
-            *store.best_term_score_requests(terms),
-            *store.best_scores_by_requests("source_doc_id", files, query_embedding=dense),
-        ]
-        term_scores = [0.0 if s is None else s for s in store.best_scores(requests)[3:5]]
-        assert store.best_scores(requests) == [
-            *store.best_scores_by("source_doc_id", files, query_sparse_embedding=terms),
-            *store.best_scores(store.best_term_score_requests(terms)),
-            *store.best_scores_by("source_doc_id", files, query_embedding=dense),
-        ]
-        assert term_scores == store.best_term_scores(terms) and term_scores[1] == 0.0
+        lexical = BestScore.per_value("source_doc_id", files, sparse=terms)
+        per_term = BestScore.per_term(terms)
+        semantic = BestScore.per_value("source_doc_id", files, dense=dense)
+        together = store.best_scores([*lexical, *per_term, *semantic])
+        assert together == [*store.best_scores(lexical), *store.best_scores(per_term), *store.best_scores(semantic)]
+        assert together[3] > 0 and together[4] is None
         assert store.best_scores([]) == []
 
     def test_query_sparse_needs_sparse_vectors(self, tmp_path):
@@ -839,7 +829,7 @@ class TestEdgeDocumentStoreLayout:
         assert hit.id == "d42"
         assert hit.score == pytest.approx(1.0, abs=1e-5)  # rescored with the original vector
         # The rerank stage's exact scores ignore the quantized vectors.
-        exact = store.best_scores_by("path", ["0.md"], query_embedding=query)  # d42 is in 0.md
+        exact = store.best_scores(BestScore.per_value("path", ["0.md"], dense=query))  # d42 is in 0.md
         assert exact == [pytest.approx(1.0, abs=1e-5)]
         store.close()
 

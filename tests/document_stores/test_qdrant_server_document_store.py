@@ -9,6 +9,7 @@ from haystack.utils import Secret
 from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 from qdrant_client.http import models as rest
 
+from haystack_integrations.document_stores.needle.protocol import BestScore
 from haystack_integrations.document_stores.needle.qdrant_server import (
     DEFAULT_PAYLOAD_FIELDS_TO_INDEX,
     QdrantServerDocumentStore,
@@ -297,49 +298,48 @@ class TestQdrantServerDocumentStore:
         assert (slim.id, slim.content, slim.meta) == ("a", "alpha", {"path": "a.md"})
 
     @pytest.mark.filterwarnings("ignore::UserWarning")
-    def test_best_scores_by_through_the_client(self, memory_store):
+    def test_best_scores_per_value_through_the_client(self, memory_store):
         query = [1.0, 0.1, 0.0, 0.0]
         full = {doc.id: doc.score for doc in memory_store.query_dense(query, top_k=2)}
-        scores = memory_store.best_scores_by("path", ["b.md", "missing.md", "a.md"], query_embedding=query)
+        scores = memory_store.best_scores(BestScore.per_value("path", ["b.md", "missing.md", "a.md"], dense=query))
         assert scores[1] is None
         assert [scores[0], scores[2]] == pytest.approx([full["b"], full["a"]])
-        sparse = memory_store.best_scores_by(
-            "meta.path", ["a.md", "b.md"], query_sparse_embedding=SparseEmbedding(indices=[2], values=[1.0])
+        sparse = memory_store.best_scores(
+            BestScore.per_value("meta.path", ["a.md", "b.md"], sparse=SparseEmbedding(indices=[2], values=[1.0]))
         )
         assert sparse[0] > 0 and sparse[1] is None  # b lacks term 2
-        with pytest.raises(ValueError, match="exactly one"):
-            memory_store.best_scores_by("path", ["a.md"])
 
     def test_sparse_queries_need_sparse_vectors_and_say_so_before_connecting(self):
         store = QdrantServerDocumentStore(url=UNREACHABLE, embedding_dim=4, use_sparse_embeddings=False)
         terms = SparseEmbedding(indices=[1], values=[1.0])
-        with pytest.raises(DocumentStoreError, match=r"best_term_scores\(\) needs a collection with sparse vectors"):
-            store.best_term_scores(terms)
-        with pytest.raises(DocumentStoreError, match=r"best_scores_by\(\) with a sparse query needs a collection"):
-            store.best_scores_by("path", ["a.md"], query_sparse_embedding=terms)
+        with pytest.raises(DocumentStoreError, match=r"best_scores\(\) with a sparse query needs a collection"):
+            store.best_scores(BestScore.per_term(terms))
+        with pytest.raises(DocumentStoreError, match=r"best_scores\(\) with a sparse query needs a collection"):
+            store.best_scores(BestScore.per_value("path", ["a.md"], sparse=terms))
         with pytest.raises(DocumentStoreError, match=r"query_sparse\(\) needs a collection with sparse vectors"):
             store.query_sparse(terms)
         assert store._client is None
 
     @pytest.mark.filterwarnings("ignore::UserWarning")
-    def test_best_scores_by_on_a_collection_without_sparse_vectors(self):
+    def test_best_scores_on_a_collection_without_sparse_vectors(self):
         # qdrant-haystack names the dense vector only beside a sparse one.
         store = QdrantServerDocumentStore(
             embedding_dim=4, use_sparse_embeddings=False, client_kwargs={"location": ":memory:"}
         )
         store.write_documents([Document(id="a", content="a", meta={"path": "a.md"}, embedding=[1.0, 0.0, 0.0, 0.0])])
-        scores = store.best_scores_by("path", ["a.md", "b.md"], query_embedding=[1.0, 0.0, 0.0, 0.0])
+        scores = store.best_scores(BestScore.per_value("path", ["a.md", "b.md"], dense=[1.0, 0.0, 0.0, 0.0]))
         assert scores[0] == pytest.approx(1.0) and scores[1] is None
         store.close()
 
     @pytest.mark.filterwarnings("ignore::UserWarning")
-    def test_best_term_scores_through_the_client(self, memory_store):
+    def test_best_scores_per_term_through_the_client(self, memory_store):
         query = SparseEmbedding(indices=[1, 2, 9], values=[1.0, 1.0, 1.0])
         one_by_one = [
             next((doc.score for doc in memory_store.query_sparse(SparseEmbedding([i], [1.0]), top_k=1)), 0.0)
             for i in query.indices
         ]
-        assert memory_store.best_term_scores(query) == pytest.approx(one_by_one)
+        found = [score or 0.0 for score in memory_store.best_scores(BestScore.per_term(query))]
+        assert found == pytest.approx(one_by_one)
         assert one_by_one[0] > 0 and one_by_one[2] == 0.0
 
     @pytest.mark.filterwarnings("ignore::UserWarning")

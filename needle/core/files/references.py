@@ -26,9 +26,9 @@ FRAGMENT = re.compile(r"(?s)(.+?)#(?:page=([0-9]{1,6})(?:-([0-9]{1,6}))?|section
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def docid(source_doc_id: str) -> str:
+def docid(file_id: str) -> str:
     """A short, stable id for a file (`collection:path`), shown as `#abc123` and accepted by `get`."""
-    return hashlib.sha1(source_doc_id.encode("utf-8")).hexdigest()[:6]
+    return hashlib.sha1(file_id.encode("utf-8")).hexdigest()[:6]
 
 
 def parse_ref(ref: str) -> tuple[str, int | None, int | None]:

@@ -3,7 +3,9 @@ import pytest
 from haystack import Document
 
 from haystack_integrations.components.embedders.fastembed import FastembedDocumentEmbedder
-from haystack_integrations.components.embedders.needle.dense_document_embedder import DenseDocumentEmbedder
+from haystack_integrations.components.embedders.needle.fastembed_dense_document_embedder import (
+    FastembedDenseDocumentEmbedder,
+)
 from needle.core.model_files import LOCAL_DENSE_MODEL, dense_embedder_params
 
 
@@ -22,37 +24,39 @@ def docs() -> list[Document]:
 
 class TestDenseDocumentEmbedder:
     def test_init_keeps_the_parents_parameters(self):
-        embedder = DenseDocumentEmbedder(model="m", batch_size=8, meta_fields_to_embed=["context"])
+        embedder = FastembedDenseDocumentEmbedder(model="m", batch_size=8, meta_fields_to_embed=["context"])
         assert (embedder.model_name, embedder.batch_size, embedder.meta_fields_to_embed) == ("m", 8, ["context"])
 
     def test_to_dict_names_this_class_and_from_dict_restores_it(self):
-        data = DenseDocumentEmbedder(model="m", batch_size=8).to_dict()
+        data = FastembedDenseDocumentEmbedder(model="m", batch_size=8).to_dict()
         assert (
             data["type"]
-            == "haystack_integrations.components.embedders.needle.dense_document_embedder.DenseDocumentEmbedder"
+            == "haystack_integrations.components.embedders.needle.fastembed_dense_document_embedder.FastembedDenseDocumentEmbedder"
         )
-        restored = DenseDocumentEmbedder.from_dict(data)
-        assert isinstance(restored, DenseDocumentEmbedder) and restored.batch_size == 8
+        restored = FastembedDenseDocumentEmbedder.from_dict(data)
+        assert isinstance(restored, FastembedDenseDocumentEmbedder) and restored.batch_size == 8
 
     def test_warm_up_loads_nothing_and_an_empty_run_loads_nothing(self):
-        embedder = DenseDocumentEmbedder(model="no-such/model-anywhere", local_files_only=True)
+        embedder = FastembedDenseDocumentEmbedder(model="no-such/model-anywhere", local_files_only=True)
         embedder.warm_up()
         assert embedder.run(documents=[]) == {"documents": []}
         assert embedder.embedding_backend is None
 
     def test_a_run_with_text_loads_the_model_it_names(self):
-        embedder = DenseDocumentEmbedder(model="no-such/model-anywhere", local_files_only=True)
+        embedder = FastembedDenseDocumentEmbedder(model="no-such/model-anywhere", local_files_only=True)
         with pytest.raises(ValueError, match="no-such/model-anywhere"):
             embedder.run(documents=docs()[:1])
 
     def test_refuses_what_is_not_a_list_of_documents(self):
         with pytest.raises(TypeError):
-            DenseDocumentEmbedder(model="m").run(documents=["text"])
+            FastembedDenseDocumentEmbedder(model="m").run(documents=["text"])
 
     @pytest.mark.integration
     def test_vectors_match_the_parents_and_come_back_in_the_order_given(self, model_dir):
         params = dense_embedder_params(LOCAL_DENSE_MODEL, model_dir)
-        ours = DenseDocumentEmbedder(**params, batch_size=2, meta_fields_to_embed=["context"], progress_bar=False)
+        ours = FastembedDenseDocumentEmbedder(
+            **params, batch_size=2, meta_fields_to_embed=["context"], progress_bar=False
+        )
         theirs = FastembedDocumentEmbedder(**params, batch_size=1, meta_fields_to_embed=["context"], progress_bar=False)
         out = ours.run(documents=docs())["documents"]
         expected = theirs.run(documents=docs())["documents"]
@@ -65,7 +69,7 @@ class TestDenseDocumentEmbedder:
     @pytest.mark.integration
     def test_texts_reach_the_model_fewest_tokens_first_not_fewest_characters(self, model_dir):
         params = dense_embedder_params(LOCAL_DENSE_MODEL, model_dir)
-        embedder = DenseDocumentEmbedder(**params, batch_size=1, progress_bar=False)
+        embedder = FastembedDenseDocumentEmbedder(**params, batch_size=1, progress_bar=False)
         given = [
             Document(id="words", content="internationalization internationalization"),  # 41 characters, few tokens
             Document(id="digits", content="7 3 9 1 4 8 2 6 5 0 7 3 9 1"),  # 27 characters, a token per digit
@@ -87,7 +91,7 @@ class TestDenseDocumentEmbedder:
         assert [d.id for d in out] == ["words", "digits", "tiny"]
 
     def test_without_a_tokenizer_texts_are_counted_in_characters(self):
-        embedder = DenseDocumentEmbedder(model="m")
+        embedder = FastembedDenseDocumentEmbedder(model="m")
         assert embedder._token_lengths(["abc", "a"]) == [3, 1]
 
 

@@ -1,4 +1,4 @@
-"""A caching wrapper that reranks the leading fused candidates with any Haystack ranker."""
+"""Rerank the leading fused candidates with any Haystack ranker, caching its scores when they are per document."""
 
 import inspect
 import math
@@ -8,8 +8,9 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.core.serialization import component_to_dict
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
+from haystack_integrations.components.needle._index_models import FROM_SETTINGS, cache_file, without
 from haystack_integrations.components.needle._llm_cache import LLMCache, load_component, model_label
-from haystack_integrations.components.rankers.needle.llm_judge_ranker import order_known_scores
+from haystack_integrations.components.needle._scores import order_known_scores
 from needle.core.checks import OptionalQueryVector, check_top_k
 from needle.core.documents import replace
 
@@ -27,14 +28,16 @@ def sigmoid(x: float) -> float:
 
 
 @component
-class CachedReranker:
+class CandidateReranker:
     """
-    Reranks the first `candidates` documents with a wrapped ranker, caching each score per query and document.
+    Reranks the first `candidates` documents with a wrapped ranker, keeping every document and, where the
+    ranker's scores belong to one document, caching each per query and document.
 
     The wrapped ranker is any Haystack ranker (`run(query, documents, top_k)`): a cross-encoder such as
-    `FastembedRanker`, an `LLMJudgeRanker`, or another. Scores are cached per (query, document checksum,
-    model), so a repeated query, or a new query whose candidates were partly seen, sends only the misses
-    to the ranker. Nothing is dropped: the candidates come first, ordered by rerank score, then the other
+    `FastembedRanker`, an `LLMJudgeRanker`, or another. A cross-encoder's or a judge's scores are cached per
+    (query, document checksum, model) in the data folder's SQLite cache, so a repeated query, or a new query
+    whose candidates were partly seen, sends only the misses to the ranker; `HybridScoreRanker`'s are not
+    (see below), so around it this stage reranks without a cache (its store queries cost a few milliseconds). Nothing is dropped: the candidates come first, ordered by rerank score, then the other
     documents in their input order; a later blending stage combines the fused and rerank scores and the
     final cutoff cuts. `doc.score` keeps the fused score; `meta["rerank"]` holds `score` (in [0, 1]),
     `raw` (as the ranker gave it) and `input_rank` (1-based fused rank), and only `input_rank` for
@@ -51,12 +54,11 @@ class CachedReranker:
     Usage example:
     ```yaml
     rerank:
-      type: haystack_integrations.components.rankers.needle.cached_reranker.CachedReranker
+      type: haystack_integrations.components.rankers.needle.candidate_reranker.CandidateReranker
       init_parameters:
         ranker:
           type: haystack_integrations.components.rankers.fastembed.FastembedRanker
           init_parameters: {model_name: Xenova/ms-marco-MiniLM-L-6-v2}
-        cache_path: ~/.cache/needle/llm.sqlite
         candidates: 40
     ```
     """
@@ -64,7 +66,7 @@ class CachedReranker:
     def __init__(
         self,
         ranker: Any,
-        cache_path: str | None = None,
+        cache_path: str | None = FROM_SETTINGS,
         cache_ttl_hours: float = 168,
         model_name: str | None = None,
         candidates: int = 40,
@@ -76,7 +78,8 @@ class CachedReranker:
         Create the reranker.
 
         :param ranker: A Haystack ranker, or its serialised mapping (`type`, `init_parameters`).
-        :param cache_path: SQLite file caching rerank scores; `None` disables the cache.
+        :param cache_path: SQLite file caching rerank scores; default: the data folder's
+            (`cache.sqlite`, from Needle's settings); `None` disables the cache.
         :param cache_ttl_hours: How long a cached score stays valid.
         :param model_name: The model's name in cache keys; by default the ranker's `model` or `model_name`
             (or that of its chat generator), else its class name.
@@ -102,7 +105,8 @@ class CachedReranker:
         self._ranker_inputs = {"query_embedding", "query_sparse_embedding"} & set(
             inspect.signature(self.ranker.run).parameters
         )
-        self.cache_path = cache_path
+        self._from_settings = {"cache_path"} if cache_path is FROM_SETTINGS else set()
+        self.cache_path = cache_file() if cache_path is FROM_SETTINGS else cache_path
         self.cache_ttl_hours = cache_ttl_hours
         self.model_name = model_name
         self.candidates = candidates
@@ -124,23 +128,26 @@ class CachedReranker:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component, the wrapped ranker included."""
-        return default_to_dict(
-            self,
-            ranker=component_to_dict(self.ranker, "ranker"),
-            cache_path=self.cache_path,
-            cache_ttl_hours=self.cache_ttl_hours,
-            model_name=self.model_name,
-            candidates=self.candidates,
-            top_k=self.top_k,
-            score_transform=self.score_transform,
-            enabled=self.enabled,
+        return without(
+            default_to_dict(
+                self,
+                ranker=component_to_dict(self.ranker, "ranker"),
+                cache_path=self.cache_path,
+                cache_ttl_hours=self.cache_ttl_hours,
+                model_name=self.model_name,
+                candidates=self.candidates,
+                top_k=self.top_k,
+                score_transform=self.score_transform,
+                enabled=self.enabled,
+            ),
+            self._from_settings,
         )
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "CachedReranker":
+    def from_dict(cls, data: dict[str, Any]) -> "CandidateReranker":
         """
         Deserialise the component, the nested ranker first (inside Haystack's deserialisation, so that
-        callbacks such as an injected environment reach it too).
+        its settings are read like those of the graph's other components).
         """
         params = data.get("init_parameters", {})
         nested = load_component(params.get("ranker"), "ranker")
