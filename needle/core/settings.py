@@ -126,7 +126,7 @@ class ServeSettings(_Section):
     # Graph variants served beside the shipped graphs for online A/B tests: route name -> YAML file, each at
     # `POST /<name>/run` with the `query` route's request (`needle serve --pipeline NAME=FILE` adds more).
     pipelines: dict[str, str] = Field(default_factory=dict)
-    # The graphs `POST /split/run` assigns callers to by their key; empty: `query` and every variant.
+    # The routes `POST /split/run` assigns callers to by their key (`query` and variants); empty: all of them.
     split: list[str] = Field(default_factory=list)
     # Where the split route appends one JSON line per request (time, variant, query, result ids, latency);
     # empty: `interactions.jsonl` in the data folder. `needle eval interactions` reads it.

@@ -158,8 +158,9 @@ def _judge_error(judge: Any, error: BaseException) -> LLMError:
 
 def reachable(settings: Any, judge: Any | None = None) -> None:
     """
-    Check once that the server answers (its model list), before any answer or judgement: a server that is down
-    ends the run with one line instead of failing every sample. A server without a model list passes.
+    Check once that a server listens (its model list), before any answer or judgement: a server that is down
+    ends the run with one line instead of failing every sample. A server without a model list passes, and so
+    does one too busy to list its models in time (its answers then time out, or not, one by one).
 
     :param settings: Needle's settings (the `llm` section, or the judge's section through `judge`).
     :param judge: The judge (`judge_settings`); `None` checks the `llm` server.
@@ -180,6 +181,8 @@ def reachable(settings: Any, judge: Any | None = None) -> None:
         client.models.list()
     except openai.APIStatusError:
         return  # something answered: a server without a model list still chats
+    except openai.APITimeoutError:
+        return  # something took the connection: a busy server answers later, or its answers time out one by one
     except openai.OpenAIError as error:
         raise (_judge_error(target, error) if judge is not None else llm_error(settings, error)) from None
 

@@ -66,3 +66,15 @@ def test_a_key_gets_the_same_variant_in_every_process(tmp_path):
     # SHA-256, not Python's salted hash(): fixed values, whatever the process.
     assert [split.choose(k) for k in ("alice", "bob", "carol", "dave")] == ["qb", "query", "query", "qb"]
     assert {split.choose(f"user-{n}") for n in range(20)} == {"query", "qb"}
+
+
+def test_the_split_is_between_query_and_the_variants_it_names(tmp_path):
+    from needle.core.settings import Settings
+    from needle.shells.http.variants import split_between
+
+    graph = tmp_path / "b.yml"
+    graph.write_text("components: {}\n")
+    settings = Settings(data_dir=tmp_path, serve={"split": ["qb", "search"]})
+    with pytest.raises(ValueError, match=r"serve\.split names search: name query or the served variants"):
+        split_between({"qb": str(graph)}, settings, registry=None)
+    assert split_between({}, settings, registry=None) == []

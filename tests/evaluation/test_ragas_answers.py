@@ -9,6 +9,8 @@ short by a tiny token budget) do not end the run.
 import asyncio
 import json
 import math
+import socket
+import threading
 from types import SimpleNamespace
 
 import jsonschema
@@ -348,27 +350,54 @@ def test_a_judge_that_does_not_answer_ends_the_run_in_one_line_naming_the_judge(
     assert "--judge-url" in err and not (tmp_path / "reports").exists()
 
 
+@pytest.fixture
+def silent_server():
+    """A server that takes connections and never answers (an LLM too slow for its timeout): its `/v1` URL."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:  # closed
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    listener.close()
+    for connection in held:
+        connection.close()
+
+
 @pytest.mark.integration
-def test_timed_out_answers_and_judgements_fail_their_samples_not_the_run(judged, llm_server):
-    needle, _ = judged
-    settings = needle.settings
+def test_timed_out_answers_and_judgements_fail_their_samples_not_the_run(demo_needle, silent_server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
     cases = [
         {"id": q.id, "question": q.query, "reference": q.reference}
         for q in golden_eval.load_golden(ANSWERS_FILE).queries[:2]
     ]
-    # The answering model times out; the judge (the same server, its own timeout) is never asked.
-    hurried = settings.model_copy(update={"llm": settings.llm.model_copy(update={"timeout": 0.001})})
-    slow = Needle(hurried, environment=needle.environment.derive(hurried))
+    # The answering model times out on each question: each sample fails with its error, the run goes on.
+    llm = demo_needle.settings.llm.model_copy(update={"url": silent_server, "model": "slow", "timeout": 1.0})
+    settings = demo_needle.settings.model_copy(update={"llm": llm})
+    slow = Needle(settings, environment=demo_needle.environment.derive(settings))
     section = answers_section(slow, cases, top_k=1, retries=0, strictness=1, metrics=["faithfulness"])
     assert len(section["per_query"]) == 2
     for row in section["per_query"].values():
-        assert row["error"] and row["answer"] == ""
+        assert "timed out" in row["error"] and row["answer"] == ""
         assert math.isnan(row["metrics"]["faithfulness"]["value"])
         assert row["metrics"]["faithfulness"]["reason"] == "no answer to score"
-    # The answers come; the judge times out on each judgement, which scores NaN with the reason.
-    answered = [{**row, "answer": "Use pg_create_logical_replication_slot."} for row in section["per_query"].values()]
-    judge = judge_settings(settings, timeout=0.001)
+    assert "2 answer(s) failed (NaN)" in format_answers(section)
+    # The judge (its own server and timeout) times out on each judgement: NaN with the reason, for that sample.
+    answered = [
+        {**row, "answer": "Set wal_level to logical and restart.", "contexts": ["wal_level = logical needs a restart"]}
+        for row in section["per_query"].values()
+    ]
+    judge = judge_settings(settings, silent_server, "slow-judge", timeout=1.0)
     scores = score_answers(answered, settings, retries=0, metrics=["faithfulness"], judge=judge)
     assert len(scores) == 2
     for score in scores:
-        assert math.isnan(score["faithfulness"]["value"]) and "Timeout" in score["faithfulness"]["reason"]
+        assert math.isnan(score["faithfulness"]["value"]), score
+        assert "timed out" in score["faithfulness"]["reason"], score

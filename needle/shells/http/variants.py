@@ -346,9 +346,9 @@ def split_between(variants: Mapping[str, str], settings: Settings, registry: Any
         return []
     log = Path(settings.serve.interaction_log or settings.data_dir / "interactions.jsonl").expanduser()
     names = settings.serve.split or [BASELINE, *variants]
-    unknown = [n for n in names if n not in variants and n not in shipped_routes() - {SPLIT}]
+    unknown = [n for n in names if n not in variants and n != BASELINE]
     if unknown:
-        raise ValueError(f"serve.split names {', '.join(unknown)}: name the shipped routes or served variants")
+        raise ValueError(f"serve.split names {', '.join(unknown)}: name {BASELINE} or the served variants")
     split = Split(names, log, variants)
     use_split(split)
     return split_routes(split, registry)
