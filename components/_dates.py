@@ -1,11 +1,10 @@
-"""Dates in plain language ("last week", "in March", "Q3 2023", "since 2024-05") as UTC ranges.
+"""Dates as UTC ranges: one date expression a person gives (`--after "last week"`), and the date a file's path gives.
 
-dateparser (scrapinghub's, maintained, 200+ locales) reads one expression into a date and its period
-(day, week, month, quarter, year); the period turns the date into a range: "in March" is all of March,
-"last week" the Monday-to-Sunday week before this one. What dateparser does not read ("past 3 days",
-"Q3 2023" in some forms) is handled here. dateparser's own `search_dates` finds dates inside free text
-too eagerly ("we" reads as Wednesday), so `haystack_integrations.components.query.needle.self_query_extractor` finds the candidate phrases
-itself and hands each one here.
+A date phrase in English, German or French ("last March", "letzten Monat", "Q3 2023") is read by the grammar of
+`haystack_integrations.components.needle._date_phrases`, which also finds them in free text for the self-query
+stage. What it does not read (an exact time, "May 5th 2024 at noon", "3 weeks from now") goes to dateparser
+(scrapinghub's, maintained), which reads one English expression into a date and its period (day, week, month,
+quarter, year); the period turns the date into a range.
 """
 
 from __future__ import annotations
@@ -22,6 +21,17 @@ _QUARTER = re.compile(r"^q([1-4])\s*(\d{4})$|^(\d{4})\s*q([1-4])$", re.IGNORECAS
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _ISO_MONTH = re.compile(r"^\d{4}-\d{2}$")
 _YEAR = re.compile(r"^\d{4}$")
+# Dates in a file's name or path, most precise first: 2024-05-11 (also 2024_05_11, 20240511), 2024/05/11 as
+# folders, 2024-05, 2025-q3 or q3-2025, 2026-w45, august-2025 or 2025-august, a year alone.
+_D = r"(?<![0-9])"
+_PATH_DAY = re.compile(rf"{_D}((?:19|20)\d{{2}})[-_.]?(0[1-9]|1[0-2])[-_.]?(0[1-9]|[12]\d|3[01])(?![0-9])")
+_PATH_FOLDERS_DAY = re.compile(rf"{_D}((?:19|20)\d{{2}})/(0?[1-9]|1[0-2])/(0?[1-9]|[12]\d|3[01])(?![0-9])")
+_PATH_MONTH = re.compile(rf"{_D}((?:19|20)\d{{2}})[-_./](0[1-9]|1[0-2])(?![0-9])")
+_PATH_QUARTER = re.compile(
+    rf"{_D}((?:19|20)\d{{2}})[-_ ]?q([1-4])(?![0-9a-z])|(?<![0-9a-z])q([1-4])[-_ ]((?:19|20)\d{{2}})(?![0-9])", re.I
+)
+_PATH_WEEK = re.compile(rf"{_D}((?:19|20)\d{{2}})[-_ ]?w(0[1-9]|[1-4]\d|5[0-3])(?![0-9])", re.I)
+_PATH_YEAR = re.compile(rf"{_D}((?:19|20)\d{{2}})(?![0-9])")
 
 
 @cache
@@ -46,12 +56,19 @@ def period_range(text: str, now: datetime.datetime) -> tuple[datetime.datetime, 
     """
     The time span a date expression names, `[start, end)`, relative to `now`.
 
-    :param text: "yesterday", "last week", "March", "March 2024", "2024-05", "Q3 2023", "past 10 days"...
+    :param text: "yesterday", "last week", "March", "March 2024", "2024-05", "Q3 2023", "past 10 days", "letzten
+        Monat", "en mars dernier" (`haystack_integrations.components.needle._date_phrases`), else any expression
+        dateparser reads in English.
     :param now: The reference time (naive UTC).
     :returns: Start (inclusive) and end (exclusive); `None` when the text is not a date.
     """
     text = " ".join(text.split())
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    from haystack_integrations.components.needle._date_phrases import phrase_range
+
+    named = phrase_range(text, now)
+    if named is not None:
+        return named
     last_n = _LAST_N.match(text)
     if last_n:
         count, unit = int(last_n.group(1)), last_n.group(2).lower()
@@ -114,6 +131,58 @@ def _iso(text: str) -> datetime.datetime | None:
         return datetime.datetime.fromisoformat(text)
     except ValueError:
         return None
+
+
+def path_date(path: str) -> tuple[datetime.datetime, str] | None:
+    """
+    The date a file's name, else its folders, give it (`2024-05-11-standup.md`, `journal/2024/05/11.md`,
+    `mochi-blood-test-2026-10.md`, `okrs-2025-q3.md`, `weekly-review-2026-w45.md`, `brittany-august-2025.md`,
+    `budget-2024.txt`): the first day of the period named, the most precise reading first.
+
+    :returns: The date (naive UTC) and where it was read (`file name` or `path`); `None` when neither has one.
+    """
+    from haystack_integrations.components.needle._date_phrases import month_number
+
+    name = path.replace("\\", "/").rsplit("/", 1)
+    stem = name[-1].rsplit(".", 1)[0] if "." in name[-1] else name[-1]
+    whole = f"{name[0]}/{stem}" if len(name) > 1 else ""
+    for text, source in ((stem, "file name"), (whole, "path")):
+        found = _date_in(text, month_number)
+        if found is not None:
+            return found, source
+    return None
+
+
+def _date_in(text: str, month_number: Any) -> datetime.datetime | None:
+    for pattern in (_PATH_DAY, _PATH_FOLDERS_DAY):
+        for match in pattern.finditer(text):
+            try:
+                return datetime.datetime(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+            except ValueError:
+                continue
+    month = _PATH_MONTH.search(text)
+    if month:
+        return datetime.datetime(int(month.group(1)), int(month.group(2)), 1)
+    quarter = _PATH_QUARTER.search(text)
+    if quarter:
+        year, number = quarter.group(1) or quarter.group(4), quarter.group(2) or quarter.group(3)
+        return datetime.datetime(int(year), 3 * int(number) - 2, 1)
+    week = _PATH_WEEK.search(text)
+    if week:
+        return datetime.datetime.fromisocalendar(int(week.group(1)), int(week.group(2)), 1)
+    for word_match in re.finditer(r"[^\W\d_]+", text):
+        month = month_number(word_match.group(0))
+        if month is None:
+            continue
+        around = text[max(0, word_match.start() - 6) : word_match.end() + 6]
+        year = re.search(r"(?:(?<=[-_ ])|^)((?:19|20)\d{2})(?:(?=[-_ ])|$)", around)
+        if year:
+            return datetime.datetime(int(year.group(1)), month, 1)
+    for match in _PATH_YEAR.finditer(text):
+        # a year alone, not a part of a longer run of numbers (`2023-13-40`, `v1.2024`)
+        if not re.search(r"\d[-_.]?$", text[: match.start()]) and not re.match(r"[-_.]?\d", text[match.end() :]):
+            return datetime.datetime(int(match.group(1)), 1, 1)
+    return None
 
 
 def rfc3339(moment: datetime.datetime) -> str:

@@ -35,7 +35,6 @@ _INT64 = 2**63
 # only digits. `(`, `[`, `&` and word characters before `#` mean a link anchor, an entity or a URL fragment.
 _INLINE_TAG = re.compile(r"(?<![\w#&(\[/\\`])#([A-Za-z0-9_][\w/-]*)")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
-_FILE_NAME_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 _DATE_KEYS = ("date", "created", "updated")
 # Tokens people search for verbatim: ticket ids (KES-142), error and constant names (SQLITE_BUSY,
 # ERR_CONNECTION_REFUSED), codes with letters then digits (E1234, CVE-2024-3094), versions (v1.4, 2.31.0).
@@ -286,9 +285,11 @@ def folders(path: str) -> tuple[str, list[str]]:
 def document_date(frontmatter: dict[str, Any], path: str, mtime: Any) -> tuple[str | None, str | None]:
     """
     A note's date as RFC 3339 in UTC: frontmatter `date`, `created` or `updated`, else a date in the file
-    name (`2024-05-11-standup.md`), else the file's modification time.
+    name (`2024-05-11-standup.md`, `okrs-2025-q3.md`, `brittany-august-2025.md`), else in its folders
+    (`journal/2024/05/11.md`), else the file's modification time.
 
-    :returns: The date and where it came from (`frontmatter`, `file name`, `mtime`); `(None, None)` when none.
+    :returns: The date and where it came from (`frontmatter`, `file name`, `path`, `mtime`); `(None, None)`
+        when none.
     """
     for key in _DATE_KEYS:
         parsed = _parse_date(frontmatter.get(key))
@@ -297,14 +298,11 @@ def document_date(frontmatter: dict[str, Any], path: str, mtime: Any) -> tuple[s
                 return _rfc3339(parsed), "frontmatter"
             except (OverflowError, ValueError):  # a moment past year 1 or 9999 once in UTC
                 continue
-    match = _FILE_NAME_DATE.search(PurePosixPath(path).name)
-    if match:
-        try:
-            return _rfc3339(
-                datetime.datetime(int(match.group(1)), int(match.group(2)), int(match.group(3)))
-            ), "file name"
-        except ValueError:
-            pass
+    from haystack_integrations.components.needle._dates import path_date
+
+    from_path = path_date(path)
+    if from_path is not None:
+        return _rfc3339(from_path[0]), from_path[1]
     if isinstance(mtime, (int, float)) and not isinstance(mtime, bool) and math.isfinite(mtime):
         try:
             return _rfc3339(datetime.datetime.fromtimestamp(mtime, tz=datetime.timezone.utc)), "mtime"

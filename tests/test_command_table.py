@@ -42,7 +42,7 @@ def test_every_route_is_one_wrapper_folder_built_from_its_entry():
 
 
 def test_every_tool_is_a_route_with_a_result_and_reads_come_first():
-    assert list(TOOLS) == ["search", "vsearch", "query", "get", "multi_get", "status", "index"]
+    assert list(TOOLS) == ["search", "vsearch", "query", "get", "multi_get", "links", "status", "index"]
     assert all(c.route and c.result for c in TOOLS.values())
 
 
@@ -90,6 +90,8 @@ def test_what_goes_to_an_owner_starts_one_and_is_sent_again_is_what_it_was():
         "query",
         "get",
         "multi-get",
+        "links",
+        "related",
         "ls",
         "status",
         "index",
@@ -113,6 +115,8 @@ def test_what_goes_to_an_owner_starts_one_and_is_sent_again_is_what_it_was():
         "query",
         "get",
         "multi-get",
+        "links",
+        "related",
         "ls",
         "status",
         "check",
@@ -137,6 +141,7 @@ def test_the_result_a_route_sends_is_validated_back_into_the_same_model():
         Repaired,
         Status,
     )
+    from needle.core.link_results import LinkEntry, LinkReport, RelatedNote, RelatedReport
     from needle.core.results import Answer, Hit, SearchAnswer
     from needle.owner.remote import _adapter
 
@@ -167,6 +172,16 @@ def test_the_result_a_route_sends_is_validated_back_into_the_same_model():
             docid="abc123", collection="n", path="a.md", from_line=1, to_line=1, total_lines=1, bytes=2, text="x\n"
         ),
         "multi-get": FileBatch(files=[], skipped=[SkippedFile(path="n/b.md", reason="too large")]),
+        "links": LinkReport(
+            collection="n",
+            path="a.md",
+            backlinks=[LinkEntry(collection="n", source="b.md", line=3, target="a.md", written="a", raw="[[a]]")],
+        ),
+        "related": RelatedReport(
+            collection="n",
+            path="a.md",
+            related=[RelatedNote(collection="n", path="b.md", score=0.5, reasons=["similar"])],
+        ),
         "collection remove": 4,
     }
     assert set(samples) == {c.name for c in COMMANDS if c.route} - {"vsearch", "query"}

@@ -250,7 +250,8 @@ class TestContractChecks:
         for path in GRAPHS:
             pipeline = loader.load_pipeline(path, environment)
             contract = GraphContract.of(pipeline, path.stem)
-            kind = "ingest" if path.stem == "ingest" else "answer" if path.stem == "rag" else "search"
+            kinds = {"ingest": "ingest", "rag": "answer", "related": "related"}
+            kind = kinds.get(path.stem, "search")
             contract.require(kind)
             # Haystack's own wrapper takes the same two mappings (it checks every socket and type).
             SuperComponent(
@@ -258,7 +259,7 @@ class TestContractChecks:
                 input_mapping={name: [".".join(p) for p in paths] for name, paths in contract.inputs.items()},
                 output_mapping={".".join(path): name for name, path in contract.outputs.items()},
             )
-        assert set(REQUIRED) == {"search", "answer", "ingest"}
+        assert set(REQUIRED) == {"search", "answer", "ingest", "related"}
 
     def test_a_contract_naming_a_missing_socket_is_refused_in_one_line(self, tmp_path, settings):
         from needle.runtime.environment import Environment

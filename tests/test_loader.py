@@ -112,6 +112,42 @@ class TestEnvironment:
         contract = GraphContract.of(pipeline, "old")
         assert contract.accepts("limit") and contract.outputs["documents"] == ("fuse", "documents")
 
+    def test_an_old_reranker_and_old_store_types_load_with_a_warning_naming_each_new_type(self, settings, tmp_path):
+        from needle.runtime.legacy import modernise
+
+        old = tmp_path / "old-rerank.yml"
+        old.write_text(
+            "components:\n"
+            "  rerank:\n"
+            "    type: components.cached_reranker.CachedReranker\n"
+            "    init_parameters:\n"
+            "      ranker:\n"
+            "        type: components.hybrid_score_ranker.HybridScoreRanker\n"
+            "        init_parameters: {document_store: chunks, file_document_store: files}\n"
+            "connections: []\n"
+            "inputs: {query: [rerank.query]}\n"
+            "outputs: {documents: rerank.documents}\n"
+        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            pipeline = load_pipeline(old, Environment(settings))
+        said = " ".join(str(w.message) for w in caught if issubclass(w.category, DeprecationWarning))
+        assert "components.cached_reranker.CachedReranker is an older form" in said
+        assert "haystack_integrations.components.rankers.needle.candidate_reranker.CandidateReranker" in said
+        assert "haystack_integrations.components.rankers.needle.hybrid_score_ranker.HybridScoreRanker" in said
+        rerank = pipeline.get_component("rerank")
+        assert type(rerank).__name__ == "CandidateReranker" and type(rerank.ranker).__name__ == "HybridScoreRanker"
+
+        store = {"type": "needle.document_stores.qdrant_server.QdrantServerDocumentStore", "init_parameters": {}}
+        graph = {"components": {"retriever": {"type": "x.Y", "init_parameters": {"document_store": store}}}}
+        with pytest.warns(
+            DeprecationWarning, match=re.escape("haystack_integrations.document_stores.needle.qdrant_server")
+        ):
+            new = modernise(graph, "old.yml")
+        assert new["components"]["retriever"]["init_parameters"]["document_store"]["type"] == (
+            "haystack_integrations.document_stores.needle.qdrant_server.QdrantServerDocumentStore"
+        )
+
     def test_stock_haystack_refuses_a_store_named_by_role_naming_the_new_form(self):
         graph = read_graph("search")
         graph["components"]["bm25_retriever"]["init_parameters"]["document_store"] = "chunks"

@@ -74,7 +74,14 @@ class TestRecord:
             assert sleeper.stdout.readline().strip() == "locked"
             assert owner.index_locked(settings)
             owner.write(
-                path, owner.OwnerRecord(pid=sleeper.pid, address=f"http://127.0.0.1:{port}", token="t", started="x")
+                path,
+                owner.OwnerRecord(
+                    pid=sleeper.pid,
+                    address=f"http://127.0.0.1:{port}",
+                    token="t",
+                    started="x",
+                    pid_start=owner.pid_start(sleeper.pid),
+                ),
             )
             assert owner.live_owner(settings) is None
             assert owner.wait_for_owner(settings, timeout=0.5) is None
@@ -144,7 +151,9 @@ os.makedirs(os.path.dirname(lock))
 fd = os.open(lock, os.O_RDWR | os.O_CREAT)
 fcntl.flock(fd, fcntl.LOCK_EX)
 server = http.server.HTTPServer(("127.0.0.1", 0), None)
-record = {"pid": os.getpid(), "address": f"http://127.0.0.1:{server.server_port}", "token": token, "started": "x"}
+start = int(open(f"/proc/{os.getpid()}/stat").read().rsplit(")", 1)[1].split()[19])
+record = {"pid": os.getpid(), "address": f"http://127.0.0.1:{server.server_port}", "token": token, "started": "x",
+          "pid_start": start}
 with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as out:
     json.dump(record, out)
 time.sleep(2)  # loading its models: the port is bound but nobody answers yet

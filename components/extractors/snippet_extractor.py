@@ -1,11 +1,12 @@
-"""Line-anchored snippets with a diff-style header."""
+"""Line-anchored snippets on the lines that answer, with a diff-style header."""
 
 import json
+import re
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from haystack_integrations.components.needle._scores import lowered_term_hits, query_terms
+from haystack_integrations.components.needle._answer_lines import Unit, line_scores, scores, units
 from haystack_integrations.components.needle._text import is_content
 from needle.core.documents import replace
 
@@ -13,15 +14,19 @@ from needle.core.documents import replace
 @component
 class SnippetExtractor:
     """
-    Cuts a snippet around the line of a chunk that best matches the query, headed
+    Cuts a snippet around the lines of a chunk that answer the query, headed
     `@@ -start,count +start,count @@ collection/path`, with line numbers of the file on disk.
 
-    A chunk can be a dozen lines; people and agents want the few that matter and a citation they can open
-    at the right line (`needle get path:start:count`). The best line is the one that says something (not
-    blank, not only a heading, a code fence or a rule) with the most distinct query terms (then word
-    stems, then occurrences; the chunk's first such line when none match); the snippet takes
-    `context_lines` on each side, within the chunk, at most `max_lines` in all, without blank, heading or
-    fence lines at either end. Haystack has no such stage.
+    A chunk can be a dozen lines; people and agents want the few that answer and a citation they can open at the
+    right line (`needle get path:start:count`). The chunk's lines are read as whole units (a paragraph, a list
+    item with the line that leads the list in, a table row with the table's header, a code block with the line
+    introducing it, a heading; see `haystack_integrations.components.needle._answer_lines`) and the unit holding
+    the query's rarest words wins (its first unit that says something when none does). The snippet shows that
+    unit with what makes it readable, then the units after it and before it while they fit in `max_lines` lines
+    and `max_chars` characters. A unit too long to fit shows its best lines (`context_lines` around the best
+    one); a line too long to fit, its best sentences. A header or lead-in that is not next to its unit starts
+    the snippet as a hunk of its own, each hunk with its own `@@` line, as in a diff. Haystack has no such
+    stage.
 
     A chunk of a converted document names its anchor in the header: a PDF's page, with lines counted
     within the extracted page text (`@@ page 3 -12,5 +12,5 @@ papers/raft.pdf`, read back with
@@ -30,7 +35,7 @@ class SnippetExtractor:
 
     Usage example:
     ```python
-    SnippetExtractor(max_lines=10, context_lines=2).run(documents=results, query="slot lag")
+    SnippetExtractor(max_lines=8, max_chars=400).run(documents=results, query="slot lag")
     # meta["snippet"] == "@@ -14,5 +14,5 @@ notes/ops/replication.md\\n..."
     ```
     """
@@ -39,10 +44,10 @@ class SnippetExtractor:
         """
         Create the extractor.
 
-        :param max_lines: Longest snippet, in lines.
-        :param context_lines: Lines kept before and after the best line.
-        :param max_chars: Longest snippet in characters: context lines are added (after, then before, nearest
-            first) only while they fit; the best line is kept whole. `None` for no limit.
+        :param max_lines: Longest snippet, in lines (its `@@` lines not counted).
+        :param context_lines: Lines kept before and after the best line of a unit too long to show whole.
+        :param max_chars: Longest snippet in characters (its `@@` lines not counted): units are added only while
+            they fit, and a line longer than this shows its best sentences. `None` for no limit.
         :raises ValueError: When `max_lines` < 1, `context_lines` < 0 or `max_chars` < 1.
         """
         if max_lines < 1:
@@ -61,45 +66,157 @@ class SnippetExtractor:
             self, max_lines=self.max_lines, context_lines=self.context_lines, max_chars=self.max_chars
         )
 
-    def _window(self, lines: list[str], best: int) -> tuple[int, int]:
-        """The lines around `best` the snippet shows, as `[start, end)`."""
-        if self.max_chars is None:
-            start = max(0, best - min(self.context_lines, (self.max_lines - 1) // 2))  # the best line stays inside
-            return start, min(len(lines), best + self.context_lines + 1, start + self.max_lines)
-        start, end, used = best, best + 1, len(lines[best]) + 1
-        for step in range(1, self.context_lines + 1):
-            for index in (best + step, best - step):
-                fits = used + len(lines[index]) + 1 <= self.max_chars if 0 <= index < len(lines) else False
-                if fits and end - start < self.max_lines and index in (end, start - 1):
-                    start, end, used = min(start, index), max(end, index + 1), used + len(lines[index]) + 1
-        return start, end
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SnippetExtractor":
         """Deserialise the component."""
         return default_from_dict(cls, data)
 
-    def snippet(self, doc: Document, terms: list[str]) -> dict[str, Any]:
-        """The snippet of one chunk: header, text, first line and line count."""
+    def snippet(self, doc: Document, query: str) -> dict[str, Any]:
+        """The snippet of one chunk: text (with its `@@` lines), first line shown and count of lines shown."""
         lines = (doc.content or "").split("\n")
         while len(lines) > 1 and not lines[-1].strip():
             lines.pop()
+        found = units(lines)
+        shown: dict[int, str] = {}
+        if found:
+            title = str(doc.meta.get("title") or "")
+            answer = doc.meta.get("answer_line")
+            holding = [i for i, u in enumerate(found) if isinstance(answer, int) and u.first <= answer <= u.last]
+            if holding:
+                best = holding[0]
+            else:
+                answer = None
+                ranked = scores(lines, found, query, title)
+                best = max(range(len(found)), key=lambda i: (ranked[i], -i))
+                if ranked[best] <= 0:
+                    best = next((i for i, u in enumerate(found) if u.kind != "heading"), 0)
+            shown = self._grow(lines, found, best, query, title, answer)
+        if not shown:
+            shown = {0: lines[0]}
         first_line = int(doc.meta.get("start_line", 1))
+        hunks = _hunks(lines, shown)
+        text = "\n".join("\n".join([self._header(doc.meta, start, len(body)), *body]) for start, body in hunks)
+        return {"text": text, "start_line": first_line + hunks[0][0], "lines": sum(len(b) for _, b in hunks)}
 
-        best = best_line(lines, terms)
-        start, end = self._window(lines, best)
-        while start < best and not is_content(lines[start]):
-            start += 1
-        while end - 1 > best and not is_content(lines[end - 1]):
-            end -= 1
-        count = end - start
-        line = first_line + start
-        where = f"{doc.meta.get('collection', '')}/{doc.meta.get('path', '')}".lstrip("/")
-        header = f"@@ {_section(doc.meta)}-{line},{count} +{line},{count} @@ {where}"
-        if doc.meta.get("page") is not None:
-            page_line = int(doc.meta.get("page_line") or 1) + start
-            header = f"@@ page {doc.meta['page']} -{page_line},{count} +{page_line},{count} @@ {where}"
-        return {"text": header + "\n" + "\n".join(lines[start:end]), "start_line": line, "lines": count}
+    def _grow(
+        self, lines: list[str], found: list[Unit], best: int, query: str, title: str, answer: int | None = None
+    ) -> dict[int, str]:
+        """The lines shown (index → text): the best unit, then its neighbours while they fit."""
+        unit = found[best]
+        whole = {i: lines[i] for i in (*unit.context, *range(unit.first, unit.last + 1))}
+        shown = whole if self._fits(lines, whole) else self._cut(lines, unit, query, title, answer)
+        # Neighbours one at a time, after then before, so that the items either side of an answering list item
+        # both have their turn; a direction ends at a heading (another section after, the section's title before)
+        # or at the first unit that does not fit, of which only the head of one after is shown (a code block's
+        # first lines).
+        nearest = {1: best + 1, -1: best - 1}
+        while nearest:
+            for step in (1, -1):
+                index = nearest.get(step)
+                if index is None:
+                    continue
+                if not 0 <= index < len(found) or found[index].kind == "heading":
+                    del nearest[step]
+                    continue
+                neighbour = found[index]
+                wider = {
+                    **shown,
+                    **{i: lines[i] for i in (*neighbour.context, *range(neighbour.first, neighbour.last + 1))},
+                }
+                if self._fits(lines, wider):
+                    shown = wider
+                    nearest[step] = index + step
+                    continue
+                del nearest[step]
+                if self._centre(lines, neighbour, query, title)[1] > 0:
+                    # a neighbour too long to show whole that holds the query's words: its best lines, if they fit
+                    part = self._cut(lines, neighbour, query, title, base=shown)
+                    if self._fits(lines, part):
+                        shown = part
+                        continue
+                if step == 1:
+                    for i in range(neighbour.first, neighbour.last):
+                        if not self._fits(lines, {**shown, i: lines[i]}):
+                            break
+                        shown = {**shown, i: lines[i]}
+        return shown
+
+    def _cut(
+        self,
+        lines: list[str],
+        unit: Unit,
+        query: str,
+        title: str,
+        answer: int | None = None,
+        base: dict[int, str] | None = None,
+    ) -> dict[int, str]:
+        """
+        The best lines of a unit too long to show whole: its best line, then neighbours and its context while they
+        fit beside the lines `base` already shows (returned with them).
+        """
+        centre = self._centre(lines, unit, query, title, answer)[0]
+        shown = {**(base or {}), centre: lines[centre]}
+        if not self._fits(lines, shown):
+            return {**(base or {}), centre: self._sentences(lines[centre], query, title)}
+        for extra in (*_children(lines, centre, unit), *unit.context, *_parents(lines, centre, unit)):
+            wider = {**shown, extra: lines[extra]}
+            if self._fits(lines, wider):
+                shown = wider
+        for extra in _around(centre, unit, self.context_lines):
+            wider = {**shown, extra: lines[extra]}
+            if self._fits(lines, wider):
+                shown = wider
+        return shown
+
+    @staticmethod
+    def _centre(lines: list[str], unit: Unit, query: str, title: str, answer: int | None = None) -> tuple[int, float]:
+        """The line of a unit that answers best (`answer` when it is in the unit) and its score for the query."""
+        inside = list(range(unit.first, unit.last + 1))
+        ranked = line_scores([lines[i] for i in inside], query, title)
+        content = [k for k, i in enumerate(inside) if is_content(lines[i])] or [0]
+        best = max(content, key=lambda k: (ranked[k], -k))
+        if answer is not None and unit.first <= answer <= unit.last:
+            return answer, ranked[answer - unit.first]
+        if ranked[best] <= 0:
+            best = content[0]
+        return inside[best], ranked[best]
+
+    def _sentences(self, line: str, query: str, title: str) -> str:
+        """The best sentences of a line longer than `max_chars`, `…` where the line goes on."""
+        limit = self.max_chars or len(line)
+        parts = [p for p in re.split(r"(?<=[.!?;])\s+", line) if p]
+        ranked = line_scores(parts, query, title)
+        best = max(range(len(parts)), key=lambda k: (ranked[k], -k))
+        start, end = best, best + 1
+        while True:
+            grown = False
+            for candidate in ((start, end + 1), (start - 1, end)):
+                inside = candidate[0] >= 0 and candidate[1] <= len(parts)
+                if inside and len(" ".join(parts[candidate[0] : candidate[1]])) + 2 <= limit:
+                    start, end, grown = candidate[0], candidate[1], True
+                    break
+            if not grown:
+                break
+        text = " ".join(parts[start:end])
+        if len(text) > limit:
+            text = text[: max(limit - 1, 1)].rstrip()
+        return ("… " if start > 0 else "") + text + (" …" if end < len(parts) or len(text) < len(parts[start]) else "")
+
+    def _fits(self, lines: list[str], shown: dict[int, str]) -> bool:
+        """Whether lines shown (with the blank lines between them) stay within `max_lines` and `max_chars`."""
+        body = [text for _, texts in _hunks(lines, shown) for text in texts]
+        chars = sum(len(text) + 1 for text in body)
+        return len(body) <= self.max_lines and (self.max_chars is None or chars <= self.max_chars + 1)
+
+    @staticmethod
+    def _header(meta: dict[str, Any], start: int, count: int) -> str:
+        """The `@@` line of a hunk starting at line `start` of the chunk and showing `count` lines."""
+        line = int(meta.get("start_line", 1)) + start
+        where = f"{meta.get('collection', '')}/{meta.get('path', '')}".lstrip("/")
+        if meta.get("page") is not None:
+            page_line = int(meta.get("page_line") or 1) + start
+            return f"@@ page {meta['page']} -{page_line},{count} +{page_line},{count} @@ {where}"
+        return f"@@ {_section(meta)}-{line},{count} +{line},{count} @@ {where}"
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document], query: str) -> dict[str, list[Document]]:
@@ -110,39 +227,68 @@ class SnippetExtractor:
         :param query: The user's query.
         :returns: A dictionary with `documents`.
         """
-        terms = query_terms(query)
         out = []
         for doc in documents:
-            s = self.snippet(doc, terms)
+            s = self.snippet(doc, query)
             meta = {**doc.meta, "snippet": s["text"], "snippet_line": s["start_line"], "snippet_lines": s["lines"]}
             out.append(replace(doc, meta=meta))
         return {"documents": out}
 
 
-def _stems(terms: list[str]) -> list[str]:
-    """The first five letters of the longer terms, so that `renewing` finds `renewal` and `backups` `backup`."""
-    return sorted({t[:5] for t in terms if len(t) >= 6})
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
 
 
-def best_line(lines: list[str], terms: list[str]) -> int:
+def _children(lines: list[str], centre: int, unit: Unit) -> list[int]:
+    """The lines after `centre` indented deeper than it (a config entry's settings, a nested list), in order."""
+    found = []
+    for index in range(centre + 1, unit.last + 1):
+        if lines[index].strip() and _indent(lines[index]) <= _indent(lines[centre]):
+            break
+        found.append(index)
+    return found
+
+
+def _parents(lines: list[str], centre: int, unit: Unit) -> list[int]:
+    """The lines above `centre` each indented less than the one below it (the keys it sits under), nearest first."""
+    found, depth = [], _indent(lines[centre])
+    for index in range(centre - 1, unit.first - 1, -1):
+        if lines[index].strip() and _indent(lines[index]) < depth:
+            found.append(index)
+            depth = _indent(lines[index])
+    return found
+
+
+def _around(centre: int, unit: Unit, count: int) -> list[int]:
+    """The lines of a unit around `centre`, nearest first (after before before), at most `count` on each side."""
+    order: list[int] = []
+    for step in range(1, count + 1):
+        order.extend(i for i in (centre + step, centre - step) if unit.first <= i <= unit.last)
+    return order
+
+
+def _hunks(lines: list[str], shown: dict[int, str]) -> list[tuple[int, list[str]]]:
     """
-    The index of the line that best matches the query: among lines that say something (`is_content`), the
-    one with the most distinct terms, then stems, then occurrences, then the earliest; the first such line
-    when none matches, the first line when none says anything.
+    The lines shown as runs of consecutive lines (start index, texts), blank lines between two shown lines
+    filled in, blank lines at either end of a run left out.
     """
-    content = [i for i, line in enumerate(lines) if is_content(line)]
-    if not content:
-        return 0
-    stems = _stems(terms)
-
-    def rank(i: int) -> tuple[int, int, int, int]:
-        lowered = lines[i].lower()  # once, for the terms and the stems
-        distinct, total = lowered_term_hits(lowered, terms)
-        return distinct, lowered_term_hits(lowered, stems)[0], total, -i
-
-    ranked = [rank(i) for i in content]
-    best = max(ranked)
-    return -best[3] if best[:3] != (0, 0, 0) else content[0]
+    hunks: list[tuple[int, list[str]]] = []
+    previous = None
+    for index in sorted(shown):
+        gap = range(previous + 1, index) if previous is not None else range(0)
+        if previous is not None and all(not lines[i].strip() for i in gap):
+            hunks[-1][1].extend([lines[i] for i in gap] + [shown[index]])
+        else:
+            hunks.append((index, [shown[index]]))
+        previous = index
+    trimmed = []
+    for start, body in hunks:
+        while len(body) > 1 and not body[0].strip():
+            body, start = body[1:], start + 1
+        while len(body) > 1 and not body[-1].strip():
+            body = body[:-1]
+        trimmed.append((start, body))
+    return trimmed
 
 
 def _section(meta: dict[str, Any]) -> str:

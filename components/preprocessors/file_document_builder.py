@@ -6,6 +6,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from needle.core.links import as_display_text
 from needle.core.schema import FILE_ID
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
@@ -111,7 +112,7 @@ class FileDocumentBuilder:
             if chunk.meta["char_end"] - start > self.max_chars and last is not first:
                 break
             last = chunk if chunk.meta["char_end"] >= last.meta["char_end"] else last
-        body = text[start : last.meta["char_end"]]
+        body = as_display_text(text[start : last.meta["char_end"]])
         meta = {key: value for key, value in first.meta.items() if key not in _CHUNK_KEYS}
         meta.update(
             kind="file",
@@ -125,8 +126,11 @@ class FileDocumentBuilder:
         if "page" in first.meta:
             meta.update(page=first.meta["page"], page_end=last.meta.get("page_end", last.meta["page"]))
         title = str(first.meta.get("title") or "")
+        aliases = [a for a in first.meta.get("aliases") or [] if a.casefold() != title.casefold()]
         if title and not _opens_with_heading(body, title):
-            meta["context"] = title
+            meta["context"] = f"{title} ({', '.join(aliases)})" if aliases else title
+        elif aliases:  # a note's aliases are its names too: embedded with its text like its title
+            meta["context"] = ", ".join(aliases)
         doc_id = hashlib.sha1("\x1f".join(["file", file_id, meta["checksum"]]).encode()).hexdigest()
         return Document(id=doc_id, content=body, meta=meta)
 

@@ -22,6 +22,7 @@ from haystack_integrations.components.needle._frontmatter import (
     split_tags,
     unique_tags,
 )
+from needle.core.links import aliases_of, as_display_text
 from needle.core.schema import FILE_ID
 
 logger = logging.getLogger(__name__)
@@ -212,6 +213,7 @@ class MarkdownChunker:
         date, date_source = document_date(frontmatter, path, doc.meta.get("mtime"))
         file_meta: dict[str, Any] = {
             "title": title,
+            "aliases": aliases_of(frontmatter),
             "tags": unique_tags(
                 [
                     *split_tags(frontmatter.get("tags", frontmatter.get("tag"))),
@@ -245,11 +247,11 @@ class MarkdownChunker:
         chunks: list[Document] = []
         for heading_path, units in self._sections(text, lines, line_starts, blocks):
             for char_start, char_end in self._overlap(text, self._merge_small(self._pack(units))):
-                content = text[char_start:char_end]
+                content = _links_as_text(text[char_start:char_end])
                 normalised = _normalise(content)
                 index = len(chunks)
                 context_path = heading_path[1:] if heading_path and heading_path[0] == title else heading_path
-                context = " › ".join(part for part in [title, *context_path] if part)
+                context = " › ".join(part for part in [_named(title, file_meta["aliases"]), *context_path] if part)
                 # The id covers what is embedded (context and text): a new title re-embeds the file's chunks.
                 parts = [f"{collection}:{path}", "\x1f".join(heading_path), str(index), context, normalised]
                 chunk_id = hashlib.sha1("\x1f".join(parts).encode()).hexdigest()
@@ -535,6 +537,23 @@ def _title(frontmatter: dict[str, Any], blocks: list[_Block], path: str) -> str:
         if block.kind == "heading" and block.level == 1 and block.text:
             return block.text
     return PurePosixPath(path).stem
+
+
+def _links_as_text(text: str) -> str:
+    """
+    A chunk's text with each link written as a reader sees it (`[[Jakob Hoffmann|Jakob]]` reads `Jakob`).
+
+    BM25 and the embeddings then read the words of the note, not `[[`, `|` and link targets; lines stay where
+    they are, so the chunk's line range still points into the file. The links themselves are read into the
+    link table (`LinkRecorder`).
+    """
+    return as_display_text(text)
+
+
+def _named(title: str, aliases: list[str]) -> str:
+    """The title with the note's frontmatter `aliases`, which are its names too: `Snert (Dutch pea soup)`."""
+    others = [alias for alias in aliases if alias.casefold() != title.casefold()]
+    return f"{title} ({', '.join(others)})" if others else title
 
 
 def _normalise(text: str) -> str:

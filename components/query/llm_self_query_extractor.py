@@ -81,6 +81,7 @@ class LLMSelfQueryExtractor(SelfQueryRules):
         recent_on_request: bool = True,
         cache_path: str | None = FROM_SETTINGS,
         cache_ttl_hours: float = 168,
+        records_path: str | None = FROM_SETTINGS,
     ) -> None:
         """
         Create the extractor.
@@ -93,9 +94,10 @@ class LLMSelfQueryExtractor(SelfQueryRules):
         :param cache_path: SQLite file caching the model's readings; default: the data folder's
             (`cache.sqlite`, from Needle's settings); `None` disables the cache.
         :param cache_ttl_hours: How long a cached reading stays valid.
+        :param records_path: See `SelfQueryExtractor` ("notes linking to X").
         :raises ValueError: As `SelfQueryExtractor`, or when `cache_ttl_hours` is not > 0.
         """
-        SelfQueryRules.__init__(self, document_store, enabled, min_results, recent_on_request)
+        SelfQueryRules.__init__(self, document_store, enabled, min_results, recent_on_request, records_path)
         if cache_ttl_hours <= 0:
             raise ValueError(f"cache_ttl_hours must be > 0, got {cache_ttl_hours}")
         self.chat_generator = load_component(chat_generator, "chat_generator")
@@ -220,13 +222,8 @@ class LLMSelfQueryExtractor(SelfQueryRules):
         return reading, None
 
     def _known_tags(self) -> set[str]:
-        """The tags the index holds (read with the rest of the vocabulary's lifetime in mind: small, per call)."""
-        if self._store is None:
-            return set()
-        tags: set[str] = set()
-        for row in self._store.list_documents_meta(fields=["tags"]):
-            tags.update(str(t) for t in row["meta"].get("tags") or [])
-        return tags
+        """The tags the index holds (none without a store)."""
+        return self._holdings().tags
 
 
 def _check(reading: _Reading, query: str, tags: set[str], folders: set[str], fields: set[str]) -> str | None:

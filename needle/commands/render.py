@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the thin client escapes the owner's output without importin
         OptimizeReport,
         Status,
     )
+    from needle.core.link_results import LinkEntry, LinkReport, RelatedReport
     from needle.core.results import Answer, SearchAnswer
 
 FORMATS = ("text", "json", "csv", "md", "files")
@@ -140,7 +141,7 @@ def _self_query_lines(answer: SearchAnswer, explain: bool) -> list[str]:
     """What the question said to filter by (with --explain), and always when the search fell back."""
     read = answer.self_query
     if read is None or not (
-        read.fallback or (explain and (read.applied or read.recent or read.query != read.original))
+        read.fallback or (explain and (read.applied or read.recent or read.query != read.original or read.filters))
     ):
         return []
     lines = []
@@ -467,11 +468,43 @@ def file_list(files: list[IndexedFile], as_json: bool) -> str:
     return "\n".join(f"{_name(f.collection + '/' + f.path)}\t{f.chunks} chunks\t{_name(f.title)}" for f in files)
 
 
+@_safe
+def link_report(report: LinkReport, as_json: bool) -> str:
+    """Render `needle links`: the note's outgoing links, then its backlinks, one per line with its anchor."""
+    if as_json:
+        return report.model_dump_json(indent=2)
+
+    def outgoing(link: LinkEntry) -> str:
+        where = f"#{link.heading}" if link.heading else f"#^{link.block}" if link.block else ""
+        target = f"{link.target}{where}" if link.target else f"{link.written or link.raw} (unresolved)"
+        return f"  {_name(str(link.line))}\t{'embeds ' if link.embed else ''}{_name(target)}"
+
+    lines = [f"{_name(report.collection + '/' + report.path)}", f"links ({len(report.outgoing)}):"]
+    lines += [outgoing(link) for link in report.outgoing] or ["  none"]
+    lines.append(f"backlinks ({len(report.backlinks)}):")
+    lines += [f"  {_name(link.anchor)}\t{_name(link.raw)}" for link in report.backlinks] or ["  none"]
+    return "\n".join(lines)
+
+
+@_safe
+def related_report(report: RelatedReport, as_json: bool) -> str:
+    """Render `needle related`: one related note per line, its score and its reasons."""
+    if as_json:
+        return report.model_dump_json(indent=2)
+    lines = [f"notes related to {_name(report.collection + '/' + report.path)}:"]
+    lines += [f"  {note.score:.2f}  {_name(note.anchor)}\t{_name(', '.join(note.reasons))}" for note in report.related]
+    return "\n".join(lines if report.related else [*lines, "  none"])
+
+
 def file_text(text: FileText) -> str:
     """Render `needle get`: the exact text when standard output is piped, its control characters escaped on a terminal."""
     import sys
 
-    return terminal_safe(text.text) if sys.stdout.isatty() else text.text
+    if not sys.stdout.isatty():
+        return text.text
+    # On a terminal, where it cannot end up in a file, a last line says how many notes link here.
+    count = f"\n── {text.backlinks} backlinks: needle links {text.collection}/{text.path}" if text.backlinks else ""
+    return terminal_safe(text.text) + terminal_safe(count)
 
 
 @_safe

@@ -226,6 +226,15 @@ def _serve_options(parser: argparse.ArgumentParser) -> None:
         "it and query for A/B tests (repeatable; adds to serve.pipelines)",
     )
     _watch_flag(parser)
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log to the terminal (default: to DATA_DIR/serve.log)"
+    )
+    parser.add_argument(
+        "--background",
+        action="store_true",
+        help="start it detached and return once it answers, printing its URL and pid",
+    )
+    parser.add_argument("--ready-fd", type=int, default=None, help=argparse.SUPPRESS)
 
 
 def _owner_run_options(parser: argparse.ArgumentParser) -> None:
@@ -409,6 +418,31 @@ COMMANDS: tuple[Command, ...] = (
             "under skipped: read those with get and a line range.",
         ),
         result="needle.core.files.batches:FileBatch",
+    ),
+    Command(
+        "links",
+        "a note's links and backlinks, with their lines: PATH, #docid, name or alias",
+        requests.LinksRequest,
+        method="links",
+        render=lambda report, args: output.link_report(report, args.json),
+        options=_json(),
+        route="links",
+        tool=Tool(
+            "A note's links",
+            "A note's links and backlinks, with lines; related: N adds related notes, with reasons.",
+        ),
+        result="needle.core.link_results:LinkReport",
+    ),
+    Command(
+        "related",
+        "notes related to a note by its links and by meaning, each with its reasons",
+        requests.RelatedRequest,
+        method="related",
+        render=lambda report, args: output.related_report(report, args.json),
+        options=_json(),
+        route="related",
+        result="needle.core.link_results:RelatedReport",
+        graph="related",
     ),
     Command(
         "ls",

@@ -41,7 +41,25 @@ CREATE TABLE IF NOT EXISTS problems (
     reason TEXT NOT NULL,
     PRIMARY KEY (collection, path, kind, reason)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS notes (
+    collection TEXT NOT NULL,
+    path TEXT NOT NULL,
+    aliases TEXT NOT NULL,
+    PRIMARY KEY (collection, path)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS links (
+    collection TEXT NOT NULL,
+    source TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    link TEXT NOT NULL,
+    PRIMARY KEY (collection, source, position)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS links_by_name ON links (collection, name);
 """
+# Tables that describe a file and leave the record with it: the stat's `files`, the `problems`, and the link
+# table (`notes` with their aliases, `links` with what each note links to; needle.core.link_table).
+_PER_FILE_TABLES = ("files", "problems", "notes", "links")
 # Rows per statement (SQLite binds at most 32766 variables).
 _CHUNK = 500
 
@@ -166,7 +184,7 @@ class FileRecords:
 
     def forget(self, keys: Iterable[tuple[str, str]]) -> int:
         """
-        Drop the rows of files that left the index: `(collection, path)` each.
+        Drop the rows of files that left the index: `(collection, path)` each, with their links.
 
         :returns: The number of rows named.
         """
@@ -175,6 +193,8 @@ class FileRecords:
             return 0
         with self._connect() as db:
             db.executemany("DELETE FROM files WHERE collection = ? AND path = ?", values)
+            db.executemany("DELETE FROM notes WHERE collection = ? AND path = ?", values)
+            db.executemany("DELETE FROM links WHERE collection = ? AND source = ?", values)
         return len(values)
 
     def forget_collection(self, collection: str | None = None) -> None:
@@ -288,12 +308,12 @@ def split_key(file_id: str) -> tuple[str, str]:
 def _drop_rows(db: sqlite3.Connection, collection: str | None) -> None:
     """Drop a collection's rows and its `listed` mark (every collection's when `None`)."""
     if collection is None:
-        db.execute("DELETE FROM files")
-        db.execute("DELETE FROM problems")
+        for table in _PER_FILE_TABLES:
+            db.execute(f"DELETE FROM {table}")
         db.execute("DELETE FROM signatures WHERE key LIKE 'listed:%'")
     else:
-        db.execute("DELETE FROM files WHERE collection = ?", (collection,))
-        db.execute("DELETE FROM problems WHERE collection = ?", (collection,))
+        for table in _PER_FILE_TABLES:
+            db.execute(f"DELETE FROM {table} WHERE collection = ?", (collection,))
         db.execute("DELETE FROM signatures WHERE key = ?", (f"listed:{collection}",))
 
 

@@ -18,7 +18,19 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown", "**/*.txt"]
-DEFAULT_EXCLUDE = [".obsidian/", ".trash/", "node_modules/", ".git/"]
+# Note tools keep their settings, caches and deleted or backed-up copies of notes in these folders (the
+# hidden ones are left out anyway): Obsidian, Logseq (its `logseq/bak/` and `logseq/version-files/` hold old
+# copies of pages), Foam and VS Code, version control and packages.
+DEFAULT_EXCLUDE = [
+    ".obsidian/",
+    ".trash/",
+    ".logseq/",
+    "logseq/bak/",
+    "logseq/version-files/",
+    ".foam/",
+    "node_modules/",
+    ".git/",
+]
 
 
 class _Marker(enum.Enum):

@@ -453,6 +453,30 @@ class GetRequest(Request):
 
 
 @dataclass(frozen=True, kw_only=True, eq=False, repr=False)
+class LinksRequest(Request):
+    """A note's links: the notes it links to and the notes that link to it, with their lines."""
+
+    ref: str = param(
+        "A note: path, #docid, name or alias",
+        required=True,
+        min_chars=1,
+        max_chars=MAX_REF_CHARS,
+        flags=(),
+    )
+    related: int = param("How many related notes to add", 0, low=0, high=100, cli=False)
+
+
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
+class RelatedRequest(Request):
+    """The notes related to one note, by its links and by meaning, each with its reasons."""
+
+    ref: str = param(
+        "A note: path, #docid, name or alias", required=True, min_chars=1, max_chars=MAX_REF_CHARS, flags=()
+    )
+    limit: int = param("How many related notes", 10, low=1, high=100, flags=("-n",), metavar="N")
+
+
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class MultiGetRequest(Request):
     """Several notes: a glob, or a list of references."""
 
@@ -542,10 +566,12 @@ __all__ = [
     "Filters",
     "GetRequest",
     "IndexRequest",
+    "LinksRequest",
     "ListRequest",
     "MultiGetRequest",
     "Param",
     "QueryRequest",
+    "RelatedRequest",
     "Request",
     "RestoreRequest",
     "SearchRequest",

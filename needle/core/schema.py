@@ -24,7 +24,18 @@ FILE_ID = "source_doc_id"
 # there alone (a tag edited in the frontmatter, a file touched) keeps every chunk id: `meta_checksum` tells the
 # differ to refresh the stored metadata without embedding anything again. The title is the exception: it is
 # embedded with each chunk (`context`), so a new title gives new chunk ids and new vectors.
-FILE_META_KEYS = ("title", "tags", "frontmatter", "fields", "folder", "folders", "date", "date_source", "identifiers")
+FILE_META_KEYS = (
+    "title",
+    "aliases",
+    "tags",
+    "frontmatter",
+    "fields",
+    "folder",
+    "folders",
+    "date",
+    "date_source",
+    "identifiers",
+)
 # The headings above a chunk, outermost first (`["Runbook", "1. Confirm it"]`).
 HEADING_PATH = "heading_path"
 # What a retriever's score means (`bm25` or `cosine`) and the store's score before it was put on 0..1.
@@ -50,7 +61,8 @@ class ChunkMeta(TypedDict, total=False):
     """
     The metadata of a chunk (and, with `kind: "file"`, of a whole-file document) as the stores keep it.
 
-    Keys of the file (the same on each of its chunks): `collection`, `path`, `title`, `tags`, `frontmatter`,
+    Keys of the file (the same on each of its chunks): `collection`, `path`, `title`, `aliases` (the
+    frontmatter's other names of the note, embedded with its title in `context`), `tags`, `frontmatter`,
     `fields`, `folder`, `folders`, `date`, `date_source`, `identifiers`, `language`, `format`, `meta_checksum`
     (of the file's metadata alone: a change there refreshes the stored metadata without embedding again),
     `content_hash` (of the file's text) and `source_doc_id` (`FILE_ID`). Keys of the chunk: its place
@@ -64,6 +76,7 @@ class ChunkMeta(TypedDict, total=False):
     collection: str
     path: str
     title: str
+    aliases: list[str]
     tags: list[str]
     frontmatter: dict[str, Any]
     fields: list[str]

@@ -23,6 +23,7 @@ from needle.core.errors import LLMError
 from needle.core.files.batches import FileAccess, FileBatch
 from needle.core.files.reading import FileText
 from needle.core.index_results import BackupReport, CheckReport, IndexedFile, IndexReport, OptimizeReport, Status
+from needle.core.link_results import LinkReport, RelatedReport
 from needle.core.requests import (
     AnswerRequest,
     BackupRequest,
@@ -30,8 +31,10 @@ from needle.core.requests import (
     CollectionRemoveRequest,
     GetRequest,
     IndexRequest,
+    LinksRequest,
     ListRequest,
     MultiGetRequest,
+    RelatedRequest,
     RestoreRequest,
     SearchRequest,
 )
@@ -212,6 +215,14 @@ class Needle:
     def read_many(self, request: MultiGetRequest) -> FileBatch:
         """The notes a glob or a list of references names, within budgets (`Inventory.read_many`)."""
         return self.inventory.read_many(request)
+
+    def links(self, request: LinksRequest) -> LinkReport:
+        """A note's outgoing links and backlinks with their lines (`Inventory.links`)."""
+        return self.inventory.links(request)
+
+    def related(self, request: RelatedRequest) -> RelatedReport:
+        """The notes related to one note by links and meaning, with reasons (`Inventory.related`)."""
+        return self.inventory.related(request)
 
     # ---- the process ------------------------------------------------------------------------------------
     def attach_watcher(self, watcher: Any) -> None:

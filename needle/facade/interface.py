@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from needle.core.files.batches import FileBatch
     from needle.core.files.reading import FileText
     from needle.core.index_results import BackupReport, CheckReport, IndexedFile, IndexReport, OptimizeReport, Status
+    from needle.core.link_results import LinkReport, RelatedReport
     from needle.core.requests import (
         AnswerRequest,
         BackupRequest,
@@ -40,8 +41,10 @@ if TYPE_CHECKING:
         CollectionRemoveRequest,
         GetRequest,
         IndexRequest,
+        LinksRequest,
         ListRequest,
         MultiGetRequest,
+        RelatedRequest,
         RestoreRequest,
         SearchRequest,
     )
@@ -104,6 +107,14 @@ class NeedleInterface(Protocol):
 
     def read_many(self, request: MultiGetRequest) -> FileBatch:
         """The notes a glob or a list of references names, within budgets."""
+        ...
+
+    def links(self, request: LinksRequest) -> LinkReport:
+        """A note's outgoing links and backlinks, each with its line (`needle links`)."""
+        ...
+
+    def related(self, request: RelatedRequest) -> RelatedReport:
+        """The notes related to one note by links and by meaning, with reasons (`needle related`)."""
         ...
 
     def remove_collection(self, request: CollectionRemoveRequest) -> int:

@@ -7,9 +7,11 @@ from typing import Any
 
 from needle.core.file_formats import Extractor, Limits
 from needle.core.files.batches import FileAccess, FileBatch
-from needle.core.files.reading import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES, FileText
+from needle.core.files.reading import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_FILE_BYTES, FileNotServed, FileText
 from needle.core.index_results import CollectionStatus, FileProblem, IndexedFile, Status
-from needle.core.requests import GetRequest, ListRequest, MultiGetRequest
+from needle.core.link_results import LinkEntry, LinkReport, RelatedNote, RelatedReport
+from needle.core.link_table import LinkTable, ResolvedLink
+from needle.core.requests import GetRequest, LinksRequest, ListRequest, MultiGetRequest, RelatedRequest
 from needle.core.schema import FILE_ID
 from needle.facade.graph_loading import INGEST, GraphRuntime
 from needle.facade.index_handle import IndexHandle
@@ -49,8 +51,86 @@ class Inventory:
         self._source_ids: tuple[tuple[Any, ...], list[str]] | None = None
 
     def read(self, request: GetRequest) -> FileText:
-        """A note, or a range of its lines (`needle.core.files.reading.FileReader.read`)."""
-        return self.files.read(request.ref, from_line=request.from_line, max_lines=request.max_lines)
+        """A note, or a range of its lines (`needle.core.files.reading.FileReader.read`), with its backlink count."""
+        text = self.files.read(request.ref, from_line=request.from_line, max_lines=request.max_lines)
+        text.backlinks = self.link_table.backlink_count(text.collection, text.path)
+        return text
+
+    @property
+    def link_table(self) -> LinkTable:
+        """The notes' links and aliases, in the stat record's file (`needle.core.link_table`)."""
+        return LinkTable(self.index.records.path)
+
+    def links(self, request: LinksRequest) -> LinkReport:
+        """
+        A note's outgoing links and its backlinks, each with its line (`needle links`).
+
+        :param request: The note: a reference `get` takes, or a note's name or alias (resolved as a link is).
+        :raises FileNotServed: When no indexed note answers to the reference.
+        """
+        table = self.link_table
+        collection, path = self._note(request.ref)
+        resolver = table.resolver(collection)
+        related = self.related(RelatedRequest(ref=request.ref, limit=request.related)) if request.related else None
+        return LinkReport(
+            collection=collection,
+            path=path,
+            outgoing=[_entry(link) for link in table.outgoing(collection, path, resolver)],
+            backlinks=[_entry(link) for link in table.backlinks(collection, path, resolver)],
+            related=related.related if related else [],
+        )
+
+    def related(self, request: RelatedRequest, pipeline: str = "related") -> RelatedReport:
+        """
+        The notes related to one note by links and by meaning, with reasons (`needle related`, `pipelines/related.yml`).
+
+        :param request: The note (as `links` takes it) and how many related notes.
+        :param pipeline: The graph: `related` or a YAML path with its inputs and outputs.
+        :raises FileNotServed: When no indexed note answers to the reference.
+        """
+        collection, path = self._note(request.ref)
+        pool = self.runtime.pool(pipeline)
+        contract = GraphContract.of(pool.first, str(pipeline)).require("related")
+        with pool.lend() as graph:
+            output = graph.run(
+                contract.feed({"file_id": f"{collection}:{path}", "limit": request.limit}),
+                include_outputs_from=contract.stages,
+            )
+        documents = contract.read(output)["documents"]
+        related = [
+            RelatedNote(
+                collection=str(doc.meta.get("collection", "")),
+                path=str(doc.meta.get("path", "")),
+                title=str(doc.meta.get("title") or ""),
+                score=round(float(doc.score or 0.0), 4),
+                reasons=list(doc.meta.get("reasons") or []),
+                similarity=round(float(doc.meta.get("similarity") or 0.0), 4),
+            )
+            for doc in documents
+        ]
+        return RelatedReport(collection=collection, path=path, related=related)
+
+    def _note(self, ref: str) -> tuple[str, str]:
+        """The collection and path of the note a reference, file name or alias names."""
+        table = self.link_table
+        try:
+            served = self.files.resolve(ref)
+            collection, path = served.collection.name, served.rel
+        except FileNotServed:
+            found = next(
+                (
+                    (name, target)
+                    for name in [c.name for c in self.index.collections.select(None)]
+                    if (target := table.resolver(name).find(ref)) is not None
+                ),
+                None,
+            )
+            if found is None:
+                raise FileNotServed(
+                    f"no indexed note {ref!r}: give its path (collection/path), #docid, file name or alias"
+                ) from None
+            collection, path = found
+        return collection, path
 
     def read_many(self, request: MultiGetRequest) -> FileBatch:
         """The notes a glob or a list of references names, within budgets (`FileAccess.read_many`)."""
@@ -193,6 +273,10 @@ class Inventory:
                 entry = files[key] = IndexedFile(collection=key[0], path=key[1], title=meta.get("title", ""), chunks=0)
             entry.chunks += 1
         return [files[key] for key in sorted(files)]
+
+
+def _entry(link: ResolvedLink) -> LinkEntry:
+    return LinkEntry.model_validate(link.as_dict())
 
 
 def _changes(store: Any) -> Any:

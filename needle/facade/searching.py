@@ -107,7 +107,13 @@ class Searcher:
         results = run.results
         given = run.given
         label = given.get("label") or ("PASS" if results else "NO_RESULTS")
-        said = read and (read["applied"] or read["recent"] or read["query"] != read["original"] or read.get("fallback"))
+        said = read and (
+            read["applied"]
+            or read["recent"]
+            or read["query"] != read["original"]
+            or read.get("fallback")
+            or read.get("filters")
+        )
         trace = {"confidence": given.get("signals"), "sub_questions": sub_questions(given)} if request.explain else None
         return SearchAnswer(
             label=label,

@@ -250,9 +250,9 @@ def _own_or_join(watch: bool, app: AppFactory) -> BackgroundServer | None:
 
             Watcher.from_settings(get_needle()).start()
         return None
+    # Any owner that answers is joined, a background one included: this process is then a thin client of
+    # it (its first tool call answered as soon as the owner answers), and it is still there after the session.
     record = records.live_owner(settings)
-    if record is not None and record.command == records.BACKGROUND and records.stop_owner(record):
-        record = None  # a background owner makes way: this process holds the index for as long as it runs
     if record is None:
         server = BackgroundServer(command="mcp", app=app, watch=watch)
         try:
@@ -278,7 +278,9 @@ def _own_or_join(watch: bool, app: AppFactory) -> BackgroundServer | None:
         )
     logger.info("The index is open in process %s: serving its tools through %s", record.pid, record.address)
     use_needle(RemoteNeedle(settings, record, on_gone=lambda: _take_over(settings, watch, app)))
-    if settings.owner.standby:
+    if settings.owner.standby and record.command != records.BACKGROUND:
+        # Ready to take over from another window's owner when it closes; a background owner outlives the
+        # session (it exits only when idle), so joining it loads nothing here.
         _STANDBY.start(settings)
     return None
 
@@ -474,9 +476,9 @@ def run_owner(app: AppFactory, first: list[str] | None = None, ready_fd: int | N
     stopped = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     idle = settings.owner.idle_minutes * 60
+    ready = [] if ready_fd is None else [ready_fd]
     if first is not None:
         warm_first(first)
-    ready = [] if ready_fd is None else [ready_fd]
     try:
         server = BackgroundServer(command=records.BACKGROUND, app=app, staged=True)
         record = server.start()
@@ -526,17 +528,22 @@ def run_owner(app: AppFactory, first: list[str] | None = None, ready_fd: int | N
         finally:
             server.stop()
     finally:
-        _tell_ready(ready)  # a start that failed closes it too: the command stops waiting
+        _tell_ready(ready, answering=False)  # a start that failed closes it unwritten: the command runs itself
         signal.signal(signal.SIGTERM, previous)
     return 0
 
 
-def _tell_ready(fds: list[int]) -> None:
-    """Write a line to the starting command's pipe and close it, once (the list is emptied)."""
+def _tell_ready(fds: list[int], answering: bool = True) -> None:
+    """
+    Tell the starting command once (the list is emptied): a line when this owner answers, then the pipe
+    closed; closed without a line when its start failed (the command then runs in its own process and prints
+    the same one-line error as it would without an owner).
+    """
     while fds:
         fd = fds.pop()
-        with contextlib.suppress(OSError):
-            os.write(fd, b"ready\n")
+        if answering:
+            with contextlib.suppress(OSError):
+                os.write(fd, b"ready\n")
         with contextlib.suppress(OSError):
             os.close(fd)
 

@@ -51,6 +51,10 @@ LOCK_FILE = ".edge_document_store.lock"
 # An owner writes its record just after taking the lock: how long a locked-out reader waits for one to appear.
 RECORD_GRACE_SECONDS = 2.0
 CONNECT_TIMEOUT = 2.0
+# The longest owner record read (a few hundred bytes).
+MAX_RECORD = 65_536
+# The longest answer to the challenge (a pid and a hex digest: well under a hundred bytes).
+MAX_HELLO = 4096
 
 
 class UntrustedOwnerError(ConnectionError):
@@ -59,6 +63,10 @@ class UntrustedOwnerError(ConnectionError):
 
 class OwnerSilentError(ConnectionError):
     """The owner took no connection, or stopped answering within the timeout."""
+
+
+class OwnerLoadingError(OwnerSilentError):
+    """The owner's address takes no connection yet: it is still loading its routes (its record comes first)."""
 
 
 class TookOver(Exception):
@@ -142,19 +150,84 @@ def write(path: Path, record: OwnerRecord) -> None:
     write_atomic(path, json.dumps(record._asdict()), mode=0o600)
 
 
+def _refused(path: Path, info: os.stat_result) -> UntrustedOwnerError:
+    return UntrustedOwnerError(
+        f"refusing the owner record {path}: it must be a file of your own that only you can read and write "
+        f"(it is mode {stat.S_IMODE(info.st_mode):o}, owner uid {info.st_uid}); remove it if you did not make it"
+    )
+
+
+class DataFolderError(ConnectionError):
+    """The data folder is not a folder this user can read and write: nothing can run there."""
+
+
+def check_folder(folder: Path) -> None:
+    """
+    :raises DataFolderError: When the data folder is not a folder, or this user cannot read and write it.
+    :raises UntrustedOwnerError: When the data folder is another user's, or others may write it: they could
+        put a record of their own (or a link) where this user's owner record goes.
+    """
+    fix = f"set NEEDLE_DATA_DIR (or data_dir in the configuration) to a folder of your own, or fix {folder}"
+    try:
+        info = os.stat(folder)
+    except FileNotFoundError:
+        return  # made by the first command that writes there
+    except OSError as error:
+        raise DataFolderError(f"the data folder {folder} cannot be used ({error.strerror}): {fix}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise DataFolderError(f"the data folder {folder} is not a folder: {fix}")
+    if not os.access(folder, os.R_OK | os.W_OK | os.X_OK):
+        raise DataFolderError(
+            f"the data folder {folder} is not readable and writable by you: run `chmod u+rwx {folder}`, or {fix}"
+        )
+    others_write = info.st_mode & 0o002 or (info.st_mode & 0o020 and info.st_gid != os.getgid())
+    if info.st_uid != os.getuid() or others_write:
+        raise UntrustedOwnerError(
+            f"refusing the data folder {folder}: other users can write it (mode {stat.S_IMODE(info.st_mode):o}, "
+            f"owner uid {info.st_uid}); run `chmod go-w {folder}` or set NEEDLE_DATA_DIR to a folder of your own"
+        )
+
+
 def check_private(path: Path) -> None:
     """
-    :raises UntrustedOwnerError: When the record is not the user's own file, or others may read or write it.
+    :raises UntrustedOwnerError: When the data folder others may write, or the record is not the user's own
+        file or others may read or write it.
     """
+    check_folder(path.parent)
     try:
         info = path.lstat()
     except FileNotFoundError:
         return
     if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise UntrustedOwnerError(
-            f"refusing the owner record {path}: it must be a file of your own that only you can read and write "
-            f"(it is mode {stat.S_IMODE(info.st_mode):o}, owner uid {info.st_uid}); remove it if you did not make it"
-        )
+        raise _refused(path, info)
+
+
+def _read_private(path: Path) -> bytes:
+    """
+    The record's bytes, read from a file opened without following links and checked once open (its owner and
+    mode are those of the file read, whatever was swapped in at its path meanwhile).
+
+    :raises FileNotFoundError: When there is none.
+    :raises UntrustedOwnerError: When it is a link, not a regular file, not the user's own, or others may use it.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        if isinstance(error, FileNotFoundError):
+            raise
+        import errno
+
+        if error.errno == errno.ELOOP:
+            raise _refused(path, path.lstat()) from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+            raise _refused(path, info)
+        data = handle.read(MAX_RECORD + 1)
+    if len(data) > MAX_RECORD:
+        raise ValueError(f"longer than {MAX_RECORD} bytes")
+    return data
 
 
 def read(path: Path) -> OwnerRecord | None:
@@ -162,11 +235,11 @@ def read(path: Path) -> OwnerRecord | None:
     The record, or `None` when there is none or it cannot be read (it is left where it is).
 
     :param path: The record's file.
-    :raises UntrustedOwnerError: When the file is not private to the user.
+    :raises UntrustedOwnerError: When the data folder others may write, or the file is not private to the user.
     """
     check_private(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(_read_private(path))
         fields = {k: data[k] for k in ("pid", "address", "token", "started")}
         record = OwnerRecord(
             **fields,
@@ -238,10 +311,13 @@ def pid_alive(pid: int) -> bool:
 
 
 def same_process(record: OwnerRecord) -> bool:
-    """Whether the record's pid runs and is the process that wrote it (its start time matches)."""
+    """
+    Whether the record's pid runs and is the process that wrote it: its start time matches (a record without
+    one is believed only where `/proc` cannot tell either).
+    """
     if not pid_alive(record.pid):
         return False
-    return not record.pid_start or pid_start(record.pid) in (0, record.pid_start)
+    return pid_start(record.pid) in (0, record.pid_start)
 
 
 def lock_path(settings: Any) -> Path:
@@ -313,16 +389,27 @@ def connect(record: OwnerRecord, timeout: float = CONNECT_TIMEOUT, read_timeout:
     :raises UntrustedOwnerError: When the address is not loopback or the listener fails the challenge.
     :raises OwnerSilentError: When nothing takes the connection or answers within `timeout`.
     """
-    from needle.owner.wire import Connection
+    from needle.owner.wire import Connection, WireError
 
     host, port = check_address(record)
     nonce = os.urandom(16).hex()
     connection: Connection | None = None
     try:
         connection = Connection(host, port, timeout=timeout)
+        connection.deadline(timeout)  # the whole answer within the timeout, however it trickles in
         connection.request("GET", f"{HELLO_PATH}?nonce={nonce}")
         response = connection.getresponse()
-        body = response.read()
+        body = response.read(limit=MAX_HELLO)
+        connection.deadline(None)
+    except WireError:
+        if connection is not None:
+            connection.close()
+        raise UntrustedOwnerError(
+            f"the listener at {record.address} is not the needle owner its record names (pid {record.pid}): "
+            "its answer to the challenge is not one; refusing to send it anything"
+        ) from None
+    except ConnectionRefusedError:
+        raise OwnerLoadingError(f"the owner (pid {record.pid}, {record.address}) does not listen yet") from None
     except OSError as error:
         if connection is not None:
             connection.close()
@@ -344,8 +431,7 @@ def connect(record: OwnerRecord, timeout: float = CONNECT_TIMEOUT, read_timeout:
             f"the listener at {record.address} is not the needle owner its record names (pid {record.pid}): "
             "refusing to send it anything"
         )
-    if connection.sock is not None:
-        connection.sock.settimeout(read_timeout or timeout)
+    connection.set_timeout(read_timeout or timeout)
     return connection
 
 
@@ -378,11 +464,55 @@ def live_owner(settings: Any) -> OwnerRecord | None:
         _log("info", "Removing the stale owner record of process %s", record.pid)
         remove(path, record.pid)
         return None
-    try:
-        connect(record).close()
-    except OwnerSilentError:
-        return None  # an owner still loading its routes: `wait_for_owner` waits for it
-    return record
+    return record if answering(record, settings) else None  # one still loading: `wait_for_owner` waits for it
+
+
+def answer_timeout(settings: Any) -> float:
+    """`owner.answer_timeout` of full settings or of a `Location`."""
+    owner = getattr(settings, "owner", settings)
+    return float(getattr(owner, "answer_timeout", 10.0))
+
+
+def stopped_message(record: OwnerRecord) -> str:
+    """One line for an owner that is stopped (SIGSTOP, a debugger): its pid and how to resume or stop it."""
+    return (
+        f"the owner (pid {record.pid}) holds the index but is stopped: `kill -CONT {record.pid}` resumes it "
+        f"(or `kill -9 {record.pid}` ends it)"
+    )
+
+
+def answering(record: OwnerRecord, settings: Any) -> bool:
+    """
+    Whether the live owner of `record` answers its challenge, within `owner.answer_timeout` seconds at most.
+
+    An owner that does not listen yet is loading its routes (it writes its record first): `False`. One whose
+    address takes the connection but does not answer (its process stopped, or its event loop hung) is
+    reported: a stopped one at once, another once it was silent for `owner.answer_timeout` seconds.
+
+    :returns: `True` when it proved itself, `False` when it is loading or went away.
+    :raises OwnerSilentError: When it is stopped, or silent for `owner.answer_timeout` seconds.
+    :raises UntrustedOwnerError: When the listener fails the challenge.
+    """
+    wait = answer_timeout(settings)
+    deadline = time.monotonic() + wait
+    while True:
+        if pid_stopped(record.pid):
+            raise OwnerSilentError(stopped_message(record))
+        try:
+            connect(record, timeout=max(0.1, min(CONNECT_TIMEOUT, deadline - time.monotonic()))).close()
+            return True
+        except OwnerLoadingError:
+            return False
+        except OwnerSilentError:
+            if not same_process(record):
+                return False
+            if pid_stopped(record.pid):
+                raise OwnerSilentError(stopped_message(record)) from None
+            if time.monotonic() >= deadline:
+                raise OwnerSilentError(
+                    f"the owner (pid {record.pid}) holds the index but has not answered for {wait:g} s: "
+                    f"`kill {record.pid}` stops it (a debugger or a hung process may hold it)"
+                ) from None
 
 
 def index_locked(settings: Any) -> bool:
@@ -412,6 +542,7 @@ def wait_for_owner(settings: Any, timeout: float) -> OwnerRecord | None:
     :param timeout: Seconds to wait at most.
     :returns: The answering owner, or `None` when no live record appears or it did not answer in time.
     :raises UntrustedOwnerError: As `live_owner`.
+    :raises OwnerSilentError: When the owner is stopped, or holds its address without answering (`answering`).
     """
     if not uses_owner(settings):
         return None
@@ -422,12 +553,8 @@ def wait_for_owner(settings: Any, timeout: float) -> OwnerRecord | None:
         if record is not None and record.pid != os.getpid() and not same_process(record):
             remove(path, record.pid)
             record = None
-        if record is not None:
-            try:
-                connect(record).close()
-                return record
-            except OwnerSilentError:
-                pass
+        if record is not None and answering(record, settings):
+            return record
         waited = time.monotonic() - started
         # No record: the lock's holder is no owner (a `needle index` under way), unless one is writing it now.
         if waited >= timeout or (record is None and waited >= RECORD_GRACE_SECONDS):
@@ -513,12 +640,17 @@ __all__ = [
     "BACKGROUND",
     "HELLO_PATH",
     "OWNER_FILE",
+    "DataFolderError",
     "IndexOwnedError",
+    "OwnerLoadingError",
     "OwnerRecord",
     "OwnerSilentError",
     "TookOver",
     "UntrustedOwnerError",
+    "answer_timeout",
+    "answering",
     "answers",
+    "check_folder",
     "check_private",
     "connect",
     "hold_index",
@@ -539,6 +671,7 @@ __all__ = [
     "remove",
     "same_process",
     "stop_owner",
+    "stopped_message",
     "uses_owner",
     "wait_for_owner",
     "write",

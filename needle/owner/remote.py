@@ -29,6 +29,7 @@ from needle.core.errors import EXIT_CODE_HEADER, RemoteFailure
 from needle.core.files.batches import FileBatch
 from needle.core.files.reading import FileText
 from needle.core.index_results import BackupReport, CheckReport, IndexedFile, IndexReport, OptimizeReport, Status
+from needle.core.link_results import LinkReport, RelatedReport
 from needle.core.results import Answer, SearchAnswer
 from needle.core.settings import Settings
 from needle.owner import record as records
@@ -276,6 +277,14 @@ class RemoteNeedle:
     def read_many(self, request: requests.MultiGetRequest) -> FileBatch:
         """`Needle.read_many` through the owner's route of the same request."""
         return self.call("multi-get", request)
+
+    def links(self, request: requests.LinksRequest) -> LinkReport:
+        """`Needle.links` through the owner's `links` route."""
+        return self.call("links", request)
+
+    def related(self, request: requests.RelatedRequest) -> RelatedReport:
+        """`Needle.related` through the owner's `related` route."""
+        return self.call("related", request)
 
     def remove_collection(self, request: requests.CollectionRemoveRequest) -> int:
         """`Needle.remove_collection` through the owner's `collection_remove` route."""

@@ -8,15 +8,16 @@ one a command asked for (`warm_first`) and the others once it answered (`warm_de
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar, cast
 
-from needle.facade.api import Needle
 from needle.owner.record import TookOver
 
 if TYPE_CHECKING:
+    from needle.facade.api import Needle
     from needle.facade.interface import NeedleInterface
     from needle.owner.record import OwnerRecord
 
@@ -36,6 +37,8 @@ def get_needle() -> NeedleInterface:
     global _needle
     with _needle_lock:
         if _needle is None:
+            from needle.facade.api import Needle  # Haystack: not imported by a process serving through an owner
+
             _needle = Needle()
         return _needle
 
@@ -79,6 +82,15 @@ def warm(name: str) -> Any:
     return on_the_facade(lambda needle: _primed(needle, needle.warm(name)))
 
 
+def _local(needle: Any) -> TypeGuard[Needle]:
+    """Whether `needle` is this process's own `Needle` (asked without importing Haystack when it cannot be)."""
+    if "needle.facade.api" not in sys.modules:  # never imported: `needle` cannot be one
+        return False
+    from needle.facade.api import Needle  # waits for an import under way on another thread
+
+    return isinstance(needle, Needle)
+
+
 def _primed(needle: NeedleInterface, graph: T) -> T:
     """
     After a graph warmed in full, the process's first real search, once (`Needle.prime`): so that the first
@@ -87,7 +99,7 @@ def _primed(needle: NeedleInterface, graph: T) -> T:
     """
     global _prime_done
     with _warming_lock:
-        if _prime_done or not isinstance(needle, Needle):
+        if _prime_done or not _local(needle):
             return graph
         _prime_done = True
     try:
@@ -170,6 +182,8 @@ def holding_the_index() -> Needle:
 
     :raises RuntimeError: When this process serves through another process's index.
     """
+    from needle.facade.api import Needle
+
     needle = get_needle()
     if not isinstance(needle, Needle):
         raise RuntimeError("scheduled backups run only in the process that holds the index")

@@ -14,8 +14,10 @@ table (`needle.commands.table`). This module imports only the standard library, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -26,6 +28,7 @@ from needle.commands.table import COMMANDS, command_of
 from needle.owner import record as records
 from needle.owner.code_stamp import code_stamp
 from needle.owner.locate import Location, locate
+from needle.owner.wire import WireError
 
 if TYPE_CHECKING:
     from subprocess import Popen
@@ -102,8 +105,9 @@ def _retire(record: records.OwnerRecord) -> dict[str, Any]:
         connection.request(
             "POST", RETIRE_PATH, body="{}", headers={**record.headers, "Content-Type": "application/json"}
         )
+        connection.deadline(EXIT_WAIT)
         response = connection.getresponse()
-        body = response.read()
+        body = response.read(limit=MAX_DETAIL)
         if response.status != 200:
             return {}
         answer = json.loads(body)
@@ -135,9 +139,17 @@ def through_owner(args: Any, location: Location | None = None) -> int | None:
     :returns: The exit code, or `None` when the command should run in this process (no owner, autostart off,
         a Qdrant server, a configuration only the full settings can read).
     """
-    if not eligible(args):
-        return None
     command = command_of(args)
+    if not eligible(args):
+        if command.name not in ("models", "eval"):  # a data folder that cannot be used: one line, before it is used
+            location = location or locate()
+            if location is not None:
+                try:
+                    records.check_folder(Path(location.data_dir))
+                except records.DataFolderError as error:
+                    print(f"error: {one_line(str(error))}", file=sys.stderr)
+                    return 1
+        return None
     location = location or locate()
     if location is None or location.store_url:
         return None
@@ -165,7 +177,7 @@ def through_owner(args: Any, location: Location | None = None) -> int | None:
                 raise
             return send(record, vars(args), location)
     except ConnectionError as error:
-        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
+        print(f"error: {one_line(' '.join(str(error).split()))}", file=sys.stderr)
         return 1
 
 
@@ -189,32 +201,34 @@ def send(record: records.OwnerRecord, arguments: dict[str, Any], location: Locat
     body = json.dumps({"args": arguments, "cwd": os.getcwd(), "tty": sys.stderr.isatty()})
     try:
         try:
+            connection.deadline(wait)
             connection.request(
                 "POST", CLI_PATH, body=body, headers={**record.headers, "Content-Type": "application/json"}
             )
             response = connection.getresponse()
             if response.status != 200:
-                detail = response.read().decode("utf-8", "replace")
+                detail = response.read(limit=MAX_DETAIL).decode("utf-8", "replace")
                 if response.status == 503:
                     raise OwnerExitingError(f"the owner (pid {record.pid}) is exiting: {_detail(detail)}")
                 raise records.UntrustedOwnerError(
                     f"the owner (pid {record.pid}) refused the command: {_detail(detail)}"
                 )
             while True:
-                line = response.readline()
+                connection.deadline(wait)  # each line whole within the timeout (the owner sends one a second)
+                line = response.readline(MAX_RELAY_LINE)
                 if not line:
                     raise OwnerGoneError(
                         f"the owner (pid {record.pid}) went away before it answered; the command may not have finished"
                     )
-                message = json.loads(line)
-                if "progress" in message:
-                    print(message["progress"], file=sys.stderr, flush=True)
-                elif "done" in message:
-                    done = message["done"]
+                kind, value = relayed(line, record)
+                if kind == "progress":
+                    print(one_line(value), file=sys.stderr, flush=True)
+                elif kind == "done":
+                    out, err, code = value
                     # The owner printed into a pipe; a terminal here gets control characters escaped.
-                    sys.stdout.write(terminal_safe(done["stdout"]) if sys.stdout.isatty() else done["stdout"])
-                    sys.stderr.write(terminal_safe(done["stderr"]) if sys.stderr.isatty() else done["stderr"])
-                    return int(done["code"])
+                    sys.stdout.write(terminal_safe(out) if sys.stdout.isatty() else out)
+                    sys.stderr.write(terminal_safe(err) if sys.stderr.isatty() else err)
+                    return code
         except (records.UntrustedOwnerError, OwnerGoneError):
             raise
         except TimeoutError:
@@ -223,6 +237,11 @@ def send(record: records.OwnerRecord, arguments: dict[str, Any], location: Locat
             )
             raise records.OwnerSilentError(
                 f"the owner (pid {record.pid}) has not answered for {wait:g} s: it may be stopped{stopped}"
+            ) from None
+        except WireError as error:
+            raise records.UntrustedOwnerError(
+                f"the owner (pid {record.pid}) sent an answer this command cannot read ({one_line(str(error))}); "
+                "the command may not have finished"
             ) from None
         except (OSError, ValueError) as error:
             raise OwnerGoneError(
@@ -233,12 +252,58 @@ def send(record: records.OwnerRecord, arguments: dict[str, Any], location: Locat
         connection.close()
 
 
+# The longest refusal an owner may answer with.
+MAX_DETAIL = 65_536
+# The longest line an owner may relay (a command's whole output comes as one line), and its escapes.
+MAX_RELAY_LINE = 64 * 1024 * 1024
+_LINE_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def one_line(text: str) -> str:
+    """A relayed progress line with every control character escaped (line feeds and tabs too)."""
+    return _LINE_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def relayed(line: bytes, record: records.OwnerRecord) -> tuple[str, Any]:
+    """
+    One line the owner relayed, checked: `("progress", text)`, `("done", (stdout, stderr, code))`, or
+    `("alive", None)` for the heartbeat and any other key a newer owner may send.
+
+    :raises UntrustedOwnerError: When the line is not one of those (not JSON, not an object, a field of the
+        wrong type): one line naming the owner and what was wrong, never the line's raw text.
+    """
+    try:
+        message = json.loads(line)
+    except ValueError:
+        message = None
+    if isinstance(message, dict):
+        if "done" in message:
+            done = message["done"]
+            if (
+                isinstance(done, dict)
+                and isinstance(done.get("stdout"), str)
+                and isinstance(done.get("stderr"), str)
+                and type(done.get("code")) is int
+            ):
+                return "done", (done["stdout"], done["stderr"], done["code"])
+        elif "progress" in message:
+            if isinstance(message["progress"], str):
+                return "progress", message["progress"]
+        else:
+            return "alive", None
+    shown = one_line(line[:80].decode("utf-8", "replace"))
+    raise records.UntrustedOwnerError(
+        f"the owner (pid {record.pid}) sent a line that is not a command's answer ({shown!s}); "
+        "the command may not have finished"
+    )
+
+
 def _detail(body: str) -> str:
     try:
         detail = json.loads(body).get("detail")
     except (ValueError, AttributeError):
         detail = None
-    return str(detail or body.strip() or "no reason given")
+    return one_line(str(detail or body.strip() or "no reason given")[:1000])
 
 
 def start_owner(
@@ -290,7 +355,10 @@ def _wait_started(location: Location, process: Popen[bytes], ready: int, timeout
         if told:  # it wrote and closed its end: it answers (or it ended, a failed start)
             time.sleep(0.05)
         elif select.select([ready], [], [], min(1.0, max(0.0, deadline - time.monotonic())))[0]:
-            os.read(ready, 64)
+            if not os.read(ready, 64):  # closed unwritten: its start failed; the command shows why itself
+                with contextlib.suppress(Exception):
+                    process.wait(EXIT_WAIT)
+                return None
             told = True
         if told:
             record = records.live_owner(location)
@@ -298,6 +366,11 @@ def _wait_started(location: Location, process: Popen[bytes], ready: int, timeout
                 return record
         if process.poll() is not None:
             return None
+        if records.pid_stopped(process.pid):  # stopped while it loads: it would never answer
+            raise records.OwnerSilentError(
+                f"the owner this command started (pid {process.pid}) is stopped: `kill -CONT {process.pid}` "
+                f"resumes it (or `kill -9 {process.pid}` ends it)"
+            )
     return None
 
 
@@ -316,11 +389,11 @@ def owner_command(action: str) -> int:
     try:
         record = records.live_owner(location)
         if action == "start" and record is None:
+            log = location.data_dir / OWNER_LOG
+            logged = log.stat().st_size if log.exists() else 0
             record = start_owner(location)
             if record is None:
-                print(
-                    f"error: the background owner did not start; see {location.data_dir / OWNER_LOG}", file=sys.stderr
-                )
+                print(f"error: the background owner did not start: {_why_not(log, logged)}", file=sys.stderr)
                 return 1
     except ConnectionError as error:
         print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
@@ -344,6 +417,18 @@ def owner_command(action: str) -> int:
         line += "; it runs other code than this needle (started before Needle changed)"
     print(line)
     return 0
+
+
+def _why_not(log: Path, offset: int) -> str:
+    """The one-line error a background owner that failed to start wrote to its log after `offset`, or where to look."""
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(offset)
+            lines = handle.read(1 << 20).decode("utf-8", "replace").splitlines()
+    except OSError:
+        lines = []
+    errors = [line.removeprefix("error: ") for line in lines if line.startswith("error: ")]
+    return one_line(errors[-1]) if errors else f"see {log}"
 
 
 def spawn_owner(data_dir: Path, first: list[str] | None = None, ready_fd: int | None = None) -> Popen[bytes]:

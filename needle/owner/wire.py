@@ -4,7 +4,10 @@ The standard library's `http.client` imports the `email` package and `ssl` on th
 command sent to an owner spends before it sends anything. An owner speaks plain HTTP/1.1 on a loopback
 address only (`needle.owner.record` refuses any other), so this module sends a request with a body of known length
 and reads the answer: its status, its headers, then its body whole or line by line, sized by
-`Content-Length` or chunked (a streamed answer), on one kept-alive connection. Standard library `socket` only.
+`Content-Length` or chunked (a streamed answer), on one kept-alive connection. Every read is bounded: a body
+or a line longer than the caller's limit, or one that does not arrive by the caller's deadline (a listener
+that trickles bytes forever), is a `WireError` or a `TimeoutError`, never a client that grows without end.
+Standard library `socket` only.
 
 Usage example:
 ```python
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import io
 import socket
+import time
 from collections.abc import Mapping
 
 # Longest status or header line, and most header lines, an answer may have.
@@ -31,10 +35,31 @@ class WireError(OSError):
     """The answer is not HTTP/1.x as this client reads it (malformed, oversized, or cut short)."""
 
 
+class _Socket(io.RawIOBase):
+    """
+    A socket read with a per-read timeout and, when set, a deadline for everything read until it is cleared.
+    """
+
+    def __init__(self, sock: socket.socket, timeout: float) -> None:
+        self.sock, self.timeout = sock, timeout
+        self.deadline: float | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the answer did not arrive in time")
+            self.sock.settimeout(min(self.timeout, left))
+        return self.sock.recv_into(buffer)
+
+
 class Response:
     """An answer's status and headers; its body is read with `read` or `readline`."""
 
-    def __init__(self, reader: io.BufferedReader, status: int, headers: dict[str, str]) -> None:
+    def __init__(self, reader: io.BufferedReader[_Socket], status: int, headers: dict[str, str]) -> None:
         """
         :param reader: The connection's buffered reader, positioned at the body.
         :param status: The status code.
@@ -88,23 +113,44 @@ class Response:
             raise WireError("the answer ended inside a chunk")
         return data
 
-    def readline(self) -> bytes:
-        """The body's next line, its newline included; empty at the end of the body."""
-        while b"\n" not in self._buffer:
+    def readline(self, limit: int = MAX_LINE) -> bytes:
+        """
+        The body's next line, its newline included; empty at the end of the body.
+
+        :param limit: The longest line accepted, in bytes.
+        :raises WireError: When the line is longer.
+        """
+        parts, size, data = [], 0, self._buffer
+        self._buffer = b""
+        while b"\n" not in data:
+            parts.append(data)
+            size += len(data)
+            if size > limit:
+                raise WireError(f"a line of the answer is longer than {limit} bytes")
             data = self._more()
             if not data:
-                line, self._buffer = self._buffer, b""
-                return line
-            self._buffer += data
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line + b"\n"
+                return b"".join(parts)
+        head, _, self._buffer = data.partition(b"\n")
+        if size + len(head) >= limit:
+            raise WireError(f"a line of the answer is longer than {limit} bytes")
+        parts.append(head + b"\n")
+        return b"".join(parts)
 
-    def read(self) -> bytes:
-        """The rest of the body."""
+    def read(self, limit: int | None = None) -> bytes:
+        """
+        The rest of the body.
+
+        :param limit: The longest body accepted, in bytes; `None`: any.
+        :raises WireError: When the body is longer.
+        """
         parts = [self._buffer]
+        size = len(self._buffer)
         self._buffer = b""
         while data := self._more():
             parts.append(data)
+            size += len(data)
+            if limit is not None and size > limit:
+                raise WireError(f"the answer is longer than {limit} bytes")
         return b"".join(parts)
 
 
@@ -120,7 +166,22 @@ class Connection:
         """
         self.host, self.port = host, port
         self.sock: socket.socket | None = socket.create_connection((host, port), timeout=timeout)
-        self._reader = self.sock.makefile("rb")
+        self._raw = _Socket(self.sock, timeout)
+        self._reader = io.BufferedReader(self._raw)
+
+    def set_timeout(self, timeout: float) -> None:
+        """Seconds each later read (or write) may wait."""
+        self._raw.timeout = timeout
+        if self.sock is not None:
+            self.sock.settimeout(timeout)
+
+    def deadline(self, seconds: float | None) -> None:
+        """
+        Everything read from now on must arrive within `seconds` (`None`: no deadline, only the per-read timeout).
+        """
+        self._raw.deadline = None if seconds is None else time.monotonic() + seconds
+        if seconds is None and self.sock is not None:
+            self.sock.settimeout(self._raw.timeout)
 
     def request(
         self, method: str, path: str, body: bytes | str = b"", headers: Mapping[str, str] | None = None

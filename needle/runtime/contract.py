@@ -68,6 +68,8 @@ REQUIRED: dict[str, dict[str, frozenset[str]]] = {
             }
         ),
     },
+    # `needle related`: one note's file id in, the related notes out (pipelines/related.yml).
+    "related": {"inputs": frozenset({"file_id"}), "outputs": frozenset({"documents"})},
 }
 
 

@@ -11,6 +11,7 @@ Module-level imports stay light (the parser is built on every call, thin or not)
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -95,20 +96,52 @@ def _eval(args: argparse.Namespace) -> int:
 
 @_process("serve")
 def _serve(args: argparse.Namespace) -> int:
+    backups = _backup_schedule(args)  # a wrong --every is refused before anything starts
+    if args.background:
+        from needle.core.settings import load_settings
+        from needle.owner.serving import SERVE_LOG, start_in_background
+
+        return start_in_background(_serve_argv(args), load_settings().data_dir / SERVE_LOG)
     _stamped()
     from needle.shells.http.server import serve
 
-    return serve(args.host, args.port, backups=_backup_schedule(args), watch=args.watch, pipelines=args.pipeline)
+    return serve(
+        args.host,
+        args.port,
+        backups=backups,
+        watch=args.watch,
+        verbose=args.verbose,
+        ready_fd=args.ready_fd,
+        pipelines=args.pipeline,
+    )
+
+
+def _serve_argv(args: argparse.Namespace) -> list[str]:
+    """`needle serve`'s options as given, for the server `--background` starts (variants' files made absolute)."""
+    argv = ["--host", args.host, "--port", str(args.port), "--keep", str(args.keep)]
+    argv += ["--every", args.every] if args.every else []
+    argv += ["--backup-dir", args.backup_dir] if args.backup_dir else []
+    for variant in args.pipeline:
+        name, _, file = variant.partition("=")
+        argv += ["--pipeline", f"{name}={os.path.abspath(file)}" if file else variant]
+    return argv + (["--watch"] if args.watch else [])
 
 
 @_process("mcp")
 def _mcp(args: argparse.Namespace) -> int:
     _stamped()
     from needle.owner.processes import run_mcp
-    from needle.shells.http.server import create_app
     from needle.shells.mcp import run_stdio
 
-    return run_mcp(create_app, run_stdio, watch=args.watch)
+    return run_mcp(_create_app, run_stdio, watch=args.watch)
+
+
+def _create_app(**options: Any) -> Any:
+    """The HTTP shell's `create_app`, imported only when this process comes to own the index: a `needle mcp`
+    that joins a running owner never loads the server (hayhooks, FastAPI)."""
+    from needle.shells.http.server import create_app
+
+    return create_app(**options)
 
 
 @_process("watch")

@@ -384,6 +384,7 @@ class TestMarkdownChunkerMeta:
         doc = chunk(text, size_bytes=27, mtime=3.0, content_hash="abc", decode_warning="w")[0]
         file_meta = {
             "title": "Needle",
+            "aliases": [],
             "tags": [],
             "frontmatter": {},
             "fields": [],
@@ -488,6 +489,14 @@ class TestMarkdownChunkerFileMetadata:
             ("---\nupdated: '2024-05-11T08:00:00Z'\n---\nx\n", "a.md", ("2024-05-11T08:00:00Z", "frontmatter")),
             ("---\ndate: someday\n---\nx\n", "2023-01-02-standup.md", ("2023-01-02T00:00:00Z", "file name")),
             ("x\n", "journal/2023-13-40.md", ("1970-01-02T00:00:00Z", "mtime")),
+            ("x\n", "health/mochi-blood-test-2026-10.md", ("2026-10-01T00:00:00Z", "file name")),
+            ("x\n", "work/okrs-2025-q3-checkin.md", ("2025-07-01T00:00:00Z", "file name")),
+            ("x\n", "journal/weekly-review-2026-w45.md", ("2026-11-02T00:00:00Z", "file name")),
+            ("x\n", "travel/brittany-august-2025.md", ("2025-08-01T00:00:00Z", "file name")),
+            ("x\n", "travel/lyon-octobre-2024.md", ("2024-10-01T00:00:00Z", "file name")),
+            ("x\n", "finance/budget-2024.txt", ("2024-01-01T00:00:00Z", "file name")),
+            ("x\n", "journal/2024/05/11.md", ("2024-05-11T00:00:00Z", "path")),
+            ("x\n", "meetings/1on1-jonas-november.md", ("1970-01-02T00:00:00Z", "mtime")),
         ],
     )
     def test_document_date_from_frontmatter_then_file_name_then_mtime(self, text, path, expected):
@@ -722,3 +731,17 @@ class TestMarkdownChunkerBadValues:
                 "reason": "cannot be chunked: a value the chunker did not expect",
             }
         ]
+
+
+class TestMarkdownChunkerLinks:
+    def test_links_read_as_their_display_text_and_lines_stay(self):
+        text = "# Home\n\nAsk [[Jakob Hoffmann|Jakob]] about [[Waypoint#Status]].\n\nSee [the lab](<Places/Fotolab Noord.md>).\n"
+        doc = chunk(text)[0]
+        assert doc.content == "# Home\n\nAsk Jakob about Waypoint > Status.\n\nSee the lab."
+        assert (doc.meta["start_line"], doc.meta["end_line"]) == (1, 5)
+
+    def test_aliases_are_names_embedded_with_the_title(self):
+        text = "---\naliases: [Dutch pea soup, split pea soup]\n---\n# Snert\n\nPeas, water, a hock.\n"
+        doc = chunk(text)[0]
+        assert doc.meta["aliases"] == ["Dutch pea soup", "split pea soup"]
+        assert doc.meta["context"] == "Snert (Dutch pea soup, split pea soup)"

@@ -1,8 +1,13 @@
+from pathlib import Path
+
 import pytest
+import yaml
 from haystack import Document
 
+from haystack_integrations.components.preprocessors.needle.markdown_chunker import MarkdownChunker
 from haystack_integrations.components.query.needle.self_query_extractor import SelfQueryExtractor
 from haystack_integrations.document_stores.needle import EdgeDocumentStore
+from needle.core.schema import FILE_META_KEYS
 
 NOW = "2024-06-15T12:00:00Z"
 
@@ -31,7 +36,7 @@ def file_store(tmp_path):
 
 
 def run(query, extractor=None, **kwargs):
-    return (extractor or SelfQueryExtractor()).run(query=query, now=NOW, **kwargs)
+    return (extractor or SelfQueryExtractor()).run(query=query, **{"now": NOW, **kwargs})
 
 
 class TestSelfQueryExtractorConfig:
@@ -190,7 +195,7 @@ class TestSelfQueryExtractorRules:
             }
             run("path:meetings/2024-03-* kickoff", extractor)
         assert [sorted(kw["fields"]) for kw in scrolls] == [
-            ["collection", "folders", "frontmatter"],
+            ["collection", "folders", "frontmatter", "tags"],
             ["path", "source_doc_id"],
         ]
 
@@ -256,3 +261,126 @@ class TestSelfQueryExtractorRules:
 
     def test_a_query_made_only_of_filters_searches_their_words(self):
         assert run("#homelab")["query"] == "homelab"
+
+
+DEMO_NOTES = Path(__file__).parents[2] / "needle" / "demo" / "notes"
+TRAPS = yaml.safe_load((Path(__file__).parents[2] / "eval" / "golden" / "self-query-traps.yml").read_text())
+DATES = yaml.safe_load((Path(__file__).parents[2] / "eval" / "golden" / "dates.yml").read_text())
+
+
+@pytest.fixture(scope="module")
+def demo_files(tmp_path_factory):
+    """A whole-file store holding what the ingest keeps of each bundled note (folders, tags, frontmatter, date)."""
+    chunker = MarkdownChunker()
+    store = EdgeDocumentStore(
+        path=str(tmp_path_factory.mktemp("demo") / "files"), embedding_dim=2, use_sparse_embeddings=False
+    )
+    docs = []
+    for file in sorted(p for p in DEMO_NOTES.rglob("*") if p.suffix in (".md", ".txt")):
+        path = file.relative_to(DEMO_NOTES).as_posix()
+        meta = {"collection": "notes", "path": path, "source_doc_id": f"notes:{path}", "mtime": 0.0}
+        first = chunker.run(documents=[Document(content=file.read_text(), meta=meta)])["documents"][0]
+        kept = {k: first.meta[k] for k in (*FILE_META_KEYS, "collection", "path", "source_doc_id") if k in first.meta}
+        docs.append(Document(id=f"notes:{path}", content="x", embedding=[1.0, 0.0], meta=kept))
+    store.write_documents(docs)
+    return store
+
+
+def read_as(out):
+    """What a run read, in the vocabulary of eval/golden/self-query-traps.yml."""
+    read, found = out["self_query"], {}
+    filters = read.get("filters", {})
+    for key, name in (("tags", "tags"), ("paths", "path"), ("collections", "collections")):
+        if filters.get(key):
+            found[name] = sorted(filters[key]) if key == "tags" else filters[key][0]
+    if filters.get("where"):
+        found["where"] = sorted(f"{k}={v}" for k, v in filters["where"].items())
+    for key in ("after", "before"):
+        if filters.get(key):
+            found[key] = filters[key][:10]
+    if read.get("recent_from_question"):
+        found["recent"] = True
+    if read.get("must_not_contain"):
+        found["must_not_contain"] = read["must_not_contain"]
+    return found
+
+
+class TestSelfQueryPrecision:
+    @pytest.mark.parametrize("item", TRAPS["queries"], ids=[q["id"] for q in TRAPS["queries"]])
+    def test_words_become_filters_only_when_they_name_what_the_index_holds(self, item, demo_files):
+        out = run(item["query"], SelfQueryExtractor(document_store=demo_files), now=str(TRAPS["today"]))
+        stated = {k: sorted(v) if k in ("tags", "where") else str(v) if k in ("after", "before") else v
+                  for k, v in (item["filters"] or {}).items()}  # fmt: skip
+        assert read_as(out) == stated
+        searched = out["query"].lower()
+        assert [w for w in item["keep"] if w.lower() not in searched] == []
+
+    @pytest.mark.parametrize(
+        "query",
+        [
+            "how do I browse restic snapshots like a folder?",
+            "find all files bigger than 100 megabytes under a folder",
+            "mount it in a directory",
+            "search my notes for the tickets",
+            "what does this tag mean?",
+            "which file holds the password?",
+        ],
+    )
+    def test_generic_words_never_filter_even_without_an_index_to_ask(self, query):
+        out = run(query)
+        assert (out["filters"], out["query"], out["self_query"]["applied"]) == (None, query, False)
+
+    def test_a_hash_tag_the_index_lacks_stays_a_word(self, demo_files):
+        out = run("#nosuchtag alerts", SelfQueryExtractor(document_store=demo_files))
+        assert (out["filters"], out["query"]) == (None, "#nosuchtag alerts")
+
+    def test_a_field_value_the_index_lacks_stays_words(self, demo_files):
+        out = run("Japan trip status: did we book the ryokan yet?", SelfQueryExtractor(document_store=demo_files))
+        assert out["filters"] is None
+
+
+class TestSelfQueryDates:
+    @pytest.mark.parametrize("phrase", DATES["phrases"], ids=[p["text"] for p in DATES["phrases"]])
+    def test_every_date_phrase_is_read_out_of_its_question(self, phrase):
+        read = run(phrase["question"], now=str(DATES["today"]))["self_query"]
+        filters = read.get("filters", {})
+        span = filters if "after" in filters or "before" in filters else filters.get("boost", {})
+        got = (span.get("after", "")[:10] or None, span.get("before", "")[:10] or None)
+        assert got == ((str(phrase["start"]), str(phrase["end"])) if phrase["start"] else (None, None))
+
+    @pytest.mark.parametrize(
+        "query, cleaned",
+        [
+            ("what did I decide last March about charging for the tide app?", "what did I decide about charging for the tide app?"),
+            ("what did I cook in December?", "what did I cook?"),
+            ("Was habe ich im März gelesen?", "Was habe ich gelesen?"),
+            ("Qu'est-ce qu'on a décidé avec Élodie en mars dernier pour Android ?", "Qu'est-ce qu'on a décidé avec Élodie pour Android?"),
+            ("DDIA notes from March 2024", "DDIA notes"),
+        ],
+    )  # fmt: skip
+    def test_a_date_of_the_note_filters_and_leaves_the_question(self, query, cleaned):
+        out = run(query, now="2026-11-28T00:00:00Z")
+        assert out["query"] == cleaned and out["self_query"]["applied"] is True
+        assert out["period"]["filtered"] is True
+
+    @pytest.mark.parametrize(
+        "query",
+        [
+            "does the cherry blossom start in March in Japan?",
+            "the corrected 1099 that arrived in March after I had filed",
+            "pace plan for the race on September 22",
+            "did Let's Encrypt stop sending expiry emails in 2025?",
+            # the asker's own past, but the month names the incident ("the October incident"), not the note
+            "what did I put in my wins log about the October incident?",
+        ],
+    )
+    def test_a_date_of_something_in_the_note_only_ranks_notes_of_that_time_first(self, query):
+        out = run(query, now="2026-11-28T00:00:00Z")
+        assert (out["query"], out["filters"], out["self_query"]["applied"]) == (query, None, False)
+        boost = out["self_query"]["filters"]["boost"]
+        assert out["period"] == {"after": boost["after"], "before": boost["before"], "filtered": False}
+
+    def test_on_fallback_the_date_filter_becomes_a_preference(self):
+        out = run("what did I cook in December?", now="2026-11-28T00:00:00Z", fallback=True)
+        assert out["filters"] is None
+        assert out["period"] == {"after": "2025-12-01T00:00:00Z", "before": "2026-01-01T00:00:00Z", "filtered": False}

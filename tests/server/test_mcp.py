@@ -14,7 +14,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from tests.server.conftest import REPO, TOKEN, clean_env, copy_data
 
 pytestmark = pytest.mark.integration
-TOOLS = ["search", "vsearch", "query", "get", "multi_get", "status", "index"]
+TOOLS = ["search", "vsearch", "query", "get", "multi_get", "links", "status", "index"]
 MAX_DEFAULT_ANSWER_CHARS = 4_000
 ANSWER_SIZE_QUESTIONS = ("postgres logical replication slot", "sqlite WAL mode checkpoint busy_timeout")
 

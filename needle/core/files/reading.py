@@ -69,6 +69,7 @@ class FileText(BaseModel):
     page_to: int | None = Field(None, description="PDF: last page returned")
     page_count: int | None = Field(None, description="PDF: pages in the document")
     section: str | None = Field(None, description="DOCX/HTML: the section returned (lines count from its heading)")
+    backlinks: int | None = Field(None, description="How many links of the indexed notes point to this note")
 
 
 class ServedFile(NamedTuple):

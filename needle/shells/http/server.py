@@ -351,20 +351,29 @@ def serve(
     port: int = DEFAULT_PORT,
     backups: dict[str, Any] | None = None,
     watch: bool = False,
+    verbose: bool = False,
+    ready_fd: int | None = None,
     pipelines: Sequence[str] = (),
 ) -> int:
     """
     Run the server until interrupted (`needle serve`); with the embedded index it is the index's owner.
 
+    The port is bound and the owner checked before anything loads (a busy port, another owner: one line at
+    once); then the log goes to `DATA_DIR/serve.log` (unless `verbose`), the models load (a missing one is
+    one line naming `needle models`), and one line, `needle serve: ready at URL`, says it accepts requests.
+
     :param backups: Scheduled backups (`--every`): `every` seconds, `keep`, `directory`; `None` for none.
     :param watch: Keep the index up to date with the collections' folders (`--watch`).
+    :param verbose: Log to the terminal instead of `DATA_DIR/serve.log` (`-v`).
+    :param ready_fd: A pipe to write the ready line to (`--background`'s parent holds its other end).
     :param pipelines: `--pipeline NAME=FILE` values: graph variants served at `/NAME/run` besides `serve.pipelines`.
     :returns: The exit code.
     :raises IndexOwnedError: When another process already owns the index.
+    :raises PortBusyError: When the port is taken.
     """
-    from hayhooks.server.app import run_app
-
     from needle.owner import record as records
+    from needle.owner.served_facade import get_needle
+    from needle.owner.serving import SERVE_LOG, bind, logged_to, run_uvicorn
 
     token = os.environ.get(TOKEN_ENV) or None
     if host not in LOCAL_HOSTS and not token:
@@ -376,22 +385,26 @@ def serve(
     variants = served_variants(settings, pipelines)
     if records.uses_owner(settings):
         records.refuse_second_owner(settings)
-        reach = "127.0.0.1" if host in (*LOCAL_HOSTS, "0.0.0.0", "::", "") else host
+    sock = bind(host, port)
+    port = sock.getsockname()[1]
+    reach = "127.0.0.1" if host in (*LOCAL_HOSTS, "0.0.0.0", "::", "") else host
+    if records.uses_owner(settings):
         # Its own token, not NEEDLE_API_TOKEN: routes only the user's own commands may call need to tell them apart.
         owner = records.new_record(f"http://{reach}:{port}", records.new_token(), "serve")
     scheduler = None
-    if backups:
-        from needle.shells.http.endpoints import backup_scheduler
-
-        scheduler = backup_scheduler(**backups)
-        scheduler.start()
     try:
-        run_app(
-            create_app(host=host, token=token, owner=owner, watch=watch, warm_ingest=watch, variants=variants),
-            host=host,
-            port=port,
-        )
+        with logged_to(None if verbose else settings.data_dir / SERVE_LOG) as log:
+            # The models first, outside the routes' start-up: a missing one fails here as Needle's one line.
+            get_needle().warm("query")
+            if backups:
+                from needle.shells.http.endpoints import backup_scheduler
+
+                scheduler = backup_scheduler(**backups)
+                scheduler.start()
+            app = create_app(host=host, token=token, owner=owner, watch=watch, warm_ingest=watch, variants=variants)
+            run_uvicorn(app, sock, f"http://{reach}:{port}", log, ready_fd=ready_fd)
     finally:
+        sock.close()
         if scheduler is not None:
             scheduler.stop()
     return 0
