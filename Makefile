@@ -18,8 +18,6 @@ LINT_INPUTS := $(shell find $(LINTED) \( -name __pycache__ -o -path 'eval/corpor
 
 .PHONY: install install-dev install-test llm models demo serve watch bench-live lint typecheck test test-unit test-haystack2 bench bench-filters eval-beir ablation lock clean
 
-# Installed without their declared dependencies (pyproject.toml's `ragas` extra lists the ones they use).
-RAGAS_NO_DEPS := ragas==0.4.3 ragas-haystack==5.0.0 instructor==1.17.0
 # llama.cpp (the tests' LLM server) built for any x86-64 with AVX2, not for the building CPU: a native
 # build uses instructions (AMX, AVX-512) that some virtual machines advertise but do not run.
 LLAMA := llama-cpp-python==0.3.36
@@ -34,10 +32,10 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
-# What the linters add: ruff, mypy, pytest and every extra whose imports mypy reads (eval, ragas), not the LLM server.
-$(DEV_STAMP): $(STAMP)
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev,eval,ragas,documents]'
-	$(BIN)/pip install -q --no-deps -c constraints.txt $(RAGAS_NO_DEPS)
+# What the linters add: ruff, mypy, pytest and every extra whose imports mypy reads (eval), ragas (requirements-ragas.txt), not the LLM server.
+$(DEV_STAMP): $(STAMP) requirements-ragas.txt
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev,eval,documents]'
+	$(BIN)/pip install -q --no-deps -c constraints.txt -r requirements-ragas.txt
 	touch $(DEV_STAMP)
 
 install-dev: $(DEV_STAMP)

@@ -25,8 +25,13 @@ def blocks(language: str) -> list[str]:
     return re.findall(rf"^```{language}\n(.*?)^```$", PAGE.read_text(encoding="utf-8"), re.MULTILINE | re.DOTALL)
 
 
+# The page's snippets, in order: the graph, the component and the Qdrant store in your code (Python, YAML),
+# hayhooks (bash); then the A/B test offline and online (bash), ragas with a judge (bash) and its result (Python).
+HAYSTACK_PYTHON = 3
+
+
 def test_the_page_has_its_snippets():
-    assert len(blocks("python")) == 3 and len(blocks("yaml")) == 1 and len(blocks("bash")) == 1
+    assert len(blocks("python")) == HAYSTACK_PYTHON + 1 and len(blocks("yaml")) == 1 and len(blocks("bash")) == 4
 
 
 @pytest.fixture
@@ -55,7 +60,7 @@ def test_every_python_and_yaml_snippet_runs_with_stock_haystack(reader_folder):
     folder, env = reader_folder
     (folder / "qdrant-stores.yml").write_text(blocks("yaml")[0])
     script = folder / "snippets.py"
-    script.write_text("\n\n".join(blocks("python")))
+    script.write_text("\n\n".join(blocks("python")[:HAYSTACK_PYTHON]))
     out = subprocess.run(
         [sys.executable, str(script)], cwd=folder, env=env, capture_output=True, text=True, timeout=600
     )
@@ -86,3 +91,63 @@ def test_the_hayhooks_snippet_serves_the_graph(reader_folder):
     finally:
         if (folder / "server.pid").exists():
             subprocess.run(["kill", (folder / "server.pid").read_text().strip()], check=False)
+
+
+def run_bash(folder: Path, env: dict[str, str], script: str, timeout: float = 900) -> str:
+    """Run a snippet as bash in the reader's folder (stopping the server it starts in the background); its output."""
+    script = "\n".join(f"{line}\necho $! > server.pid" if line.endswith("&") else line for line in script.splitlines())
+    stdout, stderr = folder / "out.txt", folder / "err.txt"
+    try:
+        with stdout.open("w") as out, stderr.open("w") as err:
+            done = subprocess.run(
+                ["bash", "-c", f"set -e\n{script}"], cwd=folder, env=env, stdout=out, stderr=err, timeout=timeout
+            )
+        assert done.returncode == 0, stderr.read_text()[-3000:]
+        return stdout.read_text()
+    finally:
+        if (folder / "server.pid").exists():
+            subprocess.run(["kill", (folder / "server.pid").read_text().strip()], check=False)
+            (folder / "server.pid").unlink()
+
+
+@pytest.mark.integration
+def test_the_ab_snippets_compare_offline_and_split_users_online(reader_folder):
+    folder, env = reader_folder
+    env["NEEDLE_SERVE__INTERACTION_LOG"] = str(folder / "interactions.jsonl")
+    offline, online = blocks("bash")[1], blocks("bash")[2]
+    out = run_bash(folder, env, offline.replace("eval/golden/demo.yml", "eval/golden/demo.yml --limit 8"))
+    assert "query-b" in out and "ndcg@10" in out.lower()
+    out = run_bash(folder, env, online.replace("1416", str(free_port())))
+    answers = [line for line in out.splitlines() if line.startswith('{"variant"')]
+    assert [a.split('"')[3] for a in answers] == ["query", "query", "qb", "qb"]  # ana, ben, chloe, dmitri
+    assert "| qb | 2 | 0 |" in out and "| query | 2 | 0 |" in out
+
+
+@pytest.mark.integration
+def test_the_ragas_snippets_judge_with_the_named_model_and_read_back_as_a_run_result(reader_folder, llm_server):
+    from tests.llm_server import MODEL_NAME
+
+    folder, env = reader_folder
+    env.update(
+        NEEDLE_LLM__URL=llm_server,
+        NEEDLE_LLM__MODEL=MODEL_NAME,
+        OPENAI_API_KEY="sk-local",
+        NEEDLE_SET="generate.generation_kwargs.max_tokens=48",
+    )
+    command = (
+        blocks("bash")[3].replace("http://127.0.0.1:8080/v1", llm_server).replace("qwen2.5-7b-instruct", MODEL_NAME)
+    )
+    command = command.replace(
+        "--judge-timeout 600",
+        "--judge-timeout 600 --limit 1 --contexts 1 --metric faithfulness --max-tokens 64 --retries 0",
+    )
+    out = run_bash(folder, env, command)
+    assert f"judged by {MODEL_NAME} at {llm_server}" in out
+    assert list((folder / "eval" / "reports").glob("ragas-*.csv"))  # the EvaluationRunResult beside the report
+    script = folder / "run_result.py"
+    script.write_text(blocks("python")[HAYSTACK_PYTHON])
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=folder, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "'metrics': ['faithfulness']" in done.stdout

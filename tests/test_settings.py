@@ -30,8 +30,24 @@ class TestSettings:
             "watch",
             "llm",
             "owner",
+            "eval",
             "set",
         }
+
+    def test_the_judge_and_the_served_variants_come_from_the_environment(self, tmp_path: Path):
+        settings = load_settings(
+            env={
+                "NEEDLE_EVAL__JUDGE__MODEL": "qwen2.5-7b",
+                "NEEDLE_EVAL__JUDGE__TIMEOUT": "600",
+                "NEEDLE_SERVE__PIPELINES": '{"qb": "my-query.yml"}',
+            }
+        )
+        assert (settings.eval.judge.model, settings.eval.judge.url, settings.eval.judge.timeout) == (
+            "qwen2.5-7b",
+            "",
+            600,
+        )
+        assert settings.serve.pipelines == {"qb": "my-query.yml"} and settings.serve.split == []
 
     def test_environment_overrides_nested_keys(self, tmp_path: Path):
         settings = load_settings(

@@ -217,6 +217,14 @@ def _serve_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--keep", type=int, default=7, help="scheduled backups to keep (default 7)")
     parser.add_argument("--backup-dir", metavar="DIR", help="where scheduled backups go (default: DATA_DIR/backups)")
+    parser.add_argument(
+        "--pipeline",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="serve a graph variant at /NAME/run with the query route's request, and POST /split/run between "
+        "it and query for A/B tests (repeatable; adds to serve.pipelines)",
+    )
     _watch_flag(parser)
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="log to the terminal (default: to DATA_DIR/serve.log)"

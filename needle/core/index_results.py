@@ -110,6 +110,12 @@ class Status(BaseModel):
     problems_total: int = 0
     watcher: dict[str, Any] | None = Field(None, exclude_if=_absent, description="The watcher keeping the index live")
     index_run: dict[str, Any] | None = Field(None, exclude_if=_absent, description="The index run under way")
+    ab: dict[str, Any] | None = Field(
+        None,
+        exclude_if=_absent,
+        description="On a server with graph variants: the variants its split route assigns callers to, the "
+        "interaction log, and each variant's requests, errors and latency (ms) since it started",
+    )
 
 
 class Repaired(BaseModel):

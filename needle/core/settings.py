@@ -123,6 +123,14 @@ class ServeSettings(_Section):
     max_body_bytes: int = Field(1_048_576, ge=1)
     # Web origins (scheme://host:port) whose pages may call the server besides its own; "*" for any.
     allowed_origins: list[str] = Field(default_factory=list)
+    # Graph variants served beside the shipped graphs for online A/B tests: route name -> YAML file, each at
+    # `POST /<name>/run` with the `query` route's request (`needle serve --pipeline NAME=FILE` adds more).
+    pipelines: dict[str, str] = Field(default_factory=dict)
+    # The routes `POST /split/run` assigns callers to by their key (`query` and variants); empty: all of them.
+    split: list[str] = Field(default_factory=list)
+    # Where the split route appends one JSON line per request (time, variant, query, result ids, latency);
+    # empty: `interactions.jsonl` in the data folder. `needle eval interactions` reads it.
+    interaction_log: str = ""
 
 
 class WatchSettings(_Section):
@@ -158,6 +166,26 @@ class LLMSettings(_Section):
     model: str = "llama3.2"
     api_key_env: str = "OPENAI_API_KEY"
     timeout: float = Field(30.0, gt=0)
+
+
+class JudgeSettings(_Section):
+    """
+    The LLM that judges answers for `needle eval ragas --llm`, apart from the one that writes them (`llm`), so
+    that a small answering model can be judged by a stronger one; an empty value takes the `llm` section's.
+    """
+
+    url: str = ""
+    model: str = ""
+    api_key_env: str = ""
+    # Seconds one request to the judge may take; a judgement that takes longer scores NaN for its sample
+    # only (a model on a CPU may need minutes where answers are short).
+    timeout: float = Field(300.0, gt=0)
+
+
+class EvalSettings(_Section):
+    """How `needle eval` scores: the ragas judge."""
+
+    judge: JudgeSettings = JudgeSettings()
 
 
 def parse_assignments(text: str) -> dict[str, Any]:
@@ -203,6 +231,7 @@ class Settings(BaseSettings):
     watch: WatchSettings = WatchSettings()
     llm: LLMSettings = LLMSettings()
     owner: OwnerSettings = OwnerSettings()
+    eval: EvalSettings = EvalSettings()
     # Graph overrides by component and parameter, applied to every graph that has that component:
     # {"fuse.k": 30, "rerank.ranker.bm25_weight": 0.65}. From the environment: NEEDLE_SET="fuse.k=30".
     set: dict[str, Any] = Field(default_factory=dict)

@@ -1,4 +1,4 @@
-"""The one place Needle imports ragas and its Haystack integration (the `ragas` extra).
+"""The one place Needle imports ragas and its Haystack integration (installed from `requirements-ragas.txt`).
 
 ragas sends usage events to its authors unless `RAGAS_DO_NOT_TRACK` is `true`; Needle's evaluation stays
 on this machine, so the variable is set here, before ragas can send anything (a user who sets it to
@@ -13,8 +13,8 @@ import warnings
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 
 INSTALL_HINT = (
-    "ragas is not installed: `make install` installs it (the `ragas` extra, then ragas, ragas-haystack and "
-    "instructor without their dependencies; see the Makefile)"
+    "ragas is not installed: run `pip install --no-deps -c constraints.txt -r requirements-ragas.txt` in the clone "
+    "(`make install-dev` does)"
 )
 
 try:

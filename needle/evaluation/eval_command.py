@@ -7,6 +7,7 @@
     needle eval calibration [--dataset DIR] [--golden FILE] [--offtopic FILE] [--pipeline query] [--fit [--write]]
     needle eval decompose [--golden FILE] [--pipeline query]
     needle eval retry [--golden eval/golden/answers.yml] [--pipeline rag] [--set COMPONENT.PARAM=VALUE]
+    needle eval interactions [LOG]
 
 Exit codes: 0 when thresholds pass, B is no regression and ragas' id metrics agree with ours; 1 when
 not; 2 on usage errors.
@@ -60,6 +61,7 @@ def add_eval_parser(sub: Any) -> argparse.ArgumentParser:
     _add_calibration(esub)
     _add_decompose(esub)
     _add_retry(esub)
+    _add_interactions(esub)
     return evaluation
 
 
@@ -136,7 +138,26 @@ def _add_ragas(esub: Any) -> None:
     ragas.add_argument(
         "--llm",
         action="store_true",
-        help="also answer each query with --rag-pipeline and judge the answers with the `llm:` server",
+        help="also answer each query with --rag-pipeline (the `llm:` server) and judge the answers with the judge",
+    )
+    ragas.add_argument(
+        "--judge-url",
+        default=None,
+        metavar="URL",
+        help="the judge's OpenAI-compatible server (default: eval.judge.url, else llm.url)",
+    )
+    ragas.add_argument(
+        "--judge-model",
+        default=None,
+        metavar="NAME",
+        help="the judge's model (default: eval.judge.model, else llm.model)",
+    )
+    ragas.add_argument(
+        "--judge-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds per request to the judge; a slower judgement scores NaN for its answer only (default: eval.judge.timeout)",
     )
     ragas.add_argument("--rag-pipeline", default="rag", help="answer graph, name or YAML path (default: rag)")
     ragas.add_argument("--contexts", type=int, default=3, help="chunks given to the LLM per answer (default: 3)")
@@ -242,6 +263,33 @@ def _add_retry(esub: Any) -> None:
         help="override a parameter of the graph for both runs (repeatable)",
     )
     _common(retry)
+
+
+def _add_interactions(esub: Any) -> None:
+    """`needle eval interactions` and its options."""
+    interactions = esub.add_parser(
+        "interactions", help="per-variant table of an online A/B test from needle serve's interaction log"
+    )
+    interactions.add_argument(
+        "log",
+        nargs="?",
+        type=Path,
+        default=None,
+        help="the log (default: serve.interaction_log, else DATA_DIR/interactions.jsonl)",
+    )
+    interactions.add_argument("--json", action="store_true", help="print the rows as JSON")
+
+
+def _interactions(args: argparse.Namespace) -> int:
+    from needle.core.settings import load_settings
+    from needle.evaluation.interactions import format_table, read_log, variant_table
+
+    if args.log is None:
+        settings = load_settings()
+        args.log = Path(settings.serve.interaction_log or settings.data_dir / "interactions.jsonl")
+    rows = variant_table(read_log(args.log.expanduser()))
+    print(json.dumps(rows, indent=2) if args.json else format_table(rows))
+    return 0
 
 
 def _positive(value: int | None, name: str) -> None:
@@ -375,6 +423,8 @@ def _ragas(args: argparse.Namespace) -> int:
     pipeline_path(args.pipeline)  # a missing file fails before any index is built
     if args.llm:
         pipeline_path(args.rag_pipeline)
+    if args.judge_timeout is not None and args.judge_timeout <= 0:
+        raise ValueError(f"--judge-timeout must be > 0 seconds, got {args.judge_timeout}")
     try:
         from needle.evaluation import ragas_retrieval
     except ImportError as error:
@@ -410,6 +460,7 @@ def _ragas(args: argparse.Namespace) -> int:
     if args.llm:
         from needle.evaluation import ragas_answers
 
+        judge = ragas_answers.judge_settings(needle.settings, args.judge_url, args.judge_model, args.judge_timeout)
         report["answers"] = ragas_answers.answers_section(
             needle,
             cases,
@@ -420,12 +471,18 @@ def _ragas(args: argparse.Namespace) -> int:
             args.retries,
             metrics=args.metrics or ragas_answers.METRICS,
             progress=progress,
+            judge=judge,
         )
         markdown += "\n\n" + ragas_answers.format_answers(report["answers"])
+    run_result = ragas_answers.run_result(report["answers"]) if args.llm else None
     report = without_nan(report)
     names = [label(args.pipeline), *([label(args.rag_pipeline)] if args.llm else [])]
     stem = write_report(report, markdown, args.reports, label("ragas-" + "+".join(names), data_name))
-    _emit(report, markdown, args, [stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".md")])
+    files = [stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".md")]
+    if run_result is not None:  # Haystack's EvaluationRunResult, one row per answer
+        files.append(stem.with_name(stem.name + ".csv"))
+        run_result.detailed_report(output_format="csv", csv_file=str(files[-1]))
+    _emit(report, markdown, args, files)
     return 0 if report["retrieval"]["agree"] else 1
 
 
@@ -581,5 +638,6 @@ def run_eval(args: argparse.Namespace) -> int:
         "calibration": _calibration,
         "decompose": _decompose,
         "retry": _retry,
+        "interactions": _interactions,
     }
     return handlers[args.eval_command](args)

@@ -13,9 +13,16 @@ others still run:
 - `context_precision` and `context_recall`: LLM context precision and recall against a reference
   answer (the golden file's `reference:`); NaN with that reason for questions without one.
 
-The judge talks to the same OpenAI-compatible server as the answer graph. Its structured output goes
-through instructor in `tools` mode (a forced function call, which llama.cpp's server turns into a
-grammar, so even a tiny model's judgement parses) or `json` mode (ragas' own choice, JSON object output).
+The judge is its own model (`eval.judge` in the configuration, `--judge-url`/`--judge-model` on the command
+line; the `llm` section's server and model when left empty), with its own timeout per request
+(`eval.judge.timeout`): an answer or a judgement that times out scores NaN for its sample with the reason, and
+the run goes on. Both servers are reached once before any work (`reachable`), so a server that is down ends
+the run at once with one line. The judge's structured output goes through instructor in `tools` mode (a
+forced function call, which llama.cpp's server turns into a grammar, so even a tiny model's judgement parses)
+or `json` mode (ragas' own choice, JSON object output).
+
+The scores also come as Haystack's `EvaluationRunResult` (`run_result`), as Haystack's own evaluators give
+them: its `detailed_report()` and `aggregated_report()`, or `comparative_detailed_report()` against another run.
 """
 
 from __future__ import annotations
@@ -27,12 +34,15 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from needle.core.errors import LLMError
 from needle.evaluation import metrics
 from needle.evaluation._ragas import BaseRagasEmbedding, InstructorLLM, RagasEvaluator, llm_metrics
 
 METRICS = ("faithfulness", "answer_relevancy", "context_utilization", "context_precision", "context_recall")
 NEEDS_REFERENCE = ("context_precision", "context_recall")
 STRUCTURED_OUTPUT = ("tools", "json")
+# Seconds `reachable` waits for a server's model list: long enough for a busy server, short for a dead one.
+PROBE_TIMEOUT = 10.0
 
 
 def check_options(
@@ -107,11 +117,84 @@ def offline_embedding(settings: Any) -> HaystackTextEmbedding:
     return HaystackTextEmbedding(embedder, settings.embedding.model)
 
 
-def judge_llm(settings: Any, structured_output: str = "tools", max_tokens: int = 1024, retries: int = 1) -> Any:
+def judge_settings(
+    settings: Any, url: str | None = None, model: str | None = None, timeout: float | None = None
+) -> Any:
     """
-    The ragas judge on the `llm:` server; build it inside the event loop that will use it.
+    The judge's server, model, key and timeout: those given, then `eval.judge`'s, then the `llm` section's
+    (its timeout is `eval.judge.timeout`, never `llm.timeout`, which governs the answers).
 
-    :param settings: Needle's settings (`llm.url`, `llm.model`, `llm.api_key_env`, `llm.timeout`).
+    :param settings: Needle's settings.
+    :param url: `--judge-url`.
+    :param model: `--judge-model`.
+    :param timeout: `--judge-timeout`, seconds per request.
+    :returns: An `LLMSettings` naming the judge.
+    :raises ValueError: When `timeout` is not positive.
+    """
+    if timeout is not None and timeout <= 0:
+        raise ValueError(f"the judge's timeout must be > 0 seconds, got {timeout}")
+    judge, llm = settings.eval.judge, settings.llm
+    return llm.model_copy(
+        update={
+            "url": url or judge.url or llm.url,
+            "model": model or judge.model or llm.model,
+            "api_key_env": judge.api_key_env or llm.api_key_env,
+            "timeout": timeout or judge.timeout,
+        }
+    )
+
+
+def _judge_error(judge: Any, error: BaseException) -> LLMError:
+    """An OpenAI client error of the judge, naming the settings that point at it."""
+    import openai
+
+    what = "no judge answered" if isinstance(error, openai.APIConnectionError) else "cannot use the judge"
+    return LLMError(
+        f"{what} at {judge.url} (model {judge.model}): {str(error).strip().rstrip('.') or type(error).__name__}. "
+        "Point `eval.judge` (or --judge-url and --judge-model) at an OpenAI-compatible server; its API key is read "
+        f"from ${judge.api_key_env} (any value for a local server)."
+    )
+
+
+def reachable(settings: Any, judge: Any | None = None) -> None:
+    """
+    Check once that a server listens (its model list), before any answer or judgement: a server that is down
+    ends the run with one line instead of failing every sample. A server without a model list passes, and so
+    does one too busy to list its models in time (its answers then time out, or not, one by one).
+
+    :param settings: Needle's settings (the `llm` section, or the judge's section through `judge`).
+    :param judge: The judge (`judge_settings`); `None` checks the `llm` server.
+    :raises LLMError: When nothing answers at the URL, or the client cannot start (no API key).
+    """
+    import openai
+
+    from needle.core.errors import llm_error
+
+    target = judge or settings.llm
+    try:
+        client = openai.OpenAI(
+            base_url=target.url,
+            api_key=os.environ.get(target.api_key_env),
+            timeout=PROBE_TIMEOUT,
+            max_retries=0,
+        )
+        client.models.list()
+    except openai.APIStatusError:
+        return  # something answered: a server without a model list still chats
+    except openai.APITimeoutError:
+        return  # something took the connection: a busy server answers later, or its answers time out one by one
+    except openai.OpenAIError as error:
+        raise (_judge_error(target, error) if judge is not None else llm_error(settings, error)) from None
+
+
+def judge_llm(
+    settings: Any, structured_output: str = "tools", max_tokens: int = 1024, retries: int = 1, judge: Any = None
+) -> Any:
+    """
+    The ragas judge; build it inside the event loop that will use it.
+
+    :param settings: Needle's settings (`eval.judge`, else the `llm` section, names the judge).
+    :param judge: The judge's `LLMSettings` (`judge_settings`); from `settings` when `None`.
     :param structured_output: `tools` or `json` (see the module's docstring).
     :param max_tokens: Tokens per judgement.
     :param retries: Times instructor asks again after a judgement that does not parse.
@@ -122,16 +205,14 @@ def judge_llm(settings: Any, structured_output: str = "tools", max_tokens: int =
     import instructor
     import openai
 
-    from needle.core.errors import llm_error
-
     check_options(structured_output, max_tokens, retries)
-    llm = settings.llm
+    llm = judge or judge_settings(settings)
     try:
         client = openai.AsyncOpenAI(
             base_url=llm.url, api_key=os.environ.get(llm.api_key_env), timeout=llm.timeout, max_retries=0
         )
     except openai.OpenAIError as error:
-        raise llm_error(settings, error) from None
+        raise _judge_error(llm, error) from None
     mode = instructor.Mode.TOOLS if structured_output == "tools" else instructor.Mode.JSON
     return InstructorLLM(
         client=instructor.from_openai(client, mode=mode),
@@ -212,8 +293,8 @@ def generate_answers(
     """
     Answer each question through an answer graph.
 
-    The first question that cannot be answered ends the run with `LLMError` (the server is not usable);
-    after that, a failed question is recorded with its error and an empty answer.
+    A question the LLM cannot answer (a timeout, a refusal) is recorded with its error and an empty answer,
+    which scores NaN for that sample; the others go on. `reachable` checks the server first.
 
     :param needle: A `Needle` bound to the index the questions are about.
     :param cases: `id`, `question` and `reference` (or `None`) each.
@@ -223,23 +304,19 @@ def generate_answers(
     :returns: Per question: `id`, `question`, `reference`, `answer`, `contexts` (chunk texts), `context_refs`
         (`collection/path:start-end`), `cited` (refs of the chunks the answer cites), `unknown_citations`,
         `seconds` and `error` (`None` when answered).
-    :raises LLMError: When the first question cannot be answered.
     """
     from tqdm import tqdm
 
-    from needle.core.errors import LLMError
     from needle.core.requests import AnswerRequest
     from needle.core.results import Answer
 
     answers = []
-    for i, case in enumerate(tqdm(cases, desc=f"{pipeline} answers", unit="q", disable=not progress)):
+    for case in tqdm(cases, desc=f"{pipeline} answers", unit="q", disable=not progress):
         started = time.perf_counter()
         try:
             answer = needle.answer(AnswerRequest(question=case["question"], limit=top_k), pipeline)
             error = None
         except LLMError as failure:
-            if i == 0:
-                raise
             answer = Answer(answer="", label="NO_RESULTS", results=[], cited=[], unknown_citations=[])
             error = str(failure)
         answers.append(
@@ -269,6 +346,7 @@ def score_answers(
     strictness: int = 3,
     metrics: Sequence[str] = METRICS,
     progress: bool = False,
+    judge: Any = None,
 ) -> list[dict[str, dict[str, Any]]]:
     """
     Score answers with ragas' LLM metrics through ragas-haystack's `RagasEvaluator`, one per metric.
@@ -284,6 +362,7 @@ def score_answers(
     :param strictness: Questions answer relevancy generates per answer.
     :param metrics: Which of `METRICS` to score.
     :param progress: Whether to show a progress bar.
+    :param judge: The judge's `LLMSettings` (`judge_settings`); from `settings` when `None`.
     :returns: Per answer, what `score_answer` returns.
     :raises ValueError: On a bad option.
     :raises LLMError: When the judge's client cannot start (no API key).
@@ -295,7 +374,7 @@ def score_answers(
     async def score_all() -> list[dict[str, dict[str, Any]]]:
         from tqdm import tqdm
 
-        llm = judge_llm(settings, structured_output, max_tokens, retries)
+        llm = judge_llm(settings, structured_output, max_tokens, retries, judge)
         evaluators = {
             name: RagasEvaluator(ragas_metrics=[metric])
             for name, metric in answer_metrics(llm, embeddings, strictness, metrics).items()
@@ -336,6 +415,7 @@ def answers_section(
     metrics: Sequence[str] = METRICS,
     embeddings: Any = None,
     progress: bool = False,
+    judge: Any = None,
 ) -> dict[str, Any]:
     """
     Answer the questions and score the answers with ragas' LLM metrics.
@@ -351,22 +431,31 @@ def answers_section(
     :param metrics: Which of `METRICS` to score.
     :param embeddings: ragas embeddings for answer relevancy; Needle's offline model when `None`.
     :param progress: Whether to show progress bars.
-    :returns: `pipeline`, `judge` (url, model, structured output), `contexts`, `summary` and `per_query`
-        (each answer, its contexts and citations, and per metric `value` and `reason`).
+    :param judge: The judge's `LLMSettings` (`judge_settings`); `eval.judge`, else the `llm` section, when `None`.
+    :returns: `pipeline`, `answered_by` (url, model, timeout), `judge` (url, model, timeout, structured output),
+        `contexts`, `summary` and `per_query` (each answer, its contexts and citations, and per metric `value`
+        and `reason`).
     :raises ValueError: On a bad option.
-    :raises LLMError: When the server cannot answer the first question or the judge cannot start.
+    :raises LLMError: When the answering server or the judge does not answer at all, or cannot start.
     """
     check_options(structured_output, max_tokens, retries, strictness, top_k, metrics)
+    settings = needle.settings
+    judge = judge or judge_settings(settings)
+    reachable(settings)
+    if (judge.url, judge.api_key_env) != (settings.llm.url, settings.llm.api_key_env):
+        reachable(settings, judge)
     answers = generate_answers(needle, cases, pipeline, top_k, progress)
     scored = score_answers(
-        answers, needle.settings, embeddings, structured_output, max_tokens, retries, strictness, metrics, progress
+        answers, settings, embeddings, structured_output, max_tokens, retries, strictness, metrics, progress, judge
     )
     per_query = {answer["id"]: {**answer, "metrics": scores} for answer, scores in zip(answers, scored)}
     return {
         "pipeline": pipeline,
+        "answered_by": {"url": settings.llm.url, "model": settings.llm.model, "timeout": settings.llm.timeout},
         "judge": {
-            "url": needle.settings.llm.url,
-            "model": needle.settings.llm.model,
+            "url": judge.url,
+            "model": judge.model,
+            "timeout": judge.timeout,
             "structured_output": structured_output,
         },
         "contexts": top_k,
@@ -375,12 +464,48 @@ def answers_section(
     }
 
 
+def run_result(section: Mapping[str, Any], run_name: str | None = None) -> Any:
+    """
+    The answers' scores as Haystack's `EvaluationRunResult`: inputs `question`, `answer`, `contexts`,
+    `reference`, `error`; per metric that ran, the mean `score` and the `individual_scores` (NaN where it failed).
+
+    :param section: What `answers_section` returns (or the `answers` of a report read back from JSON, where
+        NaN is `null`).
+    :param run_name: The run's name; the answer graph's by default.
+    """
+    from haystack.evaluation import EvaluationRunResult
+
+    rows = list(section["per_query"].values())
+
+    def number(value: Any) -> float:
+        return math.nan if value is None else float(value)
+
+    results = {
+        name: {
+            "score": number(summary["mean"]),
+            "individual_scores": [number(row["metrics"][name]["value"]) for row in rows],
+        }
+        for name, summary in section["summary"].items()
+    }
+    inputs = {
+        "question": [row["question"] for row in rows],
+        "answer": [row["answer"] for row in rows],
+        "contexts": [list(row["contexts"]) for row in rows],
+        "reference": [row.get("reference") for row in rows],
+        "error": [row.get("error") for row in rows],
+    }
+    return EvaluationRunResult(run_name or str(section["pipeline"]), inputs=inputs, results=results)
+
+
 def format_answers(section: Mapping[str, Any]) -> str:
     """A markdown summary: per metric the mean, answers scored and NaN; then the NaN reasons."""
     judge = section["judge"]
+    answered = section.get("answered_by") or {}
+    failed = sum(bool(row.get("error")) for row in section["per_query"].values())
     lines = [
-        f"{section['pipeline']} answers judged by {judge['model']} at {judge['url']} ({judge['structured_output']} mode), "
-        f"{section['contexts']} contexts each",
+        f"{section['pipeline']} answers by {answered.get('model', '?')}, judged by {judge['model']} at {judge['url']} "
+        f"({judge['structured_output']} mode), {section['contexts']} contexts each"
+        + (f"; {failed} answer(s) failed (NaN)" if failed else ""),
         "",
         "| metric | mean | scored | NaN |",
         "|---|---|---|---|",

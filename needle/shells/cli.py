@@ -11,6 +11,7 @@ Module-level imports stay light (the parser is built on every call, thin or not)
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -104,14 +105,25 @@ def _serve(args: argparse.Namespace) -> int:
     _stamped()
     from needle.shells.http.server import serve
 
-    return serve(args.host, args.port, backups=backups, watch=args.watch, verbose=args.verbose, ready_fd=args.ready_fd)
+    return serve(
+        args.host,
+        args.port,
+        backups=backups,
+        watch=args.watch,
+        verbose=args.verbose,
+        ready_fd=args.ready_fd,
+        pipelines=args.pipeline,
+    )
 
 
 def _serve_argv(args: argparse.Namespace) -> list[str]:
-    """`needle serve`'s options as given, for the server `--background` starts."""
+    """`needle serve`'s options as given, for the server `--background` starts (variants' files made absolute)."""
     argv = ["--host", args.host, "--port", str(args.port), "--keep", str(args.keep)]
     argv += ["--every", args.every] if args.every else []
     argv += ["--backup-dir", args.backup_dir] if args.backup_dir else []
+    for variant in args.pipeline:
+        name, _, file = variant.partition("=")
+        argv += ["--pipeline", f"{name}={os.path.abspath(file)}" if file else variant]
     return argv + (["--watch"] if args.watch else [])
 
 

@@ -9,8 +9,11 @@ short by a tiny token budget) do not end the run.
 import asyncio
 import json
 import math
+import socket
+import threading
 from types import SimpleNamespace
 
+import jsonschema
 import pytest
 
 pytest.importorskip("ragas", reason="the ragas extra is not installed")
@@ -24,12 +27,16 @@ from needle.evaluation.ragas_answers import (
     check_options,
     failure_reason,
     format_answers,
+    judge_settings,
+    run_result,
     score_answer,
     score_answers,
 )
+from needle.evaluation.reports import without_nan
 from needle.facade.api import Needle
 from needle.shells.cli import main
 from tests.evaluation.conftest import REPO
+from tests.evaluation.test_formats_schema import ANSWERS, schemas
 from tests.llm_server import MODEL_NAME
 
 ANSWERS_FILE = REPO / "eval" / "golden" / "answers.yml"
@@ -184,7 +191,10 @@ def test_answers_are_judged_with_numbers_in_range_or_nan_with_a_reason(judged):
             low = -1.0 if name == "answer_relevancy" else 0.0  # a mean cosine similarity
             assert low <= value <= 1.0, (name, value)
     assert sum(s["scored"] + s["nan"] for s in section["summary"].values()) == len(METRICS)
-    assert section["judge"] == {"url": needle.settings.llm.url, "model": MODEL_NAME, "structured_output": "tools"}
+    judge = {"url": needle.settings.llm.url, "model": MODEL_NAME, "timeout": 300.0, "structured_output": "tools"}
+    assert section["judge"] == judge  # no `eval.judge`: the answering server and model, the judge's own timeout
+    assert section["answered_by"] == {"url": needle.settings.llm.url, "model": MODEL_NAME, "timeout": 120.0}
+    jsonschema.validate(json.loads(json.dumps(without_nan(section))), schemas()[ANSWERS])  # as documented
 
 
 @pytest.mark.integration
@@ -252,13 +262,142 @@ def test_cli_llm_run_writes_answers_and_judgements_to_the_report(judged, tmp_pat
             str(tmp_path / "reports"),
         ]
     )
-    out = capsys.readouterr().out
-    assert code == 0, out
+    captured = capsys.readouterr()
+    out = captured.out
+    assert code == 0, captured.err + out
     assert "| context_precision |" in out
     report = json.loads(next((tmp_path / "reports").glob("ragas-query+rag-answers-*.json")).read_text())
     assert report["retrieval"]["queries"] == 1 and report["retrieval"]["agree"] is True
     row = report["answers"]["per_query"]["a001"]
-    assert row["answer"].strip() and len(row["contexts"]) == 1
+    assert row["answer"].strip() and len(row["contexts"]) == 1, row["error"]
     score = row["metrics"]["context_precision"]
     assert set(row["metrics"]) == {"context_precision"}
     assert (score["value"] is None and score["reason"]) or 0.0 <= score["value"] <= 1.0
+
+
+def test_the_judge_is_eval_judge_else_the_llm_section_and_the_command_line_wins(demo_needle):
+    settings = demo_needle.settings
+    assert (judge_settings(settings).url, judge_settings(settings).model) == (settings.llm.url, settings.llm.model)
+    configured = settings.model_copy(
+        update={
+            "eval": settings.eval.model_copy(
+                update={"judge": settings.eval.judge.model_copy(update={"model": "big", "timeout": 9.0})}
+            )
+        }
+    )
+    judge = judge_settings(configured)
+    assert (judge.url, judge.model, judge.timeout) == (settings.llm.url, "big", 9.0)
+    given = judge_settings(configured, "http://127.0.0.1:8/v1", "bigger", 2.5)
+    assert (given.url, given.model, given.timeout) == ("http://127.0.0.1:8/v1", "bigger", 2.5)
+    with pytest.raises(ValueError, match="timeout must be > 0"):
+        judge_settings(settings, timeout=0)
+
+
+def test_scores_export_as_haystacks_evaluation_run_result():
+    section = {
+        "pipeline": "rag",
+        "summary": {"faithfulness": {"mean": 0.5, "scored": 1, "nan": 1}},
+        "per_query": {
+            "a": {
+                "question": "q1",
+                "answer": "x",
+                "contexts": ["c"],
+                "reference": None,
+                "error": None,
+                "metrics": {"faithfulness": {"value": 0.5, "reason": None}},
+            },
+            "b": {
+                "question": "q2",
+                "answer": "",
+                "contexts": [],
+                "reference": "r",
+                "error": "timed out",
+                "metrics": {"faithfulness": {"value": None, "reason": "no answer to score"}},
+            },
+        },
+    }
+    result = run_result(section)
+    assert result.run_name == "rag"
+    assert result.aggregated_report(output_format="json") == {"metrics": ["faithfulness"], "score": [0.5]}
+    detailed = result.detailed_report(output_format="json")
+    assert detailed["question"] == ["q1", "q2"] and detailed["error"] == [None, "timed out"]
+    assert detailed["faithfulness"][0] == 0.5 and math.isnan(detailed["faithfulness"][1])
+
+
+@pytest.mark.integration
+def test_a_judge_that_does_not_answer_ends_the_run_in_one_line_naming_the_judge(judged, tmp_path, monkeypatch, capsys):
+    needle, _ = judged
+    monkeypatch.setattr(golden_eval, "prepare_index", lambda golden, settings=None, cache=None: needle)
+    code = main(
+        [
+            "eval",
+            "ragas",
+            "--golden",
+            str(ANSWERS_FILE),
+            "--llm",
+            "--limit",
+            "1",
+            "--judge-url",
+            "http://127.0.0.1:9/v1",
+            "--judge-model",
+            "judge-model",
+            "--reports",
+            str(tmp_path / "reports"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("error: no judge answered at http://127.0.0.1:9/v1 (model judge-model)")
+    assert "--judge-url" in err and not (tmp_path / "reports").exists()
+
+
+@pytest.fixture
+def silent_server():
+    """A server that takes connections and never answers (an LLM too slow for its timeout): its `/v1` URL."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:  # closed
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    listener.close()
+    for connection in held:
+        connection.close()
+
+
+@pytest.mark.integration
+def test_timed_out_answers_and_judgements_fail_their_samples_not_the_run(demo_needle, silent_server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    cases = [
+        {"id": q.id, "question": q.query, "reference": q.reference}
+        for q in golden_eval.load_golden(ANSWERS_FILE).queries[:2]
+    ]
+    # The answering model times out on each question: each sample fails with its error, the run goes on.
+    llm = demo_needle.settings.llm.model_copy(update={"url": silent_server, "model": "slow", "timeout": 1.0})
+    settings = demo_needle.settings.model_copy(update={"llm": llm})
+    slow = Needle(settings, environment=demo_needle.environment.derive(settings))
+    section = answers_section(slow, cases, top_k=1, retries=0, strictness=1, metrics=["faithfulness"])
+    assert len(section["per_query"]) == 2
+    for row in section["per_query"].values():
+        assert "timed out" in row["error"] and row["answer"] == ""
+        assert math.isnan(row["metrics"]["faithfulness"]["value"])
+        assert row["metrics"]["faithfulness"]["reason"] == "no answer to score"
+    assert "2 answer(s) failed (NaN)" in format_answers(section)
+    # The judge (its own server and timeout) times out on each judgement: NaN with the reason, for that sample.
+    answered = [
+        {**row, "answer": "Set wal_level to logical and restart.", "contexts": ["wal_level = logical needs a restart"]}
+        for row in section["per_query"].values()
+    ]
+    judge = judge_settings(settings, silent_server, "slow-judge", timeout=1.0)
+    scores = score_answers(answered, settings, retries=0, metrics=["faithfulness"], judge=judge)
+    assert len(scores) == 2
+    for score in scores:
+        assert math.isnan(score["faithfulness"]["value"]), score
+        assert "timed out" in score["faithfulness"]["reason"], score

@@ -95,11 +95,11 @@ def copy_data(demo_index: dict[str, Path], name: str) -> Path:
     return target
 
 
-def start_server(data_dir: Path, model_dir: Path, log: Path, **env: str) -> Server:
+def start_server(data_dir: Path, model_dir: Path, log: Path, *args: str, **env: str) -> Server:
     port = free_port()
     handle = log.open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "needle.shells.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "needle.shells.cli", "serve", "--port", str(port), *args],
         env=clean_env(data_dir, model_dir, **env),
         stdout=handle,
         stderr=subprocess.STDOUT,

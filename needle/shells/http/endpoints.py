@@ -185,12 +185,15 @@ class Endpoint(BasePipelineWrapper):
         return method() if request is None else method(request)
 
 
-def body_model(route: str) -> type[Arguments] | None:
+def body_model(route: str, command: Command | None = None) -> type[Arguments] | None:
     """
     The JSON body a route takes, generated from its request (`extra="forbid"`: an unknown field is refused),
     named as hayhooks names a route's request model; `None` for a route no command declares.
+
+    :param route: The route's name.
+    :param command: The command it runs, when its name is not the route's (a graph variant runs `query`).
     """
-    command = BY_ROUTE.get(route)
+    command = command or BY_ROUTE.get(route)
     return arguments_model(route, command.request, "http") if command is not None else None
 
 

@@ -108,7 +108,7 @@ def lean_run_routes(app: FastAPI, registry: Any, runs: dict[str, LeanRun] | None
         name = route.path.split("/")[1]
         wrapper, metadata = registry.get(name), registry.get_metadata(name) or {}
         # The route's own body model (`extra="forbid"`), generated from its request like hayhooks' from run_api.
-        request_model = body_model(name) or metadata.get("request_model")
+        request_model = body_model(name, getattr(wrapper, "entry", None)) or metadata.get("request_model")
         if not isinstance(wrapper, BasePipelineWrapper) or request_model is None or metadata.get("requires_files"):
             continue
         if wrapper._is_run_api_async_implemented or not wrapper._is_run_api_implemented:

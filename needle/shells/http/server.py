@@ -10,7 +10,7 @@ from __future__ import annotations
 import hmac
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -121,6 +121,36 @@ def _drop_routes(router: Any, paths: tuple[str, ...]) -> None:
     mark = getattr(router, "_mark_routes_changed", None)
     if callable(mark):
         mark()  # FastAPI caches the routes an included router resolves to
+
+
+# hayhooks lists every deployed pipeline as a chat model; Needle lists only the wrappers that chat (`chat_models`).
+MODEL_LIST_ROUTES = ("/models", "/v1/models")
+
+
+def chat_models(registry: Any) -> list[str]:
+    """
+    The names `/v1/chat/completions` answers as a model: the deployed wrappers that implement a chat completion.
+
+    hayhooks lists every deployed pipeline, so an OpenAI client offered Needle's `status` or `index` routes
+    as models that only answer 501; Needle's one chatting wrapper is `answer`.
+
+    :param registry: hayhooks' pipeline registry.
+    """
+    names = []
+    for name in registry.get_names():
+        wrapper = registry.get(name)
+        if getattr(wrapper, "_is_run_chat_completion_implemented", False) or getattr(
+            wrapper, "_is_run_chat_completion_async_implemented", False
+        ):
+            names.append(name)
+    return sorted(names)
+
+
+def chat_models_router(registry: Any) -> Any:
+    """`GET /v1/models` (and `/models`) in OpenAI's shape, listing `chat_models` only."""
+    from fastapi_openai_compat import create_models_router
+
+    return create_models_router(list_models=lambda: chat_models(registry), owned_by="needle", tags=["openai"])
 
 
 def _validation_message(errors_: Sequence[Any], path: str = "") -> str:
@@ -243,6 +273,7 @@ def create_app(
     watch: bool = False,
     own_record: bool = True,
     warm_ingest: bool = True,
+    variants: Mapping[str, str] | None = None,
 ) -> FastAPI:
     """
     Build the hayhooks app that serves `server/pipelines/`, with MCP at `/mcp` (streamable HTTP) and `/sse`.
@@ -260,6 +291,8 @@ def create_app(
         it holds the record itself (`needle.owner.staged.StagedApp`).
     :param warm_ingest: Load the ingest graph (and its embedding model) at start-up; off, the first index run
         loads it (`needle serve` without `--watch`, whose index runs are asked for).
+    :param variants: Graph variants served beside the shipped graphs for A/B tests, route name → YAML path
+        (`needle.shells.http.variants.served_variants`), with the split route between them and `query`.
     :returns: The ASGI app; its start-up loads and warms every endpoint's graph (but ingest when `warm_ingest` is off).
     """
     from fastapi.exceptions import RequestValidationError
@@ -271,9 +304,11 @@ def create_app(
     from starlette.middleware.trustedhost import TrustedHostMiddleware
 
     from needle.shells.http.run_routes import LeanRun, RunShortcut, lean_run_routes
+    from needle.shells.http.variants import deploy_variants, split_between
     from needle.shells.mcp import http_routes
 
-    serve_settings = load_settings().serve
+    settings = load_settings()
+    serve_settings = settings.serve
     hayhooks_settings.pipelines_dir = str(SERVER_PIPELINES_DIR)
     hayhooks_settings.host = host
     hayhooks_settings.tracing_enabled = False
@@ -295,6 +330,8 @@ def create_app(
     left_out = {id(deploy_router), id(undeploy_router), id(draw_router)}
     app.router.routes[:] = [r for r in app.router.routes if id(getattr(r, "original_router", r)) not in left_out]
     _drop_routes(app.router, UNUSED_ROUTES)
+    _drop_routes(app.router, MODEL_LIST_ROUTES)
+    app.include_router(chat_models_router(registry))
     app.title, app.description = "Needle", "Hybrid search (BM25 + vectors) over your markdown notes."
 
     expected = sorted(p.name for p in SERVER_PIPELINES_DIR.iterdir() if (p / "pipeline_wrapper.py").is_file())
@@ -305,6 +342,7 @@ def create_app(
     routes, mcp_lifespan = http_routes(wrappers, host)
     quiet_graph_runs()
     app.router.routes.extend(routes)
+    app.router.routes.extend(split_between(variants or {}, settings, registry))
     if owner is not None:  # the challenge other needle commands check this owner with, and their CLI route
         from needle.owner.routes import owner_routes
 
@@ -320,6 +358,7 @@ def create_app(
                 missing = [name for name in expected if registry.get(name) is None]
                 if missing:
                     raise RuntimeError(f"endpoints {', '.join(missing)} failed to load; see the messages above")
+                deploy_variants(app_, registry, variants or {})
                 if not logs_asked_for():  # the same answers without hayhooks' per-request logging and tracing
                     lean_run_routes(app_, registry, runs)
                 with watching(watch):
@@ -374,6 +413,7 @@ def serve(
     watch: bool = False,
     verbose: bool = False,
     ready_fd: int | None = None,
+    pipelines: Sequence[str] = (),
 ) -> int:
     """
     Run the server until interrupted (`needle serve`); with the embedded index it is the index's owner.
@@ -386,6 +426,7 @@ def serve(
     :param watch: Keep the index up to date with the collections' folders (`--watch`).
     :param verbose: Log to the terminal instead of `DATA_DIR/serve.log` (`-v`).
     :param ready_fd: A pipe to write the ready line to (`--background`'s parent holds its other end).
+    :param pipelines: `--pipeline NAME=FILE` values: graph variants served at `/NAME/run` besides `serve.pipelines`.
     :returns: The exit code.
     :raises IndexOwnedError: When another process already owns the index.
     :raises PortBusyError: When the port is taken.
@@ -399,6 +440,9 @@ def serve(
         logger.warning("Serving on %s without %s: anyone who can reach this port can read your notes", host, TOKEN_ENV)
     owner = None
     settings = load_settings()
+    from needle.shells.http.variants import served_variants
+
+    variants = served_variants(settings, pipelines)
     if records.uses_owner(settings):
         records.refuse_second_owner(settings)
     sock = bind(host, port)
@@ -417,7 +461,7 @@ def serve(
 
                 scheduler = backup_scheduler(**backups)
                 scheduler.start()
-            app = create_app(host=host, token=token, owner=owner, watch=watch, warm_ingest=watch)
+            app = create_app(host=host, token=token, owner=owner, watch=watch, warm_ingest=watch, variants=variants)
             run_uvicorn(app, sock, f"http://{reach}:{port}", log, ready_fd=ready_fd)
     finally:
         sock.close()
