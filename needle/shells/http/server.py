@@ -266,6 +266,24 @@ def documented_errors(app: Any) -> dict[str, Any]:
     return schema
 
 
+def _configure_hayhooks(host: str, allowed_origins: list[str]) -> None:
+    """Set hayhooks' settings for Needle's server: its wrappers, no tracing or monitoring, CORS for allowed origins."""
+    from hayhooks.settings import StartupDeployStrategy
+    from hayhooks.settings import settings as hayhooks_settings
+
+    hayhooks_settings.pipelines_dir = str(SERVER_PIPELINES_DIR)
+    hayhooks_settings.host = host
+    hayhooks_settings.tracing_enabled = False
+    # Without the trace API nothing reads hayhooks' span buffer: do not record every stage of every query in it.
+    hayhooks_settings.tracing_include_haystack_spans = False
+    hayhooks_settings.monitoring_enabled = False
+    hayhooks_settings.startup_deploy_strategy = StartupDeployStrategy.SEQUENTIAL
+    # Pages on an allowed origin may also read the answers; every other origin is refused (OriginMiddleware).
+    hayhooks_settings.cors_allow_origins = allowed_origins
+    hayhooks_settings.cors_allow_methods = ["GET", "POST"]
+    hayhooks_settings.cors_allow_headers = ["authorization", "content-type"]
+
+
 def create_app(
     host: str = DEFAULT_HOST,
     token: str | None = None,
@@ -299,8 +317,6 @@ def create_app(
     from fastapi.responses import JSONResponse
     from hayhooks.server.pipelines.registry import registry
     from hayhooks.server.routers import deploy_router, draw_router, undeploy_router
-    from hayhooks.settings import StartupDeployStrategy
-    from hayhooks.settings import settings as hayhooks_settings
     from starlette.middleware.trustedhost import TrustedHostMiddleware
 
     from needle.shells.http.run_routes import LeanRun, RunShortcut, lean_run_routes
@@ -309,17 +325,7 @@ def create_app(
 
     settings = load_settings()
     serve_settings = settings.serve
-    hayhooks_settings.pipelines_dir = str(SERVER_PIPELINES_DIR)
-    hayhooks_settings.host = host
-    hayhooks_settings.tracing_enabled = False
-    # Without the trace API nothing reads hayhooks' span buffer: do not record every stage of every query in it.
-    hayhooks_settings.tracing_include_haystack_spans = False
-    hayhooks_settings.monitoring_enabled = False
-    hayhooks_settings.startup_deploy_strategy = StartupDeployStrategy.SEQUENTIAL
-    # Pages on an allowed origin may also read the answers; every other origin is refused (OriginMiddleware).
-    hayhooks_settings.cors_allow_origins = list(serve_settings.allowed_origins)
-    hayhooks_settings.cors_allow_methods = ["GET", "POST"]
-    hayhooks_settings.cors_allow_headers = ["authorization", "content-type"]
+    _configure_hayhooks(host, list(serve_settings.allowed_origins))
 
     from hayhooks.server.app import create_app as create_hayhooks_app
 
