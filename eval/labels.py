@@ -146,7 +146,7 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # Graphs whose confidence and label are those of another (the same candidates, the same signals).
-SHARED = {"query": ("rag", "query-crossencoder", "query-llm")}
+SHARED = {"query": ("rag", "query-crossencoder", "query-links", "query-llm")}
 
 
 def write(fitted: dict[str, Any]) -> None:

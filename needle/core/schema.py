@@ -55,6 +55,7 @@ HYBRID = "hybrid"  # HybridScoreRanker: the exact scores it read per signal and 
 BLEND = "blend"  # PositionAwareBlender: the weights it mixed with
 RECENCY = "recency"  # RecencyRanker: the decay it mixed in
 TERM_HITS = "term_hits"  # BestChunkSelector: query terms found in the chunk
+LINK_SUPPORT = "link_support"  # LinkSupportRanker: {"in", "out", "boost"}: top hits linking here, linked from here
 
 
 class ChunkMeta(TypedDict, total=False):
@@ -128,6 +129,7 @@ __all__ = [
     "HEADING_PATH",
     "HYBRID",
     "KIND",
+    "LINK_SUPPORT",
     "RAW_SCORE",
     "RECENCY",
     "RERANK",
