@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from needle.core.link_table import LinkTable
-
 LINKS_TO = re.compile(
     r"(?<![\w-])(?:(?:which|what|all)\s+(?:notes?|pages?|files?)\s+|(?:notes?|pages?|files?)\s+(?:that\s+)?|what\s+)"
     r"(?:links?|linking|points?|pointing|refers?|referring)\s+(?:back\s+)?to\s+(.+?)\s*[?.!]*$",
@@ -31,6 +29,8 @@ def notes_linking_to(phrase: str, records_path: str | None) -> tuple[str, list[s
     """
     if not records_path or not Path(records_path).exists():
         return None
+    from needle.core.link_table import LinkTable  # read when run: importing the component stays light
+
     table = LinkTable(records_path)
     resolvers = [(name, table.resolver(name)) for name in table.collections()]
     words = phrase.split()

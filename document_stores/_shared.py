@@ -18,7 +18,6 @@ from haystack.document_stores.errors import DocumentStoreError
 from haystack_integrations.document_stores.needle.layout import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
 from haystack_integrations.document_stores.needle.protocol import BestScore
 from needle.core.checks import QueryVector, check_query_embedding
-from needle.core.vectors import describe as describe_vector
 
 
 @dataclass(frozen=True)
@@ -200,6 +199,8 @@ class NeedleStoreMixin:
         NaN, infinite, all-zero or wrong-sized one (a dense-vector file overwritten behind the engine's back
         reads as such) is counted in `spoiled_dense`, its point in `spoiled_ids`, its file in `spoiled_files`.
         """
+        from needle.core.vectors import describe  # only a check reads every vector: searches stay light to import
+
         found: dict[str, Any] = {"points": 0, "counted": 0, "without_dense": 0, "without_sparse": 0, "spoiled_dense": 0}
         spoiled_ids: list[str] = []
         spoiled_files: set[str] = set()
@@ -209,7 +210,7 @@ class NeedleStoreMixin:
             found["points"] += 1
             if document.embedding is None:
                 found["without_dense"] += 1
-            elif describe_vector(document.embedding, self.embedding_dim) is not None:
+            elif describe(document.embedding, self.embedding_dim) is not None:
                 found["spoiled_dense"] += 1
                 spoiled_ids.append(document.id)
                 spoiled_files.add(f"{document.meta.get('collection', '')}:{document.meta.get('path', '')}")

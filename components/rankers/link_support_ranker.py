@@ -7,7 +7,6 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack_integrations.components.needle._index_models import FROM_SETTINGS, records_file, without
 from needle.core.documents import replace
 from needle.core.file_records import split_key
-from needle.core.link_table import LinkTable
 from needle.core.schema import FILE_ID, LINK_SUPPORT
 
 
@@ -145,6 +144,8 @@ class LinkSupportRanker:
         """The file ids each note's links resolve to, for the notes given (those of a collection without links: none)."""
         if not self.records_path:
             return {}
+        from needle.core.link_table import LinkTable  # read when run: importing the component stays light
+
         table = LinkTable(self.records_path)
         by_collection: dict[str, list[str]] = {}
         for file_id in sorted(file_ids):

@@ -6,7 +6,6 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from haystack_integrations.components.needle._index_models import FROM_SETTINGS, records_file, without
 from needle.core.file_records import split_key
-from needle.core.link_table import LinkTable
 from needle.core.schema import FILE_ID
 
 # How much each relation adds to a note's link score: a direct link either way counts fully, each link
@@ -71,6 +70,8 @@ class LinkNeighbourRetriever:
         if not self.records_path:
             return {"documents": []}
         collection, path = split_key(file_id)
+        from needle.core.link_table import LinkTable  # read when run: importing the component stays light
+
         table = LinkTable(self.records_path)
         resolver = table.resolver(collection)
         scores: dict[str, float] = {}

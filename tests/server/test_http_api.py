@@ -67,7 +67,8 @@ class TestSearchEndpoints:
         # hayhooks' generic route logs each request's fields (the query's words) and its time; the served
         # routes are Needle's lean ones (needle/shells/http/run_routes.py), which keep only the access line.
         hits(http, "search", query="renewal hook zebra-words", limit=3)
-        log = server.log.read_text(errors="replace")
+        # `needle serve` keeps its log in DATA_DIR/serve.log (its terminal gets the ready line only).
+        log = server.log.read_text(errors="replace") + (server.data_dir / "serve.log").read_text(errors="replace")
         assert "zebra-words" not in log and "Running pipeline" not in log
         assert '"POST /search/run HTTP/1.1" 200' in log
 
