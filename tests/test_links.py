@@ -230,3 +230,23 @@ def test_needle_related_gives_each_note_its_reasons(tmp_path: Path, model_dir: P
     assert (order[0], order[-1]) == ("Outbox.md", "Snert.md")
     assert main(["related", "Harbor", "-n", "1"]) == 0
     assert capsys.readouterr().out.splitlines()[1].endswith("vault/Outbox.md\tlinks here, linked from here, similar")
+
+
+def test_an_alias_finds_its_note_in_every_search_mode(tmp_path: Path, model_dir: Path) -> None:
+    from needle.core.requests import SearchRequest
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "Work MOC.md").write_text(
+        "---\naliases: [Tidewater]\n---\n# Work map\n\nProjects, people and the weekly planning notes.\n"
+    )
+    (notes / "Garden.md").write_text("# Garden\n\nTomatoes need staking in June; water the beans at dawn.\n")
+    (notes / "Boat.md").write_text("# Boat\n\nCheck the bilge pump and the anchor chain before the season.\n")
+    (notes / "Reading.md").write_text("# Reading\n\nNovels finished this year, and the ones left on the shelf.\n")
+    needle = _needle(tmp_path, model_dir, notes)
+    try:
+        for mode in ("search", "vsearch", "query"):
+            answer = needle.search(SearchRequest(query="Tidewater", limit=3), mode)
+            assert answer.results and answer.results[0].path == "Work MOC.md", mode
+    finally:
+        needle.close()
