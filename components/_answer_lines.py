@@ -18,76 +18,18 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from haystack_integrations.components.needle._scores import FILLER, WORD
+
 _HEADING = re.compile(r"\s{0,3}#{1,6}(\s.*)?")
 _FENCE = re.compile(r"\s*(```|~~~)")
 _RULE = re.compile(r"\s*([-*_=]\s*){3,}")
 _ITEM = re.compile(r"(\s*)(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
 _TABLE_DELIMITER = re.compile(r"\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
-_WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
-# Words that say nothing about where an answer is, in the languages notes are most often written in.
-_FILLER = frozenset(
+# Words that say nothing about where an answer is: the query-term filler, and more of the languages notes are
+# most often written in.
+_FILLER = FILLER | frozenset(
     [
-        "the",
-        "and",
-        "for",
-        "with",
-        "what",
-        "how",
-        "why",
-        "who",
-        "whom",
-        "when",
-        "where",
-        "which",
-        "does",
-        "did",
-        "are",
-        "was",
-        "were",
-        "has",
-        "have",
-        "had",
-        "can",
-        "could",
-        "should",
-        "would",
-        "will",
-        "not",
-        "but",
-        "from",
-        "into",
-        "onto",
-        "about",
-        "this",
-        "that",
-        "these",
-        "those",
-        "there",
-        "their",
-        "them",
-        "they",
-        "you",
-        "your",
-        "our",
-        "its",
-        "any",
-        "all",
-        "some",
-        "more",
-        "most",
-        "much",
-        "many",
-        "very",
-        "just",
-        "also",
-        "than",
-        "then",
-        "get",
-        "got",
-        "use",
-        "using",
-        "used",
         "want",
         "need",
         "make",
@@ -232,7 +174,7 @@ def terms(query: str) -> list[str]:
         if len(word) >= 3 and word not in _FILLER:
             found.setdefault(word, None)
 
-    for word in _WORD.findall(query.lower()):
+    for word in WORD.findall(query.lower()):
         runs = _CJK.findall(word)
         if runs:
             for run in runs:
@@ -381,7 +323,7 @@ def _forms(text: str) -> tuple[frozenset[str], frozenset[str]]:
     """A text's words with up to three of their last letters cut (each at least three letters), and their stems."""
     cut: set[str] = set()
     starts: set[str] = set()
-    for token in _WORD.findall(text):
+    for token in WORD.findall(text):
         for word in {token, *re.split(r"['’-]", token)}:
             if len(word) < 3:
                 continue
@@ -465,7 +407,7 @@ def scores(
     weighted = weighted or query_weights(texts, query, title)
     named = " ".join(title.lower().split())
     pairs = [f"{a} {b}" for a, b in itertools.pairwise(words)]
-    sizes = [max(len(_WORD.findall(text)), 1) for text in texts]
+    sizes = [max(len(WORD.findall(text)), 1) for text in texts]
     average = sum(sizes) / len(sizes)
     out = []
     for unit, text, size in zip(found, texts, sizes, strict=True):

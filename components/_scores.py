@@ -14,9 +14,9 @@ from haystack import Document
 from needle.core.documents import replace
 from needle.core.schema import FILE_ID, FUSION, SCORE_KIND
 
-_WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
+WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
 # Words that carry no topic even when longer than two letters.
-_FILLER = frozenset(
+FILLER = frozenset(
     [
         "the",
         "and",
@@ -124,8 +124,8 @@ def check_score_kind(kind: str | None, optional: bool = False) -> None:
 def query_terms(text: str, min_length: int = 3) -> list[str]:
     """Distinct lower-cased words of at least `min_length` letters, filler words left out, in order."""
     seen: dict[str, None] = {}
-    for word in _WORD.findall(text.lower()):
-        if len(word) >= min_length and word not in _FILLER:
+    for word in WORD.findall(text.lower()):
+        if len(word) >= min_length and word not in FILLER:
             seen.setdefault(word, None)
     return list(seen)
 
