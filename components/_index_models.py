@@ -145,6 +145,20 @@ def records_file() -> str:
     return str(record(settings()))
 
 
+def records_path_or_settings(records_path: Any) -> str | None:
+    """
+    A recorder's `records_path`: `FROM_SETTINGS` becomes the index's stat record (`records_file`), `None` stays
+    (record nothing), any other value must be a non-empty path.
+
+    :raises ValueError: When `records_path` is not a path, `None` or `FROM_SETTINGS`.
+    """
+    if records_path is FROM_SETTINGS:
+        return records_file()
+    if records_path is not None and (not isinstance(records_path, str) or not records_path.strip()):
+        raise ValueError(f"records_path must be a file path or None, got {records_path!r}")
+    return records_path
+
+
 def llm_server() -> dict[str, Any]:
     """The OpenAI-compatible LLM server of `llm:`: `api_base_url`, `model`, `api_key` (a `Secret`) and `timeout`."""
     from haystack.utils import Secret

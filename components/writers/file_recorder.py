@@ -5,7 +5,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.core.component.types import Variadic
 
-from haystack_integrations.components.needle._index_models import FROM_SETTINGS, records_file, without
+from haystack_integrations.components.needle._index_models import FROM_SETTINGS, records_path_or_settings, without
 from needle.core.file_records import UNREAD, FileRecords, FileStat, split_key
 
 logger = logging.getLogger(__name__)
@@ -41,11 +41,7 @@ class FileRecorder:
         :raises ValueError: When `records_path` is an empty string.
         """
         self._from_settings = {"records_path"} if records_path is FROM_SETTINGS else set()
-        if records_path is FROM_SETTINGS:
-            records_path = records_file()
-        if records_path is not None and (not isinstance(records_path, str) or not records_path.strip()):
-            raise ValueError(f"records_path must be a file path or None, got {records_path!r}")
-        self.records_path = records_path
+        self.records_path = records_path_or_settings(records_path)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
