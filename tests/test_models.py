@@ -61,3 +61,23 @@ class TestModels:
         assert cat.shape == (384,)
         assert np.linalg.norm(cat) == pytest.approx(1.0, abs=1e-3)
         assert cat @ kitten > cat @ tax
+
+
+def test_weights_changed_after_install_are_refused_and_reinstalled(tmp_path: Path):
+    models.provision(tmp_path)
+    onnx = models.dense_model_dir(tmp_path) / "model.onnx"
+    data = bytearray(onnx.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # same size: a flipped byte, as a bad disk or a partial copy leaves it
+    onnx.write_bytes(bytes(data))
+    with pytest.raises(models.MissingModelError, match=r"sha256 does not match\); run `needle models`"):
+        models.dense_embedder_params(models.LOCAL_DENSE_MODEL, tmp_path)
+    assert models.provision(tmp_path)[models.LOCAL_DENSE_MODEL] is True
+    assert models.dense_embedder_params(models.LOCAL_DENSE_MODEL, tmp_path)["local_files_only"] is True
+
+
+def test_an_unchanged_model_is_not_hashed_at_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    models.provision(tmp_path)
+    hashed: list[Path] = []
+    monkeypatch.setattr(models, "_sha256", lambda path: hashed.append(path) or "")
+    assert models.dense_embedder_params(models.LOCAL_DENSE_MODEL, tmp_path)["local_files_only"] is True
+    assert hashed == []

@@ -1,6 +1,6 @@
 """Every start-up failure is one line naming the fix, exit 1, the same through a background owner as without
-one: a missing model (`needle models`), a data folder that cannot be used (the path and NEEDLE_DATA_DIR), a
-busy port (`--port`)."""
+one: a missing model or one whose weights changed since it was installed (`needle models`), a data folder that
+cannot be used (the path and NEEDLE_DATA_DIR), a busy port (`--port`)."""
 
 from __future__ import annotations
 
@@ -72,6 +72,30 @@ def test_a_missing_model_is_one_line_naming_needle_models_with_and_without_an_ow
     finally:
         stop_owner(data)
     assert seen[0] == seen[1]  # the same through the owner as without it
+
+
+@pytest.mark.integration
+def test_model_weights_changed_since_install_are_one_line_naming_needle_models(tmp_path):
+    from needle.core import model_files
+
+    data, models = tmp_path / "data", tmp_path / "models"
+    model_files.provision(models)
+    onnx = model_files.dense_model_dir(models) / "model.onnx"
+    weights = bytearray(onnx.read_bytes())
+    weights[len(weights) // 2] ^= 0xFF
+    onnx.write_bytes(bytes(weights))
+    added = needle(data, "collection", "add", str(DEMO_NOTES), "--name", "notes", autostart=False)
+    assert added.returncode == 0, added.stderr
+    seen = []
+    try:
+        for autostart in (True, False):
+            done = needle(data, "vsearch", "certbot", autostart=autostart, NEEDLE_MODEL_DIR=str(models))
+            assert done.returncode == 1 and done.stdout == "", done.stderr
+            assert done.stderr.count("\n") == 1 and "sha256 does not match); run `needle models`" in done.stderr
+            seen.append(done.stderr)
+    finally:
+        stop_owner(data)
+    assert seen[0] == seen[1]
 
 
 def test_a_busy_port_is_one_line_naming_the_port_flag(tmp_path):

