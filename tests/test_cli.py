@@ -65,6 +65,8 @@ class TestCliSearch:
     def test_top_k_and_collection_filter(self, cli):
         code, out, _ = cli("search", "backup", "-n", "2", "-c", "notes", "--json")
         assert code == 0 and len(json.loads(out)["results"]) == 2
+        code, out, _ = cli("search", "backup", "--limit", "3", "--json")  # the name every other surface uses
+        assert code == 0 and len(json.loads(out)["results"]) == 3
 
     def test_min_score_can_leave_nothing(self, cli):
         code, out, _ = cli("vsearch", "sourdough", "--min-score", "0.9999")

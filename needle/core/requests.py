@@ -292,7 +292,7 @@ def _collections(help: str = "Only these collections (names from status)", **spe
 
 def _limit(help: str, default: int | None) -> Any:
     # The query graphs' public input of the result count has the request field's name (their YAML `inputs:`).
-    return param(help, default, low=1, high=MAX_LIMIT, graph="limit", flags=("-n",), metavar="N")
+    return param(help, default, low=1, high=MAX_LIMIT, graph="limit", flags=("-n", "--limit"), metavar="N")
 
 
 def _text(help: str, **spelling: Any) -> Any:
@@ -473,7 +473,7 @@ class RelatedRequest(Request):
     ref: str = param(
         "A note: path, #docid, name or alias", required=True, min_chars=1, max_chars=MAX_REF_CHARS, flags=()
     )
-    limit: int = param("How many related notes", 10, low=1, high=100, flags=("-n",), metavar="N")
+    limit: int = param("How many related notes", 10, low=1, high=100, flags=("-n", "--limit"), metavar="N")
 
 
 @dataclass(frozen=True, kw_only=True, eq=False, repr=False)
