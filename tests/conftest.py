@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +24,17 @@ DEMO_NOTES = REPO / "needle" / "demo" / "notes"
 # background owner per temporary data folder would outlive the test.
 AUTOSTART_ENV = "NEEDLE_OWNER__AUTOSTART"
 os.environ[AUTOSTART_ENV] = "false"
+# Indexes the evaluation builds (`prepare_index`, `needle eval ...` in subprocesses) go to a folder of this run,
+# never the user's ~/.cache/needle/eval, which the user's own evaluation may hold open. Set before any test
+# module imports needle.evaluation, which reads it once.
+EVAL_CACHE = Path(tempfile.mkdtemp(prefix="needle-test-eval-"))
+os.environ["NEEDLE_EVAL_CACHE"] = str(EVAL_CACHE)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_eval_cache() -> Iterator[None]:
+    yield
+    shutil.rmtree(EVAL_CACHE, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
