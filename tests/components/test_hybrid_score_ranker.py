@@ -402,7 +402,7 @@ class TestKeywordsThatPickNoFile:
         docs = [*pages("w1"), Document(id="p0", content="p0", score=0.1, meta={"source_doc_id": "P0"}), *pages("m1")]
         run = {"query": "q", "documents": docs, "query_embedding": QUERY, "query_sparse_embedding": COMMON}
         fixed = HybridScoreRanker(document_store=reference_store, bm25_weight=0.5)
-        assert [d.id for d in fixed.run(**run)["documents"]][0] == "w1"
+        assert fixed.run(**run)["documents"][0].id == "w1"
         leading = HybridScoreRanker(document_store=reference_store, bm25_weight=0.5, lead_margin=0.2, lead_floor=0.0)
         out = leading.run(**run)["documents"]
         assert out[0].id == "m1"
