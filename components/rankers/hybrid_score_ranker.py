@@ -54,6 +54,13 @@ class HybridScoreRanker:
     gene, `pg_dump` and `--format`) keeps its keywords' full weight. One rare word alone is not enough: it
     is as often the name of another page (`watch` in "watch a log file as new lines are written").
 
+    When the two sides disagree, the stronger evidence should decide, and keyword evidence is strong when one
+    file stands out. With `lead_margin`, BM25's weight also follows the lead of the best candidate's BM25 over
+    the second's (both as shares of what the query could reach): a lead of `lead_margin` or more keeps the
+    weight, no lead keeps `lead_floor` of it, linear between. Over many similar pages that share the question's
+    words about equally (a how-to question in plain words over reference pages) meaning then settles more of
+    the order; a question whose words pick out one file (a name, a code, a title) keeps its keywords' weight.
+
     The cosine part is relative to the candidate set, so scores are not cached per document:
     `cacheable = False` tells `CandidateReranker` to skip its cache.
 
@@ -77,6 +84,8 @@ class HybridScoreRanker:
         common_bm25_weight: float | None = None,
         specificity: list[float] | None = None,
         specific_terms: int = 2,
+        lead_margin: float | None = None,
+        lead_floor: float = 0.8,
     ) -> None:
         """
         Create the ranker.
@@ -97,10 +106,13 @@ class HybridScoreRanker:
             moves from `common_bm25_weight` to `bm25_weight` (default `[0.3, 0.45]`).
         :param specific_terms: How many of the query's terms must be specific: the query's specificity is
             that of its n-th most specific term (of its least specific, when it has fewer).
+        :param lead_margin: The lead of the best candidate's BM25 over the second's (both as shares of what the
+            query could reach) from which BM25 keeps its whole weight (`None`: the lead does not count).
+        :param lead_floor: The share of its weight BM25 keeps when no candidate leads (two tie).
         :raises ValueError: When a store is not one Needle's components can search (`searchable`), a weight
             is outside [0, 1],
             `cosine_scale` is unknown, `specificity` is not two bounds `0 <= low < high <= 1` or
-            `specific_terms` is below 1.
+            `specific_terms` is below 1, `lead_margin` is not within (0, 1] or `lead_floor` not within [0, 1].
         """
         self._store = searchable(document_store)
         self._file_store = None if file_document_store is None else searchable(file_document_store)
@@ -117,6 +129,10 @@ class HybridScoreRanker:
             raise ValueError(f"specificity must be [low, high] with 0 <= low < high <= 1, got {specificity}")
         if specific_terms < 1:
             raise ValueError(f"specific_terms must be > 0, got {specific_terms}")
+        if lead_margin is not None and not 0.0 < lead_margin <= 1.0:
+            raise ValueError(f"lead_margin must be within (0, 1], got {lead_margin}")
+        if not 0.0 <= lead_floor <= 1.0:
+            raise ValueError(f"lead_floor must be within [0, 1], got {lead_floor}")
         self.document_store = document_store
         self.bm25_weight = bm25_weight
         self.group_by = group_by
@@ -126,6 +142,8 @@ class HybridScoreRanker:
         self.common_bm25_weight = common_bm25_weight
         self.specificity = specificity
         self.specific_terms = specific_terms
+        self.lead_margin = lead_margin
+        self.lead_floor = lead_floor
         self._count: tuple[float, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -141,6 +159,8 @@ class HybridScoreRanker:
             common_bm25_weight=self.common_bm25_weight,
             specificity=self.specificity,
             specific_terms=self.specific_terms,
+            lead_margin=self.lead_margin,
+            lead_floor=self.lead_floor,
         )
 
     @classmethod
@@ -276,6 +296,19 @@ class HybridScoreRanker:
         share = min(max((specificity - low) / (high - low), 0.0), 1.0)
         return self.common_bm25_weight + share * (self.bm25_weight - self.common_bm25_weight)
 
+    def lead_of(self, lexical: dict[str, float]) -> float:
+        """How far the best candidate's normalised BM25 leads the second's (the best's own when it is alone)."""
+        best = sorted(lexical.values(), reverse=True)[:2]
+        if not best:
+            return 0.0
+        return best[0] - (best[1] if len(best) > 1 else 0.0)
+
+    def weighed_by_lead(self, weight: float, lead: float) -> float:
+        """`weight` times `lead_floor` with no lead, whole from a lead of `lead_margin` (unchanged without it)."""
+        if self.lead_margin is None:
+            return weight
+        return weight * (self.lead_floor + (1.0 - self.lead_floor) * min(lead / self.lead_margin, 1.0))
+
     def rescore(
         self,
         documents: list[Document],
@@ -315,7 +348,13 @@ class HybridScoreRanker:
             trace["specificity"] = dict.fromkeys(files, round(specificity, 4))
             trace["bm25_weight"] = dict.fromkeys(files, round(weight, 4))
         if self.bm25_weight > 0.0:
-            for f, value in self._lexical(files, read, trace).items():
+            lexical = self._lexical(files, read, trace)
+            if self.lead_margin is not None and self.bm25_weight < 1.0:
+                lead = self.lead_of(lexical)
+                weight = self.weighed_by_lead(weight, lead)
+                trace["bm25_lead"] = dict.fromkeys(files, round(lead, 4))
+                trace["bm25_weight"] = dict.fromkeys(files, round(weight, 4))
+            for f, value in lexical.items():
                 mixed[f] += weight * value
         if self.bm25_weight < 1.0:
             for f, value in self._semantic(files, read, trace).items():
@@ -344,7 +383,8 @@ class HybridScoreRanker:
             the file's exact scores at each level read (`bm25`, `cosine`, `file_bm25`, `file_cosine`), the
             query's `bm25_ceiling` (`file_bm25_ceiling`) and the share of its terms no document has
             (`bm25_unknown`, `file_bm25_unknown`); with `common_bm25_weight`, also the query's `specificity`
-            and the `bm25_weight` it got.
+            and the `bm25_weight` it got; with `lead_margin`, the best candidate's lead (`bm25_lead`) and the
+            `bm25_weight` it left.
         :raises ValueError: When `top_k` is below 1 or an embedding the weights need is missing.
         """
         check_top_k(top_k, optional=True)

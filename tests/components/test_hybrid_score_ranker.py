@@ -64,6 +64,9 @@ class TestHybridScoreRanker:
             ({"specificity": [0.5, 0.4]}, "specificity"),
             ({"specificity": [0.3]}, "specificity"),
             ({"specific_terms": 0}, "specific_terms"),
+            ({"lead_margin": 0.0}, "lead_margin"),
+            ({"lead_margin": 1.5}, "lead_margin"),
+            ({"lead_floor": -0.1}, "lead_floor"),
         ],
     )
     def test_bad_params_raise(self, store, kwargs, message):
@@ -87,11 +90,18 @@ class TestHybridScoreRanker:
             "common_bm25_weight": None,
             "specificity": [0.3, 0.45],
             "specific_terms": 2,
+            "lead_margin": None,
+            "lead_floor": 0.8,
         }
 
     def test_from_dict_round_trip(self, store):
         ranker = HybridScoreRanker(
-            document_store=store, bm25_weight=0.7, cosine_scale="raw", common_bm25_weight=0.2, specificity=[0.2, 0.5]
+            document_store=store,
+            bm25_weight=0.7,
+            cosine_scale="raw",
+            common_bm25_weight=0.2,
+            specificity=[0.2, 0.5],
+            lead_margin=0.1,
         )
         again = HybridScoreRanker.from_dict(ranker.to_dict())
         assert again.to_dict() == ranker.to_dict()
@@ -375,3 +385,38 @@ class TestKeywordsOfCommonWords:
         ranker = HybridScoreRanker(document_store=reference_store, bm25_weight=1.0, common_bm25_weight=0.1)
         out = ranker.run(query="q", documents=pages("w1", "m1"), query_sparse_embedding=COMMON)["documents"]
         assert out[0].id == "w1" and "bm25_weight" not in out[0].meta["hybrid"]
+
+
+class TestKeywordsThatPickNoFile:
+    def test_the_weight_follows_the_lead_up_to_lead_margin(self, reference_store):
+        ranker = HybridScoreRanker(document_store=reference_store, bm25_weight=0.5, lead_margin=0.2, lead_floor=0.6)
+        assert ranker.lead_of({"A": 0.9, "B": 0.85, "C": 0.1}) == pytest.approx(0.05)
+        assert ranker.lead_of({"A": 0.4}) == pytest.approx(0.4)  # alone: its own score
+        assert ranker.lead_of({}) == 0.0
+        weights = [ranker.weighed_by_lead(0.5, lead) for lead in (0.0, 0.1, 0.2, 0.6)]
+        assert weights == pytest.approx([0.3, 0.4, 0.5, 0.5])
+        assert HybridScoreRanker(document_store=reference_store).weighed_by_lead(0.5, 0.0) == 0.5  # off
+
+    def test_words_many_pages_share_about_equally_weigh_less(self, reference_store):
+        # W and P0 both hold the query's two words, so neither leads on keywords; M has the meaning.
+        docs = [*pages("w1"), Document(id="p0", content="p0", score=0.1, meta={"source_doc_id": "P0"}), *pages("m1")]
+        run = {"query": "q", "documents": docs, "query_embedding": QUERY, "query_sparse_embedding": COMMON}
+        fixed = HybridScoreRanker(document_store=reference_store, bm25_weight=0.5)
+        assert fixed.run(**run)["documents"][0].id == "w1"
+        leading = HybridScoreRanker(document_store=reference_store, bm25_weight=0.5, lead_margin=0.2, lead_floor=0.0)
+        out = leading.run(**run)["documents"]
+        assert out[0].id == "m1"
+        assert out[0].meta["hybrid"]["bm25_lead"] < 0.2
+        assert out[0].meta["hybrid"]["bm25_weight"] < 0.5
+
+    def test_words_that_pick_out_one_file_keep_their_weight(self, reference_store):
+        ranker = HybridScoreRanker(document_store=reference_store, bm25_weight=0.5, lead_margin=0.2, lead_floor=0.0)
+        out = ranker.run(query="q", documents=pages("r1", "m1"), query_embedding=QUERY, query_sparse_embedding=RARE)
+        top = out["documents"][0]
+        assert top.id == "r1"
+        assert top.meta["hybrid"]["bm25_lead"] >= 0.2 and top.meta["hybrid"]["bm25_weight"] == 0.5
+
+    def test_single_signal_rankers_ignore_it(self, reference_store):
+        ranker = HybridScoreRanker(document_store=reference_store, bm25_weight=1.0, lead_margin=0.2)
+        out = ranker.run(query="q", documents=pages("w1", "m1"), query_sparse_embedding=COMMON)["documents"]
+        assert "bm25_lead" not in out[0].meta["hybrid"]
