@@ -46,9 +46,9 @@ class AnswerChunkSelector:
     chunk that answers. The next `alternates` chunks whose units hold the query's words go along in
     `meta["answer_also"]` (each one's text, lines and answering line): when the best chunk is a close call
     (a paraphrased question, a keyword query naming a page), `SnippetExtractor` shows their answering unit as a
-    hunk of its own in the room the snippet has left. Units are scored only in the chunks that can still reach
-    one of those places. Without a store, or without query vectors, the results pass through. Haystack has no
-    such stage.
+    hunk of its own in the room the snippet has left. Units are scored, and a query word's rarity read, only in
+    the chunks that can still reach one of those places. Without a store, or without query vectors, the results
+    pass through. Haystack has no such stage.
 
     Usage example:
     ```python
@@ -206,10 +206,13 @@ class AnswerChunkSelector:
                 for chunk_id, value in zip(ids, values, strict=True):
                     combined[chunk_id] += share * (value - low) / (high - low)
         # Units are scored only in the chunks that can still be among the first 1 + `alternates` with the best
-        # possible units: those further behind cannot take a place whatever their lines hold.
+        # possible units (those further behind cannot take a place whatever their lines hold), and a query word's
+        # rarity is read over those chunks' units.
         place = sorted(combined.values(), reverse=True)[min(self.alternates, len(ids) - 1)]
         hopeful = [combined[c] + self.lines_weight >= place for c in ids]
-        weighted = query_weights([text for _, _, texts in read for text in texts], query, title)
+        weighted = query_weights(
+            [text for (_, _, texts), keep in zip(read, hopeful, strict=True) if keep for text in texts], query, title
+        )
         unit_scores = [
             scores(list(lines), list(found), query, title, weighted, list(texts)) if keep else [0.0] * len(found)
             for (lines, found, texts), keep in zip(read, hopeful, strict=True)
@@ -273,8 +276,8 @@ def _answer_line(
 ) -> int | None:
     """
     The line of the chosen chunk that best answers: in its best unit (headings left out with `skip_headings`),
-    the line holding the query's rarest words, rarity read over the units of the file's chunks (`weighted`, the
-    query's `Weights` over them); `None` when no unit holds a query word.
+    the line holding the query's rarest words, rarity read over the units of the file's chunks still in the
+    running (`weighted`, the query's `Weights` over them); `None` when no unit holds a query word.
     """
     lines, found = parsed[position]
     kept = [i for i in range(len(found)) if not (skip_headings and found[i].kind == "heading")]
