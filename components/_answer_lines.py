@@ -351,8 +351,9 @@ def weights(unit_texts: list[str], words: list[str], stem: bool = False) -> dict
     """Each term's weight: higher the fewer units hold it (`log(1 + (n + 1) / (df + 0.5))`); 0 for a term none holds."""
     count = len(unit_texts)
     df: Counter[str] = Counter()
+    wanted = frozenset(words)
     for text in unit_texts:
-        df.update(_held(text, words, stem))
+        df.update(_held(text, wanted, stem))
     return {word: math.log(1 + (count + 1) / (df[word] + 0.5)) if df[word] else 0.0 for word in words}
 
 
@@ -362,6 +363,17 @@ class Weights:
 
     words: dict[str, float]
     stems: dict[str, float]
+
+
+@functools.lru_cache(maxsize=2048)
+def parsed(text: str) -> tuple[tuple[str, ...], tuple[Unit, ...], tuple[str, ...]]:
+    """
+    A chunk's lines, units and unit texts (`units`, `unit_texts`), kept for the chunks read again: the chunks of
+    the files a search keeps finding, and the chosen chunk that the snippet reads after the answer chunk stage.
+    """
+    lines = text.split("\n")
+    found = units(lines)
+    return tuple(lines), tuple(found), tuple(unit_texts(lines, found))
 
 
 def unit_texts(lines: list[str], found: list[Unit]) -> list[str]:
@@ -388,7 +400,12 @@ def query_weights(texts: list[str], query: str, title: str = "") -> Weights:
 
 
 def scores(
-    lines: list[str], found: list[Unit], query: str, title: str = "", weighted: Weights | None = None
+    lines: list[str],
+    found: list[Unit],
+    query: str,
+    title: str = "",
+    weighted: Weights | None = None,
+    texts: list[str] | None = None,
 ) -> list[float]:
     """
     Each unit's score for the query (0 when it holds none of its words).
@@ -399,11 +416,12 @@ def scores(
     :param title: The note's title: its own heading (a first-level one, or one that starts with the title) counts a
         fifth (it names the note, it does not answer), any other heading 0.7 of what it holds.
     :param weighted: Term weights read over more units (a whole file's); over these units when `None`.
+    :param texts: The units' texts (`unit_texts`) when the caller has them.
     """
     words = list(_terms(query))
     if not words or not found:
         return [0.0] * len(found)
-    texts = unit_texts(lines, found)
+    texts = texts if texts is not None else unit_texts(lines, found)
     weighted = weighted or query_weights(texts, query, title)
     named = " ".join(title.lower().split())
     pairs = [f"{a} {b}" for a, b in itertools.pairwise(words)]
@@ -441,6 +459,7 @@ __all__ = [
     "holds",
     "is_content",
     "line_scores",
+    "parsed",
     "query_weights",
     "scores",
     "stems",

@@ -6,7 +6,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from haystack_integrations.components.needle._answer_lines import Unit, line_scores, scores, units
+from haystack_integrations.components.needle._answer_lines import Unit, line_scores, parsed, scores
 from haystack_integrations.components.needle._text import is_content
 from needle.core.documents import replace
 
@@ -23,10 +23,14 @@ class SnippetExtractor:
     introducing it, a heading; see `haystack_integrations.components.needle._answer_lines`) and the unit holding
     the query's rarest words wins (its first unit that says something when none does). The snippet shows that
     unit with what makes it readable, then the units after it and before it while they fit in `max_lines` lines
-    and `max_chars` characters. A unit too long to fit shows its best lines (`context_lines` around the best
-    one); a line too long to fit, its best sentences. A header or lead-in that is not next to its unit starts
-    the snippet as a hunk of its own, each hunk with its own `@@` line, as in a diff. Haystack has no such
-    stage.
+    and `max_chars` characters, then the section's heading right above them when it holds a query word and
+    fits (it says what the lines below answer). A unit too long to fit shows its best lines (`context_lines`
+    around the best one); a line too long to fit, its best sentences. A header or lead-in that is not next to
+    its unit starts the snippet as a hunk of its own, each hunk with its own `@@` line, as in a diff. When
+    `AnswerChunkSelector` passed on the file's next-best chunks (`meta["answer_also"]`), the answering unit of
+    each (with its heading when that holds a query word) follows as hunks of its own while it fits in what is
+    left of `max_lines` and `max_chars`, so a close call between two places in a note shows both.
+    Haystack has no such stage.
 
     A chunk of a converted document names its anchor in the header: a PDF's page, with lines counted
     within the extracted page text (`@@ page 3 -12,5 +12,5 @@ papers/raft.pdf`, read back with
@@ -73,10 +77,7 @@ class SnippetExtractor:
 
     def snippet(self, doc: Document, query: str) -> dict[str, Any]:
         """The snippet of one chunk: text (with its `@@` lines), first line shown and count of lines shown."""
-        lines = (doc.content or "").split("\n")
-        while len(lines) > 1 and not lines[-1].strip():
-            lines.pop()
-        found = units(lines)
+        lines, found = _read(doc.content or "")
         shown: dict[int, str] = {}
         if found:
             title = str(doc.meta.get("title") or "")
@@ -96,7 +97,47 @@ class SnippetExtractor:
         first_line = int(doc.meta.get("start_line", 1))
         hunks = _hunks(lines, shown)
         text = "\n".join("\n".join([self._header(doc.meta, start, len(body)), *body]) for start, body in hunks)
-        return {"text": text, "start_line": first_line + hunks[0][0], "lines": sum(len(b) for _, b in hunks)}
+        count = sum(len(b) for _, b in hunks)
+        chars = sum(len(x) + 1 for _, b in hunks for x in b)
+        for also in doc.meta.get("answer_also") or []:
+            more = self._also(also, doc.meta, query, count, chars)
+            if more:
+                text, count, chars = f"{text}\n{more[0]}", count + more[1], chars + more[2]
+        return {"text": text, "start_line": first_line + hunks[0][0], "lines": count}
+
+    def _also(
+        self, also: dict[str, Any], meta: dict[str, Any], query: str, used_lines: int, used_chars: int
+    ) -> tuple[str, int, int] | None:
+        """
+        The answering unit of one of the file's next-best chunks (an entry of `meta["answer_also"]`, from
+        `AnswerChunkSelector`) as hunks of their own with their lines shown and characters, when it fits in the
+        lines and characters the snippet has left; `None` when it does not.
+        """
+        room = SnippetExtractor(
+            max_lines=max(self.max_lines - used_lines, 1),
+            context_lines=self.context_lines,
+            max_chars=None if self.max_chars is None else max(self.max_chars - used_chars, 1),
+        )
+        lines, found = _read(str(also.get("content") or ""))
+        answer = also.get("answer_line")
+        holding = [u for u in found if isinstance(answer, int) and u.first <= answer <= u.last]
+        if self.max_lines - used_lines < 1 or not holding:
+            return None
+        unit = holding[0]
+        title = str(meta.get("title") or "")
+        whole = {i: lines[i] for i in (*unit.context, *range(unit.first, unit.last + 1))}
+        shown = whole if room._fits(lines, whole) else room._cut(lines, unit, query, title, answer)
+        if not room._fits(lines, shown) or answer not in shown:
+            return None
+        above = found.index(unit) - 1
+        if above >= 0 and found[above].kind == "heading" and self._names_query(lines, found[above], query):
+            titled = {**shown, found[above].first: lines[found[above].first]}
+            if len(_hunks(lines, titled)) == len(_hunks(lines, shown)) and room._fits(lines, titled):
+                shown = titled
+        where = {**meta, **{k: v for k, v in also.items() if k not in ("content", "answer_line")}}
+        hunks = _hunks(lines, shown)
+        text = "\n".join("\n".join([self._header(where, start, len(body)), *body]) for start, body in hunks)
+        return text, sum(len(b) for _, b in hunks), sum(len(x) + 1 for _, b in hunks for x in b)
 
     def _grow(
         self, lines: list[str], found: list[Unit], best: int, query: str, title: str, answer: int | None = None
@@ -110,6 +151,7 @@ class SnippetExtractor:
         # or at the first unit that does not fit, of which only the head of one after is shown (a code block's
         # first lines).
         nearest = {1: best + 1, -1: best - 1}
+        heading: Unit | None = None  # the heading the lines shown run up to
         while nearest:
             for step in (1, -1):
                 index = nearest.get(step)
@@ -117,6 +159,8 @@ class SnippetExtractor:
                     continue
                 if not 0 <= index < len(found) or found[index].kind == "heading":
                     del nearest[step]
+                    if step == -1 and index >= 0:
+                        heading = found[index]
                     continue
                 neighbour = found[index]
                 wider = {
@@ -139,6 +183,12 @@ class SnippetExtractor:
                         if not self._fits(lines, {**shown, i: lines[i]}):
                             break
                         shown = {**shown, i: lines[i]}
+        if heading is not None and self._names_query(lines, heading, query):
+            # the section's heading, when it names what was asked, says the lines below it answer that; shown
+            # when there is room left, right above the lines shown
+            titled = {**shown, heading.first: lines[heading.first]}
+            if len(_hunks(lines, titled)) == len(_hunks(lines, shown)) and self._fits(lines, titled):
+                shown = titled
         return shown
 
     def _cut(
@@ -167,6 +217,11 @@ class SnippetExtractor:
             if self._fits(lines, wider):
                 shown = wider
         return shown
+
+    @staticmethod
+    def _names_query(lines: list[str], heading: Unit, query: str) -> bool:
+        """Whether a heading holds one of the query's words (the note's own title included)."""
+        return line_scores([lines[heading.first]], query)[0] > 0
 
     @staticmethod
     def _centre(lines: list[str], unit: Unit, query: str, title: str, answer: int | None = None) -> tuple[int, float]:
@@ -221,7 +276,8 @@ class SnippetExtractor:
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document], query: str) -> dict[str, list[Document]]:
         """
-        Add `meta["snippet"]` (text with header), `meta["snippet_line"]` and `meta["snippet_lines"]`.
+        Add `meta["snippet"]` (text with header), `meta["snippet_line"]` and `meta["snippet_lines"]`; drop
+        `meta["answer_also"]`, read here.
 
         :param documents: Result chunks with `start_line`, `collection` and `path` in meta.
         :param query: The user's query.
@@ -230,9 +286,19 @@ class SnippetExtractor:
         out = []
         for doc in documents:
             s = self.snippet(doc, query)
-            meta = {**doc.meta, "snippet": s["text"], "snippet_line": s["start_line"], "snippet_lines": s["lines"]}
+            meta = {key: value for key, value in doc.meta.items() if key != "answer_also"}
+            meta.update({"snippet": s["text"], "snippet_line": s["start_line"], "snippet_lines": s["lines"]})
             out.append(replace(doc, meta=meta))
         return {"documents": out}
+
+
+def _read(content: str) -> tuple[list[str], list[Unit]]:
+    """A chunk's lines (blank lines at its end left out) and their units."""
+    lines = content.split("\n")
+    while len(lines) > 1 and not lines[-1].strip():
+        lines.pop()
+    kept, found, _ = parsed("\n".join(lines))
+    return list(kept), list(found)
 
 
 def _indent(line: str) -> int:

@@ -8,12 +8,15 @@ from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
 from haystack_integrations.components.needle._answer_lines import (
     Unit,
+    Weights,
+    holds,
     is_content,
     query_weights,
     scores,
-    unit_texts,
-    units,
+    stems,
+    terms,
 )
+from haystack_integrations.components.needle._answer_lines import parsed as chunk_units
 from haystack_integrations.components.needle._store_deserialization import with_document_store
 from haystack_integrations.document_stores.needle.access import searchable
 from needle.core.checks import OptionalQueryVector
@@ -40,8 +43,12 @@ class AnswerChunkSelector:
     (`haystack_integrations.components.needle._answer_lines`: a list item, a table row, a code block...) divided
     by the best of its file's. The best chunk takes the result's place with its lines and headings; the result's
     score, rank and file metadata stay, so the ranking is unchanged and the citation and snippet point at the
-    chunk that answers. Without a store, or without query vectors, the results pass through. Haystack has no
-    such stage.
+    chunk that answers. The next `alternates` chunks whose units hold the query's words go along in
+    `meta["answer_also"]` (each one's text, lines and answering line): when the best chunk is a close call
+    (a paraphrased question, a keyword query naming a page), `SnippetExtractor` shows their answering unit as a
+    hunk of its own in the room the snippet has left. Units are scored, and a query word's rarity read, only in
+    the chunks that can still reach one of those places. Without a store, or without query vectors, the results
+    pass through. Haystack has no such stage.
 
     Usage example:
     ```python
@@ -57,6 +64,7 @@ class AnswerChunkSelector:
         chunks_per_search: int = 200,
         cosine_weight: float = 0.35,
         lines_weight: float = 0.25,
+        alternates: int = 2,
     ) -> None:
         """
         Create the selector.
@@ -68,8 +76,9 @@ class AnswerChunkSelector:
         :param cosine_weight: Share of the chunk's cosine in its score, 0..1.
         :param lines_weight: Share of the query words of the chunk's best unit in its score, 0..1; the rest is its
             BM25 score.
-        :raises ValueError: When `top_files` or `chunks_per_search` is below 1, or a weight or their sum is outside
-            0..1.
+        :param alternates: How many of the next-best chunks of each file are passed on for the snippet (0: none).
+        :raises ValueError: When `top_files` or `chunks_per_search` is below 1, `alternates` below 0, or a weight
+            or their sum is outside 0..1.
         """
         if top_files < 1:
             raise ValueError(f"top_files must be > 0, got {top_files}")
@@ -78,6 +87,8 @@ class AnswerChunkSelector:
         for name, value in (("cosine_weight", cosine_weight), ("lines_weight", lines_weight)):
             if not 0 <= value <= 1:
                 raise ValueError(f"{name} must be between 0 and 1, got {value}")
+        if alternates < 0:
+            raise ValueError(f"alternates must be >= 0, got {alternates}")
         if cosine_weight + lines_weight > 1:
             raise ValueError(f"cosine_weight + lines_weight must be at most 1, got {cosine_weight} + {lines_weight}")
         self._store = None if document_store is None else searchable(document_store)
@@ -86,6 +97,7 @@ class AnswerChunkSelector:
         self.chunks_per_search = chunks_per_search
         self.cosine_weight = cosine_weight
         self.lines_weight = lines_weight
+        self.alternates = alternates
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
@@ -97,6 +109,7 @@ class AnswerChunkSelector:
             chunks_per_search=self.chunks_per_search,
             cosine_weight=self.cosine_weight,
             lines_weight=self.lines_weight,
+            alternates=self.alternates,
         )
 
     @classmethod
@@ -122,7 +135,8 @@ class AnswerChunkSelector:
         :returns: A dictionary with `documents`: the same results in the same order, each of the first
             `top_files` as its file's answering chunk (`meta["answer_chunk"]` says whether it changed) with
             `meta["answer_line"]`, the index of its line that answers best (`None` when none holds a query word),
-            for `SnippetExtractor`.
+            and `meta["answer_also"]` (the next-best chunks, when any holds the query's words), for
+            `SnippetExtractor`.
         """
         leading = documents[: self.top_files]
         files = list(dict.fromkeys(str(d.meta.get("source_doc_id")) for d in leading if d.meta.get("source_doc_id")))
@@ -182,14 +196,8 @@ class AnswerChunkSelector:
             return doc
         ids = list(candidates)
         title = str(doc.meta.get("title") or "")
-        parsed = []
-        for chunk_id in ids:
-            lines = (candidates[chunk_id]["chunk"].content or "").split("\n")
-            parsed.append((lines, units(lines)))
-        texts = [text for lines, found in parsed for text in unit_texts(lines, found)]
-        weighted = query_weights(texts, query, title)
-        unit_scores = [scores(lines, found, query, title, weighted) for lines, found in parsed]
-        lines_best = [max(ranked, default=0.0) for ranked in unit_scores]
+        read = [chunk_units(candidates[chunk_id]["chunk"].content or "") for chunk_id in ids]
+        parsed = [(list(lines), list(found)) for lines, found, _ in read]
         combined = dict.fromkeys(ids, 0.0)
         for kind, share in (("cosine", self.cosine_weight), ("bm25", 1 - self.cosine_weight - self.lines_weight)):
             values = [candidates[c].get(kind, 0.0) for c in ids]
@@ -197,20 +205,64 @@ class AnswerChunkSelector:
             if high > low:
                 for chunk_id, value in zip(ids, values, strict=True):
                     combined[chunk_id] += share * (value - low) / (high - low)
+        # Units are scored only in the chunks that can still be among the first 1 + `alternates` with the best
+        # possible units (those further behind cannot take a place whatever their lines hold), and a query word's
+        # rarity is read over those chunks' units.
+        place = sorted(combined.values(), reverse=True)[min(self.alternates, len(ids) - 1)]
+        hopeful = [combined[c] + self.lines_weight >= place for c in ids]
+        weighted = query_weights(
+            [text for (_, _, texts), keep in zip(read, hopeful, strict=True) if keep for text in texts], query, title
+        )
+        unit_scores = [
+            scores(list(lines), list(found), query, title, weighted, list(texts)) if keep else [0.0] * len(found)
+            for (lines, found, texts), keep in zip(read, hopeful, strict=True)
+        ]
+        lines_best = [max(ranked, default=0.0) for ranked in unit_scores]
         top_lines = max(lines_best) or 1.0
         for chunk_id, best in zip(ids, lines_best, strict=True):
             combined[chunk_id] += self.lines_weight * best / top_lines
-        chosen = max(ids, key=lambda c: (combined[c], c == doc.id))
+        ranked = sorted(ids, key=lambda c: (combined[c], c == doc.id), reverse=True)
+        chosen = ranked[0]
         position = ids.index(chosen)
-        answer_line = _answer_line(parsed, position, unit_scores[position], query, title)
+        answer_line = _answer_line(parsed, position, unit_scores[position], query, title, weighted)
+        also = self._runners_up(ranked, ids, parsed, unit_scores, lines_best, candidates, query, title, weighted)
         if chosen == doc.id:
-            return replace(doc, meta={**doc.meta, "answer_chunk": False, "answer_line": answer_line})
+            return replace(doc, meta={**doc.meta, "answer_chunk": False, "answer_line": answer_line, **also})
         chunk = candidates[chosen]["chunk"]
         meta = {key: value for key, value in doc.meta.items() if key not in _CHUNK_FIELDS}
         meta.update({key: chunk.meta[key] for key in _CHUNK_FIELDS if key in chunk.meta})
         meta.pop("kind", None)
-        meta.update({"answer_chunk": True, "answer_line": answer_line})
+        meta.update({"answer_chunk": True, "answer_line": answer_line, **also})
         return replace(doc, id=chunk.id, content=chunk.content, meta=meta)
+
+    def _runners_up(
+        self,
+        ranked: list[str],
+        ids: list[str],
+        parsed: list[tuple[list[str], list[Unit]]],
+        unit_scores: list[list[float]],
+        lines_best: list[float],
+        candidates: dict[str, dict[str, Any]],
+        query: str,
+        title: str,
+        weighted: Weights,
+    ) -> dict[str, Any]:
+        """
+        The file's next-best chunks for `SnippetExtractor` (`answer_also`: each one's text, lines and answering
+        line), those of the `alternates` after the best whose units hold the query's words; `{}` when none does.
+        """
+        also = []
+        for chunk_id in ranked[1 : 1 + self.alternates]:
+            position = ids.index(chunk_id)
+            if lines_best[position] <= 0:
+                continue
+            line = _answer_line(parsed, position, unit_scores[position], query, title, weighted, skip_headings=True)
+            if line is None:
+                continue
+            chunk = candidates[chunk_id]["chunk"]
+            where = {key: chunk.meta[key] for key in _CHUNK_FIELDS if key in chunk.meta and key != "checksum"}
+            also.append({**where, "content": chunk.content or "", "answer_line": line})
+        return {"answer_also": also} if also else {}
 
 
 def _answer_line(
@@ -219,19 +271,30 @@ def _answer_line(
     ranked: list[float],
     query: str,
     title: str,
+    weighted: Weights,
+    skip_headings: bool = False,
 ) -> int | None:
     """
-    The line of the chosen chunk that best answers: in its best unit, the line holding the query's rarest words,
-    rarity read over every line of the file's chunks; `None` when no unit holds a query word.
+    The line of the chosen chunk that best answers: in its best unit (headings left out with `skip_headings`),
+    the line holding the query's rarest words, rarity read over the units of the file's chunks still in the
+    running (`weighted`, the query's `Weights` over them); `None` when no unit holds a query word.
     """
     lines, found = parsed[position]
-    if not found or max(ranked, default=0.0) <= 0:
+    kept = [i for i in range(len(found)) if not (skip_headings and found[i].kind == "heading")]
+    if not kept or max((ranked[i] for i in kept), default=0.0) <= 0:
         return None
-    unit = found[max(range(len(found)), key=lambda i: (ranked[i], -i))]
-    every = [line.lower() for chunk_lines, _ in parsed for line in chunk_lines]
-    weighted = query_weights(every, query, title)
+    unit = found[max(kept, key=lambda i: (ranked[i], -i))]
     inside = [Unit(i, i, "prose") for i in range(unit.first, unit.last + 1) if is_content(lines[i])]
     if not inside:
         return unit.first
+    # the words the unit's lead-in or header already shows say nothing about which of its lines answers
+    context = "\n".join(lines[i] for i in unit.context).lower()
+    rest = [word for word in terms(query) if not holds(context, word)] if context else []
+    if rest and len(rest) < len(terms(query)):
+        query, rest_stems = " ".join(rest), set(stems(rest))
+        weighted = Weights(
+            {w: v for w, v in weighted.words.items() if w in rest},
+            {s: v for s, v in weighted.stems.items() if s in rest_stems},
+        )
     line_ranked = scores(lines, inside, query, title, weighted)
     return inside[max(range(len(inside)), key=lambda k: (line_ranked[k], -k))].first

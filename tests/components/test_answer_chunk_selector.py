@@ -11,6 +11,8 @@ RETRO = "\n".join(
     ["# Launch retro", "", "## Went well", "", "- zero discrepancies", "- the report went out on time"]
 )  # what the searches retrieved for the question
 WRONG = "\n".join(["## Did not go well", "", "- the backfill took 3 nights instead of 1", "- alerts fired for nothing"])
+PHONE = "The phone's config:\n\n```ini\n[Interface]\nPrivateKey = <phone private key>\nAllowedIPs = 10.8.0.0/24\n```"
+SERVER = "## Server\n\n```ini\n[Peer]\nAllowedIPs = 10.8.0.2/32\n[Peer]\nAllowedIPs = 10.8.0.3/32\n```"
 
 
 def chunk(doc_id: str, file: str, text: str, start: int, embedding: list[float], terms: list[int]) -> Document:
@@ -39,6 +41,8 @@ def store(tmp_path_factory):
             chunk("r1", "retro.md", RETRO, 7, [0.6, 0.8, 0.0, 0.0], [1]),
             chunk("r2", "retro.md", WRONG, 14, [0.9, 0.44, 0.0, 0.0], [1, 2]),
             chunk("o1", "other.md", "- backfill scripts live in tools/", 1, [1.0, 0.0, 0.0, 0.0], [2]),
+            chunk("w1", "wg.md", PHONE, 1, [1.0, 0.0, 0.0, 0.0], [3]),
+            chunk("w2", "wg.md", SERVER, 9, [0.0, 1.0, 0.0, 0.0], []),
         ]
     )
     yield document_store
@@ -68,6 +72,7 @@ class TestAnswerChunkSelector:
             ({"cosine_weight": 1.5}, "cosine_weight"),
             ({"lines_weight": -0.1}, "lines_weight"),
             ({"cosine_weight": 0.7, "lines_weight": 0.5}, "at most 1"),
+            ({"alternates": -1}, "alternates"),
         ],
     )
     def test_bad_params_raise(self, store, kwargs, message):
@@ -84,6 +89,7 @@ class TestAnswerChunkSelector:
                 "chunks_per_search": 200,
                 "cosine_weight": 0.35,
                 "lines_weight": 0.3,
+                "alternates": 2,
             },
         }
         assert AnswerChunkSelector.from_dict(data).to_dict() == data
@@ -106,6 +112,23 @@ class TestAnswerChunkSelector:
         assert (first.meta["title"], first.meta["path"], first.meta["answer_chunk"]) == ("Retro", "retro.md", True)
         assert WRONG.split("\n")[first.meta["answer_line"]] == "- the backfill took 3 nights instead of 1"
         assert [d.meta["source_doc_id"] for d in out] == ["retro.md", "other.md"]
+
+    def test_the_next_best_chunk_goes_along_for_the_snippet(self, store):
+        docs = [result("r1", "retro.md", RETRO, 0.9)]
+        ask = {"query": "what went wrong with the backfill", "query_embedding": QUERY, "query_sparse_embedding": TERMS}
+        (first,) = AnswerChunkSelector(document_store=store).run(documents=docs, **ask)["documents"]
+        (also,) = first.meta["answer_also"]
+        assert (also["start_line"], also["end_line"], also["content"]) == (7, 12, RETRO)
+        assert RETRO.split("\n")[also["answer_line"]] == "- the report went out on time"
+        (alone,) = AnswerChunkSelector(document_store=store, alternates=0).run(documents=docs, **ask)["documents"]
+        assert alone.id == "r2" and "answer_also" not in alone.meta
+
+    def test_the_words_a_blocks_lead_in_shows_do_not_pick_its_line(self, store):
+        docs = [result("w1", "wg.md", PHONE, 0.9)]
+        (first,) = AnswerChunkSelector(document_store=store).run(
+            documents=docs, query="AllowedIPs on the phone", query_embedding=QUERY
+        )["documents"]
+        assert first.id == "w1" and PHONE.split("\n")[first.meta["answer_line"]] == "AllowedIPs = 10.8.0.0/24"
 
     def test_one_signal_is_enough(self, store):
         docs = [result("r1", "retro.md", RETRO, 0.9)]

@@ -157,6 +157,25 @@ class TestSnippetExtractor:
         text = "## Went well\n\n- zero discrepancies\n\n## Did not go well\n\n- the backfill took 3 nights"
         assert body(snip(text, "what went wrong with the backfill")) == ["- the backfill took 3 nights"]
 
+    def test_the_sections_heading_comes_along_when_it_names_what_was_asked(self):
+        text = "# Postgres\n\n## Replication slots\n\nA slot keeps WAL until the subscriber confirms it."
+        assert body(snip(text, "slot wal confirms")) == [
+            "## Replication slots",
+            "",
+            "A slot keeps WAL until the subscriber confirms it.",
+        ]
+        assert body(snip(text, "when does wal go away")) == ["A slot keeps WAL until the subscriber confirms it."]
+
+    def test_the_next_best_chunks_answering_unit_follows_as_a_hunk_of_its_own(self):
+        other = "## Monitoring\n\nAlert when the slot is inactive.\n\n- retained WAL above 5 GB pages the on-call"
+        also = [{"start_line": 40, "end_line": 44, "content": other, "answer_line": 4}]
+        doc = SnippetExtractor().run([chunk(TEXT, answer_line=6, answer_also=also)], query="slot lags")["documents"][0]
+        hunks = doc.meta["snippet"].split("\n@@ ")
+        assert hunks[-1] == "-44,1 +44,1 @@ notes/ops/r.md\n- retained WAL above 5 GB pages the on-call"
+        assert "answer_also" not in doc.meta and doc.meta["snippet_lines"] == len(body(doc))
+        full = SnippetExtractor(max_lines=1).run([chunk(TEXT, answer_line=6, answer_also=also)], query="slot lags")
+        assert body(full["documents"][0]) == ["the replication slot lags"]
+
     def test_max_lines_and_max_chars_bound_the_snippet(self):
         text = "\n".join(f"- item {n} about the replication slot" for n in range(30))
         doc = snip(text, "replication slot", max_lines=4)
