@@ -39,3 +39,29 @@ def test_an_index_run_in_the_owner_gives_its_memory_back():
     from needle.owner.routes import GIVES_BACK
 
     assert {"index", "optimize", "restore"} <= GIVES_BACK
+
+
+def test_an_index_run_lets_go_of_a_transient_ingest_graph_and_the_model_only_it_held(demo_needle):
+    # A background owner loads the ingest graph for an index run and lets it go after: the document model's
+    # ONNX session (about 90 MB) goes with it, while the query side's model stays loaded.
+    from haystack_integrations.components.embedders.fastembed.embedding_backend.fastembed_backend import (
+        _FastembedEmbeddingBackendFactory as Models,
+    )
+    from needle.core.requests import IndexRequest, SearchRequest
+
+    demo_needle.search(SearchRequest(query="renew a certificate", limit=1), pipeline="vsearch")
+    embedder = demo_needle.pipeline("ingest").get_component("dense_embedder")
+    embedder.load()
+    document_model = id(embedder.embedder.embedding_backend)
+    del embedder
+    loaded = {id(model) for model in Models._instances.values()}
+    assert document_model in loaded and len(loaded) >= 2  # the query side's model beside it
+    demo_needle.runtime.transient = frozenset({"ingest"})
+    try:
+        report = demo_needle.index(IndexRequest())
+    finally:
+        demo_needle.runtime.transient = frozenset()
+    assert report.files_seen == 54 and not report.chunks_embedded
+    assert not [key for key in demo_needle.runtime._pools if key[0] == "ingest"]
+    assert {id(model) for model in Models._instances.values()} == loaded - {document_model}
+    assert demo_needle.search(SearchRequest(query="renew a certificate", limit=1), pipeline="vsearch").results

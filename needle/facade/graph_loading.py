@@ -14,7 +14,7 @@ from needle.lifecycle import provenance as index_info
 from needle.runtime.contract import GraphContract
 from needle.runtime.environment import Environment
 from needle.runtime.loader import apply_overrides, load_pipeline, read_graph
-from needle.runtime.pool import GraphPool
+from needle.runtime.pool import GraphPool, drop_unused_models, give_back_memory
 
 INGEST = "ingest"
 
@@ -76,6 +76,9 @@ class GraphRuntime:
         self._lock = threading.Lock()
         self._ingest_graph: dict[str, Any] | None = None
         self._fingerprint: dict[str, Any] | None = None
+        # Graphs let go of (with their models) once a run of them ends (`release`): a process that loads the
+        # ingest graph only when an index run asks for it gives its memory back after the run.
+        self.transient: frozenset[str] = frozenset()
 
     def pipeline(self, name: str, overrides: Mapping[str, Any] | None = None) -> Pipeline:
         """
@@ -129,6 +132,28 @@ class GraphRuntime:
             if callable(load):
                 load()
         return pool.first
+
+    def release(self, name: str) -> bool:
+        """
+        Let go of every loaded instance of a graph and the models only it held, and give the memory back to
+        the system; its next run loads it again. The caller makes sure no run of it is under way (index runs
+        release the ingest graph while they hold the index's lock).
+
+        :returns: Whether anything was loaded.
+        """
+        with self._lock:
+            keys = [key for key in self._pools if key[0] == str(name)]
+            for key in keys:
+                del self._pools[key]
+        if keys:
+            drop_unused_models()
+            give_back_memory()
+        return bool(keys)
+
+    def release_transient(self, name: str) -> None:
+        """`release` the graph if it is one of `transient`."""
+        if name in self.transient:
+            self.release(name)
 
     def with_overrides(
         self, name: str, overrides: Mapping[str, Any] | None, init_level: bool = True

@@ -162,7 +162,12 @@ class BackgroundServer:
         """Every route (`self.app`), for this process's record."""
         assert self.record is not None
         app = self.app(
-            host="127.0.0.1", token=self.record.token, owner=self.record, watch=self.watch, own_record=own_record
+            host="127.0.0.1",
+            token=self.record.token,
+            owner=self.record,
+            watch=self.watch,
+            own_record=own_record,
+            warm_ingest=self.watch,  # without a watcher, index runs load the ingest graph and let it go after
         )
         quiet_request_logs()
         return app
