@@ -47,6 +47,7 @@ def test_an_index_run_lets_go_of_a_transient_ingest_graph_and_the_model_only_it_
     from haystack_integrations.components.embedders.fastembed.embedding_backend.fastembed_backend import (
         _FastembedEmbeddingBackendFactory as Models,
     )
+    from needle.core import languages
     from needle.core.requests import IndexRequest, SearchRequest
 
     demo_needle.search(SearchRequest(query="renew a certificate", limit=1), pipeline="vsearch")
@@ -54,6 +55,7 @@ def test_an_index_run_lets_go_of_a_transient_ingest_graph_and_the_model_only_it_
     embedder.load()
     document_model = id(embedder.embedder.embedding_backend)
     del embedder
+    languages.identify("an index run tells its files' languages with this identifier")
     loaded = {id(model) for model in Models._instances.values()}
     assert document_model in loaded and len(loaded) >= 2  # the query side's model beside it
     demo_needle.runtime.transient = frozenset({"ingest"})
@@ -64,4 +66,5 @@ def test_an_index_run_lets_go_of_a_transient_ingest_graph_and_the_model_only_it_
     assert report.files_seen == 54 and not report.chunks_embedded
     assert not [key for key in demo_needle.runtime._pools if key[0] == "ingest"]
     assert {id(model) for model in Models._instances.values()} == loaded - {document_model}
+    assert languages._identifier is None  # the files' language identifier goes too (about 90 MB)
     assert demo_needle.search(SearchRequest(query="renew a certificate", limit=1), pipeline="vsearch").results

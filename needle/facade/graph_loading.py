@@ -9,6 +9,7 @@ from typing import Any
 
 from haystack import Pipeline
 
+from needle.core.languages import forget_identifier
 from needle.core.settings import Settings
 from needle.lifecycle import provenance as index_info
 from needle.runtime.contract import GraphContract
@@ -135,8 +136,9 @@ class GraphRuntime:
 
     def release(self, name: str) -> bool:
         """
-        Let go of every loaded instance of a graph and the models only it held, and give the memory back to
-        the system; its next run loads it again. The caller makes sure no run of it is under way (index runs
+        Let go of every loaded instance of a graph and the models only it held (for the ingest graph, the
+        language identifier of its files too), and give the memory back to the system; its next run loads
+        them again. The caller makes sure no run of it is under way (index runs
         release the ingest graph while they hold the index's lock).
 
         :returns: Whether anything was loaded.
@@ -146,6 +148,8 @@ class GraphRuntime:
             for key in keys:
                 del self._pools[key]
         if keys:
+            if str(name) == INGEST:  # the language identifier of its files (a multilingual query reloads it)
+                forget_identifier()
             drop_unused_models()
             give_back_memory()
         return bool(keys)
