@@ -18,6 +18,10 @@ from needle.runtime.loader import apply_overrides, load_pipeline, read_graph
 from needle.runtime.pool import GraphPool, drop_unused_models, give_back_memory
 
 INGEST = "ingest"
+# Graphs load one at a time in a process: fastembed-haystack's cache of models is not locked, so two graphs
+# that load the same model on two threads (an owner warming its graphs while a request loads another) each
+# built an ONNX session of it, and both stayed (about 90 MB more). Runs of loaded graphs never wait for it.
+LOADING = threading.RLock()
 
 
 def reported_stages(graph: Pipeline, contract: GraphContract) -> set[str]:
@@ -108,8 +112,9 @@ class GraphRuntime:
                 combined = {**self._configured_overrides(name), **dict(overrides or {})}
 
                 def build() -> Pipeline:
-                    pipeline = load_pipeline(name, self.environment, combined)
-                    pipeline.warm_up()
+                    with LOADING:
+                        pipeline = load_pipeline(name, self.environment, combined)
+                        pipeline.warm_up()
                     return pipeline
 
                 pool = GraphPool(build, self.settings.serve.graph_instances)
@@ -131,7 +136,8 @@ class GraphRuntime:
         for _, component in pool.first.walk():
             load = getattr(component, "load", None)
             if callable(load):
-                load()
+                with LOADING:
+                    load()
         return pool.first
 
     def release(self, name: str) -> bool:
