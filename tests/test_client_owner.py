@@ -90,7 +90,8 @@ def test_the_owner_a_command_starts_answers_it_first_then_warms_the_other_graphs
     text = log.read_text()
     assert "answering with search warm" in text
     warmed = text.split("warmed every graph in full (", 1)[1].split(")", 1)[0].split(", ")
-    assert sorted(warmed) == ["ingest", "query", "related", "search", "vsearch"] and warmed[-1] == "ingest"
+    # The ingest graph and its model are not kept: an index run loads them and lets them go after.
+    assert sorted(warmed) == ["query", "related", "search", "vsearch"]
 
 
 def test_the_owner_answers_before_building_its_http_api_then_serves_all_of_it(copies):

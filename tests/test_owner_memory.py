@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -39,3 +42,80 @@ def test_an_index_run_in_the_owner_gives_its_memory_back():
     from needle.owner.routes import GIVES_BACK
 
     assert {"index", "optimize", "restore"} <= GIVES_BACK
+
+
+@pytest.mark.integration
+def test_an_index_run_lets_go_of_a_transient_ingest_graph_and_the_model_only_it_held(demo_needle):
+    # A background owner loads the ingest graph for an index run and lets it go after: the document model's
+    # ONNX session (about 90 MB) goes with it, while the query side's model stays loaded.
+    from haystack_integrations.components.embedders.fastembed.embedding_backend.fastembed_backend import (
+        _FastembedEmbeddingBackendFactory as Models,
+    )
+    from needle.core import languages
+    from needle.core.requests import IndexRequest, SearchRequest
+
+    demo_needle.search(SearchRequest(query="renew a certificate", limit=1), pipeline="vsearch")
+    embedder = demo_needle.pipeline("ingest").get_component("dense_embedder")
+    embedder.load()
+    document_model = id(embedder.embedder.embedding_backend)
+    del embedder
+    languages.identify("an index run tells its files' languages with this identifier")
+    loaded = {id(model) for model in Models._instances.values()}
+    assert document_model in loaded and len(loaded) >= 2  # the query side's model beside it
+    demo_needle.runtime.transient = frozenset({"ingest"})
+    try:
+        report = demo_needle.index(IndexRequest())
+    finally:
+        demo_needle.runtime.transient = frozenset()
+    assert report.files_seen == 54 and not report.chunks_embedded
+    assert not [key for key in demo_needle.runtime._pools if key[0] == "ingest"]
+    assert {id(model) for model in Models._instances.values()} == loaded - {document_model}
+    assert languages._identifier is None  # the files' language identifier goes too (about 90 MB)
+    assert demo_needle.search(SearchRequest(query="renew a certificate", limit=1), pipeline="vsearch").results
+
+
+@pytest.mark.integration
+def test_graphs_loading_on_two_threads_share_one_model(settings):
+    # An owner warms its graphs on a thread while a request loads another: each built its own ONNX session
+    # of the same model before graphs loaded one at a time (about 90 MB more).
+    from haystack_integrations.components.embedders.fastembed.embedding_backend.fastembed_backend import (
+        _FastembedEmbeddingBackendFactory as Models,
+    )
+    from needle.facade.api import Needle
+
+    kept = dict(Models._instances)
+    Models._instances.clear()  # nothing loaded yet, as in a fresh owner
+    try:
+        needle = Needle(settings)
+        threads = [threading.Thread(target=needle.pipeline, args=(name,)) for name in ("query", "vsearch")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        models = {
+            id(needle.pipeline(name).get_component("dense_embedder").embedder.embedding_backend)
+            for name in ("query", "vsearch")
+        }
+        assert len(models) == 1 and len(Models._instances) == 1
+    finally:
+        Models._instances.clear()
+        Models._instances.update(kept)
+
+
+def test_an_owner_that_leaves_ingest_on_demand_from_its_start_lets_its_first_index_run_go(settings, monkeypatch):
+    # A background owner says so before its facade exists: its first index run (which may end before the
+    # HTTP routes are built) releases the ingest graph too.
+    from needle.owner import served_facade as service
+
+    monkeypatch.setenv("NEEDLE_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("NEEDLE_MODEL_DIR", str(settings.model_dir))
+    previous = service._needle
+    service._needle = None
+    try:
+        service.warm_on_demand(["ingest"])
+        assert service.get_needle().runtime.transient == {"ingest"}  # type: ignore[attr-defined]
+        service.warm_on_demand(())
+        assert service.get_needle().runtime.transient == frozenset()  # type: ignore[attr-defined]
+    finally:
+        service.warm_on_demand(())
+        service._needle = previous

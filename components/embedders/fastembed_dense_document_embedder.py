@@ -5,6 +5,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict
 from tokenizers import Tokenizer
+from tqdm import tqdm
 
 from haystack_integrations.components.embedders.fastembed import FastembedDocumentEmbedder
 from haystack_integrations.components.needle._index_models import fastembed_model, without
@@ -26,7 +27,9 @@ class FastembedDenseDocumentEmbedder(LoadsOnFirstUse, FastembedDocumentEmbedder)
     chunk with long ones runs the model over padding. The texts are embedded shortest first, counted in the
     model's own tokens (the documents come back in the order they were given): on the first 300 SciFact
     abstracts' chunks the model runs over 111,856 tokens where the given order costs 168,896 and an order by
-    characters 131,536, since characters per token vary with the text (numbers, formulas, names). Each
+    characters 131,536, since characters per token vary with the text (numbers, formulas, names). A batch
+    holds `batch_size` texts at most, and fewer as they grow longer (`attention_batches`): the model's buffers
+    grow with the square of a batch's longest text, and sixteen texts of 256 tokens took 600 MB more. Each
     vector is a `SharedVector`, which the pipeline's deep copies of the following stages' inputs do not
     copy. Parameters and output are the parent's, except that what is left out (`model`, where its files are,
     `prefix`) is the index's, from Needle's settings (`_index_models`), and is not written back by `to_dict`.
@@ -117,10 +120,17 @@ class FastembedDenseDocumentEmbedder(LoadsOnFirstUse, FastembedDocumentEmbedder)
         texts = self._prepare_texts_to_embed(documents=documents)
         lengths = self._token_lengths(texts)
         order = sorted(range(len(documents)), key=lambda i: lengths[i])
-        embedded = FastembedDocumentEmbedder.run(self, documents=[documents[i] for i in order])["documents"]
+        backend: Any = self.embedding_backend
         out: list[Document] = [documents[0]] * len(documents)
-        for position, doc in zip(order, embedded, strict=True):
-            out[position] = replace(doc, embedding=checked(doc.embedding or [], f"the model {self.model_name}"))
+        with tqdm(total=len(texts), disable=not self.progress_bar, desc="Calculating embeddings") as bar:
+            for batch in attention_batches(order, lengths, self.batch_size):
+                vectors = backend.embed(
+                    [texts[i] for i in batch], batch_size=len(batch), progress_bar=False, parallel=self.parallel
+                )
+                for position, vector in zip(batch, vectors, strict=True):
+                    vector = checked(vector, f"the model {self.model_name}")
+                    out[position] = replace(documents[position], embedding=vector)
+                bar.update(len(batch))
         return {"documents": out}
 
     def _token_lengths(self, texts: list[str]) -> list[int]:
@@ -133,6 +143,36 @@ class FastembedDenseDocumentEmbedder(LoadsOnFirstUse, FastembedDocumentEmbedder)
             if self._counter is None:
                 return [len(text) for text in texts]
         return [len(encoding.ids) for encoding in self._counter.encode_batch(texts)]
+
+
+# The most a batch may hold, counted as its texts times the square of its longest text's tokens (what the
+# model's attention buffers grow with): one text of 256 tokens, four of 128, sixteen of 64. On the demo notes'
+# chunks an index run then peaks at 351 MB instead of 978 MB with sixteen texts a batch, for no more CPU time
+# (43 against 48 s: fewer padding tokens); docs/performance.md, "The background owner's memory".
+ATTENTION_BUDGET = 256 * 256
+
+
+def attention_batches(order: list[int], lengths: list[int], most: int) -> list[list[int]]:
+    """
+    Split texts, in the order given (fewest tokens first), into batches of at most `most` texts whose count
+    times the square of their longest text's tokens stays within `ATTENTION_BUDGET` (a longer text alone).
+
+    :param order: Text positions, shortest first.
+    :param lengths: Each position's length in tokens.
+    :param most: The most texts a batch holds (the embedder's `batch_size`).
+    :returns: The batches, as lists of positions.
+    """
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    for position in order:
+        longest = max(lengths[position], 1)
+        if batch and (len(batch) >= most or (len(batch) + 1) * longest * longest > ATTENTION_BUDGET):
+            batches.append(batch)
+            batch = []
+        batch.append(position)
+    if batch:
+        batches.append(batch)
+    return batches
 
 
 def token_counter(embedder: FastembedDocumentEmbedder) -> Tokenizer | None:

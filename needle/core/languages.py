@@ -282,6 +282,16 @@ def _load() -> Any:
     return _identifier
 
 
+def forget_identifier() -> None:
+    """
+    Let go of py3langid's identifier (about 90 MB: its model's tables as Python lists), which an index run
+    loads to tell its files' languages; the next identification loads it again (about a second).
+    """
+    global _identifier
+    with _lock:
+        _identifier = None
+
+
 def _clean(text: str) -> str:
     """A text without code, links and markdown marks, which tell nothing of its language."""
     return " ".join(_NOISE.sub(" ", _CODE_BLOCK.sub(" ", text[:_READ])).split())
@@ -419,6 +429,7 @@ __all__ = [
     "compound_parts",
     "detect",
     "fold",
+    "forget_identifier",
     "identify",
     "main_languages",
     "normalise",

@@ -224,9 +224,17 @@ def embedding_dim(model: str) -> int:
     raise ValueError(f"unknown embedding model '{model}': fastembed does not list it")
 
 
+# ONNX Runtime's CPU memory arena keeps the largest buffers a session ever ran with (an index run's batches)
+# for the life of the process: 816 MB held after embedding the demo notes against 292 MB without it, with
+# no slower query (docs/performance.md, "The background owner's memory"). fastembed passes this option on.
+DENSE_SESSION_OPTIONS: dict[str, Any] = {"enable_cpu_mem_arena": False}
+
+
 def dense_embedder_params(model: str, model_dir: Path) -> dict[str, Any]:
     """
-    Init parameters that make fastembed-haystack load `model` (offline for the bundled model).
+    Init parameters that make fastembed-haystack load `model` (offline for the bundled model), its ONNX
+    session without the CPU memory arena (`DENSE_SESSION_OPTIONS`). Every component that loads the index's
+    dense model gets the same parameters, so fastembed-haystack shares one model between them.
 
     :raises MissingModelError: When the bundled model is configured but not provisioned, or its weights
         changed since `needle models` checked them.
@@ -244,8 +252,14 @@ def dense_embedder_params(model: str, model_dir: Path) -> dict[str, Any]:
                 f"(their sha256 does not match); run `{INSTALL_COMMAND}` to reinstall them"
             )
         register_local_models()
-        return {"model": model, "local_files_only": True, "model_kwargs": {"specific_model_path": str(folder)}}
-    return {"model": model, "local_files_only": False, "cache_dir": str(model_dir / "hub"), "model_kwargs": None}
+        kwargs = {"specific_model_path": str(folder), **DENSE_SESSION_OPTIONS}
+        return {"model": model, "local_files_only": True, "model_kwargs": kwargs}
+    return {
+        "model": model,
+        "local_files_only": False,
+        "cache_dir": str(model_dir / "hub"),
+        "model_kwargs": dict(DENSE_SESSION_OPTIONS),
+    }
 
 
 def sparse_embedder_params(model: str, model_dir: Path) -> dict[str, Any]:

@@ -9,14 +9,19 @@ from typing import Any
 
 from haystack import Pipeline
 
+from needle.core.languages import forget_identifier
 from needle.core.settings import Settings
 from needle.lifecycle import provenance as index_info
 from needle.runtime.contract import GraphContract
 from needle.runtime.environment import Environment
 from needle.runtime.loader import apply_overrides, load_pipeline, read_graph
-from needle.runtime.pool import GraphPool
+from needle.runtime.pool import GraphPool, drop_unused_models, give_back_memory
 
 INGEST = "ingest"
+# Graphs load one at a time in a process: fastembed-haystack's cache of models is not locked, so two graphs
+# that load the same model on two threads (an owner warming its graphs while a request loads another) each
+# built an ONNX session of it, and both stayed (about 90 MB more). Runs of loaded graphs never wait for it.
+LOADING = threading.RLock()
 
 
 def reported_stages(graph: Pipeline, contract: GraphContract) -> set[str]:
@@ -76,6 +81,9 @@ class GraphRuntime:
         self._lock = threading.Lock()
         self._ingest_graph: dict[str, Any] | None = None
         self._fingerprint: dict[str, Any] | None = None
+        # Graphs let go of (with their models) once a run of them ends (`release`): a process that loads the
+        # ingest graph only when an index run asks for it gives its memory back after the run.
+        self.transient: frozenset[str] = frozenset()
 
     def pipeline(self, name: str, overrides: Mapping[str, Any] | None = None) -> Pipeline:
         """
@@ -104,8 +112,9 @@ class GraphRuntime:
                 combined = {**self._configured_overrides(name), **dict(overrides or {})}
 
                 def build() -> Pipeline:
-                    pipeline = load_pipeline(name, self.environment, combined)
-                    pipeline.warm_up()
+                    with LOADING:
+                        pipeline = load_pipeline(name, self.environment, combined)
+                        pipeline.warm_up()
                     return pipeline
 
                 pool = GraphPool(build, self.settings.serve.graph_instances)
@@ -127,8 +136,34 @@ class GraphRuntime:
         for _, component in pool.first.walk():
             load = getattr(component, "load", None)
             if callable(load):
-                load()
+                with LOADING:
+                    load()
         return pool.first
+
+    def release(self, name: str) -> bool:
+        """
+        Let go of every loaded instance of a graph and the models only it held (for the ingest graph, the
+        language identifier of its files too), and give the memory back to the system; its next run loads
+        them again. The caller makes sure no run of it is under way (index runs
+        release the ingest graph while they hold the index's lock).
+
+        :returns: Whether anything was loaded.
+        """
+        with self._lock:
+            keys = [key for key in self._pools if key[0] == str(name)]
+            for key in keys:
+                del self._pools[key]
+        if keys:
+            if str(name) == INGEST:  # the language identifier of its files (a multilingual query reloads it)
+                forget_identifier()
+            drop_unused_models()
+            give_back_memory()
+        return bool(keys)
+
+    def release_transient(self, name: str) -> None:
+        """`release` the graph if it is one of `transient`."""
+        if name in self.transient:
+            self.release(name)
 
     def with_overrides(
         self, name: str, overrides: Mapping[str, Any] | None, init_level: bool = True

@@ -98,6 +98,7 @@ class Indexer:
                 raise
             finally:
                 self._run = None
+                self.runtime.release_transient(INGEST)
 
     @property
     def index_run(self) -> dict[str, Any] | None:

@@ -162,7 +162,12 @@ class BackgroundServer:
         """Every route (`self.app`), for this process's record."""
         assert self.record is not None
         app = self.app(
-            host="127.0.0.1", token=self.record.token, owner=self.record, watch=self.watch, own_record=own_record
+            host="127.0.0.1",
+            token=self.record.token,
+            owner=self.record,
+            watch=self.watch,
+            own_record=own_record,
+            warm_ingest=self.watch,  # without a watcher, index runs load the ingest graph and let it go after
         )
         quiet_request_logs()
         return app
@@ -466,7 +471,7 @@ def run_owner(app: AppFactory, first: list[str] | None = None, ready_fd: int | N
     """
     from needle.core.settings import load_settings
     from needle.owner.routes import ACTIVITY
-    from needle.owner.served_facade import warm_first
+    from needle.owner.served_facade import warm_first, warm_on_demand
 
     settings = load_settings()
     if not records.uses_owner(settings):
@@ -477,6 +482,9 @@ def run_owner(app: AppFactory, first: list[str] | None = None, ready_fd: int | N
     previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     idle = settings.owner.idle_minutes * 60
     ready = [] if ready_fd is None else [ready_fd]
+    # The ingest graph is loaded by each index run and let go of after it, the first run included (which
+    # may end before the routes that say so are built).
+    warm_on_demand(["ingest"])
     if first is not None:
         warm_first(first)
     try:

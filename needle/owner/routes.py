@@ -317,21 +317,10 @@ GIVES_BACK = frozenset({"index", "optimize", "migrate", "restore", "check", "col
 
 
 def give_back_memory() -> None:
-    """
-    Give the heap memory a finished run freed back to the system (glibc's `malloc_trim`): an index run's
-    parsing and embedding leave hundreds of MB free but mapped in the allocator's arenas, which an owner
-    that lives all day would otherwise keep. A no-op where the C library has no `malloc_trim`.
-    """
-    import ctypes
-    import ctypes.util
-    import gc
+    """Give the heap memory a finished run freed back to the system (`needle.runtime.pool.give_back_memory`)."""
+    from needle.runtime.pool import give_back_memory as trim
 
-    gc.collect()
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
+    trim()
 
 
 @contextmanager

@@ -40,6 +40,7 @@ def get_needle() -> NeedleInterface:
             from needle.facade.api import Needle  # Haystack: not imported by a process serving through an owner
 
             _needle = Needle()
+            _needle.runtime.transient = _on_demand
         return _needle
 
 
@@ -144,21 +145,26 @@ def warm_first(names: Iterable[str]) -> None:
 
 def warm_on_demand(names: Iterable[str]) -> None:
     """
-    Leave these graphs unloaded until a request needs them. `needle serve` without `--watch` leaves the
-    ingest graph so: its embedding model (about 100 MB) is then held only once an index run asks for it, which
-    pays the model's load once on top of its reading and embedding (both measured in docs/performance.md).
+    Leave these graphs unloaded until a request needs them, and let go of them (and of the models only they
+    use) once that request's run ends (`GraphRuntime.transient`). `needle serve` without `--watch`, `needle
+    mcp` and a background owner leave the ingest graph so: its embedding model (about 90 MB) and what an index
+    run parses and embeds are held only while an index run goes on, which pays the model's load on each run
+    on top of its reading and embedding (both measured in docs/performance.md).
 
     :param names: Graph names; empty: every graph warms as `warm` and `warm_first` say.
     """
     global _on_demand
     with _warming_lock:
         _on_demand = frozenset(names)
+    if _local(_needle):
+        _needle.runtime.transient = _on_demand
 
 
 def warm_deferred() -> list[str]:
     """
     Load and warm the graphs `warm_first` put off, in the order the endpoints asked for them; from now on
-    `warm` loads at once again. A graph that fails is logged and left to load on its first request.
+    `warm` loads at once again. A graph that fails is logged and left to load on its first request. The heap
+    that loading them left free goes back to the system (`give_back_memory`).
 
     :returns: The graphs warmed.
     """
@@ -173,6 +179,10 @@ def warm_deferred() -> list[str]:
             warmed.append(name)
         except Exception as error:
             logger.warning("Could not warm the %s graph in the background: %s", name, error)
+    if warmed:
+        from needle.runtime.pool import give_back_memory
+
+        give_back_memory()  # what loading the models left free (about 55 MB) goes back to the system
     return warmed
 
 

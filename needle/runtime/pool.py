@@ -93,4 +93,57 @@ class GraphPool:
             self._ready.notify()
 
 
-__all__ = ["GraphPool"]
+def drop_unused_models() -> int:
+    """
+    Forget the models fastembed-haystack keeps for reuse that no component holds any more, so that their
+    ONNX sessions and buffers are freed: fastembed-haystack caches each model backend for the life of the
+    process (`_FastembedEmbeddingBackendFactory._instances`), so letting go of a graph alone frees nothing.
+    A backend still held by a loaded graph's component stays.
+
+    :returns: How many backends were dropped.
+    """
+    import gc
+    import sys
+    import types
+
+    backends = sys.modules.get(
+        "haystack_integrations.components.embedders.fastembed.embedding_backend.fastembed_backend"
+    )
+    if backends is None:
+        return 0
+    gc.collect()
+    dropped = 0
+    for factory in (backends._FastembedEmbeddingBackendFactory, backends._FastembedSparseEmbeddingBackendFactory):
+        instances = factory._instances
+        for key in list(instances):
+            holders = [
+                holder
+                for holder in gc.get_referrers(instances[key])
+                if holder is not instances and not isinstance(holder, types.FrameType)
+            ]
+            if not holders:
+                del instances[key]
+                dropped += 1
+    gc.collect()
+    return dropped
+
+
+def give_back_memory() -> None:
+    """
+    Give the heap memory freed so far back to the system (glibc's `malloc_trim`): an index run's parsing and
+    embedding, or a model dropped, leave hundreds of MB free but mapped in the allocator's arenas, which a
+    process that lives all day would otherwise keep. A no-op where the C library has no `malloc_trim`.
+    """
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+__all__ = ["GraphPool", "drop_unused_models", "give_back_memory"]

@@ -4,7 +4,9 @@ from haystack import Document
 
 from haystack_integrations.components.embedders.fastembed import FastembedDocumentEmbedder
 from haystack_integrations.components.embedders.needle.fastembed_dense_document_embedder import (
+    ATTENTION_BUDGET,
     FastembedDenseDocumentEmbedder,
+    attention_batches,
 )
 from needle.core.model_files import LOCAL_DENSE_MODEL, dense_embedder_params
 
@@ -89,6 +91,15 @@ class TestDenseDocumentEmbedder:
         out = embedder.run(documents=given)["documents"]
         assert seen == [given[2].content, given[0].content, given[1].content]
         assert [d.id for d in out] == ["words", "digits", "tiny"]
+
+    def test_batches_hold_fewer_texts_as_they_grow_longer(self):
+        # The model's buffers grow with a batch's texts times its longest text's tokens squared: 16 short
+        # texts go together, a text of 256 tokens alone (what kept an index run of the demo notes at 351 MB).
+        lengths = [10] * 20 + [100] * 5 + [256] * 3
+        batches = attention_batches(list(range(len(lengths))), lengths, most=16)
+        assert [len(batch) for batch in batches] == [16, 6, 3, 1, 1, 1]
+        assert [position for batch in batches for position in batch] == list(range(len(lengths)))
+        assert all(len(b) * max(lengths[i] for i in b) ** 2 <= ATTENTION_BUDGET or len(b) == 1 for b in batches)
 
     def test_without_a_tokenizer_texts_are_counted_in_characters(self):
         embedder = FastembedDenseDocumentEmbedder(model="m")
