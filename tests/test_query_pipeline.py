@@ -41,15 +41,22 @@ def test_fused_ranks_bonus_and_scores_are_explained(demo_needle):
 
 
 def test_snippets_are_line_anchored_to_the_file(demo_needle):
+    hunks = 0
     for result in demo_needle.search(SearchRequest(query="WAL checkpoint readers writers", limit=5)).results:
-        header, *body = result.snippet.split("\n")
-        assert header.startswith("@@ -") and header.endswith(f"@@ notes/{result.path}")
-        start, count = (int(x) for x in header.split()[1][1:].split(","))
         lines = (NOTES / result.path).read_text().split("\n")
-        assert len(body) == count
-        assert body == lines[start - 1 : start - 1 + count] or all(
-            b in line for b, line in zip(body, lines[start - 1 :])
-        )
+        # A snippet is one or more hunks (the file's next answering chunks follow the best), each its own `@@`.
+        text = result.snippet.split("\n")
+        assert text[0].startswith("@@ -")
+        starts = [i for i, line in enumerate(text) if line.startswith("@@ -")]
+        for first, end in zip(starts, [*starts[1:], len(text)]):
+            header, body = text[first], text[first + 1 : end]
+            assert header.endswith(f"@@ notes/{result.path}")
+            start, count = (int(x) for x in header.split()[1][1:].split(","))
+            assert len(body) == count
+            # A line too long to show whole is cut at a word, with "…" where it is cut.
+            assert all(b.strip("… ") in line for b, line in zip(body, lines[start - 1 :]))
+            hunks += 1
+    assert hunks >= 5
 
 
 def test_collection_filter_applies_to_every_list(demo_needle, tmp_path):
