@@ -26,7 +26,7 @@ held = [b"x" * 50_000 + bytes([i % 256]) for i in range(6000)]  # about 300 MB o
 last = b"y" * 50_000 + b"z"  # allocated last and kept: the heap's top stays in use
 del held
 before = anonymous_mb()
-from needle.owner.routes import give_back_memory
+from needle.runtime.pool import give_back_memory
 give_back_memory()
 print(before, anonymous_mb())
 """

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from needle.owner.record import BACKGROUND, HELLO_PATH, OwnerRecord, proof
+from needle.runtime.pool import give_back_memory
 
 CLI_PATH = "/needle/cli"
 RETIRE_PATH = "/needle/retire"
@@ -314,13 +315,6 @@ def execute(
 
 # Commands after which the owner gives the memory its run freed back to the system (`give_back_memory`).
 GIVES_BACK = frozenset({"index", "optimize", "migrate", "restore", "check", "collection remove"})
-
-
-def give_back_memory() -> None:
-    """Give the heap memory a finished run freed back to the system (`needle.runtime.pool.give_back_memory`)."""
-    from needle.runtime.pool import give_back_memory as trim
-
-    trim()
 
 
 @contextmanager
