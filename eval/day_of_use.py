@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from eval.mcp_join import needle_mcp
 from eval.owner_memory import QUERIES, resident
 from eval.result_files import command_line, markdown_table, pyplot, save_figure, write_json
 
@@ -109,14 +110,8 @@ def edit(notes: Path, number: int) -> None:
 
 async def mcp_session(data: Path, calls: int) -> float:
     """Spawn `needle mcp` with the MCP SDK's stdio client and make `calls` tool calls; returns the seconds."""
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
-
-    env = {**os.environ, "NEEDLE_DATA_DIR": str(data)}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "needle.shells.cli", "mcp"], env=env)
     started = time.monotonic()
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
+    async with needle_mcp(data) as session:
         for number in range(calls):
             name, arguments = MCP_CALLS[number % len(MCP_CALLS)]
             result = await session.call_tool(name, arguments)

@@ -13,32 +13,38 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import contextlib
 import os
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
+
+from eval.owner_memory import owner_pid
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def owner_pid(data: Path) -> int | None:
-    record = data / "owner.json"
-    return json.loads(record.read_text())["pid"] if record.exists() else None
-
-
-async def first_query(data: Path, query: str) -> float:
-    """Seconds from spawning `needle mcp` to its first `query` tool answer."""
+@contextlib.asynccontextmanager
+async def needle_mcp(data: Path) -> AsyncIterator[Any]:
+    """An initialised session of the MCP SDK's stdio client with a `needle mcp` it spawns on the data folder."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     env = {**os.environ, "NEEDLE_DATA_DIR": str(data)}
     params = StdioServerParameters(command=sys.executable, args=["-m", "needle.shells.cli", "mcp"], env=env)
-    started = time.monotonic()
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
+        yield session
+
+
+async def first_query(data: Path, query: str) -> float:
+    """Seconds from spawning `needle mcp` to its first `query` tool answer."""
+    started = time.monotonic()
+    async with needle_mcp(data) as session:
         result = await session.call_tool("query", {"query": query, "limit": 3})
         took = time.monotonic() - started
         if result.is_error:
