@@ -25,6 +25,8 @@ _FENCE = re.compile(r"\s*(```|~~~)")
 _RULE = re.compile(r"\s*([-*_=]\s*){3,}")
 _ITEM = re.compile(r"(\s*)(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
 _TABLE_DELIMITER = re.compile(r"\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*")
+# What joins the parts of a hyphenated or elided word (`kfz-versicherung`, `qu'on`).
+_PARTS = re.compile(r"['’-]")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 # Words that say nothing about where an answer is: the query-term filler, and more of the languages notes are
 # most often written in.
@@ -184,7 +186,7 @@ def terms(query: str) -> list[str]:
                 keep(rest)
             continue
         keep(word.strip("'-"))
-        parts = [p for p in re.split(r"['’-]", word) if p]
+        parts = [p for p in _PARTS.split(word) if p]
         if len(parts) > 1:
             for part in parts:
                 keep(part)
@@ -324,7 +326,7 @@ def _forms(text: str) -> tuple[frozenset[str], frozenset[str]]:
     cut: set[str] = set()
     starts: set[str] = set()
     for token in WORD.findall(text):
-        for word in {token, *re.split(r"['’-]", token)}:
+        for word in {token, *_PARTS.split(token)} if _PARTS.search(token) else (token,):
             if len(word) < 3:
                 continue
             starts.add(word[:5])
@@ -332,14 +334,25 @@ def _forms(text: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(cut), frozenset(starts)
 
 
-def _held(text: str, words: Iterable[str], stem: bool = False) -> set[str]:
+def _held(text: str, words: Iterable[str], stem: bool = False) -> frozenset[str]:
     """The terms (or stems) of `words` a lower-cased text holds (`holds`), found by one set intersection."""
-    wanted = words if isinstance(words, frozenset) else frozenset(words)
+    return _held_of(text, words if isinstance(words, frozenset) else frozenset(words), stem)
+
+
+@functools.lru_cache(maxsize=16384)
+def _held_of(text: str, wanted: frozenset[str], stem: bool) -> frozenset[str]:
+    # Kept: a search asks it of the same units for the term weights, the units' scores and the snippet's lines.
     found = wanted & _forms(text)[1 if stem else 0]
     cjk = _cjk_of(wanted)
     if cjk:
         found |= {w for w in cjk if w in text}
-    return set(found)
+    return found
+
+
+@functools.lru_cache(maxsize=8192)
+def _size(text: str) -> int:
+    """A unit's length in words (at least 1), for its length norm."""
+    return max(len(WORD.findall(text)), 1)
 
 
 @functools.lru_cache(maxsize=256)
@@ -353,7 +366,7 @@ def weights(unit_texts: list[str], words: list[str], stem: bool = False) -> dict
     df: Counter[str] = Counter()
     wanted = frozenset(words)
     for text in unit_texts:
-        df.update(_held(text, wanted, stem))
+        df.update(_held_of(text, wanted, stem))
     return {word: math.log(1 + (count + 1) / (df[word] + 0.5)) if df[word] else 0.0 for word in words}
 
 
@@ -425,20 +438,25 @@ def scores(
     weighted = weighted or query_weights(texts, query, title)
     named = " ".join(title.lower().split())
     pairs = [f"{a} {b}" for a, b in itertools.pairwise(words)]
-    sizes = [max(len(WORD.findall(text)), 1) for text in texts]
+    sizes = [_size(text) for text in texts]
+    wanted, wanted_stems = frozenset(words), frozenset(weighted.stems)
+    word_weights, stem_weights = weighted.words, weighted.stems
     average = sum(sizes) / len(sizes)
     out = []
     for unit, text, size in zip(found, texts, sizes, strict=True):
-        context = "\n".join(lines[i] for i in unit.context).lower()
-        in_text = _held(text, words)
-        in_context = _held(context, words) - in_text if context else set()
-        score = sum(weighted.words.get(w, 0.0) for w in in_text)
-        score += sum(weighted.words.get(w, 0.0) for w in in_context) / 3
-        covered = {stem for stem in weighted.stems if any(w.startswith(stem) for w in in_text)}
-        stems_in_text = _held(text, weighted.stems, stem=True) - covered
-        stems_in_context = (_held(context, weighted.stems, stem=True) - covered - stems_in_text) if context else set()
-        score += sum(weighted.stems[st] for st in stems_in_text) / 2
-        score += sum(weighted.stems[st] for st in stems_in_context) / 6
+        context = "\n".join(lines[i] for i in unit.context).lower() if unit.context else ""
+        in_text = _held_of(text, wanted, False)
+        score = sum(word_weights.get(w, 0.0) for w in in_text)
+        if context:
+            in_context = _held_of(context, wanted, False) - in_text
+            score += sum(word_weights.get(w, 0.0) for w in in_context) / 3
+        if wanted_stems:
+            covered = {stem for stem in stem_weights if any(w.startswith(stem) for w in in_text)} if in_text else set()
+            stems_in_text = _held_of(text, wanted_stems, True) - covered
+            score += sum(stem_weights[st] for st in stems_in_text) / 2
+            if context:
+                stems_in_context = _held_of(context, wanted_stems, True) - covered - stems_in_text
+                score += sum(stem_weights[st] for st in stems_in_context) / 6
         score += 0.5 * sum(1 for pair in pairs if pair in text)
         if unit.kind == "heading":
             heading = " ".join(text.lstrip("# ").split())
