@@ -334,14 +334,26 @@ def _forms(text: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(cut), frozenset(starts)
 
 
-def _held(text: str, words: Iterable[str], stem: bool = False) -> frozenset[str]:
-    """The terms (or stems) of `words` a lower-cased text holds (`holds`), found by one set intersection."""
-    return _held_of(text, words if isinstance(words, frozenset) else frozenset(words), stem)
+# What units hold, kept through one search's term weights and unit scores (`Held`): by text, terms and stem flag.
+Held = dict[tuple[str, frozenset[str], bool], frozenset[str]]
 
 
-@functools.lru_cache(maxsize=16384)
+def _held(text: str, words: Iterable[str], stem: bool = False, memo: Held | None = None) -> frozenset[str]:
+    """
+    The terms (or stems) of `words` a lower-cased text holds (`holds`), found by one set intersection; read from
+    `memo` when it has them (and kept there).
+    """
+    wanted = words if isinstance(words, frozenset) else frozenset(words)
+    if memo is None:
+        return _held_of(text, wanted, stem)
+    key = (text, wanted, stem)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _held_of(text, wanted, stem)
+    return found
+
+
 def _held_of(text: str, wanted: frozenset[str], stem: bool) -> frozenset[str]:
-    # Kept: a search asks it of the same units for the term weights, the units' scores and the snippet's lines.
     found = wanted & _forms(text)[1 if stem else 0]
     cjk = _cjk_of(wanted)
     if cjk:
@@ -360,13 +372,16 @@ def _cjk_of(words: frozenset[str]) -> frozenset[str]:
     return frozenset(w for w in words if _CJK.match(w))
 
 
-def weights(unit_texts: list[str], words: list[str], stem: bool = False) -> dict[str, float]:
-    """Each term's weight: higher the fewer units hold it (`log(1 + (n + 1) / (df + 0.5))`); 0 for a term none holds."""
+def weights(unit_texts: list[str], words: list[str], stem: bool = False, memo: Held | None = None) -> dict[str, float]:
+    """
+    Each term's weight: higher the fewer units hold it (`log(1 + (n + 1) / (df + 0.5))`); 0 for a term none holds.
+    What each unit holds is kept in `memo` when given (for `scores` over the same units).
+    """
     count = len(unit_texts)
     df: Counter[str] = Counter()
     wanted = frozenset(words)
     for text in unit_texts:
-        df.update(_held_of(text, wanted, stem))
+        df.update(_held(text, wanted, stem, memo))
     return {word: math.log(1 + (count + 1) / (df[word] + 0.5)) if df[word] else 0.0 for word in words}
 
 
@@ -394,15 +409,16 @@ def unit_texts(lines: list[str], found: list[Unit]) -> list[str]:
     return ["\n".join(lines[u.first : u.last + 1]).lower() for u in found]
 
 
-def query_weights(texts: list[str], query: str, title: str = "") -> Weights:
+def query_weights(texts: list[str], query: str, title: str = "", memo: Held | None = None) -> Weights:
     """
     The weight of each query term and stem over these unit texts (`weights`), a third for a term of the note's
-    title: once the note is found, the words that name it say little about where in it the answer is.
+    title: once the note is found, the words that name it say little about where in it the answer is. What each
+    unit holds is kept in `memo` when given, for `scores` of the same units.
     """
     words = list(_terms(query))
     named = _terms(title)
-    word_weights = weights(texts, words)
-    stem_weights = weights(texts, stems(words), stem=True)
+    word_weights = weights(texts, words, memo=memo)
+    stem_weights = weights(texts, stems(words), stem=True, memo=memo)
     for word in word_weights:
         if any(holds(name, word) for name in named):
             word_weights[word] /= 3
@@ -419,6 +435,7 @@ def scores(
     title: str = "",
     weighted: Weights | None = None,
     texts: list[str] | None = None,
+    memo: Held | None = None,
 ) -> list[float]:
     """
     Each unit's score for the query (0 when it holds none of its words).
@@ -430,12 +447,14 @@ def scores(
         fifth (it names the note, it does not answer), any other heading 0.7 of what it holds.
     :param weighted: Term weights read over more units (a whole file's); over these units when `None`.
     :param texts: The units' texts (`unit_texts`) when the caller has them.
+    :param memo: What units hold, kept by `query_weights` over the same units in the same search.
     """
     words = list(_terms(query))
     if not words or not found:
         return [0.0] * len(found)
     texts = texts if texts is not None else unit_texts(lines, found)
-    weighted = weighted or query_weights(texts, query, title)
+    memo = {} if memo is None else memo  # what the units hold, read once for their weights and their scores
+    weighted = weighted or query_weights(texts, query, title, memo)
     named = " ".join(title.lower().split())
     pairs = [f"{a} {b}" for a, b in itertools.pairwise(words)]
     sizes = [_size(text) for text in texts]
@@ -445,14 +464,14 @@ def scores(
     out = []
     for unit, text, size in zip(found, texts, sizes, strict=True):
         context = "\n".join(lines[i] for i in unit.context).lower() if unit.context else ""
-        in_text = _held_of(text, wanted, False)
+        in_text = _held(text, wanted, False, memo)
         score = sum(word_weights.get(w, 0.0) for w in in_text)
         if context:
             in_context = _held_of(context, wanted, False) - in_text
             score += sum(word_weights.get(w, 0.0) for w in in_context) / 3
         if wanted_stems:
             covered = {stem for stem in stem_weights if any(w.startswith(stem) for w in in_text)} if in_text else set()
-            stems_in_text = _held_of(text, wanted_stems, True) - covered
+            stems_in_text = _held(text, wanted_stems, True, memo) - covered
             score += sum(stem_weights[st] for st in stems_in_text) / 2
             if context:
                 stems_in_context = _held_of(context, wanted_stems, True) - covered - stems_in_text
@@ -472,6 +491,7 @@ def line_scores(lines: list[str], query: str, title: str = "") -> list[float]:
 
 
 __all__ = [
+    "Held",
     "Unit",
     "Weights",
     "holds",

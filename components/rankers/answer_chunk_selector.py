@@ -7,6 +7,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
 from haystack_integrations.components.needle._answer_lines import (
+    Held,
     Unit,
     Weights,
     holds,
@@ -210,11 +211,16 @@ class AnswerChunkSelector:
         # rarity is read over those chunks' units.
         place = sorted(combined.values(), reverse=True)[min(self.alternates, len(ids) - 1)]
         hopeful = [combined[c] + self.lines_weight >= place for c in ids]
+        # what each unit holds is read once, for the term weights and the units' scores
+        memo: Held = {}
         weighted = query_weights(
-            [text for (_, _, texts), keep in zip(read, hopeful, strict=True) if keep for text in texts], query, title
+            [text for (_, _, texts), keep in zip(read, hopeful, strict=True) if keep for text in texts],
+            query,
+            title,
+            memo,
         )
         unit_scores = [
-            scores(list(lines), list(found), query, title, weighted, list(texts)) if keep else [0.0] * len(found)
+            scores(list(lines), list(found), query, title, weighted, list(texts), memo) if keep else [0.0] * len(found)
             for (lines, found, texts), keep in zip(read, hopeful, strict=True)
         ]
         lines_best = [max(ranked, default=0.0) for ranked in unit_scores]
