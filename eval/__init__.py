@@ -11,7 +11,7 @@ calibration, decomposition and retry (`needle.evaluation`). What is here measure
 - speed and memory: `bench` (ingest and query latency, BEIR), `ingest` (index runs and the floor), `hotpath`
   (where a query's time goes, over HTTP and in-process), `load` (clients against `needle serve`), `live`
   (edit to searchable under `needle watch`), `client` (whole `needle` commands with and without an owner),
-  `warm_pool`, `scale` (a million chunks), `filters_bench`, `served_embedders`, `confidence_cost`,
+  `warm_pool`, `scale` (a million chunks), `filters_bench`, `served_embedders`, `confidence_cost`, `answer_cost`,
   `contract_overhead`, `document_cost`, `open_guard`, `pdf_extractors`;
 - data: `corpora` (`python -m eval.corpora build NAME`: the corpora built from this machine's files),
   `offtopic` (the off-topic questions), `beir_subset`, `plot_languages`.

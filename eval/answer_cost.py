@@ -1,16 +1,17 @@
 """What the answer chunk stage adds to a `query` search: CPU time per search with the stage and without it.
 
-    python -m eval.answer_cost                 # demo and notes golden sets, 5 rounds each, medians
+    python -m eval.answer_cost                 # demo and notes golden sets, 7 rounds each, medians
     python -m eval.answer_cost --sets demo --rounds 9
 
 For each golden set (`eval/golden/SET.yml`, its index built or reused as `needle eval golden` does), every
-question runs through `query` as a user runs it, in rounds, once through the shipped graph and once through the
-same graph whose answer chunk stage has no store (`answer_chunk.document_store: null`: the results pass through it, and the
-snippets are cut from the chunks that ranked the files). The script prints, per set and over both sets, the
-median over the rounds of the process's CPU time per search (what a search costs on an idle core; wall-clock
-time on a shared machine moves with other work), how much the stage adds, as a share of the search without
-it, and the CPU time of the stage itself and of the snippets after it (which cut more hunks with it). The rankings are the same either way (the stage runs after the cutoff); `needle eval golden` measures what
-the snippets show.
+answerable question runs through `query` as a user runs it, in rounds, once through the shipped graph and once
+through the same graph whose answer chunk stage has no store (`answer_chunk.document_store: null`: the results
+pass through it, and the snippets are cut from the chunks that ranked the files), one right after the other.
+The script prints, per set and over the sets, the median over the rounds of the process's CPU time per search
+(what a search costs on an idle core; wall-clock time on a shared machine moves with other work), how much the
+stage adds as a share of the search without it, and the CPU time of the stage itself and of the snippets after
+it (which cut more hunks with it), read by Haystack's tracing hooks with a CPU clock. The rankings are the same
+either way (the stage runs after the cutoff); `needle eval golden` measures what the snippets show.
 """
 
 from __future__ import annotations
@@ -18,14 +19,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from pathlib import Path
 
 from haystack import tracing
 
+from eval.demo_data import GOLDEN
 from needle.core.requests import SearchRequest
 from needle.evaluation.timing import ComponentTimer
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
 # The graph override that switches the stage off: without a store it passes the results through.
 STAGE_OFF = {"answer_chunk.document_store": None}
 # The stages whose CPU time is shown apart: the answer chunk stage, and the snippets it gives more to cut.
@@ -41,7 +41,7 @@ class _CpuTimer(ComponentTimer):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m eval.answer_cost", description=__doc__.split("\n")[0])
     parser.add_argument("--sets", nargs="+", default=["demo", "notes"], help="golden sets (default demo notes)")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds over each set's questions (default 5)")
+    parser.add_argument("--rounds", type=int, default=7, help="rounds over each set's questions (default 7)")
     args = parser.parse_args(argv)
 
     from needle.evaluation.golden import load_golden, prepare_index
