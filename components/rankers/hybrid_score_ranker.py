@@ -452,7 +452,15 @@ class HybridScoreRanker:
             known = self._balances.get(collection)
             if known is None or abs(chunks - known[0]) > _BALANCE_DRIFT * max(known[0], 1):
                 started = time.monotonic()
-                lead = self.keyword_lead(collection)
+                try:
+                    lead = self.keyword_lead(collection)
+                except Exception as error:  # the balance is a refinement: a store that cannot give it keeps 1
+                    logger.warning(
+                        "Collection {collection}'s balance could not be measured, BM25 keeps its weight: {error}",
+                        collection=collection,
+                        error=error,
+                    )
+                    lead = None
                 logger.info(
                     "Collection {collection}: keyword lead {lead} on {samples} pseudo-questions ({seconds:.1f} s)",
                     collection=collection,

@@ -522,3 +522,12 @@ class TestABalanceEachCollectionTeaches:
         docs = [Document(id="w1", content="w1", score=0.1, meta={"source_doc_id": "W1", "collection": "manual"})]
         out = ranker.run(query="q", documents=docs, query_sparse_embedding=COMMON)["documents"]
         assert "collection_balance" not in out[0].meta["hybrid"]
+
+    def test_a_store_that_cannot_measure_it_keeps_the_weight(self, collections_store, monkeypatch):
+        ranker = HybridScoreRanker(document_store=collections_store, balance_samples=10)
+
+        def broken(collection: str) -> float:
+            raise RuntimeError("no sparse vectors")
+
+        monkeypatch.setattr(ranker, "keyword_lead", broken)
+        assert ranker.balance_of("manual") == (None, 1.0)
