@@ -1,11 +1,14 @@
 """Offline reranking: rescore fused candidates by their files' exact BM25 and cosine scores."""
 
 import math
+import random
+import statistics
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from haystack import Document, component, default_to_dict
+from haystack import Document, component, default_to_dict, logging
 from haystack.dataclasses.sparse_embedding import SparseEmbedding
 
 from haystack_integrations.components.needle._store_deserialization import with_document_store
@@ -15,11 +18,23 @@ from needle.core.checks import OptionalQueryVector, QueryVector, check_top_k
 from needle.core.documents import replace
 from needle.core.schema import FILE_ID
 
+logger = logging.getLogger(__name__)
+
 _COSINE_SCALES = ("best", "raw")
 # BM25's term-frequency saturation in fastembed's `Qdrant/bm25` (k1): a term's score is at most (k1 + 1) times its IDF.
 _K1 = 1.2
 # How long a store's document count is reused for the terms' specificity (it moves the result by its logarithm).
 _COUNT_SECONDS = 60.0
+# A collection's balance is measured again once its chunk count moved by more than this share.
+_BALANCE_DRIFT = 0.1
+# The metadata field naming a chunk's collection (each collection learns its own balance).
+_COLLECTION = "collection"
+# A pseudo-question: a file's first chunk's most frequent terms, less its rarest ones (the page's own name and
+# codes), so what is left are the words a question about the page would share with its neighbours.
+_PSEUDO_TERMS = 12
+_PSEUDO_DROP = 3
+# The files a pseudo-question's lead is read among (BM25's best chunks' files): the lead needs only the first two.
+_LEAD_CANDIDATES = 10
 
 
 @component
@@ -61,6 +76,18 @@ class HybridScoreRanker:
     words about equally (a how-to question in plain words over reference pages) meaning then settles more of
     the order; a question whose words pick out one file (a name, a code, a title) keeps its keywords' weight.
 
+    How much a keyword lead is worth differs by collection: over thousands of reference pages that share
+    their words, a question's words rarely pick out its page, while over scientific abstracts they usually
+    do. With `balance_samples`, the collection teaches its own balance: `balance_samples` of its files
+    (seeded) each make a pseudo-question from their own terms (the whole file's, or its first chunk's
+    without a `file_document_store`), the most frequent less the rarest (its name and codes, which a
+    question in plain words does not say), and the median lead of BM25's best file over the second on them
+    (as above) is the collection's keyword lead. BM25's weight is multiplied by `balance_floor` where that
+    lead is `balance_leads`' lower bound or less, by 1 from its upper bound, linearly between. It is
+    measured once per collection, at its first query (a fraction of a second for 1,500 files), and again
+    when the collection's chunk count moved by more than a tenth; each result's `meta["hybrid"]` shows the
+    collection's `collection_lead` and the `collection_balance` it gave.
+
     The cosine part is relative to the candidate set, so scores are not cached per document:
     `cacheable = False` tells `CandidateReranker` to skip its cache.
 
@@ -86,6 +113,9 @@ class HybridScoreRanker:
         specific_terms: int = 2,
         lead_margin: float | None = None,
         lead_floor: float = 0.8,
+        balance_samples: int = 0,
+        balance_leads: list[float] | None = None,
+        balance_floor: float = 0.2,
     ) -> None:
         """
         Create the ranker.
@@ -109,10 +139,17 @@ class HybridScoreRanker:
         :param lead_margin: The lead of the best candidate's BM25 over the second's (both as shares of what the
             query could reach) from which BM25 keeps its whole weight (`None`: the lead does not count).
         :param lead_floor: The share of its weight BM25 keeps when no candidate leads (two tie).
+        :param balance_samples: Pseudo-questions per collection that measure its keyword lead (0: BM25's
+            weight does not follow the collection).
+        :param balance_leads: The range `[low, high]` of the collection's keyword lead over which BM25's
+            multiplier moves from `balance_floor` to 1 (default `[0.15, 0.3]`).
+        :param balance_floor: BM25's multiplier in a collection whose keyword lead is `low` or less.
         :raises ValueError: When a store is not one Needle's components can search (`searchable`), a weight
             is outside [0, 1],
             `cosine_scale` is unknown, `specificity` is not two bounds `0 <= low < high <= 1` or
-            `specific_terms` is below 1, `lead_margin` is not within (0, 1] or `lead_floor` not within [0, 1].
+            `specific_terms` is below 1, `lead_margin` is not within (0, 1] or `lead_floor` not within [0, 1],
+            `balance_samples` is negative, `balance_leads` not two bounds `0 <= low < high <= 1` or
+            `balance_floor` not within [0, 1].
         """
         self._store = searchable(document_store)
         self._file_store = None if file_document_store is None else searchable(file_document_store)
@@ -133,6 +170,13 @@ class HybridScoreRanker:
             raise ValueError(f"lead_margin must be within (0, 1], got {lead_margin}")
         if not 0.0 <= lead_floor <= 1.0:
             raise ValueError(f"lead_floor must be within [0, 1], got {lead_floor}")
+        if balance_samples < 0:
+            raise ValueError(f"balance_samples must be >= 0, got {balance_samples}")
+        balance_leads = list(balance_leads) if balance_leads is not None else [0.15, 0.3]
+        if len(balance_leads) != 2 or not 0.0 <= balance_leads[0] < balance_leads[1] <= 1.0:
+            raise ValueError(f"balance_leads must be [low, high] with 0 <= low < high <= 1, got {balance_leads}")
+        if not 0.0 <= balance_floor <= 1.0:
+            raise ValueError(f"balance_floor must be within [0, 1], got {balance_floor}")
         self.document_store = document_store
         self.bm25_weight = bm25_weight
         self.group_by = group_by
@@ -144,7 +188,14 @@ class HybridScoreRanker:
         self.specific_terms = specific_terms
         self.lead_margin = lead_margin
         self.lead_floor = lead_floor
+        self.balance_samples = balance_samples
+        self.balance_leads = balance_leads
+        self.balance_floor = balance_floor
         self._count: tuple[float, int] | None = None
+        # collection → (its chunk count when measured, its keyword lead, its multiplier)
+        self._balances: dict[str, tuple[int, float, float]] = {}
+        self._balance_lock = threading.Lock()
+        self._chunk_counts: tuple[Any, dict[str, int]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the ranker and its stores."""
@@ -161,6 +212,9 @@ class HybridScoreRanker:
             specific_terms=self.specific_terms,
             lead_margin=self.lead_margin,
             lead_floor=self.lead_floor,
+            balance_samples=self.balance_samples,
+            balance_leads=self.balance_leads,
+            balance_floor=self.balance_floor,
         )
 
     @classmethod
@@ -309,6 +363,116 @@ class HybridScoreRanker:
             return weight
         return weight * (self.lead_floor + (1.0 - self.lead_floor) * min(lead / self.lead_margin, 1.0))
 
+    def pseudo_questions(self, collection: str) -> list[SparseEmbedding]:
+        """
+        The collection's pseudo-questions: for `balance_samples` of its files (seeded, so the same index gives
+        the same ones), the `_PSEUDO_TERMS` most frequent terms of the whole file (of its first chunk without
+        a file store) less the `_PSEUDO_DROP` rarest of them.
+        """
+        where = {"field": f"meta.{_COLLECTION}", "operator": "==", "value": collection}
+        store = self._file_store if self._file_store is not None else self._store
+        if store is self._file_store:
+            # Whole-file documents: one per file, listed without reading the chunks.
+            files = sorted(str(row["id"]) for row in store.list_documents_meta(where, fields=[]))
+            ids = random.Random(0).sample(files, min(self.balance_samples, len(files)))
+        else:
+            first: dict[str, tuple[int, str]] = {}
+            for row in store.list_documents_meta(where, fields=[self.group_by, "start_line"]):
+                meta = row.get("meta") or {}
+                key, line = str(meta.get(self.group_by, row["id"])), int(meta.get("start_line") or 0)
+                if key not in first or (line, row["id"]) < first[key]:
+                    first[key] = (line, row["id"])
+            files = sorted(first)
+            chosen = random.Random(0).sample(files, min(self.balance_samples, len(files)))
+            ids = [first[f][1] for f in chosen]
+        documents = store.filter_documents({"field": "id", "operator": "in", "value": ids}) if ids else []
+        frequent = []
+        for doc in sorted(documents, key=lambda d: d.id):
+            sparse = doc.sparse_embedding
+            if sparse is None or len(sparse.indices) <= _PSEUDO_DROP + 1:
+                continue
+            top = sorted(zip(sparse.values, sparse.indices), reverse=True)[:_PSEUDO_TERMS]
+            frequent.append([int(index) for _value, index in top])
+        # How rare each term is: its best single-term score (a rarer term scores higher).
+        terms = sorted({t for found in frequent for t in found})
+        rarity = (
+            dict(
+                zip(
+                    terms,
+                    self._store.best_scores(
+                        BestScore.per_term(SparseEmbedding(indices=terms, values=[1.0] * len(terms)))
+                    ),
+                )
+            )
+            if terms
+            else {}
+        )
+        questions = []
+        for found in frequent:
+            kept = sorted(found, key=lambda t: rarity.get(t) or 0.0)[: len(found) - _PSEUDO_DROP]
+            questions.append(SparseEmbedding(indices=sorted(kept), values=[1.0] * len(kept)))
+        return questions
+
+    def keyword_lead(self, collection: str) -> float | None:
+        """The median lead of BM25's best file over its second on the collection's pseudo-questions (`None`: none)."""
+        where = {"field": f"meta.{_COLLECTION}", "operator": "==", "value": collection}
+        leads = []
+        for question in self.pseudo_questions(collection):
+            found = self._store.query_sparse(question, top_k=_LEAD_CANDIDATES, filters=where, fields=[self.group_by])
+            files = list(dict.fromkeys(self._file(doc) for doc in found))
+            if not files:
+                continue
+            read = self._read(files, question, None)
+            leads.append(self.lead_of(self._lexical(files, read, {})))
+        return statistics.median(leads) if leads else None
+
+    def multiplier_for(self, lead: float) -> float:
+        """BM25's multiplier in a collection of this keyword lead: `balance_floor` up to 1 over `balance_leads`."""
+        low, high = self.balance_leads
+        return self.balance_floor + (1.0 - self.balance_floor) * min(max((lead - low) / (high - low), 0.0), 1.0)
+
+    def _chunks_per_collection(self) -> dict[str, int]:
+        """
+        Chunks per collection, counted again only when the store changed (its `changes()`), or after
+        `_COUNT_SECONDS` for a store that does not say: counting them costs milliseconds, a query should not.
+        """
+        changes = getattr(self._store, "changes", None)
+        stamp: Any = changes() if callable(changes) else int(time.monotonic() // _COUNT_SECONDS)
+        if self._chunk_counts is None or self._chunk_counts[0] != stamp:
+            counts = {str(k): int(v) for k, v in self._store.count_values(_COLLECTION).items()}
+            self._chunk_counts = (stamp, counts)
+        return self._chunk_counts[1]
+
+    def balance_of(self, collection: str) -> tuple[float | None, float]:
+        """The collection's keyword lead and BM25's multiplier there, measured at need (see the class docs)."""
+        if self.balance_samples == 0:
+            return None, 1.0
+        with self._balance_lock:
+            chunks = self._chunks_per_collection().get(collection, 0)
+            known = self._balances.get(collection)
+            if known is None or abs(chunks - known[0]) > _BALANCE_DRIFT * max(known[0], 1):
+                started = time.monotonic()
+                try:
+                    lead = self.keyword_lead(collection)
+                except Exception as error:  # the balance is a refinement: a store that cannot give it keeps 1
+                    logger.warning(
+                        "Collection {collection}'s balance could not be measured, BM25 keeps its weight: {error}",
+                        collection=collection,
+                        error=error,
+                    )
+                    lead = None
+                logger.info(
+                    "Collection {collection}: keyword lead {lead} on {samples} pseudo-questions ({seconds:.1f} s)",
+                    collection=collection,
+                    lead=lead,
+                    samples=self.balance_samples,
+                    seconds=time.monotonic() - started,
+                )
+                multiplier = 1.0 if lead is None else self.multiplier_for(lead)
+                known = (chunks, -1.0 if lead is None else lead, multiplier)
+                self._balances[collection] = known
+            return (None if known[1] < 0 else known[1]), known[2]
+
     def rescore(
         self,
         documents: list[Document],
@@ -354,6 +518,13 @@ class HybridScoreRanker:
                 weight = self.weighed_by_lead(weight, lead)
                 trace["bm25_lead"] = dict.fromkeys(files, round(lead, 4))
                 trace["bm25_weight"] = dict.fromkeys(files, round(weight, 4))
+            if self.balance_samples and self.bm25_weight < 1.0:
+                collection_lead, multiplier = self._balance([doc.meta.get(_COLLECTION) for doc in documents])
+                weight = min(weight * multiplier, 1.0)
+                if collection_lead is not None:
+                    trace["collection_lead"] = dict.fromkeys(files, round(collection_lead, 4))
+                trace["collection_balance"] = dict.fromkeys(files, round(multiplier, 4))
+                trace["bm25_weight"] = dict.fromkeys(files, round(weight, 4))
             for f, value in lexical.items():
                 mixed[f] += weight * value
         if self.bm25_weight < 1.0:
@@ -361,6 +532,16 @@ class HybridScoreRanker:
                 mixed[f] += (1.0 - weight) * value
         keys = [self._file(doc) for doc in documents]
         return [(mixed[key], {"hybrid": {name: values[key] for name, values in trace.items()}}) for key in keys]
+
+    def _balance(self, collections: list[Any]) -> tuple[float | None, float]:
+        """The candidates' collections' lead and multiplier, each collection counted by its candidates."""
+        named = [str(c) for c in collections if c is not None]
+        if not named:
+            return None, 1.0
+        balances = {c: self.balance_of(c) for c in set(named)}
+        multiplier = sum(balances[c][1] for c in named) / len(named)
+        leads = [lead for lead in (balances[c][0] for c in named) if lead is not None]
+        return (sum(leads) / len(leads) if leads else None), multiplier
 
     @component.output_types(documents=list[Document])
     def run(

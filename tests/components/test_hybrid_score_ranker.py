@@ -67,6 +67,9 @@ class TestHybridScoreRanker:
             ({"lead_margin": 0.0}, "lead_margin"),
             ({"lead_margin": 1.5}, "lead_margin"),
             ({"lead_floor": -0.1}, "lead_floor"),
+            ({"balance_samples": -1}, "balance_samples"),
+            ({"balance_leads": [0.3, 0.1]}, "balance_leads"),
+            ({"balance_floor": 1.5}, "balance_floor"),
         ],
     )
     def test_bad_params_raise(self, store, kwargs, message):
@@ -92,6 +95,9 @@ class TestHybridScoreRanker:
             "specific_terms": 2,
             "lead_margin": None,
             "lead_floor": 0.8,
+            "balance_samples": 0,
+            "balance_leads": [0.15, 0.3],
+            "balance_floor": 0.2,
         }
 
     def test_from_dict_round_trip(self, store):
@@ -420,3 +426,108 @@ class TestKeywordsThatPickNoFile:
         ranker = HybridScoreRanker(document_store=reference_store, bm25_weight=1.0, lead_margin=0.2)
         out = ranker.run(query="q", documents=pages("w1", "m1"), query_sparse_embedding=COMMON)["documents"]
         assert "bm25_lead" not in out[0].meta["hybrid"]
+
+
+def page(doc_id: str, collection: str, embedding: list[float], terms: list[int]) -> Document:
+    doc = chunk(doc_id, doc_id.upper(), embedding, terms)
+    return Document(
+        id=doc.id,
+        content=doc.content,
+        meta={**doc.meta, "collection": collection},
+        embedding=doc.embedding,
+        sparse_embedding=doc.sparse_embedding,
+    )
+
+
+@pytest.fixture
+def collections_store(tmp_path):
+    """
+    Two collections. `manual`: twenty pages sharing four words, each with a name of its own (a man page's), so
+    a page's own words less its name pick out no page; W holds the question's words, M its meaning. `papers`:
+    twenty pages whose words are their own, so a page's words pick it out.
+    """
+    document_store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4, durable_writes=False)
+    manual = [page(f"s{i}", "manual", [0.0, 0.0, 0.0, 1.0], [1, 2, 3, 4, 100 + i]) for i in range(20)]
+    manual += [
+        page("w1", "manual", [0.5, 0.0, 0.0, 0.87], [1, 2]),
+        page("m1", "manual", [0.9, 0.0, 0.0, 0.44], [3]),
+    ]
+    papers = [page(f"t{i}", "papers", [0.0, 0.0, 1.0, 0.0], list(range(200 + 6 * i, 206 + 6 * i))) for i in range(20)]
+    document_store.write_documents(manual + papers)
+    yield document_store
+    document_store.close()
+
+
+class TestABalanceEachCollectionTeaches:
+    def test_pages_that_share_their_words_give_bm25_the_floor(self, collections_store):
+        ranker = HybridScoreRanker(document_store=collections_store, balance_samples=10, balance_floor=0.2)
+        questions = ranker.pseudo_questions("manual")
+        assert 8 <= len(questions) <= 10  # W's and M's words are too few to make one
+        assert all(len(q.indices) == 2 for q in questions)  # five terms less the three rarest
+        assert all(set(q.indices) <= {1, 2, 3, 4} for q in questions)  # a page's own name is dropped
+        lead, multiplier = ranker.balance_of("manual")
+        assert lead == pytest.approx(0.0) and multiplier == pytest.approx(0.2)
+        lead, multiplier = ranker.balance_of("papers")
+        assert lead is not None and lead > 0.3 and multiplier == 1.0
+
+    def test_the_multiplier_follows_the_lead_over_balance_leads(self, collections_store):
+        ranker = HybridScoreRanker(document_store=collections_store, balance_leads=[0.1, 0.3], balance_floor=0.4)
+        assert [ranker.multiplier_for(lead) for lead in (0.0, 0.1, 0.2, 0.3, 0.9)] == pytest.approx(
+            [0.4, 0.4, 0.7, 1.0, 1.0]
+        )
+        assert ranker.balance_of("manual") == (None, 1.0)  # off without balance_samples
+
+    def test_a_collection_of_shared_words_leans_on_meaning(self, collections_store):
+        docs = [
+            Document(id=i, content=i, score=0.1, meta={"source_doc_id": i.upper(), "collection": "manual"})
+            for i in ("w1", "m1")
+        ]
+        run = {"query": "q", "documents": docs, "query_embedding": QUERY, "query_sparse_embedding": COMMON}
+        fixed = HybridScoreRanker(document_store=collections_store, bm25_weight=0.6)
+        assert fixed.run(**run)["documents"][0].id == "w1"
+        taught = HybridScoreRanker(document_store=collections_store, bm25_weight=0.6, balance_samples=10)
+        top = taught.run(**run)["documents"][0]
+        assert top.id == "m1"
+        assert top.meta["hybrid"]["collection_lead"] == pytest.approx(0.0)
+        assert top.meta["hybrid"]["collection_balance"] == pytest.approx(0.2)
+        assert top.meta["hybrid"]["bm25_weight"] == pytest.approx(0.12)
+
+    def test_it_is_measured_once_and_again_when_the_collection_grew(self, collections_store, monkeypatch):
+        ranker = HybridScoreRanker(document_store=collections_store, balance_samples=10)
+        measured: list[str] = []
+        keyword_lead = ranker.keyword_lead
+        monkeypatch.setattr(ranker, "keyword_lead", lambda c: measured.append(c) or keyword_lead(c))
+        ranker.balance_of("papers")
+        ranker.balance_of("papers")
+        assert measured == ["papers"]
+        collections_store.write_documents([page("t99", "papers", [0.0, 0.0, 1.0, 0.0], [900, 901, 902, 903, 904])])
+        ranker.balance_of("papers")  # one chunk more in twenty: the same balance
+        assert measured == ["papers"]
+        more = [
+            page(f"u{i}", "papers", [0.0, 0.0, 1.0, 0.0], list(range(1000 + 6 * i, 1006 + 6 * i))) for i in range(5)
+        ]
+        collections_store.write_documents(more)
+        ranker.balance_of("papers")
+        assert measured == ["papers", "papers"]
+
+    def test_whole_files_make_the_pseudo_questions_when_there_are_some(self, collections_store):
+        ranker = HybridScoreRanker(
+            document_store=collections_store, file_document_store=collections_store, balance_samples=5
+        )
+        assert len(ranker.pseudo_questions("papers")) == 5
+        assert ranker.balance_of("papers")[1] == 1.0
+
+    def test_single_signal_rankers_ignore_it(self, collections_store):
+        ranker = HybridScoreRanker(document_store=collections_store, bm25_weight=1.0, balance_samples=10)
+        docs = [Document(id="w1", content="w1", score=0.1, meta={"source_doc_id": "W1", "collection": "manual"})]
+        out = ranker.run(query="q", documents=docs, query_sparse_embedding=COMMON)["documents"]
+        assert "collection_balance" not in out[0].meta["hybrid"]
+
+    def test_a_store_that_cannot_measure_it_keeps_the_weight(self, collections_store, monkeypatch):
+        ranker = HybridScoreRanker(document_store=collections_store, balance_samples=10)
+
+        def broken(collection: str) -> float:
+            raise RuntimeError("no sparse vectors")
+
+        monkeypatch.setattr(ranker, "keyword_lead", broken)
+        assert ranker.balance_of("manual") == (None, 1.0)
