@@ -4,6 +4,7 @@ block still in use, which a process that lives all day would hold; `give_back_me
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 import threading
@@ -125,3 +126,22 @@ def test_an_owner_that_leaves_ingest_on_demand_from_its_start_lets_its_first_ind
     finally:
         service.warm_on_demand(())
         service._needle = previous
+
+
+OPENS_THE_EMBEDDED_INDEX = """
+import sys
+from needle.facade.api import Needle
+needle = Needle()
+print(needle.store.count_documents(), needle.file_store.count_documents(), "qdrant_client" in sys.modules)
+"""
+
+
+def test_an_owner_of_the_embedded_index_does_not_import_the_qdrant_server_client(tmp_path):
+    # qdrant-client (with httpx, gRPC and protobuf) serves a Qdrant server's store only: importing it cost every
+    # owner about 30 MB and every command that opens the index half a second.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
+    env["NEEDLE_DATA_DIR"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", OPENS_THE_EMBEDDED_INDEX], cwd=REPO, env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["0", "0", "False"], done.stderr[-2000:]
