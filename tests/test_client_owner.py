@@ -112,6 +112,9 @@ def test_the_owner_answers_before_building_its_http_api_then_serves_all_of_it(co
         f"{record['address']}/search/run", json={"query": "certbot renew", "limit": 1}, headers=headers, timeout=60
     )
     assert found.status_code == 200 and "certbot" in found.json()["result"]["results"][0]["path"]
+    # Only needle commands reach a background owner: it serves no MCP transport (nor imports the MCP SDK for one).
+    transport = httpx.post(f"{record['address']}/mcp", json={}, headers=headers, timeout=60)
+    assert transport.status_code == 404
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c)[:40])
