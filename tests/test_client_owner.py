@@ -19,6 +19,8 @@ from haystack_integrations.document_stores.needle.edge.shards import copy_keepin
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parent.parent
 HEAVY = ("haystack", "pydantic", "pydantic_settings", "httpx", "qdrant_edge", "fastembed", "onnxruntime", "numpy")
+# OpenSSL's library, which `hashlib` and `hmac` load: about 4 ms of every command for hashes the interpreter has
+HEAVY += ("_hashlib", "hmac")
 COMMANDS = [
     ("search", "certbot renew", "-n", "3"),
     ("query", "git rebase onto another branch", "-n", "3", "--json"),
