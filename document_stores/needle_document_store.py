@@ -133,12 +133,14 @@ class NeedleDocumentStore:
         :raises ValueError: When the settings name a fastembed model fastembed does not know.
         """
         settings = self._settings
-        from haystack_integrations.document_stores.needle.qdrant_server import layout_parameters
         from needle.core.embedding_providers import index_dimension
 
         dim = index_dimension(settings)
         where = self.location()
         if where[0] == "qdrant":
+            # qdrant-client (a second of imports, tens of MB) only for a server's store, not the embedded one's
+            from haystack_integrations.document_stores.needle.qdrant_server import layout_parameters
+
             api_key = self.api_key or Secret.from_env_var([settings.store.api_key_env], strict=False)
             return {
                 "type": "haystack_integrations.document_stores.needle.qdrant_server.QdrantServerDocumentStore",

@@ -19,6 +19,8 @@ from haystack_integrations.document_stores.needle.edge.shards import copy_keepin
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parent.parent
 HEAVY = ("haystack", "pydantic", "pydantic_settings", "httpx", "qdrant_edge", "fastembed", "onnxruntime", "numpy")
+# OpenSSL's library, which `hashlib` and `hmac` load: about 4 ms of every command for hashes the interpreter has
+HEAVY += ("_hashlib", "hmac")
 COMMANDS = [
     ("search", "certbot renew", "-n", "3"),
     ("query", "git rebase onto another branch", "-n", "3", "--json"),
@@ -112,6 +114,9 @@ def test_the_owner_answers_before_building_its_http_api_then_serves_all_of_it(co
         f"{record['address']}/search/run", json={"query": "certbot renew", "limit": 1}, headers=headers, timeout=60
     )
     assert found.status_code == 200 and "certbot" in found.json()["result"]["results"][0]["path"]
+    # Only needle commands reach a background owner: it serves no MCP transport (nor imports the MCP SDK for one).
+    transport = httpx.post(f"{record['address']}/mcp", json={}, headers=headers, timeout=60)
+    assert transport.status_code == 404
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c)[:40])

@@ -81,3 +81,17 @@ def test_an_unchanged_model_is_not_hashed_at_load(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(models, "_sha256", lambda path: hashed.append(path) or "")
     assert models.dense_embedder_params(models.LOCAL_DENSE_MODEL, tmp_path)["local_files_only"] is True
     assert hashed == []
+
+
+def test_a_model_whose_time_alone_changed_is_hashed_once_then_known_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    models.provision(tmp_path)
+    onnx = models.dense_model_dir(tmp_path) / "model.onnx"
+    onnx.write_bytes(onnx.read_bytes())  # copied anew: the same weights, a new modification time
+    hashed: list[Path] = []
+    sha256 = models._sha256
+    monkeypatch.setattr(models, "_sha256", lambda path: hashed.append(path) or sha256(path))
+    for _ in range(3):
+        assert models.dense_embedder_params(models.LOCAL_DENSE_MODEL, tmp_path)["local_files_only"] is True
+    assert hashed == [onnx]  # the first load checked the content and recorded the new stamp

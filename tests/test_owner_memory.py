@@ -4,6 +4,7 @@ block still in use, which a process that lives all day would hold; `give_back_me
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 import threading
@@ -65,10 +66,16 @@ def test_an_index_run_lets_go_of_a_transient_ingest_graph_and_the_model_only_it_
     loaded = {id(model) for model in Models._instances.values()}
     assert document_model in loaded and len(loaded) >= 2  # the query side's model beside it
     demo_needle.runtime.transient = frozenset({"ingest"})
+    collections: list[int] = []
+    collect = gc.collect
     try:
+        gc.collect = lambda *args: collections.append(1) or collect(*args)  # type: ignore[assignment]
         report = demo_needle.index(IndexRequest())
     finally:
+        gc.collect = collect  # type: ignore[assignment]
         demo_needle.runtime.transient = frozenset()
+    # Letting go of the graph collects the garbage once to find the models no one holds, once more to free them.
+    assert len(collections) <= 2, collections
     assert report.files_seen == 54 and not report.chunks_embedded
     assert not [key for key in demo_needle.runtime._pools if key[0] == "ingest"]
     remaining = {id(model): model for model in Models._instances.values()}
@@ -125,3 +132,22 @@ def test_an_owner_that_leaves_ingest_on_demand_from_its_start_lets_its_first_ind
     finally:
         service.warm_on_demand(())
         service._needle = previous
+
+
+OPENS_THE_EMBEDDED_INDEX = """
+import sys
+from needle.facade.api import Needle
+needle = Needle()
+print(needle.store.count_documents(), needle.file_store.count_documents(), "qdrant_client" in sys.modules)
+"""
+
+
+def test_an_owner_of_the_embedded_index_does_not_import_the_qdrant_server_client(tmp_path):
+    # qdrant-client (with httpx, gRPC and protobuf) serves a Qdrant server's store only: importing it cost every
+    # owner about 30 MB and every command that opens the index half a second.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEEDLE_")}
+    env["NEEDLE_DATA_DIR"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", OPENS_THE_EMBEDDED_INDEX], cwd=REPO, env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["0", "0", "False"], done.stderr[-2000:]

@@ -87,3 +87,19 @@ def test_nothing_listening_is_an_os_error():
     free.close()
     with pytest.raises(OSError):
         Connection("127.0.0.1", port, timeout=2)
+
+
+@pytest.mark.parametrize("key_size", [0, 32, 64, 65, 200])
+def test_the_challenge_hmac_is_the_standard_one_without_openssl(key_size):
+    import hashlib
+    import hmac
+
+    from needle.owner.code_stamp import hmac_sha256, sha256
+    from needle.owner.record import proof
+
+    key = bytes(range(256))[:key_size]
+    message = b"0123456789abcdef:4242"
+    assert hmac_sha256(key, message) == hmac.new(key, message, hashlib.sha256).hexdigest()
+    assert sha256(message).hexdigest() == hashlib.sha256(message).hexdigest()
+    token = "t" * key_size
+    assert proof(token, "0123456789abcdef", 4242) == hmac.new(token.encode(), message, hashlib.sha256).hexdigest()

@@ -13,6 +13,7 @@ Run `needle models` (or `python -m needle.core.model_files`, `make models`) to p
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.resources
 import importlib.util
@@ -24,6 +25,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from needle.core.atomic import write_atomic
 
 LOCAL_DENSE_MODEL = "local/all-MiniLM-L6-v2-int8"
 LOCAL_DENSE_FOLDER = "all-MiniLM-L6-v2-int8"
@@ -112,11 +115,18 @@ def _unchanged_weights(folder: Path) -> bool:
 
     Read at every model load, so it costs one `stat` while the file keeps the size and time recorded when it
     was assembled; only a file that changed since (or a folder assembled before the stamp was recorded) is
-    hashed again, about 25 ms for the 23 MB of weights. ONNX Runtime itself would load changed weights, or
-    fail with a protobuf message that names no fix.
+    hashed again, about 25 ms for the 23 MB of weights, and when its content is still the one checked (a copy
+    or a `touch` changed its time only) the new stamp is recorded, so that the next load costs a `stat` again
+    (a model folder this user cannot write to is hashed at each load instead). ONNX Runtime itself would load
+    changed weights, or fail with a protobuf message that names no fix.
     """
-    onnx = folder / "model.onnx"
-    return _stamp_recorded(folder) or _sha256(onnx) == _ONNX_SHA256
+    if _stamp_recorded(folder):
+        return True
+    if _sha256(folder / "model.onnx") != _ONNX_SHA256:
+        return False
+    with contextlib.suppress(OSError):
+        _write_marker(folder)
+    return True
 
 
 def _stamp_recorded(folder: Path) -> bool:
@@ -129,8 +139,9 @@ def _stamp_recorded(folder: Path) -> bool:
 
 
 def _write_marker(folder: Path) -> None:
+    """Record the checked weights and their stamp; replaced whole, so a load reading it meanwhile sees one or the other."""
     marker = {"model": LOCAL_DENSE_MODEL, "onnx_sha256": _ONNX_SHA256, "onnx_stamp": _stamp(folder / "model.onnx")}
-    (folder / _MARKER).write_text(json.dumps(marker))
+    write_atomic(folder / _MARKER, json.dumps(marker), mode=0o644)
 
 
 def _provision_dense(folder: Path) -> bool:

@@ -157,7 +157,7 @@ class GraphRuntime:
             if str(name) == INGEST:  # the language identifier of its files (a multilingual query reloads it)
                 forget_identifier()
             drop_unused_models()
-            give_back_memory()
+            give_back_memory(collect=False)  # drop_unused_models has collected the garbage
         return bool(keys)
 
     def release_transient(self, name: str) -> None:

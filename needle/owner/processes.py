@@ -97,7 +97,13 @@ class BackgroundServer:
     """
 
     def __init__(
-        self, command: str, app: AppFactory, watch: bool = False, start_timeout: float = 600.0, staged: bool = False
+        self,
+        command: str,
+        app: AppFactory,
+        watch: bool = False,
+        start_timeout: float = 600.0,
+        staged: bool = False,
+        mcp: bool = True,
     ) -> None:
         """
         :param command: The command that owns the index (`mcp`, `watch`), written into the record.
@@ -107,6 +113,9 @@ class BackgroundServer:
         :param staged: Answer other commands (`/needle/hello`, `/needle/cli`) as soon as the index is held,
             and build the other routes when `build_full` is called (`needle.owner.staged.StagedApp`): what a
             background owner does, whose first command waits for it.
+        :param mcp: Serve the MCP transports too (`/mcp`, `/sse`). A background owner leaves them out: only
+            `needle` commands reach it (a joining `needle mcp` through the tools' routes), and the MCP SDK
+            would cost it about 25 MB.
         :raises ValueError: When `start_timeout` is not positive.
         """
         if start_timeout <= 0:
@@ -116,6 +125,7 @@ class BackgroundServer:
         self.watch = watch
         self.start_timeout = start_timeout
         self.staged = staged
+        self.mcp = mcp
         self._app: Any = None
         self.record: records.OwnerRecord | None = None
         self._server: Any = None
@@ -168,6 +178,7 @@ class BackgroundServer:
             watch=self.watch,
             own_record=own_record,
             warm_ingest=self.watch,  # without a watcher, index runs load the ingest graph and let it go after
+            mcp=self.mcp,
         )
         quiet_request_logs()
         return app
@@ -488,7 +499,7 @@ def run_owner(app: AppFactory, first: list[str] | None = None, ready_fd: int | N
     if first is not None:
         warm_first(first)
     try:
-        server = BackgroundServer(command=records.BACKGROUND, app=app, staged=True)
+        server = BackgroundServer(command=records.BACKGROUND, app=app, staged=True, mcp=False)
         record = server.start()
         if first is None:
             server.build_full()
@@ -571,7 +582,9 @@ def _complete_after_first_request(server: BackgroundServer) -> None:
     from needle.owner.served_facade import warm_deferred
 
     deadline = time.monotonic() + FIRST_REQUEST_WAIT
-    while not ACTIVITY.served and not server.full_wanted() and time.monotonic() < deadline:
+    # A request under way (an index run of many minutes) is waited for past the deadline: what it loads and
+    # lets go of (the ingest graph, its model) is given back before the search graphs load, not mixed with them.
+    while not ACTIVITY.served and not server.full_wanted() and (time.monotonic() < deadline or ACTIVITY.running):
         time.sleep(0.05)
     if server.build_full():
         print("needle owner: every HTTP route answers", file=sys.stderr, flush=True)

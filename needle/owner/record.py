@@ -19,14 +19,15 @@ Every connection has a connect and a read timeout (`OwnerSilentError` names the 
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import ipaddress
 import json
 import os
 import socket
 import stat
 import time
+
+# `hmac.compare_digest` itself (a comparison in constant time), without `hmac`, which loads OpenSSL's library
+from _operator import _compare_digest as compare_digest
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
@@ -134,7 +135,9 @@ def new_record(address: str, token: str, command: str) -> OwnerRecord:
 
 def proof(token: str, nonce: str, pid: int) -> str:
     """What an owner answers a challenge with: an HMAC of the nonce and its pid under its token."""
-    return hmac.new(token.encode(), f"{nonce}:{pid}".encode(), hashlib.sha256).hexdigest()
+    from needle.owner.code_stamp import hmac_sha256
+
+    return hmac_sha256(token.encode(), f"{nonce}:{pid}".encode())
 
 
 def write(path: Path, record: OwnerRecord) -> None:
@@ -421,7 +424,7 @@ def connect(record: OwnerRecord, timeout: float = CONNECT_TIMEOUT, read_timeout:
         proven = (
             response.status == 200
             and answer.get("pid") == record.pid
-            and hmac.compare_digest(str(answer.get("proof", "")), proof(record.token, nonce, record.pid))
+            and compare_digest(str(answer.get("proof", "")), proof(record.token, nonce, record.pid))
         )
     except (ValueError, AttributeError):
         proven = False

@@ -309,7 +309,8 @@ def execute(
     except BaseException as error:
         code = failed(args, error, err)
     if args.command in GIVES_BACK:
-        give_back_memory()
+        # An index run that let go of its ingest graph has collected the garbage (`GraphRuntime.release`).
+        give_back_memory(collect=args.command != "index")
     return {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
 

@@ -111,7 +111,7 @@ def drop_unused_models() -> int:
     )
     if backends is None:
         return 0
-    gc.collect()
+    gc.collect()  # what only garbage cycles still hold counts as unheld
     dropped = 0
     for factory in (backends._FastembedEmbeddingBackendFactory, backends._FastembedSparseEmbeddingBackendFactory):
         instances = factory._instances
@@ -124,21 +124,25 @@ def drop_unused_models() -> int:
             if not holders:
                 del instances[key]
                 dropped += 1
-    gc.collect()
+    if dropped:
+        gc.collect()  # a dropped model's session may sit in a cycle
     return dropped
 
 
-def give_back_memory() -> None:
+def give_back_memory(collect: bool = True) -> None:
     """
     Give the heap memory freed so far back to the system (glibc's `malloc_trim`): an index run's parsing and
     embedding, or a model dropped, leave hundreds of MB free but mapped in the allocator's arenas, which a
     process that lives all day would otherwise keep. A no-op where the C library has no `malloc_trim`.
+
+    :param collect: Collect Python's garbage cycles first; off right after `drop_unused_models`, which has.
     """
     import ctypes
     import ctypes.util
     import gc
 
-    gc.collect()
+    if collect:
+        gc.collect()
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         libc.malloc_trim(0)

@@ -24,7 +24,8 @@ DIM = 4
 
 
 def _store(path: Path) -> EdgeDocumentStore:
-    return EdgeDocumentStore(path=str(path), embedding_dim=DIM, use_sparse_embeddings=False)
+    # Indexed from the start: the index creations are entries of the write-ahead log these tests read.
+    return EdgeDocumentStore(path=str(path), embedding_dim=DIM, use_sparse_embeddings=False, payload_indexes_from=0)
 
 
 def _filled(path: Path) -> Path:

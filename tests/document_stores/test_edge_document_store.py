@@ -26,6 +26,7 @@ from haystack_integrations.document_stores.needle.edge import (
     EdgeDocumentStore,
     StoreLockedError,
 )
+from haystack_integrations.document_stores.needle.edge.shard_schema import ALWAYS_INDEXED
 from haystack_integrations.document_stores.needle.protocol import BestScore, IndexDamagedError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,9 +39,12 @@ def unit(vector: list[float]) -> list[float]:
 
 @pytest.fixture(scope="module")
 def shared_store(tmp_path_factory):
-    """One 4-dimensional shard for the behaviour tests (opening a shard costs disk syncs)."""
+    """One 4-dimensional shard for the behaviour tests (opening a shard costs disk syncs), indexed from the start."""
     document_store = EdgeDocumentStore(
-        path=str(tmp_path_factory.mktemp("behaviour") / "edge"), embedding_dim=4, durable_writes=False
+        path=str(tmp_path_factory.mktemp("behaviour") / "edge"),
+        embedding_dim=4,
+        durable_writes=False,
+        payload_indexes_from=0,
     )
     yield document_store
     document_store.close()
@@ -196,6 +200,7 @@ class TestEdgeDocumentStore:
                 "payload_on_disk": True,
                 "max_segment_size_kb": None,
                 "cached_payloads": 16384,
+                "payload_indexes_from": 1000,
             },
         }
 
@@ -219,7 +224,8 @@ class TestEdgeDocumentStore:
         assert record.payload == expected.payload
         assert set(record.vector) == set(expected.vector) == {"text-dense", "text-sparse"}
 
-    def test_creates_payload_indexes_and_bm25_text_index(self, store):
+    def test_creates_payload_indexes_and_bm25_text_index(self, tmp_path):
+        store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=4, payload_indexes_from=0)
         schema = store._shard().shard.info().payload_schema
         assert set(schema) == {*DEFAULT_PAYLOAD_INDEXES, "content"}
         assert schema["content"].params.scoring is not None
@@ -230,7 +236,7 @@ class TestEdgeDocumentStore:
         import qdrant_edge as qe
 
         path = str(tmp_path / "edge")
-        store = EdgeDocumentStore(path=path, embedding_dim=4, use_sparse_embeddings=False)
+        store = EdgeDocumentStore(path=path, embedding_dim=4, use_sparse_embeddings=False, payload_indexes_from=0)
         store.write_documents([Document(content="restic backs up the laptop", embedding=[0.1, 0.2, 0.3, 0.4])])
         shard = store._shard().shard
         old = qe.TextIndexParams(tokenizer=qe.TokenizerType.Word, lowercase=True, scoring=True)
@@ -239,7 +245,7 @@ class TestEdgeDocumentStore:
         assert shard.info().payload_schema["content"].params.enable_hnsw is not False
         store.close()
 
-        reopened = EdgeDocumentStore(path=path, embedding_dim=4, use_sparse_embeddings=False)
+        reopened = EdgeDocumentStore(path=path, embedding_dim=4, use_sparse_embeddings=False, payload_indexes_from=0)
         assert reopened._shard().shard.info().payload_schema["content"].params.enable_hnsw is False
         [hit] = reopened.query_text("laptops", top_k=1)  # stemmed again, like the new index
         assert hit.content == "restic backs up the laptop"
@@ -1106,3 +1112,75 @@ class TestEdgeDocumentStoreAcrossProcesses:
         assert len(store.list_documents_meta(fields=["path"])) == store.count_documents()
         assert store.query_text("note", top_k=1)
         store.close()
+
+
+def _notes(count: int, start: int = 0) -> list[Document]:
+    """Documents with metadata to filter by and scores that never tie (so that hit orders compare)."""
+    return [
+        Document(
+            id=f"n{i}",
+            content=f"note {i} about {'certbot renewals' if i % 7 == 0 else 'rsync copies'} " + "word " * (i % 11),
+            meta={
+                "collection": "a" if i % 2 else "b",
+                "tags": ["x"] if i % 3 == 0 else ["y"],
+                "path": f"notes/{i}.md",
+                "date": f"2024-{1 + i % 9:02d}-01",
+            },
+            embedding=[1.0, i / 100, (i % 13) / 10, 0.5],
+            sparse_embedding=SparseEmbedding(indices=[i % 5, 10 + i], values=[1.0 + i / 1000, 0.5]),
+        )
+        for i in range(start, start + count)
+    ]
+
+
+def test_a_small_store_filters_without_payload_indexes_and_finds_the_same(tmp_path):
+    # Below `payload_indexes_from` the engine keeps no payload index (whose preallocated pages it would read
+    # into memory at every opening); filters check each document's payload instead, with the same hits.
+    indexed = EdgeDocumentStore(path=str(tmp_path / "indexed"), embedding_dim=4, payload_indexes_from=0)
+    small = EdgeDocumentStore(path=str(tmp_path / "small"), embedding_dim=4)
+    for store in (indexed, small):
+        store.write_documents(_notes(300))
+    assert set(small._shard().shard.info().payload_schema) == ALWAYS_INDEXED
+    assert set(indexed._shard().shard.info().payload_schema) == {*DEFAULT_PAYLOAD_INDEXES, "content"}
+    filters = {
+        "operator": "AND",
+        "conditions": [
+            {"field": "meta.collection", "operator": "==", "value": "a"},
+            {"field": "meta.tags", "operator": "in", "value": ["x"]},
+            {"field": "meta.date", "operator": ">=", "value": "2024-05-01"},
+        ],
+    }
+
+    def found(store: EdgeDocumentStore) -> tuple:
+        sparse = SparseEmbedding(indices=[2, 150], values=[1.0, 1.0])
+        return (
+            [(d.id, round(d.score, 5)) for d in store.query_dense([0.9, 0.4, 0.3, 0.5], top_k=10, filters=filters)],
+            [(d.id, round(d.score, 5)) for d in store.query_sparse(sparse, top_k=10, filters=filters)],
+            sorted(d.id for d in store.filter_documents(filters)),
+            store.count_values("collection"),
+            store.count_values("path", filters),
+            store.count_values("tags"),  # each value of a list, as the index's facet counts them
+        )
+
+    assert found(small) == found(indexed)
+    assert len(found(small)[2]) > 5
+
+    # The full-text index comes with the first full-text search, alone.
+    def text_hits(store: EdgeDocumentStore) -> list[tuple[float, str]]:
+        return sorted((round(d.score, 5), d.id) for d in store.query_text("certbot", top_k=100))
+
+    assert text_hits(small) == text_hits(indexed) and len(text_hits(small)) == 43
+    assert set(small._shard().shard.info().payload_schema) == {*ALWAYS_INDEXED, "content"}
+
+
+def test_a_store_gets_its_payload_indexes_once_it_grows_past_the_size(tmp_path):
+    path = str(tmp_path / "edge")
+    store = EdgeDocumentStore(path=path, embedding_dim=4, payload_indexes_from=50)
+    store.write_documents(_notes(40))
+    assert set(store._shard().shard.info().payload_schema) == ALWAYS_INDEXED
+    store.write_documents(_notes(20, start=40))  # the write that takes it to 60
+    assert set(store._shard().shard.info().payload_schema) == {*DEFAULT_PAYLOAD_INDEXES, "content"}
+    assert store.count_values("tags") == {"x": 20, "y": 40}  # the engine's facet count, from the new index
+    store.close()
+    reopened = EdgeDocumentStore(path=path, embedding_dim=4, payload_indexes_from=50)
+    assert set(reopened._shard().shard.info().payload_schema) == {*DEFAULT_PAYLOAD_INDEXES, "content"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hmac
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -292,6 +292,7 @@ def create_app(
     own_record: bool = True,
     warm_ingest: bool = True,
     variants: Mapping[str, str] | None = None,
+    mcp: bool = True,
 ) -> FastAPI:
     """
     Build the hayhooks app that serves `server/pipelines/`, with MCP at `/mcp` (streamable HTTP) and `/sse`.
@@ -311,6 +312,8 @@ def create_app(
         loads it (`needle serve` without `--watch`, whose index runs are asked for).
     :param variants: Graph variants served beside the shipped graphs for A/B tests, route name → YAML path
         (`needle.shells.http.variants.served_variants`), with the split route between them and `query`.
+    :param mcp: Serve the MCP transports (`/mcp`, `/sse`); off for a background owner, which only `needle`
+        commands reach (on a port of the moment, with its record's token), so that it never imports the MCP SDK.
     :returns: The ASGI app; its start-up loads and warms every endpoint's graph (but ingest when `warm_ingest` is off).
     """
     from fastapi.exceptions import RequestValidationError
@@ -321,7 +324,6 @@ def create_app(
 
     from needle.shells.http.run_routes import LeanRun, RunShortcut, lean_run_routes
     from needle.shells.http.variants import deploy_variants, split_between
-    from needle.shells.mcp import http_routes
 
     settings = load_settings()
     serve_settings = settings.serve
@@ -345,7 +347,12 @@ def create_app(
     def wrappers() -> dict[str, Any]:
         return {name: registry.get(name) for name in registry.get_names()}
 
-    routes, mcp_lifespan = http_routes(wrappers, host)
+    if mcp:
+        from needle.shells.mcp import http_routes
+
+        routes, mcp_lifespan = http_routes(wrappers, host)
+    else:
+        routes, mcp_lifespan = [], _no_sessions
     quiet_graph_runs()
     app.router.routes.extend(routes)
     app.router.routes.extend(split_between(variants or {}, settings, registry))
@@ -393,6 +400,12 @@ def create_app(
 
     app.add_middleware(ActivityMiddleware)
     return app
+
+
+@asynccontextmanager
+async def _no_sessions() -> AsyncIterator[None]:
+    """The MCP transports' lifespan when they are not served: nothing to run."""
+    yield
 
 
 @contextmanager
