@@ -154,12 +154,13 @@ class EdgeDocumentStore(NeedleStoreMixin):
             (256 MB per indexing thread) and builds only when asked (`optimize()`).
         :param cached_payloads: Documents searches found that are kept in memory (per set of fields asked for),
             so that finding them again does not read their payload (`payload_cache.py`); 0 reads every time.
-        :param payload_indexes_from: Documents the store holds before it gets its full-text index and the
-            payload indexes of fields other than `ALWAYS_INDEXED` (those Needle filters by on every query),
-            created as a write takes it there (or when it opens that large). Below, a filter on such a field
-            checks each document's payload (1.6 ms more at 500 documents), and the engine does not read those
-            indexes' preallocated pages into memory when it opens the store (about 5 MB a keyword field and 33 MB
-            for the full-text index); `query_text` creates the full-text index at its first call. 0: at once.
+        :param payload_indexes_from: Documents the store holds before it gets the payload indexes of fields
+            other than `ALWAYS_INDEXED` (those Needle filters by on every query), created as a write takes it
+            there (or when it opens that large). Below, a filter on such a field checks each document's payload
+            (1.6 ms more at 500 documents), and the engine does not read those indexes' preallocated pages into
+            memory when it opens the store (about 5 MB a keyword field). Unless it is 0, the full-text index
+            (about 33 MB a store at 1,000 documents, 67 MB at 10,000 chunks) waits for the first `query_text`,
+            at any size. 0: every index at once.
         :raises ValueError: When a parameter is out of range or unknown.
         """
         if not isinstance(path, str) or not path:
@@ -334,19 +335,23 @@ class EdgeDocumentStore(NeedleStoreMixin):
             self._indexes_wait = bool(self.payload_indexes_from) and (
                 opened.shard.count(qe.CountRequest(exact=True)) < self.payload_indexes_from
             )
-            if self._indexes_wait:  # a small store: the fields Needle filters by on every query, no text index
+            if self._indexes_wait:  # a small store: the fields Needle filters by on every query
                 wanted = {field: schema for field, schema in wanted.items() if field in ALWAYS_INDEXED}
-                self._text_waits = self.text_index and "content" not in opened.shard.info().payload_schema
+            # The full-text index waits for the first full-text search whatever the store's size: only
+            # `query_text` reads it (the shipped graphs' BM25 is the sparse vectors), and the engine reads its
+            # pages into memory at every opening (67 MB of an owner of 10,000 chunks).
+            self._text_waits = bool(
+                self.payload_indexes_from and self.text_index and "content" not in opened.shard.info().payload_schema
+            )
+            if self._text_waits:
                 text_language = None
             # The write-ahead log keeps the new indexes; no flush needed.
             for field, schema in missing_indexes(opened.shard, wanted, text_language).items():
                 opened.update(qe.UpdateOperation.create_field_index(field, schema))
                 logger.info("Created payload index on {field} in {path}", field=field, path=opened.path)
-            if not self._indexes_wait:
-                self._text_waits = False
 
     def _text_index_now(self, opened: OpenShard) -> None:
-        """Create the full-text index of a store still below `payload_indexes_from` (`query_text` needs it)."""
+        """Create the full-text index at the store's first full-text search (`query_text` needs it)."""
         with opened.write_lock, _engine_errors("create the full-text index"):
             if self._text_waits and "content" not in opened.shard.info().payload_schema:
                 opened.update(qe.UpdateOperation.create_field_index("content", text_index_params(self.text_language)))

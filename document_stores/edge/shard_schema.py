@@ -27,11 +27,11 @@ DEFAULT_PAYLOAD_INDEXES: dict[str, str] = {
     "meta.language": "keyword",
     "meta.date": "datetime",
 }
-# Documents a store holds before it gets the full-text index and the payload indexes of the fields only a user's
-# filter tests (`EdgeDocumentStore`'s `payload_indexes_from`). The engine preallocates each index of a growing
-# segment as a sparse file and reads it in whole when it opens the store: 4 MB and a 1 MB tracker per keyword
-# field, 32 MB for the full-text index; those six fields and the text index held 126 MB of an owner that opened
-# the demo notes' two stores. Without its index a filter on such a field checks every document's payload:
+# Documents a store holds before it gets the payload indexes of the fields only a user's filter tests
+# (`EdgeDocumentStore`'s `payload_indexes_from`; the full-text index waits for the first full-text search at any
+# size). The engine preallocates each index of a growing segment as a sparse file and reads it in whole when it
+# opens the store: 4 MB and a 1 MB tracker per keyword field, 32 MB for the full-text index; those six fields and
+# the text index held 126 MB of an owner that opened the demo notes' two stores. Without its index a filter on such a field checks every document's payload:
 # 1.6 ms more per filtered search at 500 documents, 3.5 ms at 1,000, 6.7 ms at 2,000 (docs/performance.md).
 PAYLOAD_INDEXES_FROM = 1_000
 # The fields every store indexes from its first document, whatever its size: what Needle's own searches and index
