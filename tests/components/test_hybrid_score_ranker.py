@@ -387,11 +387,6 @@ class TestKeywordsOfCommonWords:
         assert top.id == "r1"
         assert top.meta["hybrid"]["specificity"] >= 0.45 and top.meta["hybrid"]["bm25_weight"] == 0.5
 
-    def test_single_signal_rankers_ignore_it(self, reference_store):
-        ranker = HybridScoreRanker(document_store=reference_store, bm25_weight=1.0, common_bm25_weight=0.1)
-        out = ranker.run(query="q", documents=pages("w1", "m1"), query_sparse_embedding=COMMON)["documents"]
-        assert out[0].id == "w1" and "bm25_weight" not in out[0].meta["hybrid"]
-
 
 class TestKeywordsThatPickNoFile:
     def test_the_weight_follows_the_lead_up_to_lead_margin(self, reference_store):
@@ -422,10 +417,17 @@ class TestKeywordsThatPickNoFile:
         assert top.id == "r1"
         assert top.meta["hybrid"]["bm25_lead"] >= 0.2 and top.meta["hybrid"]["bm25_weight"] == 0.5
 
-    def test_single_signal_rankers_ignore_it(self, reference_store):
-        ranker = HybridScoreRanker(document_store=reference_store, bm25_weight=1.0, lead_margin=0.2)
-        out = ranker.run(query="q", documents=pages("w1", "m1"), query_sparse_embedding=COMMON)["documents"]
-        assert "bm25_lead" not in out[0].meta["hybrid"]
+
+@pytest.mark.parametrize(
+    ("rule", "traced"),
+    [({"common_bm25_weight": 0.1}, "bm25_weight"), ({"lead_margin": 0.2}, "bm25_lead")],
+    ids=["common-words", "lead"],
+)
+def test_single_signal_rankers_ignore_the_per_question_rules(reference_store, rule, traced):
+    # A keywords-only ranker has no other side to give weight to: neither rule runs, nor shows in the trace.
+    ranker = HybridScoreRanker(document_store=reference_store, bm25_weight=1.0, **rule)
+    out = ranker.run(query="q", documents=pages("w1", "m1"), query_sparse_embedding=COMMON)["documents"]
+    assert out[0].id == "w1" and traced not in out[0].meta["hybrid"]
 
 
 def page(doc_id: str, collection: str, embedding: list[float], terms: list[int]) -> Document:
