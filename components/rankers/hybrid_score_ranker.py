@@ -192,8 +192,8 @@ class HybridScoreRanker:
         self.balance_leads = balance_leads
         self.balance_floor = balance_floor
         self._count: tuple[float, int] | None = None
-        # collection → (its chunk count when measured, its keyword lead, its multiplier)
-        self._balances: dict[str, tuple[int, float, float]] = {}
+        # collection → (its chunk count when measured, its keyword lead or None, its multiplier)
+        self._balances: dict[str, tuple[int, float | None, float]] = {}
         self._balance_lock = threading.Lock()
         self._chunk_counts: tuple[Any, dict[str, int]] | None = None
 
@@ -469,9 +469,9 @@ class HybridScoreRanker:
                     seconds=time.monotonic() - started,
                 )
                 multiplier = 1.0 if lead is None else self.multiplier_for(lead)
-                known = (chunks, -1.0 if lead is None else lead, multiplier)
+                known = (chunks, lead, multiplier)
                 self._balances[collection] = known
-            return (None if known[1] < 0 else known[1]), known[2]
+            return known[1], known[2]
 
     def rescore(
         self,
