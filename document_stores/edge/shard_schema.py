@@ -31,8 +31,9 @@ DEFAULT_PAYLOAD_INDEXES: dict[str, str] = {
 # (`EdgeDocumentStore`'s `payload_indexes_from`; the full-text index waits for the first full-text search at any
 # size). The engine preallocates each index of a growing segment as a sparse file and reads it in whole when it
 # opens the store: 4 MB and a 1 MB tracker per keyword field, 32 MB for the full-text index; those six fields and
-# the text index held 126 MB of an owner that opened the demo notes' two stores. Without its index a filter on such a field checks every document's payload:
-# 1.6 ms more per filtered search at 500 documents, 3.5 ms at 1,000, 6.7 ms at 2,000 (docs/performance.md).
+# the text index held 126 MB of an owner that opened the demo notes' two stores. Without its index a filter on
+# such a field checks every document's payload: 1.6 ms more per filtered search at 500 documents, 3.5 ms at
+# 1,000, 6.7 ms at 2,000 (docs/performance.md).
 PAYLOAD_INDEXES_FROM = 1_000
 # The fields every store indexes from its first document, whatever its size: what Needle's own searches and index
 # runs filter by (a file's chunks, a collection, a path, a vector to reuse), on every query or every file.
